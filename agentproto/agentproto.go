@@ -1,0 +1,222 @@
+// Package agentproto holds the wire types of the agent protocol v1
+// (shared/design/AGENT-PROTOCOL.md). The server, patchd-agent and patchd-sim
+// all speak through these types; the package imports nothing of the server,
+// so the agent can depend on it.
+package agentproto
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Paths of the four agent calls, relative to the server's base address.
+const (
+	PathEnroll    = "/agent/v1/enroll"
+	PathCheckin   = "/agent/v1/checkin"
+	PathInventory = "/agent/v1/inventory"
+	// PathCommandStatus is formatted with the command id.
+	PathCommandStatus = "/agent/v1/commands/%s/status"
+)
+
+// Body size limits (decompressed).
+const (
+	MaxInventoryBytes = 32 << 20
+	MaxOtherBytes     = 1 << 20
+	MaxWaitSeconds    = 60
+)
+
+// Command types.
+const (
+	TypeRunScript         = "RUN_SCRIPT"
+	TypeDeployUpdates     = "DEPLOY_UPDATES"
+	TypeReboot            = "REBOOT"
+	TypeDeploySoftware    = "DEPLOY_SOFTWARE"
+	TypeUninstallSoftware = "UNINSTALL_SOFTWARE"
+)
+
+// Command statuses an agent reports.
+const (
+	StatusRunning = "RUNNING"
+	StatusSuccess = "SUCCESS"
+	StatusFailed  = "FAILED"
+)
+
+// EnrollRequest is the body of POST /agent/v1/enroll.
+type EnrollRequest struct {
+	EnrollToken  string `json:"enrollToken"`
+	MachineUID   string `json:"machineUid"`
+	Hostname     string `json:"hostname"`
+	Platform     string `json:"platform"` // windows, linux or macos
+	OS           string `json:"os"`
+	OSVersion    string `json:"osVersion"`
+	Arch         string `json:"arch"`
+	AgentVersion string `json:"agentVersion"`
+}
+
+// EnrollResponse answers a successful enrollment.
+type EnrollResponse struct {
+	EndpointID     string `json:"endpointId"`
+	AgentSecret    string `json:"agentSecret"`
+	CheckinSeconds int    `json:"checkinSeconds"`
+}
+
+// CheckinRequest is the body of POST /agent/v1/checkin.
+type CheckinRequest struct {
+	LastBootAt    *time.Time `json:"lastBootAt"`
+	PendingReboot bool       `json:"pendingReboot"`
+	User          *string    `json:"user"`
+	IPAddresses   []string   `json:"ipAddresses"`
+	AgentVersion  string     `json:"agentVersion"`
+	InventoryHash string     `json:"inventoryHash"`
+}
+
+// CheckinResponse carries the endpoint's pending commands.
+type CheckinResponse struct {
+	Commands        []Command `json:"commands"`
+	CheckinSeconds  int       `json:"checkinSeconds"`
+	InventoryWanted bool      `json:"inventoryWanted"`
+	Uninstall       bool      `json:"uninstall"`
+}
+
+// Command is an order for one endpoint.
+type Command struct {
+	ID        string          `json:"id"`
+	RunID     string          `json:"runId"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"createdAt"`
+	NotAfter  *time.Time      `json:"notAfter"`
+}
+
+// DeployUpdatesPayload is the resolved payload of a DEPLOY_UPDATES command
+// as handed to the agent: the exact updates to install.
+type DeployUpdatesPayload struct {
+	Updates []DeployUpdate `json:"updates"`
+}
+
+// DeployUpdate is one update an agent is told to install.
+type DeployUpdate struct {
+	Key           string  `json:"key"`
+	Title         string  `json:"title"`
+	KB            *string `json:"kb"`
+	WingetID      *string `json:"wingetId"`
+	PackageName   *string `json:"packageName"`
+	LatestVersion *string `json:"latestVersion"`
+}
+
+// RunScriptPayload is the payload of a RUN_SCRIPT command. The server
+// resolves stored scripts before handing the command out.
+type RunScriptPayload struct {
+	Script           string            `json:"script"`
+	Language         string            `json:"language"` // sh, bash, powershell, python, cmd
+	Parameters       map[string]string `json:"parameters,omitempty"`
+	TimeoutSeconds   int               `json:"timeoutSeconds,omitempty"`
+	RebootExitCodes  []int             `json:"rebootExitCodes,omitempty"`
+	SuccessExitCodes []int             `json:"successExitCodes,omitempty"`
+}
+
+// RebootPayload is the payload of a REBOOT command.
+type RebootPayload struct {
+	Message        string `json:"message"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
+}
+
+// DeploySoftwarePayload is the payload of a DEPLOY_SOFTWARE command.
+type DeploySoftwarePayload struct {
+	WingetID string `json:"wingetId,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Args     string `json:"args,omitempty"`
+}
+
+// UninstallSoftwarePayload is the payload of an UNINSTALL_SOFTWARE command.
+type UninstallSoftwarePayload struct {
+	Name string `json:"name"`
+}
+
+// Inventory is the body of PUT /agent/v1/inventory: the whole inventory of
+// the endpoint, replacing the previous one.
+type Inventory struct {
+	CollectedAt time.Time                   `json:"collectedAt"`
+	System      System                      `json:"system"`
+	Disks       []Disk                      `json:"disks"`
+	Software    []Software                  `json:"software"`
+	Updates     []Update                    `json:"updates"`
+	Datasets    map[string][]map[string]any `json:"datasets"`
+}
+
+// System describes the computer.
+type System struct {
+	Hostname     string   `json:"hostname"`
+	OS           *string  `json:"os"`
+	OSVersion    *string  `json:"osVersion"`
+	OSBuild      *string  `json:"osBuild"`
+	Arch         string   `json:"arch"`
+	Type         string   `json:"type"` // server or workstation
+	Domain       *string  `json:"domain"`
+	ADOU         *string  `json:"adOu"`
+	Manufacturer *string  `json:"manufacturer"`
+	Model        *string  `json:"model"`
+	SerialNumber *string  `json:"serialNumber"`
+	CPU          *string  `json:"cpu"`
+	Cores        *int     `json:"cores"`
+	RAMGB        *float64 `json:"ramGB"`
+	MACAddresses []string `json:"macAddresses"`
+	Antivirus    *string  `json:"antivirus"`
+	TimeZone     *string  `json:"timeZone"`
+}
+
+// Disk is one drive or mount point.
+type Disk struct {
+	Drive  string   `json:"drive"`
+	SizeGB *float64 `json:"sizeGB"`
+	FreeGB *float64 `json:"freeGB"`
+}
+
+// Software is one installed application or package.
+type Software struct {
+	Name         string  `json:"name"`
+	Version      *string `json:"version"`
+	Publisher    *string `json:"publisher"`
+	InstallDate  *string `json:"installDate"`
+	InstalledFor *string `json:"installedFor"`
+	InstallType  *string `json:"installType"`
+}
+
+// Update is one update missing on the endpoint now.
+type Update struct {
+	Title            string     `json:"title"`
+	KB               *string    `json:"kb"`
+	Severity         *string    `json:"severity"`
+	Source           string     `json:"source"` // OS - Mandatory, OS - Optional, Applications
+	Categories       []string   `json:"categories"`
+	WingetID         *string    `json:"wingetId"`
+	PackageName      *string    `json:"packageName"`
+	InstalledVersion *string    `json:"installedVersion"`
+	LatestVersion    *string    `json:"latestVersion"`
+	RebootRequired   bool       `json:"rebootRequired"`
+	ReleaseDate      *time.Time `json:"releaseDate"`
+	// ProductKey identifies a macOS update (softwareupdate label) or another
+	// OS update that has neither KB nor package name.
+	ProductKey *string `json:"productKey,omitempty"`
+	// Distro names the Linux distribution for package updates (debian, ubuntu, rhel…).
+	Distro *string `json:"distro,omitempty"`
+}
+
+// CommandStatus is the body of POST /agent/v1/commands/{id}/status.
+type CommandStatus struct {
+	Status   string    `json:"status"`
+	Result   string    `json:"result"`
+	ExitCode *int      `json:"exitCode"`
+	At       time.Time `json:"at"`
+}
+
+// OK is the body of a plain success answer.
+type OK struct {
+	OK bool `json:"ok"`
+}
+
+// Error is the error shape shared with the REST API.
+type Error struct {
+	Error            string  `json:"error"`
+	ErrorDescription *string `json:"error_description"`
+}
