@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// EnrollToken lets agents join an organization.
+type EnrollToken struct {
+	ID        string     `json:"id"`
+	OrgID     string     `json:"orgId"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	Revoked   bool       `json:"revoked"`
+	Uses      int        `json:"uses"`
+	CreatedAt time.Time  `json:"createdAt"`
+}
+
+// CreateEnrollToken stores the hash of a new enrollment token.
+func (s *Store) CreateEnrollToken(ctx context.Context, e *AuditEntry, orgID, tokenHash string, expires *time.Time) (EnrollToken, error) {
+	t := EnrollToken{ID: NewID(), OrgID: orgID, ExpiresAt: expires, CreatedAt: time.Now().UTC()}
+	e.TargetID = t.ID
+	err := s.Audited(ctx, e, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `INSERT INTO enroll_tokens (id, org_id, token_hash, expires_at, revoked, uses, created_at, created_by)
+		VALUES (?, ?, ?, ?, FALSE, 0, ?, ?)`, t.ID, orgID, tokenHash, nullMillis(expires), millis(t.CreatedAt), e.Actor)
+		if err != nil {
+			return fmt.Errorf("store: create enroll token: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return EnrollToken{}, err
+	}
+	return t, nil
+}
+
+// EnrollTokenOrg resolves a valid (known, not revoked, not expired)
+// enrollment token hash to its organization.
+func (s *Store) EnrollTokenOrg(ctx context.Context, tokenHash string, now time.Time) (string, error) {
+	var orgID string
+	err := s.queryRow(ctx, `SELECT org_id FROM enroll_tokens WHERE token_hash = ? AND revoked = FALSE
+		AND (expires_at IS NULL OR expires_at > ?)`, tokenHash, millis(now)).Scan(&orgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("store: enroll token: %w", ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: enroll token: %w", err)
+	}
+	return orgID, nil
+}
+
+// RevokeEnrollToken revokes an enrollment token.
+func (s *Store) RevokeEnrollToken(ctx context.Context, e *AuditEntry, orgID, id string) error {
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		res, err := tx.exec(ctx, `UPDATE enroll_tokens SET revoked = TRUE WHERE org_id = ? AND id = ?`, orgID, id)
+		if err != nil {
+			return fmt.Errorf("store: revoke enroll token: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("store: enroll token: %w", ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// ListEnrollTokens lists the organization's enrollment tokens.
+func (s *Store) ListEnrollTokens(ctx context.Context, orgID string) ([]EnrollToken, error) {
+	rows, err := s.query(ctx, `SELECT id, org_id, expires_at, revoked, uses, created_at FROM enroll_tokens WHERE org_id = ? ORDER BY created_at`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list enroll tokens: %w", err)
+	}
+	defer rows.Close()
+	var out []EnrollToken
+	for rows.Next() {
+		var t EnrollToken
+		var exp sql.NullInt64
+		var created int64
+		if err := rows.Scan(&t.ID, &t.OrgID, &exp, &t.Revoked, &t.Uses, &created); err != nil {
+			return nil, fmt.Errorf("store: list enroll tokens: %w", err)
+		}
+		t.ExpiresAt, t.CreatedAt = nullTime(exp), fromMillis(created)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

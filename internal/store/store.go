@@ -1,0 +1,282 @@
+// Package store owns patchd's persistent state: one schema on two engines,
+// SQLite (the embedded default) and PostgreSQL (for several replicas). The SQL
+// is written by hand in a file per domain; queries use '?' placeholders and
+// the dialect rewrites them for PostgreSQL. Times are stored as Unix
+// milliseconds (BIGINT) on both engines, JSON as text.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+)
+
+// Errors every store method may answer; callers test them with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Engine names.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Store is the database. With SQLite, writes go through one connection and
+// reads through a pool; with PostgreSQL both share one pool.
+type Store struct {
+	engine string
+	url    string // the PostgreSQL URL, for LISTEN connections
+	read   *sql.DB
+	write  *sql.DB
+	rebind sync.Map // query text -> PostgreSQL text
+}
+
+// Options tunes Open.
+type Options struct {
+	// MaxConns bounds the PostgreSQL pool and the SQLite read pool.
+	MaxConns int
+	// SkipMigrate opens without applying migrations.
+	SkipMigrate bool
+}
+
+// Open opens the database named by url: a postgres:// or postgresql:// URL,
+// or a SQLite file path (with or without a "sqlite:" prefix). When url is
+// empty the SQLite file patchd.db in dataDir is used. Migrations are applied.
+func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error) {
+	if opt.MaxConns <= 0 {
+		opt.MaxConns = 16
+	}
+	var s *Store
+	var err error
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		s, err = openPostgres(url, opt)
+	default:
+		path := strings.TrimPrefix(url, "sqlite:")
+		if path == "" {
+			if dataDir == "" {
+				dataDir = "."
+			}
+			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				return nil, fmt.Errorf("store: create data folder: %w", err)
+			}
+			path = filepath.Join(dataDir, "patchd.db")
+		}
+		s, err = openSQLite(path, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.read.PingContext(pingCtx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	if !opt.SkipMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func openPostgres(url string, opt Options) (*Store, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	db.SetMaxOpenConns(opt.MaxConns)
+	db.SetMaxIdleConns(opt.MaxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return &Store{engine: Postgres, url: url, read: db, write: db}, nil
+}
+
+func openSQLite(path string, opt Options) (*Store, error) {
+	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	w, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	// One writer: SQLite serialises writes anyway, and a single connection
+	// turns lock contention into a queue in Go instead of busy retries.
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxLifetime(0)
+	if _, err := w.Exec("PRAGMA journal_mode=WAL"); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: sqlite WAL: %w", err)
+	}
+	r, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open sqlite reader: %w", err)
+	}
+	r.SetMaxOpenConns(opt.MaxConns)
+	r.SetMaxIdleConns(opt.MaxConns)
+	return &Store{engine: SQLite, read: r, write: w}, nil
+}
+
+// Engine says which database engine the store runs on.
+func (s *Store) Engine() string { return s.engine }
+
+// PostgresURL is the connection URL when the engine is PostgreSQL.
+func (s *Store) PostgresURL() string { return s.url }
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	err := s.read.Close()
+	if s.write != s.read {
+		err = errors.Join(err, s.write.Close())
+	}
+	return err
+}
+
+// Ping checks that the database answers (readiness).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.read.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+// Stats reports the connection pool (for metrics).
+func (s *Store) Stats() (read, write sql.DBStats) {
+	return s.read.Stats(), s.write.Stats()
+}
+
+// q rewrites '?' placeholders to $n for PostgreSQL. Queries in this package
+// never contain a literal '?' inside strings.
+func (s *Store) q(query string) string {
+	if s.engine != Postgres {
+		return query
+	}
+	if v, ok := s.rebind.Load(query); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	out := b.String()
+	s.rebind.Store(query, out)
+	return out
+}
+
+// exec runs a statement on the writer outside a transaction.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.write.ExecContext(ctx, s.q(query), args...)
+}
+
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return s.read.QueryContext(ctx, s.q(query), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.read.QueryRowContext(ctx, s.q(query), args...)
+}
+
+// Tx is a write transaction.
+type Tx struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (t *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.s.q(query), args...)
+}
+
+func (t *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.s.q(query), args...)
+}
+
+func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.s.q(query), args...)
+}
+
+// InTx runs fn in one write transaction, committed when fn returns nil.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
+	sqlTx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	tx := &Tx{s: s, tx: sqlTx}
+	if err := fn(tx); err != nil {
+		sqlTx.Rollback()
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// Audited runs fn in one write transaction and records e in the Audit Trail
+// in that same transaction, so a change and its audit entry land together.
+// fn may fill in e (a target id known only once created, a summary).
+func (s *Store) Audited(ctx context.Context, e *AuditEntry, fn func(tx *Tx) error) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.insertAudit(ctx, e)
+	})
+}
+
+// millis converts a time to the stored form.
+func millis(t time.Time) int64 { return t.UTC().UnixMilli() }
+
+// fromMillis converts a stored time back.
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// nullTime converts a nullable stored time.
+func nullTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMillis(v.Int64)
+	return &t
+}
+
+// nullMillis converts a nullable time to the stored form.
+func nullMillis(t *time.Time) any {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return millis(*t)
+}
+
+func nullString(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	s := v.String
+	return &s
+}
+
+// isUniqueViolation tells whether err is a unique-constraint failure.
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505")
+}

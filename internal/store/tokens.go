@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/patchd/patchd/internal/perm"
+)
+
+// TokenGrant is what a bearer token stands for.
+type TokenGrant struct {
+	OrgID          string
+	CredentialID   string
+	CredentialName string
+	RoleID         string
+	Permissions    perm.Set
+	ExpiresAt      time.Time
+}
+
+// InsertAccessToken stores the hash of a newly issued bearer token.
+func (s *Store) InsertAccessToken(ctx context.Context, tokenHash string, c Credential, expires time.Time) error {
+	_, err := s.exec(ctx, `INSERT INTO access_tokens (token_hash, credential_id, org_id, expires_at, created_at) VALUES (?, ?, ?, ?, ?)`,
+		tokenHash, c.ID, c.OrgID, millis(expires), millis(time.Now()))
+	if err != nil {
+		return fmt.Errorf("store: insert access token: %w", err)
+	}
+	return nil
+}
+
+// LookupAccessToken resolves a token hash to its grant. An expired token, or
+// one of a disabled credential, is not found.
+func (s *Store) LookupAccessToken(ctx context.Context, tokenHash string, now time.Time) (TokenGrant, error) {
+	var g TokenGrant
+	var permText string
+	var expires int64
+	err := s.queryRow(ctx, `SELECT t.org_id, c.id, c.name, c.role_id, r.permissions, t.expires_at
+		FROM access_tokens t JOIN credentials c ON c.id = t.credential_id JOIN roles r ON r.id = c.role_id
+		WHERE t.token_hash = ? AND t.expires_at > ? AND c.disabled = FALSE`, tokenHash, millis(now)).
+		Scan(&g.OrgID, &g.CredentialID, &g.CredentialName, &g.RoleID, &permText, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return TokenGrant{}, fmt.Errorf("store: access token: %w", ErrNotFound)
+	}
+	if err != nil {
+		return TokenGrant{}, fmt.Errorf("store: lookup access token: %w", err)
+	}
+	if g.Permissions, err = perm.Parse(permText); err != nil {
+		return TokenGrant{}, fmt.Errorf("store: access token role: %w", err)
+	}
+	g.ExpiresAt = fromMillis(expires)
+	return g, nil
+}
+
+// AuthChange names a credential or role whose tokens must be dropped from caches.
+type AuthChange struct {
+	CredentialID string
+	RoleID       string
+}
+
+// AuthChangesSince lists the changes recorded at or after since.
+func (s *Store) AuthChangesSince(ctx context.Context, since time.Time) ([]AuthChange, error) {
+	rows, err := s.query(ctx, `SELECT COALESCE(credential_id, ''), COALESCE(role_id, '') FROM auth_changes WHERE at >= ?`, millis(since))
+	if err != nil {
+		return nil, fmt.Errorf("store: auth changes: %w", err)
+	}
+	defer rows.Close()
+	var out []AuthChange
+	for rows.Next() {
+		var c AuthChange
+		if err := rows.Scan(&c.CredentialID, &c.RoleID); err != nil {
+			return nil, fmt.Errorf("store: auth changes: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RecordTokenFailure notes a failed secret for each key (client id, source IP).
+func (s *Store) RecordTokenFailure(ctx context.Context, at time.Time, keys ...string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, k := range keys {
+			if _, err := tx.exec(ctx, `INSERT INTO token_failures (key, at) VALUES (?, ?)`, k, millis(at)); err != nil {
+				return fmt.Errorf("store: record token failure: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// TokenFailures counts the failures of key since the given time and tells
+// when the oldest of them happened.
+func (s *Store) TokenFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error) {
+	var n int
+	var oldest sql.NullInt64
+	err := s.queryRow(ctx, `SELECT COUNT(*), MIN(at) FROM token_failures WHERE key = ? AND at >= ?`, key, millis(since)).Scan(&n, &oldest)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("store: count token failures: %w", err)
+	}
+	if !oldest.Valid {
+		return n, time.Time{}, nil
+	}
+	return n, fromMillis(oldest.Int64), nil
+}
+
+// PruneAuth deletes expired tokens, old failures and old change records.
+func (s *Store) PruneAuth(ctx context.Context, now time.Time) error {
+	for _, q := range []struct {
+		sql string
+		arg int64
+	}{
+		{`DELETE FROM access_tokens WHERE expires_at < ?`, millis(now)},
+		{`DELETE FROM token_failures WHERE at < ?`, millis(now.Add(-time.Hour))},
+		{`DELETE FROM auth_changes WHERE at < ?`, millis(now.Add(-time.Hour))},
+	} {
+		if _, err := s.exec(ctx, q.sql, q.arg); err != nil {
+			return fmt.Errorf("store: prune auth: %w", err)
+		}
+	}
+	return nil
+}
