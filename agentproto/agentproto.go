@@ -102,6 +102,10 @@ type DeployUpdate struct {
 	WingetID      *string `json:"wingetId"`
 	PackageName   *string `json:"packageName"`
 	LatestVersion *string `json:"latestVersion"`
+	// ProductKey is the Update.ProductKey the agent reported (the macOS
+	// softwareupdate label). Optional: without it a macOS agent finds the
+	// label by Title.
+	ProductKey *string `json:"productKey,omitempty"`
 }
 
 // RunScriptPayload is the payload of a RUN_SCRIPT command. The server
@@ -126,6 +130,12 @@ type DeploySoftwarePayload struct {
 	WingetID string `json:"wingetId,omitempty"`
 	URL      string `json:"url,omitempty"`
 	Args     string `json:"args,omitempty"`
+	// PackageName names a package of the OS package manager (apt, dnf) to
+	// install on Linux. Optional.
+	PackageName string `json:"packageName,omitempty"`
+	// SHA256 is the hex digest the file downloaded from URL must have.
+	// Optional; when set, a mismatch fails the command before anything runs.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // UninstallSoftwarePayload is the payload of an UNINSTALL_SOFTWARE command.
@@ -201,6 +211,25 @@ type Update struct {
 	// Distro names the Linux distribution for package updates (debian, ubuntu, rhel…).
 	Distro *string `json:"distro,omitempty"`
 }
+
+// Dataset names patchd-agent sends in Inventory.Datasets. Rows are objects
+// with string keys; the columns of each are listed in agent/collect.
+const (
+	DatasetServices             = "services"
+	DatasetProcesses            = "processes"
+	DatasetNetworkAdapters      = "network-adapters"
+	DatasetRoutingTables        = "routing-tables"
+	DatasetLocalUsers           = "local-users"
+	DatasetLocalGroups          = "local-groups"
+	DatasetLocalAdministrators  = "local-administrators"
+	DatasetTimeZone             = "time-zone"
+	DatasetEnvironmentVariables = "environment-variables"
+	DatasetStartupItems         = "startup-items"
+	DatasetLogicalDisks         = "logical-disks"
+	DatasetLoggedOnUsers        = "logged-on-users"
+	DatasetOSInformation        = "os-information"
+	DatasetFirmware             = "firmware"
+)
 
 // CommandStatus is the body of POST /agent/v1/commands/{id}/status.
 type CommandStatus struct {

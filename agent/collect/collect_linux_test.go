@@ -1,0 +1,112 @@
+//go:build linux
+
+package collect
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+)
+
+// TestLinuxInventoryOfThisMachine collects the real inventory of the test
+// machine (a Debian system with dpkg).
+func TestLinuxInventoryOfThisMachine(t *testing.T) {
+	if !fileExists("/var/lib/dpkg/status") {
+		t.Skip("needs a dpkg-based system")
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	start := time.Now()
+	inv := Inventory(context.Background(), Options{Logger: log})
+	took := time.Since(start)
+	t.Logf("inventory took %s: %d software, %d updates, %d disks", took, len(inv.Software), len(inv.Updates), len(inv.Disks))
+	if took > 10*time.Second {
+		t.Errorf("inventory took %s, want a few seconds", took)
+	}
+	if inv.System.Hostname == "" {
+		t.Error("no hostname")
+	}
+	if h, _ := os.Hostname(); inv.System.Hostname != h {
+		t.Errorf("hostname %q, want %q", inv.System.Hostname, h)
+	}
+	if len(inv.Software) <= 100 {
+		t.Errorf("%d software rows, want > 100", len(inv.Software))
+	}
+	var bash *agentproto.Software
+	for i := range inv.Software {
+		if inv.Software[i].Name == "bash" {
+			bash = &inv.Software[i]
+		}
+	}
+	if bash == nil {
+		t.Fatal("bash is not in the software list")
+	}
+	if bash.Version == nil || *bash.Version == "" || deref(bash.InstallType) != "deb" || bash.InstallDate == nil {
+		t.Errorf("bash row incomplete: %+v", *bash)
+	}
+	if len(inv.Disks) == 0 {
+		t.Error("no disk")
+	}
+	for _, d := range inv.Disks {
+		if d.SizeGB == nil || *d.SizeGB <= 0 {
+			t.Errorf("disk %s has no size", d.Drive)
+		}
+	}
+	if inv.System.OS == nil || inv.System.OSVersion == nil || inv.System.OSBuild == nil {
+		t.Errorf("os fields missing: %+v", inv.System)
+	}
+	if inv.System.RAMGB == nil || *inv.System.RAMGB <= 0 || inv.System.Cores == nil || *inv.System.Cores <= 0 {
+		t.Errorf("ram or cores missing: %+v", inv.System)
+	}
+	for _, name := range []string{agentproto.DatasetProcesses, agentproto.DatasetLocalUsers, agentproto.DatasetLocalGroups, agentproto.DatasetOSInformation, agentproto.DatasetLogicalDisks, agentproto.DatasetEnvironmentVariables} {
+		if len(inv.Datasets[name]) == 0 {
+			t.Errorf("dataset %s is empty", name)
+		}
+	}
+	for _, row := range inv.Datasets[agentproto.DatasetEnvironmentVariables] {
+		if secretName.MatchString(row["name"].(string)) {
+			t.Errorf("environment variable %s leaked", row["name"])
+		}
+	}
+	for _, u := range inv.Updates {
+		if u.PackageName == nil || u.LatestVersion == nil || u.Source == "" || len(u.Categories) == 0 {
+			t.Errorf("update row incomplete: %+v", u)
+		}
+	}
+	b, err := json.Marshal(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back agentproto.Inventory
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if Hash(inv) != Hash(&back) {
+		t.Error("the hash changes through a JSON round trip")
+	}
+}
+
+func TestLinuxCheckinFactsAndIdentity(t *testing.T) {
+	f := CheckinFacts(context.Background(), Options{})
+	if f.LastBootAt == nil || f.LastBootAt.After(time.Now()) {
+		t.Errorf("last boot %v", f.LastBootAt)
+	}
+	id, err := MachineIdentity(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.MachineUID == "" || id.Platform != "linux" || id.OS == "" {
+		t.Errorf("identity %+v", id)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
