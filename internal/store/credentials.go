@@ -34,7 +34,7 @@ func (s *Store) CreateCredential(ctx context.Context, e *AuditEntry, c Credentia
 	err := s.Audited(ctx, e, func(tx *Tx) error {
 		_, err := tx.exec(ctx, `INSERT INTO credentials (id, org_id, name, client_id, secret_hash, role_id, disabled, created_at, created_by)
 		VALUES (?, ?, ?, ?, ?, ?, FALSE, ?, ?)`,
-		c.ID, c.OrgID, c.Name, c.ClientID, c.SecretHash, c.RoleID, millis(c.CreatedAt), e.Actor)
+			c.ID, c.OrgID, c.Name, c.ClientID, c.SecretHash, c.RoleID, millis(c.CreatedAt), e.Actor)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("store: credential %q exists: %w", c.Name, ErrConflict)
 		}

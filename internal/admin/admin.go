@@ -1,0 +1,268 @@
+// Package admin holds the administration use cases shared by the command
+// line (patchd admin …), the first-start bootstrap and the console: creating
+// organizations, roles, API credentials, enrollment tokens and users. Each
+// answers a value that prints as the command's one JSON object.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// ActorCLI is the Audit Trail actor of the admin command line.
+const ActorCLI = "admin:cli"
+
+// DefaultOrg is the organization the first start creates.
+const DefaultOrg = "Default"
+
+// CreateOrg creates an organization with its built-in roles.
+func CreateOrg(ctx context.Context, s *store.Store, name, timeZone string) (store.Org, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return store.Org{}, errors.New("--name is required")
+	}
+	if timeZone == "" {
+		timeZone = "UTC"
+	}
+	if _, err := time.LoadLocation(timeZone); err != nil {
+		return store.Org{}, fmt.Errorf("--timezone %q is not a known IANA time zone", timeZone)
+	}
+	return s.CreateOrg(ctx, name, timeZone)
+}
+
+// RoleOut is the printed form of a role.
+type RoleOut struct {
+	ID          string   `json:"id"`
+	OrgID       string   `json:"orgId"`
+	Name        string   `json:"name"`
+	Permissions []string `json:"permissions"`
+	Builtin     bool     `json:"builtin"`
+}
+
+// CreateRole creates a custom role from a comma-separated permission list.
+func CreateRole(ctx context.Context, s *store.Store, orgRef, name, permissions string) (RoleOut, error) {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return RoleOut{}, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return RoleOut{}, errors.New("--name is required")
+	}
+	set, err := perm.Parse(permissions)
+	if err != nil {
+		return RoleOut{}, err
+	}
+	if set == 0 {
+		return RoleOut{}, errors.New("--permissions is required (for example api.access,endpoints.view)")
+	}
+	r, err := s.CreateRole(ctx, o.ID, name, set)
+	if err != nil {
+		return RoleOut{}, err
+	}
+	return RoleOut{ID: r.ID, OrgID: o.ID, Name: r.Name, Permissions: set.Names(), Builtin: false}, nil
+}
+
+// NewCredential is a created API credential; the secret is shown only here.
+type NewCredential struct {
+	ID           string    `json:"id"`
+	OrgID        string    `json:"orgId"`
+	Name         string    `json:"name"`
+	Role         string    `json:"role"`
+	ClientID     string    `json:"client_id"`
+	ClientSecret string    `json:"client_secret"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// CreateCredential creates an API credential with a role of the organization.
+func CreateCredential(ctx context.Context, s *store.Store, actor, orgRef, name, roleRef string) (NewCredential, error) {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return NewCredential{}, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return NewCredential{}, errors.New("--name is required")
+	}
+	r, err := s.FindRole(ctx, o.ID, roleRef)
+	if err != nil {
+		return NewCredential{}, err
+	}
+	secret := auth.NewSecret(auth.PrefixClientSecret)
+	c, err := s.CreateCredential(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "credential.create", TargetType: "credential",
+		Summary: map[string]any{"name": name, "role": r.Name}},
+		store.Credential{OrgID: o.ID, Name: name, ClientID: auth.NewClientID(), SecretHash: auth.HashSecret(secret), RoleID: r.ID})
+	if err != nil {
+		return NewCredential{}, err
+	}
+	return NewCredential{ID: c.ID, OrgID: o.ID, Name: c.Name, Role: r.Name, ClientID: c.ClientID, ClientSecret: secret, CreatedAt: c.CreatedAt}, nil
+}
+
+// CredentialState is the printed form of a credential after a change.
+type CredentialState struct {
+	ID       string `json:"id"`
+	ClientID string `json:"client_id"`
+	Name     string `json:"name"`
+	Disabled bool   `json:"disabled"`
+	Deleted  bool   `json:"deleted"`
+}
+
+// SetCredentialDisabled disables or enables a credential; disabling revokes
+// its tokens at once on every replica.
+func SetCredentialDisabled(ctx context.Context, s *store.Store, actor, orgRef, clientID string, disabled bool) (CredentialState, error) {
+	o, c, err := findCredential(ctx, s, orgRef, clientID)
+	if err != nil {
+		return CredentialState{}, err
+	}
+	action := "credential.enable"
+	if disabled {
+		action = "credential.disable"
+	}
+	e := &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: action, TargetType: "credential", TargetID: c.ID,
+		Summary: map[string]any{"name": c.Name}}
+	if err := s.SetCredentialDisabled(ctx, e, o.ID, c.ID, disabled); err != nil {
+		return CredentialState{}, err
+	}
+	return CredentialState{ID: c.ID, ClientID: c.ClientID, Name: c.Name, Disabled: disabled}, nil
+}
+
+// DeleteCredential deletes a credential and revokes its tokens.
+func DeleteCredential(ctx context.Context, s *store.Store, actor, orgRef, clientID string) (CredentialState, error) {
+	o, c, err := findCredential(ctx, s, orgRef, clientID)
+	if err != nil {
+		return CredentialState{}, err
+	}
+	e := &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "credential.delete", TargetType: "credential", TargetID: c.ID,
+		Summary: map[string]any{"name": c.Name}}
+	if err := s.DeleteCredential(ctx, e, o.ID, c.ID); err != nil {
+		return CredentialState{}, err
+	}
+	return CredentialState{ID: c.ID, ClientID: c.ClientID, Name: c.Name, Disabled: c.Disabled, Deleted: true}, nil
+}
+
+func findCredential(ctx context.Context, s *store.Store, orgRef, clientID string) (store.Org, store.Credential, error) {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return store.Org{}, store.Credential{}, err
+	}
+	if clientID == "" {
+		return store.Org{}, store.Credential{}, errors.New("--client-id is required")
+	}
+	c, err := s.FindCredential(ctx, o.ID, clientID)
+	return o, c, err
+}
+
+// NewEnrollToken is a created enrollment token; the token is shown only here.
+type NewEnrollToken struct {
+	ID        string     `json:"id"`
+	OrgID     string     `json:"orgId"`
+	Token     string     `json:"token"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
+// CreateEnrollToken creates an enrollment token valid for the given time
+// (0: it never expires).
+func CreateEnrollToken(ctx context.Context, s *store.Store, actor, orgRef string, valid time.Duration) (NewEnrollToken, error) {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return NewEnrollToken{}, err
+	}
+	if valid < 0 {
+		return NewEnrollToken{}, errors.New("--expires must not be negative")
+	}
+	var expires *time.Time
+	if valid > 0 {
+		t := time.Now().UTC().Add(valid).Truncate(time.Millisecond)
+		expires = &t
+	}
+	token := auth.NewSecret(auth.PrefixEnrollToken)
+	t, err := s.CreateEnrollToken(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "enroll_token.create", TargetType: "enroll_token"},
+		o.ID, auth.HashSecret(token), expires)
+	if err != nil {
+		return NewEnrollToken{}, err
+	}
+	return NewEnrollToken{ID: t.ID, OrgID: o.ID, Token: token, ExpiresAt: expires}, nil
+}
+
+// UserOut is the printed form of a console user.
+type UserOut struct {
+	ID        string    `json:"id"`
+	OrgID     string    `json:"orgId"`
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// MinPasswordLength is the shortest console password accepted.
+const MinPasswordLength = 12
+
+// CreateUser creates a console user with an argon2id password hash.
+func CreateUser(ctx context.Context, s *store.Store, actor, orgRef, email, roleRef, password string) (UserOut, error) {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return UserOut{}, err
+	}
+	addr, err := mail.ParseAddress(strings.TrimSpace(email))
+	if err != nil || addr.Name != "" {
+		return UserOut{}, fmt.Errorf("--email %q is not an e-mail address", email)
+	}
+	r, err := s.FindRole(ctx, o.ID, roleRef)
+	if err != nil {
+		return UserOut{}, err
+	}
+	if len([]rune(password)) < MinPasswordLength {
+		return UserOut{}, fmt.Errorf("the password must have at least %d characters", MinPasswordLength)
+	}
+	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "user.create", TargetType: "user",
+		Summary: map[string]any{"email": addr.Address, "role": r.Name}},
+		store.User{OrgID: o.ID, Email: strings.ToLower(addr.Address), RoleID: r.ID, PasswordHash: auth.HashPassword(password)})
+	if err != nil {
+		return UserOut{}, err
+	}
+	return UserOut{ID: u.ID, OrgID: o.ID, Email: u.Email, Role: r.Name, CreatedAt: u.CreatedAt}, nil
+}
+
+// Bootstrap is what the first start on an empty database made.
+type Bootstrap struct {
+	Org         store.Org
+	Credential  NewCredential
+	EnrollToken NewEnrollToken
+}
+
+// BootstrapIfEmpty creates organization Default with an Administrator API
+// credential and an enrollment token when the database has no organization.
+// It answers ok=false when there was something already (or another replica
+// bootstrapped at the same moment).
+func BootstrapIfEmpty(ctx context.Context, s *store.Store) (Bootstrap, bool, error) {
+	orgs, err := s.ListOrgs(ctx)
+	if err != nil {
+		return Bootstrap{}, false, err
+	}
+	if len(orgs) > 0 {
+		return Bootstrap{}, false, nil
+	}
+	o, err := s.CreateOrg(ctx, DefaultOrg, "UTC")
+	if errors.Is(err, store.ErrConflict) {
+		return Bootstrap{}, false, nil
+	}
+	if err != nil {
+		return Bootstrap{}, false, err
+	}
+	c, err := CreateCredential(ctx, s, "system:bootstrap", o.ID, "bootstrap-admin", store.RoleAdministrator)
+	if err != nil {
+		return Bootstrap{}, false, err
+	}
+	t, err := CreateEnrollToken(ctx, s, "system:bootstrap", o.ID, 0)
+	if err != nil {
+		return Bootstrap{}, false, err
+	}
+	return Bootstrap{Org: o, Credential: c, EnrollToken: t}, true, nil
+}

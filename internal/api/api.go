@@ -1,0 +1,174 @@
+// Package api serves the REST API v1 (shared/spec/patch-management-api-v1.md):
+// the token call, authentication and authorization of every /api/v1 call,
+// and one file of handlers per resource. routes.go is the one route table.
+package api
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// Config holds what the API needs.
+type Config struct {
+	Store *store.Store
+	Auth  *auth.Authenticator
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// OpenAPI answers the machine-readable description as JSON.
+	OpenAPI func() ([]byte, error)
+}
+
+// API is the REST API v1.
+type API struct {
+	cfg   Config
+	store *store.Store
+	auth  *auth.Authenticator
+	mux   *http.ServeMux
+	// routed lists the patterns of the route table, in order.
+	routed []string
+}
+
+// New builds the API and its route table.
+func New(cfg Config) *API {
+	a := &API{cfg: cfg, store: cfg.Store, auth: cfg.Auth, mux: http.NewServeMux()}
+	a.routes()
+	return a
+}
+
+// ServeHTTP serves /api/.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// Routes lists the method and path of every routed operation (tests compare
+// it with the OpenAPI document).
+func (a *API) Routes() []string { return append([]string(nil), a.routed...) }
+
+// public routes an operation that needs no token.
+func (a *API) public(pattern string, h httpx.HandlerFunc) {
+	a.mux.Handle(pattern, httpx.Handle(h))
+	a.routed = append(a.routed, pattern)
+}
+
+// route routes an operation that needs api.access and the permission p.
+func (a *API) route(pattern string, p perm.Permission, h httpx.HandlerFunc) {
+	a.mux.Handle(pattern, httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		principal, err := a.authenticate(r)
+		if err != nil {
+			return err
+		}
+		if !principal.Can(p) {
+			missing := p.String()
+			if !principal.Permissions.Has(perm.APIAccess) {
+				missing = perm.APIAccess.String()
+			}
+			return httpx.Errorf(http.StatusForbidden, "insufficient_scope", "the credentials' role lacks the permission "+missing).
+				WithHeader("WWW-Authenticate", `Bearer realm="patchd", error="insufficient_scope", scope="`+missing+`"`)
+		}
+		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey, principal)))
+	}))
+	a.routed = append(a.routed, pattern)
+}
+
+func (a *API) authenticate(r *http.Request) (*auth.Principal, error) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return nil, errInvalidToken("a bearer token is required in the Authorization header")
+	}
+	p, err := a.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+	if err == auth.ErrInvalidToken {
+		return nil, errInvalidToken("the token is invalid, expired or revoked; request a new one")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func errInvalidToken(desc string) *httpx.Error {
+	return httpx.Errorf(http.StatusUnauthorized, "invalid_token", desc).
+		WithHeader("WWW-Authenticate", `Bearer realm="patchd", error="invalid_token"`)
+}
+
+type ctxKey int
+
+const principalKey ctxKey = 0
+
+// principal is the authenticated caller of a routed operation.
+func principal(r *http.Request) *auth.Principal {
+	return r.Context().Value(principalKey).(*auth.Principal)
+}
+
+// auditEntry starts the Audit Trail entry of a write by the caller.
+func auditEntry(r *http.Request, action, targetType, targetID string) *store.AuditEntry {
+	p := principal(r)
+	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID}
+}
+
+// clientIP is the caller's address, taken from X-Forwarded-For only when
+// the peer is a trusted proxy.
+func (a *API) clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if !trusted(peer, a.cfg.TrustedProxies) {
+		return peer.String()
+	}
+	// Walk X-Forwarded-For from the right, skipping trusted proxies.
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		if !trusted(addr, a.cfg.TrustedProxies) {
+			return addr.String()
+		}
+	}
+	return peer.String()
+}
+
+func trusted(addr netip.Addr, nets []netip.Prefix) bool {
+	addr = addr.Unmap()
+	for _, n := range nets {
+		if n.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// notFound answers every /api/ path that no route matches: 405 with Allow
+// when the path exists for other methods, else 404, both in the Error shape.
+func (a *API) notFound(w http.ResponseWriter, r *http.Request) error {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := a.mux.Handler(probe); pattern != "" && pattern != "/api/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		return httpx.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; allowed: "+strings.Join(allow, ", ")).
+			WithHeader("Allow", strings.Join(allow, ", "))
+	}
+	return httpx.Errorf(http.StatusNotFound, "not_found", "no operation at "+r.URL.Path)
+}
+
+// notImplemented answers operations that a later milestone builds.
+func notImplemented(w http.ResponseWriter, r *http.Request) error {
+	return httpx.Errorf(http.StatusNotImplemented, "not_implemented", "this operation is not available in this version of patchd yet")
+}

@@ -1,0 +1,39 @@
+package api
+
+import (
+	"github.com/patchd/patchd/internal/httpx"
+
+	"github.com/patchd/patchd/internal/perm"
+)
+
+// routes is the route table: every operation of the REST API v1, numbered
+// as in section 4 of the specification, with the permission it needs.
+func (a *API) routes() {
+	a.public("POST /api/oauth/token", a.issueToken)                                    // 1
+	a.route("GET /api/v1/endpoints", perm.EndpointsView, notImplemented)               // 2
+	a.route("GET /api/v1/endpoints/{id}", perm.EndpointsView, notImplemented)          // 3
+	a.route("PATCH /api/v1/endpoints/{id}", perm.EndpointsManage, notImplemented)      // 4
+	a.route("DELETE /api/v1/endpoints/{id}", perm.EndpointsManage, notImplemented)     // 5
+	a.route("GET /api/v1/updates", perm.UpdatesView, notImplemented)                   // 6
+	a.route("GET /api/v1/software", perm.EndpointsView, notImplemented)                // 7
+	a.route("GET /api/v1/vulnerabilities", perm.VulnerabilitiesView, notImplemented)   // 8
+	a.route("GET /api/v1/groups", perm.EndpointsView, notImplemented)                  // 9
+	a.route("POST /api/v1/groups", perm.EndpointsManage, notImplemented)               // 10
+	a.route("PATCH /api/v1/groups/{id}", perm.EndpointsManage, notImplemented)         // 11
+	a.route("DELETE /api/v1/groups/{id}", perm.EndpointsManage, notImplemented)        // 12
+	a.route("GET /api/v1/automations", perm.AutomationsView, notImplemented)           // 13
+	a.route("POST /api/v1/automations", perm.AutomationsManage, notImplemented)        // 14
+	a.route("GET /api/v1/automations/{id}", perm.AutomationsView, notImplemented)      // 15
+	a.route("PATCH /api/v1/automations/{id}", perm.AutomationsManage, notImplemented)  // 16
+	a.route("DELETE /api/v1/automations/{id}", perm.AutomationsManage, notImplemented) // 17
+	a.route("POST /api/v1/actions", perm.AutomationsRun, notImplemented)               // 18
+	a.route("POST /api/v1/updates/approvals", perm.UpdatesManage, notImplemented)      // 19
+	a.route("GET /api/v1/alerts", perm.ReportsView, notImplemented)                    // 20
+	a.route("POST /api/v1/alerts", perm.ReportsManage, notImplemented)                 // 21
+	a.route("POST /api/v1/automations/{id}/run", perm.AutomationsRun, notImplemented)  // 22
+	a.route("GET /api/v1/runs", perm.AutomationsView, notImplemented)                  // 23
+	a.route("GET /api/v1/reports/{key}", perm.ReportsView, notImplemented)             // 24
+	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                            // 25
+
+	a.mux.Handle("/api/", httpx.Handle(a.notFound))
+}

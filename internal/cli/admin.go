@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"context"
+	"flag"
+
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// runAdmin dispatches patchd admin OBJECT VERB [flags].
+func runAdmin(ctx context.Context, args []string, stdio IO) error {
+	if len(args) < 2 {
+		return usagef("admin needs an object and a verb, for example: patchd admin org create --name Acme")
+	}
+	object, verb, rest := args[0], args[1], args[2:]
+	name := "patchd admin " + object + " " + verb
+	var (
+		org, nameFlag, tz, role, perms, clientID, email, expires, id, actor, action string
+		limit                                                                       int
+		passwordStdin                                                               bool
+	)
+	str := func(fs *flag.FlagSet, p *string, flagName, help string) { fs.StringVar(p, flagName, "", help) }
+	var define func(fs *flag.FlagSet)
+	var do func(s *store.Store) (any, error)
+
+	switch object + " " + verb {
+	case "org create":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &nameFlag, "name", "organization name")
+			fs.StringVar(&tz, "timezone", "UTC", "IANA time zone for schedules")
+		}
+		do = func(s *store.Store) (any, error) { return admin.CreateOrg(ctx, s, nameFlag, tz) }
+	case "org list":
+		do = func(s *store.Store) (any, error) {
+			orgs, err := s.ListOrgs(ctx)
+			return map[string]any{"items": nonNil(orgs), "total": len(orgs)}, err
+		}
+	case "role create":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			str(fs, &nameFlag, "name", "role name")
+			str(fs, &perms, "permissions", "comma-separated permissions")
+		}
+		do = func(s *store.Store) (any, error) { return admin.CreateRole(ctx, s, org, nameFlag, perms) }
+	case "credential create":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			str(fs, &nameFlag, "name", "credential name (audited as api:<name>)")
+			str(fs, &role, "role", "role id or name")
+		}
+		do = func(s *store.Store) (any, error) {
+			return admin.CreateCredential(ctx, s, admin.ActorCLI, org, nameFlag, role)
+		}
+	case "credential list":
+		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
+		do = func(s *store.Store) (any, error) {
+			o, err := s.FindOrg(ctx, org)
+			if err != nil {
+				return nil, err
+			}
+			list, err := s.ListCredentials(ctx, o.ID)
+			return map[string]any{"items": nonNil(list), "total": len(list)}, err
+		}
+	case "credential disable", "credential enable", "credential delete":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			str(fs, &clientID, "client-id", "the credential's client id")
+		}
+		do = func(s *store.Store) (any, error) {
+			if verb == "delete" {
+				return admin.DeleteCredential(ctx, s, admin.ActorCLI, org, clientID)
+			}
+			return admin.SetCredentialDisabled(ctx, s, admin.ActorCLI, org, clientID, verb == "disable")
+		}
+	case "enroll-token create":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			fs.StringVar(&expires, "expires", "720h", "validity, a duration such as 720h, or never")
+		}
+		do = func(s *store.Store) (any, error) {
+			d, err := parseExpires(expires)
+			if err != nil {
+				return nil, err
+			}
+			return admin.CreateEnrollToken(ctx, s, admin.ActorCLI, org, d)
+		}
+	case "enroll-token list":
+		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
+		do = func(s *store.Store) (any, error) {
+			o, err := s.FindOrg(ctx, org)
+			if err != nil {
+				return nil, err
+			}
+			list, err := s.ListEnrollTokens(ctx, o.ID)
+			return map[string]any{"items": nonNil(list), "total": len(list)}, err
+		}
+	case "enroll-token revoke":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			str(fs, &id, "id", "enrollment token id")
+		}
+		do = func(s *store.Store) (any, error) {
+			o, err := s.FindOrg(ctx, org)
+			if err != nil {
+				return nil, err
+			}
+			e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "enroll_token.revoke", TargetType: "enroll_token", TargetID: id}
+			if err := s.RevokeEnrollToken(ctx, e, o.ID, id); err != nil {
+				return nil, err
+			}
+			return map[string]any{"id": id, "revoked": true}, nil
+		}
+	case "user create":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			str(fs, &email, "email", "the user's e-mail address (sign-in name)")
+			str(fs, &role, "role", "role id or name")
+			fs.BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
+		}
+		do = func(s *store.Store) (any, error) {
+			pw, err := readPassword(stdio, passwordStdin)
+			if err != nil {
+				return nil, err
+			}
+			return admin.CreateUser(ctx, s, admin.ActorCLI, org, email, role, pw)
+		}
+	case "audit list":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			fs.IntVar(&limit, "limit", 100, "how many entries, newest first")
+			str(fs, &actor, "actor", "only this actor, for example api:ci")
+			str(fs, &action, "action", "only this action, for example group.create")
+		}
+	default:
+		return usagef("unknown admin command %q", object+" "+verb)
+	}
+
+	s, _, err := openStore(ctx, name, rest, define)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if object == "audit" {
+		o, err := s.FindOrg(ctx, org)
+		if err != nil {
+			return err
+		}
+		if limit < 1 {
+			return usagef("--limit must be at least 1")
+		}
+		entries, err := s.ListAudit(ctx, o.ID, store.AuditFilter{Actor: actor, Action: action, Limit: limit})
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := printJSON(stdio.Out, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	v, err := do(s)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdio.Out, v)
+}
+
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}

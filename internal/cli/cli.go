@@ -1,0 +1,207 @@
+// Package cli is patchd's command line: serve, migrate and the admin
+// commands of ARCHITECTURE.md. Every admin command prints one JSON object
+// (audit list: one per line); errors go to standard error with exit code 1,
+// usage mistakes with exit code 2.
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/server"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// Version is set at build time with -ldflags "-X github.com/patchd/patchd/internal/cli.Version=…".
+var Version = "dev"
+
+// IO is where a command reads and writes.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// errUsage marks a mistake in how the command was called.
+type errUsage struct{ msg string }
+
+func (e errUsage) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return errUsage{fmt.Sprintf(format, args...)} }
+
+const usage = `patchd — self-hosted patch management
+
+Usage:
+  patchd serve [--addr 127.0.0.1:8080] [--base-url URL] [--tls-cert F --tls-key F] [flags]
+  patchd migrate
+  patchd admin org create --name NAME [--timezone Europe/Berlin]
+  patchd admin org list
+  patchd admin role create --org ORG --name NAME --permissions api.access,endpoints.view,…
+  patchd admin credential create --org ORG --name NAME --role ROLE
+  patchd admin credential list --org ORG
+  patchd admin credential disable|enable|delete --org ORG --client-id ID
+  patchd admin enroll-token create --org ORG [--expires 720h]
+  patchd admin enroll-token list --org ORG
+  patchd admin enroll-token revoke --org ORG --id ID
+  patchd admin user create --org ORG --email E --role ROLE [--password-stdin]
+  patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
+  patchd version
+
+Every command takes --data DIR (default ./patchd-data, env PATCHD_DATA) and
+--db URL (default SQLite in the data folder, env PATCHD_DB). ORG and ROLE
+accept an id or a name. Run "patchd serve -h" for the server's flags.
+`
+
+// Main runs the command line and answers the process exit code.
+func Main(ctx context.Context, args []string, stdio IO) int {
+	err := run(ctx, args, stdio)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var u errUsage
+	if errors.As(err, &u) {
+		fmt.Fprintf(stdio.Err, "patchd: %s\n\n%s", u.msg, usage)
+		return 2
+	}
+	fmt.Fprintf(stdio.Err, "patchd: %s\n", err)
+	return 1
+}
+
+func run(ctx context.Context, args []string, stdio IO) error {
+	if len(args) == 0 {
+		return usagef("a command is required")
+	}
+	switch args[0] {
+	case "serve":
+		cfg, err := config.ParseServe(args[1:])
+		if err != nil {
+			return asUsage(err)
+		}
+		setupLogging(stdio.Err, cfg)
+		return server.Serve(ctx, cfg, stdio.Out)
+	case "migrate":
+		s, _, err := openStore(ctx, "patchd migrate", args[1:], nil)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		v, err := s.SchemaVersion(ctx)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdio.Out, map[string]any{"ok": true, "engine": s.Engine(), "schemaVersion": v})
+	case "admin":
+		return runAdmin(ctx, args[1:], stdio)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdio.Out, "patchd", Version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdio.Out, usage)
+		return nil
+	}
+	return usagef("unknown command %q", args[0])
+}
+
+func asUsage(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return errUsage{err.Error()}
+}
+
+func setupLogging(w io.Writer, cfg config.Config) {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	slog.SetDefault(slog.New(h))
+}
+
+// openStore parses --data/--db plus the flags that define adds, then opens
+// and migrates the store.
+func openStore(ctx context.Context, name string, args []string, define func(fs *flag.FlagSet)) (*store.Store, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var dataDir, db string
+	config.Common(fs, &dataDir, &db)
+	if define != nil {
+		define(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, asUsage(fmt.Errorf("%s: %w", name, err))
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, usagef("%s: unexpected argument %q (flags come before arguments)", name, fs.Arg(0))
+	}
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, fs, nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// readPassword reads a password from standard input: one line with
+// --password-stdin, else a prompt without echo on a terminal.
+func readPassword(stdio IO, fromStdin bool) (string, error) {
+	if !fromStdin {
+		if f, ok := stdio.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprint(stdio.Err, "Password: ")
+			p1, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(stdio.Err)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprint(stdio.Err, "Repeat password: ")
+			p2, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(stdio.Err)
+			if err != nil {
+				return "", err
+			}
+			if string(p1) != string(p2) {
+				return "", errors.New("the passwords differ")
+			}
+			return string(p1), nil
+		}
+		return "", usagef("standard input is not a terminal: pass --password-stdin and write the password to it")
+	}
+	line, err := bufio.NewReader(stdio.In).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+func parseExpires(s string) (time.Duration, error) {
+	if s == "" || s == "0" || s == "never" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, usagef("--expires %q: use a duration such as 720h, or never", s)
+	}
+	return d, nil
+}

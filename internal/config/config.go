@@ -1,0 +1,110 @@
+// Package config holds the Config value of patchd serve and reads it from
+// flags, with PATCHD_* environment variables as defaults.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the server's configuration.
+type Config struct {
+	Addr                 string
+	DataDir              string
+	DB                   string
+	BaseURL              string
+	TLSCert, TLSKey      string
+	TrustedProxies       []netip.Prefix
+	AllowPrivateWebhooks bool
+	LogLevel             slog.Level
+	LogFormat            string // text or json
+	MaxDBConns           int
+	// CheckinInterval is what agents are told to use between check-ins.
+	CheckinInterval time.Duration
+}
+
+// Env reads a PATCHD_* variable with a default.
+func Env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// Common registers --data and --db, which every subcommand takes.
+func Common(fs *flag.FlagSet, dataDir, db *string) {
+	fs.StringVar(dataDir, "data", Env("PATCHD_DATA", "./patchd-data"), "data folder (env PATCHD_DATA)")
+	fs.StringVar(db, "db", Env("PATCHD_DB", ""), "database URL: postgres://… or a SQLite file; default SQLite in the data folder (env PATCHD_DB)")
+}
+
+// ParseServe reads the flags of patchd serve.
+func ParseServe(args []string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("patchd serve", flag.ContinueOnError)
+	Common(fs, &c.DataDir, &c.DB)
+	fs.StringVar(&c.Addr, "addr", Env("PATCHD_ADDR", "127.0.0.1:8080"), "listen address (env PATCHD_ADDR)")
+	fs.StringVar(&c.BaseURL, "base-url", Env("PATCHD_BASE_URL", ""), "public base URL, for links and agents (env PATCHD_BASE_URL); default from --addr")
+	fs.StringVar(&c.TLSCert, "tls-cert", Env("PATCHD_TLS_CERT", ""), "TLS certificate file (env PATCHD_TLS_CERT)")
+	fs.StringVar(&c.TLSKey, "tls-key", Env("PATCHD_TLS_KEY", ""), "TLS key file (env PATCHD_TLS_KEY)")
+	proxies := fs.String("trusted-proxies", Env("PATCHD_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is trusted (env PATCHD_TRUSTED_PROXIES)")
+	allowPrivate, _ := strconv.ParseBool(Env("PATCHD_ALLOW_PRIVATE_WEBHOOKS", "false"))
+	fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", allowPrivate, "allow webhook targets on loopback/private/link-local addresses (env PATCHD_ALLOW_PRIVATE_WEBHOOKS)")
+	level := fs.String("log-level", Env("PATCHD_LOG_LEVEL", "info"), "debug, info, warn or error (env PATCHD_LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", Env("PATCHD_LOG_FORMAT", "text"), "text or json (env PATCHD_LOG_FORMAT)")
+	maxConns, _ := strconv.Atoi(Env("PATCHD_DB_MAX_CONNS", "16"))
+	fs.IntVar(&c.MaxDBConns, "db-max-conns", maxConns, "database connection pool size (env PATCHD_DB_MAX_CONNS)")
+	checkin, err := time.ParseDuration(Env("PATCHD_CHECKIN_INTERVAL", "60s"))
+	if err != nil {
+		return c, fmt.Errorf("PATCHD_CHECKIN_INTERVAL: %w", err)
+	}
+	fs.DurationVar(&c.CheckinInterval, "checkin-interval", checkin, "interval agents are told to check in at (env PATCHD_CHECKIN_INTERVAL)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
+		return c, fmt.Errorf("--log-level: %w", err)
+	}
+	for _, p := range strings.Split(*proxies, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !strings.Contains(p, "/") {
+			if a, err := netip.ParseAddr(p); err == nil {
+				p = netip.PrefixFrom(a, a.BitLen()).String()
+			}
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return c, fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return c, fmt.Errorf("--log-format must be text or json")
+	}
+	if c.CheckinInterval < time.Second {
+		return c, fmt.Errorf("--checkin-interval must be at least 1s")
+	}
+	if c.BaseURL == "" {
+		scheme := "http"
+		if c.TLSCert != "" {
+			scheme = "https"
+		}
+		c.BaseURL = scheme + "://" + c.Addr
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	return c, nil
+}

@@ -1,0 +1,141 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// maxBody bounds every JSON request body of the REST API.
+const maxBody = 1 << 20
+
+// decodeJSON reads the request body into v. Malformed JSON answers 400
+// invalid_json; a value of the wrong type for a known field answers 422 with
+// that field; unknown fields are ignored (ARCHITECTURE.md).
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return DecodeJSONLimit(w, r, v, maxBody)
+}
+
+// DecodeJSONLimit is DecodeJSON with another body size limit.
+func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, maxBody int64) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return Errorf(http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body exceeds %d bytes", maxBody))
+		}
+		return InvalidRequest("the body could not be read")
+	}
+	return UnmarshalBody(body, v)
+}
+
+func UnmarshalBody(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return Errorf(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return Validation(typeErr.Field, "must be "+jsonTypeName(typeErr.Type.Kind().String()))
+		}
+		if errors.As(err, &typeErr) {
+			return Errorf(http.StatusBadRequest, "invalid_json", "the body must be a JSON "+jsonTypeName(typeErr.Type.Kind().String()))
+		}
+		return Errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return Errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: data after the top-level value")
+	}
+	return nil
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	case "ptr", "pointer", "interface":
+		return "a valid value"
+	}
+	return "a " + kind
+}
+
+// Paging limits (spec section 8).
+const (
+	defaultLimit = 100
+	maxLimit     = 500
+)
+
+// Page is a parsed limit/offset pair.
+type Page struct {
+	Limit  int
+	Offset int
+}
+
+// parsePage reads limit and offset. A limit outside 1-500 is clamped (the
+// answer's limit says what was used); a non-numeric value or a negative
+// offset is 400 invalid_request.
+func ParsePage(r *http.Request) (Page, error) {
+	p := Page{Limit: defaultLimit}
+	q := r.URL.Query()
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return p, InvalidRequest("limit must be an integer from 1 to 500")
+		}
+		p.Limit = min(max(n, 1), maxLimit)
+	}
+	if s := q.Get("offset"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return p, InvalidRequest("offset must be an integer of 0 or more")
+		}
+		p.Offset = n
+	}
+	return p, nil
+}
+
+// pageOf is the paginated answer { items, total, limit, offset }.
+type PageOf[T any] struct {
+	Items  []T `json:"items"`
+	Total  int `json:"total"`
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+}
+
+func NewPage[T any](items []T, total int, p Page) PageOf[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return PageOf[T]{Items: items, Total: total, Limit: p.Limit, Offset: p.Offset}
+}
+
+// listOf is the unpaginated answer { items, total }.
+type ListOf[T any] struct {
+	Items []T `json:"items"`
+	Total int `json:"total"`
+}
+
+func NewList[T any](items []T) ListOf[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return ListOf[T]{Items: items, Total: len(items)}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,104 @@
+// Package httpx is the HTTP plumbing shared by the REST API and the agent
+// protocol: the Error shape and its mapping, JSON bodies, paging, and the
+// middleware (request ids, logs, metrics, panics).
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/valid"
+)
+
+// Error is an answer in the spec's Error shape. Handlers return it (or an
+// error wrapping store.ErrNotFound or a *valid.Error); writeError maps
+// anything else to a generic 500 and logs the detail, never echoing it.
+type Error struct {
+	Status      int             `json:"-"`
+	Code        string          `json:"error"`
+	Description *string         `json:"error_description"`
+	Details     []valid.Problem `json:"details,omitempty"`
+	header      http.Header
+}
+
+// WithHeader adds a response header to the error answer.
+func (e *Error) WithHeader(key, value string) *Error {
+	if e.header == nil {
+		e.header = http.Header{}
+	}
+	e.header.Add(key, value)
+	return e
+}
+
+func (e *Error) Error() string {
+	if e.Description != nil {
+		return e.Code + ": " + *e.Description
+	}
+	return e.Code
+}
+
+// errorf makes an Error with a description.
+func Errorf(status int, code, description string) *Error {
+	return &Error{Status: status, Code: code, Description: &description}
+}
+
+// Errors used across handlers; codes as decided in ARCHITECTURE.md.
+func NotFound(what string) *Error {
+	return Errorf(http.StatusNotFound, "not_found", what+" not found")
+}
+
+func InvalidRequest(description string) *Error {
+	return Errorf(http.StatusBadRequest, "invalid_request", description)
+}
+
+func Validation(field, message string) *Error {
+	return &Error{Status: http.StatusUnprocessableEntity, Code: "validation_failed",
+		Description: Ptr(field + ": " + message), Details: []valid.Problem{{Field: field, Message: message}}}
+}
+
+func Ptr[T any](v T) *T { return &v }
+
+// writeError writes err in the Error shape.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	var apiErr *Error
+	var vErr *valid.Error
+	switch {
+	case errors.As(err, &apiErr):
+	case errors.As(err, &vErr):
+		desc := vErr.Error()
+		apiErr = &Error{Status: http.StatusUnprocessableEntity, Code: "validation_failed", Description: &desc, Details: vErr.Problems}
+	case errors.Is(err, store.ErrNotFound):
+		apiErr = NotFound("resource")
+	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+		apiErr = Errorf(499, "client_closed_request", "the request was cancelled")
+	default:
+		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
+			"request_id", RequestID(r.Context()), "err", err)
+		apiErr = Errorf(http.StatusInternalServerError, "internal_error", "the server could not complete the request; see its log for request id "+RequestID(r.Context()))
+	}
+	for k, vs := range apiErr.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	WriteJSON(w, apiErr.Status, apiErr)
+}
+
+// writeJSON writes v as the JSON body of the answer.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		slog.Error("encode answer", "err", err)
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":"internal_error","error_description":"the answer could not be encoded"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", itoa(len(body)+1))
+	w.WriteHeader(status)
+	w.Write(body)
+	w.Write([]byte{'\n'})
+}

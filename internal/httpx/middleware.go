@@ -1,0 +1,156 @@
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// HandlerFunc is a handler that returns its error; Handle writes it.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Handle adapts a HandlerFunc to http.Handler, writing a returned error in
+// the Error shape.
+func Handle(h HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			WriteError(w, r, err)
+		}
+	})
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// RequestID is the id of the request being served ("" outside one).
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// Metrics counts requests by route and status and times them.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// NewMetrics registers the HTTP metrics.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "patchd_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "patchd_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.latency)
+	return m
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+// Flush lets streamed answers (CSV) reach the client as they are written.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap exposes the underlying writer to http.ResponseController.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Middleware gives each request an id (X-Request-Id, kept from the client
+// when it is sane), recovers panics as 500s, records metrics by route
+// pattern and logs the request. Requests under quietPrefix (the agents'
+// hot path) are logged at debug level only.
+func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !saneID(id) {
+			var b [8]byte
+			rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		r = r.WithContext(ctx)
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				slog.ErrorContext(ctx, "panic serving request", "request_id", id, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					WriteError(rec, r, Errorf(http.StatusInternalServerError, "internal_error", "the server could not complete the request; see its log for request id "+id))
+				}
+			}
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			elapsed := time.Since(start)
+			if m != nil {
+				m.requests.WithLabelValues(route, itoa(status)).Inc()
+				m.latency.WithLabelValues(route).Observe(elapsed.Seconds())
+			}
+			level := slog.LevelInfo
+			if quietPrefix != "" && strings.HasPrefix(r.URL.Path, quietPrefix) {
+				level = slog.LevelDebug
+			}
+			if status >= 500 {
+				level = slog.LevelError
+			}
+			slog.Log(ctx, level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+				"route", route, "status", status, "bytes", rec.bytes, "duration_ms", float64(elapsed.Microseconds())/1000)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+func saneID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,158 @@
+// Package server assembles patchd serve: the store, the authenticator, the
+// REST API, the agent protocol, health and metrics endpoints and the
+// background workers, on one HTTP listener with graceful shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/api"
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/openapi"
+)
+
+// Server is one patchd serve replica.
+type Server struct {
+	cfg      config.Config
+	store    *store.Store
+	auth     *auth.Authenticator
+	api      *api.API
+	registry *prometheus.Registry
+	handler  http.Handler
+}
+
+// New assembles a server on an open store.
+func New(cfg config.Config, s *store.Store) *Server {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(newDBCollector(s))
+	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg}
+	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON})
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", srv.api)
+	mux.Handle("GET /healthz", httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return nil
+	}))
+	mux.Handle("GET /readyz", httpx.Handle(srv.ready))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv.handler = httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/")
+	return srv
+}
+
+// Handler is the server's whole HTTP surface.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Auth is the server's authenticator (tests use it to move the clock).
+func (s *Server) Auth() *auth.Authenticator { return s.auth }
+
+// API is the REST API (tests read its route table).
+func (s *Server) API() *api.API { return s.api }
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		slog.Warn("readiness: database unreachable", "err", err)
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+		return nil
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// RunWorkers runs the background loops until ctx ends.
+func (s *Server) RunWorkers(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.auth.Run(ctx) })
+	wg.Wait()
+}
+
+// Serve opens the store, bootstraps an empty database, and serves until
+// ctx ends; then it stops accepting, lets requests finish and flushes.
+func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
+	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	boot, created, err := admin.BootstrapIfEmpty(ctx, s)
+	if err != nil {
+		return fmt.Errorf("first start: %w", err)
+	}
+	srv := New(cfg, s)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if created {
+		printBootstrap(out, cfg, boot)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var workers sync.WaitGroup
+	workers.Go(func() { srv.RunWorkers(workCtx) })
+
+	serveErr := make(chan error, 1)
+	go func() {
+		slog.Info("patchd serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine())
+		if cfg.TLSCert != "" {
+			serveErr <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+		} else {
+			serveErr <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-serveErr:
+		stopWork()
+		workers.Wait()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	slog.Info("patchd shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		slog.Warn("shutdown", "err", err)
+	}
+	stopWork()
+	workers.Wait()
+	return nil
+}
+
+func printBootstrap(out io.Writer, cfg config.Config, b admin.Bootstrap) {
+	fmt.Fprintf(out, `
+patchd: first start. Organization %q was created. These secrets are shown once; keep them.
+
+  API base URL:        %s/api/v1
+  API client_id:       %s
+  API client_secret:   %s   (role Administrator)
+  Enrollment token:    %s   (for patchd-agent enroll and patchd-sim)
+
+  Get a token:  curl -s -d grant_type=client_credentials -d client_id=%s -d client_secret=%s %s/api/oauth/token
+
+`, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token,
+		b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
+}
