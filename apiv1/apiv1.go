@@ -1,0 +1,413 @@
+// Package apiv1 holds the wire types of the REST API v1
+// (shared/spec/patch-management-api-v1.md, section 2). The server writes them
+// and the Go client reads them, so both follow one definition. Nullable
+// fields are pointers and are always sent (as null when unknown).
+package apiv1
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Error is the body of every error answer.
+type Error struct {
+	Error            string    `json:"error"`
+	ErrorDescription *string   `json:"error_description"`
+	Details          []Problem `json:"details,omitempty"`
+}
+
+// Problem is one field that failed validation (422 validation_failed).
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// TokenResponse answers POST /api/oauth/token.
+type TokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int    `json:"expires_in"`
+}
+
+// Page is a paginated list.
+type Page[T any] struct {
+	Items  []T `json:"items"`
+	Total  int `json:"total"`
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+}
+
+// List is an unpaginated list.
+type List[T any] struct {
+	Items []T `json:"items"`
+	Total int `json:"total"`
+}
+
+// OK is the plain success answer.
+type OK struct {
+	OK bool `json:"ok"`
+}
+
+// Endpoint is a managed computer.
+type Endpoint struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Hostname      string            `json:"hostname"`
+	Platform      string            `json:"platform"`
+	Status        string            `json:"status"`
+	OS            *string           `json:"os"`
+	OSVersion     *string           `json:"osVersion"`
+	OSBuild       *string           `json:"osBuild"`
+	Type          string            `json:"type"`
+	Domain        *string           `json:"domain"`
+	ADOU          *string           `json:"adOu"`
+	User          *string           `json:"user"`
+	Manufacturer  *string           `json:"manufacturer"`
+	Model         *string           `json:"model"`
+	SerialNumber  *string           `json:"serialNumber"`
+	CPU           *string           `json:"cpu"`
+	Cores         *int              `json:"cores"`
+	RAMGB         *float64          `json:"ramGB"`
+	IPAddresses   []string          `json:"ipAddresses"`
+	MACAddresses  []string          `json:"macAddresses"`
+	Antivirus     *string           `json:"antivirus"`
+	PendingReboot bool              `json:"pendingReboot"`
+	AgentVersion  *string           `json:"agentVersion"`
+	Attributes    map[string]string `json:"attributes"`
+	LastBootAt    *time.Time        `json:"lastBootAt"`
+	LastSeenAt    *time.Time        `json:"lastSeenAt"`
+	EnrolledAt    *time.Time        `json:"enrolledAt"`
+	Comment       *string           `json:"comment"`
+}
+
+// EndpointDetail is an endpoint with its inventory.
+type EndpointDetail struct {
+	Endpoint
+	Disks          []Disk          `json:"disks"`
+	Software       []Software      `json:"software"`
+	MissingUpdates []MissingUpdate `json:"missingUpdates"`
+}
+
+// Disk is a drive of an endpoint.
+type Disk struct {
+	Drive  string   `json:"drive"`
+	SizeGB *float64 `json:"sizeGB"`
+	FreeGB *float64 `json:"freeGB"`
+}
+
+// Software is an application installed on an endpoint.
+type Software struct {
+	Name        string  `json:"name"`
+	Version     *string `json:"version"`
+	Publisher   *string `json:"publisher"`
+	InstallDate *string `json:"installDate"`
+}
+
+// MissingUpdate is an update missing on an endpoint (in EndpointDetail).
+type MissingUpdate struct {
+	ID               string  `json:"id"`
+	Title            string  `json:"title"`
+	KB               *string `json:"kb"`
+	Severity         *string `json:"severity"`
+	Source           string  `json:"source"`
+	WingetID         *string `json:"wingetId"`
+	InstalledVersion *string `json:"installedVersion"`
+	LatestVersion    *string `json:"latestVersion"`
+	RebootRequired   bool    `json:"rebootRequired"`
+}
+
+// EndpointPatch changes an endpoint; every field is optional.
+type EndpointPatch struct {
+	Name       *string           `json:"name,omitempty"`
+	Comment    *string           `json:"comment,omitempty"`
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// Update is one row per endpoint × missing update.
+type Update struct {
+	ID               string     `json:"id"`
+	Key              string     `json:"key"`
+	EndpointID       string     `json:"endpointId"`
+	Endpoint         string     `json:"endpoint"`
+	Title            string     `json:"title"`
+	KB               *string    `json:"kb"`
+	Severity         string     `json:"severity"`
+	Source           string     `json:"source"`
+	Categories       []string   `json:"categories"`
+	WingetID         *string    `json:"wingetId"`
+	InstalledVersion *string    `json:"installedVersion"`
+	LatestVersion    *string    `json:"latestVersion"`
+	RebootRequired   bool       `json:"rebootRequired"`
+	ReleaseDate      *time.Time `json:"releaseDate"`
+	DetectedAt       *time.Time `json:"detectedAt"`
+	Approval         string     `json:"approval"`
+}
+
+// SoftwareRow is one row per endpoint × application.
+type SoftwareRow struct {
+	EndpointID   string  `json:"endpointId"`
+	Endpoint     string  `json:"endpoint"`
+	Name         string  `json:"name"`
+	Version      *string `json:"version"`
+	Publisher    *string `json:"publisher"`
+	InstallDate  *string `json:"installDate"`
+	InstalledFor *string `json:"installedFor"`
+	InstallType  *string `json:"installType"`
+}
+
+// Vulnerability is a CVE present on the fleet.
+type Vulnerability struct {
+	CVEID               string        `json:"cveId"`
+	CVSSScore           *float64      `json:"cvssScore"`
+	Severity            *string       `json:"severity"`
+	CISAKEV             bool          `json:"cisaKev"`
+	Ransomware          bool          `json:"ransomware"`
+	PublishedAt         *time.Time    `json:"publishedAt"`
+	RemediationStatus   *string       `json:"remediationStatus"`
+	RemediationDeadline *time.Time    `json:"remediationDeadline"`
+	NVDURL              *string       `json:"nvdUrl"`
+	Description         *string       `json:"description"`
+	Software            []string      `json:"software"`
+	Endpoints           []EndpointRef `json:"endpoints"`
+}
+
+// EndpointRef names an endpoint.
+type EndpointRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Group is an endpoint group.
+type Group struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	System  bool   `json:"system"`
+	Kind    string `json:"kind"`
+	Members int    `json:"members"`
+}
+
+// GroupRule is a dynamic membership criterion.
+type GroupRule struct {
+	Field string `json:"field"`
+	Op    string `json:"op"`
+	Value string `json:"value"`
+}
+
+// GroupBody creates a group, or (every field optional) changes one.
+type GroupBody struct {
+	Name                *string      `json:"name,omitempty"`
+	Description         *string      `json:"description,omitempty"`
+	MatchAll            *bool        `json:"matchAll,omitempty"`
+	Rules               *[]GroupRule `json:"rules,omitempty"`
+	ExcludeRules        *[]GroupRule `json:"excludeRules,omitempty"`
+	MachineIDs          *[]string    `json:"machineIds,omitempty"`
+	OfflineAlertMinutes *int         `json:"offlineAlertMinutes,omitempty"`
+	OnlineAlert         *bool        `json:"onlineAlert,omitempty"`
+}
+
+// Ref is the {id, name} of a created or changed object.
+type Ref struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// GroupResult answers group writes.
+type GroupResult struct {
+	OK    bool `json:"ok"`
+	Group Ref  `json:"group"`
+}
+
+// Automation is a stored automation.
+type Automation struct {
+	ID            string          `json:"id"`
+	Name          string          `json:"name"`
+	Action        string          `json:"action"`
+	ActionLabel   string          `json:"actionLabel"`
+	Kind          string          `json:"kind"`
+	ScheduleKind  *string         `json:"scheduleKind"`
+	Freq          *string         `json:"freq"`
+	AtTime        *string         `json:"atTime"`
+	Weekday       *int            `json:"weekday"`
+	MonthDay      *int            `json:"monthDay"`
+	OffsetDays    int             `json:"offsetDays"`
+	WindowMinutes *int            `json:"windowMinutes"`
+	RunAt         *time.Time      `json:"runAt"`
+	Enabled       bool            `json:"enabled"`
+	TargetMode    string          `json:"targetMode"`
+	GroupID       *string         `json:"groupId"`
+	EndpointIDs   []string        `json:"endpointIds"`
+	LastRunAt     *time.Time      `json:"lastRunAt"`
+	NextRunAt     *time.Time      `json:"nextRunAt"`
+	CreatedBy     *string         `json:"createdBy"`
+	Description   *string         `json:"description,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	StartDate     *string         `json:"startDate,omitempty"`
+	Rings         []Ring          `json:"rings,omitempty"`
+}
+
+// Ring is a stage of a RING automation.
+type Ring struct {
+	Name       string `json:"name"`
+	GroupID    string `json:"groupId"`
+	OffsetDays int    `json:"offsetDays"`
+}
+
+// AutomationBody creates an automation or replaces one.
+type AutomationBody struct {
+	Name          string          `json:"name"`
+	ActionType    string          `json:"actionType"`
+	Description   *string         `json:"description,omitempty"`
+	Kind          *string         `json:"kind,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	TargetMode    *string         `json:"targetMode,omitempty"`
+	GroupID       *string         `json:"groupId,omitempty"`
+	EndpointIDs   []string        `json:"endpointIds,omitempty"`
+	ScheduleKind  *string         `json:"scheduleKind,omitempty"`
+	RunAt         *string         `json:"runAt,omitempty"`
+	Freq          *string         `json:"freq,omitempty"`
+	AtTime        *string         `json:"atTime,omitempty"`
+	Weekday       *int            `json:"weekday,omitempty"`
+	MonthDay      *int            `json:"monthDay,omitempty"`
+	OffsetDays    *int            `json:"offsetDays,omitempty"`
+	WindowMinutes *int            `json:"windowMinutes,omitempty"`
+	Enabled       *bool           `json:"enabled,omitempty"`
+	StartDate     *string         `json:"startDate,omitempty"`
+	Rings         []Ring          `json:"rings,omitempty"`
+}
+
+// AutomationPatch is a light change of an automation.
+type AutomationPatch struct {
+	Enabled     *bool   `json:"enabled,omitempty"`
+	Name        *string `json:"name,omitempty"`
+	Description *string `json:"description,omitempty"`
+}
+
+// AutomationCreated answers POST /api/v1/automations.
+type AutomationCreated struct {
+	OK         bool `json:"ok"`
+	Automation struct {
+		ID     string  `json:"id"`
+		Name   string  `json:"name"`
+		RunID  *string `json:"runId"`
+		Queued int     `json:"queued"`
+	} `json:"automation"`
+}
+
+// AutomationResult answers PATCH /api/v1/automations/{id}.
+type AutomationResult struct {
+	OK         bool `json:"ok"`
+	Automation Ref  `json:"automation"`
+}
+
+// ActionBody queues a one-off action.
+type ActionBody struct {
+	EndpointIDs []string        `json:"endpointIds"`
+	Type        string          `json:"type"`
+	Label       string          `json:"label,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+}
+
+// RunStarted answers actions and automation runs.
+type RunStarted struct {
+	OK     bool   `json:"ok"`
+	RunID  string `json:"runId"`
+	Queued int    `json:"queued"`
+}
+
+// ApprovalKey is one key of an ApprovalBody.
+type ApprovalKey struct {
+	Key   string `json:"key"`
+	Title string `json:"title,omitempty"`
+}
+
+// ApprovalBody approves, declines or resets updates.
+type ApprovalBody struct {
+	Keys   []ApprovalKey `json:"keys"`
+	Status string        `json:"status"`
+}
+
+// ApprovalResult answers POST /api/v1/updates/approvals.
+type ApprovalResult struct {
+	OK      bool   `json:"ok"`
+	Count   int    `json:"count"`
+	Status  string `json:"status"`
+	Changed int    `json:"changed"`
+}
+
+// Run is one execution of an automation or action.
+type Run struct {
+	ID             string     `json:"id"`
+	Name           string     `json:"name"`
+	ActionType     string     `json:"actionType"`
+	Status         string     `json:"status"`
+	StartedAt      *time.Time `json:"startedAt"`
+	FinishedAt     *time.Time `json:"finishedAt"`
+	Total          int        `json:"total"`
+	Succeeded      int        `json:"succeeded"`
+	Failed         int        `json:"failed"`
+	CreatedBy      *string    `json:"createdBy"`
+	AutomationID   *string    `json:"automationId"`
+	AutomationName *string    `json:"automationName"`
+	Detail         *string    `json:"detail"`
+}
+
+// RunCommand is the per-endpoint result of a run.
+type RunCommand struct {
+	ID         string     `json:"id"`
+	MachineID  string     `json:"machineId"`
+	Endpoint   string     `json:"endpoint"`
+	Status     string     `json:"status"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	CreatedAt  *time.Time `json:"createdAt"`
+	Result     *string    `json:"result"`
+}
+
+// AlertRule is a stored alert rule.
+type AlertRule struct {
+	ID               string     `json:"id"`
+	Name             string     `json:"name"`
+	Trigger          string     `json:"trigger"`
+	Threshold        int        `json:"threshold"`
+	Enabled          bool       `json:"enabled"`
+	EmailTo          *string    `json:"emailTo"`
+	WebhookURL       *string    `json:"webhookUrl"`
+	ReportKey        *string    `json:"reportKey"`
+	HasWebhookSecret bool       `json:"hasWebhookSecret"`
+	Events           int        `json:"events"`
+	CreatedAt        *time.Time `json:"createdAt"`
+}
+
+// AlertRuleBody creates an alert rule.
+type AlertRuleBody struct {
+	Name          string  `json:"name"`
+	Trigger       string  `json:"trigger"`
+	Threshold     *int    `json:"threshold,omitempty"`
+	EmailTo       *string `json:"emailTo,omitempty"`
+	WebhookURL    *string `json:"webhookUrl,omitempty"`
+	WebhookSecret *string `json:"webhookSecret,omitempty"`
+	ReportKey     *string `json:"reportKey,omitempty"`
+}
+
+// AlertRuleResult answers POST /api/v1/alerts.
+type AlertRuleResult struct {
+	OK   bool `json:"ok"`
+	Rule Ref  `json:"rule"`
+}
+
+// ReportMeta describes a report of the catalog.
+type ReportMeta struct {
+	Key         string `json:"key"`
+	Title       string `json:"title"`
+	Category    string `json:"category"`
+	Description string `json:"description"`
+}
+
+// Report is a built-in report's data.
+type Report struct {
+	Title       string     `json:"title"`
+	Columns     []string   `json:"columns"`
+	Rows        [][]any    `json:"rows"`
+	Total       int        `json:"total"`
+	CollectedAt *time.Time `json:"collectedAt"`
+}
