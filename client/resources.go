@@ -1,0 +1,324 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/patchd/patchd/apiv1"
+)
+
+// PageQuery is the paging of a list call; Limit 0 means the server's default.
+type PageQuery struct {
+	Limit  int
+	Offset int
+}
+
+func (p PageQuery) values() url.Values {
+	v := url.Values{}
+	if p.Limit > 0 {
+		v.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Offset > 0 {
+		v.Set("offset", strconv.Itoa(p.Offset))
+	}
+	return v
+}
+
+func set(v url.Values, key, value string) {
+	if value != "" {
+		v.Set(key, value)
+	}
+}
+
+// walk pages through a list with the spec's client loop: until
+// offset + len(items) >= total.
+func walk[T any](ctx context.Context, limit int, fetch func(ctx context.Context, p PageQuery) (apiv1.Page[T], error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		p := PageQuery{Limit: limit}
+		for {
+			page, err := fetch(ctx, p)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, item := range page.Items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			p.Offset = page.Offset + len(page.Items)
+			if len(page.Items) == 0 || p.Offset >= page.Total {
+				return
+			}
+		}
+	}
+}
+
+// EndpointQuery filters GET /api/v1/endpoints.
+type EndpointQuery struct {
+	PageQuery
+	Q string
+}
+
+// ListEndpoints reads one page of endpoints.
+func (c *Client) ListEndpoints(ctx context.Context, q EndpointQuery) (apiv1.Page[apiv1.Endpoint], error) {
+	v := q.values()
+	set(v, "q", q.Q)
+	var out apiv1.Page[apiv1.Endpoint]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/endpoints", v, nil, &out)
+	return out, err
+}
+
+// Endpoints pages through every endpoint matching q.
+func (c *Client) Endpoints(ctx context.Context, q EndpointQuery) iter.Seq2[apiv1.Endpoint, error] {
+	return walk(ctx, q.Limit, func(ctx context.Context, p PageQuery) (apiv1.Page[apiv1.Endpoint], error) {
+		q.PageQuery = p
+		return c.ListEndpoints(ctx, q)
+	})
+}
+
+// GetEndpoint reads one endpoint with its inventory.
+func (c *Client) GetEndpoint(ctx context.Context, id string) (apiv1.EndpointDetail, error) {
+	var out apiv1.EndpointDetail
+	err := c.Do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// PatchEndpoint renames or annotates an endpoint.
+func (c *Client) PatchEndpoint(ctx context.Context, id string, patch apiv1.EndpointPatch) error {
+	return c.Do(ctx, http.MethodPatch, "/api/v1/endpoints/"+url.PathEscape(id), nil, patch, nil)
+}
+
+// DeleteEndpoint removes an endpoint; its agent uninstalls at its next check-in.
+func (c *Client) DeleteEndpoint(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/endpoints/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// SoftwareQuery filters GET /api/v1/software.
+type SoftwareQuery struct {
+	PageQuery
+	Q          string
+	EndpointID string
+}
+
+// ListSoftware reads one page of installed software.
+func (c *Client) ListSoftware(ctx context.Context, q SoftwareQuery) (apiv1.Page[apiv1.SoftwareRow], error) {
+	v := q.values()
+	set(v, "q", q.Q)
+	set(v, "endpointId", q.EndpointID)
+	var out apiv1.Page[apiv1.SoftwareRow]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/software", v, nil, &out)
+	return out, err
+}
+
+// Software pages through every software row matching q.
+func (c *Client) Software(ctx context.Context, q SoftwareQuery) iter.Seq2[apiv1.SoftwareRow, error] {
+	return walk(ctx, q.Limit, func(ctx context.Context, p PageQuery) (apiv1.Page[apiv1.SoftwareRow], error) {
+		q.PageQuery = p
+		return c.ListSoftware(ctx, q)
+	})
+}
+
+// UpdateQuery filters GET /api/v1/updates.
+type UpdateQuery struct {
+	PageQuery
+	EndpointID string
+	Severity   string
+	Source     string // OS or THIRD_PARTY
+}
+
+// ListUpdates reads one page of missing updates.
+func (c *Client) ListUpdates(ctx context.Context, q UpdateQuery) (apiv1.Page[apiv1.Update], error) {
+	v := q.values()
+	set(v, "endpointId", q.EndpointID)
+	set(v, "severity", q.Severity)
+	set(v, "source", q.Source)
+	var out apiv1.Page[apiv1.Update]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/updates", v, nil, &out)
+	return out, err
+}
+
+// Updates pages through every missing update matching q.
+func (c *Client) Updates(ctx context.Context, q UpdateQuery) iter.Seq2[apiv1.Update, error] {
+	return walk(ctx, q.Limit, func(ctx context.Context, p PageQuery) (apiv1.Page[apiv1.Update], error) {
+		q.PageQuery = p
+		return c.ListUpdates(ctx, q)
+	})
+}
+
+// SetApproval approves, declines or resets (status NEW) update keys.
+func (c *Client) SetApproval(ctx context.Context, body apiv1.ApprovalBody) (apiv1.ApprovalResult, error) {
+	var out apiv1.ApprovalResult
+	err := c.Do(ctx, http.MethodPost, "/api/v1/updates/approvals", nil, body, &out)
+	return out, err
+}
+
+// ListGroups reads every group.
+func (c *Client) ListGroups(ctx context.Context) (apiv1.List[apiv1.Group], error) {
+	var out apiv1.List[apiv1.Group]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/groups", nil, nil, &out)
+	return out, err
+}
+
+// CreateGroup creates a group.
+func (c *Client) CreateGroup(ctx context.Context, body apiv1.GroupBody) (apiv1.GroupResult, error) {
+	var out apiv1.GroupResult
+	err := c.Do(ctx, http.MethodPost, "/api/v1/groups", nil, body, &out)
+	return out, err
+}
+
+// PatchGroup changes a group.
+func (c *Client) PatchGroup(ctx context.Context, id string, body apiv1.GroupBody) (apiv1.GroupResult, error) {
+	var out apiv1.GroupResult
+	err := c.Do(ctx, http.MethodPatch, "/api/v1/groups/"+url.PathEscape(id), nil, body, &out)
+	return out, err
+}
+
+// DeleteGroup deletes a group.
+func (c *Client) DeleteGroup(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/groups/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// VulnerabilityQuery filters GET /api/v1/vulnerabilities.
+type VulnerabilityQuery struct {
+	PageQuery
+	MinCVSS string
+	KEV     bool
+}
+
+// ListVulnerabilities reads one page of vulnerabilities.
+func (c *Client) ListVulnerabilities(ctx context.Context, q VulnerabilityQuery) (apiv1.Page[apiv1.Vulnerability], error) {
+	v := q.values()
+	set(v, "minCvss", q.MinCVSS)
+	if q.KEV {
+		v.Set("kev", "1")
+	}
+	var out apiv1.Page[apiv1.Vulnerability]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/vulnerabilities", v, nil, &out)
+	return out, err
+}
+
+// Vulnerabilities pages through every vulnerability matching q.
+func (c *Client) Vulnerabilities(ctx context.Context, q VulnerabilityQuery) iter.Seq2[apiv1.Vulnerability, error] {
+	return walk(ctx, q.Limit, func(ctx context.Context, p PageQuery) (apiv1.Page[apiv1.Vulnerability], error) {
+		q.PageQuery = p
+		return c.ListVulnerabilities(ctx, q)
+	})
+}
+
+// ListAutomations reads every automation.
+func (c *Client) ListAutomations(ctx context.Context) (apiv1.List[apiv1.Automation], error) {
+	var out apiv1.List[apiv1.Automation]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/automations", nil, nil, &out)
+	return out, err
+}
+
+// GetAutomation reads one automation with its payload.
+func (c *Client) GetAutomation(ctx context.Context, id string) (apiv1.Automation, error) {
+	var out apiv1.Automation
+	err := c.Do(ctx, http.MethodGet, "/api/v1/automations/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// CreateAutomation creates an automation (scheduleKind NOW runs it at once).
+func (c *Client) CreateAutomation(ctx context.Context, body apiv1.AutomationBody) (apiv1.AutomationCreated, error) {
+	var out apiv1.AutomationCreated
+	err := c.Do(ctx, http.MethodPost, "/api/v1/automations", nil, body, &out)
+	return out, err
+}
+
+// PatchAutomation makes a light change (AutomationPatch) or a full replace
+// (AutomationBody).
+func (c *Client) PatchAutomation(ctx context.Context, id string, body any) (apiv1.AutomationResult, error) {
+	var out apiv1.AutomationResult
+	err := c.Do(ctx, http.MethodPatch, "/api/v1/automations/"+url.PathEscape(id), nil, body, &out)
+	return out, err
+}
+
+// DeleteAutomation deletes an automation.
+func (c *Client) DeleteAutomation(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/automations/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// RunAutomation runs an automation now.
+func (c *Client) RunAutomation(ctx context.Context, id string) (apiv1.RunStarted, error) {
+	var out apiv1.RunStarted
+	err := c.Do(ctx, http.MethodPost, "/api/v1/automations/"+url.PathEscape(id)+"/run", nil, nil, &out)
+	return out, err
+}
+
+// RunAction queues a one-off action.
+func (c *Client) RunAction(ctx context.Context, body apiv1.ActionBody) (apiv1.RunStarted, error) {
+	var out apiv1.RunStarted
+	err := c.Do(ctx, http.MethodPost, "/api/v1/actions", nil, body, &out)
+	return out, err
+}
+
+// RunQuery filters GET /api/v1/runs.
+type RunQuery struct {
+	AutomationID string
+	EndpointID   string
+	Limit        int
+}
+
+// ListRuns reads the most recent runs.
+func (c *Client) ListRuns(ctx context.Context, q RunQuery) (apiv1.List[apiv1.Run], error) {
+	v := url.Values{}
+	set(v, "automationId", q.AutomationID)
+	set(v, "endpointId", q.EndpointID)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out apiv1.List[apiv1.Run]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/runs", v, nil, &out)
+	return out, err
+}
+
+// RunCommands reads the per-endpoint results of a run.
+func (c *Client) RunCommands(ctx context.Context, runID string, q RunQuery) (apiv1.List[apiv1.RunCommand], error) {
+	v := url.Values{"runId": {runID}}
+	set(v, "endpointId", q.EndpointID)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out apiv1.List[apiv1.RunCommand]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/runs", v, nil, &out)
+	return out, err
+}
+
+// ListAlertRules reads every alert rule.
+func (c *Client) ListAlertRules(ctx context.Context) (apiv1.List[apiv1.AlertRule], error) {
+	var out apiv1.List[apiv1.AlertRule]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts", nil, nil, &out)
+	return out, err
+}
+
+// CreateAlertRule creates an alert rule.
+func (c *Client) CreateAlertRule(ctx context.Context, body apiv1.AlertRuleBody) (apiv1.AlertRuleResult, error) {
+	var out apiv1.AlertRuleResult
+	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts", nil, body, &out)
+	return out, err
+}
+
+// ReportCatalog lists the built-in reports.
+func (c *Client) ReportCatalog(ctx context.Context) (apiv1.List[apiv1.ReportMeta], error) {
+	var out apiv1.List[apiv1.ReportMeta]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/reports/_list", nil, nil, &out)
+	return out, err
+}
+
+// Report reads a built-in report as JSON.
+func (c *Client) Report(ctx context.Context, key string) (apiv1.Report, error) {
+	var out apiv1.Report
+	err := c.Do(ctx, http.MethodGet, "/api/v1/reports/"+url.PathEscape(key), nil, nil, &out)
+	return out, err
+}
+
+// ReportCSV opens a report as a CSV stream; the caller closes the body.
+func (c *Client) ReportCSV(ctx context.Context, key string) (*http.Response, error) {
+	return c.Raw(ctx, "/api/v1/reports/"+url.PathEscape(key), url.Values{"format": {"csv"}})
+}
