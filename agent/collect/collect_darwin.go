@@ -1,0 +1,229 @@
+//go:build darwin
+
+package collect
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+)
+
+func collectPlatform(ctx context.Context, c *collector) {
+	sys := &c.inv.System
+	sys.Type = "workstation"
+	sys.TimeZone = str(darwinTimeZone())
+	c.do("system_profiler", func() error {
+		// SPApplicationsDataType walks every application bundle: allow it
+		// time on a machine with many of them.
+		out, err := run(ctx, 3*time.Minute, "system_profiler", "-json", "SPHardwareDataType", "SPSoftwareDataType", "SPApplicationsDataType")
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return parseSystemProfiler(out, &c.inv)
+	})
+	c.do("softwareupdate", func() error {
+		// softwareupdate asks Apple's catalog; it prints "No new software
+		// available." on standard error and exits 0 when there is none.
+		out, err := run(ctx, 5*time.Minute, "softwareupdate", "--list")
+		if err != nil {
+			return err
+		}
+		c.inv.Updates = macUpdates(parseSoftwareUpdateList(out))
+		return nil
+	})
+	c.do("domain", func() error {
+		out, err := run(ctx, 10*time.Second, "dsconfigad", "-show")
+		if err == nil {
+			for _, l := range lines(out) {
+				if k, v, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "Active Directory Domain" {
+					sys.Domain = str(v)
+				}
+			}
+		}
+		return nil
+	})
+	c.do("disks", func() error {
+		n, err := syscall.Getfsstat(nil, 2 /* MNT_NOWAIT */)
+		if err != nil {
+			return err
+		}
+		buf := make([]syscall.Statfs_t, n)
+		n, err = syscall.Getfsstat(buf, 2)
+		if err != nil {
+			return err
+		}
+		rows := []map[string]any{}
+		for _, st := range buf[:n] {
+			path, fsType, dev := cString(st.Mntonname[:]), cString(st.Fstypename[:]), cString(st.Mntfromname[:])
+			switch fsType {
+			case "apfs", "hfs", "exfat", "msdos", "ntfs", "ufs":
+			default:
+				continue
+			}
+			if path != "/" && !strings.HasPrefix(path, "/Volumes/") {
+				continue // the system's own APFS volumes share the container of /
+			}
+			size, free := st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize)
+			c.inv.Disks = append(c.inv.Disks, agentproto.Disk{Drive: path, SizeGB: ptr(gib(size)), FreeGB: ptr(gib(free))})
+			rows = append(rows, logicalDiskRow(path, dev, fsType, size, free))
+		}
+		c.setDataset(agentproto.DatasetLogicalDisks, rows)
+		return nil
+	})
+	c.do("network", func() error {
+		ads, err := adapters()
+		if err != nil {
+			return err
+		}
+		sys.MACAddresses = macAddresses(ads)
+		rows := []map[string]any{}
+		for _, a := range ads {
+			rows = append(rows, adapterRow(a))
+		}
+		c.setDataset(agentproto.DatasetNetworkAdapters, rows)
+		return nil
+	})
+	c.do("processes", func() error {
+		out, err := run(ctx, commandTimeout, "ps", psArgs...)
+		if err != nil {
+			return err
+		}
+		c.setDataset(agentproto.DatasetProcesses, parsePS(out))
+		return nil
+	})
+	c.do("services", func() error {
+		out, err := run(ctx, commandTimeout, "launchctl", "list")
+		if err != nil {
+			return err
+		}
+		c.setDataset(agentproto.DatasetServices, parseLaunchctlList(out))
+		return nil
+	})
+	c.do("accounts", func() error {
+		out, err := run(ctx, commandTimeout, "dscl", ".", "-list", "/Users", "UniqueID")
+		if err != nil {
+			return err
+		}
+		uids := parseDsclUIDs(out)
+		users := []map[string]any{}
+		for name, uid := range uids {
+			if uid == 0 || (uid >= 500 && !strings.HasPrefix(name, "_")) {
+				users = append(users, map[string]any{"name": name, "uid": uid})
+			}
+		}
+		sort.Slice(users, func(i, j int) bool { return users[i]["name"].(string) < users[j]["name"].(string) })
+		c.setDataset(agentproto.DatasetLocalUsers, users)
+		admins := []map[string]any{}
+		if out, err := run(ctx, commandTimeout, "dscl", ".", "-read", "/Groups/admin", "GroupMembership"); err == nil {
+			for _, m := range parseDsclMembers(out) {
+				admins = append(admins, map[string]any{"group": "admin", "name": m, "membership": "member"})
+			}
+		}
+		c.setDataset(agentproto.DatasetLocalAdministrators, admins)
+		return nil
+	})
+	c.do("sessions", func() error {
+		out, err := run(ctx, commandTimeout, "who")
+		if err != nil {
+			return err
+		}
+		rows := []map[string]any{}
+		for _, s := range parseWho(out) {
+			rows = append(rows, map[string]any{"user": s.User, "line": s.Line, "from": nullIfEmpty(s.Host), "since": s.Since})
+		}
+		c.setDataset(agentproto.DatasetLoggedOnUsers, rows)
+		return nil
+	})
+	c.do("startup", func() error {
+		rows := []map[string]any{}
+		for _, dir := range []string{"/Library/LaunchDaemons", "/Library/LaunchAgents"} {
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".plist") {
+					rows = append(rows, map[string]any{"name": strings.TrimSuffix(e.Name(), ".plist"), "type": "launchd", "command": nil, "user": nil, "location": dir})
+				}
+			}
+		}
+		c.setDataset(agentproto.DatasetStartupItems, rows)
+		return nil
+	})
+	c.setDataset(agentproto.DatasetEnvironmentVariables, environmentRows(os.Environ()))
+	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(sys.TimeZone), time.Now())})
+	c.wg.Wait()
+	boot, _ := darwinBoot(ctx)
+	c.setDataset(agentproto.DatasetOSInformation, []map[string]any{{
+		"name": derefAny(sys.OS), "version": derefAny(sys.OSVersion), "build": derefAny(sys.OSBuild), "arch": sys.Arch,
+		"lastBootAt": timeOrNil(boot),
+	}})
+}
+
+func platformFacts(ctx context.Context, c *collector) Facts {
+	var f Facts
+	if boot, ok := darwinBoot(ctx); ok {
+		f.LastBootAt = &boot
+	}
+	if out, err := run(ctx, 5*time.Second, "stat", "-f", "%Su", "/dev/console"); err == nil {
+		if u := strings.TrimSpace(string(out)); u != "root" && u != "" {
+			f.User = &u
+		}
+	}
+	// macOS keeps no flag for a pending restart; the agent adds the one
+	// its own installs asked for.
+	return f
+}
+
+func platformIdentity(ctx context.Context, c *collector, id *Identity) error {
+	out, err := run(ctx, 10*time.Second, "ioreg", "-rd1", "-c", "IOPlatformExpertDevice")
+	if err != nil {
+		return err
+	}
+	id.MachineUID = parseIORegUUID(out)
+	if out, err := run(ctx, 10*time.Second, "sw_vers"); err == nil {
+		v := parseSwVers(out)
+		id.OS, id.OSVersion = v["ProductName"], v["ProductVersion"]
+	}
+	return nil
+}
+
+func darwinBoot(ctx context.Context) (time.Time, bool) {
+	out, err := run(ctx, 5*time.Second, "sysctl", "-n", "kern.boottime")
+	if err != nil {
+		return time.Time{}, false
+	}
+	return parseKernBoottime(out)
+}
+
+func darwinTimeZone() string {
+	if t, err := os.Readlink("/etc/localtime"); err == nil {
+		if _, zone, ok := strings.Cut(t, "zoneinfo/"); ok {
+			return zone
+		}
+	}
+	return ""
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// cString converts a NUL-terminated C char array.
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}

@@ -1,0 +1,157 @@
+package collect
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/patchd/patchd/agentproto"
+)
+
+func TestParseWindowsInventory(t *testing.T) {
+	inv := &agentproto.Inventory{Datasets: map[string][]map[string]any{}}
+	f, err := parseWindowsInventory(readTestdata(t, "windows-inventory.json"), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := inv.System
+	checks := []struct{ name, got, want string }{
+		{"hostname", s.Hostname, "WS-ALICE-01"},
+		{"os", deref(s.OS), "Windows 11 Pro"},
+		{"osVersion", deref(s.OSVersion), "23H2"},
+		{"osBuild", deref(s.OSBuild), "10.0.22631.4460"},
+		{"type", s.Type, "workstation"},
+		{"domain", deref(s.Domain), "corp.example.com"},
+		{"manufacturer", deref(s.Manufacturer), "LENOVO"},
+		{"serial", deref(s.SerialNumber), "PF4ABC12"},
+		{"cpu", deref(s.CPU), "13th Gen Intel(R) Core(TM) i7-1365U"},
+		{"antivirus", deref(s.Antivirus), "Windows Defender"},
+		{"timeZone", deref(s.TimeZone), "W. Europe Standard Time"},
+		{"user", f.User, `CORP\alice`},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if *s.Cores != 10 || *s.RAMGB != 15.8 {
+		t.Errorf("cores %d ram %v", *s.Cores, *s.RAMGB)
+	}
+	if !reflect.DeepEqual(s.MACAddresses, []string{"00:15:5D:01:02:03", "A4:C3:F0:12:34:56"}) {
+		t.Errorf("macs %v", s.MACAddresses)
+	}
+	if !f.PendingReboot || f.LastBoot == nil || f.LastBoot.Format("2006-01-02T15:04") != "2026-11-20T07:02" {
+		t.Errorf("facts %+v", f)
+	}
+	if len(inv.Disks) != 2 || inv.Disks[0].Drive != "C:" || *inv.Disks[0].SizeGB != 475.7 || *inv.Disks[0].FreeGB != 187.5 {
+		t.Errorf("disks %+v", inv.Disks)
+	}
+	// The duplicate VC++ entry (both registry views) is listed once.
+	if len(inv.Software) != 5 {
+		t.Fatalf("%d software rows", len(inv.Software))
+	}
+	chrome, teams, zip := inv.Software[0], inv.Software[3], inv.Software[1]
+	if deref(chrome.InstallType) != "msi" || deref(chrome.InstallDate) != "2024-11-20" || deref(chrome.InstalledFor) != "all users" {
+		t.Errorf("chrome %+v", chrome)
+	}
+	if deref(teams.InstalledFor) != `CORP\alice` || deref(teams.InstallDate) != "2024-11-05" || deref(teams.InstallType) != "exe" {
+		t.Errorf("teams %+v", teams)
+	}
+	if zip.InstallDate != nil {
+		t.Errorf("7-zip date %v", *zip.InstallDate)
+	}
+	for name, n := range map[string]int{
+		agentproto.DatasetServices: 3, agentproto.DatasetProcesses: 2, agentproto.DatasetLocalUsers: 2,
+		agentproto.DatasetLocalGroups: 1, agentproto.DatasetLocalAdministrators: 2, agentproto.DatasetStartupItems: 1,
+		agentproto.DatasetRoutingTables: 1, agentproto.DatasetLoggedOnUsers: 1, agentproto.DatasetNetworkAdapters: 2,
+		agentproto.DatasetLogicalDisks: 2,
+	} {
+		if len(inv.Datasets[name]) != n {
+			t.Errorf("dataset %s has %d rows, want %d", name, len(inv.Datasets[name]), n)
+		}
+	}
+	if r := inv.Datasets[agentproto.DatasetServices][0]; r["state"] != "running" || r["startMode"] != "manual" {
+		t.Errorf("service %v", r)
+	}
+	if r := inv.Datasets[agentproto.DatasetProcesses][1]; r["memoryMB"] != 274.0 || r["cpuSeconds"] != 123.6 || r["pid"] != 7312 {
+		t.Errorf("process %v", r)
+	}
+}
+
+func TestParseWindowsUpdates(t *testing.T) {
+	ups, err := parseWindowsUpdates(readTestdata(t, "windows-updates.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups) != 4 {
+		t.Fatalf("%d updates", len(ups))
+	}
+	cu := ups[0]
+	if deref(cu.KB) != "KB5046633" || deref(cu.Severity) != "Critical" || cu.Source != "OS - Mandatory" || !cu.RebootRequired ||
+		!reflect.DeepEqual(cu.Categories, []string{"Security Updates", "Windows 11"}) || cu.ReleaseDate == nil {
+		t.Errorf("cumulative update %+v", cu)
+	}
+	def := ups[1]
+	if deref(def.KB) != "KB2267602" || deref(def.Severity) != "Unspecified" || def.Source != "OS - Mandatory" || def.RebootRequired {
+		t.Errorf("definition update %+v", def)
+	}
+	if p := ups[2]; p.Source != "OS - Optional" || deref(p.Severity) != "Unspecified" || !p.RebootRequired || p.ReleaseDate != nil {
+		t.Errorf("preview %+v", p)
+	}
+	if d := ups[3]; d.KB != nil || !reflect.DeepEqual(d.Categories, []string{"Drivers"}) || deref(d.ProductKey) == "" {
+		t.Errorf("driver %+v", d)
+	}
+	none, err := parseWindowsUpdates([]byte("\r\n"))
+	if err != nil || len(none) != 0 {
+		t.Errorf("empty output: %v %v", none, err)
+	}
+}
+
+func TestParseWingetUpgrade(t *testing.T) {
+	rows := parseWingetUpgrade(readTestdata(t, "winget-upgrade.txt"))
+	if len(rows) != 12 {
+		for _, r := range rows {
+			t.Logf("%+v", r)
+		}
+		t.Fatalf("%d rows, want 12", len(rows))
+	}
+	want := map[string]wingetRow{
+		"Mozilla.Firefox":               {"Mozilla Firefox (x64 en-US)", "Mozilla.Firefox", "131.0.3", "132.0.2", "winget"},
+		"Tencent.QQ.NT":                 {"腾讯QQ", "Tencent.QQ.NT", "9.9.15.27597", "9.9.16.29927", "winget"},
+		"Zoom.Zoom":                     {"Zoom Workplace", "Zoom.Zoom", "< 6.2.5.47961", "6.2.11.52287", "winget"},
+		"Microsoft.EdgeWebView2Runtime": {"Microsoft Edge WebView2 Runtime", "Microsoft.EdgeWebView2Runtime", "Unknown", "131.0.2903.70", "winget"},
+		"Microsoft.VCRedist.2015+.x64":  {"Microsoft Visual C++ 2015-2022 Redist…", "Microsoft.VCRedist.2015+.x64", "14.40.33810.0", "14.42.34433.0", "winget"},
+		"Discord.Discord":               {"Discord", "Discord.Discord", "1.0.9168", "1.0.9171", "winget"},
+	}
+	got := map[string]wingetRow{}
+	for _, r := range rows {
+		got[r.ID] = r
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: got %+v, want %+v", id, got[id], w)
+		}
+	}
+	ups := wingetUpdates(rows)
+	if len(ups) != 11 {
+		t.Errorf("%d updates, want 11 (the truncated id left out)", len(ups))
+	}
+	ff := ups[0]
+	if ff.Title != "Mozilla Firefox (x64 en-US) 132.0.2" || deref(ff.WingetID) != "Mozilla.Firefox" || ff.Source != "Applications" ||
+		deref(ff.InstalledVersion) != "131.0.3" || deref(ff.LatestVersion) != "132.0.2" {
+		t.Errorf("firefox %+v", ff)
+	}
+	if vc := ups[8]; vc.Title != "Microsoft Visual C++ 2015-2022 Redist 14.42.34433.0" {
+		t.Errorf("truncated name: %q", vc.Title)
+	}
+	if none := parseWingetUpgrade(readTestdata(t, "winget-upgrade-none.txt")); len(none) != 0 {
+		t.Errorf("none: %+v", none)
+	}
+}
+
+func TestWindowsDate(t *testing.T) {
+	for in, want := range map[string]string{"20241120": "2024-11-20", "2024-11-20": "2024-11-20", "11/5/2024": "2024-11-05", "": "", "garbage": ""} {
+		if got := windowsDate(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
