@@ -133,7 +133,7 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 			if quietPrefix != "" && strings.HasPrefix(r.URL.Path, quietPrefix) {
 				level = slog.LevelDebug
 			}
-			if status >= 500 {
+			if status >= 500 && status != http.StatusNotImplemented {
 				level = slog.LevelError
 			}
 			slog.Log(ctx, level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
