@@ -190,6 +190,10 @@ type Software struct {
 	InstallDate  *string `json:"installDate"`
 	InstalledFor *string `json:"installedFor"`
 	InstallType  *string `json:"installType"`
+	// SourcePackage is the source package of a Linux binary package (dpkg
+	// ${source:Package}, rpm SOURCERPM name); vulnerability advisories are
+	// published per source package. Optional.
+	SourcePackage *string `json:"sourcePackage,omitempty"`
 }
 
 // Update is one update missing on the endpoint now.
