@@ -1,0 +1,110 @@
+package sim
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// AgentVersion is the agent version simulated endpoints report.
+const AgentVersion = "1.0.0"
+
+// client speaks the agent protocol for all simulated agents through one
+// shared transport.
+type client struct {
+	base string
+	http *http.Client
+}
+
+// newTransport returns a transport sized for conns simultaneous agents: every
+// agent may hold a long poll open, so idle connections must be kept for all
+// of them or each poll would pay a new handshake. HTTP/2 is off: real agents
+// each have their own connection, and one multiplexed connection would hit
+// the server's stream limit.
+func newTransport(conns int, insecure bool) *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:          conns,
+		MaxIdleConnsPerHost:   conns,
+		IdleConnTimeout:       150 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{InsecureSkipVerify: insecure},
+		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
+		DisableCompression:    true,
+	}
+}
+
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return w
+}}
+
+// gzipBytes compresses b once, with a pooled writer.
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(b) / 5)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	zw.Write(b)
+	zw.Close()
+	gzipWriters.Put(zw)
+	return buf.Bytes()
+}
+
+// call sends body (JSON, gzip-compressed when gz) and decodes a 2xx answer
+// into out. Any other status is a *statusError.
+func (c *client) call(ctx context.Context, method, path, secret string, body []byte, gz bool, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "patchd-sim/"+AgentVersion)
+	if gz {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return &statusError{code: resp.StatusCode, body: strings.TrimSpace(string(data[:min(len(data), 300)]))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%w: %s %s: %v", errDecode, method, path, err)
+		}
+	}
+	return nil
+}
+
+func (c *client) callJSON(ctx context.Context, method, path, secret string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, method, path, secret, body, false, out)
+}
