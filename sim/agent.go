@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -85,9 +86,9 @@ func (a *agent) stop(unauthorized bool) {
 }
 
 // authed calls the server with the agent's secret; a 401 stops the agent.
-func (a *agent) authed(ctx context.Context, call, method, path string, body []byte, gz bool, out any) error {
+func (a *agent) authed(ctx context.Context, call, method, path string, body []byte, gz bool, out any, headers ...string) error {
 	_, secret := a.credentials()
-	err := a.f.client.call(ctx, method, path, secret, body, gz, out)
+	err := a.f.client.call(ctx, method, path, secret, body, gz, out, headers...)
 	if err != nil {
 		var se *statusError
 		if errors.As(err, &se) && se.code == http.StatusUnauthorized {
@@ -236,22 +237,28 @@ func (a *agent) inventoryNow() agentproto.Inventory {
 
 func (a *agent) sendInventory(ctx context.Context) error {
 	inv := a.inventoryNow()
-	inv.CollectedAt = time.Now().UTC().Truncate(time.Second)
+	// Like patchd-agent, hash the document with collectedAt zeroed, so an
+	// unchanged computer hashes alike on every collection; then stamp the
+	// real time into the body (collectedAt is its first field).
+	inv.CollectedAt = time.Time{}
 	body, err := json.Marshal(inv)
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(body)
+	now, _ := json.Marshal(time.Now().UTC().Truncate(time.Second))
+	body = bytes.Replace(body, []byte(`{"collectedAt":"0001-01-01T00:00:00Z"`), append([]byte(`{"collectedAt":`), now...), 1)
 	gz := gzipBytes(body)
+	hash := hex.EncodeToString(sum[:])
 	start := time.Now()
-	if err := a.authed(ctx, "inventory", http.MethodPut, agentproto.PathInventory, gz, true, nil); err != nil {
+	if err := a.authed(ctx, "inventory", http.MethodPut, agentproto.PathInventory, gz, true, nil, agentproto.HeaderInventoryHash, hash); err != nil {
 		return err
 	}
 	a.f.stats.inventoryLatency.observe(time.Since(start))
 	a.f.stats.inventories.Add(1)
 	a.f.stats.inventoryBytes.Add(int64(len(gz)))
 	a.mu.Lock()
-	a.invHash = hex.EncodeToString(sum[:])
+	a.invHash = hash
 	a.invDirty = false
 	a.mu.Unlock()
 	return nil

@@ -65,9 +65,10 @@ func gzipBytes(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// call sends body (JSON, gzip-compressed when gz) and decodes a 2xx answer
-// into out. Any other status is a *statusError.
-func (c *client) call(ctx context.Context, method, path, secret string, body []byte, gz bool, out any) error {
+// call sends body (JSON, gzip-compressed when gz) with extra headers given
+// as name, value pairs, and decodes a 2xx answer into out. Any other status
+// is a *statusError.
+func (c *client) call(ctx context.Context, method, path, secret string, body []byte, gz bool, out any, headers ...string) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -80,6 +81,9 @@ func (c *client) call(ctx context.Context, method, path, secret string, body []b
 	}
 	if secret != "" {
 		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -206,9 +206,17 @@ func (s *fakeServer) inventory(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, "invalid_json")
 		return
 	}
-	sum := sha256.Sum256(body)
+	// like the server: the agent's X-Inventory-Hash, else the body's digest
+	hash := r.Header.Get(agentproto.HeaderInventoryHash)
+	if hash == "" {
+		sum := sha256.Sum256(body)
+		hash = hex.EncodeToString(sum[:])
+	}
+	if inv.CollectedAt.IsZero() || time.Since(inv.CollectedAt) > time.Minute {
+		s.t.Errorf("inventory of %s collected at %v", ep.id, inv.CollectedAt)
+	}
 	s.mu.Lock()
-	ep.inventory, ep.hash = &inv, hex.EncodeToString(sum[:])
+	ep.inventory, ep.hash = &inv, hash
 	ep.inventories++
 	s.mu.Unlock()
 	writeJSON(w, 200, agentproto.OK{OK: true})

@@ -415,8 +415,10 @@ func (p *profile) windowsOSUpdates() []osUpdate {
 	}
 	if p.kind == kindWorkstation && !p.hw.virtual {
 		ups = append(ups, osUpdate{
-			title:    "Intel Corporation - Display - 32.0.101.6129",
-			severity: "Low", source: optional, categories: []string{"Drivers"},
+			title: "Intel Corporation - Display - 32.0.101.6129",
+			// drivers have no KB; Windows Update names them by update id
+			productKey: "a6c3f1d2-5b7e-4c1a-9e0f-" + fmt.Sprintf("%012x", hash64("driver", "32.0.101.6129")&0xffffffffffff),
+			severity:   "Low", source: optional, categories: []string{"Drivers"},
 			released: patchTuesday.AddDate(0, 0, -20), chance: 0.15,
 		})
 	}
@@ -704,6 +706,8 @@ func matches(d agentproto.DeployUpdate, u agentproto.Update) bool {
 	case eq(d.PackageName, u.PackageName) && (d.LatestVersion == nil || eq(d.LatestVersion, u.LatestVersion)):
 		return true
 	case d.Title != "" && d.Title == u.Title:
+		return true
+	case eq(d.ProductKey, u.ProductKey):
 		return true
 	case d.Key != "" && u.ProductKey != nil && d.Key == *u.ProductKey:
 		return true
