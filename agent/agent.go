@@ -1,0 +1,320 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/patchd/patchd/agent/collect"
+	"github.com/patchd/patchd/agent/execute"
+	"github.com/patchd/patchd/agentproto"
+)
+
+// Config tells Run how to work. Zero fields take the defaults of a real
+// agent; tests replace the collectors, the executor and the timings.
+type Config struct {
+	StateDir string
+	Logger   *slog.Logger
+	HTTP     *http.Client
+
+	// Wait is the long-poll wait of a check-in in seconds (55).
+	Wait int
+	// InventoryEvery is how often the inventory is collected again to
+	// see whether it changed (1 hour).
+	InventoryEvery time.Duration
+	// FactsEvery is how long check-in facts are reused (5 minutes).
+	FactsEvery time.Duration
+	// MinBackoff and MaxBackoff bound the wait after a failure (1 s, 5 min).
+	MinBackoff, MaxBackoff time.Duration
+
+	Collect  func(ctx context.Context) *agentproto.Inventory
+	Facts    func(ctx context.Context) collect.Facts
+	Executor interface {
+		Execute(context.Context, agentproto.Command) execute.Outcome
+	}
+	Uninstall func(ctx context.Context) error
+}
+
+// ErrUnauthorized: the server does not know this agent's secret any more.
+// The agent stops; enroll again to come back.
+var ErrUnauthorized = errors.New("the server refused this agent's secret (401): enroll again")
+
+// ErrUninstalled: the server removed this endpoint and the agent
+// uninstalled itself.
+var ErrUninstalled = errors.New("the endpoint was removed on the server: the agent uninstalled itself")
+
+func (c *Config) defaults() {
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{Transport: http.DefaultTransport}
+	}
+	if c.Wait == 0 {
+		c.Wait = 55
+	}
+	if c.InventoryEvery == 0 {
+		c.InventoryEvery = time.Hour
+	}
+	if c.FactsEvery == 0 {
+		c.FactsEvery = 5 * time.Minute
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = time.Second
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 5 * time.Minute
+	}
+	if c.Collect == nil {
+		log := c.Logger
+		c.Collect = func(ctx context.Context) *agentproto.Inventory {
+			return collect.Inventory(ctx, collect.Options{Logger: log})
+		}
+	}
+	if c.Facts == nil {
+		c.Facts = func(ctx context.Context) collect.Facts { return collect.CheckinFacts(ctx, collect.Options{}) }
+	}
+	if c.Executor == nil {
+		e := &execute.Executor{Runner: execute.ExecRunner{}, TempDir: filepath.Join(c.StateDir, "tmp"), Log: c.Logger}
+		if os.MkdirAll(e.TempDir, 0o700) != nil {
+			e.TempDir = ""
+		}
+		setPlatformTools(e)
+		c.Executor = e
+	}
+	if c.Uninstall == nil {
+		dir, log := c.StateDir, c.Logger
+		c.Uninstall = func(ctx context.Context) error { return SelfUninstall(ctx, dir, log) }
+	}
+}
+
+// runner is one running agent.
+type runner struct {
+	cfg    Config
+	log    *slog.Logger
+	state  *State
+	client *Client
+	out    *outbox
+
+	facts       collect.Facts
+	factsAt     time.Time
+	collectedAt time.Time
+	dirty       bool // a command changed software or updates
+}
+
+// Run checks in until ctx ends, the server refuses the agent (401:
+// ErrUnauthorized) or removes it (ErrUninstalled, after uninstalling).
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	st, err := LoadState(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	ob, err := newOutbox(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	r := &runner{cfg: cfg, log: cfg.Logger, state: st, out: ob,
+		client: &Client{Base: st.Server, Secret: st.AgentSecret, HTTP: cfg.HTTP}}
+	r.log.Info("patchd-agent running", "server", st.Server, "endpoint", st.EndpointID, "version", Version)
+	backoff := cfg.MinBackoff
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		err := r.cycle(ctx)
+		switch {
+		case errors.Is(err, ErrUninstalled):
+			return err
+		case StatusOf(err) == http.StatusUnauthorized:
+			r.log.Error("stopping", "err", err)
+			return ErrUnauthorized
+		case err != nil && ctx.Err() == nil:
+			wait := jitter(backoff)
+			r.log.Warn("server unreachable or refusing; retrying", "err", err, "in", wait.Round(time.Millisecond))
+			if !sleep(ctx, wait) {
+				return nil
+			}
+			backoff = min(backoff*2, cfg.MaxBackoff)
+		default:
+			backoff = cfg.MinBackoff
+		}
+	}
+}
+
+// jitter spreads retries of a fleet: a uniform wait in [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	half := d / 2
+	return half + rand.N(half)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// cycle is one check-in and what follows from it.
+func (r *runner) cycle(ctx context.Context) error {
+	// Results first: a command whose RUNNING is still queued must not be
+	// handed out again as pending.
+	if n, err := r.out.flush(ctx, r.client); err != nil {
+		return fmt.Errorf("send queued results: %w", err)
+	} else if n > 0 {
+		r.log.Info("sent queued results", "count", n)
+	}
+	req := r.checkinRequest(ctx)
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(r.cfg.Wait+30)*time.Second)
+	resp, err := r.client.Checkin(cctx, req, r.cfg.Wait)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("check in: %w", err)
+	}
+	if resp.Uninstall {
+		r.log.Warn("the server removed this endpoint: uninstalling")
+		if err := r.cfg.Uninstall(ctx); err != nil {
+			r.log.Error("uninstall failed", "err", err)
+		}
+		return ErrUninstalled
+	}
+	if resp.CheckinSeconds > 0 && resp.CheckinSeconds != r.state.CheckinSeconds {
+		r.state.CheckinSeconds = resp.CheckinSeconds
+		r.save()
+	}
+	if err := r.inventory(ctx, resp.InventoryWanted); err != nil {
+		return err
+	}
+	for _, cmd := range resp.Commands {
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.runCommand(ctx, cmd)
+	}
+	// A server that answers at once (no long poll) is asked again after
+	// checkinSeconds, not in a tight loop.
+	if len(resp.Commands) == 0 && time.Since(start) < time.Duration(r.cfg.Wait)*time.Second/2 {
+		every := time.Duration(max(r.state.CheckinSeconds, 1)) * time.Second
+		sleep(ctx, every-time.Since(start))
+	}
+	return nil
+}
+
+func (r *runner) checkinRequest(ctx context.Context) agentproto.CheckinRequest {
+	if r.factsAt.IsZero() || time.Since(r.factsAt) > r.cfg.FactsEvery {
+		r.facts = r.cfg.Facts(ctx)
+		r.factsAt = time.Now()
+	}
+	f := r.facts
+	pending := f.PendingReboot
+	if since := r.state.RebootPendingSince; since != nil {
+		if f.LastBootAt != nil && f.LastBootAt.After(since.Add(time.Minute)) {
+			r.state.RebootPendingSince = nil // it rebooted since
+			r.save()
+		} else {
+			pending = true
+		}
+	}
+	ips := f.IPAddresses
+	if ips == nil {
+		ips = []string{}
+	}
+	return agentproto.CheckinRequest{LastBootAt: f.LastBootAt, PendingReboot: pending, User: f.User,
+		IPAddresses: ips, AgentVersion: Version, InventoryHash: r.state.InventoryHash}
+}
+
+// inventory collects when the server asks, when a command changed the
+// computer or when the last collection is old, and sends it when the
+// server asked or its hash differs from the one the server has.
+func (r *runner) inventory(ctx context.Context, wanted bool) error {
+	if !wanted && !r.dirty && !r.collectedAt.IsZero() && time.Since(r.collectedAt) < r.cfg.InventoryEvery {
+		return nil
+	}
+	start := time.Now()
+	inv := r.cfg.Collect(ctx)
+	r.collectedAt = time.Now()
+	r.dirty = false
+	hash := collect.Hash(inv)
+	if !wanted && hash == r.state.InventoryHash {
+		return nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := r.client.PutInventory(ictx, inv); err != nil {
+		r.collectedAt = time.Time{} // try again at the next check-in
+		return fmt.Errorf("send inventory: %w", err)
+	}
+	r.state.InventoryHash = hash
+	r.save()
+	r.log.Info("inventory sent", "software", len(inv.Software), "updates", len(inv.Updates), "collected in", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// runCommand runs one command, reporting RUNNING before and the outcome
+// after through the outbox.
+func (r *runner) runCommand(ctx context.Context, cmd agentproto.Command) {
+	if r.state.done(cmd.ID) {
+		r.log.Info("command already ran; not running it again", "command", cmd.ID)
+		return
+	}
+	r.log.Info("running command", "command", cmd.ID, "type", cmd.Type)
+	r.report(ctx, cmd.ID, agentproto.CommandStatus{Status: agentproto.StatusRunning, At: time.Now().UTC()})
+	r.state.markDone(cmd.ID)
+	r.save()
+
+	o := r.cfg.Executor.Execute(ctx, cmd)
+	r.log.Info("command finished", "command", cmd.ID, "status", o.Status)
+	if o.InventoryChanged {
+		r.dirty = true
+	}
+	if o.RebootPending {
+		boot := time.Now().UTC()
+		if f := r.cfg.Facts(ctx); f.LastBootAt != nil {
+			boot = *f.LastBootAt
+		}
+		r.state.RebootPendingSince = &boot
+		r.save()
+		r.factsAt = time.Time{}
+	}
+	r.report(ctx, cmd.ID, agentproto.CommandStatus{Status: o.Status, Result: o.Result, ExitCode: o.ExitCode, At: time.Now().UTC()})
+}
+
+// report queues a status and tries to send the queue at once; what
+// cannot be sent now goes with the next check-in.
+func (r *runner) report(ctx context.Context, id string, st agentproto.CommandStatus) {
+	if err := r.out.add(id, st); err != nil {
+		r.log.Error("cannot queue status", "command", id, "err", err)
+		return
+	}
+	if _, err := r.out.flush(ctx, r.client); err != nil {
+		r.log.Warn("status queued; the server will get it later", "command", id, "err", err)
+	}
+}
+
+var saveMu sync.Mutex
+
+func (r *runner) save() {
+	saveMu.Lock()
+	defer saveMu.Unlock()
+	if err := r.state.Save(r.cfg.StateDir); err != nil {
+		r.log.Error("cannot save state", "err", err)
+	}
+}

@@ -1,0 +1,583 @@
+package agent
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agent/collect"
+	"github.com/patchd/patchd/agent/execute"
+	"github.com/patchd/patchd/agentproto"
+)
+
+// fakeServer implements the four calls of the agent protocol, minimally,
+// in the process.
+type fakeServer struct {
+	t *testing.T
+
+	mu          sync.Mutex
+	token       string
+	secret      string
+	endpointID  string
+	pending     []agentproto.Command
+	statuses    map[string][]agentproto.CommandStatus
+	inventories []agentproto.Inventory
+	invHash     string
+	checkins    int
+	uninstall   bool // answer the next check-in with uninstall: true
+	revoked     bool // answer everything with 401
+	down        atomic.Bool
+	statusDown  atomic.Bool
+	gzipSeen    bool
+}
+
+func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
+	f := &fakeServer{t: t, token: "enroll-token", secret: "agent-secret-1", endpointID: "ep-1", statuses: map[string][]agentproto.CommandStatus{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+agentproto.PathEnroll, f.enroll)
+	mux.HandleFunc("POST "+agentproto.PathCheckin, f.checkin)
+	mux.HandleFunc("PUT "+agentproto.PathInventory, f.inventory)
+	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {
+			panic(http.ErrAbortHandler) // the connection drops, as when the server is gone
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+func (f *fakeServer) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, `{"error":"invalid_request"}`, 400)
+			return false
+		}
+		body = zr
+		f.mu.Lock()
+		f.gzipSeen = true
+		f.mu.Unlock()
+	}
+	if err := json.NewDecoder(body).Decode(v); err != nil {
+		http.Error(w, `{"error":"invalid_json"}`, 400)
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (f *fakeServer) authorized(w http.ResponseWriter, r *http.Request) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.revoked || r.Header.Get("Authorization") != "Bearer "+f.secret {
+		writeJSON(w, 401, map[string]any{"error": "invalid_agent", "error_description": nil})
+		return false
+	}
+	return true
+}
+
+func (f *fakeServer) enroll(w http.ResponseWriter, r *http.Request) {
+	var req agentproto.EnrollRequest
+	if !f.decode(w, r, &req) {
+		return
+	}
+	if req.EnrollToken != f.token {
+		writeJSON(w, 401, map[string]any{"error": "invalid_enroll_token", "error_description": "unknown token"})
+		return
+	}
+	if req.MachineUID == "" || req.Hostname == "" || req.Platform == "" {
+		writeJSON(w, 400, map[string]any{"error": "invalid_request"})
+		return
+	}
+	writeJSON(w, 200, agentproto.EnrollResponse{EndpointID: f.endpointID, AgentSecret: f.secret, CheckinSeconds: 1})
+}
+
+func (f *fakeServer) checkin(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(w, r) {
+		return
+	}
+	var req agentproto.CheckinRequest
+	if !f.decode(w, r, &req) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checkins++
+	if f.uninstall {
+		f.uninstall, f.revoked = false, true // then every later call is 401
+		writeJSON(w, 200, agentproto.CheckinResponse{Uninstall: true, Commands: []agentproto.Command{}})
+		return
+	}
+	var cmds []agentproto.Command
+	for _, c := range f.pending {
+		if len(f.statuses[c.ID]) == 0 {
+			cmds = append(cmds, c)
+		}
+	}
+	writeJSON(w, 200, agentproto.CheckinResponse{Commands: cmds, CheckinSeconds: 1,
+		InventoryWanted: f.invHash == "" || f.invHash != req.InventoryHash})
+}
+
+func (f *fakeServer) inventory(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(w, r) {
+		return
+	}
+	var inv agentproto.Inventory
+	if !f.decode(w, r, &inv) {
+		return
+	}
+	f.mu.Lock()
+	f.inventories = append(f.inventories, inv)
+	f.invHash = collect.Hash(&inv)
+	f.mu.Unlock()
+	writeJSON(w, 200, agentproto.OK{OK: true})
+}
+
+var statusRank = map[string]int{agentproto.StatusRunning: 1, agentproto.StatusSuccess: 2, agentproto.StatusFailed: 2}
+
+func (f *fakeServer) status(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(w, r) {
+		return
+	}
+	var st agentproto.CommandStatus
+	if !f.decode(w, r, &st) {
+		return
+	}
+	id := r.PathValue("id")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	known := false
+	for _, c := range f.pending {
+		known = known || c.ID == id
+	}
+	if !known {
+		writeJSON(w, 404, map[string]any{"error": "not_found"})
+		return
+	}
+	prev := f.statuses[id]
+	if n := len(prev); n > 0 {
+		last := prev[n-1].Status
+		if last == st.Status {
+			writeJSON(w, 200, agentproto.OK{OK: true})
+			return
+		}
+		if statusRank[last] >= statusRank[st.Status] {
+			writeJSON(w, 409, map[string]any{"error": "conflict"})
+			return
+		}
+	}
+	f.statuses[id] = append(prev, st)
+	writeJSON(w, 200, agentproto.OK{OK: true})
+}
+
+func (f *fakeServer) queue(c agentproto.Command) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, c)
+}
+
+func (f *fakeServer) statusesOf(id string) []agentproto.CommandStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]agentproto.CommandStatus(nil), f.statuses[id]...)
+}
+
+func (f *fakeServer) inventoryCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.inventories)
+}
+
+func echoCommand(t *testing.T, id, text string) agentproto.Command {
+	raw, err := json.Marshal(agentproto.RunScriptPayload{Language: "sh", Script: "echo " + text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agentproto.Command{ID: id, RunID: "run-" + id, Type: agentproto.TypeRunScript, Payload: raw, CreatedAt: time.Now().UTC()}
+}
+
+var testIdentity = &collect.Identity{MachineUID: "machine-1", Hostname: "test-host", Platform: "linux", OS: "Debian GNU/Linux", OSVersion: "12", Arch: "amd64"}
+
+func enroll(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	if _, err := Enroll(context.Background(), EnrollConfig{Server: srv.URL + "/", Token: "enroll-token", StateDir: dir, Identity: testIdentity}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// testConfig runs the real executor and a small fixed inventory.
+func testConfig(t *testing.T, dir string, collects *atomic.Int32) Config {
+	return Config{
+		StateDir: dir, Wait: 1, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testLog{t}, nil)),
+		Collect: func(ctx context.Context) *agentproto.Inventory {
+			collects.Add(1)
+			return &agentproto.Inventory{CollectedAt: time.Now().UTC(), System: agentproto.System{Hostname: "test-host", Arch: "amd64", Type: "server"},
+				Disks: []agentproto.Disk{}, Software: []agentproto.Software{{Name: "bash"}}, Updates: []agentproto.Update{}, Datasets: map[string][]map[string]any{}}
+		},
+		Facts: func(ctx context.Context) collect.Facts {
+			boot := time.Date(2026, 11, 20, 7, 0, 0, 0, time.UTC)
+			return collect.Facts{LastBootAt: &boot, IPAddresses: []string{"192.0.2.5"}}
+		},
+		Executor:  &execute.Executor{Runner: execute.ExecRunner{}, TempDir: t.TempDir()},
+		Uninstall: func(ctx context.Context) error { return errors.New("no uninstall in this test") },
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// start runs the agent until the test stops it; stop ends it and returns
+// Run's error, done delivers Run's error when it returns by itself.
+func start(t *testing.T, cfg Config) (stop func() error, done <-chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	finished := make(chan struct{})
+	ch := make(chan error, 1)
+	var runErr error
+	go func() {
+		runErr = Run(ctx, cfg)
+		close(finished)
+		ch <- runErr
+	}()
+	stop = func() error {
+		cancel()
+		select {
+		case <-finished:
+			return runErr
+		case <-time.After(10 * time.Second):
+			return errors.New("Run did not stop")
+		}
+	}
+	t.Cleanup(func() { stop() })
+	return stop, ch
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestEnrollWritesState(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	fi, err := os.Stat(filepath.Join(dir, StateFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("state file mode %v, want 0600", fi.Mode().Perm())
+	}
+	st, err := LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.EndpointID != "ep-1" || st.AgentSecret != f.secret || st.Server != srv.URL || st.CheckinSeconds != 1 {
+		t.Errorf("state %+v", st)
+	}
+	if !f.gzipSeen {
+		t.Error("the enrollment body was not gzip-compressed")
+	}
+	_, err = Enroll(context.Background(), EnrollConfig{Server: srv.URL, Token: "wrong", StateDir: t.TempDir(), Identity: testIdentity})
+	if StatusOf(err) != 401 || !strings.Contains(err.Error(), "invalid_enroll_token") {
+		t.Errorf("wrong token: %v", err)
+	}
+	if _, err := Enroll(context.Background(), EnrollConfig{Server: "ftp://x", Token: "t", Identity: testIdentity}); err == nil {
+		t.Error("ftp server accepted")
+	}
+	if _, err := LoadState(t.TempDir()); !errors.Is(err, ErrNotEnrolled) {
+		t.Errorf("missing state: %v", err)
+	}
+}
+
+func TestRunSendsInventoryAndRunsCommand(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the echo command uses sh")
+	}
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	f.queue(echoCommand(t, "cmd-1", "hello from the agent"))
+	var collects atomic.Int32
+	stop, _ := start(t, testConfig(t, dir, &collects))
+
+	eventually(t, "SUCCESS of cmd-1", func() bool {
+		st := f.statusesOf("cmd-1")
+		return len(st) == 2
+	})
+	st := f.statusesOf("cmd-1")
+	if st[0].Status != agentproto.StatusRunning || st[1].Status != agentproto.StatusSuccess {
+		t.Fatalf("statuses %+v", st)
+	}
+	if st[1].Result != "hello from the agent\n" || st[1].ExitCode == nil || *st[1].ExitCode != 0 {
+		t.Errorf("result %q exit %v", st[1].Result, st[1].ExitCode)
+	}
+	if f.inventoryCount() != 1 {
+		t.Errorf("%d inventories sent, want 1", f.inventoryCount())
+	}
+	// Further check-ins do not run the command again nor resend the
+	// unchanged inventory.
+	f.mu.Lock()
+	before := f.checkins
+	f.mu.Unlock()
+	eventually(t, "two more check-ins", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.checkins >= before+2
+	})
+	if n := len(f.statusesOf("cmd-1")); n != 2 || f.inventoryCount() != 1 {
+		t.Errorf("after more check-ins: %d statuses, %d inventories", n, f.inventoryCount())
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := LoadState(dir)
+	if saved.InventoryHash == "" || !saved.done("cmd-1") {
+		t.Errorf("state after run %+v", saved)
+	}
+}
+
+func TestResultsSurviveOutage(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the echo command uses sh")
+	}
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+
+	// The server hands out the command, then loses every status call.
+	f.statusDown.Store(true)
+	f.queue(echoCommand(t, "cmd-2", "done while offline"))
+	stop, _ := start(t, cfg)
+	outbox := filepath.Join(dir, "outbox")
+	eventually(t, "both statuses queued on disk", func() bool {
+		ents, _ := os.ReadDir(outbox)
+		return len(ents) == 2
+	})
+	// Now the whole server goes away, and the agent is restarted while it
+	// is away: the queued results must survive both.
+	f.down.Store(true)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(outbox); len(ents) != 2 {
+		t.Fatalf("%d queued results after the restart, want 2", len(ents))
+	}
+	if n := len(f.statusesOf("cmd-2")); n != 0 {
+		t.Fatalf("server got %d statuses while down", n)
+	}
+
+	stop2, _ := start(t, cfg)
+	time.Sleep(300 * time.Millisecond) // a few failed attempts with back-off
+	f.statusDown.Store(false)
+	f.down.Store(false)
+	eventually(t, "queued results delivered", func() bool { return len(f.statusesOf("cmd-2")) == 2 })
+	st := f.statusesOf("cmd-2")
+	if st[0].Status != agentproto.StatusRunning || st[1].Status != agentproto.StatusSuccess || st[1].Result != "done while offline\n" {
+		t.Errorf("statuses %+v", st)
+	}
+	eventually(t, "outbox empty", func() bool {
+		ents, _ := os.ReadDir(outbox)
+		return len(ents) == 0
+	})
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUninstallWhenRemoved(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	f.mu.Lock()
+	f.uninstall = true
+	f.mu.Unlock()
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	var uninstalled atomic.Bool
+	cfg.Uninstall = func(ctx context.Context) error {
+		uninstalled.Store(true)
+		return os.RemoveAll(dir)
+	}
+	_, done := start(t, cfg)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUninstalled) {
+			t.Errorf("Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after uninstall")
+	}
+	if !uninstalled.Load() {
+		t.Error("uninstall not called")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state folder still there: %v", err)
+	}
+}
+
+func TestUnauthorizedStops(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	f.mu.Lock()
+	f.revoked = true
+	f.mu.Unlock()
+	var collects atomic.Int32
+	_, done := start(t, testConfig(t, dir, &collects))
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnauthorized) {
+			t.Errorf("Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop on 401")
+	}
+}
+
+func TestInventoryResentOnlyWhenChanged(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.InventoryEvery = time.Millisecond // collect at every check-in
+	var version atomic.Value
+	version.Store("5.2.15")
+	base := cfg.Collect
+	cfg.Collect = func(ctx context.Context) *agentproto.Inventory {
+		inv := base(ctx)
+		v := version.Load().(string)
+		inv.Software[0].Version = &v
+		return inv
+	}
+	stop, _ := start(t, cfg)
+	eventually(t, "first inventory", func() bool { return f.inventoryCount() == 1 })
+	eventually(t, "collections with the same hash", func() bool { return collects.Load() >= 3 })
+	if n := f.inventoryCount(); n != 1 {
+		t.Errorf("unchanged inventory sent %d times", n)
+	}
+	version.Store("5.2.21")
+	eventually(t, "changed inventory sent", func() bool { return f.inventoryCount() == 2 })
+	stop()
+}
+
+func TestBackoffJitter(t *testing.T) {
+	for i := 0; i < 100; i++ {
+		d := jitter(8 * time.Second)
+		if d < 4*time.Second || d >= 8*time.Second {
+			t.Fatalf("jitter %v out of [4s, 8s)", d)
+		}
+	}
+}
+
+func TestServicePlans(t *testing.T) {
+	unit := SystemdUnit("/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
+	for _, want := range []string{"ExecStart=/usr/local/bin/patchd-agent run --state /var/lib/patchd-agent\n", "Restart=on-failure", "WantedBy=multi-user.target", "After=network-online.target"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("unit lacks %q:\n%s", want, unit)
+		}
+	}
+	if u := SystemdUnit("/opt/patchd agent/bin", "/var/lib/x"); !strings.Contains(u, `ExecStart="/opt/patchd agent/bin" run`) {
+		t.Errorf("path with a blank not quoted:\n%s", u)
+	}
+	plist := LaunchdPlist("/usr/local/bin/patchd-agent", "/Library/Application Support/patchd-agent")
+	for _, want := range []string{"<string>com.patchd.agent</string>", "<string>/usr/local/bin/patchd-agent</string>\n\t\t<string>run</string>\n\t\t<string>--state</string>\n\t\t<string>/Library/Application Support/patchd-agent</string>",
+		"<key>SuccessfulExit</key>\n\t\t<false/>", "<key>RunAtLoad</key>\n\t<true/>"} {
+		if !strings.Contains(plist, want) {
+			t.Errorf("plist lacks %q:\n%s", want, plist)
+		}
+	}
+	win := InstallPlan("windows", `C:\Program Files\patchd\patchd-agent.exe`, `C:\ProgramData\patchd-agent`)
+	var b strings.Builder
+	win.Print(&b)
+	wantWin := `run sc.exe create patchd-agent binPath= "\"C:\\Program Files\\patchd\\patchd-agent.exe\" run --state \"C:\\ProgramData\\patchd-agent\"" start= auto DisplayName= "patchd agent"`
+	if !strings.Contains(b.String(), wantWin) || !strings.Contains(b.String(), "run sc.exe start patchd-agent") {
+		t.Errorf("windows plan:\n%s", b.String())
+	}
+	if got := win.Run[0].Args[3]; got != `"C:\Program Files\patchd\patchd-agent.exe" run --state "C:\ProgramData\patchd-agent"` {
+		t.Errorf("binPath %s", got)
+	}
+	lin := InstallPlan("linux", "/usr/bin/patchd-agent", "/var/lib/patchd-agent")
+	if lin.Write[SystemdPath] == "" || fmt.Sprint(lin.Run) != fmt.Sprint([]execute.Cmd{{Path: "systemctl", Args: []string{"daemon-reload"}}, {Path: "systemctl", Args: []string{"enable", "--now", "patchd-agent"}}}) {
+		t.Errorf("linux plan %+v", lin)
+	}
+	un := UninstallPlan("linux", "/var/lib/patchd-agent")
+	if last := un.Run[len(un.Run)-1]; last.Path != "systemctl" || last.Args[0] != "stop" || un.Remove[0] != "/var/lib/patchd-agent" {
+		t.Errorf("linux uninstall must stop last: %+v", un)
+	}
+	mac := UninstallPlan("darwin", "/Library/Application Support/patchd-agent")
+	if mac.Remove[1] != LaunchdPath || mac.Run[0].Args[1] != "system/com.patchd.agent" {
+		t.Errorf("mac uninstall %+v", mac)
+	}
+}
+
+func TestPlanApply(t *testing.T) {
+	dir := t.TempDir()
+	unit := filepath.Join(dir, "etc", "patchd-agent.service")
+	state := filepath.Join(dir, "state")
+	os.MkdirAll(state, 0o700)
+	r := &recordRunner{fail: map[string]bool{"stop": true}}
+	p := Plan{Write: map[string]string{unit: "x"}, Run: []execute.Cmd{{Path: "systemctl", Args: []string{"daemon-reload"}}}}
+	if err := p.Apply(context.Background(), r, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(unit); string(b) != "x" {
+		t.Errorf("unit %q", b)
+	}
+	un := Plan{Remove: []string{state, unit}, Run: []execute.Cmd{{Path: "systemctl", Args: []string{"disable"}}, {Path: "systemctl", Args: []string{"stop"}}}, Tolerate: map[int]bool{1: true}}
+	if err := un.Apply(context.Background(), r, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Error("state not removed")
+	}
+	r.fail["disable"] = true
+	if err := un.Apply(context.Background(), r, slog.New(slog.DiscardHandler)); err == nil {
+		t.Error("a failing command that is not tolerated passed")
+	}
+}
+
+type recordRunner struct {
+	fail  map[string]bool
+	calls []execute.Cmd
+}
+
+func (r *recordRunner) Run(ctx context.Context, c execute.Cmd) (execute.Result, error) {
+	r.calls = append(r.calls, c)
+	if len(c.Args) > 0 && r.fail[c.Args[0]] {
+		return execute.Result{ExitCode: 5, Output: "failed"}, nil
+	}
+	return execute.Result{}, nil
+}

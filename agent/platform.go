@@ -1,0 +1,5 @@
+package agent
+
+import "runtime"
+
+func goosForPlans() string { return runtime.GOOS }

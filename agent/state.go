@@ -1,0 +1,133 @@
+// Package agent is patchd-agent: enrollment, the state it keeps on disk,
+// the protocol client and the run loop that checks in, sends inventory,
+// runs commands and reports their results (agent protocol v1,
+// shared/design/AGENT-PROTOCOL.md). It imports nothing of the server.
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// Version is the agent's version, reported at enrollment and check-in.
+var Version = "1.0.0"
+
+// StateFileName is the state file inside the state folder.
+const StateFileName = "state.json"
+
+// State is what the agent remembers between runs. It holds the agent
+// secret: the file is written with mode 0600 in a 0700 folder.
+type State struct {
+	Server         string    `json:"server"`
+	EndpointID     string    `json:"endpointId"`
+	AgentSecret    string    `json:"agentSecret"`
+	CheckinSeconds int       `json:"checkinSeconds"`
+	EnrolledAt     time.Time `json:"enrolledAt"`
+	// InventoryHash is the hash of the last inventory the server took.
+	InventoryHash string `json:"inventoryHash,omitempty"`
+	// RebootPendingSince is the boot time at which an installation asked
+	// for a restart: the restart is pending while the computer has not
+	// booted since.
+	RebootPendingSince *time.Time `json:"rebootPendingSince,omitempty"`
+	// Done lists the latest commands this agent ran, so that a command
+	// handed out twice (a status lost in flight) does not run twice.
+	Done []string `json:"done,omitempty"`
+}
+
+// maxDone bounds State.Done.
+const maxDone = 200
+
+// DefaultStateDir is where the agent keeps its state on this platform.
+func DefaultStateDir() string {
+	switch runtime.GOOS {
+	case "windows":
+		pd := os.Getenv("ProgramData")
+		if pd == "" {
+			pd = `C:\ProgramData`
+		}
+		return filepath.Join(pd, "patchd-agent")
+	case "darwin":
+		return "/Library/Application Support/patchd-agent"
+	default:
+		return "/var/lib/patchd-agent"
+	}
+}
+
+// ErrNotEnrolled: there is no state file; run `patchd-agent enroll` first.
+var ErrNotEnrolled = errors.New("this computer is not enrolled: run patchd-agent enroll first")
+
+// LoadState reads the state file of dir.
+func LoadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, StateFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNotEnrolled
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("read state %s: %w", filepath.Join(dir, StateFileName), err)
+	}
+	if s.Server == "" || s.AgentSecret == "" {
+		return nil, fmt.Errorf("state %s lacks server or secret: enroll again", filepath.Join(dir, StateFileName))
+	}
+	return &s, nil
+}
+
+// Save writes the state atomically (a temporary file renamed over the
+// old one) with mode 0600.
+func (s *State) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".state-*.tmp")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		tmp.Close()
+		return fmt.Errorf("save state: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, StateFileName)); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+func (s *State) done(id string) bool {
+	for _, d := range s.Done {
+		if d == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *State) markDone(id string) {
+	s.Done = append(s.Done, id)
+	if len(s.Done) > maxDone {
+		s.Done = s.Done[len(s.Done)-maxDone:]
+	}
+}

@@ -1,0 +1,129 @@
+// Command patchd-agent is the agent of patchd on a managed computer:
+//
+//	patchd-agent enroll --server URL --token TOKEN [--state DIR]
+//	patchd-agent run [--state DIR]
+//	patchd-agent install [--state DIR] [--dry-run]
+//	patchd-agent uninstall [--state DIR] [--dry-run]
+//	patchd-agent inventory
+//	patchd-agent version
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"github.com/patchd/patchd/agent"
+	"github.com/patchd/patchd/agent/collect"
+	"github.com/patchd/patchd/agent/execute"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  patchd-agent enroll --server URL --token TOKEN [--state DIR]
+  patchd-agent run [--state DIR]
+  patchd-agent install [--state DIR] [--dry-run]
+  patchd-agent uninstall [--state DIR] [--dry-run]
+  patchd-agent inventory
+  patchd-agent version
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fs := flag.NewFlagSet("patchd-agent "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stateDir := fs.String("state", agent.DefaultStateDir(), "folder of the agent's state")
+	var err error
+	switch args[0] {
+	case "enroll":
+		server := fs.String("server", "", "address of the patchd server, e.g. https://patchd.example.com")
+		token := fs.String("token", "", "enrollment token")
+		if fs.Parse(args[1:]) != nil {
+			return 2
+		}
+		var st *agent.State
+		st, err = agent.Enroll(ctx, agent.EnrollConfig{Server: *server, Token: *token, StateDir: *stateDir})
+		if err == nil {
+			fmt.Fprintf(stdout, "enrolled as endpoint %s; state in %s\n", st.EndpointID, filepath.Join(*stateDir, agent.StateFileName))
+		}
+	case "run":
+		if fs.Parse(args[1:]) != nil {
+			return 2
+		}
+		runAgent := func(ctx context.Context) error {
+			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log})
+		}
+		var handled bool
+		if handled, err = agent.RunAsService(runAgent); !handled && err == nil {
+			err = runAgent(ctx)
+		}
+		if errors.Is(err, agent.ErrUninstalled) {
+			log.Info("uninstalled")
+			err = nil
+		}
+	case "install", "uninstall":
+		dry := fs.Bool("dry-run", false, "print what would be done, change nothing")
+		if fs.Parse(args[1:]) != nil {
+			return 2
+		}
+		var plan agent.Plan
+		if args[0] == "install" {
+			exe, xerr := os.Executable()
+			if xerr == nil {
+				exe, xerr = filepath.EvalSymlinks(exe)
+			}
+			if xerr != nil {
+				err = fmt.Errorf("locate this program: %w", xerr)
+				break
+			}
+			abs, _ := filepath.Abs(*stateDir)
+			plan = agent.InstallPlan(runtime.GOOS, exe, abs)
+		} else {
+			plan = agent.UninstallPlan(runtime.GOOS, *stateDir)
+		}
+		if *dry {
+			plan.Print(stdout)
+			break
+		}
+		err = plan.Apply(ctx, execute.ExecRunner{}, log)
+	case "inventory":
+		if fs.Parse(args[1:]) != nil {
+			return 2
+		}
+		inv := collect.Inventory(ctx, collect.Options{Logger: log})
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(inv)
+	case "version":
+		fmt.Fprintf(stdout, "patchd-agent %s %s/%s\n", agent.Version, runtime.GOOS, runtime.GOARCH)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "patchd-agent:", err)
+		return 1
+	}
+	return 0
+}
