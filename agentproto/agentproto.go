@@ -18,6 +18,11 @@ const (
 	PathCommandStatus = "/agent/v1/commands/%s/status"
 )
 
+// HeaderInventoryHash carries, on PUT /agent/v1/inventory, the hash the
+// agent will send as inventoryHash in its check-ins. Without it the server
+// uses the SHA-256 of the (decompressed) body.
+const HeaderInventoryHash = "X-Inventory-Hash"
+
 // Body size limits (decompressed).
 const (
 	MaxInventoryBytes = 32 << 20

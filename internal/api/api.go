@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/httpx"
@@ -24,6 +25,12 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// OpenAPI answers the machine-readable description as JSON.
 	OpenAPI func() ([]byte, error)
+	// CheckinInterval is the agents' check-in interval: an endpoint seen
+	// within three of them is connected.
+	CheckinInterval time.Duration
+	// EndpointRemoved is told of a removed endpoint (the agent API drops its
+	// cached secret).
+	EndpointRemoved func(endpointID string)
 }
 
 // API is the REST API v1.

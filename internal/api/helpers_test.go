@@ -6,4 +6,6 @@ import (
 	"strings"
 )
 
-func io_Copy(dst *strings.Builder, resp *http.Response) (int64, error) { return io.Copy(dst, resp.Body) }
+func io_Copy(dst *strings.Builder, resp *http.Response) (int64, error) {
+	return io.Copy(dst, resp.Body)
+}

@@ -10,12 +10,12 @@ import (
 // as in section 4 of the specification, with the permission it needs.
 func (a *API) routes() {
 	a.public("POST /api/oauth/token", a.issueToken)                                    // 1
-	a.route("GET /api/v1/endpoints", perm.EndpointsView, notImplemented)               // 2
-	a.route("GET /api/v1/endpoints/{id}", perm.EndpointsView, notImplemented)          // 3
-	a.route("PATCH /api/v1/endpoints/{id}", perm.EndpointsManage, notImplemented)      // 4
-	a.route("DELETE /api/v1/endpoints/{id}", perm.EndpointsManage, notImplemented)     // 5
+	a.route("GET /api/v1/endpoints", perm.EndpointsView, a.listEndpoints)              // 2
+	a.route("GET /api/v1/endpoints/{id}", perm.EndpointsView, a.getEndpoint)           // 3
+	a.route("PATCH /api/v1/endpoints/{id}", perm.EndpointsManage, a.patchEndpoint)     // 4
+	a.route("DELETE /api/v1/endpoints/{id}", perm.EndpointsManage, a.deleteEndpoint)   // 5
 	a.route("GET /api/v1/updates", perm.UpdatesView, notImplemented)                   // 6
-	a.route("GET /api/v1/software", perm.EndpointsView, notImplemented)                // 7
+	a.route("GET /api/v1/software", perm.EndpointsView, a.listSoftware)                // 7
 	a.route("GET /api/v1/vulnerabilities", perm.VulnerabilitiesView, notImplemented)   // 8
 	a.route("GET /api/v1/groups", perm.EndpointsView, notImplemented)                  // 9
 	a.route("POST /api/v1/groups", perm.EndpointsManage, notImplemented)               // 10
@@ -31,7 +31,7 @@ func (a *API) routes() {
 	a.route("GET /api/v1/alerts", perm.ReportsView, notImplemented)                    // 20
 	a.route("POST /api/v1/alerts", perm.ReportsManage, notImplemented)                 // 21
 	a.route("POST /api/v1/automations/{id}/run", perm.AutomationsRun, notImplemented)  // 22
-	a.route("GET /api/v1/runs", perm.AutomationsView, notImplemented)                  // 23
+	a.route("GET /api/v1/runs", perm.AutomationsView, a.listRuns)                      // 23
 	a.route("GET /api/v1/reports/{key}", perm.ReportsView, notImplemented)             // 24
 	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                            // 25
 

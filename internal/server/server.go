@@ -19,10 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/agentapi"
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/openapi"
 )
@@ -33,6 +35,8 @@ type Server struct {
 	store    *store.Store
 	auth     *auth.Authenticator
 	api      *api.API
+	agents   *agentapi.API
+	hub      *presence.Hub
 	registry *prometheus.Registry
 	handler  http.Handler
 }
@@ -42,11 +46,17 @@ func New(cfg config.Config, s *store.Store) *Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(newDBCollector(s))
-	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg}
-	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON})
+	if cfg.CheckinInterval <= 0 {
+		cfg.CheckinInterval = 60 * time.Second
+	}
+	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s)}
+	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval})
+	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
+		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget})
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
+	mux.Handle("/agent/", srv.agents)
 	mux.Handle("GET /healthz", httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return nil
@@ -66,6 +76,12 @@ func (s *Server) Auth() *auth.Authenticator { return s.auth }
 // API is the REST API (tests read its route table).
 func (s *Server) API() *api.API { return s.api }
 
+// Agents is the agent protocol's handler (tests move its clock).
+func (s *Server) Agents() *agentapi.API { return s.agents }
+
+// Presence is the replica's view of its agents.
+func (s *Server) Presence() *presence.Hub { return s.hub }
+
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -82,6 +98,8 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) RunWorkers(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.auth.Run(ctx) })
+	wg.Go(func() { s.hub.Run(ctx) })
+	wg.Go(func() { s.sweepStatus(ctx) })
 	wg.Wait()
 }
 
@@ -155,4 +173,24 @@ patchd: first start. Organization %q was created. These secrets are shown once; 
 
 `, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token,
 		b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
+}
+
+// sweepInterval is how often endpoint status transitions are recorded.
+const sweepInterval = 15 * time.Second
+
+// sweepStatus records connected/disconnected transitions until ctx ends.
+func (s *Server) sweepStatus(ctx context.Context) {
+	tick := time.NewTicker(sweepInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		if _, err := s.store.SweepStatus(ctx, now.Add(-3*s.cfg.CheckinInterval), now); err != nil && ctx.Err() == nil {
+			slog.Warn("status sweep", "err", err)
+		}
+	}
 }

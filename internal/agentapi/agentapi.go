@@ -1,0 +1,383 @@
+// Package agentapi serves the agent protocol v1 under /agent/v1
+// (shared/design/AGENT-PROTOCOL.md): enrollment, check-in with long poll,
+// inventory, and command status. The check-in is the hottest path of the
+// system: a cached secret lookup and an in-memory update, plus a database
+// read only when the endpoint may have commands.
+package agentapi
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/inventory"
+	"github.com/patchd/patchd/internal/presence"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// agentTTL bounds how long a replica trusts its cached view of an agent
+// secret; a removal made on another replica is seen within it.
+const agentTTL = time.Minute
+
+// Config holds what the agent API needs.
+type Config struct {
+	Store    *store.Store
+	Presence *presence.Hub
+	// CheckinInterval is what agents are told to use.
+	CheckinInterval time.Duration
+	// Enrolled is called after an endpoint enrolled for the first time.
+	Enrolled func(ctx context.Context, orgID, endpointID string)
+}
+
+// API is the agent protocol's handler.
+type API struct {
+	cfg   Config
+	store *store.Store
+	hub   *presence.Hub
+	mux   *http.ServeMux
+	now   func() time.Time
+
+	mu     sync.RWMutex
+	agents map[string]*cachedAgent
+}
+
+type cachedAgent struct {
+	store.Agent
+	loaded time.Time
+}
+
+// New builds the agent API.
+func New(cfg Config) *API {
+	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), now: time.Now, agents: map[string]*cachedAgent{}}
+	a.mux.Handle("POST "+agentproto.PathEnroll, httpx.Handle(a.enroll))
+	a.mux.Handle("POST "+agentproto.PathCheckin, httpx.Handle(a.checkin))
+	a.mux.Handle("PUT "+agentproto.PathInventory, httpx.Handle(a.inventory))
+	a.mux.Handle("POST /agent/v1/commands/{id}/status", httpx.Handle(a.commandStatus))
+	a.mux.Handle("/agent/", httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no agent call at "+r.URL.Path)
+	}))
+	return a
+}
+
+// ServeHTTP serves /agent/.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// SetClock replaces the clock (tests).
+func (a *API) SetClock(now func() time.Time) { a.now = now }
+
+// Forget drops the cached view of an endpoint's agent (it was removed here).
+func (a *API) Forget(endpointID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, c := range a.agents {
+		if c.EndpointID == endpointID {
+			delete(a.agents, k)
+		}
+	}
+}
+
+func errInvalidAgent() error {
+	return httpx.Errorf(http.StatusUnauthorized, "invalid_agent", "unknown or wrong agent secret").
+		WithHeader("WWW-Authenticate", `Bearer realm="patchd-agent"`)
+}
+
+// agent resolves the request's agent secret.
+func (a *API) agent(r *http.Request) (*cachedAgent, string, error) {
+	h := r.Header.Get("Authorization")
+	scheme, secret, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return nil, "", errInvalidAgent()
+	}
+	hash := auth.HashSecret(strings.TrimSpace(secret))
+	now := a.now()
+	a.mu.RLock()
+	c, ok := a.agents[hash]
+	a.mu.RUnlock()
+	if ok && now.Sub(c.loaded) < agentTTL {
+		return c, hash, nil
+	}
+	ag, err := a.store.AgentBySecret(r.Context(), hash)
+	if errors.Is(err, store.ErrNotFound) {
+		a.mu.Lock()
+		delete(a.agents, hash)
+		a.mu.Unlock()
+		return nil, "", errInvalidAgent()
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	c = &cachedAgent{Agent: ag, loaded: now}
+	a.mu.Lock()
+	a.agents[hash] = c
+	a.mu.Unlock()
+	return c, hash, nil
+}
+
+func (a *API) setInventoryHash(secretHash, invHash string) {
+	a.mu.Lock()
+	if c, ok := a.agents[secretHash]; ok {
+		copied := *c
+		copied.InventoryHash = invHash
+		a.agents[secretHash] = &copied
+	}
+	a.mu.Unlock()
+}
+
+// readBody reads a possibly gzip-compressed body of at most limit bytes
+// once decompressed; over it: 413.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	switch strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))) {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, httpx.Errorf(http.StatusBadRequest, "invalid_request", "the body is not valid gzip")
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		return nil, httpx.Errorf(http.StatusUnsupportedMediaType, "unsupported_encoding", "only gzip bodies are accepted")
+	}
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig), int64(len(data)) > limit:
+		return nil, httpx.Errorf(http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body exceeds %d bytes", limit))
+	case err != nil:
+		return nil, httpx.Errorf(http.StatusBadRequest, "invalid_request", "the body could not be read: "+err.Error())
+	}
+	return data, nil
+}
+
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byte, error) {
+	data, err := readBody(w, r, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := httpx.UnmarshalBody(data, v); err != nil {
+		var e *httpx.Error
+		if errors.As(err, &e) && e.Status == http.StatusUnprocessableEntity {
+			// The agent protocol answers every invalid document with 400.
+			e.Status, e.Code = http.StatusBadRequest, "invalid_request"
+		}
+		return nil, err
+	}
+	return data, nil
+}
+
+// enroll is POST /agent/v1/enroll.
+func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
+	var req agentproto.EnrollRequest
+	if _, err := decode(w, r, agentproto.MaxOtherBytes, &req); err != nil {
+		return err
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"enrollToken", req.EnrollToken}, {"machineUid", req.MachineUID},
+		{"hostname", req.Hostname}, {"platform", req.Platform}} {
+		if strings.TrimSpace(f.v) == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "missing fields: "+strings.Join(missing, ", "))
+	}
+	switch req.Platform {
+	case "windows", "linux", "macos":
+	default:
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "platform must be windows, linux or macos")
+	}
+	if len(req.MachineUID) > 255 || len(req.Hostname) > inventory.MaxHostname {
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "machineUid and hostname must have at most 255 characters")
+	}
+	now := a.now()
+	orgID, err := a.store.EnrollTokenOrg(r.Context(), auth.HashSecret(req.EnrollToken), now)
+	if errors.Is(err, store.ErrNotFound) {
+		return httpx.Errorf(http.StatusUnauthorized, "invalid_enroll_token", "unknown, revoked or expired enrollment token")
+	}
+	if err != nil {
+		return err
+	}
+	secret := auth.NewSecret(auth.PrefixAgentSecret)
+	id, created, err := a.store.EnrollEndpoint(r.Context(), store.Enrollment{OrgID: orgID, MachineUID: strings.TrimSpace(req.MachineUID),
+		Hostname: strings.TrimSpace(req.Hostname), Platform: req.Platform, OS: req.OS, OSVersion: req.OSVersion, Arch: req.Arch,
+		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret)}, now)
+	if err != nil {
+		return err
+	}
+	if !created {
+		a.Forget(id)
+	}
+	if created && a.cfg.Enrolled != nil {
+		a.cfg.Enrolled(r.Context(), orgID, id)
+	}
+	httpx.WriteJSON(w, http.StatusOK, agentproto.EnrollResponse{EndpointID: id, AgentSecret: secret, CheckinSeconds: a.checkinSeconds()})
+	return nil
+}
+
+func (a *API) checkinSeconds() int {
+	s := int(a.cfg.CheckinInterval / time.Second)
+	if s < 1 {
+		s = 60
+	}
+	return s
+}
+
+// checkin is POST /agent/v1/checkin?wait=SECONDS.
+func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
+	ag, secretHash, err := a.agent(r)
+	if err != nil {
+		return err
+	}
+	if ag.Removed {
+		told, err := a.store.TellUninstall(r.Context(), secretHash, a.now())
+		if err != nil {
+			return err
+		}
+		if !told {
+			return errInvalidAgent()
+		}
+		a.mu.Lock()
+		delete(a.agents, secretHash)
+		a.mu.Unlock()
+		httpx.WriteJSON(w, http.StatusOK, agentproto.CheckinResponse{Commands: []agentproto.Command{}, CheckinSeconds: a.checkinSeconds(), Uninstall: true})
+		return nil
+	}
+	wait := 0
+	if s := r.URL.Query().Get("wait"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return httpx.Errorf(http.StatusBadRequest, "invalid_request", "wait must be a number of seconds from 0 to 60")
+		}
+		wait = min(n, agentproto.MaxWaitSeconds)
+	}
+	var req agentproto.CheckinRequest
+	if _, err := decode(w, r, agentproto.MaxOtherBytes, &req); err != nil {
+		return err
+	}
+	if len(req.IPAddresses) > inventory.MaxAddresses {
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "ipAddresses lists too many addresses")
+	}
+	seen := store.Checkin{EndpointID: ag.EndpointID, At: a.now(), LastBootAt: req.LastBootAt, PendingReboot: req.PendingReboot,
+		User: req.User, IPAddresses: req.IPAddresses, AgentVersion: req.AgentVersion}
+	a.hub.Seen(seen)
+	resp := agentproto.CheckinResponse{Commands: []agentproto.Command{}, CheckinSeconds: a.checkinSeconds(),
+		InventoryWanted: ag.InventoryHash == "" || req.InventoryHash != ag.InventoryHash}
+	cmds, err := a.pending(r.Context(), ag.EndpointID)
+	if err != nil {
+		return err
+	}
+	if len(cmds) == 0 && wait > 0 && !resp.InventoryWanted {
+		if a.hub.Wait(r.Context(), ag.EndpointID, time.Duration(wait)*time.Second) {
+			if cmds, err = a.pending(r.Context(), ag.EndpointID); err != nil {
+				return err
+			}
+		}
+		if r.Context().Err() != nil {
+			return nil
+		}
+		seen.At = a.now()
+		a.hub.Seen(seen)
+	}
+	if cmds != nil {
+		resp.Commands = cmds
+	}
+	httpx.WriteJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func (a *API) pending(ctx context.Context, endpointID string) ([]agentproto.Command, error) {
+	if !a.hub.MayHavePending(endpointID) {
+		return nil, nil
+	}
+	cmds, err := a.store.PendingCommands(ctx, endpointID, a.now())
+	if err != nil {
+		return nil, err
+	}
+	if len(cmds) == 0 {
+		a.hub.NoPending(endpointID)
+	}
+	return cmds, nil
+}
+
+// inventory is PUT /agent/v1/inventory.
+func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
+	ag, secretHash, err := a.agent(r)
+	if err != nil {
+		return err
+	}
+	if ag.Removed {
+		return errInvalidAgent()
+	}
+	var doc agentproto.Inventory
+	raw, err := decode(w, r, agentproto.MaxInventoryBytes, &doc)
+	if err != nil {
+		return err
+	}
+	n, err := inventory.Check(&doc, ag.Platform, ag.Distro, a.now())
+	var problem *inventory.Problem
+	if errors.As(err, &problem) {
+		return httpx.Errorf(http.StatusBadRequest, "invalid_inventory", problem.Error())
+	}
+	if err != nil {
+		return err
+	}
+	hash := strings.TrimSpace(r.Header.Get(agentproto.HeaderInventoryHash))
+	if hash == "" || len(hash) > 128 {
+		sum := sha256.Sum256(raw)
+		hash = hex.EncodeToString(sum[:])
+	}
+	if err := a.store.ReplaceInventory(r.Context(), ag.OrgID, ag.EndpointID, n, hash, a.now()); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errInvalidAgent()
+		}
+		return err
+	}
+	a.setInventoryHash(secretHash, hash)
+	httpx.WriteJSON(w, http.StatusOK, agentproto.OK{OK: true})
+	return nil
+}
+
+// commandStatus is POST /agent/v1/commands/{id}/status.
+func (a *API) commandStatus(w http.ResponseWriter, r *http.Request) error {
+	ag, _, err := a.agent(r)
+	if err != nil {
+		return err
+	}
+	if ag.Removed {
+		return errInvalidAgent()
+	}
+	var req agentproto.CommandStatus
+	if _, err := decode(w, r, agentproto.MaxOtherBytes, &req); err != nil {
+		return err
+	}
+	switch req.Status {
+	case agentproto.StatusRunning, agentproto.StatusSuccess, agentproto.StatusFailed:
+	default:
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "status must be RUNNING, SUCCESS or FAILED")
+	}
+	err = a.store.SetCommandStatus(r.Context(), ag.EndpointID, r.PathValue("id"),
+		store.CommandStatus{Status: req.Status, Result: req.Result, ExitCode: req.ExitCode, At: req.At}, a.now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no such command for this endpoint")
+	case errors.Is(err, store.ErrStatusConflict):
+		return httpx.Errorf(http.StatusConflict, "status_conflict", strings.TrimPrefix(err.Error(), "store: "))
+	case err != nil:
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, agentproto.OK{OK: true})
+	return nil
+}

@@ -1,0 +1,311 @@
+package agentapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/store"
+)
+
+func TestEnroll(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	ag := e.Enroll("uid-1", "web-01", "linux")
+	page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != 1 || page.Items[0].ID != ag.ID || page.Items[0].Status != "connected" || page.Items[0].EnrolledAt == nil ||
+		page.Items[0].Name != "web-01" || page.Items[0].Platform != "linux" {
+		t.Fatalf("enrolled endpoint: %+v", page.Items)
+	}
+	// A reinstalled agent keeps the endpoint and gets a new secret.
+	again := e.Enroll("uid-1", "web-01", "linux")
+	if again.ID != ag.ID || again.Secret == ag.Secret {
+		t.Fatalf("re-enroll: %s %s", again.ID, ag.ID)
+	}
+	if _, ans := ag.Checkin(0, agentproto.CheckinRequest{}); ans.Status != 401 || ans.Error() != "invalid_agent" {
+		t.Fatalf("old secret after re-enroll: %d %s", ans.Status, ans.Body)
+	}
+	if page, _ := e.Admin.ListEndpoints(ctx, client.EndpointQuery{}); page.Total != 1 {
+		t.Fatalf("re-enroll duplicated the computer: %d", page.Total)
+	}
+
+	expired, err := admin.CreateEnrollToken(ctx, e.Store, "test", e.Org.ID, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	revoked, _ := admin.CreateEnrollToken(ctx, e.Store, "test", e.Org.ID, 0)
+	if err := e.Store.RevokeEnrollToken(ctx, &store.AuditEntry{OrgID: e.Org.ID, Actor: "test", Action: "enroll_token.revoke", TargetType: "enroll_token"}, e.Org.ID, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		body   any
+		status int
+		code   string
+	}{
+		{"unknown token", agentproto.EnrollRequest{EnrollToken: "pde_nope", MachineUID: "u", Hostname: "h", Platform: "linux"}, 401, "invalid_enroll_token"},
+		{"expired token", agentproto.EnrollRequest{EnrollToken: expired.Token, MachineUID: "u", Hostname: "h", Platform: "linux"}, 401, "invalid_enroll_token"},
+		{"revoked token", agentproto.EnrollRequest{EnrollToken: revoked.Token, MachineUID: "u", Hostname: "h", Platform: "linux"}, 401, "invalid_enroll_token"},
+		{"missing machineUid", agentproto.EnrollRequest{EnrollToken: e.EnrollToken, Hostname: "h", Platform: "linux"}, 400, "invalid_request"},
+		{"missing everything", map[string]string{}, 400, "invalid_request"},
+		{"bad platform", agentproto.EnrollRequest{EnrollToken: e.EnrollToken, MachineUID: "u", Hostname: "h", Platform: "beos"}, 400, "invalid_request"},
+		{"malformed", []byte(`{"enrollToken":`), 400, "invalid_json"},
+		{"wrong type", []byte(`{"enrollToken":5}`), 400, "invalid_request"},
+	} {
+		ans := e.Call(http.MethodPost, agentproto.PathEnroll, "", c.body, false)
+		if ans.Status != c.status || ans.Error() != c.code {
+			t.Errorf("%s: %d %s, want %d %s", c.name, ans.Status, ans.Body, c.status, c.code)
+		}
+	}
+}
+
+func TestCheckinAndInventory(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	ag := e.Enroll("uid-1", "ws-01", "windows")
+	resp, ans := ag.Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.1", PendingReboot: true, IPAddresses: []string{"10.0.0.5"}})
+	if ans.Status != 200 || !resp.InventoryWanted || resp.CheckinSeconds != 60 || resp.Uninstall || resp.Commands == nil {
+		t.Fatalf("first check-in: %d %s", ans.Status, ans.Body)
+	}
+	doc := apitest.Sample("ws-01", "windows")
+	if ans := ag.Inventory(doc, "hash-1"); ans.Status != 200 {
+		t.Fatalf("inventory: %d %s", ans.Status, ans.Body)
+	}
+	if resp, _ := ag.Checkin(0, agentproto.CheckinRequest{InventoryHash: "hash-1", PendingReboot: true}); resp.InventoryWanted {
+		t.Fatal("inventory wanted although the hash matches")
+	}
+	if resp, _ := ag.Checkin(0, agentproto.CheckinRequest{InventoryHash: "other", PendingReboot: true}); !resp.InventoryWanted {
+		t.Fatal("inventory not wanted although the hash differs")
+	}
+	if err := e.Server.Presence().Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Admin.GetEndpoint(ctx, ag.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Software) != 3 || len(d.Disks) != 1 || len(d.MissingUpdates) != 2 || *d.Manufacturer != "Dell Inc." || *d.Cores != 4 ||
+		d.IPAddresses[0] != "10.0.0.5" || !d.PendingReboot || *d.AgentVersion != "1.0.1" || d.LastSeenAt == nil {
+		t.Fatalf("endpoint detail: %+v", d)
+	}
+	first := map[string]string{}
+	for _, u := range d.MissingUpdates {
+		first[u.ID] = u.ID
+	}
+
+	// A second inventory drops what is no longer reported and keeps
+	// detectedAt of what was seen before.
+	doc.Updates = doc.Updates[:1]
+	doc.Software = doc.Software[1:]
+	time.Sleep(10 * time.Millisecond)
+	if ans := ag.Inventory(doc, "hash-2"); ans.Status != 200 {
+		t.Fatalf("second inventory: %d %s", ans.Status, ans.Body)
+	}
+	d, _ = e.Admin.GetEndpoint(ctx, ag.ID)
+	if len(d.Software) != 2 || len(d.MissingUpdates) != 1 || d.MissingUpdates[0].ID != first[d.MissingUpdates[0].ID] {
+		t.Fatalf("after second inventory: %d software, updates %+v (first ids %v)", len(d.Software), d.MissingUpdates, first)
+	}
+	sw, err := e.Admin.ListSoftware(ctx, client.SoftwareQuery{})
+	if err != nil || sw.Total != 2 {
+		t.Fatalf("software after second inventory: %+v %v", sw, err)
+	}
+
+	// An invalid document is refused and nothing is stored.
+	bad := apitest.Sample("ws-01", "windows")
+	bad.Software = append(bad.Software, agentproto.Software{Name: ""})
+	ans = ag.Inventory(bad, "hash-3")
+	if ans.Status != 400 || ans.Error() != "invalid_inventory" || !strings.Contains(string(ans.Body), "software[3].name") {
+		t.Fatalf("invalid inventory: %d %s", ans.Status, ans.Body)
+	}
+	if d2, _ := e.Admin.GetEndpoint(ctx, ag.ID); len(d2.Software) != 2 {
+		t.Fatalf("invalid inventory changed the stored one: %d", len(d2.Software))
+	}
+	for _, c := range []struct {
+		name string
+		mut  func(*agentproto.Inventory)
+		want string
+	}{
+		{"no hostname", func(d *agentproto.Inventory) { d.System.Hostname = " " }, "system.hostname"},
+		{"bad type", func(d *agentproto.Inventory) { d.System.Type = "laptop" }, "system.type"},
+		{"bad source", func(d *agentproto.Inventory) { d.Updates[0].Source = "OS" }, "updates[0].source"},
+		{"bad severity", func(d *agentproto.Inventory) { s := "urgent"; d.Updates[0].Severity = &s }, "updates[0].severity"},
+		{"app update without version", func(d *agentproto.Inventory) { d.Updates[1].LatestVersion = nil }, "updates[1]"},
+		{"negative disk", func(d *agentproto.Inventory) { v := -1.0; d.Disks[0].FreeGB = &v }, "disks[0].freeGB"},
+		{"bad dataset name", func(d *agentproto.Inventory) { d.Datasets["Bad Name"] = nil }, "datasets"},
+	} {
+		doc := apitest.Sample("ws-01", "windows")
+		c.mut(&doc)
+		if ans := ag.Inventory(doc, "x"); ans.Status != 400 || !strings.Contains(string(ans.Body), c.want) {
+			t.Errorf("%s: %d %s", c.name, ans.Status, ans.Body)
+		}
+	}
+	if ans := e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, []byte(`{"system":`), false); ans.Status != 400 {
+		t.Fatalf("malformed inventory: %d", ans.Status)
+	}
+	if ans := e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, []byte("not gzip"), false, "Content-Encoding", "gzip"); ans.Status != 400 {
+		t.Fatalf("broken gzip: %d %s", ans.Status, ans.Body)
+	}
+	huge := make([]byte, agentproto.MaxInventoryBytes+10)
+	for i := range huge {
+		huge[i] = ' '
+	}
+	if ans := e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, huge, true); ans.Status != 413 {
+		t.Fatalf("oversized inventory: %d %s", ans.Status, ans.Body)
+	}
+	if ans := e.Call(http.MethodPost, agentproto.PathCheckin, "pda_unknown", agentproto.CheckinRequest{}, false); ans.Status != 401 || ans.Error() != "invalid_agent" {
+		t.Fatalf("unknown secret: %d %s", ans.Status, ans.Body)
+	}
+	if ans := e.Call(http.MethodPost, agentproto.PathCheckin+"?wait=abc", ag.Secret, agentproto.CheckinRequest{}, false); ans.Status != 400 {
+		t.Fatalf("bad wait: %d", ans.Status)
+	}
+}
+
+func TestLongPollAndCommandStatus(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ag := e.Enroll("uid-1", "ws-01", "windows")
+	other := e.Enroll("uid-2", "ws-02", "windows")
+	ag.MustInventory(apitest.Sample("ws-01", "windows"))
+	start := time.Now()
+	if resp, _ := ag.Checkin(1, agentproto.CheckinRequest{InventoryHash: "none"}); time.Since(start) > 500*time.Millisecond || !resp.InventoryWanted {
+		t.Fatal("a check-in that wants inventory must answer at once")
+	}
+	ag.Inventory(apitest.Sample("ws-01", "windows"), "known")
+	got := make(chan agentproto.CheckinResponse, 1)
+	start = time.Now()
+	go func() {
+		resp, _ := ag.Checkin(10, agentproto.CheckinRequest{InventoryHash: "known"})
+		got <- resp
+	}()
+	time.Sleep(300 * time.Millisecond)
+	run := e.Queue(e.Org, agentproto.TypeRunScript, agentproto.RunScriptPayload{Script: "echo hi", Language: "sh"}, ag)
+	var resp agentproto.CheckinResponse
+	select {
+	case resp = <-got:
+	case <-time.After(3 * time.Second):
+		t.Fatal("long poll not woken by the queued command")
+	}
+	if time.Since(start) > 2*time.Second || len(resp.Commands) != 1 || resp.Commands[0].RunID != run.RunID || resp.Commands[0].Type != "RUN_SCRIPT" {
+		t.Fatalf("woken check-in: %+v after %s", resp, time.Since(start))
+	}
+	cmd := resp.Commands[0]
+	// Without a command, a long poll ends with none after the wait.
+	start = time.Now()
+	other.Inventory(apitest.Sample("ws-02", "windows"), "k2")
+	if r, _ := other.Checkin(1, agentproto.CheckinRequest{InventoryHash: "k2"}); len(r.Commands) != 0 || time.Since(start) < 900*time.Millisecond {
+		t.Fatalf("idle long poll: %+v after %s", r, time.Since(start))
+	}
+
+	code0 := 0
+	steps := []struct {
+		who    *apitest.Agent
+		status string
+		want   int
+	}{
+		{other, "RUNNING", 404},
+		{ag, "PENDING", 400},
+		{ag, "RUNNING", 200},
+		{ag, "RUNNING", 200},
+		{ag, "SUCCESS", 200},
+		{ag, "SUCCESS", 200},
+		{ag, "RUNNING", 409},
+		{ag, "FAILED", 409},
+	}
+	for i, s := range steps {
+		if ans := s.who.Status(cmd.ID, s.status, "line\n", &code0); ans.Status != s.want {
+			t.Fatalf("step %d %s: %d %s, want %d", i, s.status, ans.Status, ans.Body, s.want)
+		}
+	}
+	runs, err := e.Admin.RunCommands(context.Background(), run.RunID, client.RunQuery{})
+	if err != nil || len(runs.Items) != 1 || runs.Items[0].Status != "SUCCESS" || *runs.Items[0].Result != "line\nline\nline\n" ||
+		runs.Items[0].StartedAt == nil || runs.Items[0].FinishedAt == nil {
+		t.Fatalf("command after report: %+v %v", runs.Items, err)
+	}
+	list, err := e.Admin.ListRuns(context.Background(), client.RunQuery{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("runs: %+v %v", list, err)
+	}
+	r := list.Items[0]
+	if r.ID != run.RunID || r.Status != "COMPLETED" || r.Succeeded != 1 || r.Total != 1 || r.FinishedAt == nil {
+		t.Fatalf("run after success: %+v %v", r, err)
+	}
+	if resp, _ := ag.Checkin(0, agentproto.CheckinRequest{InventoryHash: "known"}); len(resp.Commands) != 0 {
+		t.Fatalf("finished command handed out again: %+v", resp.Commands)
+	}
+}
+
+func TestRemovedEndpointUninstallsOnce(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	ag := e.Enroll("uid-1", "ws-01", "windows")
+	ag.MustInventory(apitest.Sample("ws-01", "windows"))
+	queued := e.Queue(e.Org, agentproto.TypeReboot, agentproto.RebootPayload{Message: "bye", TimeoutSeconds: 60}, ag)
+	if err := e.Admin.DeleteEndpoint(ctx, ag.ID); err != nil {
+		t.Fatal(err)
+	}
+	resp, ans := ag.Checkin(0, agentproto.CheckinRequest{})
+	if ans.Status != 200 || !resp.Uninstall || len(resp.Commands) != 0 {
+		t.Fatalf("first check-in after removal: %d %s", ans.Status, ans.Body)
+	}
+	if _, ans := ag.Checkin(0, agentproto.CheckinRequest{}); ans.Status != 401 {
+		t.Fatalf("second check-in after removal: %d", ans.Status)
+	}
+	if ans := ag.Inventory(apitest.Sample("ws-01", "windows"), "h"); ans.Status != 401 {
+		t.Fatalf("inventory after removal: %d", ans.Status)
+	}
+	cmds, err := e.Admin.RunCommands(ctx, queued.RunID, client.RunQuery{})
+	if err != nil || len(cmds.Items) != 1 || cmds.Items[0].Status != "CANCELLED" {
+		t.Fatalf("command of removed endpoint: %+v %v", cmds, err)
+	}
+	runs, err := e.Admin.ListRuns(ctx, client.RunQuery{})
+	if err != nil || runs.Items[0].Status != "COMPLETED" || runs.Items[0].Total != 1 {
+		t.Fatalf("run of removed endpoint: %+v %v", runs, err)
+	}
+	// Enrolling again makes a new endpoint.
+	again := e.Enroll("uid-1", "ws-01", "windows")
+	if again.ID == ag.ID {
+		t.Fatal("a removed endpoint came back with its old id")
+	}
+}
+
+func TestStatusFollowsCheckins(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, func(c *config.Config) { c.CheckinInterval = time.Second })
+	ctx := context.Background()
+	ag := e.Enroll("uid-1", "ws-01", "windows")
+	ep, err := e.Admin.GetEndpoint(ctx, ag.ID)
+	if err != nil || ep.Status != "connected" {
+		t.Fatalf("after enroll: %+v %v", ep.Status, err)
+	}
+	time.Sleep(3100 * time.Millisecond)
+	if ep, _ := e.Admin.GetEndpoint(ctx, ag.ID); ep.Status != "disconnected" {
+		t.Fatalf("after 3 intervals without check-in: %s", ep.Status)
+	}
+	ag.Checkin(0, agentproto.CheckinRequest{})
+	e.Server.Presence().Flush(ctx)
+	if ep, _ := e.Admin.GetEndpoint(ctx, ag.ID); ep.Status != "connected" {
+		t.Fatalf("after a check-in: %s", ep.Status)
+	}
+	changes, err := e.Store.SweepStatus(ctx, time.Now().Add(-3*time.Second), time.Now())
+	if err != nil || len(changes) != 0 {
+		t.Fatalf("sweep of a connected endpoint: %+v %v", changes, err)
+	}
+	changes, err = e.Store.SweepStatus(ctx, time.Now().Add(time.Second), time.Now())
+	if err != nil || len(changes) != 1 || changes[0].Connected {
+		t.Fatalf("sweep after the cutoff: %+v %v", changes, err)
+	}
+}

@@ -1,0 +1,208 @@
+// Package presence keeps what a replica knows of its agents between
+// database writes: the check-ins not yet written (flushed in batches, and on
+// shutdown), which endpoints may have pending commands, and the long polls
+// waiting for a command. Queued commands wake the long poll on this replica
+// at once and, through the store's notifications, on every other replica.
+package presence
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/patchd/patchd/internal/store"
+)
+
+// FlushInterval is how often batched check-ins are written.
+const FlushInterval = 2 * time.Second
+
+// Hub is one replica's view of its agents.
+type Hub struct {
+	store *store.Store
+
+	mu      sync.Mutex
+	seen    map[string]store.Checkin
+	pending map[string]bool
+	waiters map[string][]chan struct{}
+	seeded  bool
+}
+
+// New makes a Hub on the store.
+func New(s *store.Store) *Hub {
+	return &Hub{store: s, seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]chan struct{}{}}
+}
+
+// Seed loads the endpoints that have pending commands (at start).
+func (h *Hub) Seed(ctx context.Context) error {
+	ids, err := h.store.EndpointsWithPending(ctx)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	for _, id := range ids {
+		h.pending[id] = true
+	}
+	h.seeded = true
+	h.mu.Unlock()
+	return nil
+}
+
+// Seen records a check-in in memory; Run writes it within FlushInterval.
+func (h *Hub) Seen(c store.Checkin) {
+	h.mu.Lock()
+	// What a later check-in leaves out, an earlier unwritten one may know.
+	if prev, ok := h.seen[c.EndpointID]; ok {
+		if len(c.IPAddresses) == 0 {
+			c.IPAddresses = prev.IPAddresses
+		}
+		if c.LastBootAt == nil {
+			c.LastBootAt = prev.LastBootAt
+		}
+		if c.AgentVersion == "" {
+			c.AgentVersion = prev.AgentVersion
+		}
+	}
+	h.seen[c.EndpointID] = c
+	h.mu.Unlock()
+}
+
+// MayHavePending tells whether the endpoint may have pending commands; a
+// false answer is certain (every queueing goes through Queued).
+func (h *Hub) MayHavePending(endpointID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.seeded || h.pending[endpointID]
+}
+
+// NoPending records that the endpoint was found without pending commands.
+func (h *Hub) NoPending(endpointID string) {
+	h.mu.Lock()
+	delete(h.pending, endpointID)
+	h.mu.Unlock()
+}
+
+// Queued is told, after the commit, which endpoints got new commands: it
+// wakes their long polls here and tells the other replicas.
+func (h *Hub) Queued(ctx context.Context, endpointIDs []string) {
+	h.wake(endpointIDs)
+	if err := h.store.NotifyCommands(ctx, endpointIDs); err != nil {
+		slog.Warn("presence: notify other replicas", "err", err)
+	}
+}
+
+func (h *Hub) wake(endpointIDs []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range endpointIDs {
+		h.pending[id] = true
+		for _, ch := range h.waiters[id] {
+			close(ch)
+		}
+		delete(h.waiters, id)
+	}
+}
+
+// Wait blocks until a command is queued for the endpoint, the wait ends, or
+// ctx ends; it answers true when woken by a command.
+func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) bool {
+	ch := make(chan struct{})
+	h.mu.Lock()
+	if h.pending[endpointID] {
+		h.mu.Unlock()
+		return true
+	}
+	h.waiters[endpointID] = append(h.waiters[endpointID], ch)
+	h.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	h.mu.Lock()
+	list := h.waiters[endpointID]
+	for i, c := range list {
+		if c == ch {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(h.waiters, endpointID)
+	} else {
+		h.waiters[endpointID] = list
+	}
+	h.mu.Unlock()
+	return false
+}
+
+// Polling tells whether the endpoint holds a long poll on this replica.
+func (h *Hub) Polling(endpointID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.waiters[endpointID]) > 0
+}
+
+// Flush writes the batched check-ins.
+func (h *Hub) Flush(ctx context.Context) error {
+	h.mu.Lock()
+	if len(h.seen) == 0 {
+		h.mu.Unlock()
+		return nil
+	}
+	batch := make([]store.Checkin, 0, len(h.seen))
+	for _, c := range h.seen {
+		batch = append(batch, c)
+	}
+	h.seen = make(map[string]store.Checkin, len(batch))
+	h.mu.Unlock()
+	if err := h.store.RecordCheckins(ctx, batch); err != nil {
+		// Put the batch back unless newer check-ins replaced it.
+		h.mu.Lock()
+		for _, c := range batch {
+			if _, newer := h.seen[c.EndpointID]; !newer {
+				h.seen[c.EndpointID] = c
+			}
+		}
+		h.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Run flushes check-ins every FlushInterval and listens for commands queued
+// on other replicas until ctx ends; then it flushes once more, so that a
+// clean shutdown loses no check-in.
+func (h *Hub) Run(ctx context.Context) {
+	if err := h.Seed(ctx); err != nil && ctx.Err() == nil {
+		slog.Warn("presence: seed pending commands", "err", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := h.store.ListenCommands(ctx, h.wake)
+		if err != nil && ctx.Err() == nil {
+			slog.Error("presence: listen for queued commands", "err", err)
+		}
+	})
+	tick := time.NewTicker(FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := h.Flush(final); err != nil {
+				slog.Error("presence: final flush of check-ins", "err", err)
+			}
+			cancel()
+			wg.Wait()
+			return
+		case <-tick.C:
+			if err := h.Flush(ctx); err != nil && ctx.Err() == nil {
+				slog.Warn("presence: flush check-ins", "err", err)
+			}
+		}
+	}
+}

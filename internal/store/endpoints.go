@@ -1,0 +1,495 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+)
+
+// Enrollment is what an agent says of itself when it enrolls.
+type Enrollment struct {
+	OrgID        string
+	MachineUID   string
+	Hostname     string
+	Platform     string
+	OS           string
+	OSVersion    string
+	Arch         string
+	AgentVersion string
+	SecretHash   string
+}
+
+// EnrollEndpoint creates the endpoint, or, when the machine is enrolled in
+// the organization already, gives it the new secret and keeps its id.
+func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time) (id string, created bool, err error) {
+	err = s.InTx(ctx, func(tx *Tx) error {
+		var oldHash string
+		err := tx.queryRow(ctx, `SELECT id, secret_hash FROM endpoints WHERE org_id = ? AND machine_uid = ?`, en.OrgID, en.MachineUID).Scan(&id, &oldHash)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			id, created = NewID(), true
+			_, err = tx.exec(ctx, `INSERT INTO endpoints (id, org_id, machine_uid, secret_hash, hostname, sort_name, platform, os, os_version, arch,
+				agent_version, enrolled_at, last_seen_at, status, status_changed_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?)`,
+				id, en.OrgID, en.MachineUID, en.SecretHash, en.Hostname, strings.ToLower(en.Hostname), en.Platform,
+				nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion), nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), millis(now), millis(now))
+			if err != nil {
+				return fmt.Errorf("store: enroll endpoint: %w", err)
+			}
+			return nil
+		case err != nil:
+			return fmt.Errorf("store: enroll endpoint: %w", err)
+		}
+		_, err = tx.exec(ctx, `UPDATE endpoints SET secret_hash = ?, hostname = ?, sort_name = CASE WHEN display_name IS NULL THEN ? ELSE sort_name END,
+			platform = ?, os = COALESCE(?, os), os_version = COALESCE(?, os_version), arch = COALESCE(?, arch),
+			agent_version = COALESCE(?, agent_version), last_seen_at = ? WHERE id = ?`,
+			en.SecretHash, en.Hostname, strings.ToLower(en.Hostname), en.Platform, nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion),
+			nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), id)
+		if err != nil {
+			return fmt.Errorf("store: re-enroll endpoint: %w", err)
+		}
+		return nil
+	})
+	return id, created, err
+}
+
+// Agent is what an agent secret stands for.
+type Agent struct {
+	EndpointID    string
+	OrgID         string
+	Name          string
+	Platform      string
+	Distro        string
+	InventoryHash string
+	// Removed is set for a removed endpoint's tombstone; Told says whether
+	// its agent was told to uninstall already.
+	Removed bool
+	Told    bool
+}
+
+// AgentBySecret resolves an agent secret hash.
+func (s *Store) AgentBySecret(ctx context.Context, secretHash string) (Agent, error) {
+	var a Agent
+	var distro, hash sql.NullString
+	err := s.queryRow(ctx, `SELECT id, org_id, COALESCE(display_name, hostname), platform, distro, inventory_hash FROM endpoints WHERE secret_hash = ?`, secretHash).
+		Scan(&a.EndpointID, &a.OrgID, &a.Name, &a.Platform, &distro, &hash)
+	if err == nil {
+		a.Distro, a.InventoryHash = distro.String, hash.String
+		return a, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Agent{}, fmt.Errorf("store: agent by secret: %w", err)
+	}
+	var told sql.NullInt64
+	err = s.queryRow(ctx, `SELECT endpoint_id, org_id, told_at FROM endpoint_tombstones WHERE secret_hash = ?`, secretHash).Scan(&a.EndpointID, &a.OrgID, &told)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Agent{}, fmt.Errorf("store: agent: %w", ErrNotFound)
+	}
+	if err != nil {
+		return Agent{}, fmt.Errorf("store: agent tombstone: %w", err)
+	}
+	a.Removed, a.Told = true, told.Valid
+	return a, nil
+}
+
+// TellUninstall marks a tombstone as told, once: it answers true for the one
+// caller that marked it.
+func (s *Store) TellUninstall(ctx context.Context, secretHash string, now time.Time) (bool, error) {
+	res, err := s.exec(ctx, `UPDATE endpoint_tombstones SET told_at = ? WHERE secret_hash = ? AND told_at IS NULL`, millis(now), secretHash)
+	if err != nil {
+		return false, fmt.Errorf("store: tell uninstall: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// Checkin is what one check-in reports, batched by the presence tracker.
+type Checkin struct {
+	EndpointID    string
+	At            time.Time
+	LastBootAt    *time.Time
+	PendingReboot bool
+	User          *string
+	IPAddresses   []string
+	AgentVersion  string
+}
+
+// RecordCheckins writes a batch of check-ins in one transaction.
+func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, c := range batch {
+			// A check-in without addresses leaves the known ones.
+			var ips any
+			if len(c.IPAddresses) > 0 {
+				b, _ := json.Marshal(c.IPAddresses)
+				ips = string(b)
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET last_seen_at = ?, last_boot_at = COALESCE(?, last_boot_at), pending_reboot = ?,
+				logged_user = ?, ip_addresses = COALESCE(?, ip_addresses), agent_version = COALESCE(?, agent_version) WHERE id = ?`,
+				millis(c.At), nullMillis(c.LastBootAt), c.PendingReboot, c.User, ips, nullIfEmpty(c.AgentVersion), c.EndpointID); err != nil {
+				return fmt.Errorf("store: record check-ins: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, e.last_seen_at, e.os, e.os_version, e.os_build, e.type,
+	e.domain, e.ad_ou, e.logged_user, e.manufacturer, e.model, e.serial_number, e.cpu, e.cores, e.ram_gb, e.ip_addresses, e.mac_addresses,
+	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment`
+
+// scanEndpoint reads endpointColumns; an endpoint seen at or after
+// connectedSince is connected.
+func scanEndpoint(row interface{ Scan(...any) error }, connectedSince time.Time) (apiv1.Endpoint, error) {
+	var e apiv1.Endpoint
+	var lastSeen, lastBoot sql.NullInt64
+	var enrolled int64
+	var cores sql.NullInt64
+	var ram sql.NullFloat64
+	var ips, macs, attrs string
+	var os, osVersion, osBuild, domain, adOU, user, manufacturer, model, serial, cpu, antivirus, agentVersion, comment sql.NullString
+	if err := row.Scan(&e.ID, &e.Name, &e.Hostname, &e.Platform, &lastSeen, &os, &osVersion, &osBuild, &e.Type,
+		&domain, &adOU, &user, &manufacturer, &model, &serial, &cpu, &cores, &ram, &ips, &macs,
+		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment); err != nil {
+		return e, err
+	}
+	e.OS, e.OSVersion, e.OSBuild = nullString(os), nullString(osVersion), nullString(osBuild)
+	e.Domain, e.ADOU, e.User = nullString(domain), nullString(adOU), nullString(user)
+	e.Manufacturer, e.Model, e.SerialNumber, e.CPU = nullString(manufacturer), nullString(model), nullString(serial), nullString(cpu)
+	e.Antivirus, e.AgentVersion, e.Comment = nullString(antivirus), nullString(agentVersion), nullString(comment)
+	if cores.Valid {
+		n := int(cores.Int64)
+		e.Cores = &n
+	}
+	if ram.Valid {
+		e.RAMGB = &ram.Float64
+	}
+	e.LastSeenAt, e.LastBootAt = nullTime(lastSeen), nullTime(lastBoot)
+	enrolledAt := fromMillis(enrolled)
+	e.EnrolledAt = &enrolledAt
+	e.Status = "disconnected"
+	if lastSeen.Valid && lastSeen.Int64 >= millis(connectedSince) {
+		e.Status = "connected"
+	}
+	e.IPAddresses, e.MACAddresses, e.Attributes = []string{}, []string{}, map[string]string{}
+	if err := json.Unmarshal([]byte(ips), &e.IPAddresses); err != nil {
+		return e, fmt.Errorf("ip addresses: %w", err)
+	}
+	if err := json.Unmarshal([]byte(macs), &e.MACAddresses); err != nil {
+		return e, fmt.Errorf("mac addresses: %w", err)
+	}
+	if err := json.Unmarshal([]byte(attrs), &e.Attributes); err != nil {
+		return e, fmt.Errorf("attributes: %w", err)
+	}
+	return e, nil
+}
+
+// likePattern makes a case-insensitive substring pattern for LIKE … ESCAPE '\'.
+func likePattern(q string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(strings.ToLower(q)) + "%"
+}
+
+// ListEndpoints pages the organization's endpoints by name; q matches a
+// substring of the hostname or display name, case-insensitively.
+func (s *Store) ListEndpoints(ctx context.Context, orgID, q string, limit, offset int, connectedSince time.Time) ([]apiv1.Endpoint, int, error) {
+	where := `e.org_id = ?`
+	args := []any{orgID}
+	if q != "" {
+		where += ` AND (lower(e.hostname) LIKE ? ESCAPE '\' OR lower(COALESCE(e.display_name, '')) LIKE ? ESCAPE '\')`
+		p := likePattern(q)
+		args = append(args, p, p)
+	}
+	var total int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM endpoints e WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count endpoints: %w", err)
+	}
+	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE `+where+` ORDER BY e.sort_name, e.id LIMIT ? OFFSET ?`,
+		append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
+	}
+	defer rows.Close()
+	out := make([]apiv1.Endpoint, 0, limit)
+	for rows.Next() {
+		e, err := scanEndpoint(rows, connectedSince)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
+	}
+	return out, total, nil
+}
+
+// GetEndpoint reads an endpoint of the organization with its inventory.
+func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSince time.Time) (apiv1.EndpointDetail, error) {
+	var d apiv1.EndpointDetail
+	e, err := scanEndpoint(s.queryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE e.org_id = ? AND e.id = ?`, orgID, id), connectedSince)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return d, fmt.Errorf("store: get endpoint: %w", err)
+	}
+	d.Endpoint = e
+	d.Disks, d.Software, d.MissingUpdates = []apiv1.Disk{}, []apiv1.Software{}, []apiv1.MissingUpdate{}
+	rows, err := s.query(ctx, `SELECT drive, size_gb, free_gb FROM endpoint_disks WHERE endpoint_id = ? ORDER BY pos`, id)
+	if err != nil {
+		return d, fmt.Errorf("store: endpoint disks: %w", err)
+	}
+	for rows.Next() {
+		var disk apiv1.Disk
+		var size, free sql.NullFloat64
+		if err := rows.Scan(&disk.Drive, &size, &free); err != nil {
+			rows.Close()
+			return d, fmt.Errorf("store: endpoint disks: %w", err)
+		}
+		disk.SizeGB, disk.FreeGB = nullFloat(size), nullFloat(free)
+		d.Disks = append(d.Disks, disk)
+	}
+	rows.Close()
+	rows, err = s.query(ctx, `SELECT name, version, publisher, install_date FROM endpoint_software WHERE endpoint_id = ? ORDER BY lower(name), version_key`, id)
+	if err != nil {
+		return d, fmt.Errorf("store: endpoint software: %w", err)
+	}
+	for rows.Next() {
+		var sw apiv1.Software
+		var version, publisher, installDate sql.NullString
+		if err := rows.Scan(&sw.Name, &version, &publisher, &installDate); err != nil {
+			rows.Close()
+			return d, fmt.Errorf("store: endpoint software: %w", err)
+		}
+		sw.Version, sw.Publisher, sw.InstallDate = nullString(version), nullString(publisher), nullString(installDate)
+		d.Software = append(d.Software, sw)
+	}
+	rows.Close()
+	rows, err = s.query(ctx, `SELECT id, title, kb, severity, source, winget_id, installed_version, latest_version, reboot_required
+		FROM endpoint_updates WHERE endpoint_id = ? ORDER BY CASE severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END, title`, id)
+	if err != nil {
+		return d, fmt.Errorf("store: endpoint updates: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u apiv1.MissingUpdate
+		var kb, winget, installed, latest sql.NullString
+		var severity string
+		if err := rows.Scan(&u.ID, &u.Title, &kb, &severity, &u.Source, &winget, &installed, &latest, &u.RebootRequired); err != nil {
+			return d, fmt.Errorf("store: endpoint updates: %w", err)
+		}
+		u.KB, u.WingetID, u.InstalledVersion, u.LatestVersion = nullString(kb), nullString(winget), nullString(installed), nullString(latest)
+		u.Severity = &severity
+		d.MissingUpdates = append(d.MissingUpdates, u)
+	}
+	return d, rows.Err()
+}
+
+// EndpointPatch is a checked change of an endpoint.
+type EndpointPatch struct {
+	// Name: nil leaves it; "" clears the display name.
+	Name    *string
+	Comment *string
+	// Attributes are merged into the stored ones; an empty value removes the key.
+	Attributes map[string]string
+}
+
+// PatchEndpoint renames or annotates an endpoint.
+func (s *Store) PatchEndpoint(ctx context.Context, e *AuditEntry, orgID, id string, p EndpointPatch) error {
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		var hostname, attrs string
+		err := tx.queryRow(ctx, `SELECT hostname, attributes FROM endpoints WHERE org_id = ? AND id = ?`, orgID, id).Scan(&hostname, &attrs)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: patch endpoint: %w", err)
+		}
+		if p.Name != nil {
+			var display any
+			sortName := strings.ToLower(hostname)
+			if *p.Name != "" {
+				display, sortName = *p.Name, strings.ToLower(*p.Name)
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET display_name = ?, sort_name = ? WHERE id = ?`, display, sortName, id); err != nil {
+				return fmt.Errorf("store: rename endpoint: %w", err)
+			}
+		}
+		if p.Comment != nil {
+			var comment any
+			if *p.Comment != "" {
+				comment = *p.Comment
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET comment = ? WHERE id = ?`, comment, id); err != nil {
+				return fmt.Errorf("store: comment endpoint: %w", err)
+			}
+		}
+		if p.Attributes != nil {
+			current := map[string]string{}
+			if err := json.Unmarshal([]byte(attrs), &current); err != nil {
+				return fmt.Errorf("store: endpoint attributes: %w", err)
+			}
+			for k, v := range p.Attributes {
+				if v == "" {
+					delete(current, k)
+				} else {
+					current[k] = v
+				}
+			}
+			b, _ := json.Marshal(current)
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET attributes = ? WHERE id = ?`, string(b), id); err != nil {
+				return fmt.Errorf("store: endpoint attributes: %w", err)
+			}
+		}
+		return tx.afterEndpointChange(ctx, orgID, id)
+	})
+}
+
+// endpointChangeHooks run in the transaction of any change to an endpoint's
+// record or inventory (group membership follows them).
+var endpointChangeHooks []func(ctx context.Context, tx *Tx, orgID, endpointID string) error
+
+func (tx *Tx) afterEndpointChange(ctx context.Context, orgID, id string) error {
+	for _, h := range endpointChangeHooks {
+		if err := h(ctx, tx, orgID, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteEndpoint removes an endpoint with its inventory and keeps a
+// tombstone of its secret, so that its agent is told to uninstall. Its
+// pending commands are cancelled.
+func (s *Store) DeleteEndpoint(ctx context.Context, e *AuditEntry, orgID, id string, now time.Time) error {
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		var secret, name string
+		err := tx.queryRow(ctx, `SELECT secret_hash, COALESCE(display_name, hostname) FROM endpoints WHERE org_id = ? AND id = ?`, orgID, id).Scan(&secret, &name)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: delete endpoint: %w", err)
+		}
+		e.Summary = map[string]any{"name": name}
+		if err := tx.releaseInventory(ctx, orgID, id); err != nil {
+			return err
+		}
+		if err := tx.cancelPendingCommands(ctx, id, "Cancelled: the endpoint was removed", now); err != nil {
+			return err
+		}
+		for _, h := range endpointDeleteHooks {
+			if err := h(ctx, tx, orgID, id); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM endpoints WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("store: delete endpoint: %w", err)
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO endpoint_tombstones (secret_hash, org_id, endpoint_id, removed_at) VALUES (?, ?, ?, ?)`,
+			secret, orgID, id, millis(now)); err != nil {
+			return fmt.Errorf("store: endpoint tombstone: %w", err)
+		}
+		return nil
+	})
+}
+
+// endpointDeleteHooks run before an endpoint row is deleted (rows of other
+// domains that reference it go first).
+var endpointDeleteHooks []func(ctx context.Context, tx *Tx, orgID, endpointID string) error
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullFloat(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	f := v.Float64
+	return &f
+}
+
+// StatusChange is an endpoint that went offline or came back online.
+type StatusChange struct {
+	OrgID      string
+	EndpointID string
+	Name       string
+	Connected  bool
+	At         time.Time
+	// Since is when the endpoint was last seen (offline) or when it had gone
+	// offline (online).
+	Since *time.Time
+}
+
+// SweepStatus records the connected/disconnected transitions: endpoints not
+// seen since cutoff become disconnected, and disconnected endpoints seen
+// since become connected. It answers the transitions it recorded.
+func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]StatusChange, error) {
+	var out []StatusChange
+	err := s.InTx(ctx, func(tx *Tx) error {
+		for _, c := range []struct {
+			from, to string
+			cond     string
+		}{
+			{"connected", "disconnected", `(last_seen_at IS NULL OR last_seen_at < ?)`},
+			{"disconnected", "connected", `last_seen_at >= ?`},
+		} {
+			rows, err := tx.query(ctx, `SELECT id, org_id, COALESCE(display_name, hostname), last_seen_at, status_changed_at FROM endpoints
+				WHERE status = ? AND `+c.cond, c.from, millis(cutoff))
+			if err != nil {
+				return fmt.Errorf("store: sweep status: %w", err)
+			}
+			var batch []StatusChange
+			for rows.Next() {
+				var ch StatusChange
+				var seen, changed sql.NullInt64
+				if err := rows.Scan(&ch.EndpointID, &ch.OrgID, &ch.Name, &seen, &changed); err != nil {
+					rows.Close()
+					return fmt.Errorf("store: sweep status: %w", err)
+				}
+				ch.Connected, ch.At = c.to == "connected", now
+				if ch.Connected {
+					ch.Since = nullTime(changed)
+				} else {
+					ch.Since = nullTime(seen)
+				}
+				batch = append(batch, ch)
+			}
+			rows.Close()
+			for _, ch := range batch {
+				if _, err := tx.exec(ctx, `UPDATE endpoints SET status = ?, status_changed_at = ? WHERE id = ? AND status = ?`,
+					c.to, millis(now), ch.EndpointID, c.from); err != nil {
+					return fmt.Errorf("store: sweep status: %w", err)
+				}
+			}
+			out = append(out, batch...)
+		}
+		if len(out) > 0 {
+			for _, h := range statusChangeHooks {
+				if err := h(ctx, tx, out); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// statusChangeHooks see the transitions SweepStatus records, in its
+// transaction (the alert engine raises its events there).
+var statusChangeHooks []func(ctx context.Context, tx *Tx, changes []StatusChange) error

@@ -1,0 +1,390 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/inventory"
+)
+
+// titleCache remembers software title ids by organization and name. Titles
+// are never deleted (their install count may fall to zero), so an entry
+// stays right on every replica.
+type titleCache struct {
+	mu  sync.RWMutex
+	ids map[[2]string]int64
+}
+
+var titles = titleCache{ids: map[[2]string]int64{}}
+
+func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
+	k := [2]string{orgID, name}
+	titles.mu.RLock()
+	id, ok := titles.ids[k]
+	titles.mu.RUnlock()
+	if ok {
+		return id, nil
+	}
+	if _, err := tx.exec(ctx, `INSERT INTO software_titles (org_id, name, name_lower, installs) VALUES (?, ?, ?, 0) ON CONFLICT (org_id, name) DO NOTHING`,
+		orgID, name, strings.ToLower(name)); err != nil {
+		return 0, fmt.Errorf("store: software title: %w", err)
+	}
+	if err := tx.queryRow(ctx, `SELECT id FROM software_titles WHERE org_id = ? AND name = ?`, orgID, name).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store: software title: %w", err)
+	}
+	titles.mu.Lock()
+	titles.ids[k] = id
+	titles.mu.Unlock()
+	return id, nil
+}
+
+type swRow struct {
+	titleID                                                            int64
+	versionKey                                                         string
+	name                                                               string
+	version, publisher, installDate, installedFor, instType, sourcePkg *string
+}
+
+func (r swRow) same(o swRow) bool {
+	return eq(r.version, o.version) && eq(r.publisher, o.publisher) && eq(r.installDate, o.installDate) &&
+		eq(r.installedFor, o.installedFor) && eq(r.instType, o.instType) && eq(r.sourcePkg, o.sourcePkg) && r.name == o.name
+}
+
+func eq(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// ReplaceInventory stores an endpoint's whole inventory in one transaction,
+// as a difference against what is stored: unchanged rows stay (an update
+// seen before keeps its detectedAt), and the organization's catalogs of
+// software titles and update keys keep exact counts.
+func (s *Store) ReplaceInventory(ctx context.Context, orgID, endpointID string, n inventory.Normalized, hash string, now time.Time) error {
+	doc := n.Doc
+	return s.InTx(ctx, func(tx *Tx) error {
+		sys := doc.System
+		macs, _ := json.Marshal(nonNilStrings(sys.MACAddresses))
+		var distro any
+		if id := distroOf(doc); id != "" {
+			distro = id
+		}
+		res, err := tx.exec(ctx, `UPDATE endpoints SET hostname = ?, sort_name = CASE WHEN display_name IS NULL THEN ? ELSE sort_name END,
+			os = ?, os_version = ?, os_build = ?, arch = ?, type = ?, domain = ?, ad_ou = ?, manufacturer = ?, model = ?, serial_number = ?,
+			cpu = ?, cores = ?, ram_gb = ?, mac_addresses = ?, antivirus = ?, time_zone = ?, distro = COALESCE(?, distro),
+			inventory_hash = ?, inventory_at = ? WHERE id = ? AND org_id = ?`,
+			sys.Hostname, strings.ToLower(sys.Hostname), sys.OS, sys.OSVersion, sys.OSBuild, nullIfEmpty(sys.Arch), sys.Type, sys.Domain, sys.ADOU,
+			sys.Manufacturer, sys.Model, sys.SerialNumber, sys.CPU, sys.Cores, sys.RAMGB, string(macs), sys.Antivirus, sys.TimeZone, distro,
+			hash, millis(doc.CollectedAt), endpointID, orgID)
+		if err != nil {
+			return fmt.Errorf("store: inventory system: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("store: endpoint %s: %w", endpointID, ErrNotFound)
+		}
+		if err := tx.replaceDisks(ctx, endpointID, doc.Disks); err != nil {
+			return err
+		}
+		if err := tx.replaceSoftware(ctx, orgID, endpointID, doc.Software); err != nil {
+			return err
+		}
+		if err := tx.replaceUpdates(ctx, orgID, endpointID, n.Updates, now); err != nil {
+			return err
+		}
+		if err := tx.replaceDatasets(ctx, orgID, endpointID, doc.Datasets, doc.CollectedAt); err != nil {
+			return err
+		}
+		return tx.afterEndpointChange(ctx, orgID, endpointID)
+	})
+}
+
+// distroOf reads the Linux distribution id from the os-information dataset
+// or the first update that names it.
+func distroOf(doc *agentproto.Inventory) string {
+	for _, u := range doc.Updates {
+		if u.Distro != nil && *u.Distro != "" {
+			return strings.ToLower(*u.Distro)
+		}
+	}
+	for _, row := range doc.Datasets["os-information"] {
+		if id, ok := row["id"].(string); ok && id != "" {
+			return strings.ToLower(id)
+		}
+	}
+	return ""
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (tx *Tx) replaceDisks(ctx context.Context, endpointID string, disks []agentproto.Disk) error {
+	if _, err := tx.exec(ctx, `DELETE FROM endpoint_disks WHERE endpoint_id = ?`, endpointID); err != nil {
+		return fmt.Errorf("store: inventory disks: %w", err)
+	}
+	rows := make([][]any, len(disks))
+	for i, d := range disks {
+		rows[i] = []any{endpointID, i, d.Drive, d.SizeGB, d.FreeGB}
+	}
+	return tx.insertRows(ctx, "endpoint_disks", []string{"endpoint_id", "pos", "drive", "size_gb", "free_gb"}, rows)
+}
+
+func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, software []agentproto.Software) error {
+	type key struct {
+		title int64
+		ver   string
+	}
+	old := map[key]swRow{}
+	rows, err := tx.query(ctx, `SELECT title_id, version_key, name, version, publisher, install_date, installed_for, install_type, source_package
+		FROM endpoint_software WHERE endpoint_id = ?`, endpointID)
+	if err != nil {
+		return fmt.Errorf("store: inventory software: %w", err)
+	}
+	for rows.Next() {
+		var r swRow
+		if err := rows.Scan(&r.titleID, &r.versionKey, &r.name, &r.version, &r.publisher, &r.installDate, &r.installedFor, &r.instType, &r.sourcePkg); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: inventory software: %w", err)
+		}
+		old[key{r.titleID, r.versionKey}] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: inventory software: %w", err)
+	}
+	delta := map[int64]int{}
+	var inserts [][]any
+	for _, sw := range software {
+		id, err := tx.titleID(ctx, orgID, sw.Name)
+		if err != nil {
+			return err
+		}
+		r := swRow{titleID: id, versionKey: inventory.VersionKey(sw.Version), name: sw.Name, version: sw.Version, publisher: sw.Publisher,
+			installDate: sw.InstallDate, installedFor: sw.InstalledFor, instType: sw.InstallType, sourcePkg: sw.SourcePackage}
+		k := key{id, r.versionKey}
+		if prev, ok := old[k]; ok {
+			delete(old, k)
+			if prev.same(r) {
+				continue
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoint_software SET name = ?, version = ?, publisher = ?, install_date = ?, installed_for = ?,
+				install_type = ?, source_package = ? WHERE endpoint_id = ? AND title_id = ? AND version_key = ?`,
+				r.name, r.version, r.publisher, r.installDate, r.installedFor, r.instType, r.sourcePkg, endpointID, id, r.versionKey); err != nil {
+				return fmt.Errorf("store: inventory software: %w", err)
+			}
+			continue
+		}
+		delta[id]++
+		inserts = append(inserts, []any{endpointID, id, r.versionKey, orgID, r.name, r.version, r.publisher, r.installDate, r.installedFor, r.instType, r.sourcePkg})
+	}
+	for k := range old {
+		delta[k.title]--
+		if _, err := tx.exec(ctx, `DELETE FROM endpoint_software WHERE endpoint_id = ? AND title_id = ? AND version_key = ?`, endpointID, k.title, k.ver); err != nil {
+			return fmt.Errorf("store: inventory software: %w", err)
+		}
+	}
+	if err := tx.insertRows(ctx, "endpoint_software", []string{"endpoint_id", "title_id", "version_key", "org_id", "name", "version", "publisher",
+		"install_date", "installed_for", "install_type", "source_package"}, inserts); err != nil {
+		return err
+	}
+	return tx.applyTitleDelta(ctx, delta)
+}
+
+// applyTitleDelta changes install counts in id order, so that concurrent
+// inventories on PostgreSQL lock title rows in one order and never deadlock.
+func (tx *Tx) applyTitleDelta(ctx context.Context, delta map[int64]int) error {
+	ids := make([]int64, 0, len(delta))
+	for id, d := range delta {
+		if d != 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = installs + ? WHERE id = ?`, delta[id], id); err != nil {
+			return fmt.Errorf("store: software title count: %w", err)
+		}
+	}
+	return nil
+}
+
+type updRow struct {
+	id, key, title, severity, source, categories   string
+	kb, winget, pkg, productKey, installed, latest *string
+	reboot                                         bool
+	release                                        sql.NullInt64
+}
+
+func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups []inventory.Update, now time.Time) error {
+	old := map[string]updRow{}
+	rows, err := tx.query(ctx, `SELECT id, key, title, severity, source, categories, kb, winget_id, package_name, product_key, installed_version,
+		latest_version, reboot_required, release_date FROM endpoint_updates WHERE endpoint_id = ?`, endpointID)
+	if err != nil {
+		return fmt.Errorf("store: inventory updates: %w", err)
+	}
+	for rows.Next() {
+		var r updRow
+		if err := rows.Scan(&r.id, &r.key, &r.title, &r.severity, &r.source, &r.categories, &r.kb, &r.winget, &r.pkg, &r.productKey,
+			&r.installed, &r.latest, &r.reboot, &r.release); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: inventory updates: %w", err)
+		}
+		old[r.key] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: inventory updates: %w", err)
+	}
+	delta := map[string]int{}
+	var inserts [][]any
+	for _, u := range ups {
+		cats, _ := json.Marshal(u.Categories)
+		r := updRow{key: u.Key, title: u.Title, severity: u.Severity, source: u.Source, categories: string(cats), kb: u.KB, winget: u.WingetID,
+			pkg: u.PackageName, productKey: u.ProductKey, installed: u.InstalledVersion, latest: u.LatestVersion, reboot: u.RebootRequired}
+		if u.ReleaseDate != nil {
+			r.release = sql.NullInt64{Int64: millis(*u.ReleaseDate), Valid: true}
+		}
+		if prev, ok := old[u.Key]; ok {
+			delete(old, u.Key)
+			if prev.title == r.title && prev.severity == r.severity && prev.source == r.source && prev.categories == r.categories &&
+				eq(prev.kb, r.kb) && eq(prev.winget, r.winget) && eq(prev.pkg, r.pkg) && eq(prev.productKey, r.productKey) &&
+				eq(prev.installed, r.installed) && eq(prev.latest, r.latest) && prev.reboot == r.reboot && prev.release == r.release {
+				continue
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoint_updates SET title = ?, severity = ?, source = ?, categories = ?, kb = ?, winget_id = ?,
+				package_name = ?, product_key = ?, installed_version = ?, latest_version = ?, reboot_required = ?, release_date = ? WHERE id = ?`,
+				r.title, r.severity, r.source, r.categories, r.kb, r.winget, r.pkg, r.productKey, r.installed, r.latest, r.reboot, r.release, prev.id); err != nil {
+				return fmt.Errorf("store: inventory updates: %w", err)
+			}
+			continue
+		}
+		delta[u.Key]++
+		if _, err := tx.exec(ctx, `INSERT INTO update_keys (org_id, key, title, kb, severity, source, categories, winget_id, latest_version,
+			reboot_required, release_date, first_seen_at, endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+			ON CONFLICT (org_id, key) DO NOTHING`,
+			orgID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.latest, r.reboot, r.release, millis(now)); err != nil {
+			return fmt.Errorf("store: update key: %w", err)
+		}
+		inserts = append(inserts, []any{NewID(), orgID, endpointID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.pkg,
+			r.productKey, r.installed, r.latest, r.reboot, r.release, millis(now)})
+	}
+	for k, r := range old {
+		delta[k]--
+		if _, err := tx.exec(ctx, `DELETE FROM endpoint_updates WHERE id = ?`, r.id); err != nil {
+			return fmt.Errorf("store: inventory updates: %w", err)
+		}
+	}
+	if err := tx.insertRows(ctx, "endpoint_updates", []string{"id", "org_id", "endpoint_id", "key", "title", "kb", "severity", "source", "categories",
+		"winget_id", "package_name", "product_key", "installed_version", "latest_version", "reboot_required", "release_date", "detected_at"}, inserts); err != nil {
+		return err
+	}
+	return tx.applyKeyDelta(ctx, orgID, delta)
+}
+
+func (tx *Tx) applyKeyDelta(ctx context.Context, orgID string, delta map[string]int) error {
+	keys := make([]string, 0, len(delta))
+	for k, d := range delta {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := tx.exec(ctx, `UPDATE update_keys SET endpoints = endpoints + ? WHERE org_id = ? AND key = ?`, delta[k], orgID, k); err != nil {
+			return fmt.Errorf("store: update key count: %w", err)
+		}
+	}
+	return nil
+}
+
+func (tx *Tx) replaceDatasets(ctx context.Context, orgID, endpointID string, sets map[string][]map[string]any, at time.Time) error {
+	if _, err := tx.exec(ctx, `DELETE FROM endpoint_datasets WHERE endpoint_id = ?`, endpointID); err != nil {
+		return fmt.Errorf("store: inventory datasets: %w", err)
+	}
+	names := make([]string, 0, len(sets))
+	for name := range sets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	rows := make([][]any, 0, len(names))
+	for _, name := range names {
+		b, err := json.Marshal(sets[name])
+		if err != nil {
+			return fmt.Errorf("store: dataset %s: %w", name, err)
+		}
+		rows = append(rows, []any{endpointID, orgID, name, string(b), len(sets[name]), millis(at)})
+	}
+	return tx.insertRows(ctx, "endpoint_datasets", []string{"endpoint_id", "org_id", "name", "rows", "row_count", "collected_at"}, rows)
+}
+
+// releaseInventory takes an endpoint's software and updates out of the
+// organization's counts (before the endpoint is deleted).
+func (tx *Tx) releaseInventory(ctx context.Context, orgID, endpointID string) error {
+	tdelta := map[int64]int{}
+	rows, err := tx.query(ctx, `SELECT title_id FROM endpoint_software WHERE endpoint_id = ?`, endpointID)
+	if err != nil {
+		return fmt.Errorf("store: release software: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: release software: %w", err)
+		}
+		tdelta[id]--
+	}
+	rows.Close()
+	kdelta := map[string]int{}
+	rows, err = tx.query(ctx, `SELECT key FROM endpoint_updates WHERE endpoint_id = ?`, endpointID)
+	if err != nil {
+		return fmt.Errorf("store: release updates: %w", err)
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: release updates: %w", err)
+		}
+		kdelta[k]--
+	}
+	rows.Close()
+	if err := tx.applyTitleDelta(ctx, tdelta); err != nil {
+		return err
+	}
+	return tx.applyKeyDelta(ctx, orgID, kdelta)
+}
+
+// insertRows inserts rows in multi-row statements.
+func (tx *Tx) insertRows(ctx context.Context, table string, columns []string, rows [][]any) error {
+	const perStatement = 64
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	head := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES "
+	for start := 0; start < len(rows); start += perStatement {
+		end := min(start+perStatement, len(rows))
+		var b strings.Builder
+		b.WriteString(head)
+		args := make([]any, 0, (end-start)*len(columns))
+		for i := start; i < end; i++ {
+			if i > start {
+				b.WriteString(", ")
+			}
+			b.WriteString(one)
+			args = append(args, rows[i]...)
+		}
+		if _, err := tx.exec(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("store: insert into %s: %w", table, err)
+		}
+	}
+	return nil
+}

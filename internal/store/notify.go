@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// commandsChannel is the PostgreSQL channel that carries the ids of
+// endpoints that got commands, to the replica holding their long poll.
+const commandsChannel = "patchd_commands"
+
+// NotifyCommands tells the other replicas that these endpoints got
+// commands. On SQLite there is one process and nothing to tell.
+func (s *Store) NotifyCommands(ctx context.Context, endpointIDs []string) error {
+	if s.engine != Postgres || len(endpointIDs) == 0 {
+		return nil
+	}
+	// A payload must stay under 8000 bytes.
+	var chunk []string
+	size := 0
+	send := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		if _, err := s.write.ExecContext(ctx, `SELECT pg_notify($1, $2)`, commandsChannel, strings.Join(chunk, ",")); err != nil {
+			return fmt.Errorf("store: notify commands: %w", err)
+		}
+		chunk, size = chunk[:0], 0
+		return nil
+	}
+	for _, id := range endpointIDs {
+		if size+len(id)+1 > 7000 {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+		chunk = append(chunk, id)
+		size += len(id) + 1
+	}
+	return send()
+}
+
+// safetyNetInterval is how often ListenCommands also looks in the table for
+// commands queued recently, in case a notification was lost (a dropped
+// LISTEN connection) or was never sent (another process on SQLite).
+const safetyNetInterval = 5 * time.Second
+
+// ListenCommands calls wake with endpoint ids that got commands, until ctx
+// ends: from PostgreSQL notifications, and from a periodic look at recently
+// queued commands.
+func (s *Store) ListenCommands(ctx context.Context, wake func(endpointIDs []string)) error {
+	if s.engine == Postgres {
+		go s.listenPostgres(ctx, wake)
+	}
+	since := time.Now().Add(-safetyNetInterval)
+	tick := time.NewTicker(safetyNetInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		now := time.Now()
+		ids, err := s.recentlyQueued(ctx, since.Add(-2*safetyNetInterval))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			slog.Warn("store: look for queued commands", "err", err)
+			continue
+		}
+		since = now
+		if len(ids) > 0 {
+			wake(ids)
+		}
+	}
+}
+
+func (s *Store) recentlyQueued(ctx context.Context, since time.Time) ([]string, error) {
+	rows, err := s.query(ctx, `SELECT DISTINCT endpoint_id FROM commands WHERE status = 'PENDING' AND created_at >= ?`, millis(since))
+	if err != nil {
+		return nil, fmt.Errorf("store: recently queued: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: recently queued: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) listenPostgres(ctx context.Context, wake func([]string)) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		slog.Warn("store: LISTEN connection lost; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, wake func([]string)) error {
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+commandsChannel); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if n.Payload != "" {
+			wake(strings.Split(n.Payload, ","))
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/patchd/patchd/apiv1"
+)
+
+// ReadTx is a read-only transaction: one consistent snapshot for queries
+// that must agree with each other (a count and the page it bounds).
+type ReadTx struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (r *ReadTx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return r.tx.QueryContext(ctx, r.s.q(q), args...)
+}
+
+func (r *ReadTx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return r.tx.QueryRowContext(ctx, r.s.q(q), args...)
+}
+
+// InReadTx runs fn in a read-only snapshot.
+func (s *Store) InReadTx(ctx context.Context, fn func(r *ReadTx) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.engine == Postgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.read.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("store: begin read: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(&ReadTx{s: s, tx: tx})
+}
+
+// countedKey is an entry of a catalog (software titles, update keys) with
+// the number of rows it stands for, in list order.
+type countedKey[K any] struct {
+	key K
+	n   int
+}
+
+// window finds the catalog entries that hold rows [offset, offset+limit) of
+// the list they define, and the offset inside the first of them. Totals
+// and deep pages thus cost a walk over the (small) catalog, not over rows.
+func window[K any](entries []countedKey[K], offset int) (start int, local int, total int) {
+	start = len(entries)
+	for i, e := range entries {
+		if start == len(entries) && total+e.n > offset {
+			start, local = i, offset-total
+		}
+		total += e.n
+	}
+	return start, local, total
+}
+
+// SoftwareQuery filters the software list.
+type SoftwareQuery struct {
+	OrgID      string
+	Q          string
+	EndpointID string
+	Limit      int
+	Offset     int
+}
+
+const softwareColumns = `es.endpoint_id, COALESCE(e.display_name, e.hostname), es.name, es.version, es.publisher, es.install_date,
+	es.installed_for, es.install_type`
+
+func scanSoftwareRow(rows *sql.Rows) (apiv1.SoftwareRow, error) {
+	var r apiv1.SoftwareRow
+	var version, publisher, installDate, installedFor, installType sql.NullString
+	err := rows.Scan(&r.EndpointID, &r.Endpoint, &r.Name, &version, &publisher, &installDate, &installedFor, &installType)
+	r.Version, r.Publisher, r.InstallDate = nullString(version), nullString(publisher), nullString(installDate)
+	r.InstalledFor, r.InstallType = nullString(installedFor), nullString(installType)
+	return r, err
+}
+
+// ListSoftware pages installed software, one row per endpoint × application,
+// ordered by application name then endpoint.
+func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.SoftwareRow, int, error) {
+	out := make([]apiv1.SoftwareRow, 0, q.Limit)
+	total := 0
+	err := s.InReadTx(ctx, func(r *ReadTx) error {
+		if q.EndpointID != "" {
+			where := `es.org_id = ? AND es.endpoint_id = ?`
+			args := []any{q.OrgID, q.EndpointID}
+			if q.Q != "" {
+				where += ` AND lower(es.name) LIKE ? ESCAPE '\'`
+				args = append(args, likePattern(q.Q))
+			}
+			if err := r.queryRow(ctx, `SELECT COUNT(*) FROM endpoint_software es WHERE `+where, args...).Scan(&total); err != nil {
+				return fmt.Errorf("store: count software: %w", err)
+			}
+			rows, err := r.query(ctx, `SELECT `+softwareColumns+` FROM endpoint_software es JOIN endpoints e ON e.id = es.endpoint_id
+				WHERE `+where+` ORDER BY lower(es.name), es.title_id, es.version_key LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+			if err != nil {
+				return fmt.Errorf("store: list software: %w", err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				row, err := scanSoftwareRow(rows)
+				if err != nil {
+					return fmt.Errorf("store: list software: %w", err)
+				}
+				out = append(out, row)
+			}
+			return rows.Err()
+		}
+		where := `org_id = ? AND installs > 0`
+		args := []any{q.OrgID}
+		if q.Q != "" {
+			where += ` AND name_lower LIKE ? ESCAPE '\'`
+			args = append(args, likePattern(q.Q))
+		}
+		rows, err := r.query(ctx, `SELECT id, installs FROM software_titles WHERE `+where+` ORDER BY name_lower, id`, args...)
+		if err != nil {
+			return fmt.Errorf("store: software titles: %w", err)
+		}
+		var entries []countedKey[int64]
+		for rows.Next() {
+			var e countedKey[int64]
+			if err := rows.Scan(&e.key, &e.n); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: software titles: %w", err)
+			}
+			entries = append(entries, e)
+		}
+		rows.Close()
+		start, local, sum := window(entries, q.Offset)
+		total = sum
+		for i := start; i < len(entries) && len(out) < q.Limit; i++ {
+			rows, err := r.query(ctx, `SELECT `+softwareColumns+` FROM endpoint_software es JOIN endpoints e ON e.id = es.endpoint_id
+				WHERE es.title_id = ? ORDER BY es.endpoint_id, es.version_key LIMIT ? OFFSET ?`, entries[i].key, q.Limit-len(out), local)
+			if err != nil {
+				return fmt.Errorf("store: list software: %w", err)
+			}
+			for rows.Next() {
+				row, err := scanSoftwareRow(rows)
+				if err != nil {
+					rows.Close()
+					return fmt.Errorf("store: list software: %w", err)
+				}
+				out = append(out, row)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("store: list software: %w", err)
+			}
+			local = 0
+		}
+		return nil
+	})
+	return out, total, err
+}
