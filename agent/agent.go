@@ -200,14 +200,17 @@ func (r *runner) cycle(ctx context.Context) error {
 		r.state.CheckinSeconds = resp.CheckinSeconds
 		r.save()
 	}
-	if err := r.inventory(ctx, resp.InventoryWanted); err != nil {
-		return err
-	}
+	// Commands run even when the inventory could not be sent: the
+	// inventory is retried, the commands would not be handed out again.
+	invErr := r.inventory(ctx, resp.InventoryWanted)
 	for _, cmd := range resp.Commands {
 		if ctx.Err() != nil {
 			return nil
 		}
 		r.runCommand(ctx, cmd)
+	}
+	if invErr != nil {
+		return invErr
 	}
 	// A server that answers at once (no long poll) is asked again after
 	// checkinSeconds, not in a tight loop.
@@ -259,6 +262,15 @@ func (r *runner) inventory(ctx context.Context, wanted bool) error {
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if err := r.client.PutInventory(ictx, inv); err != nil {
+		switch StatusOf(err) {
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			// The server will refuse this document again: say so and
+			// try with the next collection rather than at every check-in.
+			r.log.Error("the server refused the inventory", "err", err)
+			return nil
+		case http.StatusUnauthorized:
+			return err
+		}
 		r.collectedAt = time.Time{} // try again at the next check-in
 		return fmt.Errorf("send inventory: %w", err)
 	}
