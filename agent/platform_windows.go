@@ -47,7 +47,9 @@ func (h *serviceHandler) Execute(args []string, req <-chan svc.ChangeRequest, st
 		case err := <-done:
 			h.err = err
 			status <- svc.Status{State: svc.StopPending}
-			if err != nil && err != ErrUninstalled {
+			// Uninstalled or refused (401): stop without failure, so
+			// that the recovery actions do not restart the service.
+			if err != nil && err != ErrUninstalled && err != ErrUnauthorized {
 				return true, 1
 			}
 			return false, 0

@@ -44,6 +44,8 @@ Type=simple
 ExecStart=` + systemdQuote(exe) + ` run --state ` + systemdQuote(stateDir) + `
 Restart=on-failure
 RestartSec=30
+# Exit code 3: the server refused the agent's secret; enroll again.
+RestartPreventExitStatus=3
 # The agent installs updates and runs administrators' scripts as root.
 User=root
 KillMode=process

@@ -40,6 +40,10 @@ const usage = `usage:
   patchd-agent version
 `
 
+// exitUnauthorized is the exit code after a 401: the systemd unit's
+// RestartPreventExitStatus.
+const exitUnauthorized = 3
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -79,6 +83,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, agent.ErrUninstalled) {
 			log.Info("uninstalled")
 			err = nil
+		}
+		if errors.Is(err, agent.ErrUnauthorized) {
+			// Restarting cannot help until someone enrolls again: the
+			// systemd unit does not restart on this code, and launchd
+			// restarts only on a failing exit.
+			fmt.Fprintln(stderr, "patchd-agent:", err)
+			if runtime.GOOS == "darwin" {
+				return 0
+			}
+			return exitUnauthorized
 		}
 	case "install", "uninstall":
 		dry := fs.Bool("dry-run", false, "print what would be done, change nothing")
