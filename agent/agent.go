@@ -261,7 +261,7 @@ func (r *runner) inventory(ctx context.Context, wanted bool) error {
 	}
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if err := r.client.PutInventory(ictx, inv); err != nil {
+	if err := r.client.PutInventory(ictx, inv, hash); err != nil {
 		switch StatusOf(err) {
 		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
 			// The server will refuse this document again: say so and

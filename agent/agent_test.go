@@ -150,7 +150,11 @@ func (f *fakeServer) inventory(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.inventories = append(f.inventories, inv)
-	f.invHash = collect.Hash(&inv)
+	// Like the real server: the agent's hash from the header.
+	f.invHash = r.Header.Get(agentproto.HeaderInventoryHash)
+	if f.invHash != collect.Hash(&inv) {
+		f.t.Errorf("header hash %q differs from the inventory's hash", f.invHash)
+	}
 	f.mu.Unlock()
 	writeJSON(w, 200, agentproto.OK{OK: true})
 }

@@ -70,9 +70,11 @@ func (c *Client) Checkin(ctx context.Context, req agentproto.CheckinRequest, wai
 	return resp, err
 }
 
-// PutInventory replaces the endpoint's inventory.
-func (c *Client) PutInventory(ctx context.Context, inv *agentproto.Inventory) error {
-	return c.do(ctx, http.MethodPut, agentproto.PathInventory, inv, nil, true)
+// PutInventory replaces the endpoint's inventory. The header carries the
+// hash the agent sends as inventoryHash in its check-ins (collect.Hash,
+// collectedAt zeroed), so that the server compares like with like.
+func (c *Client) PutInventory(ctx context.Context, inv *agentproto.Inventory, hash string) error {
+	return c.do(ctx, http.MethodPut, agentproto.PathInventory, inv, nil, true, agentproto.HeaderInventoryHash, hash)
 }
 
 // Status reports a command's status.
@@ -81,7 +83,7 @@ func (c *Client) Status(ctx context.Context, commandID string, st agentproto.Com
 }
 
 // do sends body as gzip-compressed JSON and decodes a 2xx answer into out.
-func (c *Client) do(ctx context.Context, method, path string, body, out any, auth bool) error {
+func (c *Client) do(ctx context.Context, method, path string, body, out any, auth bool, header ...string) error {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := json.NewEncoder(zw).Encode(body); err != nil {
@@ -99,6 +101,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, aut
 	req.Header.Set("User-Agent", "patchd-agent/"+Version)
 	if auth {
 		req.Header.Set("Authorization", "Bearer "+c.Secret)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	hc := c.HTTP
 	if hc == nil {
