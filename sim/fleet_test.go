@@ -11,7 +11,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +28,9 @@ import (
 type fakeServer struct {
 	t     *testing.T
 	token string
+	// light makes inventory uploads cheap (decompress and discard), to
+	// measure the simulator rather than the fake server.
+	light bool
 
 	mu        sync.Mutex
 	byUID     map[string]string // machineUid -> endpoint id
@@ -199,6 +204,14 @@ func (s *fakeServer) inventory(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r)
 	if err != nil {
 		fail(w, 400, "invalid_request")
+		return
+	}
+	if s.light {
+		s.mu.Lock()
+		ep.hash = r.Header.Get(agentproto.HeaderInventoryHash)
+		ep.inventories++
+		s.mu.Unlock()
+		writeJSON(w, 200, agentproto.OK{OK: true})
 		return
 	}
 	var inv agentproto.Inventory
@@ -587,4 +600,51 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("New(%+v) accepted a bad config", cfg)
 		}
 	}
+}
+
+// TestScale enrolls a large fleet against the in-process fake server and
+// runs it briefly: PATCHD_SIM_SCALE=10000 go test -run TestScale ./sim/
+// It measures the simulator's own cost (the fake server is cheap).
+func TestScale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("PATCHD_SIM_SCALE"))
+	if n == 0 {
+		t.Skip("set PATCHD_SIM_SCALE to the number of endpoints")
+	}
+	srv, hs := newFakeServer(t)
+	srv.light = true
+	cfg := testConfig(hs.URL, srv.token, n)
+	cfg.Concurrency = 64
+	cfg.Checkin, cfg.Wait = 10*time.Second, 5*time.Second
+	cfg.Logf = t.Logf
+	cfg.ProgressEvery = 5 * time.Second
+	fleet, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second+time.Duration(n)*5*time.Millisecond)
+	defer cancel()
+	if err := fleet.Enroll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := fleet.Stats()
+	t.Logf("enroll+inventory of %d endpoints: %.1fs, %d inventories (%.1f KB gzip on average), enroll p99 %.1fms, inventory p99 %.1fms",
+		n, st.EnrollInventorySeconds, st.InventoriesSent, float64(st.InventoryBytes)/float64(max(st.InventoriesSent, 1))/1024,
+		st.EnrollLatencyMs.P99, st.InventoryLatencyMs.P99)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap in use %d MB, goroutines %d", ms.HeapInuse>>20, runtime.NumGoroutine())
+	go func() {
+		time.Sleep(15 * time.Second)
+		runtime.ReadMemStats(&ms)
+		t.Logf("while polling: heap in use %d MB, goroutines %d", ms.HeapInuse>>20, runtime.NumGoroutine())
+		cancel()
+	}()
+	if err := fleet.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st = fleet.Stats()
+	if st.InventoriesSent != int64(n) || st.errorTotal() != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+	t.Logf("check-ins %d, check-in p50 %.1fms p99 %.1fms", st.Checkins, st.CheckinLatencyMs.P50, st.CheckinLatencyMs.P99)
 }

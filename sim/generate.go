@@ -757,15 +757,22 @@ func (g *generator) applyChanges() {
 			})
 		}
 	}
-	g.inv.Software = make([]agentproto.Software, len(g.apps))
+	// sorted by name, case-insensitively, as package managers list them
+	type keyed struct {
+		key string
+		sw  agentproto.Software
+	}
+	rows := make([]keyed, len(g.apps))
 	for i, a := range g.apps {
 		sw := a.sw
 		sw.Version = ptr(a.version)
-		g.inv.Software[i] = sw
+		rows[i] = keyed{strings.ToLower(sw.Name), sw}
 	}
-	slices.SortStableFunc(g.inv.Software, func(a, b agentproto.Software) int {
-		return cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
-	})
+	slices.SortStableFunc(rows, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	g.inv.Software = make([]agentproto.Software, len(rows))
+	for i, r := range rows {
+		g.inv.Software[i] = r.sw
+	}
 	if g.inv.Updates == nil {
 		g.inv.Updates = []agentproto.Update{}
 	}
