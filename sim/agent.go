@@ -341,6 +341,10 @@ func (a *agent) loop(ctx context.Context) {
 			}
 			continue
 		}
+		// an inventory the server just asked for goes now, not after the sleep
+		if err := a.settle(ctx); errors.Is(err, errStopped) {
+			return
+		}
 		iv := a.interval()
 		next := began.Add(iv + time.Duration(a.rng.Int64N(int64(iv)/5+1)) - iv/10)
 		if !sleep(ctx, time.Until(next)) {

@@ -954,7 +954,7 @@ func (g *generator) dsUpdatesAndLogs(d *dsBuilder, r *rand.Rand) {
 func (g *generator) dsWindows(d *dsBuilder, r *rand.Rand) {
 	p := g.p
 	// drivers
-	drivers := [][5]string{{"Microsoft Basic Display Adapter", "Display", "Microsoft", "10.0.26100.1", "2006-06-21"}}
+	var drivers [][5]string
 	switch {
 	case p.hw.manufacturer == "VMware, Inc.":
 		drivers = [][5]string{{"VMware SVGA 3D", "Display", "VMware, Inc.", "9.17.7.3", "2024-02-15"}, {"vmxnet3 Ethernet Adapter", "Net", "VMware, Inc.", "1.9.17.0", "2024-01-11"},

@@ -362,14 +362,6 @@ func serialFor(r *rand.Rand, hw hardware) string {
 	}
 }
 
-// windowsTZ is the Windows name of the endpoint's time zone.
-func (p *profile) timeZone() string {
-	if p.platform == "windows" {
-		return p.site.windowsTZ
-	}
-	return p.site.tz
-}
-
 func (p *profile) loginName() string {
 	if p.platform == "windows" && p.domain != "" {
 		return "CORP\\" + p.user.login
