@@ -213,8 +213,9 @@ func (r *runner) cycle(ctx context.Context) error {
 		return invErr
 	}
 	// A server that answers at once (no long poll) is asked again after
-	// checkinSeconds, not in a tight loop.
-	if len(resp.Commands) == 0 && time.Since(start) < time.Duration(r.cfg.Wait)*time.Second/2 {
+	// checkinSeconds, not in a tight loop. An answer that asked for the
+	// inventory came at once by design: the long poll follows right away.
+	if len(resp.Commands) == 0 && !resp.InventoryWanted && time.Since(start) < time.Duration(r.cfg.Wait)*time.Second/2 {
 		every := time.Duration(max(r.state.CheckinSeconds, 1)) * time.Second
 		sleep(ctx, every-time.Since(start))
 	}

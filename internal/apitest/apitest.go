@@ -98,8 +98,11 @@ var logOnce sync.Once
 // parallel tests would interleave them beyond reading.
 func quietLogs() {
 	logOnce.Do(func() {
-		if os.Getenv("PATCHD_TEST_LOG") == "" {
+		switch os.Getenv("PATCHD_TEST_LOG") {
+		case "":
 			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+		case "debug":
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		}
 	})
 }

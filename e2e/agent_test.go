@@ -1,0 +1,132 @@
+// Package e2e runs the real programs against a server started by the test:
+// patchd-agent on this machine, and patchd-sim.
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/apitest"
+)
+
+// build compiles a command of the module into dir.
+func build(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, "github.com/patchd/patchd/"+pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// TestRealAgentOnThisMachine enrolls patchd-agent, running on the test
+// machine itself, and checks its real inventory and a script round trip.
+func TestRealAgentOnThisMachine(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the real-machine check runs on Linux, where CI runs")
+	}
+	e := apitest.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	bin := build(t, dir, "cmd/patchd-agent")
+	state := filepath.Join(dir, "state")
+
+	out, err := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken).CombinedOutput()
+	if err != nil {
+		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
+	var logs strings.Builder
+	run.Stdout, run.Stderr = &logs, &logs
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stop()
+		run.Wait()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", logs.String())
+		}
+	}()
+
+	// The inventory arrives: the machine's real packages and disks.
+	var id string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
+		if err == nil && page.Total == 1 {
+			id = page.Items[0].ID
+			if d, err := e.Admin.GetEndpoint(ctx, id); err == nil && len(d.Software) > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no inventory from the agent within 60 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	d, err := e.Admin.GetEndpoint(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	hasBash := false
+	for _, sw := range d.Software {
+		if sw.Name == "bash" {
+			hasBash = true
+		}
+	}
+	if len(d.Software) <= 100 || !hasBash {
+		t.Fatalf("real inventory: %d applications, bash %v", len(d.Software), hasBash)
+	}
+	if len(d.Disks) == 0 || d.Disks[0].SizeGB == nil || *d.Disks[0].SizeGB <= 0 {
+		t.Fatalf("real disks: %+v", d.Disks)
+	}
+	if d.Hostname != host || d.Platform != "linux" || d.OS == nil || d.Cores == nil || d.RAMGB == nil {
+		t.Fatalf("real system: %+v", d.Endpoint)
+	}
+
+	// A RUN_SCRIPT echo round trip reaches SUCCESS with the output.
+	ag := &apitest.Agent{ID: id}
+	r := e.Queue(e.Org, agentproto.TypeRunScript, agentproto.RunScriptPayload{Script: "echo hello-from-patchd", Language: "sh"}, ag)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		cmds, err := e.Admin.RunCommands(ctx, r.RunID, client.RunQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := cmds.Items[0]; c.Status == "SUCCESS" || c.Status == "FAILED" {
+			if c.Status != "SUCCESS" || c.Result == nil || !strings.Contains(*c.Result, "hello-from-patchd") {
+				t.Fatalf("script command: %s %v", c.Status, deref(c.Result))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("script not done within 30 s: %+v", cmds.Items[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	runs, err := e.Admin.ListRuns(ctx, client.RunQuery{})
+	if err != nil || runs.Items[0].Status != "COMPLETED" || runs.Items[0].Succeeded != 1 {
+		t.Fatalf("run: %+v %v", runs.Items, err)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
