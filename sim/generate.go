@@ -546,7 +546,9 @@ func (g *generator) linuxName(pkg linuxPackage) string {
 // linuxVersion spells the package version of a patch level the way the
 // endpoint's distribution does.
 func linuxVersion(pkg linuxPackage, f osFlavor, level int) string {
-	h := hash64(pkg.deb+pkg.rpm, f.distro)
+	// binary packages of one source share its upstream version, and so
+	// their revision and patch level
+	h := hash64(pkg.upstream, f.distro)
 	rev := 1 + int(h%4)
 	switch {
 	case f.family == "rpm" && pkg.updates:
@@ -564,7 +566,7 @@ func linuxVersion(pkg linuxPackage, f osFlavor, level int) string {
 
 // latestLevel is the current patch level of a package on a distribution.
 func latestLevel(pkg linuxPackage, f osFlavor) int {
-	return 2 + int(hash64("level", pkg.deb+pkg.rpm, f.distro)%6)
+	return 2 + int(hash64("level", pkg.upstream, f.distro)%6)
 }
 
 func (g *generator) linuxSoftwareAndUpdates() {
@@ -843,10 +845,6 @@ func (g *generator) system() {
 		MACAddresses: []string{p.mac},
 		Antivirus:    strOrNil(p.antivirus),
 		TimeZone:     ptr(p.site.tz),
-	}
-	if p.kind == kindWindowsServer {
-		// servers carry the public domain name; workstations the NetBIOS form in the user name
-		g.inv.System.Domain = strOrNil(strings.ToLower(p.domain))
 	}
 }
 
