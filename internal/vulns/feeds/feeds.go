@@ -102,11 +102,22 @@ func NormalizeEcosystem(eco string) string {
 	if eco == "" {
 		return ""
 	}
+	if i := strings.IndexByte(eco, '('); i > 0 { // "debian gnu/linux 12 (bookworm)"
+		eco = strings.TrimSpace(eco[:i])
+	}
 	parts := strings.FieldsFunc(eco, func(r rune) bool { return r == ':' })
+	if len(parts) == 0 {
+		return ""
+	}
 	if !strings.Contains(eco, ":") {
-		// "debian 12.5" or "rocky linux 9.3": the release is the last word.
-		if f := strings.Fields(eco); len(f) > 1 && startsWithDigit(f[len(f)-1]) {
-			parts = []string{strings.Join(f[:len(f)-1], " "), f[len(f)-1]}
+		// "debian 12.5", "ubuntu 22.04.3 lts", "rocky linux 9.3": the
+		// release is the first word that starts with a digit.
+		f := strings.Fields(eco)
+		for i := 1; i < len(f); i++ {
+			if startsWithDigit(f[i]) {
+				parts = []string{strings.Join(f[:i], " "), f[i]}
+				break
+			}
 		}
 	}
 	name := strings.TrimSpace(parts[0])
@@ -120,7 +131,8 @@ func NormalizeEcosystem(eco string) string {
 	}
 	majorOnly := false
 	switch name {
-	case "debian", "raspbian":
+	case "debian", "raspbian", "debian gnu/linux":
+		name = strings.Fields(name)[0]
 		majorOnly = true
 	case "ubuntu":
 	case "almalinux", "alma", "alma linux":

@@ -327,7 +327,8 @@ func TestNormalizeEcosystem(t *testing.T) {
 		"Ubuntu:22.04:LTS": "ubuntu:22.04", "Ubuntu:Pro:20.04:LTS": "ubuntu:20.04", "ubuntu:22.04.3": "ubuntu:22.04",
 		"AlmaLinux:9": "almalinux:9", "almalinux:9.3": "almalinux:9", "Rocky Linux:9": "rocky:9", "rocky:9.2": "rocky:9",
 		"Rocky Linux 8.9": "rocky:8", "Red Hat:enterprise_linux:9::appstream": "rhel:9", "Alpine:v3.18": "alpine:3.18",
-		"Debian": "debian", "PyPI": "pypi", "": "",
+		"Debian": "debian", "PyPI": "pypi", "": "", "Ubuntu 22.04.3 LTS": "ubuntu:22.04",
+		"Debian GNU/Linux 12 (bookworm)": "debian:12", "AlmaLinux 9.3 (Shamrock Pampas Cat)": "almalinux:9", ":::": "",
 	} {
 		if got := NormalizeEcosystem(in); got != want {
 			t.Errorf("NormalizeEcosystem(%q) = %q, want %q", in, got, want)

@@ -1,0 +1,279 @@
+package match
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/patchd/patchd/internal/vulns/feeds"
+	"github.com/patchd/patchd/internal/vulns/version"
+)
+
+// Software is one installed application or package of an endpoint, as the
+// agent reports it.
+type Software struct {
+	Name        string
+	Publisher   string
+	Version     string
+	InstallType string // "deb", "rpm", "msi", "exe", "app", "winget", …
+	// SourcePackage is the source package of a deb or rpm binary package
+	// ("openssl" for libssl3); empty means the binary name is used.
+	SourcePackage string
+}
+
+// Endpoint is what the matcher needs to know about one computer.
+type Endpoint struct {
+	Platform string // "windows", "darwin" (or "macos"), "linux"
+	Distro   string // Linux distribution and release, "debian:12", "Ubuntu 22.04", "almalinux:9.3"
+	Software []Software
+}
+
+// Finding is one vulnerability of one installed product.
+type Finding struct {
+	CVEID    string
+	Software string // the product's display name, or the source package on Linux
+	Version  string // the installed version
+	FixedIn  string // the first fixed version when the feed says it, else ""
+	Source   string // the NVD product ("google:chrome") or the OSV advisory id
+}
+
+// Match answers the findings of one endpoint, sorted by software then CVE,
+// one per (CVE, software).
+func (ix *Index) Match(ep Endpoint) []Finding {
+	var m matcher
+	m.ix = ix
+	m.platform = platformTargets(ep.Platform)
+	distro := feeds.NormalizeEcosystem(ep.Distro)
+	scheme := version.SchemeFor(distro)
+	for _, sw := range ep.Software {
+		if strings.TrimSpace(sw.Version) == "" {
+			continue
+		}
+		if isPackage(sw.InstallType) {
+			// Distribution packages: OSV only, never NVD CPE ranges.
+			if distro != "" {
+				m.matchPackage(distro, scheme, sw)
+			}
+			continue
+		}
+		m.matchApplication(sw)
+	}
+	sort.Slice(m.out, func(i, j int) bool {
+		a, b := m.out[i], m.out[j]
+		if a.Software != b.Software {
+			return a.Software < b.Software
+		}
+		return a.CVEID < b.CVEID
+	})
+	return m.out
+}
+
+type matcher struct {
+	ix       *Index
+	platform map[string]bool
+	out      []Finding
+	seen     map[[2]string]bool
+}
+
+func (m *matcher) add(f Finding) {
+	k := [2]string{f.CVEID, f.Software}
+	if m.seen == nil {
+		m.seen = map[[2]string]bool{}
+	}
+	if m.seen[k] {
+		return
+	}
+	m.seen[k] = true
+	m.out = append(m.out, f)
+}
+
+func isPackage(installType string) bool {
+	switch strings.ToLower(strings.TrimSpace(installType)) {
+	case "deb", "dpkg", "rpm":
+		return true
+	}
+	return false
+}
+
+// osTargets are target_sw values that name an operating system; a rule
+// limited to another operating system than the endpoint's is skipped.
+var osTargets = map[string]bool{
+	"windows": true, "macos": true, "mac_os_x": true, "mac_os": true, "linux": true, "android": true,
+	"iphone_os": true, "ios": true, "ipados": true, "chrome_os": true, "chromeos": true,
+}
+
+func platformTargets(p string) map[string]bool {
+	switch strings.ToLower(strings.TrimSpace(p)) {
+	case "windows", "win", "win32", "win64":
+		return map[string]bool{"windows": true}
+	case "darwin", "macos", "mac", "osx", "mac_os_x":
+		return map[string]bool{"macos": true, "mac_os_x": true, "mac_os": true}
+	case "linux":
+		return map[string]bool{"linux": true}
+	}
+	return nil
+}
+
+func (m *matcher) targetFits(t string) bool {
+	return t == "" || m.platform == nil || !osTargets[t] || m.platform[t]
+}
+
+func (m *matcher) matchApplication(sw Software) {
+	products := m.ix.catalog.Resolve(sw.Name, sw.Publisher)
+	if len(products) == 0 {
+		return
+	}
+	v := version.Parse(version.Generic, sw.Version)
+	var canon string
+	for _, p := range products {
+		for _, key := range p.CPEs {
+			pr := m.ix.products[key]
+			if pr == nil {
+				continue
+			}
+			emit := func(cve, fixed string) {
+				m.add(Finding{CVEID: cve, Software: p.Display, Version: sw.Version, FixedIn: fixed, Source: key})
+			}
+			// Rules with only an end bound: the affected ones form a suffix.
+			i := sort.Search(len(pr.upper), func(i int) bool {
+				r := pr.upper[i]
+				c := v.Compare(r.end)
+				return c < 0 || (r.incl && c == 0)
+			})
+			for _, r := range pr.upper[i:] {
+				if m.targetFits(r.targetSW) {
+					fixed := ""
+					if !r.incl {
+						fixed = r.end.String()
+					}
+					emit(r.cve, fixed)
+				}
+			}
+			if len(pr.exact) > 0 {
+				if canon == "" {
+					canon = version.Canonical(version.Generic, sw.Version)
+				}
+				for _, r := range pr.exact[canon] {
+					if m.targetFits(r.targetSW) {
+						emit(r.cve, "")
+					}
+				}
+			}
+			for _, r := range pr.other {
+				if !m.targetFits(r.targetSW) {
+					continue
+				}
+				c := v.Compare(r.start)
+				if c < 0 || (c == 0 && !r.startIncl) {
+					continue
+				}
+				if r.hasEnd {
+					c = v.Compare(r.end)
+					if c > 0 || (c == 0 && !r.endIncl) {
+						continue
+					}
+				}
+				emit(r.cve, r.fixedIn)
+			}
+			for _, r := range pr.all {
+				if m.targetFits(r.targetSW) {
+					emit(r.cve, "")
+				}
+			}
+		}
+	}
+}
+
+func (m *matcher) matchPackage(distro string, scheme version.Scheme, sw Software) {
+	src := sourceName(sw.SourcePackage)
+	if src == "" {
+		src = sw.Name
+	}
+	rules := m.ix.osv[osvKey(distro, src)]
+	if len(rules) == 0 {
+		return
+	}
+	installed := strings.TrimSpace(sw.Version)
+	for _, r := range rules {
+		affected, fixed := osvAffected(scheme, installed, r)
+		if !affected {
+			continue
+		}
+		for _, cve := range r.cves {
+			m.add(Finding{CVEID: cve, Software: src, Version: installed, FixedIn: fixed, Source: r.id})
+		}
+	}
+}
+
+// osvAffected applies an advisory's ranges: introduced <= v < fixed, or
+// introduced <= v <= last_affected, or v listed explicitly.
+func osvAffected(s version.Scheme, v string, r osvRule) (bool, string) {
+	for _, rg := range r.ranges {
+		if rg.Introduced != "" && rg.Introduced != "0" && cmpPackage(s, v, rg.Introduced) < 0 {
+			continue
+		}
+		switch {
+		case rg.Fixed != "":
+			if cmpPackage(s, v, rg.Fixed) < 0 {
+				return true, rg.Fixed
+			}
+		case rg.LastAffected != "":
+			if cmpPackage(s, v, rg.LastAffected) <= 0 {
+				return true, ""
+			}
+		default:
+			return true, "" // not fixed yet
+		}
+	}
+	for _, lv := range r.versions {
+		if cmpPackage(s, v, lv) == 0 {
+			return true, ""
+		}
+	}
+	return false, ""
+}
+
+// cmpPackage compares an installed package version with an advisory's
+// bound. Agents often report rpm versions without their epoch
+// ("3.0.7-24.el9" for "1:3.0.7-24.el9"); the bound's epoch is then ignored
+// rather than making every such package look older than every fix.
+func cmpPackage(s version.Scheme, installed, bound string) int {
+	if s == version.RPM && !hasEpoch(installed) {
+		if i := strings.IndexByte(bound, ':'); i > 0 && isDigits(bound[:i]) {
+			bound = bound[i+1:]
+		}
+	}
+	return version.Compare(s, installed, bound)
+}
+
+func hasEpoch(v string) bool {
+	i := strings.IndexByte(v, ':')
+	return i > 0 && isDigits(v[:i])
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// sourceName cleans a source package field: dpkg's "openssl (3.0.11-1)"
+// and rpm's "openssl-3.0.7-27.el9.src.rpm" both give "openssl".
+func sourceName(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		s = s[:i]
+	}
+	if strings.HasSuffix(s, ".src.rpm") {
+		s = strings.TrimSuffix(s, ".src.rpm")
+		// name-version-release: drop the last two dash-separated fields.
+		for range 2 {
+			if i := strings.LastIndexByte(s, '-'); i > 0 {
+				s = s[:i]
+			}
+		}
+	}
+	return s
+}
