@@ -1,0 +1,353 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/updates"
+)
+
+// Errors of LaunchRun.
+var (
+	// ErrNoEndpoints: none of the target ids is an endpoint of the organization.
+	ErrNoEndpoints = errors.New("store: no valid endpoints")
+	// ErrNothingToInstall: a DEPLOY_UPDATES run would install nothing anywhere.
+	ErrNothingToInstall = errors.New("store: nothing to install on any endpoint")
+)
+
+// Launch is a run to start: what to do, where, and until when.
+type Launch struct {
+	Run    NewRun
+	Action actions.Action
+	// EndpointIDs are the targets; ids outside the organization are ignored.
+	EndpointIDs []string
+	// NotAfter is the end of the maintenance window (nil: the command
+	// expiry applies).
+	NotAfter *time.Time
+}
+
+// LaunchRun starts a run in one transaction with its Audit Trail entry
+// (when e is not nil). The caller tells presence.Hub.Queued about the
+// answer's endpoints after it returns.
+func (s *Store) LaunchRun(ctx context.Context, e *AuditEntry, l Launch, now time.Time) (CreatedRun, error) {
+	var out CreatedRun
+	fn := func(tx *Tx) error {
+		var err error
+		out, err = tx.LaunchRun(ctx, l, now)
+		if e != nil {
+			e.TargetID = out.RunID
+			if e.Summary == nil {
+				e.Summary = map[string]any{}
+			}
+			e.Summary["runId"], e.Summary["queued"] = out.RunID, out.Queued
+		}
+		return err
+	}
+	if e == nil {
+		return out, s.InTx(ctx, fn)
+	}
+	return out, s.Audited(ctx, e, fn)
+}
+
+type target struct{ id, name string }
+
+// LaunchRun resolves the action on each endpoint of the organization among
+// l.EndpointIDs and creates the run with its commands, in the caller's
+// transaction.
+func (tx *Tx) LaunchRun(ctx context.Context, l Launch, now time.Time) (CreatedRun, error) {
+	orgID := l.Run.OrgID
+	targets, err := tx.targets(ctx, orgID, l.EndpointIDs)
+	if err != nil {
+		return CreatedRun{}, err
+	}
+	if len(targets) == 0 {
+		return CreatedRun{}, ErrNoEndpoints
+	}
+	l.Run.ActionType, l.Run.Payload = l.Action.Type, l.Action.Payload
+	cmds := make([]NewCommand, len(targets))
+	for i, t := range targets {
+		cmds[i] = NewCommand{EndpointID: t.id, EndpointName: t.name, NotAfter: l.NotAfter}
+	}
+	switch {
+	case l.Action.Type == agentproto.TypeDeployUpdates:
+		installs, err := tx.resolveDeploy(ctx, orgID, *l.Action.Deploy, cmds)
+		if err != nil {
+			return CreatedRun{}, err
+		}
+		if installs == 0 {
+			return CreatedRun{}, ErrNothingToInstall
+		}
+	case l.Action.ScriptID != "":
+		sc, err := tx.getScript(ctx, orgID, l.Action.ScriptID)
+		if errors.Is(err, ErrNotFound) {
+			return CreatedRun{}, fmt.Errorf("store: the stored script %s no longer exists: %w", l.Action.ScriptID, ErrNotFound)
+		}
+		if err != nil {
+			return CreatedRun{}, err
+		}
+		var timeout int
+		var stored struct {
+			TimeoutSeconds int `json:"timeoutSeconds"`
+		}
+		if json.Unmarshal(l.Action.Payload, &stored) == nil {
+			timeout = stored.TimeoutSeconds
+		}
+		p, err := actions.ResolveScript(sc.Stored(), l.Action.Parameters, timeout, "payload.")
+		if err != nil {
+			return CreatedRun{}, err
+		}
+		b, _ := json.Marshal(p)
+		for i := range cmds {
+			cmds[i].Payload = b
+		}
+	default:
+		for i := range cmds {
+			cmds[i].Payload = l.Action.Fixed
+		}
+	}
+	return tx.CreateRun(ctx, l.Run, cmds, now)
+}
+
+// inChunk bounds the ids of one IN list (SQLite and PostgreSQL bind limits).
+const inChunk = 500
+
+// targets reads the endpoints of the organization among ids, once each, in
+// the order given.
+func (tx *Tx) targets(ctx context.Context, orgID string, ids []string) ([]target, error) {
+	seen := make(map[string]bool, len(ids))
+	uniq := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	names := make(map[string]string, len(uniq))
+	for start := 0; start < len(uniq); start += inChunk {
+		part := uniq[start:min(start+inChunk, len(uniq))]
+		args := append([]any{orgID}, anySlice(part)...)
+		rows, err := tx.query(ctx, `SELECT id, COALESCE(display_name, hostname) FROM endpoints WHERE org_id = ? AND id IN (`+placeholders(len(part))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: run targets: %w", err)
+		}
+		for rows.Next() {
+			var id, name string
+			if err := rows.Scan(&id, &name); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: run targets: %w", err)
+			}
+			names[id] = name
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("store: run targets: %w", err)
+		}
+	}
+	out := make([]target, 0, len(names))
+	for _, id := range uniq {
+		if name, ok := names[id]; ok {
+			out = append(out, target{id, name})
+		}
+	}
+	return out, nil
+}
+
+func anySlice(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
+// resolveDeploy fills each command's DEPLOY_UPDATES payload from its
+// endpoint's missing updates, or cancels it with "Nothing to install…".
+// It answers how many endpoints install something.
+//
+// An application update counts as fixing a known vulnerability (a Security
+// Update under filterVersion 2, with that severity) when the row the agent
+// or the vulnerability matcher stored for it carries a severity other than
+// Unspecified, or a security category.
+func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selection, cmds []NewCommand) (int, error) {
+	approvals := map[string]string{}
+	rows, err := tx.query(ctx, `SELECT key, status FROM update_approvals WHERE org_id = ?`, orgID)
+	if err != nil {
+		return 0, fmt.Errorf("store: approvals: %w", err)
+	}
+	for rows.Next() {
+		var k, st string
+		if err := rows.Scan(&k, &st); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: approvals: %w", err)
+		}
+		approvals[k] = st
+	}
+	if err := rows.Close(); err != nil {
+		return 0, fmt.Errorf("store: approvals: %w", err)
+	}
+	missing := map[string][]actions.Missing{}
+	for start := 0; start < len(cmds); start += inChunk {
+		part := cmds[start:min(start+inChunk, len(cmds))]
+		args := []any{orgID}
+		for _, c := range part {
+			args = append(args, c.EndpointID)
+		}
+		rows, err := tx.query(ctx, `SELECT endpoint_id, key, title, kb, severity, source, categories, winget_id, package_name, product_key, latest_version
+			FROM endpoint_updates WHERE org_id = ? AND endpoint_id IN (`+placeholders(len(part))+`) ORDER BY endpoint_id, key`, args...)
+		if err != nil {
+			return 0, fmt.Errorf("store: missing updates: %w", err)
+		}
+		for rows.Next() {
+			var ep, cats string
+			var m actions.Missing
+			var kb, winget, pkg, product, latest sql.NullString
+			if err := rows.Scan(&ep, &m.Key, &m.Title, &kb, &m.Severity, &m.Source, &cats, &winget, &pkg, &product, &latest); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("store: missing updates: %w", err)
+			}
+			m.KB, m.WingetID, m.PackageName, m.ProductKey, m.Latest = nullString(kb), nullString(winget), nullString(pkg), nullString(product), nullString(latest)
+			json.Unmarshal([]byte(cats), &m.Categories)
+			if updates.ThirdParty(m.Source) {
+				security := m.Severity != "" && m.Severity != "Unspecified"
+				for _, c := range m.Categories {
+					security = security || strings.Contains(strings.ToLower(c), "security")
+				}
+				if security {
+					m.FixesVulnerability = m.Severity
+					if m.FixesVulnerability == "" || m.FixesVulnerability == "Unspecified" {
+						m.FixesVulnerability = "Unspecified"
+					}
+				}
+			}
+			missing[ep] = append(missing[ep], m)
+		}
+		if err := rows.Close(); err != nil {
+			return 0, fmt.Errorf("store: missing updates: %w", err)
+		}
+	}
+	installs := 0
+	for i := range cmds {
+		r := sel.Select(missing[cmds[i].EndpointID], approvals)
+		if r.Nothing != "" {
+			cmds[i].Cancelled, cmds[i].Result = true, r.Nothing
+			continue
+		}
+		b, _ := json.Marshal(r.Payload)
+		cmds[i].Payload = b
+		installs++
+	}
+	return installs, nil
+}
+
+// StopRun stops a running run: its pending commands become CANCELLED and
+// the run STOPPED. Commands already running finish and are counted. A run
+// that is not running is ErrConflict.
+func (s *Store) StopRun(ctx context.Context, e *AuditEntry, orgID, runID string, now time.Time) (apiv1.Run, error) {
+	err := s.Audited(ctx, e, func(tx *Tx) error {
+		var status string
+		err := tx.queryRow(ctx, `SELECT status FROM runs WHERE org_id = ? AND id = ?`, orgID, runID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: run %s: %w", runID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: stop run: %w", err)
+		}
+		if status != RunRunning {
+			return fmt.Errorf("store: the run is %s already: %w", status, ErrConflict)
+		}
+		res, err := tx.exec(ctx, `UPDATE runs SET status = 'STOPPED', finished_at = ? WHERE id = ? AND status = 'RUNNING'`, millis(now), runID)
+		if err != nil {
+			return fmt.Errorf("store: stop run: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("store: the run finished meanwhile: %w", ErrConflict)
+		}
+		n, err := tx.cancelRunCommands(ctx, `run_id = ?`, []any{runID}, "Cancelled: the run was stopped by "+e.Actor+".", now)
+		if err != nil {
+			return err
+		}
+		e.TargetID = runID
+		e.Summary = map[string]any{"cancelled": n}
+		return nil
+	})
+	if err != nil {
+		return apiv1.Run{}, err
+	}
+	return s.GetRun(ctx, orgID, runID)
+}
+
+// cancelRunCommands cancels the PENDING commands matching where, keeps the
+// counters of their runs true, and answers how many it cancelled.
+func (tx *Tx) cancelRunCommands(ctx context.Context, where string, args []any, reason string, now time.Time) (int, error) {
+	rows, err := tx.query(ctx, `UPDATE commands SET status = 'CANCELLED', finished_at = ?, result = COALESCE(result, '') || ?
+		WHERE status = 'PENDING' AND `+where+` RETURNING run_id`, append([]any{millis(now), reason}, args...)...)
+	if err != nil {
+		return 0, fmt.Errorf("store: cancel commands: %w", err)
+	}
+	counts := map[string]int{}
+	total := 0
+	for rows.Next() {
+		var run string
+		if err := rows.Scan(&run); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: cancel commands: %w", err)
+		}
+		counts[run]++
+		total++
+	}
+	if err := rows.Close(); err != nil {
+		return 0, fmt.Errorf("store: cancel commands: %w", err)
+	}
+	for run, n := range counts {
+		if err := tx.closeCommands(ctx, run, CmdCancelled, n, now); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// DefaultCommandExpiry is how long a command without a maintenance window
+// may wait for its endpoint before it is cancelled.
+const DefaultCommandExpiry = 7 * 24 * time.Hour
+
+// ExpireCommands cancels the commands that never started: those whose
+// maintenance window ended, and those without a window older than expiry.
+// Each gets a result that says why; the runs' counters follow.
+func (s *Store) ExpireCommands(ctx context.Context, now time.Time, expiry time.Duration) (int, error) {
+	if expiry <= 0 {
+		expiry = DefaultCommandExpiry
+	}
+	total := 0
+	err := s.InTx(ctx, func(tx *Tx) error {
+		n, err := tx.cancelRunCommands(ctx, `not_after IS NOT NULL AND not_after <= ?`, []any{millis(now)},
+			"Cancelled: not started before the end of the maintenance window.", now)
+		if err != nil {
+			return err
+		}
+		m, err := tx.cancelRunCommands(ctx, `not_after IS NULL AND created_at <= ?`, []any{millis(now.Add(-expiry))},
+			fmt.Sprintf("Cancelled: the endpoint did not start the command within %s.", humanDuration(expiry)), now)
+		total = n + m
+		return err
+	})
+	return total, err
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		if d == 24*time.Hour {
+			return "1 day"
+		}
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	}
+	return d.String()
+}
