@@ -31,6 +31,9 @@ type Config struct {
 	// EndpointRemoved is told of a removed endpoint (the agent API drops its
 	// cached secret).
 	EndpointRemoved func(endpointID string)
+	// Queued is told, after the commit, which endpoints got new commands
+	// (presence.Hub.Queued: it wakes their long polls on every replica).
+	Queued func(ctx context.Context, endpointIDs []string)
 }
 
 // API is the REST API v1.

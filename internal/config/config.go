@@ -27,6 +27,11 @@ type Config struct {
 	MaxDBConns           int
 	// CheckinInterval is what agents are told to use between check-ins.
 	CheckinInterval time.Duration
+	// CommandExpiry cancels a command without a maintenance window that its
+	// endpoint did not start within it (default 7 days).
+	CommandExpiry time.Duration
+	// SchedulerInterval is how often due automations are looked for.
+	SchedulerInterval time.Duration
 }
 
 // Env reads a PATCHD_* variable with a default.
@@ -64,6 +69,11 @@ func ParseServe(args []string) (Config, error) {
 		return c, fmt.Errorf("PATCHD_CHECKIN_INTERVAL: %w", err)
 	}
 	fs.DurationVar(&c.CheckinInterval, "checkin-interval", checkin, "interval agents are told to check in at (env PATCHD_CHECKIN_INTERVAL)")
+	expiry, err := time.ParseDuration(Env("PATCHD_COMMAND_EXPIRY", "168h"))
+	if err != nil {
+		return c, fmt.Errorf("PATCHD_COMMAND_EXPIRY: %w", err)
+	}
+	fs.DurationVar(&c.CommandExpiry, "command-expiry", expiry, "cancel a command without a maintenance window that did not start within this time (env PATCHD_COMMAND_EXPIRY)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

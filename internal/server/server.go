@@ -26,6 +26,7 @@ import (
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/worker"
 	"github.com/patchd/patchd/openapi"
 )
 
@@ -52,7 +53,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s)}
 	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
-		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget})
+		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued})
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
@@ -100,6 +101,9 @@ func (s *Server) RunWorkers(ctx context.Context) {
 	wg.Go(func() { s.auth.Run(ctx) })
 	wg.Go(func() { s.hub.Run(ctx) })
 	wg.Go(func() { s.sweepStatus(ctx) })
+	wg.Go(func() {
+		(&worker.Scheduler{Store: s.store, Queued: s.hub.Queued, Interval: s.cfg.SchedulerInterval, CommandExpiry: s.cfg.CommandExpiry}).Run(ctx)
+	})
 	wg.Wait()
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/schedule"
 )
 
 // Automation kinds and target modes as stored (the response's words).
@@ -374,4 +375,94 @@ func (s *Store) RingOutcome(ctx context.Context, orgID, runID string) (attempted
 		return 0, 0, false, fmt.Errorf("store: ring outcome: %w", err)
 	}
 	return total - nothing, succeeded, status == RunRunning, nil
+}
+
+// Recurring is the automation's recurring schedule (freq RECURRING).
+func (a Automation) Recurring() (schedule.Recurring, error) {
+	r := schedule.Recurring{Freq: a.Freq, OffsetDays: a.OffsetDays}
+	c, err := schedule.ParseClock(a.AtTime)
+	if err != nil {
+		return r, fmt.Errorf("atTime %w", err)
+	}
+	r.At = c
+	if a.Weekday != nil {
+		r.Weekday = time.Weekday(*a.Weekday)
+	}
+	if a.MonthDay != nil {
+		r.MonthDay = *a.MonthDay
+	}
+	return r, r.Validate()
+}
+
+// RingClock is the time of day rings start at: atTime, or midnight.
+func (a Automation) RingClock() schedule.Clock {
+	c, err := schedule.ParseClock(a.AtTime)
+	if err != nil {
+		return schedule.Clock{}
+	}
+	return c
+}
+
+// Next is the automation's first slot strictly after the given instant,
+// in loc, or nil when none is left: a NOW or past ONCE automation, or a
+// ring rollout that finished or halted (rings run at their own dates).
+func (a Automation) Next(after time.Time, loc *time.Location) *time.Time {
+	var t time.Time
+	switch {
+	case a.Kind == KindRing:
+		if a.HaltedReason != "" || a.RingNext >= len(a.Rings) {
+			return nil
+		}
+		start, err := schedule.ParseDate(a.StartDate)
+		if err != nil {
+			return nil
+		}
+		t = schedule.RingSlot(start, a.RingClock(), schedule.Ring{Name: a.Rings[a.RingNext].Name, OffsetDays: a.Rings[a.RingNext].OffsetDays}, loc)
+	case a.ScheduleKind == schedule.KindOnce:
+		if a.RunAt == nil || !a.RunAt.After(after) {
+			return nil
+		}
+		t = *a.RunAt
+	case a.ScheduleKind == schedule.KindRecurring:
+		r, err := a.Recurring()
+		if err != nil {
+			return nil
+		}
+		t = r.Next(after, loc)
+	default:
+		return nil
+	}
+	t = t.UTC().Truncate(time.Millisecond)
+	return &t
+}
+
+// FirstRun is the slot a new (or re-enabled) automation waits for: a ONCE
+// automation's runAt even when it is a moment ago, else Next(now).
+func (a Automation) FirstRun(now time.Time, loc *time.Location) *time.Time {
+	if a.Kind == KindSimple && a.ScheduleKind == schedule.KindOnce && a.RunAt != nil {
+		t := a.RunAt.UTC().Truncate(time.Millisecond)
+		return &t
+	}
+	return a.Next(now, loc)
+}
+
+// Location loads an organization's time zone; UTC when it is unknown.
+func Location(name string) *time.Location {
+	if name == "" {
+		return time.UTC
+	}
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		return time.UTC
+	}
+	return l
+}
+
+// MarkAutomationRan sets lastRunAt of an automation run outside its
+// schedule (created with NOW, or run on demand).
+func (tx *Tx) MarkAutomationRan(ctx context.Context, orgID, id string, now time.Time) error {
+	if _, err := tx.exec(ctx, `UPDATE automations SET last_run_at = ? WHERE org_id = ? AND id = ?`, millis(now), orgID, id); err != nil {
+		return fmt.Errorf("store: automation last run: %w", err)
+	}
+	return nil
 }

@@ -32,6 +32,10 @@ type Launch struct {
 	// NotAfter is the end of the maintenance window (nil: the command
 	// expiry applies).
 	NotAfter *time.Time
+	// RecordEmpty records a DEPLOY_UPDATES run that installs nothing
+	// anywhere (every command CANCELLED, "Nothing to install") instead of
+	// refusing it: automations keep their slot in the history.
+	RecordEmpty bool
 }
 
 // LaunchRun starts a run in one transaction with its Audit Trail entry
@@ -82,7 +86,7 @@ func (tx *Tx) LaunchRun(ctx context.Context, l Launch, now time.Time) (CreatedRu
 		if err != nil {
 			return CreatedRun{}, err
 		}
-		if installs == 0 {
+		if installs == 0 && !l.RecordEmpty {
 			return CreatedRun{}, ErrNothingToInstall
 		}
 	case l.Action.ScriptID != "":
@@ -350,4 +354,28 @@ func humanDuration(d time.Duration) string {
 		return fmt.Sprintf("%d hours", d/time.Hour)
 	}
 	return d.String()
+}
+
+// ExistingEndpoints answers which of ids are endpoints of the organization.
+func (s *Store) ExistingEndpoints(ctx context.Context, orgID string, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for start := 0; start < len(ids); start += inChunk {
+		part := ids[start:min(start+inChunk, len(ids))]
+		rows, err := s.query(ctx, `SELECT id FROM endpoints WHERE org_id = ? AND id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, anySlice(part)...)...)
+		if err != nil {
+			return nil, fmt.Errorf("store: existing endpoints: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: existing endpoints: %w", err)
+			}
+			out[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("store: existing endpoints: %w", err)
+		}
+	}
+	return out, nil
 }
