@@ -177,13 +177,21 @@ type EndpointRef struct {
 	Name string `json:"name"`
 }
 
-// Group is an endpoint group.
+// Group is an endpoint group. The fields after Members are patchd
+// additions (the specification allows added fields): the group's criteria
+// and uptime alert settings, as GroupBody sets them.
 type Group struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	System  bool   `json:"system"`
-	Kind    string `json:"kind"`
-	Members int    `json:"members"`
+	ID                  string      `json:"id"`
+	Name                string      `json:"name"`
+	System              bool        `json:"system"`
+	Kind                string      `json:"kind"`
+	Members             int         `json:"members"`
+	Description         *string     `json:"description"`
+	MatchAll            bool        `json:"matchAll"`
+	Rules               []GroupRule `json:"rules"`
+	ExcludeRules        []GroupRule `json:"excludeRules"`
+	OfflineAlertMinutes *int        `json:"offlineAlertMinutes"`
+	OnlineAlert         bool        `json:"onlineAlert"`
 }
 
 // GroupRule is a dynamic membership criterion.

@@ -14,20 +14,20 @@ func (a *API) routes() {
 	a.route("GET /api/v1/endpoints/{id}", perm.EndpointsView, a.getEndpoint)           // 3
 	a.route("PATCH /api/v1/endpoints/{id}", perm.EndpointsManage, a.patchEndpoint)     // 4
 	a.route("DELETE /api/v1/endpoints/{id}", perm.EndpointsManage, a.deleteEndpoint)   // 5
-	a.route("GET /api/v1/updates", perm.UpdatesView, notImplemented)                   // 6
+	a.route("GET /api/v1/updates", perm.UpdatesView, a.listUpdates)                    // 6
 	a.route("GET /api/v1/software", perm.EndpointsView, a.listSoftware)                // 7
 	a.route("GET /api/v1/vulnerabilities", perm.VulnerabilitiesView, notImplemented)   // 8
-	a.route("GET /api/v1/groups", perm.EndpointsView, notImplemented)                  // 9
-	a.route("POST /api/v1/groups", perm.EndpointsManage, notImplemented)               // 10
-	a.route("PATCH /api/v1/groups/{id}", perm.EndpointsManage, notImplemented)         // 11
-	a.route("DELETE /api/v1/groups/{id}", perm.EndpointsManage, notImplemented)        // 12
+	a.route("GET /api/v1/groups", perm.EndpointsView, a.listGroups)                    // 9
+	a.route("POST /api/v1/groups", perm.EndpointsManage, a.createGroup)                // 10
+	a.route("PATCH /api/v1/groups/{id}", perm.EndpointsManage, a.patchGroup)           // 11
+	a.route("DELETE /api/v1/groups/{id}", perm.EndpointsManage, a.deleteGroup)         // 12
 	a.route("GET /api/v1/automations", perm.AutomationsView, notImplemented)           // 13
 	a.route("POST /api/v1/automations", perm.AutomationsManage, notImplemented)        // 14
 	a.route("GET /api/v1/automations/{id}", perm.AutomationsView, notImplemented)      // 15
 	a.route("PATCH /api/v1/automations/{id}", perm.AutomationsManage, notImplemented)  // 16
 	a.route("DELETE /api/v1/automations/{id}", perm.AutomationsManage, notImplemented) // 17
 	a.route("POST /api/v1/actions", perm.AutomationsRun, notImplemented)               // 18
-	a.route("POST /api/v1/updates/approvals", perm.UpdatesManage, notImplemented)      // 19
+	a.route("POST /api/v1/updates/approvals", perm.UpdatesManage, a.setApprovals)      // 19
 	a.route("GET /api/v1/alerts", perm.ReportsView, notImplemented)                    // 20
 	a.route("POST /api/v1/alerts", perm.ReportsManage, notImplemented)                 // 21
 	a.route("POST /api/v1/automations/{id}/run", perm.AutomationsRun, notImplemented)  // 22

@@ -248,6 +248,7 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 	}
 	delta := map[string]int{}
 	var inserts [][]any
+	var fresh []newUpdateKey
 	for _, u := range ups {
 		cats, _ := json.Marshal(u.Categories)
 		r := updRow{key: u.Key, title: u.Title, severity: u.Severity, source: u.Source, categories: string(cats), kb: u.KB, winget: u.WingetID,
@@ -270,11 +271,15 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 			continue
 		}
 		delta[u.Key]++
-		if _, err := tx.exec(ctx, `INSERT INTO update_keys (org_id, key, title, kb, severity, source, categories, winget_id, latest_version,
+		res, err := tx.exec(ctx, `INSERT INTO update_keys (org_id, key, title, kb, severity, source, categories, winget_id, latest_version,
 			reboot_required, release_date, first_seen_at, endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
 			ON CONFLICT (org_id, key) DO NOTHING`,
-			orgID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.latest, r.reboot, r.release, millis(now)); err != nil {
+			orgID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.latest, r.reboot, r.release, millis(now))
+		if err != nil {
 			return fmt.Errorf("store: update key: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			fresh = append(fresh, newUpdateKey{key: u.Key, severity: r.severity, source: r.source, title: r.title})
 		}
 		inserts = append(inserts, []any{NewID(), orgID, endpointID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.pkg,
 			r.productKey, r.installed, r.latest, r.reboot, r.release, millis(now)})
@@ -289,7 +294,10 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 		"winget_id", "package_name", "product_key", "installed_version", "latest_version", "reboot_required", "release_date", "detected_at"}, inserts); err != nil {
 		return err
 	}
-	return tx.applyKeyDelta(ctx, orgID, delta)
+	if err := tx.applyKeyDelta(ctx, orgID, delta); err != nil {
+		return err
+	}
+	return tx.afterNewUpdateKeys(ctx, orgID, fresh, now)
 }
 
 func (tx *Tx) applyKeyDelta(ctx context.Context, orgID string, delta map[string]int) error {
