@@ -50,8 +50,15 @@ func (b *Builder) intern(s string) string {
 type productRules struct {
 	upper []upperRule
 	exact map[string][]ruleRef
-	other []rangeRule
-	all   []ruleRef
+	other []rangeRule // sorted by start
+	// otherMaxEnd is the highest end among other; otherOpen is set when one
+	// of them has no end. A version past otherMaxEnd skips them all (an
+	// up-to-date application is past every historic range).
+	otherMaxEnd    version.Version
+	otherMaxIncl   bool
+	otherOpen      bool
+	otherHasMaxEnd bool
+	all            []ruleRef
 }
 
 type ruleRef struct {
@@ -168,6 +175,28 @@ func (b *Builder) Build(catalog *Catalog) *Index {
 		catalog = DefaultCatalog()
 	}
 	for _, pr := range b.products {
+		sort.SliceStable(pr.other, func(i, j int) bool {
+			c := pr.other[i].start.Compare(pr.other[j].start)
+			if c != 0 {
+				return c < 0
+			}
+			return pr.other[i].startIncl && !pr.other[j].startIncl
+		})
+		for _, r := range pr.other {
+			switch {
+			case !r.hasEnd:
+				pr.otherOpen = true
+			case !pr.otherHasMaxEnd:
+				pr.otherMaxEnd, pr.otherMaxIncl, pr.otherHasMaxEnd = r.end, r.endIncl, true
+			default:
+				switch c := r.end.Compare(pr.otherMaxEnd); {
+				case c > 0:
+					pr.otherMaxEnd, pr.otherMaxIncl = r.end, r.endIncl
+				case c == 0:
+					pr.otherMaxIncl = pr.otherMaxIncl || r.endIncl
+				}
+			}
+		}
 		sort.SliceStable(pr.upper, func(i, j int) bool {
 			c := pr.upper[i].end.Compare(pr.upper[j].end)
 			if c != 0 {

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,55 +37,79 @@ type Finding struct {
 	Source   string // the NVD product ("google:chrome") or the OSV advisory id
 }
 
-// Match answers the findings of one endpoint, sorted by software then CVE,
-// one per (CVE, software).
+// Match answers the findings of one endpoint: one per (CVE, software),
+// grouped by software in the order of ep.Software, CVEs in order within a
+// group.
 func (ix *Index) Match(ep Endpoint) []Finding {
 	var m matcher
 	m.ix = ix
 	m.platform = platformTargets(ep.Platform)
 	distro := feeds.NormalizeEcosystem(ep.Distro)
 	scheme := version.SchemeFor(distro)
+	seen := make(map[string]bool, 16) // software names that produced findings
+	repeated := false
 	for _, sw := range ep.Software {
 		if strings.TrimSpace(sw.Version) == "" {
 			continue
 		}
+		start := len(m.out)
 		if isPackage(sw.InstallType) {
 			// Distribution packages: OSV only, never NVD CPE ranges.
 			if distro != "" {
 				m.matchPackage(distro, scheme, sw)
 			}
+		} else {
+			m.matchApplication(sw)
+		}
+		if len(m.out) == start {
 			continue
 		}
-		m.matchApplication(sw)
-	}
-	sort.Slice(m.out, func(i, j int) bool {
-		a, b := m.out[i], m.out[j]
-		if a.Software != b.Software {
-			return a.Software < b.Software
+		group := m.out[start:]
+		slices.SortFunc(group, compareFindings)
+		m.out = append(m.out[:start], slices.CompactFunc(group, sameFinding)...)
+		// Groups are sorted by CVE only when every finding of the group
+		// names one product, and that product has not been seen before;
+		// otherwise a final pass dedupes across groups.
+		name := m.out[start].Software
+		if seen[name] {
+			repeated = true
 		}
-		return a.CVEID < b.CVEID
-	})
+		seen[name] = true
+		for _, f := range m.out[start+1:] {
+			if f.Software != name {
+				repeated = true
+				break
+			}
+		}
+	}
+	if repeated {
+		// The same product installed twice, or binaries of one source
+		// package: keep one finding per (software, CVE).
+		slices.SortStableFunc(m.out, compareFindings)
+		m.out = slices.CompactFunc(m.out, sameFinding)
+	}
 	return m.out
 }
+
+func compareFindings(a, b Finding) int {
+	if c := strings.Compare(a.Software, b.Software); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.CVEID, b.CVEID); c != 0 {
+		return c
+	}
+	return strings.Compare(b.FixedIn, a.FixedIn) // a known fix first
+}
+
+func sameFinding(a, b Finding) bool { return a.CVEID == b.CVEID && a.Software == b.Software }
 
 type matcher struct {
 	ix       *Index
 	platform map[string]bool
 	out      []Finding
-	seen     map[[2]string]bool
 }
 
-func (m *matcher) add(f Finding) {
-	k := [2]string{f.CVEID, f.Software}
-	if m.seen == nil {
-		m.seen = map[[2]string]bool{}
-	}
-	if m.seen[k] {
-		return
-	}
-	m.seen[k] = true
-	m.out = append(m.out, f)
-}
+func (m *matcher) add(f Finding) { m.out = append(m.out, f) }
 
 func isPackage(installType string) bool {
 	switch strings.ToLower(strings.TrimSpace(installType)) {
@@ -158,16 +183,24 @@ func (m *matcher) matchApplication(sw Software) {
 					}
 				}
 			}
-			for _, r := range pr.other {
+			other := pr.other
+			if len(other) > 0 && !pr.otherOpen {
+				if c := v.Compare(pr.otherMaxEnd); c > 0 || (c == 0 && !pr.otherMaxIncl) {
+					other = nil // past every range
+				}
+			}
+			// Sorted by start: the candidates are the rules starting at or
+			// before v.
+			n := sort.Search(len(other), func(i int) bool {
+				c := v.Compare(other[i].start)
+				return c < 0 || (c == 0 && !other[i].startIncl)
+			})
+			for _, r := range other[:n] {
 				if !m.targetFits(r.targetSW) {
 					continue
 				}
-				c := v.Compare(r.start)
-				if c < 0 || (c == 0 && !r.startIncl) {
-					continue
-				}
 				if r.hasEnd {
-					c = v.Compare(r.end)
+					c := v.Compare(r.end)
 					if c > 0 || (c == 0 && !r.endIncl) {
 						continue
 					}

@@ -27,6 +27,8 @@ const (
 type token struct {
 	kind tokenKind
 	rank int8   // pre-release rank: dev < alpha < beta < pre < rc; unknown words 0
+	big  bool   // a number too long for n: compare s
+	n    uint64 // the number, when it has at most 19 digits
 	s    string // digits without leading zeros, or the lower-case word
 }
 
@@ -61,7 +63,15 @@ func tokenize(v string) []token {
 			for j < len(v) && isDigit(v[j]) {
 				j++
 			}
-			toks = append(toks, token{kind: tokNum, s: strings.TrimLeft(v[i:j], "0")})
+			t := token{kind: tokNum, s: strings.TrimLeft(v[i:j], "0")}
+			if len(t.s) <= 19 {
+				for k := 0; k < len(t.s); k++ {
+					t.n = t.n*10 + uint64(t.s[k]-'0')
+				}
+			} else {
+				t.big = true
+			}
+			toks = append(toks, t)
 			i, sep = j, 0
 		case isAlpha(c):
 			j := i
@@ -140,8 +150,20 @@ func compareToken(x, y token) int {
 		return sign(kindOrder[x.kind] - kindOrder[y.kind])
 	}
 	switch x.kind {
-	case tokNum:
-		return compareDigits(x.s, y.s)
+	case tokNum: // leading zeros were removed by tokenize
+		if !x.big && !y.big {
+			switch {
+			case x.n < y.n:
+				return -1
+			case x.n > y.n:
+				return 1
+			}
+			return 0
+		}
+		if len(x.s) != len(y.s) {
+			return sign(len(x.s) - len(y.s))
+		}
+		return strings.Compare(x.s, y.s)
 	case tokPre:
 		if x.rank != y.rank {
 			return sign(int(x.rank) - int(y.rank))
