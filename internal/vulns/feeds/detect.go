@@ -125,12 +125,7 @@ type Handler struct {
 
 // Parse detects the format of one document and streams its content to h.
 func Parse(r io.Reader, h Handler) (Format, error) {
-	br := bufio.NewReaderSize(r, sniffSize)
-	head, err := br.Peek(sniffSize)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		return FormatUnknown, fmt.Errorf("feeds: read: %w", err)
-	}
-	f, err := Detect(head)
+	f, br, err := DetectReader(r)
 	if err != nil {
 		return f, err
 	}
@@ -159,4 +154,17 @@ func Parse(r io.Reader, h Handler) (Format, error) {
 		}
 		return f, ParseOSV(br, fn)
 	}
+}
+
+// DetectReader answers the format of the document r holds and a reader
+// that still yields the whole document (the bytes Detect looked at are not
+// lost).
+func DetectReader(r io.Reader) (Format, io.Reader, error) {
+	br := bufio.NewReaderSize(r, sniffSize)
+	head, err := br.Peek(sniffSize)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return FormatUnknown, br, fmt.Errorf("feeds: read: %w", err)
+	}
+	f, err := Detect(head)
+	return f, br, err
 }

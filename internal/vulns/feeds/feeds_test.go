@@ -348,6 +348,13 @@ func TestDetect(t *testing.T) {
 			t.Errorf("Detect(first 300 bytes of %s) = %q; want %q", name, f, want)
 		}
 	}
+	f, r, err := DetectReader(bytes.NewReader(readFixture(t, "kev-subset.json")))
+	if f != FormatKEV || err != nil {
+		t.Errorf("DetectReader = %q, %v", f, err)
+	}
+	if kevs, err := ReadKEV(r); err != nil || len(kevs) != 9 {
+		t.Errorf("reading after DetectReader: %d entries, %v", len(kevs), err)
+	}
 	for doc, want := range map[string]Format{
 		`{"resultsPerPage":1,"vulnerabilities":[{"cve":{}}]}`:            FormatNVD,
 		`{"vulnerabilities":[{"cveID":"CVE-2021-44228"}]}`:               FormatKEV,

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -285,5 +286,32 @@ func TestCatalogResolve(t *testing.T) {
 	}
 	if _, err := os.Stat("cpemap.json"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestConcurrentMatch lets -race check that one index serves many
+// goroutines (the catalog's name cache is the only shared state written).
+func TestConcurrentMatch(t *testing.T) {
+	ix := fixtureIndex(t)
+	ep := Endpoint{Platform: "windows", Software: []Software{
+		{Name: "Google Chrome", Publisher: "Google LLC", Version: "116.0.5845.141"},
+		{Name: "7-Zip 23.01 (x64)", Publisher: "Igor Pavlov", Version: "23.01"},
+	}}
+	want := len(ix.Match(ep))
+	done := make(chan int)
+	for g := 0; g < 4; g++ {
+		go func() {
+			n := 0
+			for i := 0; i < 50; i++ {
+				sw := append(slices.Clone(ep.Software), Software{Name: fmt.Sprintf("Tool %d-%d", g, i), Version: "1"})
+				n = len(ix.Match(Endpoint{Platform: "windows", Software: sw}))
+			}
+			done <- n
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if n := <-done; n != want {
+			t.Errorf("concurrent match found %d, want %d", n, want)
+		}
 	}
 }
