@@ -42,7 +42,7 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 			if err != nil {
 				return fmt.Errorf("store: enroll endpoint: %w", err)
 			}
-			return nil
+			return tx.afterEndpointChange(ctx, en.OrgID, id)
 		case err != nil:
 			return fmt.Errorf("store: enroll endpoint: %w", err)
 		}
@@ -54,7 +54,7 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		if err != nil {
 			return fmt.Errorf("store: re-enroll endpoint: %w", err)
 		}
-		return nil
+		return tx.afterEndpointChange(ctx, en.OrgID, id)
 	})
 	return id, created, err
 }
@@ -133,10 +133,24 @@ func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
 				b, _ := json.Marshal(c.IPAddresses)
 				ips = string(b)
 			}
-			if _, err := tx.exec(ctx, `UPDATE endpoints SET last_seen_at = ?, last_boot_at = COALESCE(?, last_boot_at), pending_reboot = ?,
-				logged_user = ?, ip_addresses = COALESCE(?, ip_addresses), agent_version = COALESCE(?, agent_version) WHERE id = ?`,
-				millis(c.At), nullMillis(c.LastBootAt), c.PendingReboot, c.User, ips, nullIfEmpty(c.AgentVersion), c.EndpointID); err != nil {
+			// Fields that group rules test change rarely: write them only
+			// when they differ, and then re-decide group membership.
+			var orgID string
+			err := tx.queryRow(ctx, `UPDATE endpoints SET pending_reboot = ?, logged_user = ?, ip_addresses = COALESCE(?, ip_addresses),
+				agent_version = COALESCE(?, agent_version) WHERE id = ? AND (pending_reboot <> ? OR logged_user IS DISTINCT FROM ?
+				OR ip_addresses <> COALESCE(?, ip_addresses) OR agent_version IS DISTINCT FROM COALESCE(?, agent_version)) RETURNING org_id`,
+				c.PendingReboot, c.User, ips, nullIfEmpty(c.AgentVersion), c.EndpointID, c.PendingReboot, c.User, ips, nullIfEmpty(c.AgentVersion)).Scan(&orgID)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("store: record check-ins: %w", err)
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET last_seen_at = ?, last_boot_at = COALESCE(?, last_boot_at) WHERE id = ?`,
+				millis(c.At), nullMillis(c.LastBootAt), c.EndpointID); err != nil {
+				return fmt.Errorf("store: record check-ins: %w", err)
+			}
+			if orgID != "" {
+				if err := tx.afterEndpointChange(ctx, orgID, c.EndpointID); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

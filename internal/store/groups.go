@@ -22,21 +22,21 @@ const NewEndpointDays = 7
 
 // Group is an endpoint group with its criteria and alert settings.
 type Group struct {
-	ID                  string         `json:"id"`
-	OrgID               string         `json:"orgId"`
-	Name                string         `json:"name"`
-	Description         *string        `json:"description"`
-	Kind                string         `json:"kind"`
-	System              bool           `json:"system"`
-	Builtin             string         `json:"builtin,omitempty"` // groups.BuiltinAll, groups.BuiltinNew or ""
-	MatchAll            bool           `json:"matchAll"`
-	Rules               []groups.Rule  `json:"rules"`
-	ExcludeRules        []groups.Rule  `json:"excludeRules"`
-	OfflineAlertMinutes *int           `json:"offlineAlertMinutes"`
-	OnlineAlert         bool           `json:"onlineAlert"`
-	Members             int            `json:"members"`
-	CreatedAt           time.Time      `json:"createdAt"`
-	UpdatedAt           time.Time      `json:"updatedAt"`
+	ID                  string          `json:"id"`
+	OrgID               string          `json:"orgId"`
+	Name                string          `json:"name"`
+	Description         *string         `json:"description"`
+	Kind                string          `json:"kind"`
+	System              bool            `json:"system"`
+	Builtin             string          `json:"builtin,omitempty"` // groups.BuiltinAll, groups.BuiltinNew or ""
+	MatchAll            bool            `json:"matchAll"`
+	Rules               []groups.Rule   `json:"rules"`
+	ExcludeRules        []groups.Rule   `json:"excludeRules"`
+	OfflineAlertMinutes *int            `json:"offlineAlertMinutes"`
+	OnlineAlert         bool            `json:"onlineAlert"`
+	Members             int             `json:"members"`
+	CreatedAt           time.Time       `json:"createdAt"`
+	UpdatedAt           time.Time       `json:"updatedAt"`
 	criteria            groups.Criteria // parsed Rules and ExcludeRules
 }
 
