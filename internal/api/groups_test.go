@@ -92,7 +92,9 @@ func sameIDs(got []string, want ...*apitest.Agent) bool {
 	return slices.Equal(g, w)
 }
 
-func rule(field, op, value string) apiv1.GroupRule { return apiv1.GroupRule{Field: field, Op: op, Value: value} }
+func rule(field, op, value string) apiv1.GroupRule {
+	return apiv1.GroupRule{Field: field, Op: op, Value: value}
+}
 
 func ptr[T any](v T) *T { return &v }
 
