@@ -16,8 +16,9 @@ var defaultCatalogJSON []byte
 
 // Product is what an installed application is known as in the NVD.
 type Product struct {
-	Display string   // the name shown in findings, "Mozilla Firefox ESR"
-	CPEs    []string // vendor:product keys, "mozilla:firefox_esr"
+	Display      string   // the name shown in findings, "Mozilla Firefox ESR"
+	CPEs         []string // vendor:product keys, "mozilla:firefox_esr"
+	VersionStyle string   // see catalogEntry.VersionStyle
 }
 
 // catalogEntry is one product of cpemap.json. Names and prefixes are
@@ -32,6 +33,10 @@ type catalogEntry struct {
 	Prefixes         []string `json:"prefixes"`
 	Publishers       []string `json:"publishers"`
 	RequirePublisher bool     `json:"requirePublisher"`
+	// VersionStyle names a translation of the installed version into the
+	// NVD's: "oracle-java" turns Windows' "8.0.3810.9" into "1.8.0update381",
+	// as the NVD writes Java 8 updates (cpe …:oracle:jre:1.8.0:update381).
+	VersionStyle string `json:"versionStyle"`
 }
 
 // Catalog maps installed application names to NVD products. It is safe for
@@ -79,6 +84,11 @@ func LoadCatalog(r io.Reader) (*Catalog, error) {
 		}
 		for j, p := range e.Publishers {
 			e.Publishers[j] = strings.ToLower(p)
+		}
+		switch e.VersionStyle {
+		case "", "oracle-java":
+		default:
+			return nil, fmt.Errorf("match: catalog entry %q: unknown versionStyle %q", e.Display, e.VersionStyle)
 		}
 		for _, n := range e.Names {
 			key := NormalizeName(n)
@@ -133,7 +143,7 @@ func (c *Catalog) resolve(name, publisher string) []Product {
 		if !publisherFits(e, pub) {
 			continue
 		}
-		out = append(out, Product{Display: e.Display, CPEs: e.CPE})
+		out = append(out, Product{Display: e.Display, CPEs: e.CPE, VersionStyle: e.VersionStyle})
 	}
 	return out
 }
@@ -243,4 +253,25 @@ func isLocale(w string) bool {
 		}
 	}
 	return true
+}
+
+// nvdVersion translates an installed version into the NVD's spelling for
+// the products that need it.
+func nvdVersion(style, v string) string {
+	if style != "oracle-java" {
+		return v
+	}
+	// Java 8 on Windows: 8.0.<update*10>.<build> → 1.8.0update<update>.
+	parts := strings.Split(v, ".")
+	if len(parts) >= 3 && parts[0] == "8" && parts[1] == "0" && len(parts[2]) >= 2 && strings.HasSuffix(parts[2], "0") {
+		u := strings.TrimLeft(parts[2][:len(parts[2])-1], "0")
+		if u != "" && strings.Trim(u, "0123456789") == "" {
+			return "1.8.0update" + u
+		}
+	}
+	// "1.8.0_381" (macOS, Linux tarballs) → 1.8.0update381.
+	if rest, ok := strings.CutPrefix(v, "1.8.0_"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+		return "1.8.0update" + rest
+	}
+	return v
 }

@@ -147,70 +147,75 @@ func (m *matcher) matchApplication(sw Software) {
 	if len(products) == 0 {
 		return
 	}
-	v := version.Parse(version.Generic, sw.Version)
-	var canon string
 	for _, p := range products {
-		for _, key := range p.CPEs {
-			pr := m.ix.products[key]
-			if pr == nil {
-				continue
-			}
-			emit := func(cve, fixed string) {
-				m.add(Finding{CVEID: cve, Software: p.Display, Version: sw.Version, FixedIn: fixed, Source: key})
-			}
-			// Rules with only an end bound: the affected ones form a suffix.
-			i := sort.Search(len(pr.upper), func(i int) bool {
-				r := pr.upper[i]
-				c := v.Compare(r.end)
-				return c < 0 || (r.incl && c == 0)
-			})
-			for _, r := range pr.upper[i:] {
-				if m.targetFits(r.targetSW) {
-					fixed := ""
-					if !r.incl {
-						fixed = r.end.String()
-					}
-					emit(r.cve, fixed)
+		m.matchProduct(p, sw)
+	}
+}
+
+func (m *matcher) matchProduct(p Product, sw Software) {
+	installed := nvdVersion(p.VersionStyle, sw.Version)
+	v := version.Parse(version.Generic, installed)
+	var canon string
+	for _, key := range p.CPEs {
+		pr := m.ix.products[key]
+		if pr == nil {
+			continue
+		}
+		emit := func(cve, fixed string) {
+			m.add(Finding{CVEID: cve, Software: p.Display, Version: sw.Version, FixedIn: fixed, Source: key})
+		}
+		// Rules with only an end bound: the affected ones form a suffix.
+		i := sort.Search(len(pr.upper), func(i int) bool {
+			r := pr.upper[i]
+			c := v.Compare(r.end)
+			return c < 0 || (r.incl && c == 0)
+		})
+		for _, r := range pr.upper[i:] {
+			if m.targetFits(r.targetSW) {
+				fixed := ""
+				if !r.incl {
+					fixed = r.end.String()
 				}
+				emit(r.cve, fixed)
 			}
-			if len(pr.exact) > 0 {
-				if canon == "" {
-					canon = version.Canonical(version.Generic, sw.Version)
-				}
-				for _, r := range pr.exact[canon] {
-					if m.targetFits(r.targetSW) {
-						emit(r.cve, "")
-					}
-				}
+		}
+		if len(pr.exact) > 0 {
+			if canon == "" {
+				canon = version.Canonical(version.Generic, installed)
 			}
-			other := pr.other
-			if len(other) > 0 && !pr.otherOpen {
-				if c := v.Compare(pr.otherMaxEnd); c > 0 || (c == 0 && !pr.otherMaxIncl) {
-					other = nil // past every range
-				}
-			}
-			// Sorted by start: the candidates are the rules starting at or
-			// before v.
-			n := sort.Search(len(other), func(i int) bool {
-				c := v.Compare(other[i].start)
-				return c < 0 || (c == 0 && !other[i].startIncl)
-			})
-			for _, r := range other[:n] {
-				if !m.targetFits(r.targetSW) {
-					continue
-				}
-				if r.hasEnd {
-					c := v.Compare(r.end)
-					if c > 0 || (c == 0 && !r.endIncl) {
-						continue
-					}
-				}
-				emit(r.cve, r.fixedIn)
-			}
-			for _, r := range pr.all {
+			for _, r := range pr.exact[canon] {
 				if m.targetFits(r.targetSW) {
 					emit(r.cve, "")
 				}
+			}
+		}
+		other := pr.other
+		if len(other) > 0 && !pr.otherOpen {
+			if c := v.Compare(pr.otherMaxEnd); c > 0 || (c == 0 && !pr.otherMaxIncl) {
+				other = nil // past every range
+			}
+		}
+		// Sorted by start: the candidates are the rules starting at or
+		// before v.
+		n := sort.Search(len(other), func(i int) bool {
+			c := v.Compare(other[i].start)
+			return c < 0 || (c == 0 && !other[i].startIncl)
+		})
+		for _, r := range other[:n] {
+			if !m.targetFits(r.targetSW) {
+				continue
+			}
+			if r.hasEnd {
+				c := v.Compare(r.end)
+				if c > 0 || (c == 0 && !r.endIncl) {
+					continue
+				}
+			}
+			emit(r.cve, r.fixedIn)
+		}
+		for _, r := range pr.all {
+			if m.targetFits(r.targetSW) {
+				emit(r.cve, "")
 			}
 		}
 	}

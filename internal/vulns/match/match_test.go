@@ -315,3 +315,29 @@ func TestConcurrentMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestOracleJavaVersions(t *testing.T) {
+	java := feeds.CVE{ID: "CVE-2099-2000", CPEMatches: []feeds.CPEMatch{
+		{Part: "a", Vendor: "oracle", Product: "jre", Version: "1.8.0", Update: "update381", TargetSW: "*"},
+		{Part: "a", Vendor: "oracle", Product: "jdk", Version: "1.8.0", Update: "update_381", TargetSW: "*"},
+		{Part: "a", Vendor: "oracle", Product: "jdk", Version: "17.0.8", Update: "*", TargetSW: "*"}}}
+	ix := fixtureIndex(t, java)
+	for _, c := range []struct {
+		name, version string
+		want          int
+	}{
+		{"Java 8 Update 381 (64-bit)", "8.0.3810.9", 1},
+		{"Java 8 Update 391 (64-bit)", "8.0.3910.10", 0},
+		{"Java(TM) SE Development Kit 8 Update 381", "1.8.0_381", 1},
+		{"Java(TM) SE Development Kit 17.0.8 (64-bit)", "17.0.8.0", 1},
+		{"Java(TM) SE Development Kit 17.0.9 (64-bit)", "17.0.9.0", 0},
+	} {
+		fs := ix.Match(Endpoint{Platform: "windows", Software: []Software{{Name: c.name, Publisher: "Oracle Corporation", Version: c.version}}})
+		if len(fs) != c.want {
+			t.Errorf("%s %s: %+v, want %d findings", c.name, c.version, fs, c.want)
+		}
+		if len(fs) == 1 && fs[0].Version != c.version {
+			t.Errorf("finding shows %q, want the installed %q", fs[0].Version, c.version)
+		}
+	}
+}
