@@ -125,6 +125,23 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			}
 			return admin.CreateUser(ctx, s, admin.ActorCLI, org, email, role, pw)
 		}
+	case "approval-policy set", "approval-policy list", "approval-policy delete":
+		var req admin.PolicyRequest
+		define = func(fs *flag.FlagSet) {
+			str(fs, &req.Org, "org", "organization id or name")
+			if verb != "list" {
+				str(fs, &req.Severity, "severity", "Critical, Important, Moderate, Low, Unspecified or ANY")
+				str(fs, &req.Source, "source", "OS, THIRD_PARTY or ANY")
+			}
+			if verb == "set" {
+				fs.IntVar(&req.DelayDays, "delay-days", 0, "approve this many days after the update is first seen (0: at once)")
+				str(fs, &req.DeclineOlder, "decline-older", "true or false: approving an application version declines its older versions")
+			}
+		}
+		do = func(s *store.Store) (any, error) {
+			req.Verb = verb
+			return admin.ApprovalPolicy(ctx, s, admin.ActorCLI, req)
+		}
 	case "audit list":
 		define = func(fs *flag.FlagSet) {
 			str(fs, &org, "org", "organization id or name")
@@ -132,6 +149,8 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			str(fs, &actor, "actor", "only this actor, for example api:ci")
 			str(fs, &action, "action", "only this action, for example group.create")
 		}
+	case "script create", "script update", "script list", "script delete", "run stop":
+		define, do, _ = scriptAndRunAdmin(ctx, object, verb, stdio)
 	default:
 		return usagef("unknown admin command %q", object+" "+verb)
 	}
