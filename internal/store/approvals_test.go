@@ -66,7 +66,9 @@ func TestApprovalPolicyAtIngestion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := func() *store.AuditEntry { return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"} }
+	audit := func() *store.AuditEntry {
+		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
+	}
 	now := time.Now()
 	ep := enroll(t, s, o.ID, "m1", now)
 	ingest(t, s, o.ID, ep, now, kb("KB5000001", "Critical")) // seen before any policy: stays NEW
@@ -116,7 +118,9 @@ func TestDeclineOlder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := func() *store.AuditEntry { return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"} }
+	audit := func() *store.AuditEntry {
+		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
+	}
 	now := time.Now()
 	a, b, c := enroll(t, s, o.ID, "a", now), enroll(t, s, o.ID, "b", now), enroll(t, s, o.ID, "c", now)
 	ingest(t, s, o.ID, a, now, app("Mozilla.Firefox", "133.0.3"))
