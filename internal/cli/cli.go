@@ -55,6 +55,11 @@ Usage:
   patchd admin enroll-token list --org ORG
   patchd admin enroll-token revoke --org ORG --id ID
   patchd admin user create --org ORG --email E --role ROLE [--password-stdin]
+  patchd admin script create|update --org ORG --name NAME --language sh|bash|powershell|python|cmd (--code TEXT | --code-file F|-)
+        [--param NAME=DEFAULT]… [--reboot-exit-codes 3010,1641] [--timeout SECONDS]   (update takes --id ID|NAME)
+  patchd admin script list --org ORG
+  patchd admin script delete --org ORG --id ID|NAME
+  patchd admin run stop --org ORG --id RUN
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
   patchd version
 
