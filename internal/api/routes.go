@@ -9,31 +9,31 @@ import (
 // routes is the route table: every operation of the REST API v1, numbered
 // as in section 4 of the specification, with the permission it needs.
 func (a *API) routes() {
-	a.public("POST /api/oauth/token", a.issueToken)                                    // 1
-	a.route("GET /api/v1/endpoints", perm.EndpointsView, a.listEndpoints)              // 2
-	a.route("GET /api/v1/endpoints/{id}", perm.EndpointsView, a.getEndpoint)           // 3
-	a.route("PATCH /api/v1/endpoints/{id}", perm.EndpointsManage, a.patchEndpoint)     // 4
-	a.route("DELETE /api/v1/endpoints/{id}", perm.EndpointsManage, a.deleteEndpoint)   // 5
-	a.route("GET /api/v1/updates", perm.UpdatesView, a.listUpdates)                    // 6
-	a.route("GET /api/v1/software", perm.EndpointsView, a.listSoftware)                // 7
-	a.route("GET /api/v1/vulnerabilities", perm.VulnerabilitiesView, notImplemented)   // 8
-	a.route("GET /api/v1/groups", perm.EndpointsView, a.listGroups)                    // 9
-	a.route("POST /api/v1/groups", perm.EndpointsManage, a.createGroup)                // 10
-	a.route("PATCH /api/v1/groups/{id}", perm.EndpointsManage, a.patchGroup)           // 11
-	a.route("DELETE /api/v1/groups/{id}", perm.EndpointsManage, a.deleteGroup)         // 12
-	a.route("GET /api/v1/automations", perm.AutomationsView, notImplemented)           // 13
-	a.route("POST /api/v1/automations", perm.AutomationsManage, notImplemented)        // 14
-	a.route("GET /api/v1/automations/{id}", perm.AutomationsView, notImplemented)      // 15
-	a.route("PATCH /api/v1/automations/{id}", perm.AutomationsManage, notImplemented)  // 16
-	a.route("DELETE /api/v1/automations/{id}", perm.AutomationsManage, notImplemented) // 17
-	a.route("POST /api/v1/actions", perm.AutomationsRun, notImplemented)               // 18
-	a.route("POST /api/v1/updates/approvals", perm.UpdatesManage, a.setApprovals)      // 19
-	a.route("GET /api/v1/alerts", perm.ReportsView, notImplemented)                    // 20
-	a.route("POST /api/v1/alerts", perm.ReportsManage, notImplemented)                 // 21
-	a.route("POST /api/v1/automations/{id}/run", perm.AutomationsRun, notImplemented)  // 22
-	a.route("GET /api/v1/runs", perm.AutomationsView, a.listRuns)                      // 23
-	a.route("GET /api/v1/reports/{key}", perm.ReportsView, notImplemented)             // 24
-	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                            // 25
+	a.public("POST /api/oauth/token", a.issueToken)                                        // 1
+	a.route("GET /api/v1/endpoints", perm.EndpointsView, a.listEndpoints)                  // 2
+	a.route("GET /api/v1/endpoints/{id}", perm.EndpointsView, a.getEndpoint)               // 3
+	a.route("PATCH /api/v1/endpoints/{id}", perm.EndpointsManage, a.patchEndpoint)         // 4
+	a.route("DELETE /api/v1/endpoints/{id}", perm.EndpointsManage, a.deleteEndpoint)       // 5
+	a.route("GET /api/v1/updates", perm.UpdatesView, a.listUpdates)                        // 6
+	a.route("GET /api/v1/software", perm.EndpointsView, a.listSoftware)                    // 7
+	a.route("GET /api/v1/vulnerabilities", perm.VulnerabilitiesView, notImplemented)       // 8
+	a.route("GET /api/v1/groups", perm.EndpointsView, a.listGroups)                        // 9
+	a.route("POST /api/v1/groups", perm.EndpointsManage, a.createGroup)                    // 10
+	a.route("PATCH /api/v1/groups/{id}", perm.EndpointsManage, a.patchGroup)               // 11
+	a.route("DELETE /api/v1/groups/{id}", perm.EndpointsManage, a.deleteGroup)             // 12
+	a.route("GET /api/v1/automations", perm.AutomationsView, a.listAutomations)            // 13
+	a.route("POST /api/v1/automations", perm.AutomationsManage, a.createAutomation)        // 14
+	a.route("GET /api/v1/automations/{id}", perm.AutomationsView, a.getAutomation)         // 15
+	a.route("PATCH /api/v1/automations/{id}", perm.AutomationsManage, a.patchAutomation)   // 16
+	a.route("DELETE /api/v1/automations/{id}", perm.AutomationsManage, a.deleteAutomation) // 17
+	a.route("POST /api/v1/actions", perm.AutomationsRun, a.createAction)                   // 18
+	a.route("POST /api/v1/updates/approvals", perm.UpdatesManage, a.setApprovals)          // 19
+	a.route("GET /api/v1/alerts", perm.ReportsView, notImplemented)                        // 20
+	a.route("POST /api/v1/alerts", perm.ReportsManage, notImplemented)                     // 21
+	a.route("POST /api/v1/automations/{id}/run", perm.AutomationsRun, a.runAutomation)     // 22
+	a.route("GET /api/v1/runs", perm.AutomationsView, a.listRuns)                          // 23
+	a.route("GET /api/v1/reports/{key}", perm.ReportsView, notImplemented)                 // 24
+	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                                // 25
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }
