@@ -21,6 +21,10 @@ func Generate(seed int64, index int) agentproto.Inventory {
 	return generate(newProfile(seed, index), nil)
 }
 
+// Platform returns the platform (windows, linux or macos) of endpoint index
+// of the fleet seeded with seed, as it enrolls.
+func Platform(seed int64, index int) string { return newProfile(seed, index).platform }
+
 // changes records what commands did to an endpoint since it was generated;
 // the next inventory reflects them. It is saved in the state file.
 type changes struct {

@@ -274,7 +274,8 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 		d.Disks = append(d.Disks, disk)
 	}
 	rows.Close()
-	rows, err = s.query(ctx, `SELECT name, version, publisher, install_date FROM endpoint_software WHERE endpoint_id = ? ORDER BY lower(name), version_key`, id)
+	rows, err = s.query(ctx, `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, es.install_date FROM endpoint_software es
+		JOIN software_titles t ON t.id = es.title_id WHERE es.endpoint_id = ? ORDER BY t.name_lower, es.title_id, es.version_key`, id)
 	if err != nil {
 		return d, fmt.Errorf("store: endpoint software: %w", err)
 	}

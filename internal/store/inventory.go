@@ -70,6 +70,11 @@ func eq(a, b *string) bool {
 // software titles and update keys keep exact counts.
 func (s *Store) ReplaceInventory(ctx context.Context, orgID, endpointID string, n inventory.Normalized, hash string, now time.Time) error {
 	doc := n.Doc
+	// Compress the datasets before taking the (single, on SQLite) writer.
+	sets, err := compressDatasets(doc.Datasets)
+	if err != nil {
+		return err
+	}
 	return s.InTx(ctx, func(tx *Tx) error {
 		sys := doc.System
 		macs, _ := json.Marshal(nonNilStrings(sys.MACAddresses))
@@ -99,7 +104,7 @@ func (s *Store) ReplaceInventory(ctx context.Context, orgID, endpointID string, 
 		if err := tx.replaceUpdates(ctx, orgID, endpointID, n.Updates, now); err != nil {
 			return err
 		}
-		if err := tx.replaceDatasets(ctx, orgID, endpointID, doc.Datasets, doc.CollectedAt); err != nil {
+		if err := tx.replaceDatasets(ctx, orgID, endpointID, sets, doc.CollectedAt); err != nil {
 			return err
 		}
 		return tx.afterEndpointChange(ctx, orgID, endpointID)
@@ -146,14 +151,14 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 		ver   string
 	}
 	old := map[key]swRow{}
-	rows, err := tx.query(ctx, `SELECT title_id, version_key, name, version, publisher, install_date, installed_for, install_type, source_package
+	rows, err := tx.query(ctx, `SELECT title_id, version_key, publisher, install_date, installed_for, install_type, source_package
 		FROM endpoint_software WHERE endpoint_id = ?`, endpointID)
 	if err != nil {
 		return fmt.Errorf("store: inventory software: %w", err)
 	}
 	for rows.Next() {
 		var r swRow
-		if err := rows.Scan(&r.titleID, &r.versionKey, &r.name, &r.version, &r.publisher, &r.installDate, &r.installedFor, &r.instType, &r.sourcePkg); err != nil {
+		if err := rows.Scan(&r.titleID, &r.versionKey, &r.publisher, &r.installDate, &r.installedFor, &r.instType, &r.sourcePkg); err != nil {
 			rows.Close()
 			return fmt.Errorf("store: inventory software: %w", err)
 		}
@@ -170,7 +175,7 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 		if err != nil {
 			return err
 		}
-		r := swRow{titleID: id, versionKey: inventory.VersionKey(sw.Version), name: sw.Name, version: sw.Version, publisher: sw.Publisher,
+		r := swRow{titleID: id, versionKey: inventory.VersionKey(sw.Version), publisher: sw.Publisher,
 			installDate: sw.InstallDate, installedFor: sw.InstalledFor, instType: sw.InstallType, sourcePkg: sw.SourcePackage}
 		k := key{id, r.versionKey}
 		if prev, ok := old[k]; ok {
@@ -178,15 +183,15 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 			if prev.same(r) {
 				continue
 			}
-			if _, err := tx.exec(ctx, `UPDATE endpoint_software SET name = ?, version = ?, publisher = ?, install_date = ?, installed_for = ?,
+			if _, err := tx.exec(ctx, `UPDATE endpoint_software SET publisher = ?, install_date = ?, installed_for = ?,
 				install_type = ?, source_package = ? WHERE endpoint_id = ? AND title_id = ? AND version_key = ?`,
-				r.name, r.version, r.publisher, r.installDate, r.installedFor, r.instType, r.sourcePkg, endpointID, id, r.versionKey); err != nil {
+				r.publisher, r.installDate, r.installedFor, r.instType, r.sourcePkg, endpointID, id, r.versionKey); err != nil {
 				return fmt.Errorf("store: inventory software: %w", err)
 			}
 			continue
 		}
 		delta[id]++
-		inserts = append(inserts, []any{endpointID, id, r.versionKey, orgID, r.name, r.version, r.publisher, r.installDate, r.installedFor, r.instType, r.sourcePkg})
+		inserts = append(inserts, []any{endpointID, id, r.versionKey, r.publisher, r.installDate, r.installedFor, r.instType, r.sourcePkg})
 	}
 	for k := range old {
 		delta[k.title]--
@@ -194,7 +199,7 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 			return fmt.Errorf("store: inventory software: %w", err)
 		}
 	}
-	if err := tx.insertRows(ctx, "endpoint_software", []string{"endpoint_id", "title_id", "version_key", "org_id", "name", "version", "publisher",
+	if err := tx.insertRows(ctx, "endpoint_software", []string{"endpoint_id", "title_id", "version_key", "publisher",
 		"install_date", "installed_for", "install_type", "source_package"}, inserts); err != nil {
 		return err
 	}
@@ -316,24 +321,34 @@ func (tx *Tx) applyKeyDelta(ctx context.Context, orgID string, delta map[string]
 	return nil
 }
 
-func (tx *Tx) replaceDatasets(ctx context.Context, orgID, endpointID string, sets map[string][]map[string]any, at time.Time) error {
+type compressedDataset struct {
+	name  string
+	blob  []byte
+	count int
+}
+
+func compressDatasets(sets map[string][]map[string]any) ([]compressedDataset, error) {
+	out := make([]compressedDataset, 0, len(sets))
+	for name, rows := range sets {
+		b, err := compressRows(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: dataset %s: %w", name, err)
+		}
+		out = append(out, compressedDataset{name: name, blob: b, count: len(rows)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+func (tx *Tx) replaceDatasets(ctx context.Context, orgID, endpointID string, sets []compressedDataset, at time.Time) error {
 	if _, err := tx.exec(ctx, `DELETE FROM endpoint_datasets WHERE endpoint_id = ?`, endpointID); err != nil {
 		return fmt.Errorf("store: inventory datasets: %w", err)
 	}
-	names := make([]string, 0, len(sets))
-	for name := range sets {
-		names = append(names, name)
+	rows := make([][]any, 0, len(sets))
+	for _, d := range sets {
+		rows = append(rows, []any{endpointID, orgID, d.name, d.blob, d.count, millis(at)})
 	}
-	sort.Strings(names)
-	rows := make([][]any, 0, len(names))
-	for _, name := range names {
-		b, err := json.Marshal(sets[name])
-		if err != nil {
-			return fmt.Errorf("store: dataset %s: %w", name, err)
-		}
-		rows = append(rows, []any{endpointID, orgID, name, string(b), len(sets[name]), millis(at)})
-	}
-	return tx.insertRows(ctx, "endpoint_datasets", []string{"endpoint_id", "org_id", "name", "rows", "row_count", "collected_at"}, rows)
+	return tx.insertRows(ctx, "endpoint_datasets", []string{"endpoint_id", "org_id", "name", "rows_gz", "row_count", "collected_at"}, rows)
 }
 
 // releaseInventory takes an endpoint's software and updates out of the

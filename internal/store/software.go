@@ -67,7 +67,7 @@ type SoftwareQuery struct {
 	Offset     int
 }
 
-const softwareColumns = `es.endpoint_id, COALESCE(e.display_name, e.hostname), es.name, es.version, es.publisher, es.install_date,
+const softwareColumns = `es.endpoint_id, COALESCE(e.display_name, e.hostname), t.name, NULLIF(es.version_key, ''), es.publisher, es.install_date,
 	es.installed_for, es.install_type`
 
 func scanSoftwareRow(rows *sql.Rows) (apiv1.SoftwareRow, error) {
@@ -86,17 +86,18 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 	total := 0
 	err := s.InReadTx(ctx, func(r *ReadTx) error {
 		if q.EndpointID != "" {
-			where := `es.org_id = ? AND es.endpoint_id = ?`
+			where := `e.org_id = ? AND es.endpoint_id = ?`
 			args := []any{q.OrgID, q.EndpointID}
 			if q.Q != "" {
-				where += ` AND lower(es.name) LIKE ? ESCAPE '\'`
+				where += ` AND t.name_lower LIKE ? ESCAPE '\'`
 				args = append(args, likePattern(q.Q))
 			}
-			if err := r.queryRow(ctx, `SELECT COUNT(*) FROM endpoint_software es WHERE `+where, args...).Scan(&total); err != nil {
+			const from = ` FROM endpoint_software es JOIN endpoints e ON e.id = es.endpoint_id JOIN software_titles t ON t.id = es.title_id WHERE `
+			if err := r.queryRow(ctx, `SELECT COUNT(*)`+from+where, args...).Scan(&total); err != nil {
 				return fmt.Errorf("store: count software: %w", err)
 			}
-			rows, err := r.query(ctx, `SELECT `+softwareColumns+` FROM endpoint_software es JOIN endpoints e ON e.id = es.endpoint_id
-				WHERE `+where+` ORDER BY lower(es.name), es.title_id, es.version_key LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+			rows, err := r.query(ctx, `SELECT `+softwareColumns+from+where+` ORDER BY t.name_lower, es.title_id, es.version_key LIMIT ? OFFSET ?`,
+				append(args, q.Limit, q.Offset)...)
 			if err != nil {
 				return fmt.Errorf("store: list software: %w", err)
 			}
@@ -134,7 +135,8 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 		total = sum
 		for i := start; i < len(entries) && len(out) < q.Limit; i++ {
 			rows, err := r.query(ctx, `SELECT `+softwareColumns+` FROM endpoint_software es JOIN endpoints e ON e.id = es.endpoint_id
-				WHERE es.title_id = ? ORDER BY es.endpoint_id, es.version_key LIMIT ? OFFSET ?`, entries[i].key, q.Limit-len(out), local)
+				JOIN software_titles t ON t.id = es.title_id WHERE es.title_id = ? ORDER BY es.endpoint_id, es.version_key LIMIT ? OFFSET ?`,
+				entries[i].key, q.Limit-len(out), local)
 			if err != nil {
 				return fmt.Errorf("store: list software: %w", err)
 			}

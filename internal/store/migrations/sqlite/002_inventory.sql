@@ -76,19 +76,17 @@ CREATE TABLE software_titles (
 CREATE INDEX software_titles_order ON software_titles (org_id, name_lower, id);
 
 CREATE TABLE endpoint_software (
-	endpoint_id   TEXT NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
-	title_id      BIGINT NOT NULL REFERENCES software_titles(id),
-	version_key   TEXT NOT NULL,
-	org_id        TEXT NOT NULL,
-	name          TEXT NOT NULL,
-	version       TEXT,
-	publisher     TEXT,
-	install_date  TEXT,
-	installed_for TEXT,
-	install_type  TEXT,
+	endpoint_id    TEXT NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
+	title_id       BIGINT NOT NULL REFERENCES software_titles(id),
+	-- version_key is the version, '' when none was reported.
+	version_key    TEXT NOT NULL,
+	publisher      TEXT,
+	install_date   TEXT,
+	installed_for  TEXT,
+	install_type   TEXT,
 	source_package TEXT,
 	PRIMARY KEY (endpoint_id, title_id, version_key)
-);
+) WITHOUT ROWID;
 CREATE INDEX endpoint_software_title ON endpoint_software (title_id, endpoint_id, version_key);
 
 -- update_keys is the organization's catalog of missing updates by key, with
@@ -142,12 +140,13 @@ CREATE TABLE update_approvals (
 	PRIMARY KEY (org_id, key)
 );
 
--- Raw material of the built-in reports: named tables of rows per endpoint.
+-- Raw material of the built-in reports: named tables of rows per endpoint,
+-- kept as gzip-compressed JSON arrays (they compress about tenfold).
 CREATE TABLE endpoint_datasets (
 	endpoint_id  TEXT NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
 	org_id       TEXT NOT NULL,
 	name         TEXT NOT NULL,
-	rows         TEXT NOT NULL,
+	rows_gz      BLOB NOT NULL,
 	row_count    INTEGER NOT NULL,
 	collected_at BIGINT NOT NULL,
 	PRIMARY KEY (endpoint_id, name)
