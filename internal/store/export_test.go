@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/internal/groups"
+)
+
+// Bulk loaders for the performance tests: they write rows as the store's
+// own code would leave them, without the cost of one transaction per
+// inventory, so that a million rows load in a minute.
+
+// BulkEndpointsForTest inserts n endpoints named host-000000 … of an
+// organization and answers their ids.
+func (s *Store) BulkEndpointsForTest(ctx context.Context, orgID string, n int, enrolledAt time.Time) ([]string, error) {
+	ids := make([]string, n)
+	const chunk = 5000
+	for start := 0; start < n; start += chunk {
+		end := min(start+chunk, n)
+		rows := make([][]any, 0, end-start)
+		for i := start; i < end; i++ {
+			ids[i] = NewID()
+			host := fmt.Sprintf("host-%06d", i)
+			platform := []string{"windows", "linux", "macos"}[i%3]
+			rows = append(rows, []any{ids[i], orgID, "uid-" + ids[i], "secret-" + ids[i], host, host, platform, "Test OS", millis(enrolledAt),
+				fmt.Sprintf(`["10.%d.%d.%d"]`, i/65536%256, i/256%256, i%256), fmt.Sprintf(`{"attr1":"dept-%d"}`, i%10)})
+		}
+		err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.insertRows(ctx, "endpoints", []string{"id", "org_id", "machine_uid", "secret_hash", "hostname", "sort_name", "platform", "os",
+				"enrolled_at", "ip_addresses", "attributes"}, rows)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// BulkKey is a key of the catalog for BulkUpdatesForTest.
+type BulkKey struct{ Key, Severity, Source string }
+
+// BulkUpdatesForTest makes each endpoint miss the keys keysOf answers, and
+// fills the key catalog with exact endpoint counts.
+func (s *Store) BulkUpdatesForTest(ctx context.Context, orgID string, endpoints []string, keys []BulkKey, keysOf func(i int) []int, now time.Time) error {
+	counts := make([]int, len(keys))
+	var rows [][]any
+	flush := func() error {
+		err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.insertRows(ctx, "endpoint_updates", []string{"id", "org_id", "endpoint_id", "key", "title", "kb", "severity", "source",
+				"installed_version", "latest_version", "detected_at"}, rows)
+		})
+		rows = rows[:0]
+		return err
+	}
+	for i, ep := range endpoints {
+		for _, k := range keysOf(i) {
+			counts[k]++
+			key := keys[k]
+			var kb any
+			if strings.HasPrefix(key.Key, "KB") {
+				kb = key.Key
+			}
+			rows = append(rows, []any{NewID(), orgID, ep, key.Key, "Update " + key.Key, kb, key.Severity, key.Source, "1.0", "2.0", millis(now)})
+		}
+		if len(rows) >= 20000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rows) > 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return s.InTx(ctx, func(tx *Tx) error {
+		krows := make([][]any, len(keys))
+		for i, k := range keys {
+			krows[i] = []any{orgID, k.Key, "Update " + k.Key, k.Severity, k.Source, millis(now), counts[i]}
+		}
+		return tx.insertRows(ctx, "update_keys", []string{"org_id", "key", "title", "severity", "source", "first_seen_at", "endpoints"}, krows)
+	})
+}
+
+// AnalyzeForTest refreshes the planner statistics after a bulk load, as
+// autovacuum (PostgreSQL) or ANALYZE would on a live database.
+func (s *Store) AnalyzeForTest(ctx context.Context) error {
+	_, err := s.exec(ctx, `ANALYZE`)
+	return err
+}
+
+// GroupRuleForTest is a rule of GroupChangeForTest.
+type GroupRuleForTest = groups.Rule
+
+// GroupChangeForTest makes the change that creates a dynamic group.
+func GroupChangeForTest(name string, matchAll bool, rules []groups.Rule) GroupChange {
+	return GroupChange{Name: &name, MatchAll: &matchAll, Rules: &rules}
+}

@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/server"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+	"github.com/patchd/patchd/internal/updates"
+)
+
+// The performance tests load a large organization and time the REST calls
+// through the real server (HTTP, authentication, JSON). They take minutes,
+// so they run only with PATCHD_PERF=1; docs/performance.md has the figures.
+
+func perfServer(t *testing.T, s *store.Store, o store.Org) *client.Client {
+	t.Helper()
+	ctx := context.Background()
+	role, err := admin.CreateRole(ctx, s, o.ID, "perf", perm.All.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := admin.CreateCredential(ctx, s, "test", o.ID, "perf", role.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := server.New(config.Config{CheckinInterval: time.Minute}, s)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return client.New(ts.URL, cred.ClientID, cred.ClientSecret)
+}
+
+// perfScale answers n, or PATCHD_PERF_ENDPOINTS when set (a quick run).
+func perfScale(n int) int {
+	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
+		return v
+	}
+	return n
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	i := int(float64(len(d))*p+0.5) - 1
+	return d[max(0, min(i, len(d)-1))]
+}
+
+func TestUpdatesListPerformance(t *testing.T) {
+	if os.Getenv("PATCHD_PERF") == "" {
+		t.Skip("set PATCHD_PERF=1 to load 10,000 endpoints × 100 updates and time GET /api/v1/updates")
+	}
+	ctx := context.Background()
+	s := storetest.Open(t)
+	o, err := s.CreateOrg(ctx, "Perf", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perEndpoint, catalog = 100, 400
+	endpoints := perfScale(10000)
+	start := time.Now()
+	ids, err := s.BulkEndpointsForTest(ctx, o.ID, endpoints, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := []string{updates.SourceOSMandatory, updates.SourceOSOptional, updates.SourceApps}
+	keys := make([]store.BulkKey, catalog)
+	for k := range keys {
+		src := sources[k%3]
+		key := fmt.Sprintf("KB5%06d", k)
+		if src == updates.SourceApps {
+			key = fmt.Sprintf("Vendor.App%d@%d.0", k, k%7+1)
+		}
+		keys[k] = store.BulkKey{Key: key, Severity: updates.Severities[(k/3)%5], Source: src}
+	}
+	// Endpoint i misses keys i, i+4, i+8 … (mod 400): 2,500 endpoints per key.
+	err = s.BulkUpdatesForTest(ctx, o.ID, ids, keys, func(i int) []int {
+		out := make([]int, perEndpoint)
+		for j := range out {
+			out[j] = (i + 4*j) % catalog
+		}
+		return out
+	}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AnalyzeForTest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: loaded %d rows in %s", s.Engine(), endpoints*perEndpoint, time.Since(start).Round(time.Second))
+	c := perfServer(t, s, o)
+	var worst time.Duration
+	for _, ep := range []string{"", ids[endpoints/2]} {
+		for _, sev := range append([]string{""}, updates.Severities...) {
+			for _, src := range []string{"", "OS", "THIRD_PARTY"} {
+				q := client.UpdateQuery{EndpointID: ep, Severity: sev, Source: src, PageQuery: client.PageQuery{Limit: 500}}
+				first, err := c.ListUpdates(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var times []time.Duration
+				for _, off := range []int{0, first.Total / 2, max(first.Total-500, 0)} {
+					q.Offset = off
+					for range 34 {
+						t0 := time.Now()
+						page, err := c.ListUpdates(ctx, q)
+						times = append(times, time.Since(t0))
+						if err != nil || page.Total != first.Total {
+							t.Fatalf("%+v: %v", q, err)
+						}
+					}
+				}
+				p99 := percentile(times, 0.99)
+				worst = max(worst, p99)
+				t.Logf("endpointId=%-5v severity=%-11q source=%-13q total=%7d  p50=%6.2fms p99=%6.2fms", ep != "", sev, src, first.Total,
+					float64(percentile(times, 0.5).Microseconds())/1000, float64(p99.Microseconds())/1000)
+			}
+		}
+	}
+	t.Logf("%s: worst p99 of GET /api/v1/updates?limit=500 over every filter combination: %.2fms", s.Engine(), float64(worst.Microseconds())/1000)
+	if worst > 25*time.Millisecond {
+		t.Errorf("p99 %s exceeds 25ms", worst)
+	}
+}
+
+func TestGroupsListPerformance(t *testing.T) {
+	if os.Getenv("PATCHD_PERF") == "" {
+		t.Skip("set PATCHD_PERF=1 to time GET /api/v1/groups with 100 dynamic groups over 100,000 endpoints")
+	}
+	ctx := context.Background()
+	s := storetest.Open(t)
+	o, err := s.CreateOrg(ctx, "Perf", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.BulkEndpointsForTest(ctx, o.ID, perfScale(100000), start); err != nil {
+		t.Fatal(err)
+	}
+	loaded := time.Now()
+	for g := range 100 {
+		// Groups of 1,000 to 33,000 members, over several fields.
+		rules := [][]store.GroupRuleForTest{
+			{{Field: "hostname", Op: "endsWith", Value: fmt.Sprintf("%02d", g)}},
+			{{Field: "platform", Op: "equals", Value: "linux"}, {Field: "attr1", Op: "equals", Value: fmt.Sprintf("dept-%d", g%10)}},
+			{{Field: "ipAddresses", Op: "startsWith", Value: fmt.Sprintf("10.0.%d.", g)}},
+		}[g%3]
+		if _, err := s.CreateGroup(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "group.create", TargetType: "group"}, o.ID,
+			store.GroupChangeForTest(fmt.Sprintf("group %03d", g), g%2 == 0, rules), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s: 100,000 endpoints loaded in %s, 100 dynamic groups created in %s", s.Engine(), loaded.Sub(start).Round(time.Second),
+		time.Since(loaded).Round(time.Second))
+	c := perfServer(t, s, o)
+	var times []time.Duration
+	members := 0
+	for range 200 {
+		t0 := time.Now()
+		list, err := c.ListGroups(ctx)
+		times = append(times, time.Since(t0))
+		if err != nil || list.Total != 102 {
+			t.Fatalf("%v %d", err, list.Total)
+		}
+		members = 0
+		for _, g := range list.Items {
+			members += g.Members
+		}
+	}
+	p99 := percentile(times, 0.99)
+	t.Logf("%s: GET /api/v1/groups (102 groups, %d memberships): p50=%.2fms p99=%.2fms", s.Engine(), members,
+		float64(percentile(times, 0.5).Microseconds())/1000, float64(p99.Microseconds())/1000)
+	if p99 > 100*time.Millisecond {
+		t.Errorf("p99 %s exceeds 100ms", p99)
+	}
+}
