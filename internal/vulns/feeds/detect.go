@@ -121,6 +121,8 @@ type Handler struct {
 	CVE func(CVE) error
 	KEV func(KEV) error
 	OSV func(OSVAdvisory) error
+	// Rejected is told the id of every NVD record marked Rejected.
+	Rejected func(id string) error
 }
 
 // Parse detects the format of one document and streams its content to h.
@@ -135,7 +137,7 @@ func Parse(r io.Reader, h Handler) (Format, error) {
 		if fn == nil {
 			fn = func(CVE) error { return nil }
 		}
-		return f, ParseNVD(br, fn)
+		return f, ParseNVDRejected(br, fn, h.Rejected)
 	case FormatKEV:
 		list, err := ReadKEV(br)
 		if err != nil || h.KEV == nil {

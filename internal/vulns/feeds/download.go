@@ -89,6 +89,9 @@ type NVDClient struct {
 	// Backoff is the first pause before a retry, doubled each time;
 	// default 30 s.
 	Backoff time.Duration
+	// Rejected, when set, is told the id of every CVE of the period that
+	// the NVD marks Rejected.
+	Rejected func(id string) error
 }
 
 // MaxNVDWindow is the longest lastModified period the API accepts in one
@@ -190,7 +193,7 @@ func (c *NVDClient) fetchPage(ctx context.Context, start, end time.Time, index i
 			return NVDPage{}, err
 		}
 	}
-	page, err := parseNVD(&buf, fn)
+	page, err := parseNVD(&buf, fn, c.Rejected)
 	if err != nil {
 		return page, err
 	}

@@ -68,7 +68,15 @@ type NVDPage struct {
 // bounded by one CVE. Rejected CVEs are skipped. An error from fn stops the
 // parse and is answered as is.
 func ParseNVD(r io.Reader, fn func(CVE) error) error {
-	_, err := parseNVD(r, fn)
+	_, err := parseNVD(r, fn, nil)
+	return err
+}
+
+// ParseNVDRejected is ParseNVD that also tells rejected (when not nil) the
+// id of every Rejected CVE, so that a store can delete a record the NVD
+// has since rejected.
+func ParseNVDRejected(r io.Reader, fn func(CVE) error, rejected func(id string) error) error {
+	_, err := parseNVD(r, fn, rejected)
 	return err
 }
 
@@ -79,7 +87,7 @@ func ReadNVD(r io.Reader) ([]CVE, error) {
 	return out, err
 }
 
-func parseNVD(r io.Reader, fn func(CVE) error) (NVDPage, error) {
+func parseNVD(r io.Reader, fn func(CVE) error, rejected func(id string) error) (NVDPage, error) {
 	var page NVDPage
 	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{'); err != nil {
@@ -105,7 +113,7 @@ func parseNVD(r io.Reader, fn func(CVE) error) (NVDPage, error) {
 			}
 		case "vulnerabilities":
 			sawVulns = true
-			err = streamNVDItems(dec, fn)
+			err = streamNVDItems(dec, fn, rejected)
 		default:
 			var skip json.RawMessage
 			err = dec.Decode(&skip)
@@ -137,7 +145,7 @@ func wrapNVD(err error) error {
 	return fmt.Errorf("nvd: %w", err)
 }
 
-func streamNVDItems(dec *json.Decoder, fn func(CVE) error) error {
+func streamNVDItems(dec *json.Decoder, fn func(CVE) error, rejected func(id string) error) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -160,6 +168,11 @@ func streamNVDItems(dec *json.Decoder, fn func(CVE) error) error {
 		}
 		c, ok := convertNVD(item.CVE)
 		if !ok {
+			if rejected != nil {
+				if err := rejected(strings.TrimSpace(item.CVE.ID)); err != nil {
+					return errCallback{err}
+				}
+			}
 			continue
 		}
 		if err := fn(c); err != nil {

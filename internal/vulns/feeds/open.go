@@ -128,6 +128,7 @@ type Stats struct {
 	CVEs      int
 	KEVs      int
 	OSV       int
+	Rejected  int // NVD records marked Rejected (not stored)
 }
 
 // ParseFile opens a file (plain, .gz or .zip) and parses every document in
@@ -140,9 +141,10 @@ func ParseFile(name string, h Handler) (Stats, error) {
 	}
 	defer ff.Close()
 	count := Handler{
-		CVE: func(c CVE) error { st.CVEs++; return call(h.CVE, c) },
-		KEV: func(k KEV) error { st.KEVs++; return call(h.KEV, k) },
-		OSV: func(a OSVAdvisory) error { st.OSV++; return call(h.OSV, a) },
+		CVE:      func(c CVE) error { st.CVEs++; return call(h.CVE, c) },
+		KEV:      func(k KEV) error { st.KEVs++; return call(h.KEV, k) },
+		OSV:      func(a OSVAdvisory) error { st.OSV++; return call(h.OSV, a) },
+		Rejected: func(id string) error { st.Rejected++; return call(h.Rejected, id) },
 	}
 	for {
 		doc, r, err := ff.Next()

@@ -1,0 +1,667 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/vulns"
+	"github.com/patchd/patchd/internal/vulns/feeds"
+	"github.com/patchd/patchd/internal/vulns/match"
+)
+
+// The per-organization vulnerability results: which endpoint has which CVE
+// (endpoint_vulns), the organization's catalog of CVEs with endpoint counts
+// (org_vulns), accepted risks and compensating controls, and remediation
+// policies. The results are written by the matching worker
+// (internal/vulndb); an inventory change only marks its endpoint dirty.
+
+func init() {
+	endpointChangeHooks = append(endpointChangeHooks, func(ctx context.Context, tx *Tx, orgID, endpointID string) error {
+		return tx.markVulnDirty(ctx, orgID, endpointID)
+	})
+	endpointDeleteHooks = append(endpointDeleteHooks, func(ctx context.Context, tx *Tx, orgID, endpointID string) error {
+		return tx.dropEndpointVulns(ctx, orgID, endpointID)
+	})
+}
+
+// markVulnDirty queues the endpoint for matching: one upsert, so that the
+// inventory transaction stays fast.
+func (tx *Tx) markVulnDirty(ctx context.Context, orgID, endpointID string) error {
+	if _, err := tx.exec(ctx, `INSERT INTO vuln_dirty (endpoint_id, org_id, gen, marked_at) VALUES (?, ?, 0, ?)
+		ON CONFLICT (endpoint_id) DO UPDATE SET gen = vuln_dirty.gen + 1, marked_at = excluded.marked_at`,
+		endpointID, orgID, millis(time.Now())); err != nil {
+		return fmt.Errorf("store: mark endpoint for matching: %w", err)
+	}
+	return nil
+}
+
+// lockEndpoints takes the row locks of endpoints on PostgreSQL, in id
+// order, before results are written: the matcher and an endpoint's deletion
+// then take their locks in the same order (endpoints, then org_vulns).
+func (tx *Tx) lockEndpoints(ctx context.Context, ids []string) (map[string]bool, error) {
+	exists := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return exists, nil
+	}
+	sorted := append([]string(nil), ids...)
+	sort.Strings(sorted)
+	q := `SELECT id FROM endpoints WHERE id IN (` + placeholders(len(sorted)) + `) ORDER BY id`
+	if tx.s.engine == Postgres {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.query(ctx, q, anySlice(sorted)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: lock endpoints: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: lock endpoints: %w", err)
+		}
+		exists[id] = true
+	}
+	return exists, rows.Err()
+}
+
+func (tx *Tx) dropEndpointVulns(ctx context.Context, orgID, endpointID string) error {
+	if _, err := tx.lockEndpoints(ctx, []string{endpointID}); err != nil {
+		return err
+	}
+	rows, err := tx.query(ctx, `SELECT DISTINCT cve_id FROM endpoint_vulns WHERE endpoint_id = ? ORDER BY cve_id`, endpointID)
+	if err != nil {
+		return fmt.Errorf("store: endpoint vulnerabilities: %w", err)
+	}
+	var cves []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: endpoint vulnerabilities: %w", err)
+		}
+		cves = append(cves, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: endpoint vulnerabilities: %w", err)
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM endpoint_vulns WHERE endpoint_id = ?`, endpointID); err != nil {
+		return fmt.Errorf("store: drop endpoint vulnerabilities: %w", err)
+	}
+	for _, c := range cves {
+		if _, err := tx.exec(ctx, `UPDATE org_vulns SET endpoints_count = endpoints_count - 1 WHERE org_id = ? AND cve_id = ?`, orgID, c); err != nil {
+			return fmt.Errorf("store: drop endpoint vulnerabilities: %w", err)
+		}
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM vuln_dirty WHERE endpoint_id = ?`, endpointID); err != nil {
+		return fmt.Errorf("store: drop endpoint vulnerabilities: %w", err)
+	}
+	return nil
+}
+
+// DirtyEndpoint is an endpoint waiting to be matched; Gen is the mark the
+// worker saw.
+type DirtyEndpoint struct {
+	ID    string
+	OrgID string
+	Gen   int64
+}
+
+// DirtyEndpoints answers up to limit endpoints waiting to be matched,
+// oldest mark first.
+func (s *Store) DirtyEndpoints(ctx context.Context, limit int) ([]DirtyEndpoint, error) {
+	rows, err := s.query(ctx, `SELECT endpoint_id, org_id, gen FROM vuln_dirty ORDER BY marked_at, endpoint_id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: dirty endpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []DirtyEndpoint
+	for rows.Next() {
+		var d DirtyEndpoint
+		if err := rows.Scan(&d.ID, &d.OrgID, &d.Gen); err != nil {
+			return nil, fmt.Errorf("store: dirty endpoints: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// MatchInput is what the matcher needs of one endpoint.
+type MatchInput struct {
+	ID       string
+	OrgID    string
+	Endpoint match.Endpoint
+}
+
+// OrgEndpointIDs answers the ids of an organization's endpoints, in id
+// order; with orgID empty, of every organization.
+func (s *Store) OrgEndpointIDs(ctx context.Context, orgID string) ([]string, error) {
+	q, args := `SELECT id FROM endpoints ORDER BY id`, []any(nil)
+	if orgID != "" {
+		q, args = `SELECT id FROM endpoints WHERE org_id = ? ORDER BY id`, []any{orgID}
+	}
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: endpoint ids: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: endpoint ids: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// MatchInputs reads the platform, distribution and installed software of
+// the endpoints ids (those that exist).
+func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := anySlice(ids)
+	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, '') FROM endpoints WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: match inputs: %w", err)
+	}
+	pos := map[string]int{}
+	var out []MatchInput
+	for rows.Next() {
+		var in MatchInput
+		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: match inputs: %w", err)
+		}
+		pos[in.ID] = len(out)
+		out = append(out, in)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: match inputs: %w", err)
+	}
+	rows, err = s.query(ctx, `SELECT es.endpoint_id, t.name, es.version_key, COALESCE(es.publisher, ''), COALESCE(es.install_type, ''),
+		COALESCE(es.source_package, '') FROM endpoint_software es JOIN software_titles t ON t.id = es.title_id
+		WHERE es.endpoint_id IN (`+placeholders(len(ids))+`) AND es.version_key <> ''`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: match inputs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var sw match.Software
+		if err := rows.Scan(&id, &sw.Name, &sw.Version, &sw.Publisher, &sw.InstallType, &sw.SourcePackage); err != nil {
+			return nil, fmt.Errorf("store: match inputs: %w", err)
+		}
+		if i, ok := pos[id]; ok {
+			out[i].Endpoint.Software = append(out[i].Endpoint.Software, sw)
+		}
+	}
+	return out, rows.Err()
+}
+
+// MatchResult is the findings of one endpoint. Dirty, when not nil, is the
+// mark that the findings answer: it is cleared unless the endpoint was
+// marked again meanwhile.
+type MatchResult struct {
+	EndpointID string
+	OrgID      string
+	Findings   []match.Finding
+	Dirty      *DirtyEndpoint
+}
+
+type vulnKey struct{ cve, software string }
+
+type storedFinding struct {
+	version, fixedIn, source string
+}
+
+// ResultStats counts what SaveMatchResults changed.
+type ResultStats struct {
+	Added   int `json:"added"`
+	Removed int `json:"removed"`
+	Changed int `json:"changed"`
+}
+
+// SaveMatchResults stores the findings of endpoints in one transaction, as
+// a difference against what is stored (a finding seen before keeps its
+// first_seen_at), and keeps the organizations' CVE catalogs counted.
+// Results of endpoints deleted meanwhile are dropped.
+func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now time.Time) (ResultStats, error) {
+	var st ResultStats
+	if len(results) == 0 {
+		return st, nil
+	}
+	ids := make([]string, len(results))
+	for i, r := range results {
+		ids[i] = r.EndpointID
+	}
+	err := s.InTx(ctx, func(tx *Tx) error {
+		st = ResultStats{}
+		exists, err := tx.lockEndpoints(ctx, ids)
+		if err != nil {
+			return err
+		}
+		stored, err := tx.storedFindings(ctx, ids)
+		if err != nil {
+			return err
+		}
+		type orgCVE struct{ org, cve string }
+		delta := map[orgCVE]int{}
+		var inserts [][]any
+		for _, r := range results {
+			if !exists[r.EndpointID] {
+				continue
+			}
+			old := stored[r.EndpointID]
+			oldCVEs := map[string]bool{}
+			for k := range old {
+				oldCVEs[k.cve] = true
+			}
+			newCVEs := map[string]bool{}
+			seen := map[vulnKey]bool{}
+			for _, f := range r.Findings {
+				k := vulnKey{f.CVEID, f.Software}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				newCVEs[f.CVEID] = true
+				o, ok := old[k]
+				switch {
+				case !ok:
+					inserts = append(inserts, []any{r.OrgID, r.EndpointID, f.CVEID, f.Software, f.Version, nullIfEmpty(f.FixedIn), f.Source, millis(now)})
+					st.Added++
+				case o.version != f.Version || o.fixedIn != f.FixedIn || o.source != f.Source:
+					if _, err := tx.exec(ctx, `UPDATE endpoint_vulns SET version = ?, fixed_in = ?, source = ? WHERE endpoint_id = ? AND cve_id = ? AND software = ?`,
+						f.Version, nullIfEmpty(f.FixedIn), f.Source, r.EndpointID, f.CVEID, f.Software); err != nil {
+						return fmt.Errorf("store: update finding: %w", err)
+					}
+					st.Changed++
+				}
+			}
+			for k := range old {
+				if seen[k] {
+					continue
+				}
+				if _, err := tx.exec(ctx, `DELETE FROM endpoint_vulns WHERE endpoint_id = ? AND cve_id = ? AND software = ?`, r.EndpointID, k.cve, k.software); err != nil {
+					return fmt.Errorf("store: delete finding: %w", err)
+				}
+				st.Removed++
+			}
+			for c := range newCVEs {
+				if !oldCVEs[c] {
+					delta[orgCVE{r.OrgID, c}]++
+				}
+			}
+			for c := range oldCVEs {
+				if !newCVEs[c] {
+					delta[orgCVE{r.OrgID, c}]--
+				}
+			}
+		}
+		if err := tx.insertRows(ctx, "endpoint_vulns", []string{"org_id", "endpoint_id", "cve_id", "software", "version", "fixed_in", "source", "first_seen_at"}, inserts); err != nil {
+			return err
+		}
+		keys := make([]orgCVE, 0, len(delta))
+		for k, d := range delta {
+			if d != 0 {
+				keys = append(keys, k)
+			}
+		}
+		// In key order, so that concurrent writers lock catalog rows in one order.
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].org != keys[j].org {
+				return keys[i].org < keys[j].org
+			}
+			return keys[i].cve < keys[j].cve
+		})
+		for _, k := range keys {
+			d := delta[k]
+			if _, err := tx.exec(ctx, `INSERT INTO org_vulns (org_id, cve_id, endpoints_count, first_detected_at, last_detected_at) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (org_id, cve_id) DO UPDATE SET endpoints_count = org_vulns.endpoints_count + excluded.endpoints_count,
+				last_detected_at = CASE WHEN excluded.endpoints_count > 0 THEN excluded.last_detected_at ELSE org_vulns.last_detected_at END`,
+				k.org, k.cve, d, millis(now), millis(now)); err != nil {
+				return fmt.Errorf("store: CVE catalog: %w", err)
+			}
+		}
+		for _, r := range results {
+			if r.Dirty == nil {
+				continue
+			}
+			if _, err := tx.exec(ctx, `DELETE FROM vuln_dirty WHERE endpoint_id = ? AND gen = ?`, r.Dirty.ID, r.Dirty.Gen); err != nil {
+				return fmt.Errorf("store: clear dirty endpoint: %w", err)
+			}
+		}
+		return nil
+	})
+	return st, err
+}
+
+func (tx *Tx) storedFindings(ctx context.Context, ids []string) (map[string]map[vulnKey]storedFinding, error) {
+	out := make(map[string]map[vulnKey]storedFinding, len(ids))
+	rows, err := tx.query(ctx, `SELECT endpoint_id, cve_id, software, version, COALESCE(fixed_in, ''), source FROM endpoint_vulns
+		WHERE endpoint_id IN (`+placeholders(len(ids))+`)`, anySlice(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: stored findings: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var k vulnKey
+		var f storedFinding
+		if err := rows.Scan(&id, &k.cve, &k.software, &f.version, &f.fixedIn, &f.source); err != nil {
+			return nil, fmt.Errorf("store: stored findings: %w", err)
+		}
+		m := out[id]
+		if m == nil {
+			m = map[vulnKey]storedFinding{}
+			out[id] = m
+		}
+		m[k] = f
+	}
+	return out, rows.Err()
+}
+
+// EndpointFinding is one stored finding of an endpoint.
+type EndpointFinding struct {
+	CVEID       string    `json:"cveId"`
+	Software    string    `json:"software"`
+	Version     string    `json:"version"`
+	FixedIn     string    `json:"fixedIn,omitempty"`
+	Source      string    `json:"source"`
+	FirstSeenAt time.Time `json:"firstSeenAt"`
+}
+
+// EndpointFindings answers the stored findings of an endpoint of orgID.
+func (s *Store) EndpointFindings(ctx context.Context, orgID, endpointID string) ([]EndpointFinding, error) {
+	rows, err := s.query(ctx, `SELECT cve_id, software, version, COALESCE(fixed_in, ''), source, first_seen_at FROM endpoint_vulns
+		WHERE org_id = ? AND endpoint_id = ? ORDER BY software, cve_id`, orgID, endpointID)
+	if err != nil {
+		return nil, fmt.Errorf("store: endpoint findings: %w", err)
+	}
+	defer rows.Close()
+	var out []EndpointFinding
+	for rows.Next() {
+		var f EndpointFinding
+		var first int64
+		if err := rows.Scan(&f.CVEID, &f.Software, &f.Version, &f.FixedIn, &f.Source, &first); err != nil {
+			return nil, fmt.Errorf("store: endpoint findings: %w", err)
+		}
+		f.FirstSeenAt = fromMillis(first)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// VulnQuery filters the vulnerability list.
+type VulnQuery struct {
+	OrgID   string
+	MinCVSS *float64
+	KEVOnly bool
+	// IncludeAccepted also lists CVEs with an active accepted risk or
+	// compensating control (left out by default).
+	IncludeAccepted bool
+	Limit, Offset   int
+	// Now evaluates remediation statuses and exception expiries.
+	Now time.Time
+}
+
+// ListVulnerabilities pages the CVEs present on the organization's fleet,
+// highest CVSS first (unscored last), then by CVE id, with every field of
+// the API's Vulnerability; the remediation status is evaluated at q.Now.
+func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.Vulnerability, int, error) {
+	out := make([]apiv1.Vulnerability, 0, min(q.Limit, 100))
+	total := 0
+	err := s.InReadTx(ctx, func(r *ReadTx) error {
+		policy, err := readPolicy(ctx, r.queryRow, q.OrgID)
+		if err != nil {
+			return err
+		}
+		where := `ov.org_id = ? AND ov.endpoints_count > 0`
+		args := []any{q.OrgID}
+		if q.MinCVSS != nil {
+			where += ` AND c.cvss >= ?`
+			args = append(args, *q.MinCVSS)
+		}
+		if q.KEVOnly {
+			where += ` AND k.cve_id IS NOT NULL`
+		}
+		if !q.IncludeAccepted {
+			where += ` AND NOT EXISTS (SELECT 1 FROM vuln_exceptions x WHERE x.org_id = ov.org_id AND x.cve_id = ov.cve_id
+				AND (x.expires_at IS NULL OR x.expires_at > ?))`
+			args = append(args, millis(q.Now))
+		}
+		const from = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id WHERE `
+		if err := r.queryRow(ctx, `SELECT COUNT(*)`+from+where, args...).Scan(&total); err != nil {
+			return fmt.Errorf("store: count vulnerabilities: %w", err)
+		}
+		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, c.cvss, c.severity, c.published, c.description,
+			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE)`+from+where+
+			` ORDER BY COALESCE(c.cvss, -1) DESC, ov.cve_id DESC LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+		if err != nil {
+			return fmt.Errorf("store: list vulnerabilities: %w", err)
+		}
+		for rows.Next() {
+			var v apiv1.Vulnerability
+			var first int64
+			var cvss sql.NullFloat64
+			var severity, description sql.NullString
+			var published, due sql.NullInt64
+			if err := rows.Scan(&v.CVEID, &first, &cvss, &severity, &published, &description, &v.CISAKEV, &due, &v.Ransomware); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: list vulnerabilities: %w", err)
+			}
+			if cvss.Valid {
+				score := cvss.Float64
+				v.CVSSScore = &score
+			}
+			sev := vulns.DisplaySeverity(severity.String)
+			if sev == "" {
+				sev = vulns.SeverityFromCVSS(v.CVSSScore)
+			}
+			if sev != "" {
+				v.Severity = &sev
+			}
+			v.PublishedAt = nullTime(published)
+			v.Description = nullString(description)
+			url := "https://nvd.nist.gov/vuln/detail/" + v.CVEID
+			v.NVDURL = &url
+			var kev *feeds.KEV
+			if v.CISAKEV && due.Valid {
+				kev = &feeds.KEV{CVEID: v.CVEID, DueDate: fromMillis(due.Int64)}
+			}
+			if d := vulns.Deadline(kev, fromMillis(first), sev, policy); !d.IsZero() {
+				v.RemediationDeadline = &d
+				status := vulns.Status(d, q.Now)
+				v.RemediationStatus = &status
+			}
+			v.Software, v.Endpoints = []string{}, []apiv1.EndpointRef{}
+			out = append(out, v)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: list vulnerabilities: %w", err)
+		}
+		return r.fillAffected(ctx, q.OrgID, out)
+	})
+	return out, total, err
+}
+
+// fillAffected adds the affected products and endpoints of a page of CVEs.
+func (r *ReadTx) fillAffected(ctx context.Context, orgID string, page []apiv1.Vulnerability) error {
+	if len(page) == 0 {
+		return nil
+	}
+	pos := make(map[string]int, len(page))
+	ids := make([]string, len(page))
+	for i, v := range page {
+		pos[v.CVEID], ids[i] = i, v.CVEID
+	}
+	args := append([]any{orgID}, anySlice(ids)...)
+	rows, err := r.query(ctx, `SELECT DISTINCT cve_id, software FROM endpoint_vulns WHERE org_id = ? AND cve_id IN (`+placeholders(len(ids))+`)
+		ORDER BY cve_id, software`, args...)
+	if err != nil {
+		return fmt.Errorf("store: affected software: %w", err)
+	}
+	for rows.Next() {
+		var cve, sw string
+		if err := rows.Scan(&cve, &sw); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: affected software: %w", err)
+		}
+		page[pos[cve]].Software = append(page[pos[cve]].Software, sw)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: affected software: %w", err)
+	}
+	rows, err = r.query(ctx, `SELECT DISTINCT ev.cve_id, e.id, COALESCE(e.display_name, e.hostname), e.sort_name FROM endpoint_vulns ev
+		JOIN endpoints e ON e.id = ev.endpoint_id WHERE ev.org_id = ? AND ev.cve_id IN (`+placeholders(len(ids))+`)
+		ORDER BY ev.cve_id, e.sort_name, e.id`, args...)
+	if err != nil {
+		return fmt.Errorf("store: affected endpoints: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cve, sortName string
+		var ref apiv1.EndpointRef
+		if err := rows.Scan(&cve, &ref.ID, &ref.Name, &sortName); err != nil {
+			return fmt.Errorf("store: affected endpoints: %w", err)
+		}
+		page[pos[cve]].Endpoints = append(page[pos[cve]].Endpoints, ref)
+	}
+	return rows.Err()
+}
+
+// Kinds of vulnerability exceptions.
+const (
+	ExceptionAccepted            = "accepted"
+	ExceptionCompensatingControl = "compensating_control"
+)
+
+// VulnException is an accepted risk or a compensating control for a CVE.
+type VulnException struct {
+	ID        string     `json:"id"`
+	OrgID     string     `json:"orgId"`
+	CVEID     string     `json:"cveId"`
+	Kind      string     `json:"kind"`
+	Reason    string     `json:"reason"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	CreatedBy string     `json:"createdBy"`
+	CreatedAt time.Time  `json:"createdAt"`
+	// Active is false once the exception has expired.
+	Active bool `json:"active"`
+	// Endpoints is how many endpoints of the organization have the CVE now.
+	Endpoints int `json:"endpoints"`
+}
+
+// SetVulnException records (or replaces) the organization's exception for
+// a CVE, audited.
+func (s *Store) SetVulnException(ctx context.Context, e *AuditEntry, x *VulnException) error {
+	if x.ID == "" {
+		x.ID = NewID()
+	}
+	e.TargetType, e.TargetID = "vulnerability", x.CVEID
+	e.Summary = map[string]any{"kind": x.Kind, "reason": x.Reason, "expiresAt": x.ExpiresAt}
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		err := tx.queryRow(ctx, `INSERT INTO vuln_exceptions (id, org_id, cve_id, kind, reason, expires_at, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (org_id, cve_id) DO UPDATE SET kind = excluded.kind, reason = excluded.reason, expires_at = excluded.expires_at,
+			created_by = excluded.created_by, created_at = excluded.created_at RETURNING id`,
+			x.ID, x.OrgID, x.CVEID, x.Kind, x.Reason, nullMillis(x.ExpiresAt), x.CreatedBy, millis(x.CreatedAt)).Scan(&x.ID)
+		if err != nil {
+			return fmt.Errorf("store: vulnerability exception: %w", err)
+		}
+		return nil
+	})
+}
+
+// RevokeVulnException deletes the organization's exception for a CVE,
+// audited; ErrNotFound when there is none.
+func (s *Store) RevokeVulnException(ctx context.Context, e *AuditEntry, orgID, cveID string) error {
+	e.TargetType, e.TargetID = "vulnerability", cveID
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		res, err := tx.exec(ctx, `DELETE FROM vuln_exceptions WHERE org_id = ? AND cve_id = ?`, orgID, cveID)
+		if err != nil {
+			return fmt.Errorf("store: revoke vulnerability exception: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("store: exception for %s: %w", cveID, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// ListVulnExceptions answers the organization's exceptions (kind "" for
+// both kinds), expired ones included with Active false; the source of the
+// compensating-controls report.
+func (s *Store) ListVulnExceptions(ctx context.Context, orgID, kind string, now time.Time) ([]VulnException, error) {
+	q := `SELECT x.id, x.cve_id, x.kind, x.reason, x.expires_at, x.created_by, x.created_at, COALESCE(ov.endpoints_count, 0)
+		FROM vuln_exceptions x LEFT JOIN org_vulns ov ON ov.org_id = x.org_id AND ov.cve_id = x.cve_id WHERE x.org_id = ?`
+	args := []any{orgID}
+	if kind != "" {
+		q += ` AND x.kind = ?`
+		args = append(args, kind)
+	}
+	rows, err := s.query(ctx, q+` ORDER BY x.cve_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: vulnerability exceptions: %w", err)
+	}
+	defer rows.Close()
+	out := []VulnException{}
+	for rows.Next() {
+		x := VulnException{OrgID: orgID}
+		var expires sql.NullInt64
+		var created int64
+		if err := rows.Scan(&x.ID, &x.CVEID, &x.Kind, &x.Reason, &expires, &x.CreatedBy, &created, &x.Endpoints); err != nil {
+			return nil, fmt.Errorf("store: vulnerability exceptions: %w", err)
+		}
+		x.ExpiresAt, x.CreatedAt = nullTime(expires), fromMillis(created)
+		x.Active = x.ExpiresAt == nil || x.ExpiresAt.After(now)
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// VulnPolicy answers the organization's remediation periods (the defaults
+// when none was set).
+func (s *Store) VulnPolicy(ctx context.Context, orgID string) (vulns.Policy, error) {
+	return readPolicy(ctx, s.queryRow, orgID)
+}
+
+func readPolicy(ctx context.Context, queryRow func(ctx context.Context, q string, args ...any) *sql.Row, orgID string) (vulns.Policy, error) {
+	var c, h, m, l int
+	err := queryRow(ctx, `SELECT critical_days, high_days, medium_days, low_days FROM vuln_policies WHERE org_id = ?`, orgID).Scan(&c, &h, &m, &l)
+	if errors.Is(err, sql.ErrNoRows) {
+		return vulns.DefaultPolicy(), nil
+	}
+	if err != nil {
+		return vulns.Policy{}, fmt.Errorf("store: remediation policy: %w", err)
+	}
+	const day = 24 * time.Hour
+	return vulns.Policy{Critical: time.Duration(c) * day, High: time.Duration(h) * day, Medium: time.Duration(m) * day, Low: time.Duration(l) * day}, nil
+}
+
+// SetVulnPolicy stores the organization's remediation periods (whole days),
+// audited.
+func (s *Store) SetVulnPolicy(ctx context.Context, e *AuditEntry, orgID string, p vulns.Policy) error {
+	days := func(d time.Duration) int { return int(d / (24 * time.Hour)) }
+	e.TargetType, e.TargetID = "vulnerability-policy", orgID
+	e.Summary = map[string]any{"criticalDays": days(p.Critical), "highDays": days(p.High), "mediumDays": days(p.Medium), "lowDays": days(p.Low)}
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		if _, err := tx.exec(ctx, `INSERT INTO vuln_policies (org_id, critical_days, high_days, medium_days, low_days) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (org_id) DO UPDATE SET critical_days = excluded.critical_days, high_days = excluded.high_days,
+			medium_days = excluded.medium_days, low_days = excluded.low_days`,
+			orgID, days(p.Critical), days(p.High), days(p.Medium), days(p.Low)); err != nil {
+			return fmt.Errorf("store: remediation policy: %w", err)
+		}
+		return nil
+	})
+}

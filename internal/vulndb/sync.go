@@ -1,0 +1,175 @@
+package vulndb
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/vulns/feeds"
+)
+
+// SyncConfig says where patchd vulndb sync downloads the feeds from. An
+// empty URL skips that feed.
+type SyncConfig struct {
+	// NVDURL is the NVD CVE API 2.0 address (feeds.NVDAPIURL). The NVD is
+	// synced incrementally: the CVEs modified since the last sync
+	// (lastModStartDate), or since NVDSince on the first one.
+	NVDURL    string
+	NVDAPIKey string
+	// NVDRateLimit is the pause between NVD requests (default 6 s, 0.6 s
+	// with a key: the NVD's published limits).
+	NVDRateLimit time.Duration
+	// NVDPageSize is resultsPerPage (default and maximum 2000).
+	NVDPageSize int
+	// NVDSince starts the first sync (default 1999-01-01).
+	NVDSince time.Time
+	// NVDRetries and NVDBackoff tune retries of rate-limit answers
+	// (defaults 5 and 30 s).
+	NVDRetries int
+	NVDBackoff time.Duration
+	// KEVURL is the CISA KEV catalog (feeds.KEVURL).
+	KEVURL string
+	// OSVURLs are OSV files: one record, an array, or a zip of records
+	// (feeds.OSVBucketURL + "Debian/all.zip").
+	OSVURLs    []string
+	HTTPClient *http.Client
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// SyncResult is what patchd vulndb sync prints.
+type SyncResult struct {
+	OK          bool             `json:"ok"`
+	Counts      Counts           `json:"counts"`
+	NVDFrom     *time.Time       `json:"nvdFrom,omitempty"`
+	NVDUntil    *time.Time       `json:"nvdUntil,omitempty"`
+	Stored      store.FeedCounts `json:"stored"`
+	FeedVersion int64            `json:"feedVersion"`
+}
+
+// Sync downloads the configured feeds and stores them. The NVD part stores
+// each window as it comes and records how far it got only at the end, so an
+// interrupted sync repeats (idempotently) rather than skips.
+func Sync(ctx context.Context, s *store.Store, cfg SyncConfig) (SyncResult, error) {
+	var res SyncResult
+	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
+	if cfg.KEVURL != "" {
+		c, err := downloadAndImport(ctx, s, cfg.HTTPClient, cfg.KEVURL)
+		if err != nil {
+			return res, fmt.Errorf("sync KEV: %w", err)
+		}
+		res.Counts.add(c)
+	}
+	for _, u := range cfg.OSVURLs {
+		c, err := downloadAndImport(ctx, s, cfg.HTTPClient, u)
+		if err != nil {
+			return res, fmt.Errorf("sync OSV: %w", err)
+		}
+		res.Counts.add(c)
+	}
+	if cfg.NVDURL != "" {
+		synced, err := s.VulnState(ctx, store.StateNVDSynced)
+		if err != nil {
+			return res, err
+		}
+		since := cfg.NVDSince
+		if since.IsZero() {
+			since = time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		if synced > 0 {
+			// A minute of overlap: records modified while the last sync
+			// ran are fetched again rather than missed.
+			since = time.UnixMilli(synced).UTC().Add(-time.Minute)
+		}
+		until := now().UTC()
+		w := &writer{ctx: ctx, store: s}
+		h := w.handler()
+		client := &feeds.NVDClient{BaseURL: cfg.NVDURL, APIKey: cfg.NVDAPIKey, PageSize: cfg.NVDPageSize, RateLimit: cfg.NVDRateLimit,
+			HTTPClient: cfg.HTTPClient, Retries: cfg.NVDRetries, Backoff: cfg.NVDBackoff, Rejected: h.Rejected}
+		if err := client.Changes(ctx, since, until, h.CVE); err != nil {
+			return res, fmt.Errorf("sync NVD: %w", err)
+		}
+		if err := w.flush(); err != nil {
+			return res, fmt.Errorf("sync NVD: %w", err)
+		}
+		if err := s.SetVulnState(ctx, store.StateNVDSynced, until.UnixMilli()); err != nil {
+			return res, err
+		}
+		res.Counts.add(w.count)
+		res.NVDFrom, res.NVDUntil = &since, &until
+	}
+	v, err := s.BumpFeedVersion(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.FeedVersion = v
+	if res.Stored, err = s.CountFeeds(ctx); err != nil {
+		return res, err
+	}
+	res.OK = true
+	return res, nil
+}
+
+// downloadAndImport downloads a feed file to a temporary file (a zip needs
+// random access) and stores its records.
+func downloadAndImport(ctx context.Context, s *store.Store, client *http.Client, url string) (Counts, error) {
+	f, err := os.CreateTemp("", "patchd-feed-*")
+	if err != nil {
+		return Counts{}, err
+	}
+	defer os.Remove(f.Name())
+	err = feeds.Download(ctx, client, url, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Counts{}, err
+	}
+	w := &writer{ctx: ctx, store: s}
+	if _, err := feeds.ParseFile(f.Name(), w.handler()); err != nil {
+		return w.count, err
+	}
+	return w.count, w.flush()
+}
+
+// RunSync syncs every interval under the store's 'sync' lease: the lease is
+// taken for a whole interval and not released, so that of several replicas
+// one syncs per interval (the holder renews it at its next tick; another
+// replica takes over when it stops).
+func RunSync(ctx context.Context, s *store.Store, holder string, interval time.Duration, cfg SyncConfig) {
+	if interval <= 0 {
+		return
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		ok, err := s.ClaimVulnLease(ctx, store.LeaseSync, holder, time.Now(), interval)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				slog.Warn("vulnerability feed sync: lease", "err", err)
+			}
+		case ok:
+			res, err := Sync(ctx, s, cfg)
+			if err != nil {
+				if ctx.Err() == nil {
+					slog.Warn("vulnerability feed sync", "err", err)
+				}
+			} else {
+				slog.Info("vulnerability feeds synced", "cves", res.Counts.CVEs, "kev", res.Counts.KEV, "osv", res.Counts.OSV, "rejected", res.Counts.Rejected)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
