@@ -16,7 +16,7 @@ func (a *API) routes() {
 	a.route("DELETE /api/v1/endpoints/{id}", perm.EndpointsManage, a.deleteEndpoint)       // 5
 	a.route("GET /api/v1/updates", perm.UpdatesView, a.listUpdates)                        // 6
 	a.route("GET /api/v1/software", perm.EndpointsView, a.listSoftware)                    // 7
-	a.route("GET /api/v1/vulnerabilities", perm.VulnerabilitiesView, notImplemented)       // 8
+	a.route("GET /api/v1/vulnerabilities", perm.VulnerabilitiesView, a.listVulns)          // 8
 	a.route("GET /api/v1/groups", perm.EndpointsView, a.listGroups)                        // 9
 	a.route("POST /api/v1/groups", perm.EndpointsManage, a.createGroup)                    // 10
 	a.route("PATCH /api/v1/groups/{id}", perm.EndpointsManage, a.patchGroup)               // 11
