@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/patchd/patchd/internal/vulns/feeds"
 )
 
 // Config is the server's configuration.
@@ -32,6 +34,34 @@ type Config struct {
 	CommandExpiry time.Duration
 	// SchedulerInterval is how often due automations are looked for.
 	SchedulerInterval time.Duration
+	// VulnMatchInterval is how often endpoints whose inventory changed are
+	// matched against the vulnerability feeds (default 2 s).
+	VulnMatchInterval time.Duration
+	// VulnSyncInterval runs patchd vulndb sync on a schedule; 0 is off.
+	VulnSyncInterval time.Duration
+	// Feeds are the addresses vulnerability feeds are synced from.
+	Feeds Feeds
+}
+
+// Feeds are the addresses and key of the vulnerability feeds (patchd
+// vulndb sync and --vulndb-sync-interval).
+type Feeds struct {
+	NVDURL    string
+	NVDAPIKey string
+	KEVURL    string
+	// OSVURLs is a comma-separated list of OSV files or zips.
+	OSVURLs string
+}
+
+// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url and --osv-url.
+// An empty value skips that feed.
+func FeedFlags(fs *flag.FlagSet, f *Feeds) {
+	const osvDefault = feeds.OSVBucketURL + "Debian/all.zip," + feeds.OSVBucketURL + "Ubuntu/all.zip," +
+		feeds.OSVBucketURL + "AlmaLinux/all.zip," + feeds.OSVBucketURL + "Rocky%20Linux/all.zip"
+	fs.StringVar(&f.NVDURL, "nvd-url", Env("PATCHD_NVD_URL", feeds.NVDAPIURL), "NVD CVE API 2.0 address, synced incrementally; empty skips (env PATCHD_NVD_URL)")
+	fs.StringVar(&f.NVDAPIKey, "nvd-api-key", Env("PATCHD_NVD_API_KEY", ""), "NVD API key: 50 requests per 30 s instead of 5 (env PATCHD_NVD_API_KEY)")
+	fs.StringVar(&f.KEVURL, "kev-url", Env("PATCHD_KEV_URL", feeds.KEVURL), "CISA KEV catalog address; empty skips (env PATCHD_KEV_URL)")
+	fs.StringVar(&f.OSVURLs, "osv-url", Env("PATCHD_OSV_URL", osvDefault), "comma-separated OSV files or zips; empty skips (env PATCHD_OSV_URL)")
 }
 
 // Env reads a PATCHD_* variable with a default.
@@ -74,6 +104,12 @@ func ParseServe(args []string) (Config, error) {
 		return c, fmt.Errorf("PATCHD_COMMAND_EXPIRY: %w", err)
 	}
 	fs.DurationVar(&c.CommandExpiry, "command-expiry", expiry, "cancel a command without a maintenance window that did not start within this time (env PATCHD_COMMAND_EXPIRY)")
+	syncEvery, err := time.ParseDuration(Env("PATCHD_VULNDB_SYNC_INTERVAL", "0"))
+	if err != nil {
+		return c, fmt.Errorf("PATCHD_VULNDB_SYNC_INTERVAL: %w", err)
+	}
+	fs.DurationVar(&c.VulnSyncInterval, "vulndb-sync-interval", syncEvery, "sync the vulnerability feeds this often, for example 6h; 0 is off (env PATCHD_VULNDB_SYNC_INTERVAL)")
+	FeedFlags(fs, &c.Feeds)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/worker"
 	"github.com/patchd/patchd/openapi"
 )
@@ -105,6 +106,7 @@ func (s *Server) RunWorkers(ctx context.Context) {
 	wg.Go(func() {
 		(&worker.Scheduler{Store: s.store, Queued: s.hub.Queued, Interval: s.cfg.SchedulerInterval, CommandExpiry: s.cfg.CommandExpiry}).Run(ctx)
 	})
+	wg.Go(func() { s.runVulnWorkers(ctx) })
 	wg.Wait()
 }
 
@@ -198,4 +200,22 @@ func (s *Server) sweepStatus(ctx context.Context) {
 			slog.Warn("status sweep", "err", err)
 		}
 	}
+}
+
+// runVulnWorkers matches changed endpoints (and the fleet after a feed
+// change) every VulnMatchInterval, and syncs the feeds every
+// VulnSyncInterval when it is set; both under store leases, so any number
+// of replicas share the work.
+func (s *Server) runVulnWorkers(ctx context.Context) {
+	holder := "replica-" + store.NewID()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		(&vulndb.Matcher{Store: s.store, Holder: holder, Interval: s.cfg.VulnMatchInterval}).Run(ctx)
+	})
+	if s.cfg.VulnSyncInterval > 0 {
+		wg.Go(func() {
+			vulndb.RunSync(ctx, s.store, holder, s.cfg.VulnSyncInterval, vulndb.ConfigFromFeeds(s.cfg.Feeds))
+		})
+	}
+	wg.Wait()
 }

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/vulns/feeds"
 )
@@ -172,4 +174,15 @@ func RunSync(ctx context.Context, s *store.Store, holder string, interval time.D
 		case <-tick.C:
 		}
 	}
+}
+
+// ConfigFromFeeds turns the feed flags into a SyncConfig.
+func ConfigFromFeeds(f config.Feeds) SyncConfig {
+	c := SyncConfig{NVDURL: strings.TrimSpace(f.NVDURL), NVDAPIKey: strings.TrimSpace(f.NVDAPIKey), KEVURL: strings.TrimSpace(f.KEVURL)}
+	for _, u := range strings.Split(f.OSVURLs, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.OSVURLs = append(c.OSVURLs, u)
+		}
+	}
+	return c
 }
