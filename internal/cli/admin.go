@@ -149,6 +149,11 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			str(fs, &actor, "actor", "only this actor, for example api:ci")
 			str(fs, &action, "action", "only this action, for example group.create")
 		}
+	case "vuln accept", "vuln list", "vuln revoke", "vuln policy":
+		var err error
+		if define, do, err = vulnAdmin(ctx, verb); err != nil {
+			return err
+		}
 	case "script create", "script update", "script list", "script delete", "run stop":
 		define, do, _ = scriptAndRunAdmin(ctx, object, verb, stdio)
 	default:

@@ -61,6 +61,12 @@ Usage:
   patchd admin script delete --org ORG --id ID|NAME
   patchd admin run stop --org ORG --id RUN
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
+  patchd admin vuln accept --org ORG --cve CVE --reason R [--expires 720h] [--kind accepted|compensating_control]
+  patchd admin vuln list --org ORG [--kind K]
+  patchd admin vuln revoke --org ORG --cve CVE
+  patchd admin vuln policy --org ORG [--critical-days 15] [--high-days 30] [--medium-days 90] [--low-days 180]
+  patchd vulndb import FILE…   (NVD CVE API 2.0, CISA KEV, OSV; plain, .gz or .zip; format detected)
+  patchd vulndb sync [--nvd-url U] [--nvd-api-key K] [--kev-url U] [--osv-url U,U] [--nvd-since YYYY-MM-DD]
   patchd version
 
 Every command takes --data DIR (default ./patchd-data, env PATCHD_DATA) and
@@ -111,6 +117,8 @@ func run(ctx context.Context, args []string, stdio IO) error {
 		return printJSON(stdio.Out, map[string]any{"ok": true, "engine": s.Engine(), "schemaVersion": v})
 	case "admin":
 		return runAdmin(ctx, args[1:], stdio)
+	case "vulndb":
+		return runVulndb(ctx, args[1:], stdio)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdio.Out, "patchd", Version)
 		return nil
