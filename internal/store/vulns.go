@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
@@ -168,7 +169,8 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 		return nil, nil
 	}
 	args := anySlice(ids)
-	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, '') FROM endpoints WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, ''), COALESCE(os, ''), COALESCE(os_version, '')
+		FROM endpoints WHERE id IN (`+placeholders(len(ids))+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: match inputs: %w", err)
 	}
@@ -176,10 +178,12 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 	var out []MatchInput
 	for rows.Next() {
 		var in MatchInput
-		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro); err != nil {
+		var osName, osVersion string
+		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro, &osName, &osVersion); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: match inputs: %w", err)
 		}
+		in.Endpoint.Distro = distroRelease(in.Endpoint.Distro, osName, osVersion)
 		pos[in.ID] = len(out)
 		out = append(out, in)
 	}
@@ -205,6 +209,22 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 		}
 	}
 	return out, rows.Err()
+}
+
+// distroRelease completes a distribution id ("debian", as agents report
+// it) with the release from the OS version ("12.8" → "debian 12.8"), which
+// the matcher normalises to the release advisories are published for.
+func distroRelease(distro, osName, osVersion string) string {
+	if distro == "" || strings.ContainsAny(distro, "0123456789") {
+		return distro
+	}
+	if v := strings.TrimSpace(osVersion); v != "" && v[0] >= '0' && v[0] <= '9' {
+		return distro + " " + v
+	}
+	if strings.ContainsAny(osName, "0123456789") {
+		return osName
+	}
+	return distro
 }
 
 // MatchResult is the findings of one endpoint. Dirty, when not nil, is the
