@@ -34,6 +34,14 @@ type UpdateQuery struct {
 const updateColumns = `eu.id, eu.key, eu.endpoint_id, COALESCE(e.display_name, e.hostname), eu.title, eu.kb, k.severity, k.source, eu.categories,
 	eu.winget_id, eu.installed_version, eu.latest_version, eu.reboot_required, eu.release_date, eu.detected_at, COALESCE(a.status, 'NEW')`
 
+// keyRowColumns are updateColumns with the key's attributes given as
+// parameters (severity, source, approval), for the rows of one key.
+const keyRowColumns = `eu.id, eu.key, eu.endpoint_id, COALESCE(e.display_name, e.hostname), eu.title, eu.kb, CAST(? AS TEXT), CAST(? AS TEXT),
+	eu.categories, eu.winget_id, eu.installed_version, eu.latest_version, eu.reboot_required, eu.release_date, eu.detected_at, CAST(? AS TEXT)`
+
+// keyAttrs is a catalog key with what its rows show of it.
+type keyAttrs struct{ key, severity, source, approval string }
+
 const updateFrom = ` FROM endpoint_updates eu JOIN endpoints e ON e.id = eu.endpoint_id
 	JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key
 	LEFT JOIN update_approvals a ON a.org_id = eu.org_id AND a.key = eu.key`
@@ -111,15 +119,18 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			}
 			return rows.Err()
 		}
-		rows, err := r.query(ctx, `SELECT k.key, k.endpoints FROM update_keys k WHERE k.org_id = ? AND k.endpoints > 0`+keyWhere+` ORDER BY k.key`,
-			append([]any{q.OrgID}, keyArgs...)...)
+		// The key's severity, source and approval are read once here and
+		// given to its rows, instead of being joined on every row.
+		rows, err := r.query(ctx, `SELECT k.key, k.endpoints, k.severity, k.source, COALESCE(a.status, 'NEW') FROM update_keys k
+			LEFT JOIN update_approvals a ON a.org_id = k.org_id AND a.key = k.key
+			WHERE k.org_id = ? AND k.endpoints > 0`+keyWhere+` ORDER BY k.key`, append([]any{q.OrgID}, keyArgs...)...)
 		if err != nil {
 			return fmt.Errorf("store: update keys: %w", err)
 		}
-		var entries []countedKey[string]
+		var entries []countedKey[keyAttrs]
 		for rows.Next() {
-			var e countedKey[string]
-			if err := rows.Scan(&e.key, &e.n); err != nil {
+			var e countedKey[keyAttrs]
+			if err := rows.Scan(&e.key.key, &e.n, &e.key.severity, &e.key.source, &e.key.approval); err != nil {
 				rows.Close()
 				return fmt.Errorf("store: update keys: %w", err)
 			}
@@ -132,8 +143,10 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 		start, local, sum := window(entries, q.Offset)
 		total = sum
 		for i := start; i < len(entries) && len(out) < q.Limit; i++ {
-			rows, err := r.query(ctx, `SELECT `+updateColumns+updateFrom+` WHERE eu.org_id = ? AND eu.key = ?
-				ORDER BY eu.endpoint_id LIMIT ? OFFSET ?`, q.OrgID, entries[i].key, q.Limit-len(out), local)
+			k := entries[i].key
+			rows, err := r.query(ctx, `SELECT `+keyRowColumns+` FROM endpoint_updates eu JOIN endpoints e ON e.id = eu.endpoint_id
+				WHERE eu.org_id = ? AND eu.key = ? ORDER BY eu.endpoint_id LIMIT ? OFFSET ?`,
+				k.severity, k.source, k.approval, q.OrgID, k.key, q.Limit-len(out), local)
 			if err != nil {
 				return fmt.Errorf("store: list updates: %w", err)
 			}
