@@ -206,8 +206,9 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 	return tx.applyTitleDelta(ctx, delta)
 }
 
-// applyTitleDelta changes install counts in id order, so that concurrent
-// inventories on PostgreSQL lock title rows in one order and never deadlock.
+// applyTitleDelta changes install counts, a batch of titles per statement,
+// in id order, so that concurrent inventories on PostgreSQL lock title rows
+// in one order and never deadlock.
 func (tx *Tx) applyTitleDelta(ctx context.Context, delta map[int64]int) error {
 	ids := make([]int64, 0, len(delta))
 	for id, d := range delta {
@@ -216,8 +217,16 @@ func (tx *Tx) applyTitleDelta(ctx context.Context, delta map[int64]int) error {
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
-		if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = installs + ? WHERE id = ?`, delta[id], id); err != nil {
+	const perStatement = 64
+	for start := 0; start < len(ids); start += perStatement {
+		batch := ids[start:min(start+perStatement, len(ids))]
+		args := make([]any, 0, 2*len(batch))
+		for _, id := range batch {
+			args = append(args, id, delta[id])
+		}
+		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS BIGINT), CAST(? AS INTEGER)), ", len(batch)), ", ")
+		if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = installs + d.column2 FROM (VALUES `+values+`) AS d
+			WHERE software_titles.id = d.column1`, args...); err != nil {
 			return fmt.Errorf("store: software title count: %w", err)
 		}
 	}
