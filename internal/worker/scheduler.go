@@ -74,6 +74,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	handled := 0
 	locs := &zones{s: s.Store, m: map[string]*time.Location{}}
 	for {
+		before := handled
 		now := s.now()
 		due, err := s.Store.DueAutomations(ctx, now, dueBatch)
 		if err != nil {
@@ -110,7 +111,9 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 		}
 		close(work)
 		wg.Wait()
-		if len(due) < dueBatch || ctx.Err() != nil {
+		// A full batch may hide more due slots; stop when one made no
+		// progress (every slot failed) rather than retry it at once.
+		if len(due) < dueBatch || handled == before || ctx.Err() != nil {
 			break
 		}
 	}

@@ -209,7 +209,7 @@ func TestRingRolloutGate(t *testing.T) {
 	start := time.Now().In(loc).AddDate(0, 0, 1)
 	startDate := start.Format("2006-01-02")
 	id := f.create(apiv1.AutomationBody{Name: "Rollout", ActionType: "RUN_SCRIPT", Kind: str("RING"), StartDate: str(startDate), AtTime: str("04:00"),
-		Rings: []apiv1.Ring{{Name: "Pilot", GroupID: all}, {Name: "Broad", GroupID: all, OffsetDays: 2}, {Name: "Last", GroupID: all, OffsetDays: 4}},
+		Rings:   []apiv1.Ring{{Name: "Pilot", GroupID: all}, {Name: "Broad", GroupID: all, OffsetDays: 2}, {Name: "Last", GroupID: all, OffsetDays: 4}},
 		Payload: json.RawMessage(`{"script":"echo","language":"sh","minSuccessRate":75}`)})
 	first := *f.automation(id).NextRunAt
 	if first.Format("2006-01-02 15:04") != startDate+" 04:00" {
