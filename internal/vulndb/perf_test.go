@@ -1,0 +1,275 @@
+package vulndb_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/internal/inventory"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+	"github.com/patchd/patchd/internal/vulndb"
+	"github.com/patchd/patchd/internal/vulns/feeds"
+	"github.com/patchd/patchd/sim"
+)
+
+// writeNVDYear writes a synthetic NVD JSON 2.0 feed of n CVEs shaped like a
+// real year file: an English description, a CVSS 3.1 metric, and six CPE
+// matches in one configuration.
+func writeNVDYear(tb testing.TB, name string, n int) {
+	f, err := os.Create(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	fmt.Fprintf(w, `{"resultsPerPage":%d,"startIndex":0,"totalResults":%d,"format":"NVD_CVE","version":"2.0","timestamp":"2025-01-01T00:00:00.000","vulnerabilities":[`, n, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		if i > 0 {
+			w.WriteString(",")
+		}
+		var matches []map[string]any
+		for j := range 6 {
+			matches = append(matches, map[string]any{"vulnerable": true,
+				"criteria":            fmt.Sprintf("cpe:2.3:a:vendor%d:product%d:*:*:*:*:*:*:*:*", r.IntN(5000), j),
+				"versionEndExcluding": fmt.Sprintf("%d.%d.%d", r.IntN(30), r.IntN(20), r.IntN(100)), "matchCriteriaId": "0"})
+		}
+		score := float64(r.IntN(100)) / 10
+		item := map[string]any{"cve": map[string]any{"id": fmt.Sprintf("CVE-2024-%d", 10000+i), "sourceIdentifier": "cve@mitre.org",
+			"published": "2024-03-01T12:00:00.000", "lastModified": "2024-11-01T12:00:00.000", "vulnStatus": "Analyzed",
+			"descriptions": []map[string]string{{"lang": "en", "value": "A synthetic vulnerability in a synthetic product that lets a remote attacker do something bad through a crafted request."}},
+			"metrics": map[string]any{"cvssMetricV31": []map[string]any{{"source": "nvd@nist.gov", "type": "Primary",
+				"cvssData": map[string]any{"version": "3.1", "vectorString": "CVSS:3.1/AV:N/AC:L/PR:N/UI:R/S:U/C:H/I:H/A:H", "baseScore": score, "baseSeverity": feeds.SeverityFromScore(score)}}}},
+			"configurations": []map[string]any{{"nodes": []map[string]any{{"operator": "OR", "negate": false, "cpeMatch": matches}}}}}}
+		b, _ := json.Marshal(item)
+		w.Write(b)
+	}
+	w.WriteString("]}")
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	f.Close()
+}
+
+// BenchmarkImportNVDYear imports a 40,000-CVE NVD year file into an empty
+// store (the first import) and again (every record updated in place).
+func BenchmarkImportNVDYear(b *testing.B) {
+	name := filepath.Join(b.TempDir(), "nvdcve-2.0-2024.json")
+	writeNVDYear(b, name, 40000)
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		s := storetest.Open(b)
+		b.StartTimer()
+		start := time.Now()
+		res, err := vulndb.ImportFiles(ctx, s, []string{name})
+		if err != nil || res.Stored.CVEs != 40000 {
+			b.Fatalf("import = %+v %v", res, err)
+		}
+		first := time.Since(start)
+		start = time.Now()
+		if _, err := vulndb.ImportFiles(ctx, s, []string{name}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(first.Seconds(), "first-import-s")
+		b.ReportMetric(time.Since(start).Seconds(), "re-import-s")
+	}
+}
+
+// catalogProducts reads the CPE keys of the matcher's product catalog.
+func catalogProducts(tb testing.TB) []string {
+	raw, err := os.ReadFile("../vulns/match/cpemap.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var entries []struct {
+		CPE []string `json:"cpe"`
+	}
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.CPE...)
+	}
+	return out
+}
+
+// storeRules stores n synthetic CPE rules, ten per CVE: 600 on each
+// catalog product (as busy as Chrome in the real NVD), the rest on
+// products no endpoint has.
+func storeRules(tb testing.TB, s *store.Store, n int) {
+	ctx := context.Background()
+	products := catalogProducts(tb)
+	r := rand.New(rand.NewPCG(3, 4))
+	var batch store.FeedBatch
+	var cve feeds.CVE
+	for i := range n {
+		key := fmt.Sprintf("other%d:product%d", i/100, i/100)
+		if i < len(products)*600 {
+			key = products[i/600]
+		}
+		vendor, product, _ := cutColon(key)
+		// As in the real NVD, almost every range ends below what a
+		// maintained fleet runs; one in 300 reaches current versions.
+		end := fmt.Sprintf("0.%d.%d", r.IntN(10), r.IntN(7000))
+		if r.IntN(300) == 0 {
+			end = fmt.Sprintf("%d.%d.%d", r.IntN(140), r.IntN(10), r.IntN(7000))
+		}
+		m := feeds.CPEMatch{Part: "a", Vendor: vendor, Product: product, Version: "*", TargetSW: "*", EndExcl: end}
+		if r.IntN(5) == 0 {
+			m.StartIncl = "0." + strconv.Itoa(r.IntN(10))
+		}
+		if cve.ID == "" {
+			cve = feeds.CVE{ID: fmt.Sprintf("CVE-2020-%d", 100000+i/10)}
+		}
+		cve.CPEMatches = append(cve.CPEMatches, m)
+		if len(cve.CPEMatches) == 10 {
+			batch.CVEs = append(batch.CVEs, cve)
+			cve = feeds.CVE{}
+		}
+		if len(batch.CVEs) == 1000 {
+			if err := s.StoreFeeds(ctx, batch); err != nil {
+				tb.Fatal(err)
+			}
+			batch = store.FeedBatch{}
+		}
+	}
+	if cve.ID != "" {
+		batch.CVEs = append(batch.CVEs, cve)
+	}
+	if err := s.StoreFeeds(ctx, batch); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := s.BumpFeedVersion(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func cutColon(s string) (string, string, bool) {
+	for i := range len(s) {
+		if s[i] == ':' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// TestFleetMatchPerformance loads a fleet of simulated endpoints (the
+// inventories patchd-sim sends) and 250,000 CPE rules, then times the full
+// recompute through the store (first: every finding inserted; second:
+// nothing changed) and the recompute of one endpoint after its inventory
+// changed. PATCHD_PERF=1 runs it; PATCHD_PERF_ENDPOINTS sets the fleet
+// size (default 10,000).
+func TestFleetMatchPerformance(t *testing.T) {
+	if os.Getenv("PATCHD_PERF") == "" {
+		t.Skip("set PATCHD_PERF=1")
+	}
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	s := storetest.Open(t)
+	o, err := s.CreateOrg(ctx, "Perf", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	apps := 0
+	var ids []string
+	for i := range n {
+		doc := sim.Generate(1, i)
+		platform := sim.Platform(1, i)
+		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", i), Hostname: doc.System.Hostname,
+			Platform: platform, SecretHash: fmt.Sprint("s", i)}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		norm, err := inventory.Check(&doc, platform, "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReplaceInventory(ctx, o.ID, id, norm, "h", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		apps += len(doc.Software)
+		ids = append(ids, id)
+	}
+	t.Logf("fleet: %d endpoints, %.0f applications each on average, loaded in %v", n, float64(apps)/float64(n), time.Since(start).Round(time.Second))
+	start = time.Now()
+	storeRules(t, s, 250000)
+	t.Logf("rules: 250,000 stored in %v", time.Since(start).Round(time.Millisecond))
+
+	m := &vulndb.Matcher{Store: s, Holder: "perf"}
+	start = time.Now()
+	if _, _, _, err := m.Index(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("index built from the store in %v", time.Since(start).Round(time.Millisecond))
+	// The inventories marked every endpoint dirty: the first pass matches
+	// them all and inserts every finding; then a full recompute after a
+	// feed change (nothing changes, every endpoint is matched and diffed).
+	feedVersion, _ := s.VulnState(ctx, store.StateFeedVersion)
+	if err := s.SetVulnState(ctx, store.StateMatchedVersion, feedVersion); err != nil {
+		t.Fatal(err)
+	}
+	for _, pass := range []string{"first match of every endpoint (all findings inserted)", "full recompute after a feed change"} {
+		start = time.Now()
+		st, ok, err := m.RunOnce(ctx)
+		if err != nil || !ok || st.Endpoints != n {
+			t.Fatalf("%s: %+v %v %v", pass, st, ok, err)
+		}
+		t.Logf("%s: %v for %d endpoints (findings %d, added %d, removed %d)", pass, time.Since(start).Round(time.Millisecond),
+			st.Endpoints, st.Findings, st.Changes.Added, st.Changes.Removed)
+		if err := s.SetVulnState(ctx, store.StateMatchedVersion, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// One endpoint's inventory change: the worker's whole pass (lease,
+	// dirty mark, inventory read, match, diff written).
+	var times []time.Duration
+	for i := range 50 {
+		idx := (i * 197) % n
+		doc := sim.Generate(1, idx)
+		platform := sim.Platform(1, idx)
+		for j := range min(10, len(doc.Software)) { // ten applications updated
+			v := "999." + strconv.Itoa(i)
+			doc.Software[j].Version = &v
+		}
+		norm, err := inventory.Check(&doc, platform, "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReplaceInventory(ctx, o.ID, ids[idx], norm, "h2", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		st, _, err := m.RunOnce(ctx)
+		if err != nil || st.Endpoints != 1 {
+			t.Fatalf("one endpoint: %+v %v", st, err)
+		}
+		times = append(times, time.Since(start))
+	}
+	slicesSort(times)
+	t.Logf("one endpoint's recompute after an inventory change: p50 %v, p99 %v, max %v", times[len(times)/2].Round(time.Microsecond),
+		times[len(times)*99/100].Round(time.Microsecond), times[len(times)-1].Round(time.Microsecond))
+}
+
+func slicesSort(d []time.Duration) {
+	for i := 1; i < len(d); i++ {
+		for j := i; j > 0 && d[j] < d[j-1]; j-- {
+			d[j], d[j-1] = d[j-1], d[j]
+		}
+	}
+}
