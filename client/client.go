@@ -106,6 +106,16 @@ func (c *Client) fetchTokenLocked(ctx context.Context) (string, time.Time, error
 	return c.token, c.expires, nil
 }
 
+// CachedToken answers the token the client holds and its expiry, without
+// fetching one: "" when it holds none. Callers that keep tokens between
+// processes (patchctl) save it after their calls, since a 401 may have
+// renewed it.
+func (c *Client) CachedToken() (string, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token, c.expires
+}
+
 // invalidate forgets token if it is still the current one.
 func (c *Client) invalidate(token string) {
 	c.mu.Lock()

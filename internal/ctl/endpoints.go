@@ -1,0 +1,228 @@
+package ctl
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+)
+
+// needArgs checks the number of positional arguments.
+func needArgs(args []string, names ...string) error {
+	if len(args) != len(names) {
+		return usagef("want %d argument(s): %s", len(names), strings.Join(names, " "))
+	}
+	return nil
+}
+
+var endpointCols = []column[apiv1.Endpoint]{
+	col("ID", func(e apiv1.Endpoint) string { return e.ID }),
+	col("NAME", func(e apiv1.Endpoint) string { return e.Name }),
+	col("HOSTNAME", func(e apiv1.Endpoint) string { return e.Hostname }),
+	col("PLATFORM", func(e apiv1.Endpoint) string { return e.Platform }),
+	statusCol("STATUS", func(e apiv1.Endpoint) string { return e.Status }),
+	col("OS", func(e apiv1.Endpoint) string { return strings.TrimSpace(str(e.OS) + " " + str(e.OSVersion)) }),
+	col("TYPE", func(e apiv1.Endpoint) string { return e.Type }),
+	col("REBOOT", func(e apiv1.Endpoint) string { return yesNo(e.PendingReboot) }),
+	col("LAST SEEN", func(e apiv1.Endpoint) string { return when(e.LastSeenAt) }),
+}
+
+func endpointPairs(e apiv1.Endpoint) [][2]string {
+	pairs := [][2]string{
+		{"ID", e.ID}, {"Name", e.Name}, {"Hostname", e.Hostname}, {"Platform", e.Platform}, {"Status", e.Status},
+		{"OS", strings.TrimSpace(str(e.OS) + " " + str(e.OSVersion) + " " + str(e.OSBuild))}, {"Type", e.Type},
+		{"Domain", str(e.Domain)}, {"User", str(e.User)}, {"Model", strings.TrimSpace(str(e.Manufacturer) + " " + str(e.Model))},
+		{"Serial", str(e.SerialNumber)}, {"CPU", str(e.CPU)}, {"Cores", integer(e.Cores)}, {"RAM GB", num(e.RAMGB)},
+		{"IP addresses", strings.Join(e.IPAddresses, ", ")}, {"Antivirus", str(e.Antivirus)},
+		{"Pending reboot", yesNo(e.PendingReboot)}, {"Agent", str(e.AgentVersion)},
+		{"Last boot", when(e.LastBootAt)}, {"Last seen", when(e.LastSeenAt)}, {"Enrolled", when(e.EnrolledAt)},
+		{"Comment", str(e.Comment)},
+	}
+	keys := make([]string, 0, len(e.Attributes))
+	for k := range e.Attributes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return attrIndex(keys[i]) < attrIndex(keys[j]) })
+	for _, k := range keys {
+		pairs = append(pairs, [2]string{k, e.Attributes[k]})
+	}
+	return pairs
+}
+
+// attrIndex orders attr1 … attr30 numerically.
+func attrIndex(k string) int {
+	n := 0
+	fmt.Sscanf(strings.TrimPrefix(k, "attr"), "%d", &n)
+	return n
+}
+
+func endpointCommands() []command {
+	return []command{
+		{name: "endpoints list", args: "[-q TEXT] [--limit N]", summary: "list endpoints (every page, or up to --limit)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				var p pageFlags
+				p.register(fs)
+				q := fs.String("q", "", "only endpoints whose hostname or name contains `TEXT`")
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					if err := p.check(); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					return printList(s, endpointCols, walk(s, "endpoints", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Endpoint], error) {
+						return c.ListEndpoints(s.ctx, client.EndpointQuery{PageQuery: pq, Q: *q})
+					}))
+				}
+			}},
+		{name: "endpoints get", args: "ID", summary: "show an endpoint with its disks, software and missing updates",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					d, err := c.GetEndpoint(s.ctx, args[0])
+					if err != nil {
+						return err
+					}
+					return printEndpointDetail(s, d)
+				}
+			}},
+		{name: "endpoints rename", args: "ID NAME", summary: "set an endpoint's display name (\"\" goes back to the hostname)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID", "NAME"); err != nil {
+						return err
+					}
+					return patchEndpoint(s, args[0], apiv1.EndpointPatch{Name: &args[1]}, "Endpoint %s renamed.")
+				}
+			}},
+		{name: "endpoints comment", args: "ID TEXT", summary: "set an endpoint's comment",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID", "TEXT"); err != nil {
+						return err
+					}
+					return patchEndpoint(s, args[0], apiv1.EndpointPatch{Comment: &args[1]}, "Comment of endpoint %s set.")
+				}
+			}},
+		{name: "endpoints set-attr", args: "ID attrN=VALUE…", summary: "set custom attributes attr1 … attr30 of an endpoint",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if len(args) < 2 {
+						return usagef("want an endpoint ID and at least one attrN=VALUE")
+					}
+					attrs := map[string]string{}
+					for _, a := range args[1:] {
+						k, v, ok := strings.Cut(a, "=")
+						if !ok || k == "" {
+							return usagef("bad attribute %q: want attrN=VALUE", a)
+						}
+						attrs[k] = v
+					}
+					return patchEndpoint(s, args[0], apiv1.EndpointPatch{Attributes: attrs}, "Attributes of endpoint %s set.")
+				}
+			}},
+		{name: "endpoints remove", args: "ID [--yes]", summary: "remove an endpoint; its agent uninstalls itself at its next check-in",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				yes := fs.Bool("yes", false, "do not ask for confirmation on a terminal")
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID"); err != nil {
+						return err
+					}
+					if !*yes && s.io.IsTerminal(s.io.Stdin) {
+						ok, err := s.confirm(fmt.Sprintf("Remove endpoint %s and uninstall its agent?", args[0]))
+						if err != nil || !ok {
+							return err
+						}
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					if err := c.DeleteEndpoint(s.ctx, args[0]); err != nil {
+						return err
+					}
+					return s.done(apiv1.OK{OK: true}, "Endpoint %s removed; its agent uninstalls at its next check-in.", args[0])
+				}
+			}},
+	}
+}
+
+// confirm asks a yes/no question on the terminal.
+func (s *session) confirm(question string) (bool, error) {
+	fmt.Fprintf(s.io.Stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(s.io.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	fmt.Fprintln(s.io.Stderr, "Nothing done.")
+	return false, nil
+}
+
+func patchEndpoint(s *session, id string, patch apiv1.EndpointPatch, message string) error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	if err := c.PatchEndpoint(s.ctx, id, patch); err != nil {
+		return err
+	}
+	return s.done(apiv1.OK{OK: true}, message, id)
+}
+
+func printEndpointDetail(s *session, d apiv1.EndpointDetail) error {
+	switch s.format {
+	case "json":
+		return s.printJSON(d)
+	case "csv":
+		return printList(s, endpointCols, sliceSeq([]apiv1.Endpoint{d.Endpoint}))
+	}
+	s.printPairs(endpointPairs(d.Endpoint))
+	section := func(title string, n int) bool {
+		if n == 0 {
+			return false
+		}
+		fmt.Fprintf(s.io.Stdout, "\n%s (%d)\n", s.paint(bold, title), n)
+		return true
+	}
+	if section("Disks", len(d.Disks)) {
+		t := s.newTable(3)
+		copy(t.head, []string{"DRIVE", "SIZE GB", "FREE GB"})
+		for _, k := range d.Disks {
+			t.rows = append(t.rows, []cell{{text: k.Drive}, {text: num(k.SizeGB)}, {text: num(k.FreeGB)}})
+		}
+		t.write(s.io.Stdout)
+	}
+	if section("Missing updates", len(d.MissingUpdates)) {
+		t := s.newTable(5)
+		copy(t.head, []string{"TITLE", "KB", "SEVERITY", "SOURCE", "LATEST"})
+		for _, u := range d.MissingUpdates {
+			t.rows = append(t.rows, []cell{{text: u.Title}, {text: str(u.KB)}, {text: str(u.Severity), color: statusColor(str(u.Severity))},
+				{text: u.Source}, {text: str(u.LatestVersion)}})
+		}
+		t.write(s.io.Stdout)
+	}
+	if section("Software", len(d.Software)) {
+		t := s.newTable(3)
+		copy(t.head, []string{"NAME", "VERSION", "PUBLISHER"})
+		for _, sw := range d.Software {
+			t.rows = append(t.rows, []cell{{text: sw.Name}, {text: str(sw.Version)}, {text: str(sw.Publisher)}})
+		}
+		t.write(s.io.Stdout)
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package ctl
+
+import (
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/patchd/patchd/apiv1"
+)
+
+var reportMetaCols = []column[apiv1.ReportMeta]{
+	col("KEY", func(r apiv1.ReportMeta) string { return r.Key }),
+	col("CATEGORY", func(r apiv1.ReportMeta) string { return r.Category }),
+	col("TITLE", func(r apiv1.ReportMeta) string { return r.Title }),
+	col("DESCRIPTION", func(r apiv1.ReportMeta) string { return r.Description }),
+}
+
+var alertCols = []column[apiv1.AlertRule]{
+	col("ID", func(a apiv1.AlertRule) string { return a.ID }),
+	col("NAME", func(a apiv1.AlertRule) string { return a.Name }),
+	col("TRIGGER", func(a apiv1.AlertRule) string { return a.Trigger }),
+	col("THRESHOLD", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Threshold) }),
+	statusCol("ENABLED", func(a apiv1.AlertRule) string { return yesNo(a.Enabled) }),
+	col("EMAIL TO", func(a apiv1.AlertRule) string { return str(a.EmailTo) }),
+	col("WEBHOOK", func(a apiv1.AlertRule) string { return str(a.WebhookURL) }),
+	col("REPORT", func(a apiv1.AlertRule) string { return str(a.ReportKey) }),
+	col("EVENTS", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Events) }),
+}
+
+var alertTriggers = []string{"GROUP_UPTIME", "NEW_ENDPOINT", "CRITICAL_VULN", "MISSING_CRITICAL_UPDATE", "ENDPOINT_OFFLINE", "REBOOT_REQUIRED", "REPORT_ROWS"}
+
+// cellText renders a report value: JSON numbers without exponent, null as
+// empty.
+func cellText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func reportCommands() []command {
+	return []command{
+		{name: "reports list", args: "", summary: "list the built-in reports",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					l, err := c.ReportCatalog(s.ctx)
+					if err != nil {
+						return err
+					}
+					return printList(s, reportMetaCols, sliceSeq(l.Items))
+				}
+			}},
+		{name: "reports get", args: "KEY [--csv]", summary: "show a report; --csv (or -o csv) streams the server's CSV",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				asCSV := fs.Bool("csv", false, "download the report as CSV, as the server writes it")
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "KEY"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					if *asCSV || s.format == "csv" {
+						resp, err := c.ReportCSV(s.ctx, args[0])
+						if err != nil {
+							return err
+						}
+						defer resp.Body.Close()
+						_, err = io.Copy(s.io.Stdout, resp.Body)
+						return err
+					}
+					r, err := c.Report(s.ctx, args[0])
+					if err != nil {
+						return err
+					}
+					return printReport(s, r)
+				}
+			}},
+	}
+}
+
+func printReport(s *session, r apiv1.Report) error {
+	switch s.format {
+	case "json":
+		return s.printJSON(r)
+	case "csv":
+		w := csv.NewWriter(s.io.Stdout)
+		w.Write(r.Columns)
+		for _, row := range r.Rows {
+			rec := make([]string, len(row))
+			for i, v := range row {
+				rec[i] = cellText(v)
+			}
+			w.Write(rec)
+		}
+		w.Flush()
+		return w.Error()
+	}
+	fmt.Fprintf(s.io.Stdout, "%s (%d rows", s.paint(bold, r.Title), r.Total)
+	if r.CollectedAt != nil {
+		fmt.Fprintf(s.io.Stdout, ", collected %s", when(r.CollectedAt))
+	}
+	fmt.Fprint(s.io.Stdout, ")\n\n")
+	t := s.newTable(len(r.Columns))
+	copy(t.head, r.Columns)
+	for _, row := range r.Rows {
+		cells := make([]cell, len(r.Columns))
+		for i := range cells {
+			if i < len(row) {
+				cells[i] = cell{text: cellText(row[i])}
+			}
+		}
+		t.rows = append(t.rows, cells)
+	}
+	t.write(s.io.Stdout)
+	return nil
+}
+
+func alertCommands() []command {
+	return []command{
+		{name: "alerts list", args: "", summary: "list alert rules",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					l, err := c.ListAlertRules(s.ctx)
+					if err != nil {
+						return err
+					}
+					return printList(s, alertCols, sliceSeq(l.Items))
+				}
+			}},
+		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin]] [--report-key KEY] [-f rule.json]",
+			summary: "create an alert rule delivered by email and/or HTTPS webhook",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				file := fs.String("f", "", "AlertRuleBody JSON `FILE` (- for stdin); flags override its fields")
+				name := fs.String("name", "", "rule `NAME`")
+				trigger := fs.String("trigger", "", "`TRIGGER`: GROUP_UPTIME, NEW_ENDPOINT, CRITICAL_VULN, MISSING_CRITICAL_UPDATE, ENDPOINT_OFFLINE, REBOOT_REQUIRED or REPORT_ROWS")
+				threshold := fs.Int("threshold", 0, "trigger threshold `N`")
+				emailTo := fs.String("email-to", "", "comma-separated `RECIPIENTS`")
+				webhookURL := fs.String("webhook-url", "", "HTTPS webhook `URL`")
+				secretStdin := fs.Bool("webhook-secret-stdin", false, "read the webhook signing secret from the first line of stdin")
+				reportKey := fs.String("report-key", "", "REPORT_ROWS: the report `KEY`")
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					var body apiv1.AlertRuleBody
+					if *file != "" {
+						if *file == "-" && *secretStdin {
+							return usagef("-f - and --webhook-secret-stdin both read stdin")
+						}
+						if err := readJSONFile(s, *file, &body); err != nil {
+							return err
+						}
+					}
+					var setErr error
+					fs.Visit(func(f *flag.Flag) {
+						switch f.Name {
+						case "name":
+							body.Name = *name
+						case "trigger":
+							body.Trigger = *trigger
+						case "threshold":
+							body.Threshold = threshold
+						case "email-to":
+							body.EmailTo = emailTo
+						case "webhook-url":
+							body.WebhookURL = webhookURL
+						case "report-key":
+							body.ReportKey = reportKey
+						case "webhook-secret-stdin":
+							secret, err := readSecretLine(s, "--webhook-secret-stdin")
+							body.WebhookSecret, setErr = &secret, err
+						}
+					})
+					if setErr != nil {
+						return setErr
+					}
+					if body.Name == "" || body.Trigger == "" {
+						return usagef("an alert rule needs --name and --trigger")
+					}
+					if err := oneOf("trigger", body.Trigger, alertTriggers); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					res, err := c.CreateAlertRule(s.ctx, body)
+					if err != nil {
+						return err
+					}
+					return s.done(res, "Alert rule %q created: %s", res.Rule.Name, res.Rule.ID)
+				}
+			}},
+	}
+}

@@ -1,0 +1,218 @@
+package ctl
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+)
+
+var updateCols = []column[apiv1.Update]{
+	col("KEY", func(u apiv1.Update) string { return u.Key }),
+	col("ENDPOINT", func(u apiv1.Update) string { return u.Endpoint }),
+	col("TITLE", func(u apiv1.Update) string { return u.Title }),
+	statusCol("SEVERITY", func(u apiv1.Update) string { return u.Severity }),
+	col("SOURCE", func(u apiv1.Update) string { return u.Source }),
+	col("INSTALLED", func(u apiv1.Update) string { return str(u.InstalledVersion) }),
+	col("LATEST", func(u apiv1.Update) string { return str(u.LatestVersion) }),
+	statusCol("APPROVAL", func(u apiv1.Update) string { return u.Approval }),
+	col("ENDPOINT ID", func(u apiv1.Update) string { return u.EndpointID }),
+}
+
+var softwareCols = []column[apiv1.SoftwareRow]{
+	col("ENDPOINT", func(r apiv1.SoftwareRow) string { return r.Endpoint }),
+	col("NAME", func(r apiv1.SoftwareRow) string { return r.Name }),
+	col("VERSION", func(r apiv1.SoftwareRow) string { return str(r.Version) }),
+	col("PUBLISHER", func(r apiv1.SoftwareRow) string { return str(r.Publisher) }),
+	col("INSTALLED", func(r apiv1.SoftwareRow) string { return str(r.InstallDate) }),
+	col("ENDPOINT ID", func(r apiv1.SoftwareRow) string { return r.EndpointID }),
+}
+
+var vulnCols = []column[apiv1.Vulnerability]{
+	col("CVE", func(v apiv1.Vulnerability) string { return v.CVEID }),
+	col("CVSS", func(v apiv1.Vulnerability) string { return num(v.CVSSScore) }),
+	statusCol("SEVERITY", func(v apiv1.Vulnerability) string { return str(v.Severity) }),
+	col("KEV", func(v apiv1.Vulnerability) string { return yesNo(v.CISAKEV) }),
+	statusCol("REMEDIATION", func(v apiv1.Vulnerability) string { return str(v.RemediationStatus) }),
+	col("DEADLINE", func(v apiv1.Vulnerability) string { return when(v.RemediationDeadline) }),
+	col("ENDPOINTS", func(v apiv1.Vulnerability) string { return strconv.Itoa(len(v.Endpoints)) }),
+	col("SOFTWARE", func(v apiv1.Vulnerability) string { return strings.Join(v.Software, "; ") }),
+}
+
+var severities = []string{"Critical", "Important", "Moderate", "Low", "Unspecified"}
+
+func oneOf(flagName, value string, allowed []string) error {
+	if value == "" {
+		return nil
+	}
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	return usagef("--%s %q: want one of %s", flagName, value, strings.Join(allowed, ", "))
+}
+
+func updateCommands() []command {
+	cmds := []command{
+		{name: "updates list", args: "[--endpoint ID] [--severity S] [--source OS|THIRD_PARTY] [--limit N]",
+			summary: "list missing updates, one row per endpoint and update",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				var p pageFlags
+				p.register(fs)
+				endpoint := fs.String("endpoint", "", "only the updates of endpoint `ID`")
+				severity := fs.String("severity", "", "only `SEVERITY`: Critical, Important, Moderate, Low or Unspecified")
+				source := fs.String("source", "", "only `SOURCE`: OS or THIRD_PARTY")
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					if err := p.check(); err != nil {
+						return err
+					}
+					if err := oneOf("severity", *severity, severities); err != nil {
+						return err
+					}
+					if err := oneOf("source", *source, []string{"OS", "THIRD_PARTY"}); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					q := client.UpdateQuery{EndpointID: *endpoint, Severity: *severity, Source: *source}
+					return printList(s, updateCols, walk(s, "updates", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Update], error) {
+						q.PageQuery = pq
+						return c.ListUpdates(s.ctx, q)
+					}))
+				}
+			}},
+	}
+	for _, v := range []struct{ verb, status, summary string }{
+		{"approve", "APPROVED", "approve update keys (third-party keys end in @<version>)"},
+		{"decline", "DECLINED", "decline update keys"},
+		{"reset", "NEW", "clear the decision stored under update keys"},
+	} {
+		cmds = append(cmds, command{name: "updates " + v.verb, args: "KEY… (or - to read keys from stdin, one a line)", summary: v.summary,
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					keys, err := approvalKeys(s, args)
+					if err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					res, err := c.SetApproval(s.ctx, apiv1.ApprovalBody{Keys: keys, Status: v.status})
+					if err != nil {
+						return err
+					}
+					return s.done(res, "%d key(s) set to %s; %d decision(s) changed.", res.Count, res.Status, res.Changed)
+				}
+			}})
+	}
+	return cmds
+}
+
+// approvalKeys reads keys from the arguments, or from stdin for "-" (the
+// first column of each line, so `updates list -o csv | cut -d, -f1` works;
+// a "KEY" header line is skipped).
+func approvalKeys(s *session, args []string) ([]apiv1.ApprovalKey, error) {
+	if len(args) == 0 {
+		return nil, usagef("want at least one update KEY (or - to read them from stdin)")
+	}
+	var raw []string
+	for _, a := range args {
+		if a != "-" {
+			raw = append(raw, a)
+			continue
+		}
+		sc := bufio.NewScanner(s.io.Stdin)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			f := strings.FieldsFunc(line, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+			if len(f) > 0 && f[0] != "KEY" {
+				raw = append(raw, f[0])
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("read keys from stdin: %w", err)
+		}
+	}
+	seen := map[string]bool{}
+	var keys []apiv1.ApprovalKey
+	for _, k := range raw {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, apiv1.ApprovalKey{Key: k})
+		}
+	}
+	if len(keys) == 0 {
+		return nil, usagef("no update keys given")
+	}
+	return keys, nil
+}
+
+func inventoryCommands() []command {
+	return []command{
+		{name: "software list", args: "[-q NAME] [--endpoint ID] [--limit N]", summary: "list installed software, one row per endpoint and application",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				var p pageFlags
+				p.register(fs)
+				q := fs.String("q", "", "only applications whose name contains `TEXT`")
+				endpoint := fs.String("endpoint", "", "only the software of endpoint `ID`")
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					if err := p.check(); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					sq := client.SoftwareQuery{Q: *q, EndpointID: *endpoint}
+					return printList(s, softwareCols, walk(s, "software", p, func(pq client.PageQuery) (apiv1.Page[apiv1.SoftwareRow], error) {
+						sq.PageQuery = pq
+						return c.ListSoftware(s.ctx, sq)
+					}))
+				}
+			}},
+		{name: "vulns list", args: "[--min-cvss N] [--kev] [--limit N]", summary: "list vulnerabilities present on the fleet",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				var p pageFlags
+				p.register(fs)
+				minCVSS := fs.String("min-cvss", "", "only CVSS scores of at least `SCORE`")
+				kev := fs.Bool("kev", false, "only known exploited vulnerabilities (CISA KEV)")
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					if err := p.check(); err != nil {
+						return err
+					}
+					if *minCVSS != "" {
+						if f, err := strconv.ParseFloat(*minCVSS, 64); err != nil || f < 0 || f > 10 {
+							return usagef("--min-cvss %q: want a score from 0 to 10", *minCVSS)
+						}
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					vq := client.VulnerabilityQuery{MinCVSS: *minCVSS, KEV: *kev}
+					return printList(s, vulnCols, walk(s, "vulnerabilities", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Vulnerability], error) {
+						vq.PageQuery = pq
+						return c.ListVulnerabilities(s.ctx, vq)
+					}))
+				}
+			}},
+	}
+}
