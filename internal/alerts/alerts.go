@@ -11,6 +11,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/patchd/patchd/internal/valid"
 )
 
 // Triggers of AlertRuleBody.trigger.
@@ -132,4 +135,79 @@ func CheckWebhookURL(s string) error {
 		return fmt.Errorf("must not have a fragment")
 	}
 	return nil
+}
+
+// Rule is an alert rule's settings as given by an administrator; an empty
+// string is an absent value.
+type Rule struct {
+	Name          string
+	Trigger       string
+	Threshold     *int
+	EmailTo       string
+	WebhookURL    string
+	WebhookSecret string
+	ReportKey     string
+}
+
+// Check normalises r (trimmed names and recipients, the trigger's default
+// threshold) and answers every field problem at once.
+func (r *Rule) Check() error {
+	var errs valid.Errors
+	r.Name = strings.TrimSpace(r.Name)
+	switch {
+	case r.Name == "":
+		errs.Add("name", "is required")
+	case utf8.RuneCountInString(r.Name) > MaxName:
+		errs.Add("name", "must have at most %d characters", MaxName)
+	}
+	t, ok := Lookup(r.Trigger)
+	switch {
+	case r.Trigger == "":
+		errs.Add("trigger", "is required")
+	case !ok:
+		errs.Add("trigger", "must be one of %s", strings.Join(TriggerNames(), ", "))
+	case r.Threshold == nil:
+		n := t.DefaultThreshold
+		r.Threshold = &n
+	case *r.Threshold < t.Min || *r.Threshold > t.Max:
+		if t.Min == t.Max {
+			errs.Add("threshold", "must be %d for %s: %s", t.Min, t.Name, t.Threshold)
+		} else {
+			errs.Add("threshold", "must be between %d and %d for %s: %s", t.Min, t.Max, t.Name, t.Threshold)
+		}
+	}
+	r.EmailTo = strings.TrimSpace(r.EmailTo)
+	if r.EmailTo != "" {
+		list, err := ParseRecipients(r.EmailTo)
+		if err != nil {
+			errs.Add("emailTo", "must be comma-separated e-mail addresses: %v", err)
+		} else {
+			r.EmailTo = strings.Join(list, ", ")
+		}
+	}
+	r.WebhookURL = strings.TrimSpace(r.WebhookURL)
+	if r.WebhookURL != "" {
+		if err := CheckWebhookURL(r.WebhookURL); err != nil {
+			errs.Add("webhookUrl", "%v", err)
+		}
+	}
+	if r.WebhookSecret != "" && r.WebhookURL == "" {
+		errs.Add("webhookSecret", "signs webhook deliveries: give webhookUrl too")
+	}
+	if len(r.WebhookSecret) > MaxSecret {
+		errs.Add("webhookSecret", "must have at most %d bytes", MaxSecret)
+	}
+	if r.EmailTo == "" && r.WebhookURL == "" {
+		errs.Add("emailTo", "give emailTo, webhookUrl or both: an event must go somewhere")
+	}
+	r.ReportKey = strings.TrimSpace(r.ReportKey)
+	switch {
+	case r.Trigger == ReportRows && r.ReportKey == "":
+		errs.Add("reportKey", "is required for REPORT_ROWS; one of %s", strings.Join(ReportKeys, ", "))
+	case r.Trigger == ReportRows && !KnownReport(r.ReportKey):
+		errs.Add("reportKey", "must be a report REPORT_ROWS can count: %s", strings.Join(ReportKeys, ", "))
+	case r.Trigger != ReportRows && r.ReportKey != "" && ok:
+		errs.Add("reportKey", "is only for REPORT_ROWS")
+	}
+	return errs.Err()
 }

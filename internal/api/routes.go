@@ -28,8 +28,8 @@ func (a *API) routes() {
 	a.route("DELETE /api/v1/automations/{id}", perm.AutomationsManage, a.deleteAutomation) // 17
 	a.route("POST /api/v1/actions", perm.AutomationsRun, a.createAction)                   // 18
 	a.route("POST /api/v1/updates/approvals", perm.UpdatesManage, a.setApprovals)          // 19
-	a.route("GET /api/v1/alerts", perm.ReportsView, notImplemented)                        // 20
-	a.route("POST /api/v1/alerts", perm.ReportsManage, notImplemented)                     // 21
+	a.route("GET /api/v1/alerts", perm.ReportsView, a.listAlertRules)                      // 20
+	a.route("POST /api/v1/alerts", perm.ReportsManage, a.createAlertRule)                  // 21
 	a.route("POST /api/v1/automations/{id}/run", perm.AutomationsRun, a.runAutomation)     // 22
 	a.route("GET /api/v1/runs", perm.AutomationsView, a.listRuns)                          // 23
 	a.route("GET /api/v1/reports/{key}", perm.ReportsView, notImplemented)                 // 24

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,21 @@ type Config struct {
 	VulnSyncInterval time.Duration
 	// Feeds are the addresses vulnerability feeds are synced from.
 	Feeds Feeds
+	// SMTP is the server alert e-mail goes through.
+	SMTP SMTP
+	// WebhookTLS configures alert webhooks' TLS (tests trust their
+	// receivers); nil uses the system roots. Not a flag.
+	WebhookTLS *tls.Config
+}
+
+// SMTP holds the --smtp-* flags.
+type SMTP struct {
+	Addr     string
+	User     string
+	Password string
+	From     string
+	// TLS is starttls, tls or none.
+	TLS string
 }
 
 // Feeds are the addresses and key of the vulnerability feeds (patchd
@@ -110,6 +126,12 @@ func ParseServe(args []string) (Config, error) {
 	}
 	fs.DurationVar(&c.VulnSyncInterval, "vulndb-sync-interval", syncEvery, "sync the vulnerability feeds this often, for example 6h; 0 is off (env PATCHD_VULNDB_SYNC_INTERVAL)")
 	FeedFlags(fs, &c.Feeds)
+	fs.StringVar(&c.SMTP.Addr, "smtp-addr", Env("PATCHD_SMTP_ADDR", ""), "SMTP server host:port for alert e-mail; empty: no e-mail (env PATCHD_SMTP_ADDR)")
+	fs.StringVar(&c.SMTP.User, "smtp-user", Env("PATCHD_SMTP_USER", ""), "SMTP user (PLAIN authentication) (env PATCHD_SMTP_USER)")
+	// The password's default is read after parsing: a flag's default is shown by --help.
+	fs.StringVar(&c.SMTP.Password, "smtp-password", "", "SMTP password; prefer the env PATCHD_SMTP_PASSWORD")
+	fs.StringVar(&c.SMTP.From, "smtp-from", Env("PATCHD_SMTP_FROM", "patchd@localhost"), "sender address of alert e-mail (env PATCHD_SMTP_FROM)")
+	fs.StringVar(&c.SMTP.TLS, "smtp-tls", Env("PATCHD_SMTP_TLS", "starttls"), "starttls, tls (implicit, port 465) or none (env PATCHD_SMTP_TLS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -140,6 +162,12 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return c, fmt.Errorf("--log-format must be text or json")
+	}
+	if c.SMTP.Password == "" {
+		c.SMTP.Password = os.Getenv("PATCHD_SMTP_PASSWORD")
+	}
+	if c.SMTP.TLS != "starttls" && c.SMTP.TLS != "tls" && c.SMTP.TLS != "none" {
+		return c, fmt.Errorf("--smtp-tls must be starttls, tls or none")
 	}
 	if c.CheckinInterval < time.Second {
 		return c, fmt.Errorf("--checkin-interval must be at least 1s")

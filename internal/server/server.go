@@ -107,6 +107,7 @@ func (s *Server) RunWorkers(ctx context.Context) {
 		(&worker.Scheduler{Store: s.store, Queued: s.hub.Queued, Interval: s.cfg.SchedulerInterval, CommandExpiry: s.cfg.CommandExpiry}).Run(ctx)
 	})
 	wg.Go(func() { s.runVulnWorkers(ctx) })
+	wg.Go(func() { s.runAlertWorkers(ctx) })
 	wg.Wait()
 }
 

@@ -42,6 +42,9 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 			if err != nil {
 				return fmt.Errorf("store: enroll endpoint: %w", err)
 			}
+			if err := tx.raiseNewEndpoint(ctx, en, id, now); err != nil {
+				return err
+			}
 			return tx.afterEndpointChange(ctx, en.OrgID, id)
 		case err != nil:
 			return fmt.Errorf("store: enroll endpoint: %w", err)

@@ -34,6 +34,7 @@ CREATE TABLE alert_events (
 	title           TEXT NOT NULL,
 	detail          TEXT NOT NULL,
 	endpoint_id     TEXT,
+	group_id        TEXT,
 	-- For an offline event: when the endpoint was last seen (the episode).
 	since           BIGINT,
 	raised_at       BIGINT NOT NULL,
@@ -42,6 +43,7 @@ CREATE TABLE alert_events (
 	UNIQUE (rule_id, condition_key)
 );
 CREATE INDEX alert_events_rule ON alert_events (rule_id, raised_at);
+CREATE INDEX alert_events_endpoint ON alert_events (rule_id, endpoint_id, since);
 
 CREATE TABLE alert_outbox (
 	id            TEXT PRIMARY KEY,

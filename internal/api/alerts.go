@@ -1,0 +1,56 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// listAlertRules is operation 20: every rule, not paginated.
+func (a *API) listAlertRules(w http.ResponseWriter, r *http.Request) error {
+	rules, err := a.store.ListAlertRules(r.Context(), principal(r).OrgID)
+	if err != nil {
+		return err
+	}
+	items := make([]apiv1.AlertRule, len(rules))
+	for i, rule := range rules {
+		items[i] = alertRuleOut(rule)
+	}
+	httpx.WriteJSON(w, http.StatusOK, apiv1.List[apiv1.AlertRule]{Items: items, Total: len(items)})
+	return nil
+}
+
+// createAlertRule is operation 21. The webhook secret is stored to sign
+// deliveries and never answered, logged or audited (only whether there is one).
+func (a *API) createAlertRule(w http.ResponseWriter, r *http.Request) error {
+	var body apiv1.AlertRuleBody
+	if err := httpx.DecodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	in := alerts.Rule{Name: body.Name, Trigger: body.Trigger, Threshold: body.Threshold}
+	for p, v := range map[*string]*string{&in.EmailTo: body.EmailTo, &in.WebhookURL: body.WebhookURL,
+		&in.WebhookSecret: body.WebhookSecret, &in.ReportKey: body.ReportKey} {
+		if v != nil {
+			*p = *v
+		}
+	}
+	if err := in.Check(); err != nil {
+		return err
+	}
+	rule, err := a.store.CreateAlertRule(r.Context(), auditEntry(r, "alert.create", "alert", ""), principal(r).OrgID, in, time.Now())
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, apiv1.AlertRuleResult{OK: true, Rule: apiv1.Ref{ID: rule.ID, Name: rule.Name}})
+	return nil
+}
+
+func alertRuleOut(r store.AlertRule) apiv1.AlertRule {
+	created := r.CreatedAt
+	return apiv1.AlertRule{ID: r.ID, Name: r.Name, Trigger: r.Trigger, Threshold: r.Threshold, Enabled: r.Enabled, EmailTo: r.EmailTo,
+		WebhookURL: r.WebhookURL, ReportKey: r.ReportKey, HasWebhookSecret: r.HasWebhookSecret, Events: r.Events, CreatedAt: &created}
+}

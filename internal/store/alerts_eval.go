@@ -1,0 +1,446 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/groups"
+)
+
+// The conditions of the alert triggers. NEW_ENDPOINT is raised in the
+// enrollment's transaction; the others are found by EvaluateAlerts, which
+// the alert worker calls periodically with its clock. A condition that holds
+// already when a rule is created is not news: time-based conditions raise
+// only when they came true after the rule existed.
+
+// raiseNewEndpoint raises NEW_ENDPOINT for the organization's enabled rules,
+// in the transaction that created the endpoint.
+func (tx *Tx) raiseNewEndpoint(ctx context.Context, en Enrollment, endpointID string, now time.Time) error {
+	rules, err := tx.enabledRules(ctx, en.OrgID, alerts.NewEndpoint)
+	if err != nil || len(rules) == 0 {
+		return err
+	}
+	detail := fmt.Sprintf("Platform %s", en.Platform)
+	if en.OS != "" {
+		detail += ", " + en.OS
+		if en.OSVersion != "" {
+			detail += " " + en.OSVersion
+		}
+	}
+	if en.AgentVersion != "" {
+		detail += ", agent " + en.AgentVersion
+	}
+	detail += ". Endpoint id " + endpointID + "."
+	for _, r := range rules {
+		if _, err := tx.raiseAlert(ctx, r, NewAlertEvent{Key: "endpoint:" + endpointID, Event: alerts.NewEndpoint, Severity: alerts.Info,
+			Title: "New endpoint " + en.Hostname + " enrolled", Detail: detail, EndpointID: endpointID}, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (tx *Tx) enabledRules(ctx context.Context, orgID, trigger string) ([]AlertRule, error) {
+	rows, err := tx.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? AND trigger_kind = ? AND enabled = TRUE`, orgID, trigger)
+	if err != nil {
+		return nil, fmt.Errorf("store: alert rules: %w", err)
+	}
+	defer rows.Close()
+	var out []AlertRule
+	for rows.Next() {
+		r, err := scanAlertRule(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: alert rules: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// AlertEvaluation counts what one EvaluateAlerts pass raised.
+type AlertEvaluation struct {
+	Rules  int `json:"rules"`
+	Raised int `json:"raised"`
+}
+
+// maxCandidates bounds the events one rule raises per pass; the rest are
+// raised by the next passes.
+const maxCandidates = 500
+
+// EvaluateAlerts finds the conditions of the time-based triggers at now and
+// raises their events. An endpoint not seen for disconnectedAfter is
+// disconnected. Several replicas may evaluate at once: an event is raised
+// once per condition whoever finds it.
+func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedAfter time.Duration) (AlertEvaluation, error) {
+	var st AlertEvaluation
+	if err := s.trackReboots(ctx, now); err != nil {
+		return st, err
+	}
+	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind <> ? ORDER BY org_id, id`, alerts.NewEndpoint)
+	if err != nil {
+		return st, fmt.Errorf("store: evaluate alerts: %w", err)
+	}
+	var rules []AlertRule
+	for rows.Next() {
+		r, err := scanAlertRule(rows)
+		if err != nil {
+			rows.Close()
+			return st, fmt.Errorf("store: evaluate alerts: %w", err)
+		}
+		rules = append(rules, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("store: evaluate alerts: %w", err)
+	}
+	for _, r := range rules {
+		st.Rules++
+		var found []NewAlertEvent
+		var err error
+		switch r.Trigger {
+		case alerts.EndpointOffline:
+			found, err = s.offlineConditions(ctx, r, now, disconnectedAfter)
+		case alerts.GroupUptime:
+			found, err = s.groupConditions(ctx, r, now, disconnectedAfter)
+		case alerts.RebootRequired:
+			found, err = s.rebootConditions(ctx, r, now)
+		case alerts.MissingCriticalUpdate:
+			found, err = s.missingUpdateConditions(ctx, r, now)
+		case alerts.CriticalVuln:
+			found, err = s.vulnConditions(ctx, r)
+		case alerts.ReportRows:
+			n, err := s.reportRowsCondition(ctx, r, now, disconnectedAfter)
+			if err != nil {
+				return st, err
+			}
+			st.Raised += n
+			continue
+		default:
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+		if len(found) == 0 {
+			continue
+		}
+		err = s.InTx(ctx, func(tx *Tx) error {
+			for _, ev := range found {
+				raised, err := tx.raiseAlert(ctx, r, ev, now)
+				if err != nil {
+					return err
+				}
+				if raised {
+					st.Raised++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// trackReboots records when each endpoint was first seen with a pending
+// reboot, and forgets those that rebooted.
+func (s *Store) trackReboots(ctx context.Context, now time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.exec(ctx, `INSERT INTO alert_reboots (endpoint_id, org_id, since)
+			SELECT id, org_id, ? FROM endpoints WHERE pending_reboot = TRUE ON CONFLICT (endpoint_id) DO NOTHING`, millis(now)); err != nil {
+			return fmt.Errorf("store: track reboots: %w", err)
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM alert_reboots WHERE endpoint_id IN (SELECT id FROM endpoints WHERE pending_reboot = FALSE)`); err != nil {
+			return fmt.Errorf("store: track reboots: %w", err)
+		}
+		return nil
+	})
+}
+
+// collect reads rows of (endpoint id, name, since) into events made by mk.
+func (s *Store) collect(ctx context.Context, mk func(id, name string, since time.Time) NewAlertEvent, query string, args ...any) ([]NewAlertEvent, error) {
+	rows, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: alert conditions: %w", err)
+	}
+	defer rows.Close()
+	var out []NewAlertEvent
+	for rows.Next() {
+		var id, name string
+		var since int64
+		if err := rows.Scan(&id, &name, &since); err != nil {
+			return nil, fmt.Errorf("store: alert conditions: %w", err)
+		}
+		out = append(out, mk(id, name, fromMillis(since)))
+	}
+	return out, rows.Err()
+}
+
+func ago(now, since time.Time) string {
+	d := now.Sub(since).Round(time.Minute)
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%d hours", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d minutes", int(d.Minutes()))
+	}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
+// offlineFor is how long an endpoint must be unseen for a threshold in
+// minutes: at least until it counts as disconnected.
+func offlineFor(minutes int, disconnectedAfter time.Duration) time.Duration {
+	return max(time.Duration(minutes)*time.Minute, disconnectedAfter)
+}
+
+// ENDPOINT_OFFLINE: one event per offline episode (the episode is named by
+// the last check-in before it).
+func (s *Store) offlineConditions(ctx context.Context, r AlertRule, now time.Time, disconnectedAfter time.Duration) ([]NewAlertEvent, error) {
+	wait := offlineFor(r.Threshold, disconnectedAfter)
+	return s.collect(ctx, func(id, name string, since time.Time) NewAlertEvent {
+		t := since
+		return NewAlertEvent{Key: fmt.Sprintf("offline:%s:%d", id, millis(since)), Event: alerts.EndpointOffline, Severity: alerts.Warning,
+			Title: "Endpoint " + name + " is offline", Detail: fmt.Sprintf("Last check-in %s (%s ago). Endpoint id %s.", stamp(since), ago(now, since), id),
+			EndpointID: id, Since: &t}
+	}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(e.last_seen_at, e.enrolled_at) FROM endpoints e
+		WHERE e.org_id = ? AND COALESCE(e.last_seen_at, e.enrolled_at) <= ? AND COALESCE(e.last_seen_at, e.enrolled_at) >= ?
+		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.since = COALESCE(e.last_seen_at, e.enrolled_at))
+		ORDER BY e.id LIMIT ?`,
+		r.OrgID, millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
+}
+
+// GROUP_UPTIME: a member of a group with offlineAlertMinutes unseen that
+// long (one event per group, member and episode), and, for a group with
+// onlineAlert, the same member back online after such an event.
+func (s *Store) groupConditions(ctx context.Context, r AlertRule, now time.Time, disconnectedAfter time.Duration) ([]NewAlertEvent, error) {
+	rows, err := s.query(ctx, `SELECT id, name, offline_alert_minutes, online_alert, COALESCE(builtin, '') FROM endpoint_groups
+		WHERE org_id = ? AND offline_alert_minutes IS NOT NULL ORDER BY id`, r.OrgID)
+	if err != nil {
+		return nil, fmt.Errorf("store: uptime groups: %w", err)
+	}
+	type group struct {
+		id, name, builtin string
+		minutes           int
+		online            bool
+	}
+	var list []group
+	for rows.Next() {
+		var g group
+		if err := rows.Scan(&g.id, &g.name, &g.minutes, &g.online, &g.builtin); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: uptime groups: %w", err)
+		}
+		list = append(list, g)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: uptime groups: %w", err)
+	}
+	var out []NewAlertEvent
+	for _, g := range list {
+		member, args := `e.id IN (SELECT endpoint_id FROM group_members WHERE group_id = ?)`, []any{g.id}
+		switch g.builtin {
+		case groups.BuiltinAll:
+			member, args = `TRUE`, nil
+		case groups.BuiltinNew:
+			member, args = `e.enrolled_at >= ?`, []any{millis(now.AddDate(0, 0, -NewEndpointDays))}
+		}
+		wait := offlineFor(g.minutes, disconnectedAfter)
+		offline, err := s.collect(ctx, func(id, name string, since time.Time) NewAlertEvent {
+			t := since
+			return NewAlertEvent{Key: fmt.Sprintf("group:%s:offline:%s:%d", g.id, id, millis(since)), Event: alerts.GroupUptime, Severity: alerts.Warning,
+				Title: fmt.Sprintf("Endpoint %s of group %s is offline", name, g.name),
+				Detail: fmt.Sprintf("Last check-in %s (%s ago); the group alerts after %d minutes offline. Endpoint id %s.", stamp(since), ago(now, since), g.minutes, id),
+				EndpointID: id, GroupID: g.id, Since: &t}
+		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(e.last_seen_at, e.enrolled_at) FROM endpoints e
+			WHERE e.org_id = ? AND `+member+` AND COALESCE(e.last_seen_at, e.enrolled_at) <= ? AND COALESCE(e.last_seen_at, e.enrolled_at) >= ?
+			AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.group_id = ? AND ev.event = ?
+				AND ev.since = COALESCE(e.last_seen_at, e.enrolled_at))
+			ORDER BY e.id LIMIT ?`,
+			append(append([]any{r.OrgID}, args...), millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, g.id, alerts.GroupUptime, maxCandidates)...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, offline...)
+		if !g.online {
+			continue
+		}
+		// Back online: seen again after the episode the offline event named,
+		// and recently enough to count as connected.
+		online, err := s.collect(ctx, func(id, name string, since time.Time) NewAlertEvent {
+			t := since
+			return NewAlertEvent{Key: fmt.Sprintf("group:%s:online:%s:%d", g.id, id, millis(since)), Event: alerts.EventEndpointOnline, Severity: alerts.Info,
+				Title:  fmt.Sprintf("Endpoint %s of group %s is back online", name, g.name),
+				Detail: fmt.Sprintf("It had been offline since %s. Endpoint id %s.", stamp(since), id), EndpointID: id, GroupID: g.id, Since: &t}
+		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), ev.since FROM alert_events ev JOIN endpoints e ON e.id = ev.endpoint_id
+			WHERE ev.rule_id = ? AND ev.group_id = ? AND ev.event = ? AND e.last_seen_at > ev.since AND e.last_seen_at >= ?
+			AND NOT EXISTS (SELECT 1 FROM alert_events back WHERE back.rule_id = ev.rule_id AND back.endpoint_id = ev.endpoint_id
+				AND back.group_id = ev.group_id AND back.event = ? AND back.since = ev.since)
+			ORDER BY e.id LIMIT ?`,
+			r.ID, g.id, alerts.GroupUptime, millis(now.Add(-disconnectedAfter)), alerts.EventEndpointOnline, maxCandidates)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, online...)
+	}
+	return out, nil
+}
+
+// REBOOT_REQUIRED: pending reboot for threshold hours, once per episode.
+func (s *Store) rebootConditions(ctx context.Context, r AlertRule, now time.Time) ([]NewAlertEvent, error) {
+	wait := time.Duration(r.Threshold) * time.Hour
+	return s.collect(ctx, func(id, name string, since time.Time) NewAlertEvent {
+		t := since
+		return NewAlertEvent{Key: fmt.Sprintf("reboot:%s:%d", id, millis(since)), Event: alerts.RebootRequired, Severity: alerts.Warning,
+			Title:  "Endpoint " + name + " needs a reboot",
+			Detail: fmt.Sprintf("A reboot has been pending since %s (%s). Endpoint id %s.", stamp(since), ago(now, since), id), EndpointID: id, Since: &t}
+	}, `SELECT e.id, COALESCE(e.display_name, e.hostname), rb.since FROM alert_reboots rb JOIN endpoints e ON e.id = rb.endpoint_id
+		WHERE rb.org_id = ? AND e.pending_reboot = TRUE AND rb.since <= ? AND rb.since >= ?
+		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.since = rb.since)
+		ORDER BY e.id LIMIT ?`,
+		r.OrgID, millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
+}
+
+// MISSING_CRITICAL_UPDATE: one event per endpoint and Critical update
+// missing for threshold days.
+func (s *Store) missingUpdateConditions(ctx context.Context, r AlertRule, now time.Time) ([]NewAlertEvent, error) {
+	wait := time.Duration(r.Threshold) * 24 * time.Hour
+	rows, err := s.query(ctx, `SELECT u.endpoint_id, COALESCE(e.display_name, e.hostname), u.key, u.title, u.detected_at
+		FROM endpoint_updates u JOIN endpoints e ON e.id = u.endpoint_id
+		WHERE u.org_id = ? AND u.severity = 'Critical' AND u.detected_at <= ? AND u.detected_at >= ?
+		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.condition_key = 'update:' || u.endpoint_id || ':' || u.key)
+		ORDER BY u.endpoint_id, u.key LIMIT ?`,
+		r.OrgID, millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
+	if err != nil {
+		return nil, fmt.Errorf("store: missing critical updates: %w", err)
+	}
+	defer rows.Close()
+	var out []NewAlertEvent
+	for rows.Next() {
+		var id, name, key, title string
+		var detected int64
+		if err := rows.Scan(&id, &name, &key, &title, &detected); err != nil {
+			return nil, fmt.Errorf("store: missing critical updates: %w", err)
+		}
+		since := fromMillis(detected)
+		out = append(out, NewAlertEvent{Key: "update:" + id + ":" + key, Event: alerts.MissingCriticalUpdate, Severity: alerts.Warning,
+			Title:  fmt.Sprintf("Endpoint %s is missing a Critical update", name),
+			Detail: fmt.Sprintf("%s (%s), missing since %s (%s). Endpoint id %s.", title, key, stamp(since), ago(now, since), id), EndpointID: id, Since: &since})
+	}
+	return out, rows.Err()
+}
+
+// CRITICAL_VULN: a CVE present on the fleet, detected (again) since the
+// rule exists, with CVSS >= threshold or listed in the KEV catalog; once
+// per CVE.
+func (s *Store) vulnConditions(ctx context.Context, r AlertRule) ([]NewAlertEvent, error) {
+	rows, err := s.query(ctx, `SELECT ov.cve_id, c.cvss, k.cve_id IS NOT NULL, ov.endpoints_count, COALESCE(c.description, '')
+		FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id
+		WHERE ov.org_id = ? AND ov.endpoints_count > 0 AND ov.last_detected_at >= ? AND (c.cvss >= ? OR k.cve_id IS NOT NULL)
+		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.condition_key = 'cve:' || ov.cve_id)
+		ORDER BY ov.cve_id LIMIT ?`, r.OrgID, millis(r.CreatedAt), r.Threshold, r.ID, maxCandidates)
+	if err != nil {
+		return nil, fmt.Errorf("store: critical vulnerabilities: %w", err)
+	}
+	defer rows.Close()
+	var out []NewAlertEvent
+	for rows.Next() {
+		var cve, desc string
+		var cvss *float64
+		var kev bool
+		var count int
+		if err := rows.Scan(&cve, &cvss, &kev, &count, &desc); err != nil {
+			return nil, fmt.Errorf("store: critical vulnerabilities: %w", err)
+		}
+		score := "no CVSS score"
+		if cvss != nil {
+			score = fmt.Sprintf("CVSS %.1f", *cvss)
+		}
+		if kev {
+			score += ", in the CISA KEV catalog (exploited in the wild)"
+		}
+		detail := fmt.Sprintf("%s; found on %d endpoint(s).", score, count)
+		if desc != "" {
+			if len(desc) > 300 {
+				desc = desc[:300] + "…"
+			}
+			detail += " " + desc
+		}
+		out = append(out, NewAlertEvent{Key: "cve:" + cve, Event: alerts.CriticalVuln, Severity: alerts.Critical,
+			Title: "Critical vulnerability " + cve + " found on the fleet", Detail: detail})
+	}
+	return out, rows.Err()
+}
+
+// reportRowsCondition raises REPORT_ROWS when the report reaches the
+// threshold, and re-arms the rule when it falls below.
+func (s *Store) reportRowsCondition(ctx context.Context, r AlertRule, now time.Time, disconnectedAfter time.Duration) (int, error) {
+	if r.ReportKey == nil {
+		return 0, nil
+	}
+	n, err := s.CountReportRows(ctx, r.OrgID, *r.ReportKey, now, disconnectedAfter)
+	if err != nil {
+		return 0, err
+	}
+	over := n >= r.Threshold
+	if over == r.overThreshold {
+		return 0, nil
+	}
+	raised := 0
+	err = s.InTx(ctx, func(tx *Tx) error {
+		// Compare-and-swap on the flag: of replicas evaluating together, one
+		// raises the event.
+		res, err := tx.exec(ctx, `UPDATE alert_rules SET over_threshold = ? WHERE id = ? AND over_threshold = ?`, over, r.ID, !over)
+		if err != nil {
+			return fmt.Errorf("store: report rows alert: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 || !over {
+			return nil
+		}
+		ok, err := tx.raiseAlert(ctx, r, NewAlertEvent{Key: fmt.Sprintf("rows:%d", millis(now)), Event: alerts.ReportRows, Severity: alerts.Warning,
+			Title:  fmt.Sprintf("Report %s has %d rows", *r.ReportKey, n),
+			Detail: fmt.Sprintf("The report %s has %d rows, at or over the rule's threshold of %d.", *r.ReportKey, n, r.Threshold)}, now)
+		if ok {
+			raised++
+		}
+		return err
+	})
+	return raised, err
+}
+
+// CountReportRows counts the rows of a report REPORT_ROWS can watch
+// (alerts.ReportKeys).
+func (s *Store) CountReportRows(ctx context.Context, orgID, key string, now time.Time, disconnectedAfter time.Duration) (int, error) {
+	var q string
+	args := []any{orgID}
+	switch key {
+	case "endpoints":
+		q = `SELECT COUNT(*) FROM endpoints WHERE org_id = ?`
+	case "offline-endpoints":
+		q = `SELECT COUNT(*) FROM endpoints WHERE org_id = ? AND COALESCE(last_seen_at, 0) < ?`
+		args = append(args, millis(now.Add(-disconnectedAfter)))
+	case "missing-updates":
+		q = `SELECT COUNT(*) FROM endpoint_updates WHERE org_id = ?`
+	case "missing-critical-updates":
+		q = `SELECT COUNT(*) FROM endpoint_updates WHERE org_id = ? AND severity = 'Critical'`
+	case "reboots":
+		q = `SELECT COUNT(*) FROM endpoints WHERE org_id = ? AND pending_reboot = TRUE`
+	case "vulnerabilities":
+		q = `SELECT COUNT(*) FROM org_vulns WHERE org_id = ? AND endpoints_count > 0`
+	case "cisa-kev":
+		q = `SELECT COUNT(*) FROM org_vulns ov JOIN vuln_kev k ON k.cve_id = ov.cve_id WHERE ov.org_id = ? AND ov.endpoints_count > 0`
+	default:
+		return 0, fmt.Errorf("store: report %q: rows cannot be counted", key)
+	}
+	var n int
+	if err := s.queryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count report rows: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,369 @@
+package worker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/smtp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// AlertEvaluator raises the events of the time-based alert triggers
+// (ENDPOINT_OFFLINE, GROUP_UPTIME, REBOOT_REQUIRED, MISSING_CRITICAL_UPDATE,
+// CRITICAL_VULN, REPORT_ROWS) every Interval. Replicas may all run it: the
+// store raises each condition once.
+type AlertEvaluator struct {
+	Store *store.Store
+	// Interval between passes (default one minute); the first pass runs
+	// one interval after Run starts.
+	Interval time.Duration
+	// DisconnectedAfter is how long an unseen endpoint takes to count as
+	// disconnected (three check-in intervals).
+	DisconnectedAfter time.Duration
+	// Now is the clock (tests move it); nil is time.Now.
+	Now func() time.Time
+}
+
+// Run evaluates every Interval until ctx ends.
+func (e *AlertEvaluator) Run(ctx context.Context) {
+	every := e.Interval
+	if every <= 0 {
+		every = time.Minute
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := e.EvaluateOnce(ctx); err != nil && ctx.Err() == nil {
+			slog.Warn("alert evaluation", "err", err)
+		}
+	}
+}
+
+// EvaluateOnce runs one pass at the evaluator's clock.
+func (e *AlertEvaluator) EvaluateOnce(ctx context.Context) (store.AlertEvaluation, error) {
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
+	}
+	return e.Store.EvaluateAlerts(ctx, now(), e.DisconnectedAfter)
+}
+
+// WebhookTimeout bounds one webhook delivery (the specification's 10 s).
+const WebhookTimeout = 10 * time.Second
+
+// AlertDeliverer delivers the outbox: each row is claimed by one replica's
+// deliverer and sent once, by e-mail or webhook, without retries; the
+// outcome is recorded on the event. Deliveries run concurrently, at most
+// Concurrency at a time, so a slow receiver holds one slot and delays
+// neither the API (which only wrote the outbox) nor other deliveries.
+type AlertDeliverer struct {
+	Store *store.Store
+	// Holder names this replica in the claims.
+	Holder string
+	// Mailer sends e-mail; nil records "SMTP is not configured".
+	Mailer *Mailer
+	// AllowPrivate lets webhooks reach loopback, private and link-local
+	// addresses (--allow-private-webhooks).
+	AllowPrivate bool
+	// WebhookTLS configures the webhooks' TLS (tests trust their
+	// receivers' certificates); nil uses the system roots.
+	WebhookTLS *tls.Config
+	// Resolver resolves webhook host names; nil uses the default.
+	Resolver *net.Resolver
+	// Concurrency bounds the deliveries in flight (default 16).
+	Concurrency int
+	// Interval between looks at the outbox (default 2 s).
+	Interval time.Duration
+	// Timeout of one webhook (default WebhookTimeout).
+	Timeout time.Duration
+
+	once   sync.Once
+	client *http.Client
+	slots  chan struct{}
+	wg     sync.WaitGroup
+}
+
+func (d *AlertDeliverer) init() {
+	d.once.Do(func() {
+		if d.Concurrency <= 0 {
+			d.Concurrency = 16
+		}
+		if d.Timeout <= 0 {
+			d.Timeout = WebhookTimeout
+		}
+		if d.Holder == "" {
+			d.Holder = "deliverer-" + store.NewID()
+		}
+		d.slots = make(chan struct{}, d.Concurrency)
+		dialer := &alerts.Dialer{AllowPrivate: d.AllowPrivate, Timeout: d.Timeout, Resolver: d.Resolver}
+		d.client = &http.Client{
+			Timeout: d.Timeout,
+			Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: d.WebhookTLS, ForceAttemptHTTP2: true,
+				TLSHandshakeTimeout: d.Timeout, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
+			// A redirect could leave HTTPS; the receiver's answer is the outcome.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	})
+}
+
+// Run looks at the outbox every Interval until ctx ends, then waits for the
+// deliveries in flight.
+func (d *AlertDeliverer) Run(ctx context.Context) {
+	d.init()
+	every := d.Interval
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	defer d.wg.Wait()
+	for {
+		if err := d.DeliverPending(ctx); err != nil && ctx.Err() == nil {
+			slog.Warn("alert delivery", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// DeliverPending claims what the free slots can take and starts delivering
+// it; it does not wait for the deliveries (Wait does).
+func (d *AlertDeliverer) DeliverPending(ctx context.Context) error {
+	d.init()
+	free := cap(d.slots) - len(d.slots)
+	if free == 0 {
+		return nil
+	}
+	now := time.Now()
+	ids, err := d.Store.PendingDeliveries(ctx, now, free)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		select {
+		case d.slots <- struct{}{}:
+		default:
+			return nil // every slot busy: the rest waits for the next look
+		}
+		// The claim outlives the delivery's timeout, so a delivery in
+		// flight is never taken over by another replica.
+		dl, ok, err := d.Store.ClaimDelivery(ctx, id, d.Holder, now, now.Add(d.Timeout+time.Minute))
+		if err != nil || !ok {
+			<-d.slots
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		d.wg.Go(func() {
+			defer func() { <-d.slots }()
+			outcome := d.deliver(ctx, dl)
+			// Record the outcome even when ctx ended meanwhile.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := d.Store.FinishDelivery(fctx, dl.ID, d.Holder, outcome, time.Now()); err != nil {
+				slog.Warn("alert delivery outcome", "delivery", dl.ID, "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// Wait waits for the deliveries in flight.
+func (d *AlertDeliverer) Wait() { d.wg.Wait() }
+
+func (d *AlertDeliverer) deliver(ctx context.Context, dl store.Delivery) string {
+	switch dl.Channel {
+	case store.ChannelWebhook:
+		return d.postWebhook(ctx, dl)
+	case store.ChannelEmail:
+		if d.Mailer == nil || d.Mailer.Addr == "" {
+			return "error: SMTP is not configured (--smtp-addr)"
+		}
+		to, err := alerts.ParseRecipients(dl.EmailTo)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		body := dl.Message.Text + "\n\nEvent " + dl.Message.ID + " (" + dl.Message.Event + ") at " + dl.Message.At.Format(time.RFC3339) + ".\n"
+		if err := d.Mailer.Send(ctx, to, "[patchd] "+dl.Message.Title, body); err != nil {
+			slog.Info("alert e-mail failed", "event", dl.Message.ID, "err", err)
+			return "error: " + err.Error()
+		}
+		return "sent"
+	}
+	return "error: unknown channel " + dl.Channel
+}
+
+// postWebhook sends the event once and answers "HTTP <status>" or the error.
+// The secret signs the body and appears nowhere else.
+func (d *AlertDeliverer) postWebhook(ctx context.Context, dl store.Delivery) string {
+	if err := alerts.CheckWebhookURL(dl.Webhook); err != nil {
+		return "error: webhook URL " + err.Error()
+	}
+	body := dl.Message.Body()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dl.Webhook, strings.NewReader(string(body)))
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "patchd-alerts/1")
+	if dl.Secret != "" {
+		req.Header.Set(alerts.SignatureHeader, alerts.Sign(dl.Secret, body))
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		var ue interface{ Timeout() bool }
+		if errors.As(err, &ue) && ue.Timeout() {
+			return fmt.Sprintf("error: no answer within %s", d.Timeout)
+		}
+		if errors.Is(err, alerts.ErrRefusedAddress) {
+			return "error: " + refusal(err)
+		}
+		return "error: " + err.Error()
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return fmt.Sprintf("HTTP %d", resp.StatusCode)
+}
+
+// refusal extracts the dialer's refusal from the wrapped transport error.
+func refusal(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, alerts.ErrRefusedAddress.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return msg
+}
+
+// SMTP security modes (--smtp-tls).
+const (
+	SMTPStartTLS = "starttls"
+	SMTPTLS      = "tls"
+	SMTPNone     = "none"
+)
+
+// Mailer sends plain-text e-mail through an SMTP server.
+type Mailer struct {
+	// Addr is host:port of the server.
+	Addr string
+	// User and Password authenticate with PLAIN when User is set.
+	User, Password string
+	From           string
+	// TLS is starttls (default), tls (implicit, usually port 465) or none.
+	TLS string
+	// TLSConfig overrides the TLS settings (tests trust their server).
+	TLSConfig *tls.Config
+	// Timeout bounds a whole conversation (default 30 s).
+	Timeout time.Duration
+}
+
+// Send sends one message to the recipients.
+func (m *Mailer) Send(ctx context.Context, to []string, subject, body string) error {
+	timeout := m.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	host, _, err := net.SplitHostPort(m.Addr)
+	if err != nil {
+		return fmt.Errorf("smtp address %q: %w", m.Addr, err)
+	}
+	cfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	if m.TLSConfig != nil {
+		cfg = m.TLSConfig.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = host
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	dialer := &net.Dialer{Deadline: deadline}
+	var conn net.Conn
+	if m.TLS == SMTPTLS {
+		conn, err = tls.DialWithDialer(dialer, "tcp", m.Addr, cfg)
+	} else {
+		conn, err = dialer.DialContext(ctx, "tcp", m.Addr)
+	}
+	if err != nil {
+		return fmt.Errorf("smtp connect: %w", err)
+	}
+	conn.SetDeadline(deadline)
+	c, err := smtp.NewClient(conn, host)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("smtp greeting: %w", err)
+	}
+	defer c.Close()
+	if m.TLS == "" || m.TLS == SMTPStartTLS {
+		if ok, _ := c.Extension("STARTTLS"); !ok {
+			return fmt.Errorf("smtp: the server does not offer STARTTLS (use --smtp-tls tls or none)")
+		}
+		if err := c.StartTLS(cfg); err != nil {
+			return fmt.Errorf("smtp starttls: %w", err)
+		}
+	}
+	if m.User != "" {
+		if err := c.Auth(smtp.PlainAuth("", m.User, m.Password, host)); err != nil {
+			return fmt.Errorf("smtp auth: %w", err)
+		}
+	}
+	if err := c.Mail(m.From); err != nil {
+		return fmt.Errorf("smtp sender: %w", err)
+	}
+	for _, rcpt := range to {
+		if err := c.Rcpt(rcpt); err != nil {
+			return fmt.Errorf("smtp recipient %s: %w", rcpt, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return fmt.Errorf("smtp data: %w", err)
+	}
+	if _, err := io.WriteString(w, m.compose(to, subject, body)); err != nil {
+		w.Close()
+		return fmt.Errorf("smtp data: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("smtp data: %w", err)
+	}
+	return c.Quit()
+}
+
+// compose writes the message with CRLF line ends; the SMTP client's data
+// writer dot-stuffs it.
+func (m *Mailer) compose(to []string, subject, body string) string {
+	var b strings.Builder
+	header := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
+	header("From", m.From)
+	header("To", strings.Join(to, ", "))
+	header("Subject", mime.QEncoding.Encode("utf-8", strings.NewReplacer("\r", " ", "\n", " ").Replace(subject)))
+	header("Date", time.Now().UTC().Format(time.RFC1123Z))
+	header("Message-ID", "<"+store.NewID()+"@patchd>")
+	header("MIME-Version", "1.0")
+	header("Content-Type", "text/plain; charset=utf-8")
+	header("Content-Transfer-Encoding", "8bit")
+	b.WriteString("\r\n")
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	b.WriteString(strings.ReplaceAll(body, "\n", "\r\n"))
+	return b.String()
+}
