@@ -1,0 +1,201 @@
+package api
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/reports"
+)
+
+// flushEvery is how many rows a report stream writes between flushes.
+const flushEvery = 4096
+
+// getReport is operation 24: the catalog (key _list), or a report as JSON
+// or, with format=csv, as a CSV download. Both stream from the report's
+// row iterator: a report is never held in memory. JSON takes the optional
+// limit and offset parameters (an extension: without them every row is
+// answered); total counts every row of the report.
+func (a *API) getReport(w http.ResponseWriter, r *http.Request) error {
+	key := r.PathValue("key")
+	if key == "_list" {
+		items := make([]apiv1.ReportMeta, 0, len(reports.Catalog()))
+		for _, d := range reports.Catalog() {
+			items = append(items, d.Meta())
+		}
+		httpx.WriteJSON(w, http.StatusOK, apiv1.List[apiv1.ReportMeta]{Items: items, Total: len(items)})
+		return nil
+	}
+	def, ok := reports.Lookup(key)
+	if !ok {
+		return httpx.NotFound("report " + strconv.Quote(key))
+	}
+	q := r.URL.Query()
+	csvFormat := strings.EqualFold(strings.TrimSpace(q.Get("format")), "csv")
+	limit, offset := -1, 0
+	if !csvFormat {
+		var err error
+		if limit, err = optionalInt(q.Get("limit"), "limit", -1); err != nil {
+			return err
+		}
+		if offset, err = optionalInt(q.Get("offset"), "offset", 0); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	run := def.Open(reports.Env{Store: a.store, OrgID: principal(r).OrgID, Now: now, ConnectedSince: a.connectedSince()})
+	if csvFormat {
+		return writeReportCSV(w, r, def, run, now)
+	}
+	return writeReportJSON(w, r, def, run, limit, offset)
+}
+
+func optionalInt(s, name string, def int) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, httpx.InvalidRequest(name + " must be a non-negative integer")
+	}
+	return n, nil
+}
+
+// streamFailed ends an answer whose status was already sent: the client
+// sees a truncated body, never a complete-looking one.
+func streamFailed(r *http.Request, key string, err error) {
+	slog.ErrorContext(r.Context(), "report stream failed", "report", key, "err", err)
+	panic(http.ErrAbortHandler)
+}
+
+func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definition, run *reports.Run, now time.Time) error {
+	rc := http.NewResponseController(w)
+	var cw *csv.Writer
+	start := func() {
+		h := w.Header()
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="`+def.Key+"-"+now.UTC().Format("2006-01-02")+`.csv"`)
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		cw = csv.NewWriter(w)
+		cw.Write(def.Columns)
+	}
+	rec := make([]string, len(def.Columns))
+	n := 0
+	for row, err := range run.Rows(r.Context()) {
+		if err != nil {
+			if cw == nil {
+				return err
+			}
+			streamFailed(r, def.Key, err)
+		}
+		if cw == nil {
+			start()
+		}
+		for i, v := range row {
+			rec[i] = csvValue(v)
+		}
+		if err := cw.Write(rec); err != nil {
+			return nil // the client went away
+		}
+		if n++; n%flushEvery == 0 {
+			cw.Flush()
+			if cw.Error() != nil {
+				return nil
+			}
+			rc.Flush()
+		}
+	}
+	if cw == nil {
+		start()
+	}
+	cw.Flush()
+	return nil
+}
+
+// csvValue writes a report value as CSV text: null as an empty field.
+func csvValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func writeReportJSON(w http.ResponseWriter, r *http.Request, def *reports.Definition, run *reports.Run, limit, offset int) error {
+	var bw *bufio.Writer
+	rc := http.NewResponseController(w)
+	start := func() {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		bw = bufio.NewWriterSize(w, 64<<10)
+		title, _ := json.Marshal(def.Title)
+		columns, _ := json.Marshal(def.Columns)
+		bw.WriteString(`{"title":`)
+		bw.Write(title)
+		bw.WriteString(`,"columns":`)
+		bw.Write(columns)
+		bw.WriteString(`,"rows":[`)
+	}
+	total, written := 0, 0
+	for row, err := range run.Rows(r.Context()) {
+		if err != nil {
+			if bw == nil {
+				return err
+			}
+			streamFailed(r, def.Key, err)
+		}
+		if bw == nil {
+			start()
+		}
+		total++
+		if total <= offset || (limit >= 0 && written >= limit) {
+			continue
+		}
+		b, err := json.Marshal(row)
+		if err != nil {
+			streamFailed(r, def.Key, err)
+		}
+		if written > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(b)
+		if written++; written%flushEvery == 0 {
+			if bw.Flush() != nil {
+				return nil
+			}
+			rc.Flush()
+		}
+	}
+	if bw == nil {
+		start()
+	}
+	collected, _ := json.Marshal(run.CollectedAt())
+	bw.WriteString(`],"total":`)
+	bw.WriteString(strconv.Itoa(total))
+	bw.WriteString(`,"collectedAt":`)
+	bw.Write(collected)
+	bw.WriteString("}\n")
+	bw.Flush()
+	return nil
+}

@@ -1,0 +1,618 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/internal/vulns"
+)
+
+// ReportRow is one row of a SQL report source: its values in the report's
+// column order, and when the data behind it was collected (zero if unknown).
+type ReportRow struct {
+	Values []any
+	At     time.Time
+}
+
+// ReportParams are the inputs of a SQL report source.
+type ReportParams struct {
+	OrgID string
+	Now   time.Time
+	// ConnectedSince: an endpoint seen at or after it is connected.
+	ConnectedSince time.Time
+	// Arg narrows some sources: the run action type of "commands", the
+	// filter of "updates" ("critical", "third-party"), the CVE id of
+	// "cve-status", "critical" for "vuln-findings".
+	Arg string
+	// Patterns keep only software whose lowercase name contains one of them
+	// ("software", "software-by-endpoint", "software-currency",
+	// "cve-status").
+	Patterns []string
+	// Exclude drops software whose lowercase name contains one of these.
+	Exclude []string
+}
+
+// Kinds of report columns: how a database value becomes a report value.
+type colKind uint8
+
+const (
+	kText  colKind = iota // string or null
+	kInt                  // integer or null
+	kFloat                // number rounded to 2 decimals, or null
+	kBool                 // boolean (SQLite answers 0/1)
+	kTime                 // Unix ms → RFC 3339 string, or null
+	kList                 // JSON array of strings → "a, b"
+)
+
+// reportSQL is a SQL source: the query's columns are the report's values
+// in order (of the given kinds), followed by one nullable Unix-ms column,
+// the collection time of the data behind the row.
+type reportSQL struct {
+	kinds []colKind
+	query func(p ReportParams) (string, []any)
+	// fix, when set, adjusts a row after conversion.
+	fix func(v []any)
+}
+
+const endpointName = `COALESCE(e.display_name, e.hostname), e.id`
+
+// connected is the endpoint status column; it takes ConnectedSince.
+const connected = `CASE WHEN e.last_seen_at >= ? THEN 'connected' ELSE 'disconnected' END`
+
+// likeAny is the condition that column contains one of n patterns.
+func likeAny(column string, patterns []string) (string, []any) {
+	if len(patterns) == 0 {
+		return "", nil
+	}
+	conds := make([]string, len(patterns))
+	args := make([]any, len(patterns))
+	for i, p := range patterns {
+		conds[i] = column + ` LIKE ? ESCAPE '\'`
+		args[i] = likePattern(p)
+	}
+	return ` AND (` + strings.Join(conds, " OR ") + `)`, args
+}
+
+// softwareFilter is the condition on t.name_lower of p's patterns.
+func softwareFilter(p ReportParams) (string, []any) {
+	cond, args := likeAny("t.name_lower", p.Patterns)
+	for _, x := range p.Exclude {
+		cond += ` AND t.name_lower NOT LIKE ? ESCAPE '\'`
+		args = append(args, likePattern(x))
+	}
+	return cond, args
+}
+
+// severityFix derives the display severity of a finding row whose value at
+// index sev is the feed's severity and at cvss its score.
+func severityFix(sev, cvss int) func(v []any) {
+	return func(v []any) {
+		s, _ := v[sev].(string)
+		if d := vulns.DisplaySeverity(s); d != "" {
+			v[sev] = d
+			return
+		}
+		if f, ok := v[cvss].(float64); ok {
+			v[sev] = vulns.SeverityFromCVSS(&f)
+		} else {
+			v[sev] = nil
+		}
+	}
+}
+
+var reportSources = map[string]reportSQL{
+	"endpoints": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText, kList, kText, kText, kText, kTime, kTime},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.hostname, e.platform, e.os, e.os_version, e.type, e.domain, e.ip_addresses,
+				e.logged_user, ` + connected + `, e.agent_version, e.last_seen_at, e.enrolled_at, e.inventory_at
+				FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, []any{millis(p.ConnectedSince), p.OrgID}
+		},
+	},
+	"hardware": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kInt, kFloat, kFloat, kText, kText},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.manufacturer, e.model, e.serial_number, e.cpu, e.cores, e.ram_gb,
+				(SELECT SUM(d.size_gb) FROM endpoint_disks d WHERE d.endpoint_id = e.id), e.platform, e.type, e.inventory_at
+				FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, []any{p.OrgID}
+		},
+	},
+	"antivirus": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kBool, kText, kTime},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.platform, e.os, e.antivirus, e.antivirus IS NOT NULL, ` + connected + `, e.last_seen_at, e.inventory_at
+				FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, []any{millis(p.ConnectedSince), p.OrgID}
+		},
+	},
+	"offline": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kList, kTime, kInt},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.platform, e.os, e.logged_user, e.ip_addresses, e.last_seen_at,
+				(? - COALESCE(e.last_seen_at, e.enrolled_at)) / 86400000, e.inventory_at
+				FROM endpoints e WHERE e.org_id = ? AND (e.last_seen_at IS NULL OR e.last_seen_at < ?) ORDER BY e.sort_name, e.id`,
+				[]any{millis(p.Now), p.OrgID, millis(p.ConnectedSince)}
+		},
+	},
+	"ad-domains": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.domain, e.ad_ou, e.platform, e.os, e.type, e.inventory_at
+				FROM endpoints e WHERE e.org_id = ? ORDER BY COALESCE(e.domain, ''), e.sort_name, e.id`, []any{p.OrgID}
+		},
+	},
+	"agents": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kTime, kTime, kTime, kBool},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.platform, e.agent_version, ` + connected + `, e.last_seen_at, e.inventory_at, e.enrolled_at,
+				e.pending_reboot, e.inventory_at FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`,
+				[]any{millis(p.ConnectedSince), p.OrgID}
+		},
+	},
+	"hw-manufacturers": {
+		kinds: []colKind{kText, kText, kInt, kInt, kInt},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT COALESCE(e.manufacturer, 'Unknown'), COALESCE(e.model, 'Unknown'), COUNT(*),
+				SUM(CASE WHEN e.type = 'workstation' THEN 1 ELSE 0 END), SUM(CASE WHEN e.type = 'server' THEN 1 ELSE 0 END), MAX(e.inventory_at)
+				FROM endpoints e WHERE e.org_id = ? GROUP BY COALESCE(e.manufacturer, 'Unknown'), COALESCE(e.model, 'Unknown')
+				ORDER BY COUNT(*) DESC, 1, 2`, []any{p.OrgID}
+		},
+	},
+	"disks": {
+		kinds: []colKind{kText, kText, kText, kFloat, kFloat, kFloat},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, d.drive, d.size_gb, d.free_gb,
+				CASE WHEN d.size_gb > 0 THEN 100.0 * d.free_gb / d.size_gb END, e.inventory_at
+				FROM endpoint_disks d JOIN endpoints e ON e.id = d.endpoint_id WHERE e.org_id = ? ORDER BY e.sort_name, e.id, d.pos`, []any{p.OrgID}
+		},
+	},
+	"disks-summary": {
+		kinds: []colKind{kText, kText, kText, kInt, kFloat, kFloat, kFloat},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.platform, COUNT(d.drive), SUM(d.size_gb), SUM(d.free_gb),
+				CASE WHEN SUM(d.size_gb) > 0 THEN 100.0 * SUM(d.free_gb) / SUM(d.size_gb) END, e.inventory_at
+				FROM endpoints e LEFT JOIN endpoint_disks d ON d.endpoint_id = e.id WHERE e.org_id = ?
+				GROUP BY e.id ORDER BY e.sort_name, e.id`, []any{p.OrgID}
+		},
+	},
+	// software: one row per application × endpoint, by application.
+	"software": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
+		query: func(p ReportParams) (string, []any) {
+			cond, args := softwareFilter(p)
+			return `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, ` + endpointName + `, es.install_date, es.installed_for, es.install_type, e.inventory_at
+				FROM software_titles t JOIN endpoint_software es ON es.title_id = t.id JOIN endpoints e ON e.id = es.endpoint_id
+				WHERE t.org_id = ? AND t.installs > 0` + cond + ` ORDER BY t.name_lower, t.id, e.sort_name, e.id, es.version_key`,
+				append([]any{p.OrgID}, args...)
+		},
+	},
+	"software-by-endpoint": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
+		query: func(p ReportParams) (string, []any) {
+			cond, args := softwareFilter(p)
+			return `SELECT ` + endpointName + `, t.name, NULLIF(es.version_key, ''), es.publisher, es.install_date, es.installed_for, es.install_type, e.inventory_at
+				FROM endpoints e JOIN endpoint_software es ON es.endpoint_id = e.id JOIN software_titles t ON t.id = es.title_id
+				WHERE e.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, t.name_lower, es.version_key`,
+				append([]any{p.OrgID}, args...)
+		},
+	},
+	// software-currency: the applications and the newer version the
+	// endpoint's missing third-party updates offer for them.
+	"software-currency": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kBool},
+		query: func(p ReportParams) (string, []any) {
+			cond, args := softwareFilter(p)
+			return `SELECT ` + endpointName + `, t.name, NULLIF(es.version_key, ''), es.publisher,
+				(SELECT MAX(u.latest_version) FROM endpoint_updates u WHERE u.endpoint_id = es.endpoint_id AND u.source = 'Applications'
+					AND lower(u.title) = t.name_lower),
+				NOT EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = es.endpoint_id AND u.source = 'Applications'
+					AND lower(u.title) = t.name_lower), e.inventory_at
+				FROM endpoints e JOIN endpoint_software es ON es.endpoint_id = e.id JOIN software_titles t ON t.id = es.title_id
+				WHERE e.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, t.name_lower, es.version_key`,
+				append([]any{p.OrgID}, args...)
+		},
+	},
+	// updates: missing updates, one row per endpoint × update.
+	"updates": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText, kBool, kTime, kTime, kText},
+		query: func(p ReportParams) (string, []any) {
+			cond := ""
+			switch p.Arg {
+			case "critical":
+				cond = ` AND k.severity = 'Critical'`
+			case "third-party":
+				cond = ` AND k.source = 'Applications'`
+			}
+			return `SELECT ` + endpointName + `, eu.title, eu.kb, k.severity, k.source, eu.installed_version, eu.latest_version, eu.reboot_required,
+				eu.release_date, eu.detected_at, COALESCE(a.status, 'NEW'), e.inventory_at
+				FROM endpoints e JOIN endpoint_updates eu ON eu.endpoint_id = e.id JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key
+				LEFT JOIN update_approvals a ON a.org_id = eu.org_id AND a.key = eu.key
+				WHERE e.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, k.severity, eu.title`, []any{p.OrgID}
+		},
+	},
+	// update-counts: per endpoint, the missing updates by kind.
+	"update-counts": {
+		kinds: []colKind{kText, kText, kText, kText, kInt, kInt, kInt, kInt, kInt, kBool, kBool, kTime},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ` + endpointName + `, e.platform, e.os, COUNT(eu.id),
+				SUM(CASE WHEN eu.severity = 'Critical' THEN 1 ELSE 0 END), SUM(CASE WHEN eu.severity = 'Important' THEN 1 ELSE 0 END),
+				SUM(CASE WHEN eu.source <> 'Applications' THEN 1 ELSE 0 END), SUM(CASE WHEN eu.source = 'Applications' THEN 1 ELSE 0 END),
+				COALESCE(MAX(CASE WHEN eu.reboot_required THEN 1 ELSE 0 END), 0) = 1, e.pending_reboot, e.last_seen_at, e.inventory_at
+				FROM endpoints e LEFT JOIN endpoint_updates eu ON eu.endpoint_id = e.id WHERE e.org_id = ?
+				GROUP BY e.id ORDER BY e.sort_name, e.id`, []any{p.OrgID}
+		},
+	},
+	// commands: run history of one action type, newest first.
+	"commands": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kTime, kTime, kTime, kInt, kText, kText},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT COALESCE(e.display_name, e.hostname, c.endpoint_name), c.endpoint_id, r.name, c.status, r.created_by,
+				c.created_at, c.started_at, c.finished_at, c.exit_code, r.id, c.result, COALESCE(c.finished_at, c.started_at, c.created_at)
+				FROM commands c JOIN runs r ON r.id = c.run_id LEFT JOIN endpoints e ON e.id = c.endpoint_id
+				WHERE r.org_id = ? AND r.action_type = ? ORDER BY c.created_at DESC, c.id`, []any{p.OrgID, p.Arg}
+		},
+		fix: func(v []any) {
+			// The result's first line says what happened; the log stays in the run.
+			if s, ok := v[10].(string); ok {
+				s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+				v[10] = s
+			}
+		},
+	},
+	"deploy-statistics": {
+		kinds: []colKind{kText, kText, kInt, kInt, kInt, kInt, kInt, kTime, kFloat},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT COALESCE(MAX(e.display_name), MAX(e.hostname), MAX(c.endpoint_name)), c.endpoint_id, COUNT(*),
+				SUM(CASE WHEN c.status = 'SUCCESS' THEN 1 ELSE 0 END), SUM(CASE WHEN c.status = 'FAILED' THEN 1 ELSE 0 END),
+				SUM(CASE WHEN c.status = 'CANCELLED' THEN 1 ELSE 0 END), SUM(CASE WHEN c.status IN ('PENDING', 'RUNNING') THEN 1 ELSE 0 END),
+				MAX(c.created_at),
+				CASE WHEN SUM(CASE WHEN c.status IN ('SUCCESS', 'FAILED') THEN 1 ELSE 0 END) > 0
+					THEN 100.0 * SUM(CASE WHEN c.status = 'SUCCESS' THEN 1 ELSE 0 END) / SUM(CASE WHEN c.status IN ('SUCCESS', 'FAILED') THEN 1 ELSE 0 END) END,
+				MAX(COALESCE(c.finished_at, c.started_at, c.created_at))
+				FROM commands c JOIN runs r ON r.id = c.run_id LEFT JOIN endpoints e ON e.id = c.endpoint_id
+				WHERE r.org_id = ? AND r.action_type = 'DEPLOY_UPDATES' GROUP BY c.endpoint_id
+				ORDER BY 1, 2`, []any{p.OrgID}
+		},
+	},
+	// vuln-findings: one row per endpoint × CVE × product.
+	"vuln-findings": {
+		kinds: []colKind{kText, kText, kText, kText, kFloat, kBool, kText, kText, kText, kTime},
+		query: func(p ReportParams) (string, []any) {
+			cond := ""
+			if p.Arg == "critical" {
+				cond = ` AND (upper(c.severity) = 'CRITICAL' OR (c.severity IS NULL AND c.cvss >= 9))`
+			}
+			return `SELECT ` + endpointName + `, ev.cve_id, c.severity, c.cvss, k.cve_id IS NOT NULL, ev.software, ev.version, ev.fixed_in,
+				ev.first_seen_at, e.inventory_at
+				FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id LEFT JOIN vuln_cves c ON c.id = ev.cve_id
+				LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
+				WHERE ev.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, COALESCE(c.cvss, -1) DESC, ev.cve_id, ev.software`, []any{p.OrgID}
+		},
+		fix: severityFix(3, 4),
+	},
+	"vulnerable-software": {
+		kinds: []colKind{kText, kText, kInt, kInt, kFloat, kInt, kText},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ev.software, ev.version, COUNT(DISTINCT ev.cve_id), COUNT(DISTINCT ev.endpoint_id), MAX(c.cvss),
+				COUNT(DISTINCT k.cve_id), MAX(ev.fixed_in), MAX(e.inventory_at)
+				FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id LEFT JOIN vuln_cves c ON c.id = ev.cve_id
+				LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
+				WHERE ev.org_id = ? GROUP BY ev.software, ev.version ORDER BY MAX(COALESCE(c.cvss, -1)) DESC, ev.software, ev.version`, []any{p.OrgID}
+		},
+	},
+	"cisa-kev": {
+		kinds: []colKind{kText, kText, kText, kText, kFloat, kTime, kTime, kBool, kInt},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT ov.cve_id, k.vendor_project, k.product, k.name, c.cvss, k.date_added, k.due_date, k.ransomware, ov.endpoints_count,
+				ov.last_detected_at
+				FROM org_vulns ov JOIN vuln_kev k ON k.cve_id = ov.cve_id LEFT JOIN vuln_cves c ON c.id = ov.cve_id
+				WHERE ov.org_id = ? AND ov.endpoints_count > 0 ORDER BY k.due_date DESC, ov.cve_id`, []any{p.OrgID}
+		},
+	},
+	// cve-status: the endpoints a CVE affects, then those where the product
+	// it is found in was checked and is not affected.
+	"cve-status": {
+		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kTime},
+		query: func(p ReportParams) (string, []any) {
+			cond, args := likeAny("t.name_lower", p.Patterns)
+			if cond == "" {
+				cond = ` AND FALSE`
+			}
+			q := `SELECT ` + endpointName + `, e.platform, ev.software, ev.version, ev.fixed_in, 'Vulnerable', ev.first_seen_at, e.inventory_at, e.sort_name
+				FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id WHERE ev.org_id = ? AND ev.cve_id = ?
+				UNION ALL
+				SELECT ` + endpointName + `, e.platform, t.name, NULLIF(es.version_key, ''), NULL, 'Not vulnerable', NULL, e.inventory_at, e.sort_name
+				FROM endpoints e JOIN endpoint_software es ON es.endpoint_id = e.id JOIN software_titles t ON t.id = es.title_id
+				WHERE e.org_id = ?` + cond + ` AND NOT EXISTS (SELECT 1 FROM endpoint_vulns x WHERE x.endpoint_id = e.id AND x.cve_id = ?)
+				ORDER BY 10, 2, 4`
+			a := []any{p.OrgID, p.Arg, p.OrgID}
+			a = append(a, args...)
+			return q, append(a, p.Arg)
+		},
+	},
+}
+
+// HasReportSource tells whether name is a SQL report source.
+func HasReportSource(name string) bool {
+	_, ok := reportSources[name]
+	return ok
+}
+
+// ReportColumns is the number of values the SQL report source yields.
+func ReportColumns(name string) int { return len(reportSources[name].kinds) }
+
+// ReportRows streams the rows of the named SQL report source, in one query,
+// one row in memory at a time.
+func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) iter.Seq2[ReportRow, error] {
+	return func(yield func(ReportRow, error) bool) {
+		src, ok := reportSources[source]
+		if !ok {
+			yield(ReportRow{}, fmt.Errorf("store: no report source %q", source))
+			return
+		}
+		q, args := src.query(p)
+		rows, err := s.query(ctx, q, args...)
+		if err != nil {
+			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+			return
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+			return
+		}
+		n := len(src.kinds)
+		raw := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+				return
+			}
+			r := ReportRow{Values: make([]any, n)}
+			for i, k := range src.kinds {
+				if r.Values[i], err = reportValue(raw[i], k); err != nil {
+					yield(ReportRow{}, fmt.Errorf("store: report %s column %d: %w", source, i, err))
+					return
+				}
+			}
+			if at, ok := asInt(raw[n]); ok {
+				r.At = fromMillis(at)
+			}
+			if src.fix != nil {
+				src.fix(r.Values)
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+		}
+	}
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	case float64:
+		return int64(x), true
+	case float32:
+		return int64(x), true
+	case []byte:
+		var n int64
+		_, err := fmt.Sscan(string(x), &n)
+		return n, err == nil
+	case string:
+		var n int64
+		_, err := fmt.Sscan(x, &n)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func asFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case []byte:
+		var f float64
+		_, err := fmt.Sscan(string(x), &f)
+		return f, err == nil
+	case string:
+		var f float64
+		_, err := fmt.Sscan(x, &f)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// reportValue converts a database value to a report value of kind k.
+func reportValue(v any, k colKind) (any, error) {
+	if v == nil {
+		if k == kBool {
+			return false, nil
+		}
+		return nil, nil
+	}
+	switch k {
+	case kText:
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case []byte:
+			return string(x), nil
+		case bool:
+			return fmt.Sprint(x), nil
+		case time.Time:
+			return x.UTC().Format(time.RFC3339), nil
+		}
+		return fmt.Sprint(v), nil
+	case kInt:
+		if n, ok := asInt(v); ok {
+			return n, nil
+		}
+	case kFloat:
+		if f, ok := asFloat(v); ok {
+			return math.Round(f*100) / 100, nil
+		}
+	case kBool:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		default:
+			if n, ok := asInt(v); ok {
+				return n != 0, nil
+			}
+		}
+	case kTime:
+		if n, ok := asInt(v); ok {
+			return fromMillis(n).Format(time.RFC3339), nil
+		}
+	case kList:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case []byte:
+			s = string(x)
+		}
+		var list []string
+		if err := json.Unmarshal([]byte(s), &list); err != nil {
+			return nil, err
+		}
+		return strings.Join(list, ", "), nil
+	}
+	return nil, fmt.Errorf("value %T is not of the column's kind", v)
+}
+
+// ReportDataset is one endpoint's rows of a dataset, for reports.
+type ReportDataset struct {
+	EndpointID   string
+	EndpointName string
+	Platform     string
+	CollectedAt  time.Time
+	Rows         []map[string]any
+}
+
+// ReportDatasets yields, endpoint by endpoint in name order, the rows of the
+// named dataset across the organization, only from endpoints of platform
+// when it is not empty. One endpoint's rows are in memory at a time.
+func (s *Store) ReportDatasets(ctx context.Context, orgID, name, platform string) iter.Seq2[ReportDataset, error] {
+	return func(yield func(ReportDataset, error) bool) {
+		q := `SELECT d.endpoint_id, COALESCE(e.display_name, e.hostname), e.platform, d.collected_at, d.rows_gz
+			FROM endpoint_datasets d JOIN endpoints e ON e.id = d.endpoint_id
+			WHERE d.org_id = ? AND d.name = ?`
+		args := []any{orgID, name}
+		if platform != "" {
+			q += ` AND e.platform = ?`
+			args = append(args, platform)
+		}
+		rows, err := s.query(ctx, q+` ORDER BY e.sort_name, e.id`, args...)
+		if err != nil {
+			yield(ReportDataset{}, fmt.Errorf("store: dataset %s: %w", name, err))
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d ReportDataset
+			var at int64
+			var blob []byte
+			if err := rows.Scan(&d.EndpointID, &d.EndpointName, &d.Platform, &at, &blob); err != nil {
+				yield(ReportDataset{}, fmt.Errorf("store: dataset %s: %w", name, err))
+				return
+			}
+			d.CollectedAt = fromMillis(at)
+			if d.Rows, err = decompressRows(blob); err != nil {
+				yield(ReportDataset{}, fmt.Errorf("store: dataset %s of %s: %w", name, d.EndpointID, err))
+				return
+			}
+			if !yield(d, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(ReportDataset{}, fmt.Errorf("store: dataset %s: %w", name, err))
+		}
+	}
+}
+
+// ReportEndpoint is what reports that combine sources per endpoint need.
+type ReportEndpoint struct {
+	ID, Name, Platform string
+	OS, CPU, Antivirus string
+	RAMGB              *float64
+	SystemDiskGB       *float64
+	InventoryAt        time.Time
+	// MissingCritical counts missing Critical updates; CriticalVulns the
+	// critical CVEs found.
+	MissingCritical, CriticalVulns int
+}
+
+// ReportEndpoints lists the organization's endpoints (of platform, when set)
+// in name order with their counts of critical problems.
+func (s *Store) ReportEndpoints(ctx context.Context, orgID, platform string) ([]ReportEndpoint, error) {
+	q := `SELECT e.id, COALESCE(e.display_name, e.hostname), e.platform, COALESCE(e.os, ''), COALESCE(e.cpu, ''), COALESCE(e.antivirus, ''),
+		e.ram_gb, (SELECT MAX(d.size_gb) FROM endpoint_disks d WHERE d.endpoint_id = e.id AND d.pos = 0), e.inventory_at,
+		(SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.severity = 'Critical'),
+		(SELECT COUNT(DISTINCT ev.cve_id) FROM endpoint_vulns ev LEFT JOIN vuln_cves c ON c.id = ev.cve_id WHERE ev.endpoint_id = e.id
+			AND (upper(c.severity) = 'CRITICAL' OR (c.severity IS NULL AND c.cvss >= 9)))
+		FROM endpoints e WHERE e.org_id = ?`
+	args := []any{orgID}
+	if platform != "" {
+		q += ` AND e.platform = ?`
+		args = append(args, platform)
+	}
+	rows, err := s.query(ctx, q+` ORDER BY e.sort_name, e.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: report endpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []ReportEndpoint
+	for rows.Next() {
+		var e ReportEndpoint
+		var ram, disk *float64
+		var at *int64
+		if err := rows.Scan(&e.ID, &e.Name, &e.Platform, &e.OS, &e.CPU, &e.Antivirus, &ram, &disk, &at, &e.MissingCritical, &e.CriticalVulns); err != nil {
+			return nil, fmt.Errorf("store: report endpoints: %w", err)
+		}
+		e.RAMGB, e.SystemDiskGB = ram, disk
+		if at != nil {
+			e.InventoryAt = fromMillis(*at)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// LatestInventory is when the newest inventory of the organization was
+// collected (zero when none was).
+func (s *Store) LatestInventory(ctx context.Context, orgID string) (time.Time, error) {
+	var at *int64
+	if err := s.queryRow(ctx, `SELECT MAX(inventory_at) FROM endpoints WHERE org_id = ?`, orgID).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("store: latest inventory: %w", err)
+	}
+	if at == nil {
+		return time.Time{}, nil
+	}
+	return fromMillis(*at), nil
+}
