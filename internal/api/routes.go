@@ -32,7 +32,7 @@ func (a *API) routes() {
 	a.route("POST /api/v1/alerts", perm.ReportsManage, a.createAlertRule)                  // 21
 	a.route("POST /api/v1/automations/{id}/run", perm.AutomationsRun, a.runAutomation)     // 22
 	a.route("GET /api/v1/runs", perm.AutomationsView, a.listRuns)                          // 23
-	a.route("GET /api/v1/reports/{key}", perm.ReportsView, notImplemented)                 // 24
+	a.route("GET /api/v1/reports/{key}", perm.ReportsView, a.getReport)                    // 24
 	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                                // 25
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
