@@ -49,6 +49,8 @@ var datasetColumns = []struct {
 	{"windows-update-settings", []string{"updateSource", "wsusServer", "automaticUpdates", "activeHoursStart", "activeHoursEnd", "deferQualityUpdatesDays", "deferFeatureUpdatesDays", "lastSearchAt", "lastInstallAt"}},
 	{"installed-updates", []string{"kb", "title", "type", "installedAt", "installedBy"}},
 	{"event-log-summary", []string{"log", "level", "count", "lastEventAt", "topSource"}},
+	{"os-information", []string{"name", "edition", "version", "build", "kernel", "architecture", "installDate", "lastBootAt", "locale"}},
+	{"disk-quotas", []string{"volume", "user", "limitMB", "warningMB", "usedMB", "status"}},
 }
 
 var datasetKeys = func() map[string][]string {
@@ -60,7 +62,7 @@ var datasetKeys = func() map[string][]string {
 }()
 
 // windowsOnlyDatasets are not sent by Linux and macOS endpoints.
-var windowsOnlyDatasets = map[string]bool{"bitlocker": true, "windows-drivers": true, "applied-gpo": true, "windows-update-settings": true}
+var windowsOnlyDatasets = map[string]bool{"disk-quotas": true, "bitlocker": true, "windows-drivers": true, "applied-gpo": true, "windows-update-settings": true}
 
 type dsBuilder struct {
 	out map[string][]map[string]any
@@ -101,6 +103,7 @@ func (g *generator) datasets() map[string][]map[string]any {
 	g.dsStorage(d, r)
 	g.dsHardware(d, r)
 	g.dsUpdatesAndLogs(d, r)
+	g.dsOS(d)
 	if p.platform == "windows" {
 		g.dsWindows(d, r)
 	}
@@ -1017,4 +1020,59 @@ func (g *generator) dsWindows(d *dsBuilder, r *rand.Rand) {
 	}
 	d.add("windows-update-settings", source, wsus, auto, 8, 17, deferQ, deferF,
 		ts(Epoch.Add(-time.Duration(r.IntN(20*3600))*time.Second)), ts(Epoch.AddDate(0, 0, -between(r, 1, 35))))
+}
+
+// dsOS sends os-information, and the NTFS quotas of Windows file servers.
+// It draws from its own random source so that the other datasets stay as
+// they were before it existed.
+func (g *generator) dsOS(d *dsBuilder) {
+	p := g.p
+	r := newRand(p.seed, p.index, "os-information")
+	build, version := p.os.oldBuild, p.os.version
+	if g.osPatched {
+		build = p.os.newBuild
+		if p.kind == kindMac {
+			version = p.os.release
+		}
+	}
+	var edition, kernel any
+	buildValue := any(build)
+	locale := "en-US"
+	switch p.platform {
+	case "windows":
+		words := strings.Fields(p.osName)
+		edition = words[len(words)-1]
+		kernel = "10.0." + strings.Split(build, ".")[0]
+	case "linux":
+		kernel, buildValue, locale = build, nil, "en_US.UTF-8"
+		if p.isServer() {
+			edition = "Server"
+		}
+	case "macos":
+		if major := atoi(strings.Split(version, ".")[0]); major >= 11 {
+			kernel = fmt.Sprintf("Darwin %d", major+9)
+		}
+		locale = "en_US"
+	}
+	installed := Epoch.AddDate(0, 0, -between(r, 45, 1400)).Format("2006-01-02")
+	d.add("os-information", p.osName, edition, version, buildValue, kernel, p.arch(), installed, ts(Epoch.Add(-p.bootAgo)), locale)
+
+	if p.platform == "windows" && p.role == "FS" {
+		users := []string{"CORP\\" + p.user.login}
+		for range between(r, 3, 8) {
+			users = append(users, "CORP\\"+strings.ToLower(pick(r, firstNames)[:1]+pick(r, lastNames)))
+		}
+		for _, u := range users {
+			limit := float64(pick(r, []int{5120, 10240, 20480}))
+			used := round1(limit * r.Float64() * 1.05)
+			status := "Ok"
+			switch {
+			case used >= limit:
+				status = "Limit exceeded"
+			case used >= limit*0.9:
+				status = "Warning"
+			}
+			d.add("disk-quotas", "D:", u, limit, limit*0.9, used, status)
+		}
+	}
 }
