@@ -255,8 +255,8 @@ func (s *Store) groupConditions(ctx context.Context, r AlertRule, now time.Time,
 		offline, err := s.collect(ctx, func(id, name string, since time.Time) NewAlertEvent {
 			t := since
 			return NewAlertEvent{Key: fmt.Sprintf("group:%s:offline:%s:%d", g.id, id, millis(since)), Event: alerts.GroupUptime, Severity: alerts.Warning,
-				Title: fmt.Sprintf("Endpoint %s of group %s is offline", name, g.name),
-				Detail: fmt.Sprintf("Last check-in %s (%s ago); the group alerts after %d minutes offline. Endpoint id %s.", stamp(since), ago(now, since), g.minutes, id),
+				Title:      fmt.Sprintf("Endpoint %s of group %s is offline", name, g.name),
+				Detail:     fmt.Sprintf("Last check-in %s (%s ago); the group alerts after %d minutes offline. Endpoint id %s.", stamp(since), ago(now, since), g.minutes, id),
 				EndpointID: id, GroupID: g.id, Since: &t}
 		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(e.last_seen_at, e.enrolled_at) FROM endpoints e
 			WHERE e.org_id = ? AND `+member+` AND COALESCE(e.last_seen_at, e.enrolled_at) <= ? AND COALESCE(e.last_seen_at, e.enrolled_at) >= ?
