@@ -96,8 +96,7 @@ func (tx *Tx) CreateRun(ctx context.Context, r NewRun, cmds []NewCommand, now ti
 		rows = append(rows, []any{NewID(), r.OrgID, out.RunID, c.EndpointID, c.EndpointName, r.ActionType, string(p), st, millis(now),
 			nullMillis(c.NotAfter), result, fin})
 	}
-	if err := tx.insertRows(ctx, "commands", []string{"id", "org_id", "run_id", "endpoint_id", "endpoint_name", "type", "payload", "status",
-		"created_at", "not_after", "result", "finished_at"}, rows); err != nil {
+	if err := tx.insertCommands(ctx, rows); err != nil {
 		return out, err
 	}
 	return out, nil

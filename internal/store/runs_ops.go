@@ -379,3 +379,43 @@ func (s *Store) ExistingEndpoints(ctx context.Context, orgID string, ids []strin
 	}
 	return out, nil
 }
+
+var commandColumns = []string{"id", "org_id", "run_id", "endpoint_id", "endpoint_name", "type", "payload", "status",
+	"created_at", "not_after", "result", "finished_at"}
+
+// insertCommands writes a run's commands. On PostgreSQL the rows go as
+// column arrays through unnest in one statement: a run on 10,000 endpoints
+// is one round trip instead of a hundred and fifty.
+func (tx *Tx) insertCommands(ctx context.Context, rows [][]any) error {
+	if tx.s.engine != Postgres || len(rows) < 2*64 {
+		return tx.insertRows(ctx, "commands", commandColumns, rows)
+	}
+	text := make([][]string, 8)
+	for i := range text {
+		text[i] = make([]string, len(rows))
+	}
+	created := make([]int64, len(rows))
+	notAfter, finished := make([]*int64, len(rows)), make([]*int64, len(rows))
+	result := make([]*string, len(rows))
+	for r, row := range rows {
+		for i := range 8 {
+			text[i][r] = row[i].(string)
+		}
+		created[r] = row[8].(int64)
+		if v, ok := row[9].(int64); ok {
+			notAfter[r] = &v
+		}
+		if v, ok := row[10].(string); ok {
+			result[r] = &v
+		}
+		if v, ok := row[11].(int64); ok {
+			finished[r] = &v
+		}
+	}
+	if _, err := tx.exec(ctx, `INSERT INTO commands (`+strings.Join(commandColumns, ", ")+`)
+		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[])`,
+		text[0], text[1], text[2], text[3], text[4], text[5], text[6], text[7], created, notAfter, result, finished); err != nil {
+		return fmt.Errorf("store: insert commands: %w", err)
+	}
+	return nil
+}
