@@ -226,9 +226,9 @@ func TestActionStoredScriptAndStop(t *testing.T) {
 		t.Fatalf("resolved script: %s", c.Payload)
 	}
 	for body, want := range map[string]string{
-		`{"scriptId":"` + sc.ID + `"}`:                                    "validation_failed:payload.parameters.Path",
+		`{"scriptId":"` + sc.ID + `"}`:                                   "validation_failed:payload.parameters.Path",
 		`{"scriptId":"` + sc.ID + `","parameters":{"Path":"x","Y":"1"}}`: "validation_failed:payload.parameters.Y",
-		`{"scriptId":"missing"}`:                                          "validation_failed:payload.scriptId",
+		`{"scriptId":"missing"}`:                                         "validation_failed:payload.scriptId",
 	} {
 		_, err := e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{w1.ID}, Payload: json.RawMessage(body)})
 		if got := problemFields(err); got != want {
