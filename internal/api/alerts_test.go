@@ -1,0 +1,169 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+func TestAlertRulesCreateAndList(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	const secret = "very-secret-signing-key"
+	res, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "  Servers offline ", Trigger: "ENDPOINT_OFFLINE", Threshold: ptr(15),
+		EmailTo: ptr("ops@example.com,  oncall@example.com"), WebhookURL: ptr("https://hooks.example.com/services/T1"), WebhookSecret: ptr(secret)})
+	if err != nil || !res.OK || res.Rule.ID == "" || res.Rule.Name != "Servers offline" {
+		t.Fatalf("create: %+v, %v", res, err)
+	}
+	if _, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "Critical CVEs", Trigger: "CRITICAL_VULN", EmailTo: ptr("sec@example.com")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "Reboots", Trigger: "REPORT_ROWS", ReportKey: ptr("reboots"), Threshold: ptr(10),
+		WebhookURL: ptr("https://chat.example.com/hook")}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.Admin.ListAlertRules(ctx)
+	if err != nil || list.Total != 3 || len(list.Items) != 3 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	r := list.Items[0]
+	if r.ID != res.Rule.ID || r.Trigger != "ENDPOINT_OFFLINE" || r.Threshold != 15 || !r.Enabled || *r.EmailTo != "ops@example.com, oncall@example.com" ||
+		*r.WebhookURL != "https://hooks.example.com/services/T1" || r.ReportKey != nil || !r.HasWebhookSecret || r.Events != 0 || r.CreatedAt == nil {
+		t.Fatalf("rule %+v", r)
+	}
+	if v := list.Items[1]; v.Threshold != 9 || v.HasWebhookSecret || v.WebhookURL != nil {
+		t.Fatalf("default threshold / no webhook: %+v", v)
+	}
+	if v := list.Items[2]; v.ReportKey == nil || *v.ReportKey != "reboots" || v.EmailTo != nil {
+		t.Fatalf("report rule %+v", v)
+	}
+	// The secret appears in no answer and no audit entry.
+	raw := rawGet(t, e, "/api/v1/alerts")
+	if strings.Contains(raw, secret) || !strings.Contains(raw, `"hasWebhookSecret":true`) {
+		t.Fatalf("list answer %s", raw)
+	}
+	entries, err := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "alert.create"})
+	if err != nil || len(entries) != 3 || !strings.HasPrefix(entries[0].Actor, "api:") {
+		t.Fatalf("audit %+v, %v", entries, err)
+	}
+	for _, en := range entries {
+		b, _ := json.Marshal(en)
+		if strings.Contains(string(b), secret) {
+			t.Fatalf("audit entry carries the secret: %s", b)
+		}
+	}
+}
+
+func rawGet(t *testing.T, e *apitest.Env, path string) string {
+	t.Helper()
+	tok, _, err := e.Admin.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := e.HTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestAlertRuleValidation(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	mail := ptr("ops@example.com")
+	for _, tc := range []struct {
+		name   string
+		body   apiv1.AlertRuleBody
+		fields []string
+	}{
+		{"unknown trigger", apiv1.AlertRuleBody{Name: "x", Trigger: "DISK_FULL", EmailTo: mail}, []string{"trigger"}},
+		{"missing name and trigger", apiv1.AlertRuleBody{EmailTo: mail}, []string{"name", "trigger"}},
+		{"plain http webhook", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("http://hooks.example.com/x")}, []string{"webhookUrl"}},
+		{"malformed recipients", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: ptr("ops@example.com; boss")}, []string{"emailTo"}},
+		{"display-name recipient", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: ptr("Ops <ops@example.com>")}, []string{"emailTo"}},
+		{"nowhere to deliver", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT"}, []string{"emailTo"}},
+		{"report rows without key", apiv1.AlertRuleBody{Name: "x", Trigger: "REPORT_ROWS", EmailTo: mail}, []string{"reportKey"}},
+		{"report rows unknown key", apiv1.AlertRuleBody{Name: "x", Trigger: "REPORT_ROWS", ReportKey: ptr("no-such-report"), EmailTo: mail}, []string{"reportKey"}},
+		{"threshold out of range", apiv1.AlertRuleBody{Name: "x", Trigger: "CRITICAL_VULN", Threshold: ptr(11), EmailTo: mail}, []string{"threshold"}},
+		{"secret without webhook", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: mail, WebhookSecret: ptr("s")}, []string{"webhookSecret"}},
+	} {
+		_, err := e.Admin.CreateAlertRule(ctx, tc.body)
+		var ce *client.Error
+		if !client.IsStatus(err, http.StatusUnprocessableEntity) || !asClientError(err, &ce) || ce.Code != "validation_failed" {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := map[string]bool{}
+		for _, p := range ce.Details {
+			got[p.Field] = true
+		}
+		for _, f := range tc.fields {
+			if !got[f] {
+				t.Errorf("%s: no detail for %s in %+v", tc.name, f, ce.Details)
+			}
+		}
+	}
+	// Malformed JSON is 400; a threshold of the wrong type is 422.
+	for body, status := range map[string]int{`{"name":`: 400, `{"name":"x","trigger":"NEW_ENDPOINT","threshold":"ten"}`: 422} {
+		tok, _, _ := e.Admin.Token(ctx)
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/api/v1/alerts", bytes.NewReader([]byte(body)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := e.HTTPClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Errorf("%s: status %d, want %d", body, resp.StatusCode, status)
+		}
+	}
+	if list, _ := e.Admin.ListAlertRules(ctx); list.Total != 0 {
+		t.Fatalf("invalid rules were stored: %+v", list)
+	}
+}
+
+func TestAlertRulePermissionsAndIsolation(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	body := apiv1.AlertRuleBody{Name: "new", Trigger: "NEW_ENDPOINT", EmailTo: ptr("ops@example.com")}
+	if _, err := e.Admin.CreateAlertRule(ctx, body); err != nil {
+		t.Fatal(err)
+	}
+	viewer := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.ReportsView))
+	if list, err := viewer.ListAlertRules(ctx); err != nil || list.Total != 1 {
+		t.Fatalf("viewer list: %+v, %v", list, err)
+	}
+	if _, err := viewer.CreateAlertRule(ctx, body); !client.IsStatus(err, http.StatusForbidden) {
+		t.Fatalf("viewer create: %v", err)
+	}
+	blind := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.EndpointsView))
+	if _, err := blind.ListAlertRules(ctx); !client.IsStatus(err, http.StatusForbidden) {
+		t.Fatalf("list without reports.view: %v", err)
+	}
+	anon := client.New(e.URL, "nobody", "wrong", client.WithHTTPClient(e.HTTPClient))
+	if _, err := anon.ListAlertRules(ctx); !client.IsStatus(err, http.StatusUnauthorized) {
+		t.Fatalf("anonymous list: %v", err)
+	}
+	other := e.NewOrg("Other " + apitest.NewName())
+	oc := e.Client(other, perm.All)
+	if list, err := oc.ListAlertRules(ctx); err != nil || list.Total != 0 || len(list.Items) != 0 {
+		t.Fatalf("other organization sees %+v, %v", list, err)
+	}
+}
