@@ -201,7 +201,9 @@ func (s *session) fail(err error, cmd *command) int {
 		}
 		fmt.Fprintln(w)
 		for _, d := range ae.Details {
-			fmt.Fprintf(w, "  %s: %s\n", d.Field, d.Message)
+			if line := d.Field + ": " + d.Message; !strings.Contains(ae.Description, line) {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
 		}
 		if ae.RetryAfter > 0 {
 			fmt.Fprintf(w, "  retry after %s\n", ae.RetryAfter)
