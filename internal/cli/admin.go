@@ -154,6 +154,11 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		if define, do, err = vulnAdmin(ctx, verb); err != nil {
 			return err
 		}
+	case "alert list", "alert events", "alert update", "alert enable", "alert disable", "alert delete", "alert test":
+		var err error
+		if define, do, err = alertAdmin(ctx, verb); err != nil {
+			return err
+		}
 	case "script create", "script update", "script list", "script delete", "run stop":
 		define, do, _ = scriptAndRunAdmin(ctx, object, verb, stdio)
 	default:

@@ -60,6 +60,9 @@ Usage:
   patchd admin script list --org ORG
   patchd admin script delete --org ORG --id ID|NAME
   patchd admin run stop --org ORG --id RUN
+  patchd admin alert list --org ORG
+  patchd admin alert update --org ORG --id ID [--name N] [--threshold N] [--email-to LIST] [--webhook-url URL] [--webhook-secret S] [--report-key K]
+  patchd admin alert enable|disable|delete|test|events --org ORG --id ID
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
   patchd admin vuln accept --org ORG --cve CVE --reason R [--expires 720h] [--kind accepted|compensating_control]
   patchd admin vuln list --org ORG [--kind K]
