@@ -179,14 +179,16 @@ var reportSources = map[string]reportSQL{
 				GROUP BY e.id ORDER BY e.sort_name, e.id`, []any{p.OrgID}
 		},
 	},
-	// software: one row per application × endpoint, by application.
+	// software: one row per application × endpoint, by application, then by
+	// endpoint id (enrollment order): the order of the software index, so the
+	// rows stream without a sort of the whole table.
 	"software": {
 		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
 		query: func(p ReportParams) (string, []any) {
 			cond, args := softwareFilter(p)
 			return `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, ` + endpointName + `, es.install_date, es.installed_for, es.install_type, e.inventory_at
 				FROM software_titles t JOIN endpoint_software es ON es.title_id = t.id JOIN endpoints e ON e.id = es.endpoint_id
-				WHERE t.org_id = ? AND t.installs > 0` + cond + ` ORDER BY t.name_lower, t.id, e.sort_name, e.id, es.version_key`,
+				WHERE t.org_id = ? AND t.installs > 0` + cond + ` ORDER BY t.name_lower, t.id, es.endpoint_id, es.version_key`,
 				append([]any{p.OrgID}, args...)
 		},
 	},

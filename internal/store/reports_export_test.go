@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// BulkSoftwareForTest gives each endpoint perEndpoint applications out of a
+// catalog of titles applications (endpoint i has titles (7i + 13j) mod
+// titles), and marks their inventory collected at.
+func (s *Store) BulkSoftwareForTest(ctx context.Context, orgID string, endpoints []string, titles, perEndpoint int, at time.Time) error {
+	ids := make([]int64, titles)
+	installs := make([]int, titles)
+	err := s.InTx(ctx, func(tx *Tx) error {
+		for i := range ids {
+			name := fmt.Sprintf("Application %04d", i)
+			if err := tx.queryRow(ctx, `INSERT INTO software_titles (org_id, name, name_lower) VALUES (?, ?, lower(?)) RETURNING id`,
+				orgID, name, name).Scan(&ids[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var rows [][]any
+	flush := func() error {
+		err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.insertRows(ctx, "endpoint_software", []string{"endpoint_id", "title_id", "version_key", "publisher", "install_date", "install_type"}, rows)
+		})
+		rows = rows[:0]
+		return err
+	}
+	for i, ep := range endpoints {
+		for j := range perEndpoint {
+			t := (7*i + 13*j) % titles
+			installs[t]++
+			rows = append(rows, []any{ep, ids[t], fmt.Sprintf("%d.%d.%d", t%30, j%10, i%100), fmt.Sprintf("Publisher %03d", t%200), "2026-03-01", "MSI"})
+		}
+		if len(rows) >= 20000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rows) > 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return s.InTx(ctx, func(tx *Tx) error {
+		for i, id := range ids {
+			if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = ? WHERE id = ?`, installs[i], id); err != nil {
+				return err
+			}
+		}
+		_, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ?, last_seen_at = ? WHERE org_id = ?`, millis(at), millis(at), orgID)
+		return err
+	})
+}
+
+// BulkDatasetsForTest stores, for endpoint i, the datasets sets[i%len(sets)].
+func (s *Store) BulkDatasetsForTest(ctx context.Context, orgID string, endpoints []string, sets []map[string][]map[string]any, at time.Time) error {
+	compressed := make([][]compressedDataset, len(sets))
+	for i, set := range sets {
+		var err error
+		if compressed[i], err = compressDatasets(set); err != nil {
+			return err
+		}
+	}
+	var rows [][]any
+	flush := func() error {
+		err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.insertRows(ctx, "endpoint_datasets", []string{"endpoint_id", "org_id", "name", "rows_gz", "row_count", "collected_at"}, rows)
+		})
+		rows = rows[:0]
+		return err
+	}
+	for i, ep := range endpoints {
+		for _, d := range compressed[i%len(compressed)] {
+			rows = append(rows, []any{ep, orgID, d.name, d.blob, d.count, millis(at)})
+		}
+		if len(rows) >= 5000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rows) > 0 {
+		return flush()
+	}
+	return nil
+}
