@@ -777,3 +777,81 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 }
+
+func TestReportsAndAlerts(t *testing.T) {
+	e := apitest.New(t)
+	startFleet(t, e, 3)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.All)
+
+	var catalog []apiv1.ReportMeta
+	h.okJSON(&catalog, "reports", "list")
+	keys := map[string]bool{}
+	for _, m := range catalog {
+		keys[m.Key] = true
+	}
+	if len(catalog) < 50 || !keys["endpoints"] || !keys["missing-updates"] {
+		t.Fatalf("reports list: %d reports", len(catalog))
+	}
+	var rep apiv1.Report
+	h.okJSON(&rep, "reports", "get", "endpoints")
+	if len(rep.Columns) == 0 || len(rep.Rows) != 3 || rep.Total != 3 {
+		t.Fatalf("reports get endpoints: %d columns, %d rows, total %d", len(rep.Columns), len(rep.Rows), rep.Total)
+	}
+	table := h.ok("reports", "get", "endpoints")
+	if !strings.Contains(table, rep.Title) || len(strings.Split(strings.TrimSpace(table), "\n")) != 2+1+3 {
+		t.Errorf("report table:\n%s", table)
+	}
+	for _, args := range [][]string{{"reports", "get", "endpoints", "--csv"}, {"reports", "get", "endpoints", "-o", "csv"}} {
+		rows := decodeCSV(t, h.ok(args...))
+		if len(rows) != 4 || len(rows[0]) != len(rep.Columns) {
+			t.Errorf("%q: %d rows", args, len(rows))
+		}
+	}
+	h.fail(ctl.ExitAPI, "not_found", "reports", "get", "no-such-report")
+	h.fail(ctl.ExitAPI, "not_found", "reports", "get", "no-such-report", "--csv")
+
+	var created apiv1.AlertRuleResult
+	h.okJSON(&created, "alerts", "create", "--name", "Offline too long", "--trigger", "ENDPOINT_OFFLINE", "--threshold", "30", "--email-to", "ops@example.com")
+	if created.Rule.ID == "" {
+		t.Fatalf("alerts create: %+v", created)
+	}
+	r := h.run("s3cret\n", "alerts", "create", "--name", "Big report", "--trigger", "REPORT_ROWS", "--report-key", "offline-endpoints",
+		"--webhook-url", "https://127.0.0.1:9/hook", "--webhook-secret-stdin")
+	if r.code != 0 {
+		t.Fatalf("alerts create with webhook: %d %s", r.code, r.stderr)
+	}
+	rule := writeTemp(t, `{"name":"From file","trigger":"NEW_ENDPOINT","emailTo":"a@example.com"}`)
+	h.ok("alerts", "create", "-f", rule, "--name", "New endpoints")
+	var rules []apiv1.AlertRule
+	h.okJSON(&rules, "alerts", "list")
+	byName := map[string]apiv1.AlertRule{}
+	for _, a := range rules {
+		byName[a.Name] = a
+	}
+	if a := byName["Offline too long"]; a.Threshold != 30 || str(a.EmailTo) != "ops@example.com" || a.HasWebhookSecret {
+		t.Errorf("email rule: %+v", a)
+	}
+	if a := byName["Big report"]; !a.HasWebhookSecret || str(a.ReportKey) != "offline-endpoints" || str(a.WebhookURL) != "https://127.0.0.1:9/hook" {
+		t.Errorf("webhook rule: %+v", a)
+	}
+	if a := byName["New endpoints"]; a.Trigger != "NEW_ENDPOINT" {
+		t.Errorf("rule from a file: %+v", rules)
+	}
+	if table := h.ok("alerts", "list"); !strings.Contains(table, "Offline too long") || strings.Contains(table, "s3cret") {
+		t.Errorf("alerts table:\n%s", table)
+	}
+	h.fail(ctl.ExitAPI, "validation_failed", "alerts", "create", "--name", "x", "--trigger", "NEW_ENDPOINT", "--webhook-url", "http://plain.example.com/")
+	h.fail(ctl.ExitUsage, "--name and --trigger", "alerts", "create", "--name", "x")
+	ro := newHarness(t, e, e.URL)
+	ro.login(perm.ReadOnly)
+	ro.ok("alerts", "list")
+	ro.fail(ctl.ExitAPI, "insufficient_scope", "alerts", "create", "--name", "x", "--trigger", "NEW_ENDPOINT", "--email-to", "a@example.com")
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
