@@ -453,6 +453,9 @@ func TestInventoryCommandsAndPaging(t *testing.T) {
 		t.Errorf("reset: %+v", res)
 	}
 	h.fail(ctl.ExitUsage, "update KEY", "updates", "approve")
+	if r := h.run("KEY,ENDPOINT\n", "updates", "approve", "-"); r.code != 0 || !strings.Contains(r.stdout, "nothing changed") {
+		t.Errorf("approve - with no keys: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 
 	// Vulnerabilities: the sim fleet's software may match nothing without
 	// feeds; the command still walks the list.
@@ -522,6 +525,18 @@ func TestGroups(t *testing.T) {
 	h.fail(ctl.ExitAPI, "validation_failed", "groups", "create", "--name", "bad", "--rule", "hostname:sounds-like:x")
 	h.ok("groups", "delete", created.Group.ID)
 	h.fail(ctl.ExitAPI, "not_found", "groups", "delete", created.Group.ID)
+
+	// The examples of docs/patchctl.md.
+	var web apiv1.GroupResult
+	h.okJSON(&web, "groups", "create", "--name", "Web servers", "--rule", "hostname:startsWith:web", "--rule", "type:equals:server", "--match-all")
+	tuesday := `{"name": "Patch Tuesday", "actionType": "DEPLOY_UPDATES", "targetMode": "group", "groupId": "` + web.Group.ID + `",
+ "scheduleKind": "RECURRING", "freq": "PATCH_TUESDAY", "offsetDays": 2, "atTime": "22:00", "windowMinutes": 180,
+ "payload": {"mode": "all"}}`
+	h.ok("automations", "create", "-f", writeTemp(t, tuesday))
+	r = h.run(h.ok("updates", "list", "--severity", "Critical", "-o", "csv"), "updates", "approve", "-")
+	if r.code != 0 {
+		t.Errorf("approve critical updates from stdin: %d %s", r.code, r.stderr)
+	}
 }
 
 func writeTemp(t *testing.T, content string) string {

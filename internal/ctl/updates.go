@@ -105,6 +105,10 @@ func updateCommands() []command {
 					if err != nil {
 						return err
 					}
+					if len(keys) == 0 {
+						// "-" on an empty list: a pipeline with nothing to do.
+						return s.done(apiv1.ApprovalResult{OK: true, Status: v.status}, "No update keys on stdin; nothing changed.")
+					}
 					c, err := s.client()
 					if err != nil {
 						return err
@@ -152,9 +156,6 @@ func approvalKeys(s *session, args []string) ([]apiv1.ApprovalKey, error) {
 			seen[k] = true
 			keys = append(keys, apiv1.ApprovalKey{Key: k})
 		}
-	}
-	if len(keys) == 0 {
-		return nil, usagef("no update keys given")
 	}
 	return keys, nil
 }
