@@ -210,9 +210,9 @@ func CreateUser(ctx context.Context, s *store.Store, actor, orgRef, email, roleR
 	if err != nil {
 		return UserOut{}, err
 	}
-	addr, err := mail.ParseAddress(strings.TrimSpace(email))
-	if err != nil || addr.Name != "" {
-		return UserOut{}, fmt.Errorf("--email %q is not an e-mail address", email)
+	address, err := CheckEmail(email)
+	if err != nil {
+		return UserOut{}, err
 	}
 	r, err := s.FindRole(ctx, o.ID, roleRef)
 	if err != nil {
@@ -222,12 +222,22 @@ func CreateUser(ctx context.Context, s *store.Store, actor, orgRef, email, roleR
 		return UserOut{}, fmt.Errorf("the password must have at least %d characters", MinPasswordLength)
 	}
 	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "user.create", TargetType: "user",
-		Summary: map[string]any{"email": addr.Address, "role": r.Name}},
-		store.User{OrgID: o.ID, Email: strings.ToLower(addr.Address), RoleID: r.ID, PasswordHash: auth.HashPassword(password)})
+		Summary: map[string]any{"email": address, "role": r.Name}},
+		store.User{OrgID: o.ID, Email: address, RoleID: r.ID, PasswordHash: auth.HashPassword(password)})
 	if err != nil {
 		return UserOut{}, err
 	}
 	return UserOut{ID: u.ID, OrgID: o.ID, Email: u.Email, Role: r.Name, CreatedAt: u.CreatedAt}, nil
+}
+
+// CheckEmail answers a console user's e-mail address in its stored form
+// (lower case), or an error when it is not a bare address.
+func CheckEmail(email string) (string, error) {
+	addr, err := mail.ParseAddress(strings.TrimSpace(email))
+	if err != nil || addr.Name != "" {
+		return "", fmt.Errorf("%q is not an e-mail address", email)
+	}
+	return strings.ToLower(addr.Address), nil
 }
 
 // Bootstrap is what the first start on an empty database made.

@@ -48,10 +48,18 @@ type Principal struct {
 	RoleID         string
 	Permissions    perm.Set
 	ExpiresAt      time.Time
+	// UserEmail is set when a console user acts (through API.ServeAs).
+	UserEmail string
 }
 
-// Actor is the Audit Trail name of the caller (spec: api:<credential name>).
-func (p *Principal) Actor() string { return "api:" + p.CredentialName }
+// Actor is the Audit Trail name of the caller (spec: api:<credential name>;
+// user:<e-mail> for a console user).
+func (p *Principal) Actor() string {
+	if p.UserEmail != "" {
+		return "user:" + p.UserEmail
+	}
+	return "api:" + p.CredentialName
+}
 
 // Can tells whether the caller holds api.access and the permission.
 func (p *Principal) Can(x perm.Permission) bool {

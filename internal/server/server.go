@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/console"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/store"
@@ -38,6 +40,7 @@ type Server struct {
 	auth     *auth.Authenticator
 	api      *api.API
 	agents   *agentapi.API
+	ingest   *store.Ingester
 	hub      *presence.Hub
 	registry *prometheus.Registry
 	handler  http.Handler
@@ -52,12 +55,20 @@ func New(cfg config.Config, s *store.Store) *Server {
 		cfg.CheckinInterval = 60 * time.Second
 	}
 	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s)}
-	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval})
+	srv.ingest = s.NewIngester()
+	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval, Ingester: srv.ingest})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
 		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued})
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
+	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL,
+		SecureCookies: cfg.TLSCert != "" || strings.HasPrefix(cfg.BaseURL, "https://")})
+	if err != nil {
+		panic(err) // the embedded templates do not parse: a build defect, caught by every test
+	}
+	mux.Handle("/console/", con)
+	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.Handle("/agent/", srv.agents)
 	mux.Handle("GET /healthz", httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -68,6 +79,10 @@ func New(cfg config.Config, s *store.Store) *Server {
 	srv.handler = httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/")
 	return srv
 }
+
+// Close stops the server's writers after the HTTP server stopped: queued
+// inventories are written first.
+func (s *Server) Close() { s.ingest.Close() }
 
 // Handler is the server's whole HTTP surface.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -163,6 +178,7 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 	if err := hs.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		slog.Warn("shutdown", "err", err)
 	}
+	srv.Close()
 	stopWork()
 	workers.Wait()
 	return nil
@@ -177,9 +193,11 @@ patchd: first start. Organization %q was created. These secrets are shown once; 
   API client_secret:   %s   (role Administrator)
   Enrollment token:    %s   (for patchd-agent enroll and patchd-sim)
 
+  Console:             %s/console/  (first sign-in: %s/console/setup with the client_id and secret above)
+
   Get a token:  curl -s -d grant_type=client_credentials -d client_id=%s -d client_secret=%s %s/api/oauth/token
 
-`, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token,
+`, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token, cfg.BaseURL, cfg.BaseURL,
 		b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
 }
 

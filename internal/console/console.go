@@ -1,0 +1,341 @@
+// Package console serves patchd's web console under /console: server-rendered
+// pages (html/template, embedded with the stylesheet and a vendored copy of
+// htmx), console sign-in with sessions and CSRF tokens, and a page for each
+// part of a patch administrator's day. Reads come from the store; every
+// write goes through the same code as the REST API (API.ServeAs, or the
+// admin package for users and credentials), so it is validated, permitted
+// and audited exactly alike, with the actor user:<e-mail>.
+package console
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/internal/api"
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+//go:embed templates static
+var assets embed.FS
+
+// Config holds what the console needs.
+type Config struct {
+	Store *store.Store
+	API   *api.API
+	// CheckinInterval is the agents' check-in interval: an endpoint seen
+	// within three of them is connected.
+	CheckinInterval time.Duration
+	// BaseURL is the server's public address (install commands).
+	BaseURL string
+	// SecureCookies marks cookies Secure (the server runs TLS, or sits
+	// behind a TLS proxy).
+	SecureCookies bool
+}
+
+// Console is the web console.
+type Console struct {
+	cfg   Config
+	store *store.Store
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	now   func() time.Time
+}
+
+// New builds the console and its route table.
+func New(cfg Config) (*Console, error) {
+	if cfg.CheckinInterval <= 0 {
+		cfg.CheckinInterval = time.Minute
+	}
+	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now}
+	if err := c.parseTemplates(); err != nil {
+		return nil, err
+	}
+	c.routes()
+	return c, nil
+}
+
+// ServeHTTP serves /console/.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	c.mux.ServeHTTP(w, r)
+}
+
+// routes is the console's route table: each page with the permission it
+// needs (perm.All: administrators only).
+func (c *Console) routes() {
+	static, _ := fs.Sub(assets, "static")
+	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", cacheStatic(http.FileServerFS(static))))
+	c.mux.HandleFunc("GET /console/login", c.loginPage)
+	c.mux.HandleFunc("POST /console/login", c.login)
+	c.mux.HandleFunc("GET /console/setup", c.setupPage)
+	c.mux.HandleFunc("POST /console/setup", c.setup)
+	c.page("POST /console/logout", 0, c.logout)
+
+	c.page("GET /console/{$}", 0, c.dashboard)
+	c.page("GET /console/endpoints", perm.EndpointsView, c.endpointList)
+	c.page("GET /console/endpoints/{id}", perm.EndpointsView, c.endpointDetail)
+	c.page("POST /console/endpoints/{id}", perm.EndpointsManage, c.endpointPatch)
+	c.page("POST /console/endpoints/{id}/delete", perm.EndpointsManage, c.endpointDelete)
+	c.page("POST /console/actions", perm.AutomationsRun, c.actionRun)
+
+	c.page("GET /console/updates", perm.UpdatesView, c.updateList)
+	c.page("POST /console/updates/approvals", perm.UpdatesManage, c.updateApprove)
+	c.page("POST /console/updates/policy", perm.UpdatesManage, c.policySet)
+
+	c.page("GET /console/groups", perm.EndpointsView, c.groupList)
+	c.page("GET /console/groups/new", perm.EndpointsManage, c.groupNew)
+	c.page("GET /console/groups/preview", perm.EndpointsView, c.groupPreview)
+	c.page("POST /console/groups", perm.EndpointsManage, c.groupCreate)
+	c.page("GET /console/groups/{id}", perm.EndpointsView, c.groupDetail)
+	c.page("POST /console/groups/{id}", perm.EndpointsManage, c.groupSave)
+	c.page("POST /console/groups/{id}/delete", perm.EndpointsManage, c.groupDelete)
+
+	c.page("GET /console/automations", perm.AutomationsView, c.automationList)
+	c.page("GET /console/automations/new", perm.AutomationsManage, c.automationNew)
+	c.page("GET /console/automations/preview", perm.AutomationsView, c.automationPreview)
+	c.page("POST /console/automations", perm.AutomationsManage, c.automationCreate)
+	c.page("GET /console/automations/{id}", perm.AutomationsView, c.automationDetail)
+	c.page("POST /console/automations/{id}/enabled", perm.AutomationsManage, c.automationToggle)
+	c.page("POST /console/automations/{id}/run", perm.AutomationsRun, c.automationRun)
+	c.page("POST /console/automations/{id}/delete", perm.AutomationsManage, c.automationDelete)
+
+	c.page("GET /console/runs", perm.AutomationsView, c.runList)
+	c.page("GET /console/runs/{id}", perm.AutomationsView, c.runDetail)
+	c.page("GET /console/runs/{id}/progress", perm.AutomationsView, c.runProgress)
+	c.page("POST /console/runs/{id}/stop", perm.AutomationsRun, c.runStop)
+
+	c.page("GET /console/scripts", perm.AutomationsView, c.scriptList)
+	c.page("POST /console/scripts", perm.AutomationsManage, c.scriptCreate)
+	c.page("POST /console/scripts/{id}/delete", perm.AutomationsManage, c.scriptDelete)
+
+	c.page("GET /console/users", adminOnly, c.usersPage)
+	c.page("POST /console/users", adminOnly, c.userCreate)
+	c.page("POST /console/users/{id}/{op}", adminOnly, c.userChange)
+	c.page("POST /console/credentials", adminOnly, c.credentialCreate)
+	c.page("POST /console/credentials/{id}/{op}", adminOnly, c.credentialChange)
+	c.page("GET /console/enrollment", adminOnly, c.enrollmentPage)
+	c.page("POST /console/enrollment", adminOnly, c.enrollTokenCreate)
+	c.page("POST /console/enrollment/{id}/revoke", adminOnly, c.enrollTokenRevoke)
+	c.page("GET /console/audit", perm.ReportsView, c.auditPage)
+
+	c.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.renderError(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
+	}))
+}
+
+// adminOnly marks pages for users whose role holds every permission
+// (console users, API credentials and enrollment: the spec has no
+// permission of its own for them, so they belong to administrators).
+const adminOnly = perm.Permission(1 << 15)
+
+// can tells whether the session's user holds p (adminOnly: every permission).
+func (s *session) can(p perm.Permission) bool {
+	switch p {
+	case 0:
+		return true
+	case adminOnly:
+		return s.User.Permissions&perm.All == perm.All
+	}
+	return s.User.Permissions.Has(p)
+}
+
+// handler is a console page: it answers an error, which the console shows.
+type handler func(w http.ResponseWriter, r *http.Request, s *session) error
+
+// page routes a console page that needs a session and the permission p; a
+// POST also needs the session's CSRF token.
+func (c *Console) page(pattern string, p perm.Permission, h handler) {
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		s, err := c.session(w, r)
+		if err != nil {
+			slog.ErrorContext(r.Context(), "console session", "err", err)
+			c.renderError(w, r, nil, http.StatusInternalServerError, "The console could not read your session.")
+			return
+		}
+		if s == nil {
+			if r.Method == http.MethodGet && r.Header.Get("HX-Request") == "" {
+				http.Redirect(w, r, "/console/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.renderError(w, r, nil, http.StatusUnauthorized, "Your session has ended. Sign in again.")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if !c.checkCSRF(r, s) {
+				c.renderError(w, r, s, http.StatusForbidden, "The form was stale or did not come from this console (CSRF check). Reload the page and try again.")
+				return
+			}
+		}
+		if !s.can(p) {
+			c.renderError(w, r, s, http.StatusForbidden, "Your role ("+s.User.RoleName+") does not allow this.")
+			return
+		}
+		if err := h(w, r, s); err != nil {
+			c.fail(w, r, s, err)
+		}
+	})
+}
+
+// pageError is an error a page shows as it is, with its status.
+type pageError struct {
+	status int
+	msg    string
+}
+
+func (e *pageError) Error() string { return e.msg }
+
+func notFound(what string) error {
+	return &pageError{http.StatusNotFound, "No such " + what + " in your organization."}
+}
+
+func badRequest(msg string) error { return &pageError{http.StatusBadRequest, msg} }
+
+// fail shows err: a page error or an API error as it is, anything else as
+// a generic 500 whose detail goes to the log only.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	var pe *pageError
+	var ae *apiError
+	switch {
+	case errors.As(err, &pe):
+		c.renderError(w, r, s, pe.status, pe.msg)
+	case errors.As(err, &ae):
+		c.renderError(w, r, s, ae.Status, ae.Text())
+	case errors.Is(err, store.ErrNotFound):
+		c.renderError(w, r, s, http.StatusNotFound, "No such record in your organization.")
+	default:
+		slog.ErrorContext(r.Context(), "console page failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		c.renderError(w, r, s, http.StatusInternalServerError, "The server could not complete this; its log has the detail.")
+	}
+}
+
+// view is what every page template receives.
+type view struct {
+	Title   string
+	Nav     string
+	S       *session
+	CSRF    string
+	Flash   *flash
+	Now     time.Time
+	Data    any
+	Version string
+}
+
+// Can tells a template whether the user may do something (by permission
+// name, or "admin").
+func (v *view) Can(name string) bool {
+	if v.S == nil {
+		return false
+	}
+	if name == "admin" {
+		return v.S.can(adminOnly)
+	}
+	p, ok := perm.Lookup(name)
+	return ok && v.S.can(p)
+}
+
+func (c *Console) parseTemplates() error {
+	c.pages = map[string]*template.Template{}
+	entries, err := fs.ReadDir(assets, "templates")
+	if err != nil {
+		return err
+	}
+	var partials []string
+	for _, e := range entries {
+		if e.Name() == "parts.html" {
+			partials = append(partials, "templates/"+e.Name())
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == "parts.html" || name == "layout.html" {
+			continue
+		}
+		files := append([]string{"templates/layout.html", "templates/" + name}, partials...)
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, files...)
+		if err != nil {
+			return fmt.Errorf("console: template %s: %w", name, err)
+		}
+		c.pages[strings.TrimSuffix(name, ".html")] = t
+	}
+	return nil
+}
+
+// render writes a page (through the layout) or, with block, one named
+// template of it (an htmx fragment).
+func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, status int, page, block, title, nav string, data any) error {
+	t, ok := c.pages[page]
+	if !ok {
+		return fmt.Errorf("console: no template %s", page)
+	}
+	v := &view{Title: title, Nav: nav, S: s, Now: c.now().UTC(), Data: data}
+	if s != nil {
+		v.CSRF = s.CSRFToken
+	}
+	if block == "" {
+		v.Flash = takeFlash(w, r)
+		block = "layout"
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, block, v); err != nil {
+		return fmt.Errorf("console: render %s: %w", page, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+	return nil
+}
+
+func (c *Console) renderError(w http.ResponseWriter, r *http.Request, s *session, status int, msg string) {
+	if r.Header.Get("HX-Request") != "" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `<p class="error" role="alert">%s</p>`, template.HTMLEscapeString(msg))
+		return
+	}
+	title := http.StatusText(status)
+	if err := c.render(w, r, s, status, "error", "", title, "", msg); err != nil {
+		slog.Error("console: render error page", "err", err)
+		http.Error(w, msg, status)
+	}
+}
+
+func cacheStatic(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// principal is the session's user as the REST API sees a caller: the
+// role's permissions (api.access added: a console user reaches the API's
+// code in the process, not over the network) and the user's e-mail as actor.
+func (s *session) principal() *auth.Principal {
+	return &auth.Principal{OrgID: s.User.OrgID, RoleID: s.User.RoleID, Permissions: s.User.Permissions | perm.Set(perm.APIAccess),
+		UserEmail: s.User.Email, CredentialName: s.User.Email}
+}
+
+// actor is the Audit Trail name of the session's user.
+func (s *session) actor() string { return "user:" + s.User.Email }
+
+// audit starts an Audit Trail entry of a write by the session's user.
+func (s *session) audit(action, targetType, targetID string) *store.AuditEntry {
+	return &store.AuditEntry{OrgID: s.User.OrgID, Actor: s.actor(), Action: action, TargetType: targetType, TargetID: targetID}
+}
+
+// connectedSince is the oldest last check-in of a connected endpoint.
+func (c *Console) connectedSince() time.Time { return c.now().Add(-3 * c.cfg.CheckinInterval) }

@@ -1,0 +1,227 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/store"
+)
+
+const password = "correct horse battery"
+
+// browser is a cookie-keeping HTTP client signed in to the console.
+type browser struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+	csrf string
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (b *browser) get(path string) (int, string) {
+	b.t.Helper()
+	resp, err := b.c.Get(b.base + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if m := csrfField.FindStringSubmatch(string(body)); m != nil {
+		b.csrf = m[1]
+	}
+	return resp.StatusCode, string(body)
+}
+
+func (b *browser) post(path string, form url.Values) (int, string, string) {
+	b.t.Helper()
+	if form.Get("csrf") == "" && b.csrf != "" {
+		form.Set("csrf", b.csrf)
+	}
+	resp, err := b.c.PostForm(b.base+path, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Location"), string(body)
+}
+
+func (b *browser) signIn(email string) {
+	b.t.Helper()
+	b.get("/console/login")
+	code, loc, body := b.post("/console/login", url.Values{"email": {email}, "password": {password}})
+	if code != http.StatusSeeOther || loc != "/console/" {
+		b.t.Fatalf("sign-in of %s: %d %s\n%.500s", email, code, loc, body)
+	}
+	b.get("/console/")
+}
+
+func addUser(t *testing.T, e *apitest.Env, org store.Org, email, role string) {
+	t.Helper()
+	if _, err := admin.CreateUser(context.Background(), e.Store, "test", org.ID, email, role, password); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSignInSessionAndPages(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+
+	if code, loc, _ := b.post("/console/logout", url.Values{}); code != http.StatusUnauthorized && loc == "" {
+		t.Fatalf("logout without a session: %d", code)
+	}
+	code, _ := b.get("/console/endpoints")
+	if code != http.StatusSeeOther {
+		t.Fatalf("a page without a session answered %d, want a redirect to sign-in", code)
+	}
+	b.get("/console/login")
+	if code, _, body := b.post("/console/login", url.Values{"email": {"alice@example.com"}, "password": {"wrong password!"}}); code != http.StatusUnauthorized ||
+		!strings.Contains(body, "wrong") {
+		t.Fatalf("wrong password: %d", code)
+	}
+	b.signIn("alice@example.com")
+	for _, p := range []string{"/console/", "/console/endpoints", "/console/updates", "/console/groups", "/console/groups/new", "/console/automations",
+		"/console/automations/new", "/console/runs", "/console/scripts", "/console/users", "/console/enrollment", "/console/audit",
+		"/console/automations/preview?scheduleKind=RECURRING&freq=PATCH_TUESDAY&atTime=22:00&offsetDays=1",
+		"/console/groups/preview?matchAll=true&r0field=platform&r0op=equals&r0value=linux"} {
+		if code, body := b.get(p); code != http.StatusOK {
+			t.Errorf("GET %s: %d\n%.800s", p, code, body)
+		}
+	}
+	// A write without the CSRF token is refused.
+	if code, _, _ := b.post("/console/credentials", url.Values{"csrf": {"forged"}, "name": {"x"}}); code != http.StatusForbidden {
+		t.Errorf("a form without the CSRF token answered %d, want 403", code)
+	}
+	// Sign-out ends the session on the server.
+	b.get("/console/")
+	if code, loc, _ := b.post("/console/logout", url.Values{}); code != http.StatusSeeOther || loc != "/console/login" {
+		t.Fatalf("sign-out: %d %s", code, loc)
+	}
+	if code, _ := b.get("/console/"); code != http.StatusSeeOther {
+		t.Errorf("after sign-out a page answered %d, want a redirect", code)
+	}
+}
+
+func TestReadOnlyUserAndIsolation(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "reader@example.com", store.RoleReadOnly)
+	other := e.NewOrg("Globex")
+	addUser(t, e, other, "admin@globex.example", store.RoleAdministrator)
+	ctx := context.Background()
+	cred, err := admin.CreateCredential(ctx, e.Store, "test", other.ID, "globex-secret-name", store.RoleAdministrator)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r := newBrowser(t, e.URL)
+	r.signIn("reader@example.com")
+	_, body := r.get("/console/updates")
+	if strings.Contains(body, "Approve selected") {
+		t.Error("a Read-only user sees the approve button")
+	}
+	for _, p := range []string{"/console/users", "/console/enrollment", "/console/groups/new", "/console/automations/new"} {
+		if code, _ := r.get(p); code != http.StatusForbidden {
+			t.Errorf("Read-only GET %s: %d, want 403", p, code)
+		}
+	}
+	r.get("/console/")
+	for _, p := range []string{"/console/updates/approvals", "/console/groups", "/console/automations", "/console/credentials", "/console/users",
+		"/console/actions", "/console/enrollment", "/console/scripts", "/console/endpoints/x/delete"} {
+		if code, _, _ := r.post(p, url.Values{"key": {"k"}, "status": {"APPROVED"}, "name": {"n"}}); code != http.StatusForbidden {
+			t.Errorf("Read-only POST %s: %d, want 403", p, code)
+		}
+	}
+
+	// An administrator of another organization sees none of Acme's data,
+	// and Acme's administrator none of Globex's.
+	g := newBrowser(t, e.URL)
+	g.signIn("admin@globex.example")
+	_, body = g.get("/console/users")
+	if strings.Contains(body, "reader@example.com") || !strings.Contains(body, "globex-secret-name") {
+		t.Error("the users page mixes organizations")
+	}
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	a := newBrowser(t, e.URL)
+	a.signIn("alice@example.com")
+	_, body = a.get("/console/users")
+	if strings.Contains(body, "globex-secret-name") || strings.Contains(body, cred.ClientID) {
+		t.Error("Acme's administrator sees Globex's credential")
+	}
+	if code, _, _ := a.post("/console/credentials/"+cred.ID+"/delete", url.Values{}); code != http.StatusSeeOther {
+		t.Errorf("deleting another organization's credential: %d", code)
+	}
+	if _, err := e.Store.FindCredential(ctx, other.ID, cred.ID); err != nil {
+		t.Errorf("another organization's credential went away: %v", err)
+	}
+}
+
+func TestFirstRunSetup(t *testing.T) {
+	e := apitest.New(t)
+	ctx := context.Background()
+	cred, err := admin.CreateCredential(ctx, e.Store, "test", e.Org.ID, "bootstrap-admin", store.RoleAdministrator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := admin.CreateCredential(ctx, e.Store, "test", e.Org.ID, "reader", store.RoleReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e.URL)
+	b.get("/console/setup")
+	form := func(id, secret string) url.Values {
+		return url.Values{"client_id": {id}, "client_secret": {secret}, "email": {"first@example.com"}, "password": {password}, "password2": {password}}
+	}
+	if code, _, _ := b.post("/console/setup", form(reader.ClientID, reader.ClientSecret)); code != http.StatusUnauthorized {
+		t.Errorf("setup with a Read-only credential: %d, want 401", code)
+	}
+	if code, _, _ := b.post("/console/setup", form(cred.ClientID, "pds_wrong")); code != http.StatusUnauthorized {
+		t.Errorf("setup with a wrong secret: %d, want 401", code)
+	}
+	if code, loc, body := b.post("/console/setup", form(cred.ClientID, cred.ClientSecret)); code != http.StatusSeeOther || loc != "/console/" {
+		t.Fatalf("setup: %d %s\n%.600s", code, loc, body)
+	}
+	if code, _ := b.get("/console/users"); code != http.StatusOK {
+		t.Fatalf("the first administrator cannot open the users page: %d", code)
+	}
+	second := newBrowser(t, e.URL)
+	second.get("/console/setup")
+	if code, _, _ := second.post("/console/setup", form(cred.ClientID, cred.ClientSecret)); code != http.StatusConflict {
+		t.Errorf("a second setup answered %d, want 409", code)
+	}
+	entries, err := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Actor: "user:first@example.com"})
+	if err != nil || len(entries) != 1 || entries[0].Action != "user.create" {
+		t.Errorf("audit of the setup: %+v %v", entries, err)
+	}
+}
+
+func TestSignInThrottle(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "bob@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.get("/console/login")
+	var code int
+	for range 11 {
+		code, _, _ = b.post("/console/login", url.Values{"email": {"bob@example.com"}, "password": {"not the password"}})
+	}
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("the 11th failed sign-in answered %d, want 429", code)
+	}
+	if code, _, _ := b.post("/console/login", url.Values{"email": {"bob@example.com"}, "password": {password}}); code != http.StatusTooManyRequests {
+		t.Errorf("the right password during the lock answered %d, want 429", code)
+	}
+}

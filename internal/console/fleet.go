@@ -1,0 +1,329 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/updates"
+)
+
+type sevCount struct {
+	Severity        string
+	Missing, Hosts  int
+	Width           int
+	EndpointsMissed int
+}
+
+type dashData struct {
+	Fleet        store.FleetSummary
+	Disconnected int
+	ConnPct      int
+	Severities   []sevCount
+	Runs         []apiv1.Run
+	Overdue      int
+	OverdueKnown bool
+	Platforms    []sevCount
+}
+
+func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) error {
+	ctx := r.Context()
+	var d dashData
+	if s.can(perm.EndpointsView) {
+		f, err := c.store.FleetSummary(ctx, s.User.OrgID, c.connectedSince())
+		if err != nil {
+			return err
+		}
+		d.Fleet, d.Disconnected, d.ConnPct = f, f.Endpoints-f.Connected, pct(f.Connected, f.Endpoints)
+		top := 0
+		for _, n := range f.MissingBySeverity {
+			top = max(top, n)
+		}
+		for _, sev := range updates.Severities {
+			d.Severities = append(d.Severities, sevCount{Severity: sev, Missing: f.MissingBySeverity[sev], Hosts: f.EndpointsBySeverity[sev],
+				Width: pct(f.MissingBySeverity[sev], top)})
+		}
+		for p, n := range f.Platforms {
+			d.Platforms = append(d.Platforms, sevCount{Severity: p, Missing: n, Width: pct(n, f.Endpoints)})
+		}
+		sort.Slice(d.Platforms, func(i, j int) bool { return d.Platforms[i].Severity < d.Platforms[j].Severity })
+	}
+	if s.can(perm.AutomationsView) {
+		runs, _, err := c.store.ListRuns(ctx, store.RunQuery{OrgID: s.User.OrgID, Limit: 8})
+		if err != nil {
+			return err
+		}
+		d.Runs = runs
+	}
+	if s.can(perm.VulnerabilitiesView) {
+		n, err := c.overdueVulns(r, s)
+		if err != nil {
+			return err
+		}
+		d.Overdue, d.OverdueKnown = n, true
+	}
+	return c.render(w, r, s, http.StatusOK, "dashboard", "", "Dashboard", "dashboard", d)
+}
+
+// overdueVulns counts the fleet's vulnerabilities whose remediation is
+// overdue, reading the stored results page by page as the API does.
+func (c *Console) overdueVulns(r *http.Request, s *session) (int, error) {
+	n := 0
+	for offset := 0; ; offset += 500 {
+		items, total, err := c.store.ListVulnerabilities(r.Context(), store.VulnQuery{OrgID: s.User.OrgID, Limit: 500, Offset: offset, Now: c.now()})
+		if err != nil {
+			return 0, err
+		}
+		for _, v := range items {
+			if v.RemediationStatus != nil && *v.RemediationStatus == "Overdue" {
+				n++
+			}
+		}
+		if offset+len(items) >= total || len(items) == 0 {
+			return n, nil
+		}
+	}
+}
+
+type endpointsData struct {
+	Items []apiv1.Endpoint
+	Q     string
+	Page  pager
+}
+
+func (c *Console) endpointList(w http.ResponseWriter, r *http.Request, s *session) error {
+	p, err := newPager(r, 50)
+	if err != nil {
+		return err
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	items, total, err := c.store.ListEndpoints(r.Context(), s.User.OrgID, q, p.Limit, p.Offset, c.connectedSince())
+	if err != nil {
+		return err
+	}
+	p.Total = total
+	return c.render(w, r, s, http.StatusOK, "endpoints", "", "Endpoints", "endpoints", endpointsData{Items: items, Q: q, Page: p})
+}
+
+type attrRow struct{ Key, Value string }
+
+type endpointData struct {
+	E       apiv1.EndpointDetail
+	Attrs   []attrRow
+	Runs    []apiv1.Run
+	Scripts []store.Script
+}
+
+func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := c.store.GetEndpoint(r.Context(), s.User.OrgID, r.PathValue("id"), c.connectedSince())
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("endpoint")
+		}
+		return err
+	}
+	d := endpointData{E: e}
+	for i := 1; i <= 30; i++ {
+		k := "attr" + strconv.Itoa(i)
+		d.Attrs = append(d.Attrs, attrRow{Key: k, Value: e.Attributes[k]})
+	}
+	if s.can(perm.AutomationsView) {
+		if d.Runs, _, err = c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, EndpointID: e.ID, Limit: 20}); err != nil {
+			return err
+		}
+		if d.Scripts, err = c.store.ListScripts(r.Context(), s.User.OrgID); err != nil {
+			return err
+		}
+	}
+	return c.render(w, r, s, http.StatusOK, "endpoint", "", e.Name, "endpoints", d)
+}
+
+func (c *Console) endpointPatch(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	body := map[string]any{}
+	if _, ok := r.PostForm["name"]; ok {
+		body["name"] = r.PostFormValue("name")
+	}
+	if _, ok := r.PostForm["comment"]; ok {
+		body["comment"] = r.PostFormValue("comment")
+	}
+	attrs := map[string]string{}
+	for k, v := range r.PostForm {
+		if strings.HasPrefix(k, "attr") && len(v) == 1 {
+			attrs[k] = v[0]
+		}
+	}
+	if len(attrs) > 0 {
+		body["attributes"] = attrs
+	}
+	back := "/console/endpoints/" + id
+	err := c.callAPI(r, s, http.MethodPatch, "/api/v1/endpoints/"+id, body, nil)
+	return c.done(w, r, back, err, "Endpoint saved.")
+}
+
+func (c *Console) endpointDelete(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/endpoints/"+id, nil, nil); err != nil {
+		return c.done(w, r, "/console/endpoints/"+id, err, "")
+	}
+	return c.done(w, r, "/console/endpoints", nil, "Endpoint removed; its agent uninstalls itself at its next check-in.")
+}
+
+// actionRun queues a one-off action (POST /api/v1/actions) on the endpoints
+// of the form and opens its run.
+func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	back := safeNext(r.PostFormValue("back"))
+	typ := r.PostFormValue("type")
+	payload := map[string]any{}
+	switch typ {
+	case "REBOOT":
+		payload["message"] = r.PostFormValue("message")
+		if t, err := strconv.Atoi(r.PostFormValue("timeoutSeconds")); err == nil {
+			payload["timeoutSeconds"] = t
+		}
+	case "RUN_SCRIPT":
+		if id := r.PostFormValue("scriptId"); id != "" {
+			payload["scriptId"] = id
+		} else {
+			payload["script"], payload["language"] = r.PostFormValue("script"), r.PostFormValue("language")
+		}
+	case "DEPLOY_UPDATES":
+		payload["mode"] = "all"
+		if keys := r.PostForm["keys"]; len(keys) > 0 {
+			payload["mode"], payload["keys"] = "selected", keys
+		}
+		payload["approvalMode"] = r.PostFormValue("approvalMode")
+	case "DEPLOY_SOFTWARE":
+		payload["wingetId"] = r.PostFormValue("wingetId")
+	case "UNINSTALL_SOFTWARE":
+		payload["name"] = r.PostFormValue("name")
+	}
+	raw, _ := json.Marshal(payload)
+	var out apiv1.RunStarted
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/actions", map[string]any{"endpointIds": r.PostForm["endpointIds"], "type": typ,
+		"label": r.PostFormValue("label"), "payload": json.RawMessage(raw)}, &out)
+	if err != nil {
+		return c.done(w, r, back, err, "")
+	}
+	return c.done(w, r, "/console/runs/"+out.RunID, nil, "Action queued on "+strconv.Itoa(out.Queued)+" endpoint(s).")
+}
+
+type updatesData struct {
+	Items    []store.UpdateKeyRow
+	Page     pager
+	Q        string
+	Severity string
+	Source   string
+	Approval string
+	Policy   store.ApprovalPolicy
+	Sevs     []string
+}
+
+func (c *Console) updateList(w http.ResponseWriter, r *http.Request, s *session) error {
+	p, err := newPager(r, 50)
+	if err != nil {
+		return err
+	}
+	v := r.URL.Query()
+	d := updatesData{Q: strings.TrimSpace(v.Get("q")), Severity: v.Get("severity"), Source: v.Get("source"), Approval: v.Get("approval"),
+		Sevs: updates.Severities}
+	q := store.UpdateKeyQuery{OrgID: s.User.OrgID, Q: d.Q, Limit: p.Limit, Offset: p.Offset}
+	if d.Severity != "" {
+		sev, ok := updates.NormalizeSeverity(d.Severity)
+		if !ok {
+			return badRequest("Unknown severity.")
+		}
+		q.Severity = sev
+	}
+	if d.Source != "" {
+		src, ok := updates.SourcesOf(d.Source)
+		if !ok {
+			return badRequest("Unknown source.")
+		}
+		q.Sources = src
+	}
+	switch d.Approval {
+	case "", updates.StatusNew, updates.StatusApproved, updates.StatusDeclined:
+		q.Approval = d.Approval
+	default:
+		return badRequest("Unknown approval status.")
+	}
+	items, total, err := c.store.ListUpdateKeys(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	p.Total = total
+	d.Items, d.Page = items, p
+	if d.Policy, err = c.store.GetApprovalPolicy(r.Context(), s.User.OrgID); err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "updates", "", "Updates", "updates", d)
+}
+
+// updateApprove approves, declines or resets the checked keys
+// (POST /api/v1/updates/approvals).
+func (c *Console) updateApprove(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	back := "/console/updates"
+	if q := r.PostFormValue("back"); strings.HasPrefix(q, "?") {
+		back += q
+	}
+	keys := r.PostForm["key"]
+	if len(keys) == 0 {
+		return c.done(w, r, back, badRequest("Tick at least one update."), "")
+	}
+	body := apiv1.ApprovalBody{Status: r.PostFormValue("status")}
+	for _, k := range keys {
+		body.Keys = append(body.Keys, apiv1.ApprovalKey{Key: k})
+	}
+	var out apiv1.ApprovalResult
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/updates/approvals", body, &out)
+	return c.done(w, r, back, err, strconv.Itoa(out.Count)+" update(s) set to "+out.Status+".")
+}
+
+// policySet adds or removes a rule of the automatic approval policy, with
+// the same code as patchd admin approval-policy.
+func (c *Console) policySet(w http.ResponseWriter, r *http.Request, s *session) error {
+	e := s.audit("", "approval_policy", s.User.OrgID)
+	var err error
+	switch r.PostFormValue("op") {
+	case "set":
+		delay, convErr := strconv.Atoi(r.PostFormValue("delayDays"))
+		if convErr != nil {
+			return c.done(w, r, "/console/updates", badRequest("The delay must be a number of days."), "")
+		}
+		rule, checkErr := updates.CheckPolicyRule(updates.PolicyRule{Severity: r.PostFormValue("severity"), Source: r.PostFormValue("source"), DelayDays: delay})
+		if checkErr != nil {
+			return c.done(w, r, "/console/updates", badRequest(checkErr.Error()), "")
+		}
+		e.Action = "approval_policy.set"
+		_, err = c.store.SetApprovalPolicy(r.Context(), e, s.User.OrgID, store.PolicyChange{Rule: &rule})
+	case "delete":
+		rule, checkErr := updates.CheckPolicyRule(updates.PolicyRule{Severity: r.PostFormValue("severity"), Source: r.PostFormValue("source")})
+		if checkErr != nil {
+			return c.done(w, r, "/console/updates", badRequest(checkErr.Error()), "")
+		}
+		e.Action = "approval_policy.delete"
+		_, err = c.store.DeleteApprovalPolicyRule(r.Context(), e, s.User.OrgID, rule.Severity, rule.Source)
+	case "decline-older":
+		on := r.PostFormValue("on") == "true"
+		e.Action = "approval_policy.set"
+		_, err = c.store.SetApprovalPolicy(r.Context(), e, s.User.OrgID, store.PolicyChange{DeclineOlder: &on})
+	default:
+		return notFound("operation")
+	}
+	return c.done(w, r, "/console/updates", adminError(err), "Approval policy saved.")
+}

@@ -1,0 +1,148 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var funcs = template.FuncMap{
+	"when":     when,
+	"whenp":    func(t *time.Time) string { return whenPtr(t) },
+	"ago":      ago,
+	"str":      func(s *string) string { return deref(s) },
+	"lower":    strings.ToLower,
+	"join":     strings.Join,
+	"pct":      pct,
+	"add":      func(a, b int) int { return a + b },
+	"sevclass": func(s string) string { return "sev-" + strings.ToLower(s) },
+	"query":    func(v url.Values) template.URL { return template.URL(v.Encode()) },
+	"lines":    func(s string) []string { return strings.Split(s, "\n") },
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+func whenPtr(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return when(*t)
+}
+
+func ago(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	d := time.Since(*t)
+	switch {
+	case d < 0:
+		return "in " + (-d).Round(time.Minute).String()
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}
+
+// pct is part of whole in percent (0 to 100), for bar widths.
+func pct(part, whole int) int {
+	if whole <= 0 {
+		return 0
+	}
+	return part * 100 / whole
+}
+
+// pager is the paging of a table.
+type pager struct {
+	Limit, Offset, Total int
+	Query                url.Values // the filters, without offset
+}
+
+func newPager(r *http.Request, defaultLimit int) (pager, error) {
+	p := pager{Limit: defaultLimit, Query: url.Values{}}
+	q := r.URL.Query()
+	for k, v := range q {
+		if k != "offset" {
+			p.Query[k] = v
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return p, badRequest("limit must be a number")
+		}
+		p.Limit = min(max(n, 1), 500)
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return p, badRequest("offset must be a number ≥ 0")
+		}
+		p.Offset = n
+	}
+	return p, nil
+}
+
+func (p pager) First() int { return min(p.Offset+1, p.Total) }
+func (p pager) Last() int  { return min(p.Offset+p.Limit, p.Total) }
+func (p pager) HasPrev() bool {
+	return p.Offset > 0
+}
+func (p pager) HasNext() bool { return p.Offset+p.Limit < p.Total }
+func (p pager) at(offset int) template.URL {
+	q := url.Values{}
+	for k, v := range p.Query {
+		q[k] = v
+	}
+	q.Set("offset", strconv.Itoa(max(offset, 0)))
+	return template.URL("?" + q.Encode())
+}
+func (p pager) Prev() template.URL { return p.at(p.Offset - p.Limit) }
+func (p pager) Next() template.URL { return p.at(p.Offset + p.Limit) }
+
+// done ends a form post: back to the page with a message. A refusal of
+// the API's code (validation, conflict, not found) is shown to the user; any
+// other error is the page's error.
+func (c *Console) done(w http.ResponseWriter, r *http.Request, back string, err error, okText string) error {
+	var ae *apiError
+	var pe *pageError
+	switch {
+	case errors.As(err, &ae) && ae.Status < 500:
+		setFlash(w, c, "error", ae.Text())
+	case errors.As(err, &pe) && pe.status < 500:
+		setFlash(w, c, "error", pe.msg)
+	case err != nil:
+		return err
+	default:
+		setFlash(w, c, "ok", okText)
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+	return nil
+}

@@ -1,0 +1,588 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/groups"
+	"github.com/patchd/patchd/internal/schedule"
+	"github.com/patchd/patchd/internal/store"
+)
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// ---- groups
+
+type groupsData struct {
+	Groups []store.Group
+}
+
+func (c *Console) groupList(w http.ResponseWriter, r *http.Request, s *session) error {
+	list, err := c.store.ListGroups(r.Context(), s.User.OrgID, c.now())
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "groups", "", "Groups", "groups", groupsData{Groups: list})
+}
+
+// ruleRows is how many rule rows the editor offers.
+const ruleRows = 6
+
+type groupEdit struct {
+	G       store.Group
+	New     bool
+	Rules   []groups.Rule // padded to ruleRows
+	Exclude []groups.Rule
+	Fields  []string
+	Ops     []string
+	Members []store.EndpointName
+	Total   int
+}
+
+func pad(rules []groups.Rule) []groups.Rule {
+	out := append([]groups.Rule(nil), rules...)
+	for len(out) < ruleRows {
+		out = append(out, groups.Rule{})
+	}
+	return out
+}
+
+var ruleFields = []string{"hostname", "name", "os", "osVersion", "platform", "domain", "adOu", "type", "arch", "antivirus", "reboot",
+	"agentVersion", "user", "manufacturer", "model", "attr1", "attr2", "attr3", "attr4", "attr5"}
+
+func (c *Console) groupNew(w http.ResponseWriter, r *http.Request, s *session) error {
+	d := groupEdit{New: true, G: store.Group{Kind: groups.Dynamic, MatchAll: true}, Rules: pad(nil), Exclude: pad(nil), Fields: ruleFields, Ops: groups.Ops}
+	return c.render(w, r, s, http.StatusOK, "group", "", "New group", "groups", d)
+}
+
+func (c *Console) groupDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	g, err := c.store.GetGroup(r.Context(), s.User.OrgID, r.PathValue("id"), c.now())
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("group")
+		}
+		return err
+	}
+	ids, err := c.store.GroupMemberIDs(r.Context(), s.User.OrgID, g.ID)
+	if err != nil {
+		return err
+	}
+	names, err := c.store.EndpointNames(r.Context(), s.User.OrgID, ids[:min(len(ids), 200)])
+	if err != nil {
+		return err
+	}
+	d := groupEdit{G: g, Rules: pad(g.Rules), Exclude: pad(g.ExcludeRules), Fields: ruleFields, Ops: groups.Ops, Members: names, Total: len(ids)}
+	return c.render(w, r, s, http.StatusOK, "group", "", g.Name, "groups", d)
+}
+
+// formRules reads the rule rows prefix0field, prefix0op, prefix0value, …;
+// rows without a field are left out.
+func formRules(f url.Values, prefix string) []apiv1.GroupRule {
+	out := []apiv1.GroupRule{}
+	for i := range ruleRows {
+		n := prefix + strconv.Itoa(i)
+		field := strings.TrimSpace(f.Get(n + "field"))
+		if field == "" {
+			continue
+		}
+		out = append(out, apiv1.GroupRule{Field: field, Op: f.Get(n + "op"), Value: f.Get(n + "value")})
+	}
+	return out
+}
+
+func groupBody(f url.Values) map[string]any {
+	b := map[string]any{"name": f.Get("name"), "description": f.Get("description"), "matchAll": f.Get("matchAll") == "true"}
+	if f.Get("kind") == groups.Static {
+		ids := []string{}
+		for _, line := range strings.FieldsFunc(f.Get("machineIds"), func(r rune) bool { return r == '\n' || r == ',' || r == ' ' || r == '\r' }) {
+			ids = append(ids, line)
+		}
+		b["machineIds"] = ids
+	} else {
+		b["rules"], b["excludeRules"] = formRules(f, "r"), formRules(f, "x")
+	}
+	return b
+}
+
+// groupPreview answers the members dynamic rules would have now, without
+// saving anything (the editor's live preview, an htmx fragment).
+func (c *Console) groupPreview(w http.ResponseWriter, r *http.Request, s *session) error {
+	f := r.URL.Query()
+	crit := groups.Criteria{MatchAll: f.Get("matchAll") == "true"}
+	var problems []string
+	for _, pr := range []struct {
+		prefix string
+		into   *[]groups.Rule
+	}{{"r", &crit.Rules}, {"x", &crit.Exclude}} {
+		for _, in := range formRules(f, pr.prefix) {
+			rule, probs := groups.CheckRule(in.Field, in.Op, in.Value)
+			for _, p := range probs {
+				problems = append(problems, in.Field+" "+p.Path+": "+p.Message)
+			}
+			*pr.into = append(*pr.into, rule)
+		}
+	}
+	d := map[string]any{"Problems": problems}
+	if len(problems) == 0 {
+		n, sample, err := c.store.PreviewGroup(r.Context(), s.User.OrgID, crit, 25)
+		if err != nil {
+			return err
+		}
+		d["Total"], d["Sample"] = n, sample
+	}
+	return c.render(w, r, s, http.StatusOK, "group", "preview", "", "", d)
+}
+
+func (c *Console) groupCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	var out apiv1.GroupResult
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/groups", groupBody(r.PostForm), &out); err != nil {
+		return c.done(w, r, "/console/groups/new", err, "")
+	}
+	return c.done(w, r, "/console/groups/"+out.Group.ID, nil, "Group "+out.Group.Name+" created.")
+}
+
+func (c *Console) groupSave(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	id := r.PathValue("id")
+	err := c.callAPI(r, s, http.MethodPatch, "/api/v1/groups/"+id, groupBody(r.PostForm), nil)
+	return c.done(w, r, "/console/groups/"+id, err, "Group saved.")
+}
+
+func (c *Console) groupDelete(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/groups/"+id, nil, nil); err != nil {
+		return c.done(w, r, "/console/groups/"+id, err, "")
+	}
+	return c.done(w, r, "/console/groups", nil, "Group deleted.")
+}
+
+// ---- automations
+
+type automationsData struct {
+	Items  []store.Automation
+	Groups map[string]string
+}
+
+func (c *Console) groupNames(r *http.Request, s *session) (map[string]string, []store.Group, error) {
+	list, err := c.store.ListGroups(r.Context(), s.User.OrgID, c.now())
+	if err != nil {
+		return nil, nil, err
+	}
+	m := map[string]string{}
+	for _, g := range list {
+		m[g.ID] = g.Name
+	}
+	return m, list, nil
+}
+
+func (c *Console) automationList(w http.ResponseWriter, r *http.Request, s *session) error {
+	list, err := c.store.ListAutomations(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	names, _, err := c.groupNames(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "automations", "", "Automations", "automations", automationsData{Items: list, Groups: names})
+}
+
+type automationEdit struct {
+	Groups   []store.Group
+	Scripts  []store.Script
+	Weekdays []string
+	TimeZone string
+	A        *store.Automation
+	Next     []time.Time
+	Runs     []apiv1.Run
+	Skips    []store.Skip
+	Payload  string
+	GroupMap map[string]string
+}
+
+var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+
+func (c *Console) automationNew(w http.ResponseWriter, r *http.Request, s *session) error {
+	_, gl, err := c.groupNames(r, s)
+	if err != nil {
+		return err
+	}
+	scripts, err := c.store.ListScripts(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	d := automationEdit{Groups: gl, Scripts: scripts, Weekdays: weekdays, TimeZone: o.TimeZone}
+	return c.render(w, r, s, http.StatusOK, "automation_new", "", "New automation", "automations", d)
+}
+
+func atoiPtr(s string) *int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// actionPayload reads the action fields of a form.
+func actionPayload(f url.Values) map[string]any {
+	p := map[string]any{}
+	switch f.Get("actionType") {
+	case "RUN_SCRIPT":
+		if id := f.Get("scriptId"); id != "" {
+			p["scriptId"] = id
+		} else {
+			p["script"], p["language"] = f.Get("script"), f.Get("language")
+		}
+	case "DEPLOY_UPDATES":
+		p["mode"], p["approvalMode"], p["filterVersion"] = "all", f.Get("approvalMode"), 2
+		if sev := f["severities"]; len(sev) > 0 {
+			p["mode"], p["filters"] = "filters", map[string]any{"severities": sev}
+		}
+	case "REBOOT":
+		p["message"] = f.Get("message")
+		if n := atoiPtr(f.Get("timeoutSeconds")); n != nil {
+			p["timeoutSeconds"] = *n
+		}
+	case "DEPLOY_SOFTWARE":
+		p["wingetId"] = f.Get("wingetId")
+	case "UNINSTALL_SOFTWARE":
+		p["name"] = f.Get("softwareName")
+	}
+	return p
+}
+
+// automationBody turns the editor's form into an AutomationBody. A ONCE
+// date-time is read in the organization's time zone.
+func automationBody(f url.Values, loc *time.Location) map[string]any {
+	b := map[string]any{"name": f.Get("name"), "actionType": f.Get("actionType"), "description": f.Get("description"),
+		"payload": actionPayload(f), "enabled": f.Get("enabled") != "false"}
+	if n := atoiPtr(f.Get("windowMinutes")); n != nil {
+		b["windowMinutes"] = *n
+	}
+	if f.Get("kind") == "RING" {
+		b["kind"], b["startDate"], b["atTime"] = "RING", f.Get("startDate"), f.Get("atTime")
+		rings := []apiv1.Ring{}
+		for i := range 4 {
+			n := strconv.Itoa(i)
+			if g := f.Get("ring" + n + "group"); g != "" {
+				off := 0
+				if p := atoiPtr(f.Get("ring" + n + "offset")); p != nil {
+					off = *p
+				}
+				rings = append(rings, apiv1.Ring{Name: f.Get("ring" + n + "name"), GroupID: g, OffsetDays: off})
+			}
+		}
+		b["rings"] = rings
+		return b
+	}
+	b["kind"] = "SCHEDULED"
+	b["targetMode"] = f.Get("targetMode")
+	if g := f.Get("groupId"); g != "" {
+		b["groupId"] = g
+	}
+	if ids := strings.Fields(strings.ReplaceAll(f.Get("endpointIds"), ",", " ")); len(ids) > 0 {
+		b["endpointIds"] = ids
+	}
+	kind := f.Get("scheduleKind")
+	b["scheduleKind"] = kind
+	switch kind {
+	case "ONCE":
+		if t, err := time.ParseInLocation("2006-01-02T15:04", f.Get("runAt"), loc); err == nil {
+			b["runAt"] = t.UTC().Format(time.RFC3339)
+		} else {
+			b["runAt"] = f.Get("runAt")
+		}
+	case "RECURRING":
+		b["freq"], b["atTime"] = f.Get("freq"), f.Get("atTime")
+		switch f.Get("freq") {
+		case "WEEKLY":
+			b["weekday"] = atoiPtr(f.Get("weekday"))
+		case "MONTHLY":
+			b["monthDay"] = atoiPtr(f.Get("monthDay"))
+		case "PATCH_TUESDAY":
+			b["offsetDays"] = atoiPtr(f.Get("offsetDays"))
+		}
+	}
+	return b
+}
+
+// automationPreview shows the next five run times of the schedule in the
+// form (an htmx fragment), computed by the scheduler's own code.
+func (c *Console) automationPreview(w http.ResponseWriter, r *http.Request, s *session) error {
+	f := r.URL.Query()
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	loc := store.Location(o.TimeZone)
+	au := store.Automation{Kind: store.KindSimple, ScheduleKind: f.Get("scheduleKind"), Freq: f.Get("freq"), Weekday: atoiPtr(f.Get("weekday")),
+		MonthDay: atoiPtr(f.Get("monthDay"))}
+	if p := atoiPtr(f.Get("offsetDays")); p != nil {
+		au.OffsetDays = *p
+	}
+	d := map[string]any{"TimeZone": o.TimeZone}
+	if at := strings.TrimSpace(f.Get("atTime")); at != "" {
+		clock, err := schedule.ParseClock(at)
+		if err != nil {
+			d["Problem"] = "Time: " + err.Error()
+			return c.render(w, r, s, http.StatusOK, "automation_new", "nextruns", "", "", d)
+		}
+		au.AtTime = clock.String()
+	}
+	if f.Get("kind") == "RING" {
+		au.Kind, au.StartDate = store.KindRing, f.Get("startDate")
+		for i := range 4 {
+			n := strconv.Itoa(i)
+			if g := f.Get("ring" + n + "group"); g != "" {
+				off := 0
+				if p := atoiPtr(f.Get("ring" + n + "offset")); p != nil {
+					off = *p
+				}
+				au.Rings = append(au.Rings, apiv1.Ring{Name: f.Get("ring" + n + "name"), GroupID: g, OffsetDays: off})
+			}
+		}
+	}
+	if au.ScheduleKind == "ONCE" {
+		if t, err := time.ParseInLocation("2006-01-02T15:04", f.Get("runAt"), loc); err == nil {
+			au.RunAt = &t
+		}
+	}
+	d["Next"] = nextRuns(au, c.now(), loc, 5)
+	return c.render(w, r, s, http.StatusOK, "automation_new", "nextruns", "", "", d)
+}
+
+// nextRuns lists an automation's next n slots, in loc.
+func nextRuns(au store.Automation, now time.Time, loc *time.Location, n int) []time.Time {
+	var out []time.Time
+	t := au.FirstRun(now, loc)
+	for t != nil && len(out) < n {
+		out = append(out, t.In(loc))
+		if au.Kind == store.KindRing {
+			au.RingNext++
+		}
+		t = au.Next(*t, loc)
+	}
+	return out
+}
+
+func (c *Console) automationCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	var out apiv1.AutomationCreated
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/automations", automationBody(r.PostForm, store.Location(o.TimeZone)), &out); err != nil {
+		return c.done(w, r, "/console/automations/new", err, "")
+	}
+	if out.Automation.RunID != nil {
+		return c.done(w, r, "/console/runs/"+*out.Automation.RunID, nil, "Automation "+out.Automation.Name+" created and started.")
+	}
+	return c.done(w, r, "/console/automations/"+out.Automation.ID, nil, "Automation "+out.Automation.Name+" created.")
+}
+
+func (c *Console) automationDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("automation")
+		}
+		return err
+	}
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	names, _, err := c.groupNames(r, s)
+	if err != nil {
+		return err
+	}
+	d := automationEdit{A: &au, TimeZone: o.TimeZone, Weekdays: weekdays, GroupMap: names}
+	if au.Enabled {
+		d.Next = nextRuns(au, c.now(), store.Location(o.TimeZone), 5)
+	}
+	if d.Runs, _, err = c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, AutomationID: au.ID, Limit: 20}); err != nil {
+		return err
+	}
+	if d.Skips, err = c.store.ListSkips(r.Context(), s.User.OrgID, au.ID, 10); err != nil {
+		return err
+	}
+	var pretty []byte
+	if len(au.Payload) > 0 {
+		var v any
+		if json.Unmarshal(au.Payload, &v) == nil {
+			pretty, _ = json.MarshalIndent(v, "", "  ")
+		}
+	}
+	d.Payload = string(pretty)
+	return c.render(w, r, s, http.StatusOK, "automation", "", au.Name, "automations", d)
+}
+
+func (c *Console) automationToggle(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	on := r.PostFormValue("enabled") == "true"
+	err := c.callAPI(r, s, http.MethodPatch, "/api/v1/automations/"+id, map[string]any{"enabled": on}, nil)
+	text := "Automation disabled."
+	if on {
+		text = "Automation enabled."
+	}
+	return c.done(w, r, "/console/automations/"+id, err, text)
+}
+
+func (c *Console) automationRun(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	var out apiv1.RunStarted
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/automations/"+id+"/run", nil, &out); err != nil {
+		return c.done(w, r, "/console/automations/"+id, err, "")
+	}
+	return c.done(w, r, "/console/runs/"+out.RunID, nil, "Run started on "+strconv.Itoa(out.Queued)+" endpoint(s).")
+}
+
+func (c *Console) automationDelete(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/automations/"+id, nil, nil); err != nil {
+		return c.done(w, r, "/console/automations/"+id, err, "")
+	}
+	return c.done(w, r, "/console/automations", nil, "Automation deleted; its runs stay in the history.")
+}
+
+// ---- runs
+
+type runsData struct {
+	Items []apiv1.Run
+	Total int
+}
+
+func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) error {
+	items, total, err := c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, Limit: 100})
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: items, Total: total})
+}
+
+type runData struct {
+	Run      apiv1.Run
+	Commands []apiv1.RunCommand
+	Page     pager
+	Done     int
+	Pending  int
+	Width    [3]int // succeeded, failed, other finished, in percent
+}
+
+func (c *Console) runData(r *http.Request, s *session) (runData, error) {
+	var d runData
+	p, err := newPager(r, 100)
+	if err != nil {
+		return d, err
+	}
+	run, err := c.store.GetRun(r.Context(), s.User.OrgID, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			return d, notFound("run")
+		}
+		return d, err
+	}
+	cmds, total, err := c.store.ListRunCommands(r.Context(), store.RunQuery{OrgID: s.User.OrgID, Limit: p.Limit, Offset: p.Offset}, run.ID)
+	if err != nil {
+		return d, err
+	}
+	p.Total = total
+	d = runData{Run: run, Commands: cmds, Page: p}
+	d.Done = run.Succeeded + run.Failed
+	for _, cmd := range cmds {
+		if cmd.Status == "CANCELLED" {
+			d.Done++
+		}
+	}
+	d.Width = [3]int{pct(run.Succeeded, run.Total), pct(run.Failed, run.Total), 0}
+	return d, nil
+}
+
+func (c *Console) runDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.runData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "run", "", d.Run.Name, "runs", d)
+}
+
+// runProgress is the run page's live part, polled by htmx while it runs.
+func (c *Console) runProgress(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.runData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "run", "progress", "", "", d)
+}
+
+func (c *Console) runStop(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	_, err := c.store.StopRun(r.Context(), s.audit("run.stop", "run", id), s.User.OrgID, id, c.now())
+	return c.done(w, r, "/console/runs/"+id, adminError(err), "Run stopped: commands not started yet were cancelled.")
+}
+
+// ---- scripts
+
+func (c *Console) scriptList(w http.ResponseWriter, r *http.Request, s *session) error {
+	list, err := c.store.ListScripts(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "scripts", "", "Scripts", "scripts", list)
+}
+
+// scriptCreate stores a script, with the checks of patchd admin script create.
+func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	sc := store.Script{OrgID: s.User.OrgID, Name: strings.TrimSpace(r.PostFormValue("name")), Code: r.PostFormValue("code"), RebootExitCodes: []int{}}
+	lang, ok := actions.Language(r.PostFormValue("language"))
+	switch {
+	case sc.Name == "":
+		return c.done(w, r, "/console/scripts", badRequest("The script needs a name."), "")
+	case !ok:
+		return c.done(w, r, "/console/scripts", badRequest("Choose a language."), "")
+	case strings.TrimSpace(sc.Code) == "":
+		return c.done(w, r, "/console/scripts", badRequest("The script needs code."), "")
+	case len(sc.Code) > actions.MaxScriptBytes:
+		return c.done(w, r, "/console/scripts", badRequest("The code is too long."), "")
+	}
+	sc.Language = lang
+	for _, f := range strings.Split(r.PostFormValue("rebootExitCodes"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return c.done(w, r, "/console/scripts", badRequest("Reboot exit codes: "+f+" is not an integer."), "")
+		}
+		sc.RebootExitCodes = append(sc.RebootExitCodes, n)
+	}
+	e := s.audit("script.create", "script", "")
+	e.Summary = map[string]any{"name": sc.Name, "language": sc.Language}
+	_, err := c.store.CreateScript(r.Context(), e, sc, c.now())
+	return c.done(w, r, "/console/scripts", adminError(err), "Script "+sc.Name+" saved.")
+}
+
+func (c *Console) scriptDelete(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	err := c.store.DeleteScript(r.Context(), s.audit("script.delete", "script", id), s.User.OrgID, id)
+	return c.done(w, r, "/console/scripts", adminError(err), "Script deleted.")
+}

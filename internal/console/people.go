@@ -1,0 +1,252 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+type roleView struct {
+	store.Role
+	Names []string
+}
+
+type usersData struct {
+	Users       []store.ConsoleUser
+	Roles       []roleView
+	Credentials []store.Credential
+	// NewCredential is set right after creation: its secret is shown once.
+	NewCredential *admin.NewCredential
+	MinPassword   int
+	AllPerms      []string
+}
+
+func (c *Console) usersData(r *http.Request, s *session) (*usersData, error) {
+	ctx := r.Context()
+	users, err := c.store.ListUsers(ctx, s.User.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	roles, err := c.store.ListRoles(ctx, s.User.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := c.store.ListCredentials(ctx, s.User.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	d := &usersData{Users: users, Credentials: creds, MinPassword: admin.MinPasswordLength, AllPerms: perm.All.Names()}
+	for _, ro := range roles {
+		d.Roles = append(d.Roles, roleView{Role: ro, Names: ro.Permissions.Names()})
+	}
+	return d, nil
+}
+
+func (c *Console) usersPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.usersData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "users", "", "Users & API Credentials", "users", d)
+}
+
+// adminError turns the admin package's refusals into messages for the
+// user; its other errors stay errors.
+func adminError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrConflict):
+		return badRequest("That name is taken in your organization.")
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("record")
+	}
+	return err
+}
+
+// roleOf checks that a role id names a role of the session's organization.
+func (c *Console) roleOf(r *http.Request, s *session, id string) (store.Role, error) {
+	if id == "" {
+		return store.Role{}, badRequest("Choose a role.")
+	}
+	ro, err := c.store.FindRole(r.Context(), s.User.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ro, badRequest("Choose a role of your organization.")
+	}
+	return ro, err
+}
+
+func (c *Console) userCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	email, err := admin.CheckEmail(r.PostFormValue("email"))
+	if err != nil {
+		return c.done(w, r, "/console/users", badRequest("The e-mail address is not valid."), "")
+	}
+	ro, err := c.roleOf(r, s, r.PostFormValue("role"))
+	if err != nil {
+		return c.done(w, r, "/console/users", err, "")
+	}
+	password := r.PostFormValue("password")
+	if len([]rune(password)) < admin.MinPasswordLength {
+		return c.done(w, r, "/console/users", badRequest("The password must have at least 12 characters."), "")
+	}
+	_, err = admin.CreateUser(r.Context(), c.store, s.actor(), s.User.OrgID, email, ro.ID, password)
+	if errors.Is(err, store.ErrConflict) {
+		err = badRequest("A user with that e-mail address exists.")
+	}
+	return c.done(w, r, "/console/users", adminError(err), "User "+email+" created with the role "+ro.Name+".")
+}
+
+func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, op := r.PathValue("id"), r.PathValue("op")
+	if id == s.User.ID {
+		return c.done(w, r, "/console/users", badRequest("You cannot disable or delete your own account."), "")
+	}
+	var err error
+	var text string
+	switch op {
+	case "disable", "enable":
+		err = c.store.SetUserDisabled(r.Context(), s.audit("user."+op, "user", id), s.User.OrgID, id, op == "disable")
+		text = "User " + op + "d."
+	case "delete":
+		err = c.store.DeleteUser(r.Context(), s.audit("user.delete", "user", id), s.User.OrgID, id)
+		text = "User deleted."
+	default:
+		return notFound("operation")
+	}
+	return c.done(w, r, "/console/users", adminError(err), text)
+}
+
+func (c *Console) credentialCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	if name == "" || len(name) > 200 {
+		return c.done(w, r, "/console/users", badRequest("Give the credential a name (at most 200 characters)."), "")
+	}
+	ro, err := c.roleOf(r, s, r.PostFormValue("role"))
+	if err != nil {
+		return c.done(w, r, "/console/users", err, "")
+	}
+	if !ro.Permissions.Has(perm.APIAccess) {
+		return c.done(w, r, "/console/users", badRequest("The role "+ro.Name+" lacks api.access: API credentials need it."), "")
+	}
+	nc, err := admin.CreateCredential(r.Context(), c.store, s.actor(), s.User.OrgID, name, ro.ID)
+	if err != nil {
+		return c.done(w, r, "/console/users", adminError(err), "")
+	}
+	d, err := c.usersData(r, s)
+	if err != nil {
+		return err
+	}
+	d.NewCredential = &nc
+	return c.render(w, r, s, http.StatusOK, "users", "", "Users & API Credentials", "users", d)
+}
+
+func (c *Console) credentialChange(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, op := r.PathValue("id"), r.PathValue("op")
+	cred, err := c.store.FindCredential(r.Context(), s.User.OrgID, id)
+	if err != nil {
+		return c.done(w, r, "/console/users", adminError(err), "")
+	}
+	switch op {
+	case "disable", "enable":
+		_, err = admin.SetCredentialDisabled(r.Context(), c.store, s.actor(), s.User.OrgID, cred.ClientID, op == "disable")
+	case "delete":
+		_, err = admin.DeleteCredential(r.Context(), c.store, s.actor(), s.User.OrgID, cred.ClientID)
+	default:
+		return notFound("operation")
+	}
+	return c.done(w, r, "/console/users", adminError(err), "Credential "+cred.Name+": "+op+"d.")
+}
+
+type enrollData struct {
+	Tokens  []store.EnrollToken
+	New     *admin.NewEnrollToken
+	BaseURL string
+	Now     time.Time
+}
+
+func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, error) {
+	tokens, err := c.store.ListEnrollTokens(r.Context(), s.User.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	base := c.cfg.BaseURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	return &enrollData{Tokens: tokens, BaseURL: base, Now: c.now()}, nil
+}
+
+func (c *Console) enrollmentPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.enrollmentData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "enrollment", "", "Agent enrollment", "enrollment", d)
+}
+
+func (c *Console) enrollTokenCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	var valid time.Duration
+	switch r.PostFormValue("expires") {
+	case "", "never":
+	case "1d":
+		valid = 24 * time.Hour
+	case "7d":
+		valid = 7 * 24 * time.Hour
+	case "30d":
+		valid = 30 * 24 * time.Hour
+	default:
+		return c.done(w, r, "/console/enrollment", badRequest("Choose how long the token is valid."), "")
+	}
+	t, err := admin.CreateEnrollToken(r.Context(), c.store, s.actor(), s.User.OrgID, valid)
+	if err != nil {
+		return err
+	}
+	d, err := c.enrollmentData(r, s)
+	if err != nil {
+		return err
+	}
+	d.New = &t
+	return c.render(w, r, s, http.StatusOK, "enrollment", "", "Agent enrollment", "enrollment", d)
+}
+
+func (c *Console) enrollTokenRevoke(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	err := c.store.RevokeEnrollToken(r.Context(), s.audit("enroll_token.revoke", "enroll_token", id), s.User.OrgID, id)
+	return c.done(w, r, "/console/enrollment", adminError(err), "Enrollment token revoked.")
+}
+
+type auditData struct {
+	Entries              []store.AuditEntry
+	Actor, Action, Since string
+	Limit                int
+}
+
+func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	q := r.URL.Query()
+	d := auditData{Actor: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")), Since: q.Get("since"), Limit: 200}
+	f := store.AuditFilter{Actor: d.Actor, Action: d.Action, Limit: d.Limit}
+	if d.Since != "" {
+		t, err := time.Parse("2006-01-02T15:04", d.Since)
+		if err != nil {
+			if t, err = time.Parse("2006-01-02", d.Since); err != nil {
+				return badRequest("'since' must be a date (YYYY-MM-DD) or a date and time.")
+			}
+		}
+		f.Since = t.UTC()
+	}
+	entries, err := c.store.ListAudit(r.Context(), s.User.OrgID, f)
+	if err != nil {
+		return err
+	}
+	d.Entries = entries
+	return c.render(w, r, s, http.StatusOK, "audit", "", "Audit Trail", "audit", d)
+}

@@ -1,0 +1,392 @@
+package console
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// Session lifetimes: a session unused for IdleTimeout ends, and every
+// session ends MaxAge after sign-in.
+const (
+	IdleTimeout = 2 * time.Hour
+	MaxAge      = 12 * time.Hour
+	// touchEvery bounds the writes a busy session makes to record its use.
+	touchEvery = time.Minute
+)
+
+// Sign-in throttling: more than MaxSignInFailures failed sign-ins within
+// SignInWindow, for one e-mail address or one source address, refuse
+// further attempts until the window has passed. The failures are kept in
+// the store (the token call's limiter table), so every replica agrees.
+const (
+	MaxSignInFailures = 10
+	SignInWindow      = 15 * time.Minute
+)
+
+const (
+	cookieSession = "patchd_session"
+	cookieForm    = "patchd_form" // CSRF token of the sign-in and first-run forms
+	cookieFlash   = "patchd_flash"
+)
+
+// session is a signed-in user's session.
+type session struct {
+	idHash string
+	store.ConsoleSession
+}
+
+func randomToken() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (c *Console) cookie(name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: "/console", MaxAge: maxAge, HttpOnly: true,
+		Secure: c.cfg.SecureCookies, SameSite: http.SameSiteLaxMode}
+}
+
+// session answers the request's session, or nil when it has none or it
+// expired (the expired one is deleted).
+func (c *Console) session(w http.ResponseWriter, r *http.Request) (*session, error) {
+	ck, err := r.Cookie(cookieSession)
+	if err != nil || ck.Value == "" {
+		return nil, nil
+	}
+	idHash := auth.HashSecret(ck.Value)
+	cs, err := c.store.GetConsoleSession(r.Context(), idHash)
+	if errors.Is(err, store.ErrNotFound) {
+		http.SetCookie(w, c.cookie(cookieSession, "", -1))
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := c.now()
+	if now.Sub(cs.LastSeenAt) > IdleTimeout || now.Sub(cs.CreatedAt) > MaxAge {
+		if err := c.store.DeleteConsoleSession(r.Context(), idHash); err != nil {
+			return nil, err
+		}
+		http.SetCookie(w, c.cookie(cookieSession, "", -1))
+		return nil, nil
+	}
+	if now.Sub(cs.LastSeenAt) > touchEvery {
+		if err := c.store.TouchConsoleSession(r.Context(), idHash, now); err != nil {
+			return nil, err
+		}
+	}
+	return &session{idHash: idHash, ConsoleSession: cs}, nil
+}
+
+// checkCSRF tells whether a write carries the session's CSRF token (form
+// field csrf, or header X-CSRF-Token from htmx) and, when the browser
+// names it, comes from this origin.
+func (c *Console) checkCSRF(r *http.Request, s *session) bool {
+	if !sameOrigin(r) {
+		return false
+	}
+	token := r.Header.Get("X-CSRF-Token")
+	if token == "" {
+		token = r.PostFormValue("csrf")
+	}
+	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.CSRFToken)) == 1
+}
+
+// sameOrigin rejects a request whose Origin header names another site.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// formToken hands the sign-in and first-run forms a CSRF token kept in a
+// cookie (double submit: there is no session yet to hold it).
+func (c *Console) formToken(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(cookieForm); err == nil && len(ck.Value) >= 40 {
+		return ck.Value
+	}
+	t := randomToken()
+	http.SetCookie(w, c.cookie(cookieForm, t, 3600))
+	return t
+}
+
+func checkFormToken(r *http.Request) bool {
+	ck, err := r.Cookie(cookieForm)
+	field := r.PostFormValue("csrf")
+	return err == nil && sameOrigin(r) && field != "" && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(field)) == 1
+}
+
+// clientIP is the peer's address (the throttle key for a source).
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+type loginData struct {
+	Email, Next, Error, FormToken string
+	NeedsSetup                    bool
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s, _ := c.session(w, r); s != nil {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		return
+	}
+	d := loginData{Next: safeNext(r.URL.Query().Get("next")), FormToken: c.formToken(w, r)}
+	if err := c.render(w, r, nil, http.StatusOK, "login", "", "Sign in", "", d); err != nil {
+		c.fail(w, r, nil, err)
+	}
+}
+
+// safeNext keeps a post-sign-in destination inside the console.
+func safeNext(next string) string {
+	if strings.HasPrefix(next, "/console/") && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") {
+		return next
+	}
+	return "/console/"
+}
+
+// dummyHash makes a sign-in for an unknown address cost what a wrong
+// password costs, so that timing does not tell which addresses exist.
+var dummyHash = auth.HashPassword(randomToken())
+
+// throttled answers how long the keys must wait, or 0.
+func (c *Console) throttled(r *http.Request, keys ...string) (time.Duration, error) {
+	now := c.now()
+	for _, k := range keys {
+		n, oldest, err := c.store.TokenFailures(r.Context(), k, now.Add(-SignInWindow))
+		if err != nil {
+			return 0, err
+		}
+		if n >= MaxSignInFailures {
+			return max(oldest.Add(SignInWindow).Sub(now), time.Second), nil
+		}
+	}
+	return 0, nil
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	email := strings.ToLower(strings.TrimSpace(r.PostFormValue("email")))
+	password := r.PostFormValue("password")
+	d := loginData{Email: email, Next: safeNext(r.PostFormValue("next")), FormToken: c.formToken(w, r)}
+	show := func(status int, msg string) {
+		d.Error = msg
+		if err := c.render(w, r, nil, status, "login", "", "Sign in", "", d); err != nil {
+			c.fail(w, r, nil, err)
+		}
+	}
+	if !checkFormToken(r) {
+		show(http.StatusForbidden, "The form was stale. Sign in again.")
+		return
+	}
+	keys := []string{"console-login:" + email, "console-ip:" + clientIP(r)}
+	wait, err := c.throttled(r, keys...)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	if wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+		show(http.StatusTooManyRequests, "Too many failed sign-ins. Try again in "+wait.Round(time.Minute).String()+".")
+		return
+	}
+	users, err := c.store.UsersByEmail(r.Context(), email)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	var who *store.ConsoleUser
+	for i := range users {
+		if ok, err := auth.CheckPassword(password, users[i].PasswordHash); err == nil && ok && !users[i].Disabled {
+			who = &users[i]
+			break
+		}
+	}
+	if len(users) == 0 {
+		auth.CheckPassword(password, dummyHash)
+	}
+	if who == nil {
+		if err := c.store.RecordTokenFailure(r.Context(), c.now(), keys...); err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
+		show(http.StatusUnauthorized, "The e-mail address or the password is wrong, or the account is disabled.")
+		return
+	}
+	if err := c.startSession(w, r, *who); err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	http.Redirect(w, r, d.Next, http.StatusSeeOther)
+}
+
+// startSession signs a user in: a new random session id (never one the
+// browser brought), stored hashed with its own CSRF token.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u store.ConsoleUser) error {
+	id := randomToken()
+	if err := c.store.CreateConsoleSession(r.Context(), auth.HashSecret(id), randomToken(), u, clientIP(r), c.now()); err != nil {
+		return err
+	}
+	http.SetCookie(w, c.cookie(cookieSession, id, int(MaxAge.Seconds())))
+	http.SetCookie(w, c.cookie(cookieForm, "", -1))
+	return nil
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := c.store.DeleteConsoleSession(r.Context(), s.idHash); err != nil {
+		return err
+	}
+	http.SetCookie(w, c.cookie(cookieSession, "", -1))
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+	return nil
+}
+
+// The first-run page. An organization without console users gets its first
+// administrator here; whoever fills it in proves to be an administrator of
+// the organization with the client id and secret of one of its API
+// credentials whose role holds every permission — the first start prints
+// one (bootstrap-admin), and `patchd admin credential create --role
+// Administrator` makes another. Nothing secret is printed for the console
+// alone, the page is useless to someone without such a secret, and it
+// closes by itself once the organization has a user.
+
+type setupData struct {
+	Email, ClientID, Error, FormToken string
+	MinPassword                       int
+}
+
+func (c *Console) setupPage(w http.ResponseWriter, r *http.Request) {
+	d := setupData{FormToken: c.formToken(w, r), MinPassword: admin.MinPasswordLength}
+	if err := c.render(w, r, nil, http.StatusOK, "setup", "", "First sign-in", "", d); err != nil {
+		c.fail(w, r, nil, err)
+	}
+}
+
+func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
+	d := setupData{Email: strings.TrimSpace(r.PostFormValue("email")), ClientID: strings.TrimSpace(r.PostFormValue("client_id")),
+		FormToken: c.formToken(w, r), MinPassword: admin.MinPasswordLength}
+	show := func(status int, msg string) {
+		d.Error = msg
+		if err := c.render(w, r, nil, status, "setup", "", "First sign-in", "", d); err != nil {
+			c.fail(w, r, nil, err)
+		}
+	}
+	if !checkFormToken(r) {
+		show(http.StatusForbidden, "The form was stale. Fill it in again.")
+		return
+	}
+	keys := []string{"console-setup:" + clientIP(r)}
+	wait, err := c.throttled(r, keys...)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	if wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+		show(http.StatusTooManyRequests, "Too many failed attempts. Try again later.")
+		return
+	}
+	cred, err := c.store.CredentialByClientID(r.Context(), d.ClientID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.fail(w, r, nil, err)
+		return
+	}
+	if err != nil || cred.Disabled || !auth.SecretMatches(r.PostFormValue("client_secret"), cred.SecretHash) || cred.Permissions&perm.All != perm.All {
+		if err := c.store.RecordTokenFailure(r.Context(), c.now(), keys...); err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
+		show(http.StatusUnauthorized, "Those are not the client id and secret of an enabled API credential with the Administrator role.")
+		return
+	}
+	password := r.PostFormValue("password")
+	if password != r.PostFormValue("password2") {
+		show(http.StatusUnprocessableEntity, "The two passwords differ.")
+		return
+	}
+	if len([]rune(password)) < admin.MinPasswordLength {
+		show(http.StatusUnprocessableEntity, "The password must have at least "+strconv.Itoa(admin.MinPasswordLength)+" characters.")
+		return
+	}
+	email, err := admin.CheckEmail(d.Email)
+	if err != nil {
+		show(http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	role, err := c.store.FindRole(r.Context(), cred.OrgID, store.RoleAdministrator)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	e := &store.AuditEntry{OrgID: cred.OrgID, Actor: "user:" + email, Action: "user.create", TargetType: "user",
+		Summary: map[string]any{"email": email, "role": role.Name, "firstRun": true, "provedWith": "api:" + cred.Name}}
+	u, err := c.store.CreateFirstUser(r.Context(), e, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: auth.HashPassword(password)})
+	if errors.Is(err, store.ErrConflict) {
+		show(http.StatusConflict, "This organization has console users already: sign in, or ask an administrator for an account.")
+		return
+	}
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	slog.Info("console: first administrator created", "org", cred.OrgID, "email", email)
+	if err := c.startSession(w, r, store.ConsoleUser{User: u, RoleName: role.Name, Permissions: role.Permissions}); err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	setFlash(w, c, "ok", "Welcome. You are the organization's first administrator.")
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// flash is a one-time message shown on the next page.
+type flash struct {
+	Kind string // ok or error
+	Text string
+}
+
+func setFlash(w http.ResponseWriter, c *Console, kind, text string) {
+	v := base64.RawURLEncoding.EncodeToString([]byte(kind + "\x00" + text))
+	if len(v) > 3000 {
+		v = v[:3000]
+	}
+	http.SetCookie(w, c.cookie(cookieFlash, v, 60))
+}
+
+func takeFlash(w http.ResponseWriter, r *http.Request) *flash {
+	ck, err := r.Cookie(cookieFlash)
+	if err != nil || ck.Value == "" {
+		return nil
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieFlash, Value: "", Path: "/console", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil {
+		return nil
+	}
+	kind, text, ok := strings.Cut(string(b), "\x00")
+	if !ok || (kind != "ok" && kind != "error") {
+		return nil
+	}
+	return &flash{Kind: kind, Text: text}
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }

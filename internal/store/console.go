@@ -1,0 +1,441 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/patchd/patchd/internal/groups"
+	"github.com/patchd/patchd/internal/perm"
+)
+
+// ConsoleUser is a console user with its role.
+type ConsoleUser struct {
+	User
+	RoleName    string
+	Permissions perm.Set
+}
+
+const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.created_at, u.password_hash, r.name, r.permissions`
+
+func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
+	var u ConsoleUser
+	var created int64
+	var permText string
+	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &created, &u.PasswordHash, &u.RoleName, &permText); err != nil {
+		return u, err
+	}
+	u.CreatedAt = fromMillis(created)
+	p, err := perm.Parse(permText)
+	if err != nil {
+		return u, err
+	}
+	u.Permissions = p
+	return u, nil
+}
+
+func (s *Store) listConsoleUsers(ctx context.Context, what, where string, args ...any) ([]ConsoleUser, error) {
+	rows, err := s.query(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE `+where+
+		` ORDER BY u.created_at, u.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []ConsoleUser
+	for rows.Next() {
+		u, err := scanConsoleUser(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", what, err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// UsersByEmail finds the console users with an e-mail address (lower case)
+// in every organization, oldest first: sign-in does not name one.
+func (s *Store) UsersByEmail(ctx context.Context, email string) ([]ConsoleUser, error) {
+	return s.listConsoleUsers(ctx, "users by e-mail", `u.email = ?`, email)
+}
+
+// ListUsers lists the organization's console users, oldest first.
+func (s *Store) ListUsers(ctx context.Context, orgID string) ([]ConsoleUser, error) {
+	return s.listConsoleUsers(ctx, "list users", `u.org_id = ?`, orgID)
+}
+
+// CountUsers counts the organization's console users.
+func (s *Store) CountUsers(ctx context.Context, orgID string) (int, error) {
+	var n int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM users WHERE org_id = ?`, orgID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count users: %w", err)
+	}
+	return n, nil
+}
+
+// CreateFirstUser creates the organization's first console user; when the
+// organization has a user already it answers ErrConflict, so that two
+// first-run forms sent at once make one administrator.
+func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, u User) (User, error) {
+	u.ID = NewID()
+	u.CreatedAt = time.Now().UTC()
+	e.TargetID = u.ID
+	err := s.Audited(ctx, e, func(tx *Tx) error {
+		var n int
+		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM users WHERE org_id = ?`, u.OrgID).Scan(&n); err != nil {
+			return fmt.Errorf("store: count users: %w", err)
+		}
+		if n > 0 {
+			return fmt.Errorf("store: the organization has console users already: %w", ErrConflict)
+		}
+		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, created_at)
+			VALUES (?, ?, ?, ?, ?, FALSE, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, millis(u.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("store: create user: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// SetUserDisabled disables or enables a console user; disabling ends the
+// user's sessions in the same transaction.
+func (s *Store) SetUserDisabled(ctx context.Context, e *AuditEntry, orgID, id string, disabled bool) error {
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		res, err := tx.exec(ctx, `UPDATE users SET disabled = ? WHERE org_id = ? AND id = ?`, disabled, orgID, id)
+		if err != nil {
+			return fmt.Errorf("store: disable user: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("store: user: %w", ErrNotFound)
+		}
+		if disabled {
+			if _, err := tx.exec(ctx, `DELETE FROM console_sessions WHERE user_id = ?`, id); err != nil {
+				return fmt.Errorf("store: end user sessions: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteUser deletes a console user and its sessions.
+func (s *Store) DeleteUser(ctx context.Context, e *AuditEntry, orgID, id string) error {
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		if _, err := tx.exec(ctx, `DELETE FROM console_sessions WHERE user_id = ? AND org_id = ?`, id, orgID); err != nil {
+			return fmt.Errorf("store: end user sessions: %w", err)
+		}
+		res, err := tx.exec(ctx, `DELETE FROM users WHERE org_id = ? AND id = ?`, orgID, id)
+		if err != nil {
+			return fmt.Errorf("store: delete user: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("store: user: %w", ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// ListRoles lists the organization's roles, built-in ones first.
+func (s *Store) ListRoles(ctx context.Context, orgID string) ([]Role, error) {
+	rows, err := s.query(ctx, `SELECT id, org_id, name, permissions, builtin, created_at FROM roles WHERE org_id = ?
+		ORDER BY builtin DESC, name, id`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list roles: %w", err)
+	}
+	defer rows.Close()
+	var out []Role
+	for rows.Next() {
+		var r Role
+		var permText string
+		var created int64
+		if err := rows.Scan(&r.ID, &r.OrgID, &r.Name, &permText, &r.Builtin, &created); err != nil {
+			return nil, fmt.Errorf("store: list roles: %w", err)
+		}
+		if r.Permissions, err = perm.Parse(permText); err != nil {
+			return nil, fmt.Errorf("store: role %s: %w", r.Name, err)
+		}
+		r.CreatedAt = fromMillis(created)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ConsoleSession is a signed-in console user's session.
+type ConsoleSession struct {
+	CSRFToken  string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	User       ConsoleUser
+}
+
+// CreateConsoleSession stores a session under the hash of its id.
+func (s *Store) CreateConsoleSession(ctx context.Context, idHash, csrf string, u ConsoleUser, ip string, now time.Time) error {
+	_, err := s.exec(ctx, `INSERT INTO console_sessions (id_hash, user_id, org_id, csrf_token, created_at, last_seen_at, ip)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, idHash, u.ID, u.OrgID, csrf, millis(now), millis(now), ip)
+	if err != nil {
+		return fmt.Errorf("store: create console session: %w", err)
+	}
+	return nil
+}
+
+// GetConsoleSession resolves a session id hash; the session of a disabled
+// or deleted user is not found.
+func (s *Store) GetConsoleSession(ctx context.Context, idHash string) (ConsoleSession, error) {
+	var cs ConsoleSession
+	var created, seen int64
+	var permText string
+	u := &cs.User
+	var userCreated int64
+	err := s.queryRow(ctx, `SELECT cs.csrf_token, cs.created_at, cs.last_seen_at, `+consoleUserColumns+`
+		FROM console_sessions cs JOIN users u ON u.id = cs.user_id AND u.org_id = cs.org_id JOIN roles r ON r.id = u.role_id
+		WHERE cs.id_hash = ? AND u.disabled = FALSE`, idHash).
+		Scan(&cs.CSRFToken, &created, &seen, &u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &userCreated, &u.PasswordHash, &u.RoleName, &permText)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cs, fmt.Errorf("store: console session: %w", ErrNotFound)
+	}
+	if err != nil {
+		return cs, fmt.Errorf("store: console session: %w", err)
+	}
+	if u.Permissions, err = perm.Parse(permText); err != nil {
+		return cs, fmt.Errorf("store: console session role: %w", err)
+	}
+	cs.CreatedAt, cs.LastSeenAt, u.CreatedAt = fromMillis(created), fromMillis(seen), fromMillis(userCreated)
+	return cs, nil
+}
+
+// TouchConsoleSession records the session's last use.
+func (s *Store) TouchConsoleSession(ctx context.Context, idHash string, now time.Time) error {
+	if _, err := s.exec(ctx, `UPDATE console_sessions SET last_seen_at = ? WHERE id_hash = ?`, millis(now), idHash); err != nil {
+		return fmt.Errorf("store: touch console session: %w", err)
+	}
+	return nil
+}
+
+// DeleteConsoleSession ends a session (sign-out, expiry).
+func (s *Store) DeleteConsoleSession(ctx context.Context, idHash string) error {
+	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE id_hash = ?`, idHash); err != nil {
+		return fmt.Errorf("store: delete console session: %w", err)
+	}
+	return nil
+}
+
+// PruneConsoleSessions deletes sessions idle since before idle or created
+// before created.
+func (s *Store) PruneConsoleSessions(ctx context.Context, idle, created time.Time) error {
+	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE last_seen_at < ? OR created_at < ?`, millis(idle), millis(created)); err != nil {
+		return fmt.Errorf("store: prune console sessions: %w", err)
+	}
+	return nil
+}
+
+// FleetSummary is what the console's dashboard shows of a fleet.
+type FleetSummary struct {
+	Endpoints     int
+	Connected     int
+	PendingReboot int
+	// MissingBySeverity counts missing updates (endpoint × update rows) by
+	// the key's severity; EndpointsBySeverity counts endpoints missing at
+	// least one update of the severity.
+	MissingBySeverity   map[string]int
+	EndpointsBySeverity map[string]int
+	// Platforms counts endpoints per platform.
+	Platforms map[string]int
+}
+
+// FleetSummary counts the organization's endpoints and missing updates.
+func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince time.Time) (FleetSummary, error) {
+	f := FleetSummary{MissingBySeverity: map[string]int{}, EndpointsBySeverity: map[string]int{}, Platforms: map[string]int{}}
+	err := s.InReadTx(ctx, func(r *ReadTx) error {
+		if err := r.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN last_seen_at >= ? THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN pending_reboot THEN 1 ELSE 0 END), 0) FROM endpoints WHERE org_id = ?`,
+			millis(connectedSince), orgID).Scan(&f.Endpoints, &f.Connected, &f.PendingReboot); err != nil {
+			return err
+		}
+		rows, err := r.query(ctx, `SELECT platform, COUNT(*) FROM endpoints WHERE org_id = ? GROUP BY platform`, orgID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var p string
+			var n int
+			if err := rows.Scan(&p, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			f.Platforms[p] = n
+		}
+		rows.Close()
+		rows, err = r.query(ctx, `SELECT k.severity, COUNT(*), COUNT(DISTINCT eu.endpoint_id) FROM endpoint_updates eu
+			JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key WHERE eu.org_id = ? GROUP BY k.severity`, orgID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var sev string
+			var n, e int
+			if err := rows.Scan(&sev, &n, &e); err != nil {
+				return err
+			}
+			f.MissingBySeverity[sev], f.EndpointsBySeverity[sev] = n, e
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return f, fmt.Errorf("store: fleet summary: %w", err)
+	}
+	return f, nil
+}
+
+// UpdateKeyRow is one update across the fleet: a key of the catalog with
+// the number of endpoints missing it and its approval.
+type UpdateKeyRow struct {
+	Key, Title, KB, Severity, Source string
+	RebootRequired                   bool
+	Endpoints                        int
+	Approval                         string
+	ReleaseDate                      *time.Time
+	FirstSeenAt                      time.Time
+}
+
+// UpdateKeyQuery filters ListUpdateKeys.
+type UpdateKeyQuery struct {
+	OrgID    string
+	Q        string // substring of the title, KB or key
+	Severity string
+	Sources  []string
+	Approval string // NEW, APPROVED or DECLINED; empty: any
+	Limit    int
+	Offset   int
+}
+
+// ListUpdateKeys pages the updates missing somewhere in the fleet, one row
+// per key, most widespread first.
+func (s *Store) ListUpdateKeys(ctx context.Context, q UpdateKeyQuery) ([]UpdateKeyRow, int, error) {
+	where := `k.org_id = ? AND k.endpoints > 0`
+	args := []any{q.OrgID}
+	if q.Q != "" {
+		p := likePattern(q.Q)
+		where += ` AND (lower(k.title) LIKE ? ESCAPE '\' OR lower(COALESCE(k.kb, '')) LIKE ? ESCAPE '\' OR lower(k.key) LIKE ? ESCAPE '\')`
+		args = append(args, p, p, p)
+	}
+	if q.Severity != "" {
+		where += ` AND k.severity = ?`
+		args = append(args, q.Severity)
+	}
+	if len(q.Sources) > 0 {
+		where += ` AND k.source IN (?` + repeatPlaceholders(len(q.Sources)-1) + `)`
+		for _, src := range q.Sources {
+			args = append(args, src)
+		}
+	}
+	if q.Approval != "" {
+		where += ` AND COALESCE(a.status, 'NEW') = ?`
+		args = append(args, q.Approval)
+	}
+	from := ` FROM update_keys k LEFT JOIN update_approvals a ON a.org_id = k.org_id AND a.key = k.key WHERE ` + where
+	var total int
+	if err := s.queryRow(ctx, `SELECT COUNT(*)`+from, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count update keys: %w", err)
+	}
+	rows, err := s.query(ctx, `SELECT k.key, k.title, COALESCE(k.kb, ''), k.severity, k.source, k.reboot_required, k.endpoints,
+		COALESCE(a.status, 'NEW'), k.release_date, k.first_seen_at`+from+` ORDER BY k.endpoints DESC, k.key LIMIT ? OFFSET ?`,
+		append(args, q.Limit, q.Offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list update keys: %w", err)
+	}
+	defer rows.Close()
+	var out []UpdateKeyRow
+	for rows.Next() {
+		var k UpdateKeyRow
+		var release sql.NullInt64
+		var first int64
+		if err := rows.Scan(&k.Key, &k.Title, &k.KB, &k.Severity, &k.Source, &k.RebootRequired, &k.Endpoints, &k.Approval, &release, &first); err != nil {
+			return nil, 0, fmt.Errorf("store: list update keys: %w", err)
+		}
+		k.ReleaseDate, k.FirstSeenAt = nullTime(release), fromMillis(first)
+		out = append(out, k)
+	}
+	return out, total, rows.Err()
+}
+
+func repeatPlaceholders(n int) string {
+	b := make([]byte, 0, 3*n)
+	for range n {
+		b = append(b, ", ?"...)
+	}
+	return string(b)
+}
+
+// EndpointName is an endpoint's id and display name.
+type EndpointName struct {
+	ID, Name, Platform string
+}
+
+// PreviewGroup evaluates dynamic criteria on the organization's endpoints
+// without storing anything: the console's live member preview. It answers
+// the number of members and the first sample of them by name.
+func (s *Store) PreviewGroup(ctx context.Context, orgID string, c groups.Criteria, sample int) (int, []EndpointName, error) {
+	rows, err := s.query(ctx, `SELECT e.id, `+factColumns+` FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, orgID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: preview group: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		f, err := scanFacts(rows, &id)
+		if err != nil {
+			return 0, nil, fmt.Errorf("store: preview group: %w", err)
+		}
+		if c.Member(f) {
+			ids = append(ids, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("store: preview group: %w", err)
+	}
+	names, err := s.EndpointNames(ctx, orgID, ids[:min(sample, len(ids))])
+	return len(ids), names, err
+}
+
+// EndpointNames answers the names of endpoints of the organization, in the
+// order of ids; ids of other organizations are left out.
+func (s *Store) EndpointNames(ctx context.Context, orgID string, ids []string) ([]EndpointName, error) {
+	out := make([]EndpointName, 0, len(ids))
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		args := []any{orgID}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := s.query(ctx, `SELECT id, COALESCE(display_name, hostname), platform FROM endpoints WHERE org_id = ? AND id IN (?`+
+			repeatPlaceholders(len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: endpoint names: %w", err)
+		}
+		byID := map[string]EndpointName{}
+		for rows.Next() {
+			var n EndpointName
+			if err := rows.Scan(&n.ID, &n.Name, &n.Platform); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: endpoint names: %w", err)
+			}
+			byID[n.ID] = n
+		}
+		rows.Close()
+		for _, id := range chunk {
+			if n, ok := byID[id]; ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}
