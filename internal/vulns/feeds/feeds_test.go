@@ -399,8 +399,8 @@ func TestOpenPlainGzipZip(t *testing.T) {
 		path string
 		want Stats
 	}{
-		{testdata + "nvd-subset.json", Stats{Documents: 1, CVEs: 15}},
-		{gzPath, Stats{Documents: 1, CVEs: 15}},
+		{testdata + "nvd-subset.json", Stats{Documents: 1, CVEs: 15, Rejected: 1}}, // CVE-2023-5129
+		{gzPath, Stats{Documents: 1, CVEs: 15, Rejected: 1}},
 		{zipPath, Stats{Documents: 3, KEVs: 9, OSV: 10}},
 	}
 	for _, c := range cases {
