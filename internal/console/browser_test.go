@@ -1,0 +1,276 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/sim"
+)
+
+// chromium finds the browser; without one the test skips, unless CI is set
+// (.ci/run installs Debian's chromium), where it fails.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium binary found, and CI is set: .ci/run installs it (apt-get install chromium)")
+	}
+	t.Skip("browser tests skipped: no chromium binary found (apt-get install chromium); under CI they run")
+	return ""
+}
+
+// tab is a headless Chromium tab on the console that fails the test on any
+// JavaScript exception and on any 4xx/5xx answer to the page's requests.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	dir  string
+	shot int
+
+	mu       sync.Mutex
+	problems []string
+	expect   map[int]bool // statuses a step expects (a refused form)
+}
+
+func newTab(t *testing.T) *tab {
+	path := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-first-run", true),
+		chromedp.WindowSize(1440, 1000)}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:], opts...)...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	dir := os.Getenv("PATCHD_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tb := &tab{t: t, ctx: ctx, dir: dir}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			tb.problems = append(tb.problems, fmt.Sprintf("JavaScript exception: %s %s:%d", ev.ExceptionDetails.Text, ev.ExceptionDetails.URL, ev.ExceptionDetails.LineNumber))
+		case *network.EventResponseReceived:
+			if st := int(ev.Response.Status); st >= 400 && !tb.expect[st] {
+				tb.problems = append(tb.problems, fmt.Sprintf("%d answer to %s", st, ev.Response.URL))
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+	return tb
+}
+
+// do runs steps and then checks that the page had no problem.
+func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	if err := chromedp.Do(tb.ctx, steps...); err != nil {
+		tb.screenshot("failed-" + what)
+		tb.t.Fatalf("%s: %v", what, err)
+	}
+	tb.check(what)
+}
+
+func (tb *tab) check(what string) {
+	tb.t.Helper()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if len(tb.problems) > 0 {
+		tb.t.Fatalf("%s: %s", what, strings.Join(tb.problems, "; "))
+	}
+}
+
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	s, err := chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		tb.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+func (tb *tab) screenshot(name string) {
+	tb.t.Helper()
+	buf, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(80))
+	if err != nil {
+		tb.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	tb.shot++
+	if err := os.WriteFile(filepath.Join(tb.dir, fmt.Sprintf("%02d-%s.png", tb.shot, name)), buf, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// visit opens a console page, waits for it, checks it and screenshots it.
+func (tb *tab) visit(base, path, name string) {
+	tb.t.Helper()
+	tb.do("open "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("main")), acceptConfirms())
+	tb.screenshot(name)
+}
+
+// acceptConfirms answers yes to the console's confirmation dialogs.
+func acceptConfirms() chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Evaluate[bool](`window.confirm = function () { return true; }; true`)(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
+
+func TestBrowserJourneys(t *testing.T) {
+	tb := newTab(t)
+	e := apitest.New(t)
+	ctx := context.Background()
+	boot, err := admin.CreateCredential(ctx, e.Store, "system:bootstrap", e.Org.ID, "bootstrap-admin", store.RoleAdministrator)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A simulated fleet reports its inventory and answers commands.
+	fleet, err := sim.New(sim.Config{Server: e.URL, EnrollToken: e.EnrollToken, Endpoints: 24, Speed: 1000, Seed: 9, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simCtx, stopSim := context.WithCancel(ctx)
+	simDone := make(chan struct{})
+	go func() { fleet.Run(simCtx); close(simDone) }()
+	t.Cleanup(func() { stopSim(); <-simDone })
+	waitFor(t, "the fleet's missing updates", func() bool {
+		keys, _, err := e.Store.ListUpdateKeys(ctx, store.UpdateKeyQuery{OrgID: e.Org.ID, Limit: 1})
+		return err == nil && len(keys) > 0
+	})
+
+	// First sign-in: the first-run page, proven with the bootstrap credential.
+	tb.visit(e.URL, "/console/setup", "setup")
+	tb.do("first-run form",
+		chromedp.SendKeys(chromedp.CSS("#client_id"), boot.ClientID),
+		chromedp.SendKeys(chromedp.CSS("#client_secret"), boot.ClientSecret),
+		chromedp.SendKeys(chromedp.CSS("#email"), "alice@example.com"),
+		chromedp.SendKeys(chromedp.CSS("#password"), password),
+		chromedp.SendKeys(chromedp.CSS("#password2"), password),
+		chromedp.Submit(chromedp.CSS("#password2")),
+		chromedp.WaitVisible(chromedp.CSS("#h-runs")))
+	tb.screenshot("dashboard")
+
+	// Create an API credential and use its secret against the API.
+	tb.visit(e.URL, "/console/users", "users")
+	tb.do("create a credential",
+		chromedp.SendKeys(chromedp.CSS("#cname"), "reporting-script"),
+		chromedp.Submit(chromedp.CSS("#cname")),
+		chromedp.WaitVisible(chromedp.CSS("#new-client-secret")))
+	tb.screenshot("credential-created")
+	id, secret := tb.text("#new-client-id"), tb.text("#new-client-secret")
+	var page struct {
+		Total int `json:"total"`
+	}
+	if err := client.New(e.URL, id, secret).Do(ctx, http.MethodGet, "/api/v1/endpoints", nil, nil, &page); err != nil || page.Total != 24 {
+		t.Fatalf("the new credential against the API: total %d, %v", page.Total, err)
+	}
+
+	// Approve an update.
+	tb.visit(e.URL, "/console/updates", "updates")
+	tb.do("approve the first update",
+		chromedp.Click(chromedp.CSS(`input[name="key"]`)),
+		chromedp.Click(chromedp.CSS(`button[value="APPROVED"]`)),
+		chromedp.WaitVisible(chromedp.CSS(".flash.ok")))
+	tb.screenshot("update-approved")
+	approved, _, err := e.Store.ListUpdateKeys(ctx, store.UpdateKeyQuery{OrgID: e.Org.ID, Approval: "APPROVED", Limit: 10})
+	if err != nil || len(approved) != 1 {
+		t.Fatalf("approved keys after the click: %v %v", approved, err)
+	}
+	entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Actor: "user:alice@example.com", Action: "update.approve"})
+	if len(entries) != 1 {
+		t.Errorf("the approval is not in the Audit Trail as user:alice@example.com: %+v", entries)
+	}
+
+	// A dynamic group and its members.
+	tb.visit(e.URL, "/console/groups/new", "group-new")
+	tb.do("dynamic group rules",
+		chromedp.SendKeys(chromedp.CSS("#gname"), "Linux servers"),
+		chromedp.SetValue(chromedp.CSS("#r0field"), "platform"),
+		chromedp.SetValue(chromedp.CSS("#r0op"), "equals"),
+		chromedp.SendKeys(chromedp.CSS("#r0value"), "linux"),
+		chromedp.WaitVisible(chromedp.CSS("#preview-count")))
+	// The preview follows the typing: wait until it settles.
+	var preview string
+	waitFor(t, "the member preview to settle", func() bool {
+		before := tb.text("#preview-count")
+		time.Sleep(700 * time.Millisecond)
+		preview = tb.text("#preview-count")
+		return preview == before && preview != "0"
+	})
+	tb.screenshot("group-preview")
+	tb.do("create the group", chromedp.Submit(chromedp.CSS("#gname")), chromedp.WaitVisible(chromedp.CSS("#h-members")))
+	tb.screenshot("group")
+	if members := tb.text("#preview strong"); members != preview || members == "0" {
+		t.Errorf("the group has %s members, the preview said %s", members, preview)
+	}
+
+	// A Patch Tuesday automation and its next runs.
+	tb.visit(e.URL, "/console/automations/new", "automation-new")
+	tb.do("Patch Tuesday automation",
+		chromedp.SendKeys(chromedp.CSS("#aname"), "Patch Tuesday + 1"),
+		chromedp.SetValue(chromedp.CSS("#aoff"), "1"),
+		chromedp.WaitVisible(chromedp.CSS("#nextruns li")))
+	tb.screenshot("automation-preview")
+	tb.do("create the automation", chromedp.Submit(chromedp.CSS("#aname")), chromedp.WaitVisible(chromedp.CSS("#next-runs li")), acceptConfirms())
+	tb.screenshot("automation")
+	if next := tb.text("#next-runs li"); !strings.Contains(next, "Wed") {
+		t.Errorf("Patch Tuesday + 1 should run on a Wednesday, the page says %q", next)
+	}
+
+	// Run an action and watch it complete.
+	tb.visit(e.URL, "/console/endpoints", "endpoints")
+	tb.do("reboot every endpoint of the page",
+		chromedp.Click(chromedp.CSS(`input[data-check-all]`)),
+		chromedp.SetValue(chromedp.CSS("#bulk-type"), "REBOOT"),
+		chromedp.Click(chromedp.CSS(`#bulk button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#run-progress")))
+	tb.screenshot("run-started")
+	tb.do("the run completes", chromedp.WaitVisible(chromedp.CSS(`#run-status[data-status="COMPLETED"]`)))
+	tb.screenshot("run-completed")
+
+	for _, p := range []struct{ path, name string }{{"/console/", "dashboard-after"}, {"/console/runs", "runs"}, {"/console/groups", "groups"},
+		{"/console/automations", "automations"}, {"/console/scripts", "scripts"}, {"/console/enrollment", "enrollment"}, {"/console/audit", "audit"}} {
+		tb.visit(e.URL, p.path, p.name)
+	}
+	ids := fleet.EndpointIDs()
+	tb.visit(e.URL, "/console/endpoints/"+ids[0], "endpoint")
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
