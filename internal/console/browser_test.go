@@ -117,7 +117,7 @@ func (tb *tab) text(sel string) string {
 
 func (tb *tab) screenshot(name string) {
 	tb.t.Helper()
-	buf, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(80))
+	buf, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		tb.t.Logf("screenshot %s: %v", name, err)
 		return
