@@ -37,6 +37,8 @@ type Config struct {
 	Presence *presence.Hub
 	// CheckinInterval is what agents are told to use.
 	CheckinInterval time.Duration
+	// Ingester stores inventories in batches; nil stores each on its own.
+	Ingester *store.Ingester
 	// Enrolled is called after an endpoint enrolled for the first time.
 	Enrolled func(ctx context.Context, orgID, endpointID string)
 }
@@ -339,7 +341,11 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 		sum := sha256.Sum256(raw)
 		hash = hex.EncodeToString(sum[:])
 	}
-	if err := a.store.ReplaceInventory(r.Context(), ag.OrgID, ag.EndpointID, n, hash, a.now()); err != nil {
+	save := a.store.ReplaceInventory
+	if a.cfg.Ingester != nil {
+		save = a.cfg.Ingester.Submit
+	}
+	if err := save(r.Context(), ag.OrgID, ag.EndpointID, n, hash, a.now()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errInvalidAgent()
 		}

@@ -67,6 +67,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	go func() { srv.RunWorkers(ctx); close(done) }()
 	t.Cleanup(func() {
 		ts.Close()
+		srv.Close()
 		cancel()
 		<-done
 	})

@@ -32,6 +32,9 @@ func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
 	if ok {
 		return id, nil
 	}
+	if id, ok := tx.newTitles[k]; ok {
+		return id, nil
+	}
 	if _, err := tx.exec(ctx, `INSERT INTO software_titles (org_id, name, name_lower, installs) VALUES (?, ?, ?, 0) ON CONFLICT (org_id, name) DO NOTHING`,
 		orgID, name, strings.ToLower(name)); err != nil {
 		return 0, fmt.Errorf("store: software title: %w", err)
@@ -39,10 +42,25 @@ func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
 	if err := tx.queryRow(ctx, `SELECT id FROM software_titles WHERE org_id = ? AND name = ?`, orgID, name).Scan(&id); err != nil {
 		return 0, fmt.Errorf("store: software title: %w", err)
 	}
-	titles.mu.Lock()
-	titles.ids[k] = id
-	titles.mu.Unlock()
+	// The id is shared with other transactions only once this one commits:
+	// a rolled-back title row must not stay in the cache.
+	if tx.newTitles == nil {
+		tx.newTitles = map[[2]string]int64{}
+	}
+	tx.newTitles[k] = id
 	return id, nil
+}
+
+// publishTitles adds the titles a committed transaction created to the cache.
+func (tx *Tx) publishTitles() {
+	if len(tx.newTitles) == 0 {
+		return
+	}
+	titles.mu.Lock()
+	for k, id := range tx.newTitles {
+		titles.ids[k] = id
+	}
+	titles.mu.Unlock()
 }
 
 type swRow struct {
@@ -69,13 +87,36 @@ func eq(a, b *string) bool {
 // seen before keeps its detectedAt), and the organization's catalogs of
 // software titles and update keys keep exact counts.
 func (s *Store) ReplaceInventory(ctx context.Context, orgID, endpointID string, n inventory.Normalized, hash string, now time.Time) error {
-	doc := n.Doc
-	// Compress the datasets before taking the (single, on SQLite) writer.
-	sets, err := compressDatasets(doc.Datasets)
+	inv, err := prepareInventory(orgID, endpointID, n, hash, now)
 	if err != nil {
 		return err
 	}
-	return s.InTx(ctx, func(tx *Tx) error {
+	return s.InTx(ctx, func(tx *Tx) error { return tx.replaceInventory(ctx, inv) })
+}
+
+// preparedInventory is an inventory with the work that needs no database
+// done: it is stored by replaceInventory.
+type preparedInventory struct {
+	orgID, endpointID, hash string
+	n                       inventory.Normalized
+	sets                    []compressedDataset
+	now                     time.Time
+}
+
+// prepareInventory compresses the datasets before the (single, on SQLite)
+// writer is taken.
+func prepareInventory(orgID, endpointID string, n inventory.Normalized, hash string, now time.Time) (*preparedInventory, error) {
+	sets, err := compressDatasets(n.Doc.Datasets)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedInventory{orgID: orgID, endpointID: endpointID, hash: hash, n: n, sets: sets, now: now}, nil
+}
+
+func (tx *Tx) replaceInventory(ctx context.Context, inv *preparedInventory) error {
+	orgID, endpointID, n, hash, now, sets := inv.orgID, inv.endpointID, inv.n, inv.hash, inv.now, inv.sets
+	doc := n.Doc
+	{
 		sys := doc.System
 		macs, _ := json.Marshal(nonNilStrings(sys.MACAddresses))
 		var distro any
@@ -108,7 +149,7 @@ func (s *Store) ReplaceInventory(ctx context.Context, orgID, endpointID string, 
 			return err
 		}
 		return tx.afterEndpointChange(ctx, orgID, endpointID)
-	})
+	}
 }
 
 // distroOf reads the Linux distribution id from the os-information dataset

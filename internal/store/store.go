@@ -205,6 +205,8 @@ type Tx struct {
 	s     *Store
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt
+	// newTitles are software titles this transaction created.
+	newTitles map[[2]string]int64
 }
 
 // stmt answers the transaction's prepared statement for query, or nil on
@@ -262,6 +264,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	tx.publishTitles()
 	return nil
 }
 

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/patchd/patchd/internal/inventory"
+)
+
+// Ingester stores inventories in batches: the inventories that arrive while
+// one batch is written are written together in the next transaction, each
+// in a savepoint of its own, so that one bad inventory fails alone. On
+// SQLite's single writer this shares the cost of a commit (a third of the
+// cost of one inventory) across a batch; an inventory is acknowledged only
+// once its batch committed.
+type Ingester struct {
+	s    *Store
+	reqs chan *ingestReq
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	// mu orders Submit and Close: nothing is queued after the stop.
+	mu     sync.RWMutex
+	closed bool
+}
+
+type ingestReq struct {
+	inv *preparedInventory
+	err chan error
+}
+
+// maxBatch bounds how many inventories share one transaction.
+const maxBatch = 32
+
+// NewIngester starts the batching writer; Close stops it.
+func (s *Store) NewIngester() *Ingester {
+	g := &Ingester{s: s, reqs: make(chan *ingestReq, 4*maxBatch), stop: make(chan struct{}), done: make(chan struct{})}
+	go g.run()
+	return g
+}
+
+// ErrIngesterClosed answers inventories submitted after Close.
+var ErrIngesterClosed = errors.New("store: ingester closed")
+
+// Submit stores an inventory (as ReplaceInventory does) and returns once it
+// is committed, or with its own error.
+func (g *Ingester) Submit(ctx context.Context, orgID, endpointID string, n inventory.Normalized, hash string, now time.Time) error {
+	inv, err := prepareInventory(orgID, endpointID, n, hash, now)
+	if err != nil {
+		return err
+	}
+	r := &ingestReq{inv: inv, err: make(chan error, 1)}
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return ErrIngesterClosed
+	}
+	select {
+	case g.reqs <- r:
+	case <-ctx.Done():
+		g.mu.RUnlock()
+		return ctx.Err()
+	}
+	g.mu.RUnlock()
+	// Once queued, the inventory is written even if the caller goes away:
+	// wait for the outcome so that an acknowledged write is a committed one.
+	return <-r.err
+}
+
+// Close writes what is queued and stops the writer.
+func (g *Ingester) Close() {
+	g.once.Do(func() {
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
+		close(g.stop)
+	})
+	<-g.done
+}
+
+func (g *Ingester) run() {
+	defer close(g.done)
+	for {
+		var batch []*ingestReq
+		select {
+		case r := <-g.reqs:
+			batch = append(batch, r)
+		case <-g.stop:
+			// Drain what was queued before the stop.
+			for {
+				select {
+				case r := <-g.reqs:
+					g.write([]*ingestReq{r})
+				default:
+					return
+				}
+			}
+		}
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-g.reqs:
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		g.write(batch)
+	}
+}
+
+// write stores a batch in one transaction, one savepoint per inventory.
+func (g *Ingester) write(batch []*ingestReq) {
+	ctx := context.Background()
+	results := make([]error, len(batch))
+	err := g.s.InTx(ctx, func(tx *Tx) error {
+		for i, r := range batch {
+			if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT inventory"); err != nil {
+				return fmt.Errorf("store: savepoint: %w", err)
+			}
+			titles := maps.Clone(tx.newTitles)
+			if err := tx.replaceInventory(ctx, r.inv); err != nil {
+				results[i] = err
+				tx.newTitles = titles
+				if _, err := tx.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT inventory"); err != nil {
+					return fmt.Errorf("store: rollback to savepoint: %w", err)
+				}
+			}
+			if _, err := tx.tx.ExecContext(ctx, "RELEASE SAVEPOINT inventory"); err != nil {
+				return fmt.Errorf("store: release savepoint: %w", err)
+			}
+		}
+		return nil
+	})
+	for i, r := range batch {
+		if err != nil {
+			r.err <- err
+		} else {
+			r.err <- results[i]
+		}
+	}
+}
