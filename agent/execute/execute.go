@@ -9,6 +9,7 @@ package execute
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -124,10 +125,10 @@ func (e *Executor) Execute(ctx context.Context, cmd agentproto.Command) Outcome 
 
 func decode(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
-		return fmt.Errorf("The command has no payload.")
+		return errors.New("the command has no payload")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("The command's payload is not valid: %v", err)
+		return fmt.Errorf("the command's payload is not valid: %v", err)
 	}
 	return nil
 }

@@ -61,9 +61,9 @@ func interpreter(goos, language string) ([]string, string, error) {
 		}
 		return []string{"cmd.exe", "/d", "/c"}, ".cmd", nil
 	default:
-		return nil, "", fmt.Errorf("Unknown script language %q.", language)
+		return nil, "", fmt.Errorf("unknown script language %q", language)
 	}
-	return nil, "", fmt.Errorf("Script language %q does not run on %s.", language, goos)
+	return nil, "", fmt.Errorf("script language %q does not run on %s", language, goos)
 }
 
 var envName = regexp.MustCompile(`[^A-Za-z0-9_]`)

@@ -108,7 +108,7 @@ func TestRunScriptLanguages(t *testing.T) {
 		t.Errorf("cmd on unix: %+v", o)
 	}
 	o, _ = runScript(t, agentproto.RunScriptPayload{Language: "cobol", Script: "x"})
-	if o.Status != agentproto.StatusFailed || !strings.Contains(o.Result, "Unknown script language") {
+	if o.Status != agentproto.StatusFailed || !strings.Contains(o.Result, "unknown script language") {
 		t.Errorf("unknown: %+v", o)
 	}
 	for _, tc := range []struct{ goos, lang, want string }{

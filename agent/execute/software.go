@@ -121,7 +121,7 @@ func InstallerCmd(goos, file string, args []string, pm string) (Cmd, []int, erro
 	case "darwin.pkg":
 		return Cmd{Path: "installer", Args: append([]string{"-pkg", file, "-target", "/"}, args...)}, nil, nil
 	}
-	return Cmd{}, nil, fmt.Errorf("Installers of type %q are not supported on %s.", ext, goos)
+	return Cmd{}, nil, fmt.Errorf("installers of type %q are not supported on %s", ext, goos)
 }
 
 // download fetches url into dir, checking the SHA-256 when one is given.

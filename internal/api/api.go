@@ -190,8 +190,3 @@ func (a *API) notFound(w http.ResponseWriter, r *http.Request) error {
 	}
 	return httpx.Errorf(http.StatusNotFound, "not_found", "no operation at "+r.URL.Path)
 }
-
-// notImplemented answers operations that a later milestone builds.
-func notImplemented(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Errorf(http.StatusNotImplemented, "not_implemented", "this operation is not available in this version of patchd yet")
-}

@@ -42,7 +42,7 @@ func TestAutomationsCRUD(t *testing.T) {
 		a.LastRunAt != nil || a.CreatedBy == nil || string(a.Payload) != `{"message":"bye","timeoutSeconds":60}` || *a.Description != "keeps them fresh" {
 		t.Fatalf("get: %+v %v", a, err)
 	}
-	if next := a.NextRunAt.UTC(); next.Hour() != 23 || next.Minute() != 30 || !next.After(time.Now()) || next.Sub(time.Now()) > 24*time.Hour {
+	if next := a.NextRunAt.UTC(); next.Hour() != 23 || next.Minute() != 30 || !next.After(time.Now()) || time.Until(next) > 24*time.Hour {
 		t.Fatalf("nextRunAt %s", next)
 	}
 	list, err := e.Admin.ListAutomations(ctx)

@@ -100,7 +100,7 @@ func TestVulnerabilitiesList(t *testing.T) {
 	}
 	vlc := got["CVE-2023-47359"]
 	if vlc.CISAKEV || *vlc.RemediationStatus != vulns.StatusDueLater || len(vlc.Endpoints) != 1 ||
-		vlc.RemediationDeadline.Sub(time.Now()) > 15*24*time.Hour || vlc.RemediationDeadline.Sub(time.Now()) < 14*24*time.Hour {
+		time.Until(*vlc.RemediationDeadline) > 15*24*time.Hour || time.Until(*vlc.RemediationDeadline) < 14*24*time.Hour {
 		t.Errorf("CVE-2023-47359 = %+v", vlc)
 	}
 	// A 3-day Critical period makes it due soon.
