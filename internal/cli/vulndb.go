@@ -102,8 +102,7 @@ func vulnAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(s
 			fs.StringVar(&kind, "kind", store.ExceptionAccepted, "accepted or compensating_control")
 		}
 		do := func(s *store.Store) (any, error) {
-			c, err := checkCVE()
-			if err != nil {
+			if _, err := checkCVE(); err != nil {
 				return nil, err
 			}
 			if kind != store.ExceptionAccepted && kind != store.ExceptionCompensatingControl {
@@ -120,17 +119,8 @@ func vulnAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(s
 			if err != nil {
 				return nil, err
 			}
-			now := time.Now().UTC()
-			x := &store.VulnException{OrgID: o.ID, CVEID: c, Kind: kind, Reason: strings.TrimSpace(reason), CreatedBy: admin.ActorCLI, CreatedAt: now, Active: true}
-			if d > 0 {
-				t := now.Add(d)
-				x.ExpiresAt = &t
-			}
-			action := "vulnerability.accept"
-			if kind == store.ExceptionCompensatingControl {
-				action = "vulnerability.compensating_control"
-			}
-			if err := s.SetVulnException(ctx, entry(o, action), x); err != nil {
+			x, err := admin.AcceptVulnRisk(ctx, s, admin.ActorCLI, o.ID, cve, kind, reason, d, time.Now())
+			if err != nil {
 				return nil, err
 			}
 			return map[string]any{"ok": true, "exception": x}, nil
@@ -171,7 +161,7 @@ func vulnAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(s
 			if err != nil {
 				return nil, err
 			}
-			if err := s.RevokeVulnException(ctx, entry(o, "vulnerability.revoke"), o.ID, c); err != nil {
+			if _, err := admin.RevokeVulnRisk(ctx, s, admin.ActorCLI, o.ID, c); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return nil, fmt.Errorf("no accepted risk or compensating control for %s in %s", c, o.Name)
 				}

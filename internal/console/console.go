@@ -132,6 +132,24 @@ func (c *Console) routes() {
 	c.page("POST /console/enrollment/{id}/revoke", adminOnly, c.enrollTokenRevoke)
 	c.page("GET /console/audit", perm.ReportsView, c.auditPage)
 
+	c.page("GET /console/reports", perm.ReportsView, c.reportList)
+	c.page("GET /console/reports/{file}", perm.ReportsView, c.reportFile)
+
+	c.page("GET /console/vulnerabilities", perm.VulnerabilitiesView, c.vulnList)
+	c.page("POST /console/vulnerabilities/{cve}/exception", adminOnly, c.vulnAccept)
+	c.page("POST /console/vulnerabilities/{cve}/revoke", adminOnly, c.vulnRevoke)
+
+	c.page("GET /console/alerts", perm.ReportsView, c.alertList)
+	c.page("POST /console/alerts", perm.ReportsManage, c.alertCreate)
+	c.page("GET /console/alerts/{id}", perm.ReportsView, c.alertDetail)
+	c.page("POST /console/alerts/{id}", perm.ReportsManage, c.alertSave)
+	c.page("POST /console/alerts/{id}/enabled", perm.ReportsManage, c.alertToggle)
+	c.page("POST /console/alerts/{id}/delete", perm.ReportsManage, c.alertDelete)
+	c.page("POST /console/alerts/{id}/test", perm.ReportsManage, c.alertTest)
+
+	c.page("GET /console/feeds", perm.VulnerabilitiesView, c.feedsPage)
+	c.upload("POST /console/feeds", adminOnly, MaxFeedUpload, c.feedUpload)
+
 	c.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	}))
@@ -158,7 +176,16 @@ type handler func(w http.ResponseWriter, r *http.Request, s *session) error
 
 // page routes a console page that needs a session and the permission p; a
 // POST also needs the session's CSRF token.
-func (c *Console) page(pattern string, p perm.Permission, h handler) {
+func (c *Console) page(pattern string, p perm.Permission, h handler) { c.pageLimit(pattern, p, 0, h) }
+
+// upload routes a page that takes a multipart upload of at most maxBody
+// bytes, read (and refused when larger) before the CSRF check reads its
+// token from it.
+func (c *Console) upload(pattern string, p perm.Permission, maxBody int64, h handler) {
+	c.pageLimit(pattern, p, maxBody, h)
+}
+
+func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h handler) {
 	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.session(w, r)
 		if err != nil {
@@ -173,6 +200,23 @@ func (c *Console) page(pattern string, p perm.Permission, h handler) {
 			}
 			c.renderError(w, r, nil, http.StatusUnauthorized, "Your session has ended. Sign in again.")
 			return
+		}
+		if maxBody > 0 {
+			if !s.can(p) {
+				c.renderError(w, r, s, http.StatusForbidden, "Your role ("+s.User.RoleName+") does not allow this.")
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			if err := r.ParseMultipartForm(32 << 20); err != nil {
+				var tooBig *http.MaxBytesError
+				if errors.As(err, &tooBig) {
+					c.renderError(w, r, s, http.StatusRequestEntityTooLarge, fmt.Sprintf("The upload is larger than %d MB.", maxBody>>20))
+					return
+				}
+				c.renderError(w, r, s, http.StatusBadRequest, "The upload could not be read; choose the files again.")
+				return
+			}
+			defer r.MultipartForm.RemoveAll()
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if !c.checkCSRF(r, s) {

@@ -12,15 +12,18 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"when":     when,
-	"whenp":    func(t *time.Time) string { return whenPtr(t) },
-	"ago":      ago,
-	"str":      func(s *string) string { return deref(s) },
-	"lower":    strings.ToLower,
-	"join":     strings.Join,
-	"pct":      pct,
-	"add":      func(a, b int) int { return a + b },
-	"sevclass": func(s string) string { return "sev-" + strings.ToLower(s) },
+	"when":      when,
+	"whenp":     func(t *time.Time) string { return whenPtr(t) },
+	"ago":       ago,
+	"str":       func(s *string) string { return deref(s) },
+	"lower":     strings.ToLower,
+	"hasPrefix": strings.HasPrefix,
+	"join":      strings.Join,
+	"pct":       pct,
+	"add":       func(a, b int) int { return a + b },
+	"sevclass":  func(s string) string { return "sev-" + strings.ToLower(s) },
+	// remclass is the badge class of a remediation status ("Due soon": rem-due-soon).
+	"remclass": func(s string) string { return "rem-" + strings.ReplaceAll(strings.ToLower(s), " ", "-") },
 	"query":    func(v url.Values) template.URL { return template.URL(v.Encode()) },
 	"lines":    func(s string) []string { return strings.Split(s, "\n") },
 	"dict": func(kv ...any) map[string]any {

@@ -100,10 +100,7 @@ func formRules(f url.Values, prefix string) []apiv1.GroupRule {
 func groupBody(f url.Values) map[string]any {
 	b := map[string]any{"name": f.Get("name"), "description": f.Get("description"), "matchAll": f.Get("matchAll") == "true"}
 	if f.Get("kind") == groups.Static {
-		ids := []string{}
-		for _, line := range strings.FieldsFunc(f.Get("machineIds"), func(r rune) bool { return r == '\n' || r == ',' || r == ' ' || r == '\r' }) {
-			ids = append(ids, line)
-		}
+		ids := append([]string{}, strings.FieldsFunc(f.Get("machineIds"), func(r rune) bool { return r == '\n' || r == ',' || r == ' ' || r == '\r' })...)
 		b["machineIds"] = ids
 	} else {
 		b["rules"], b["excludeRules"] = formRules(f, "r"), formRules(f, "x")

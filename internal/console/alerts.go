@@ -1,0 +1,201 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/valid"
+)
+
+// The alert rules pages. A rule is created through the REST API (POST
+// /api/v1/alerts as the user); editing, enabling, disabling, deleting and
+// test events use the store functions of patchd admin alert, each audited
+// as the user. Viewing needs reports.view and changing reports.manage, the
+// permissions of the API's alert operations.
+
+type alertsData struct {
+	Rules    []store.AlertRule
+	Triggers []alerts.Trigger
+	Reports  []string
+}
+
+func (c *Console) alertList(w http.ResponseWriter, r *http.Request, s *session) error {
+	rules, err := c.store.ListAlertRules(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	d := alertsData{Rules: rules, Triggers: alerts.Triggers, Reports: alerts.ReportKeys}
+	return c.render(w, r, s, http.StatusOK, "alerts", "", "Alert rules", "alerts", d)
+}
+
+// alertBody reads the rule form as the API's AlertRuleBody; a blank
+// threshold takes the trigger's default.
+func alertBody(f url.Values) (apiv1.AlertRuleBody, error) {
+	b := apiv1.AlertRuleBody{Name: f.Get("name"), Trigger: f.Get("trigger")}
+	if t := strings.TrimSpace(f.Get("threshold")); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil {
+			return b, badRequest("threshold: must be a whole number")
+		}
+		b.Threshold = &n
+	}
+	for p, name := range map[**string]string{&b.EmailTo: "emailTo", &b.WebhookURL: "webhookUrl", &b.WebhookSecret: "webhookSecret"} {
+		if v := strings.TrimSpace(f.Get(name)); v != "" {
+			*p = &v
+		}
+	}
+	if b.Trigger == alerts.ReportRows {
+		if v := f.Get("reportKey"); v != "" {
+			b.ReportKey = &v
+		}
+	}
+	return b, nil
+}
+
+func (c *Console) alertCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	body, err := alertBody(r.PostForm)
+	if err != nil {
+		return c.done(w, r, "/console/alerts", err, "")
+	}
+	var out apiv1.AlertRuleResult
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/alerts", body, &out); err != nil {
+		return c.done(w, r, "/console/alerts", err, "")
+	}
+	return c.done(w, r, "/console/alerts/"+out.Rule.ID, nil, "Alert rule "+out.Rule.Name+" created.")
+}
+
+type alertData struct {
+	Rule     store.AlertRule
+	Trigger  alerts.Trigger
+	Events   []store.AlertEvent
+	Reports  []string
+	Triggers []alerts.Trigger
+}
+
+// alertEvents is how many of a rule's latest events its page shows.
+const alertEvents = 50
+
+func (c *Console) alertDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	rule, err := c.store.GetAlertRule(r.Context(), s.User.OrgID, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("alert rule")
+		}
+		return err
+	}
+	evs, err := c.store.ListAlertEvents(r.Context(), s.User.OrgID, rule.ID, alertEvents)
+	if err != nil {
+		return err
+	}
+	t, _ := alerts.Lookup(rule.Trigger)
+	d := alertData{Rule: rule, Trigger: t, Events: evs, Reports: alerts.ReportKeys, Triggers: alerts.Triggers}
+	return c.render(w, r, s, http.StatusOK, "alert", "", rule.Name, "alerts", d)
+}
+
+// alertRefusal turns a rule's field problems into a message for the user.
+func alertRefusal(err error) error {
+	var ve *valid.Error
+	switch {
+	case errors.As(err, &ve):
+		return badRequest(problemsText(ve))
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("alert rule")
+	}
+	return err
+}
+
+// alertSave applies the edit form to the rule, like patchd admin alert
+// update: the trigger stays; a blank secret field keeps the secret unless
+// "remove" is ticked.
+func (c *Console) alertSave(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	back := "/console/alerts/" + id
+	rule, err := c.store.GetAlertRule(r.Context(), s.User.OrgID, id)
+	if err != nil {
+		return c.done(w, r, back, alertRefusal(err), "")
+	}
+	body, err := alertBody(r.PostForm)
+	if err != nil {
+		return c.done(w, r, back, err, "")
+	}
+	in := rule.Rule()
+	in.Name, in.Threshold, in.EmailTo, in.WebhookURL, in.ReportKey = body.Name, body.Threshold, "", "", ""
+	if body.EmailTo != nil {
+		in.EmailTo = *body.EmailTo
+	}
+	if body.WebhookURL != nil {
+		in.WebhookURL = *body.WebhookURL
+	}
+	if v := r.PostFormValue("reportKey"); rule.Trigger == alerts.ReportRows {
+		in.ReportKey = v
+	}
+	switch {
+	case body.WebhookSecret != nil:
+		in.WebhookSecret = *body.WebhookSecret
+	case r.PostFormValue("removeSecret") == "1":
+		in.WebhookSecret = ""
+	}
+	if err := in.Check(); err != nil {
+		return c.done(w, r, back, alertRefusal(err), "")
+	}
+	_, err = c.store.UpdateAlertRule(r.Context(), s.audit("alert.update", "alert", id), s.User.OrgID, id, in, nil, c.now())
+	return c.done(w, r, back, alertRefusal(err), "Alert rule saved.")
+}
+
+func (c *Console) alertToggle(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	back := "/console/alerts/" + id
+	rule, err := c.store.GetAlertRule(r.Context(), s.User.OrgID, id)
+	if err != nil {
+		return c.done(w, r, back, alertRefusal(err), "")
+	}
+	on := r.PostFormValue("enabled") == "true"
+	action := "alert.disable"
+	if on {
+		action = "alert.enable"
+	}
+	in := rule.Rule()
+	if err := in.Check(); err != nil {
+		return c.done(w, r, back, alertRefusal(err), "")
+	}
+	_, err = c.store.UpdateAlertRule(r.Context(), s.audit(action, "alert", id), s.User.OrgID, id, in, &on, c.now())
+	text := "Alert rule disabled: it raises no events until enabled again."
+	if on {
+		text = "Alert rule enabled."
+	}
+	return c.done(w, r, back, alertRefusal(err), text)
+}
+
+func (c *Console) alertDelete(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	if err := c.store.DeleteAlertRule(r.Context(), s.audit("alert.delete", "alert", id), s.User.OrgID, id); err != nil {
+		return c.done(w, r, "/console/alerts/"+id, alertRefusal(err), "")
+	}
+	return c.done(w, r, "/console/alerts", nil, "Alert rule deleted with its events.")
+}
+
+// alertTest raises a TEST event of the rule, delivered like any other
+// (patchd admin alert test), and records in the Audit Trail who sent it.
+func (c *Console) alertTest(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	back := "/console/alerts/" + id
+	ev, err := c.store.TestAlertRule(r.Context(), s.User.OrgID, id, c.now())
+	if err != nil {
+		return c.done(w, r, back, alertRefusal(err), "")
+	}
+	e := s.audit("alert.test", "alert", id)
+	e.Summary = map[string]any{"event": ev.ID}
+	if err := c.store.Audited(r.Context(), e, func(*store.Tx) error { return nil }); err != nil {
+		return err
+	}
+	return c.done(w, r, back, nil, "Test event raised: its delivery results appear below within a few seconds (reload the page).")
+}

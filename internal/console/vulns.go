@@ -1,0 +1,126 @@
+package console
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/valid"
+)
+
+// The vulnerabilities page: the CVEs on the organization's fleet (the
+// store's query behind GET /api/v1/vulnerabilities, with its filters), the
+// affected software and endpoints of each, its remediation status and
+// deadline, and the organization's accepted risks and compensating
+// controls. Recording and revoking one is what patchd admin vuln accept
+// and revoke do (admin.AcceptVulnRisk, admin.RevokeVulnRisk), audited as
+// the user. The spec has no permission for these decisions, so, like users
+// and credentials, they belong to administrators.
+
+type vulnsData struct {
+	Items      []apiv1.Vulnerability
+	Page       pager
+	MinCVSS    string
+	KEV        bool
+	Accepted   bool
+	Exceptions map[string]store.VulnException
+	// ExceptionList is every exception, expired ones included.
+	ExceptionList []store.VulnException
+}
+
+// expiryChoices are the validity periods the accept form offers.
+var expiryChoices = map[string]time.Duration{"never": 0, "30d": 30 * 24 * time.Hour, "90d": 90 * 24 * time.Hour,
+	"180d": 180 * 24 * time.Hour, "365d": 365 * 24 * time.Hour}
+
+func (c *Console) vulnList(w http.ResponseWriter, r *http.Request, s *session) error {
+	p, err := newPager(r, 50)
+	if err != nil {
+		return err
+	}
+	qv := r.URL.Query()
+	d := vulnsData{Page: p, MinCVSS: strings.TrimSpace(qv.Get("minCvss")), KEV: qv.Get("kev") == "1", Accepted: qv.Get("accepted") == "1"}
+	q := store.VulnQuery{OrgID: s.User.OrgID, KEVOnly: d.KEV, IncludeAccepted: d.Accepted, Limit: p.Limit, Offset: p.Offset, Now: c.now()}
+	if d.MinCVSS != "" {
+		f, err := strconv.ParseFloat(d.MinCVSS, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 10 {
+			return badRequest("Minimum CVSS must be a number from 0 to 10.")
+		}
+		q.MinCVSS = &f
+	}
+	if d.Items, d.Page.Total, err = c.store.ListVulnerabilities(r.Context(), q); err != nil {
+		return err
+	}
+	if d.ExceptionList, err = c.store.ListVulnExceptions(r.Context(), s.User.OrgID, "", c.now()); err != nil {
+		return err
+	}
+	d.Exceptions = map[string]store.VulnException{}
+	for _, x := range d.ExceptionList {
+		if x.Active {
+			d.Exceptions[x.CVEID] = x
+		}
+	}
+	return c.render(w, r, s, http.StatusOK, "vulns", "", "Vulnerabilities", "vulns", d)
+}
+
+// vulnBack is the vulnerabilities page with the filters the form came from.
+func vulnBack(r *http.Request) string {
+	if b := r.PostFormValue("back"); strings.HasPrefix(b, "?") {
+		if v, err := url.ParseQuery(b[1:]); err == nil {
+			return "/console/vulnerabilities?" + v.Encode()
+		}
+	}
+	return "/console/vulnerabilities"
+}
+
+func (c *Console) vulnAccept(w http.ResponseWriter, r *http.Request, s *session) error {
+	back := vulnBack(r)
+	validFor, ok := expiryChoices[r.PostFormValue("expires")]
+	if !ok {
+		return c.done(w, r, back, badRequest("Choose how long the decision holds."), "")
+	}
+	kind := r.PostFormValue("kind")
+	x, err := admin.AcceptVulnRisk(r.Context(), c.store, s.actor(), s.User.OrgID, r.PathValue("cve"), kind, r.PostFormValue("reason"), validFor, c.now())
+	var ve *valid.Error
+	if errors.As(err, &ve) {
+		return c.done(w, r, back, badRequest(problemsText(ve)), "")
+	}
+	if err != nil {
+		return err
+	}
+	text := x.CVEID + ": risk accepted."
+	if kind == store.ExceptionCompensatingControl {
+		text = x.CVEID + ": compensating control recorded."
+	}
+	return c.done(w, r, back, nil, text+" It is left out of the list unless you show accepted ones.")
+}
+
+func (c *Console) vulnRevoke(w http.ResponseWriter, r *http.Request, s *session) error {
+	back := vulnBack(r)
+	cve, err := admin.RevokeVulnRisk(r.Context(), c.store, s.actor(), s.User.OrgID, r.PathValue("cve"))
+	var ve *valid.Error
+	switch {
+	case errors.As(err, &ve):
+		return c.done(w, r, back, badRequest("That is not a CVE id."), "")
+	case errors.Is(err, store.ErrNotFound):
+		return c.done(w, r, back, notFound("accepted risk or compensating control"), "")
+	case err != nil:
+		return err
+	}
+	return c.done(w, r, back, nil, cve+": the exception was revoked; the CVE counts again.")
+}
+
+// problemsText is a validation error as lines a person reads.
+func problemsText(ve *valid.Error) string {
+	lines := make([]string, len(ve.Problems))
+	for i, p := range ve.Problems {
+		lines[i] = p.Field + ": " + p.Message
+	}
+	return strings.Join(lines, "\n")
+}
