@@ -47,6 +47,10 @@ type Config struct {
 	// WebhookTLS configures alert webhooks' TLS (tests trust their
 	// receivers); nil uses the system roots. Not a flag.
 	WebhookTLS *tls.Config
+	// AlertClaim is how long a replica's claim on an alert outbox row lasts
+	// before another replica may take it over (default the webhook timeout
+	// plus a minute; tests shorten it). Not a flag.
+	AlertClaim time.Duration
 }
 
 // SMTP holds the --smtp-* flags.

@@ -22,7 +22,8 @@ func (s *Server) runAlertWorkers(ctx context.Context) {
 	})
 	wg.Go(func() {
 		(&worker.AlertDeliverer{Store: s.store, Holder: "replica-" + store.NewID(), Mailer: mailer,
-			AllowPrivate: s.cfg.AllowPrivateWebhooks, WebhookTLS: s.cfg.WebhookTLS}).Run(ctx)
+			AllowPrivate: s.cfg.AllowPrivateWebhooks, WebhookTLS: s.cfg.WebhookTLS,
+			Claim: s.cfg.AlertClaim}).Run(ctx)
 	})
 	wg.Wait()
 }

@@ -92,6 +92,10 @@ type AlertDeliverer struct {
 	Interval time.Duration
 	// Timeout of one webhook (default WebhookTimeout).
 	Timeout time.Duration
+	// Claim is how long a claimed row stays with this deliverer (default
+	// Timeout plus a minute): a replica that dies holding claims gives
+	// them up to the others when they expire. It must outlive Timeout.
+	Claim time.Duration
 
 	once   sync.Once
 	client *http.Client
@@ -106,6 +110,9 @@ func (d *AlertDeliverer) init() {
 		}
 		if d.Timeout <= 0 {
 			d.Timeout = WebhookTimeout
+		}
+		if d.Claim <= 0 {
+			d.Claim = d.Timeout + time.Minute
 		}
 		if d.Holder == "" {
 			d.Holder = "deliverer-" + store.NewID()
@@ -166,7 +173,7 @@ func (d *AlertDeliverer) DeliverPending(ctx context.Context) error {
 		}
 		// The claim outlives the delivery's timeout, so a delivery in
 		// flight is never taken over by another replica.
-		dl, ok, err := d.Store.ClaimDelivery(ctx, id, d.Holder, now, now.Add(d.Timeout+time.Minute))
+		dl, ok, err := d.Store.ClaimDelivery(ctx, id, d.Holder, now, now.Add(d.Claim))
 		if err != nil || !ok {
 			<-d.slots
 			if err != nil {
