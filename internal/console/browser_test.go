@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -19,6 +21,7 @@ import (
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/sim"
 )
@@ -145,7 +148,7 @@ func acceptConfirms() chromedp.Action[chromedp.Void] {
 
 func TestBrowserJourneys(t *testing.T) {
 	tb := newTab(t)
-	e := apitest.New(t)
+	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 100 * time.Millisecond })
 	ctx := context.Background()
 	boot, err := admin.CreateCredential(ctx, e.Store, "system:bootstrap", e.Org.ID, "bootstrap-admin", store.RoleAdministrator)
 	if err != nil {
@@ -256,12 +259,106 @@ func TestBrowserJourneys(t *testing.T) {
 	tb.do("the run completes", chromedp.WaitVisible(chromedp.CSS(`#run-status[data-status="COMPLETED"]`)))
 	tb.screenshot("run-completed")
 
+	// Vulnerability feeds: upload the fixture feeds; the fleet is matched.
+	tb.visit(e.URL, "/console/feeds", "feeds")
+	var abs []string
+	for _, f := range feedFixtures {
+		p, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		abs = append(abs, p)
+	}
+	tb.do("upload the feeds",
+		chromedp.SetUploadFiles(chromedp.CSS("#ffile"), abs),
+		chromedp.Submit(chromedp.CSS("#ffile")),
+		chromedp.WaitVisible(chromedp.CSS("#import-result")))
+	tb.screenshot("feeds-imported")
+	if kev := tb.text("#result-kev"); kev == "0" {
+		t.Errorf("the upload imported no KEV entry")
+	}
+	waitFor(t, "the fleet matched against the new feeds", func() bool {
+		fv, err1 := e.Store.VulnState(ctx, store.StateFeedVersion)
+		mv, err2 := e.Store.VulnState(ctx, store.StateMatchedVersion)
+		return err1 == nil && err2 == nil && mv >= fv
+	})
+	tb.visit(e.URL, "/console/vulnerabilities?accepted=1", "vulnerabilities")
+
+	// Reports: the catalog, a page of one, and its CSV download.
+	tb.visit(e.URL, "/console/reports", "reports")
+	tb.visit(e.URL, "/console/reports/endpoints?limit=10", "report-endpoints")
+	rows := tb.download("#download-csv")
+	if len(rows) < 2 || rows[0][0] != "Endpoint" || rows[0][1] != "Endpoint ID" || len(rows[1]) != len(rows[0]) || rows[1][0] == "" {
+		t.Errorf("the downloaded CSV has %d rows, starting %q", len(rows), rows[:min(len(rows), 2)])
+	}
+	if len(rows) != 25 {
+		t.Errorf("the endpoints CSV has %d data rows, want 24", len(rows)-1)
+	}
+
+	// An alert rule: created in the console, then listed.
+	tb.visit(e.URL, "/console/alerts", "alerts-empty")
+	tb.do("create an alert rule",
+		chromedp.SendKeys(chromedp.CSS("#aname"), "Critical vulnerabilities"),
+		chromedp.SetValue(chromedp.CSS("#atrigger"), "CRITICAL_VULN"),
+		chromedp.SendKeys(chromedp.CSS("#athreshold"), "9"),
+		chromedp.SendKeys(chromedp.CSS("#aemail"), "secops@example.com"),
+		chromedp.Submit(chromedp.CSS("#aname")),
+		chromedp.WaitVisible(chromedp.CSS("#rule-state")))
+	tb.screenshot("alert-created")
+	tb.do("send a test event", chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS(".flash.ok")))
+	tb.screenshot("alert-tested")
+	tb.visit(e.URL, "/console/alerts", "alerts")
+	if list := tb.text("#alert-rules tbody"); !strings.Contains(list, "Critical vulnerabilities") || !strings.Contains(list, "CRITICAL_VULN") {
+		t.Errorf("the alert rules list does not show the new rule: %q", list)
+	}
+
 	for _, p := range []struct{ path, name string }{{"/console/", "dashboard-after"}, {"/console/runs", "runs"}, {"/console/groups", "groups"},
 		{"/console/automations", "automations"}, {"/console/scripts", "scripts"}, {"/console/enrollment", "enrollment"}, {"/console/audit", "audit"}} {
 		tb.visit(e.URL, p.path, p.name)
 	}
 	ids := fleet.EndpointIDs()
 	tb.visit(e.URL, "/console/endpoints/"+ids[0], "endpoint")
+}
+
+// download clicks a download link, waits for the browser to finish the
+// download and answers the file read as CSV.
+func (tb *tab) download(sel string) [][]string {
+	tb.t.Helper()
+	dir := tb.t.TempDir()
+	dctx, cancel := context.WithTimeout(tb.ctx, 90*time.Second)
+	defer cancel()
+	progress := chromedp.Events(dctx, cdpbrowser.DownloadProgress)
+	tb.do("download "+sel,
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			yes := true
+			_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+				Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &yes})
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(sel)))
+	for ev, err := range progress {
+		if err != nil {
+			tb.t.Fatalf("download %s: %v", sel, err)
+		}
+		switch ev.State {
+		case cdpbrowser.DownloadProgressStateCanceled:
+			tb.t.Fatalf("download %s was cancelled", sel)
+		case cdpbrowser.DownloadProgressStateCompleted:
+			f, err := os.Open(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				tb.t.Fatal(err)
+			}
+			defer f.Close()
+			rows, err := csv.NewReader(f).ReadAll()
+			if err != nil {
+				tb.t.Fatalf("download %s: %v", sel, err)
+			}
+			tb.check("download " + sel)
+			return rows
+		}
+	}
+	tb.t.Fatalf("download %s did not complete", sel)
+	return nil
 }
 
 func waitFor(t *testing.T, what string, ok func() bool) {
