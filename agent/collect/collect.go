@@ -170,8 +170,9 @@ func (c *collector) setDataset(name string, rows []map[string]any) {
 	c.mu.Unlock()
 }
 
-// finish puts the lists in a stable order and replaces nil lists by empty
-// ones, so that the JSON and the hash do not depend on timing.
+// finish puts the lists in a stable order, replaces nil lists by empty
+// ones, so that the JSON and the hash do not depend on timing, and gives
+// every dataset row exactly the keys of the contract (conform).
 func (c *collector) finish() {
 	inv := &c.inv
 	if inv.Disks == nil {
@@ -185,6 +186,13 @@ func (c *collector) finish() {
 	}
 	if inv.System.MACAddresses == nil {
 		inv.System.MACAddresses = []string{}
+	}
+	for name, rows := range inv.Datasets {
+		conformed, extra := conform(name, rows)
+		if len(extra) > 0 {
+			c.log.Debug("dataset keys outside the contract left out", "dataset", name, "keys", extra)
+		}
+		inv.Datasets[name] = conformed
 	}
 	sort.SliceStable(inv.Disks, func(i, j int) bool { return inv.Disks[i].Drive < inv.Disks[j].Drive })
 	sort.SliceStable(inv.Software, func(i, j int) bool {

@@ -5,6 +5,7 @@ package collect
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -72,7 +73,11 @@ func collectPlatform(ctx context.Context, c *collector) {
 			}
 			size, free := st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize)
 			c.inv.Disks = append(c.inv.Disks, agentproto.Disk{Drive: path, SizeGB: ptr(gib(size)), FreeGB: ptr(gib(free))})
-			rows = append(rows, logicalDiskRow(path, dev, fsType, size, free))
+			typ := "Local Disk"
+			if path != "/" && !strings.HasPrefix(dev, "/dev/disk1") && !strings.HasPrefix(dev, "/dev/disk3") {
+				typ = "Removable Disk" // an external or attached volume under /Volumes
+			}
+			rows = append(rows, logicalDiskRow(path, typ, fsType, filepath.Base(path), size, free))
 		}
 		c.setDataset(agentproto.DatasetLogicalDisks, rows)
 		return nil
@@ -83,9 +88,16 @@ func collectPlatform(ctx context.Context, c *collector) {
 			return err
 		}
 		sys.MACAddresses = macAddresses(ads)
+		gateways := map[string]string{}
+		if out, err := run(ctx, commandTimeout, "route", "-n", "get", "default"); err == nil {
+			gw, ifc := parseRouteGet(out)
+			gateways[ifc] = gw
+		}
+		resolv, _ := os.ReadFile("/etc/resolv.conf")
+		dns := strings.Join(parseNameservers(resolv), ",")
 		rows := []map[string]any{}
 		for _, a := range ads {
-			rows = append(rows, adapterRow(a))
+			rows = append(rows, adapterRow(a, "", gateways[a.Name], dns, true, 0))
 		}
 		c.setDataset(agentproto.DatasetNetworkAdapters, rows)
 		return nil
@@ -115,7 +127,10 @@ func collectPlatform(ctx context.Context, c *collector) {
 		users := []map[string]any{}
 		for name, uid := range uids {
 			if uid == 0 || (uid >= 500 && !strings.HasPrefix(name, "_")) {
-				users = append(users, map[string]any{"name": name, "uid": uid})
+				// dscl -list tells no more; a disabled account shows in
+				// AuthenticationAuthority, which is not read here.
+				users = append(users, map[string]any{"name": name, "fullName": nil, "enabled": true, "lastLogonAt": nil,
+					"passwordLastSetAt": nil, "description": nil})
 			}
 		}
 		sort.Slice(users, func(i, j int) bool { return users[i]["name"].(string) < users[j]["name"].(string) })
@@ -123,7 +138,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 		admins := []map[string]any{}
 		if out, err := run(ctx, commandTimeout, "dscl", ".", "-read", "/Groups/admin", "GroupMembership"); err == nil {
 			for _, m := range parseDsclMembers(out) {
-				admins = append(admins, map[string]any{"group": "admin", "name": m, "membership": "member"})
+				admins = append(admins, adminRow(m, "User", "Local"))
 			}
 		}
 		c.setDataset(agentproto.DatasetLocalAdministrators, admins)
@@ -134,11 +149,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 		if err != nil {
 			return err
 		}
-		rows := []map[string]any{}
-		for _, s := range parseWho(out) {
-			rows = append(rows, map[string]any{"user": s.User, "line": s.Line, "from": nullIfEmpty(s.Host), "since": s.Since})
-		}
-		c.setDataset(agentproto.DatasetLoggedOnUsers, rows)
+		c.setDataset(agentproto.DatasetLoggedOnUsers, darwinSessionRows(parseWho(out), time.Now()))
 		return nil
 	})
 	c.do("startup", func() error {
@@ -147,7 +158,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 			ents, _ := os.ReadDir(dir)
 			for _, e := range ents {
 				if strings.HasSuffix(e.Name(), ".plist") {
-					rows = append(rows, map[string]any{"name": strings.TrimSuffix(e.Name(), ".plist"), "type": "launchd", "command": nil, "user": nil, "location": dir})
+					rows = append(rows, startupRow(strings.TrimSuffix(e.Name(), ".plist"), "launchd", dir+"/"+e.Name(), "all users"))
 				}
 			}
 		}
@@ -155,12 +166,12 @@ func collectPlatform(ctx context.Context, c *collector) {
 		return nil
 	})
 	c.setDataset(agentproto.DatasetEnvironmentVariables, environmentRows(os.Environ()))
-	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(sys.TimeZone), time.Now())})
+	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(sys.TimeZone), deref(sys.TimeZone), time.Now())})
 	c.wg.Wait()
 	boot, _ := darwinBoot(ctx)
 	c.setDataset(agentproto.DatasetOSInformation, []map[string]any{{
-		"name": derefAny(sys.OS), "version": derefAny(sys.OSVersion), "build": derefAny(sys.OSBuild), "arch": sys.Arch,
-		"lastBootAt": timeOrNil(boot),
+		"name": deref(sys.OS), "edition": nil, "version": deref(sys.OSVersion), "build": derefAny(sys.OSBuild),
+		"kernel": nil, "architecture": sys.Arch, "installDate": nil, "lastBootAt": timeOrNil(boot), "locale": os.Getenv("LANG"),
 	}})
 }
 
@@ -207,13 +218,6 @@ func darwinTimeZone() string {
 		}
 	}
 	return ""
-}
-
-func timeOrNil(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // cString converts a NUL-terminated C char array.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,9 +18,6 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 )
-
-// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
-const clockTicks = 100
 
 func collectPlatform(ctx context.Context, c *collector) {
 	sys := &c.inv.System
@@ -40,10 +38,11 @@ func collectPlatform(ctx context.Context, c *collector) {
 		sys.Manufacturer = str(readTrim(dmi + "sys_vendor"))
 		sys.Model = str(readTrim(dmi + "product_name"))
 		sys.SerialNumber = str(readTrim(dmi + "product_serial")) // root only: null otherwise
-		c.setDataset(agentproto.DatasetFirmware, []map[string]any{{
-			"biosVendor": nullIfEmpty(readTrim(dmi + "bios_vendor")), "biosVersion": nullIfEmpty(readTrim(dmi + "bios_version")),
-			"biosDate": nullIfEmpty(readTrim(dmi + "bios_date")), "boardVendor": nullIfEmpty(readTrim(dmi + "board_vendor")),
-			"boardName": nullIfEmpty(readTrim(dmi + "board_name")),
+		c.setDataset(agentproto.DatasetFirmware, []map[string]any{firmwareRow(readTrim(dmi+"bios_vendor"), readTrim(dmi+"bios_version"),
+			firmwareDate(readTrim(dmi+"bios_date")), fileExists("/sys/firmware/efi"), linuxSecureBoot())})
+		c.setDataset(datasetMotherboards, []map[string]any{{
+			"manufacturer": readTrim(dmi + "board_vendor"), "product": readTrim(dmi + "board_name"),
+			"serialNumber": nullIfEmpty(readTrim(dmi + "board_serial")), "version": readTrim(dmi + "board_version"),
 		}})
 		return nil
 	})
@@ -57,6 +56,8 @@ func collectPlatform(ctx context.Context, c *collector) {
 		if ci.Cores > 0 {
 			sys.Cores = ptr(ci.Cores)
 		}
+		maxKHz, _ := strconv.Atoi(readTrim("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"))
+		c.setDataset(datasetProcessors, processorRows(b, maxKHz/1000, runtime.GOARCH))
 		return nil
 	})
 	c.do("memory", func() error {
@@ -74,6 +75,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 		if err != nil {
 			return err
 		}
+		labels := deviceLabels()
 		rows := []map[string]any{}
 		for _, m := range parseMounts(b) {
 			var st syscall.Statfs_t
@@ -84,7 +86,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 			size := st.Blocks * uint64(st.Bsize)
 			free := st.Bavail * uint64(st.Bsize)
 			c.inv.Disks = append(c.inv.Disks, agentproto.Disk{Drive: m.Path, SizeGB: ptr(gib(size)), FreeGB: ptr(gib(free))})
-			rows = append(rows, logicalDiskRow(m.Path, m.Device, m.FSType, size, free))
+			rows = append(rows, logicalDiskRow(m.Path, linuxDriveType(m.Device), m.FSType, labels[m.Device], size, free))
 		}
 		c.setDataset(agentproto.DatasetLogicalDisks, rows)
 		return nil
@@ -95,16 +97,18 @@ func collectPlatform(ctx context.Context, c *collector) {
 			return err
 		}
 		sys.MACAddresses = macAddresses(ads)
+		routes, _ := os.ReadFile("/proc/net/route")
+		gateways := defaultGateways(routes)
+		resolv, _ := os.ReadFile("/etc/resolv.conf")
+		dns := strings.Join(parseNameservers(resolv), ",")
 		rows := []map[string]any{}
 		for _, a := range ads {
-			row := adapterRow(a)
-			if st := readTrim("/sys/class/net/" + a.Name + "/operstate"); st != "" {
-				row["state"] = st
+			sp, _ := strconv.Atoi(readTrim("/sys/class/net/" + a.Name + "/speed"))
+			desc := ""
+			if drv, err := os.Readlink("/sys/class/net/" + a.Name + "/device/driver"); err == nil {
+				desc = filepath.Base(drv)
 			}
-			if sp, err := strconv.Atoi(readTrim("/sys/class/net/" + a.Name + "/speed")); err == nil && sp > 0 {
-				row["speedMbps"] = sp
-			}
-			rows = append(rows, row)
+			rows = append(rows, adapterRow(a, desc, gateways[a.Name], dns, linuxDHCP(a.Name), sp))
 		}
 		c.setDataset(agentproto.DatasetNetworkAdapters, rows)
 		return nil
@@ -126,13 +130,19 @@ func collectPlatform(ctx context.Context, c *collector) {
 			return err
 		}
 		fileStates := parseUnitFiles(files)
-		c.setDataset(agentproto.DatasetStartupItems, append(enabledUnitRows(fileStates), cronRebootRows()...))
+		c.setDataset(agentproto.DatasetStartupItems, append(enabledUnitRows(fileStates, unitFileInfo), cronRebootRows()...))
+		account := func(unit string) string {
+			if _, _, user := unitFileInfo(unit); user != "" {
+				return user
+			}
+			return "root"
+		}
 		units, err := run(ctx, commandTimeout, "systemctl", "list-units", "--type=service", "--all", "--no-legend", "--plain", "--no-pager")
 		if err != nil {
-			c.setDataset(agentproto.DatasetServices, serviceRows(nil, fileStates, false))
+			c.setDataset(agentproto.DatasetServices, serviceRows(nil, fileStates, false, account))
 			return fmt.Errorf("services listed without their state: %w", err)
 		}
-		c.setDataset(agentproto.DatasetServices, serviceRows(parseSystemctlUnits(units), fileStates, true))
+		c.setDataset(agentproto.DatasetServices, serviceRows(parseSystemctlUnits(units), fileStates, true, account))
 		return nil
 	})
 	c.do("processes", func() error {
@@ -154,11 +164,12 @@ func collectPlatform(ctx context.Context, c *collector) {
 		}
 		shadow, _ := os.ReadFile("/etc/shadow") // root only
 		users, groups := parsePasswd(pw), parseGroup(gr)
-		c.setDataset(agentproto.DatasetLocalUsers, localUserRows(users, parseShadowLocked(shadow)))
+		c.setDataset(agentproto.DatasetLocalUsers, localUserRows(users, parseShadow(shadow), lastLogons(ctx)))
 		grows := []map[string]any{}
 		for _, g := range groups {
-			grows = append(grows, map[string]any{"name": g.Name, "gid": g.GID, "members": strings.Join(g.Members, ",")})
+			grows = append(grows, map[string]any{"name": g.Name, "description": nil, "members": strings.Join(g.Members, ",")})
 		}
+		c.setDataset(datasetProfiles, profileRows(users))
 		c.setDataset(agentproto.DatasetLocalGroups, grows)
 		c.setDataset(agentproto.DatasetLocalAdministrators, localAdministratorRows(users, groups))
 		return nil
@@ -168,21 +179,22 @@ func collectPlatform(ctx context.Context, c *collector) {
 		if err != nil {
 			return err
 		}
-		rows := []map[string]any{}
-		for _, s := range parseWho(out) {
-			rows = append(rows, map[string]any{"user": s.User, "line": s.Line, "from": nullIfEmpty(s.Host), "since": s.Since})
-		}
-		c.setDataset(agentproto.DatasetLoggedOnUsers, rows)
+		c.setDataset(agentproto.DatasetLoggedOnUsers, sessionRows(parseWho(out), time.Local))
 		return nil
 	})
 	c.setDataset(agentproto.DatasetEnvironmentVariables, environmentRows(os.Environ()))
-	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(sys.TimeZone), time.Now())})
+	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(sys.TimeZone), deref(sys.TimeZone), time.Now())})
 	boot, _ := linuxBoot()
+	name := rel["PRETTY_NAME"]
+	if name == "" {
+		name = osName(rel)
+	}
 	c.setDataset(agentproto.DatasetOSInformation, []map[string]any{{
-		"name": nullIfEmpty(osName(rel)), "prettyName": nullIfEmpty(rel["PRETTY_NAME"]), "id": nullIfEmpty(distro),
-		"version": nullIfEmpty(rel["VERSION_ID"]), "codename": nullIfEmpty(rel["VERSION_CODENAME"]),
-		"kernel": nullIfEmpty(deref(sys.OSBuild)), "arch": sys.Arch, "lastBootAt": timeOrNil(boot),
+		"name": name, "edition": nil, "version": rel["VERSION_ID"], "build": nil,
+		"kernel": nullIfEmpty(deref(sys.OSBuild)), "architecture": sys.Arch,
+		"installDate": nullIfEmpty(linuxInstallDate()), "lastBootAt": timeOrNil(boot), "locale": linuxLocale(),
 	}})
+	collectLinuxHardware(ctx, c)
 }
 
 func platformFacts(ctx context.Context, c *collector) Facts {
@@ -220,13 +232,6 @@ func linuxBoot() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return parseBtime(b)
-}
-
-func timeOrNil(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // linuxPendingReboot: Debian and Ubuntu flag /var/run/reboot-required;
@@ -385,6 +390,7 @@ func linuxProcesses() ([]map[string]any, error) {
 			names[u.UID] = u.Name
 		}
 	}
+	uptime := parseUptime([]byte(readTrim("/proc/uptime")))
 	rows := []map[string]any{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -402,17 +408,12 @@ func linuxProcesses() ([]map[string]any, error) {
 		}
 		status, _ := os.ReadFile(dir + "/status")
 		uid, rss := parseProcStatus(status)
-		user := any(nil)
-		if n, ok := names[uid]; ok {
-			user = n
-		} else if uid >= 0 {
+		user := names[uid]
+		if user == "" && uid >= 0 {
 			user = strconv.Itoa(uid)
 		}
-		rows = append(rows, map[string]any{
-			"pid": pid, "name": st.Name, "user": user,
-			"memoryMB":   round1(float64(rss) / (1 << 20)),
-			"cpuSeconds": round1(float64(st.UTime+st.STime) / clockTicks),
-		})
+		exe, _ := os.Readlink(dir + "/exe") // other users' processes: root only
+		rows = append(rows, processRow(st.Name, pid, user, float64(rss)/(1<<20), cpuPercent(st, uptime), exe))
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["pid"].(int) < rows[j]["pid"].(int) })
 	return rows, nil
@@ -422,12 +423,12 @@ func linuxProcesses() ([]map[string]any, error) {
 func cronRebootRows() []map[string]any {
 	rows := []map[string]any{}
 	if b, err := os.ReadFile("/etc/crontab"); err == nil {
-		rows = append(rows, parseCronReboot(b, true, "")...)
+		rows = append(rows, parseCronReboot(b, true, "", "/etc/crontab")...)
 	}
 	if files, err := filepath.Glob("/etc/cron.d/*"); err == nil {
 		for _, f := range files {
 			if b, err := os.ReadFile(f); err == nil {
-				rows = append(rows, parseCronReboot(b, true, "")...)
+				rows = append(rows, parseCronReboot(b, true, "", f)...)
 			}
 		}
 	}
@@ -438,7 +439,7 @@ func cronRebootRows() []map[string]any {
 				continue
 			}
 			if b, err := os.ReadFile(f); err == nil {
-				rows = append(rows, parseCronReboot(b, false, filepath.Base(f))...)
+				rows = append(rows, parseCronReboot(b, false, filepath.Base(f), f)...)
 			}
 		}
 	}

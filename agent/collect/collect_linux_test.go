@@ -67,6 +67,21 @@ func TestLinuxInventoryOfThisMachine(t *testing.T) {
 			t.Errorf("dataset %s is empty", name)
 		}
 	}
+	for _, name := range []string{datasetProcessors, datasetMotherboards, datasetNetworkConnections, datasetDiskPartitions, datasetDiskVolumes,
+		datasetDiskEncryption, datasetSharedFolders, datasetProfiles, agentproto.DatasetFirmware, agentproto.DatasetTimeZone} {
+		if _, ok := inv.Datasets[name]; !ok {
+			t.Errorf("dataset %s not sent", name)
+		}
+	}
+	for name, rows := range inv.Datasets {
+		for _, r := range rows {
+			assertKeys(t, name, r)
+		}
+		t.Logf("%-22s %4d rows", name, len(rows))
+	}
+	if rows := inv.Datasets[agentproto.DatasetProcesses]; len(rows) > 0 {
+		t.Logf("process %v", rows[0])
+	}
 	for _, row := range inv.Datasets[agentproto.DatasetEnvironmentVariables] {
 		if secretName.MatchString(row["name"].(string)) {
 			t.Errorf("environment variable %s leaked", row["name"])

@@ -59,7 +59,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 	c.setDataset(agentproto.DatasetEnvironmentVariables, environmentRows(os.Environ()))
 	c.wg.Wait()
 	c.inv.Updates = append(osUpdates, appUpdates...)
-	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(c.inv.System.TimeZone), time.Now())})
+	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(c.inv.System.TimeZone), windowsIANA[deref(c.inv.System.TimeZone)], time.Now())})
 }
 
 func platformFacts(ctx context.Context, c *collector) Facts {

@@ -45,8 +45,12 @@ type adapter struct {
 	MAC  string
 	IPv4 []string
 	IPv6 []string
+	Mask string // dotted mask of the first IPv4 address
 	MTU  int
 	Up   bool
+	// Running: the link is up (a cable, an association), not only the
+	// interface.
+	Running bool
 }
 
 // adapters lists the non-loopback interfaces.
@@ -60,7 +64,7 @@ func adapters() ([]adapter, error) {
 		if ifc.Flags&net.FlagLoopback != 0 {
 			continue
 		}
-		a := adapter{Name: ifc.Name, MAC: strings.ToUpper(ifc.HardwareAddr.String()), MTU: ifc.MTU, Up: ifc.Flags&net.FlagUp != 0}
+		a := adapter{Name: ifc.Name, MAC: strings.ToUpper(ifc.HardwareAddr.String()), MTU: ifc.MTU, Up: ifc.Flags&net.FlagUp != 0, Running: ifc.Flags&net.FlagRunning != 0}
 		addrs, _ := ifc.Addrs()
 		for _, ad := range addrs {
 			ipn, ok := ad.(*net.IPNet)
@@ -68,6 +72,10 @@ func adapters() ([]adapter, error) {
 				continue
 			}
 			if ipn.IP.To4() != nil {
+				if len(a.IPv4) == 0 && len(ipn.Mask) >= 4 {
+					m := ipn.Mask[len(ipn.Mask)-4:]
+					a.Mask = net.IPv4(m[0], m[1], m[2], m[3]).String()
+				}
 				a.IPv4 = append(a.IPv4, ipn.IP.String())
 			} else {
 				a.IPv6 = append(a.IPv6, ipn.IP.String())
@@ -97,8 +105,8 @@ func macAddresses(ads []adapter) []string {
 // leave the computer.
 var secretName = regexp.MustCompile(`(?i)(secret|token|passw|pwd|key|credential|auth|cookie|session|private|cert|signature)`)
 
-// environmentRows lists the agent's own environment, without variables
-// whose names look like they hold secrets.
+// environmentRows lists the agent's own environment (a service's: scope
+// system), without variables whose names look like they hold secrets.
 func environmentRows(environ []string) []map[string]any {
 	rows := []map[string]any{}
 	for _, kv := range environ {
@@ -106,20 +114,27 @@ func environmentRows(environ []string) []map[string]any {
 		if !ok || name == "" || secretName.MatchString(name) {
 			continue
 		}
-		rows = append(rows, map[string]any{"name": name, "value": value})
+		rows = append(rows, map[string]any{"name": name, "value": value, "scope": "system"})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["name"].(string) < rows[j]["name"].(string) })
 	return rows
 }
 
-// timeZoneRow describes the local time zone, named zone (IANA or Windows)
-// first.
-func timeZoneRow(zone string, now time.Time) map[string]any {
-	abbr, offset := now.Zone()
+// timeZoneRow describes the local time zone: zone is the platform's name
+// (IANA, or the Windows name), iana the IANA name.
+func timeZoneRow(zone, iana string, now time.Time) map[string]any {
+	_, offset := now.Zone()
+	if iana == "" {
+		iana = zone
+	}
+	if zone == "" {
+		zone = iana
+	}
 	return map[string]any{
-		"timeZone":     nullIfEmpty(zone),
-		"abbreviation": abbr,
-		"utcOffset":    utcOffset(offset),
+		"timeZone":       zone,
+		"ianaName":       iana,
+		"utcOffset":      utcOffset(offset),
+		"daylightSaving": now.IsDST(),
 	}
 }
 
@@ -157,28 +172,104 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// logicalDiskRow is one row of the logical-disks dataset.
-func logicalDiskRow(drive, device, fsType string, size, free uint64) map[string]any {
-	used := 0.0
-	if size > 0 {
-		used = round1(100 * float64(size-free) / float64(size))
-	}
+// logicalDiskRow is one row of the logical-disks dataset; driveType is
+// "Local Disk", "Removable Disk" or "Network Connection".
+func logicalDiskRow(drive, driveType, fsType, label string, size, free uint64) map[string]any {
 	return map[string]any{
-		"drive": drive, "device": nullIfEmpty(device), "fileSystem": nullIfEmpty(fsType),
-		"sizeGB": gib(size), "freeGB": gib(free), "usedPercent": used,
+		"drive": drive, "driveType": driveType, "fileSystem": fsType, "volumeName": label,
+		"sizeGB": gib(size), "freeGB": gib(free),
 	}
 }
 
-// adapterRow is one row of the network-adapters dataset.
-func adapterRow(a adapter) map[string]any {
-	state := "down"
-	if a.Up {
-		state = "up"
+// adapterRow is one row of the network-adapters dataset. gateway and dns
+// may be empty (null in the row).
+func adapterRow(a adapter, description, gateway, dns string, dhcp bool, speedMbps int) map[string]any {
+	status := "Disconnected"
+	if a.Up && a.Running {
+		status = "Up"
+	}
+	if description == "" {
+		description = a.Name
+	}
+	var ip, mask any
+	if len(a.IPv4) > 0 {
+		ip, mask = a.IPv4[0], nullIfEmpty(a.Mask)
+	}
+	var speed any
+	if speedMbps > 0 {
+		speed = speedMbps
 	}
 	return map[string]any{
-		"name": a.Name, "mac": nullIfEmpty(a.MAC), "ipv4": strings.Join(a.IPv4, ","), "ipv6": strings.Join(a.IPv6, ","),
-		"mtu": a.MTU, "state": state, "speedMbps": nil,
+		"name": a.Name, "description": description, "macAddress": nullIfEmpty(a.MAC), "ipAddress": ip,
+		"subnetMask": mask, "gateway": nullIfEmpty(gateway), "dnsServers": nullIfEmpty(dns),
+		"dhcpEnabled": dhcp, "speedMbps": speed, "status": status,
 	}
+}
+
+// processRow is one row of the processes dataset; path may be empty.
+func processRow(name string, pid int, user string, memoryMB, cpuPercent float64, path string) map[string]any {
+	return map[string]any{
+		"name": name, "pid": pid, "user": user, "memoryMB": round1(memoryMB),
+		"cpuPercent": round1(cpuPercent), "path": nullIfEmpty(path),
+	}
+}
+
+// serviceRow is one row of the services dataset.
+func serviceRow(name, displayName, state, startMode, account string) map[string]any {
+	if displayName == "" {
+		displayName = name
+	}
+	return map[string]any{"name": name, "displayName": displayName, "state": state, "startMode": startMode, "account": account}
+}
+
+// adminRow is one row of the local-administrators dataset: typ is "User"
+// or "Group", source "Local" or "Domain".
+func adminRow(account, typ, source string) map[string]any {
+	return map[string]any{"account": account, "type": typ, "source": source}
+}
+
+// sessionRow is one row of logged-on-users: sessionType is console, rdp or
+// ssh; logonAt may be zero (null).
+func sessionRow(user, sessionType string, logonAt time.Time, client string) map[string]any {
+	return map[string]any{"user": user, "sessionType": sessionType, "logonAt": timeOrNil(logonAt), "clientAddress": nullIfEmpty(client)}
+}
+
+// startupRow is one row of startup-items.
+func startupRow(name, command, location, user string) map[string]any {
+	return map[string]any{"name": name, "command": command, "location": location, "user": user}
+}
+
+// firmwareRow is the one row of the firmware dataset; releaseDate is
+// YYYY-MM-DD or empty.
+func firmwareRow(vendor, version, releaseDate string, uefi, secureBoot bool) map[string]any {
+	mode := "Legacy"
+	if uefi {
+		mode = "UEFI"
+	}
+	return map[string]any{"vendor": vendor, "version": version, "releaseDate": nullIfEmpty(releaseDate), "mode": mode, "secureBoot": secureBoot}
+}
+
+// timeOrNil is t as an RFC 3339 UTC string, or null when zero.
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// firmwareDate turns the MM/DD/YYYY of SMBIOS into YYYY-MM-DD; a date
+// already in that form passes, anything else gives "".
+func firmwareDate(s string) string {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse("01/02/2006", s); err == nil {
+		return t.Format(time.DateOnly)
+	}
+	if len(s) >= 10 {
+		if t, err := time.Parse(time.DateOnly, s[:10]); err == nil {
+			return t.Format(time.DateOnly)
+		}
+	}
+	return ""
 }
 
 // antivirusProducts maps package names to the antivirus product they install.

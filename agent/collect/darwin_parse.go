@@ -72,9 +72,12 @@ func parseSystemProfiler(b []byte, inv *agentproto.Inventory) error {
 		if gb, ok := macMemoryGB(h.PhysicalMemory); ok {
 			sys.RAMGB = ptr(gb)
 		}
-		inv.Datasets[agentproto.DatasetFirmware] = []map[string]any{{
-			"biosVendor": "Apple Inc.", "biosVersion": nullIfEmpty(h.BootROMVersion), "biosDate": nil,
-			"boardVendor": "Apple Inc.", "boardName": nullIfEmpty(h.MachineModel),
+		// Macs boot through UEFI (Intel) or iBoot (Apple silicon), both
+		// with their own secure boot; only Intel Macs report it as UEFI.
+		inv.Datasets[agentproto.DatasetFirmware] = []map[string]any{firmwareRow("Apple Inc.", h.BootROMVersion, "",
+			!strings.HasPrefix(h.ChipType, "Apple"), strings.HasPrefix(h.ChipType, "Apple"))}
+		inv.Datasets[datasetMotherboards] = []map[string]any{{
+			"manufacturer": "Apple Inc.", "product": h.MachineModel, "serialNumber": nullIfEmpty(h.SerialNumber), "version": h.BootROMVersion,
 		}}
 	}
 	if len(sp.Software) > 0 {
@@ -292,10 +295,10 @@ func parseKernBoottime(b []byte) (time.Time, bool) {
 }
 
 // psFormat is the `ps -axo` format parsePS reads.
-var psArgs = []string{"-axo", "pid=,user=,rss=,time=,comm="}
+var psArgs = []string{"-axo", "pid=,user=,rss=,%cpu=,comm="}
 
-// parsePS reads `ps -axo pid=,user=,rss=,time=,comm=`; rss is in KiB and
-// time is [dd-]hh:mm:ss.cc or mm:ss.cc.
+// parsePS reads `ps -axo pid=,user=,rss=,%cpu=,comm=`: rss is in KiB,
+// %cpu the CPU use over the process's life, comm the executable's path.
 func parsePS(b []byte) []map[string]any {
 	rows := []map[string]any{}
 	for _, l := range lines(b) {
@@ -308,31 +311,15 @@ func parsePS(b []byte) []map[string]any {
 			continue
 		}
 		rss, _ := strconv.ParseFloat(f[2], 64)
+		cpu, _ := strconv.ParseFloat(f[3], 64)
 		comm := strings.Join(f[4:], " ")
-		name := comm
+		name, path := comm, ""
 		if i := strings.LastIndexByte(comm, '/'); i >= 0 && i < len(comm)-1 {
-			name = comm[i+1:]
+			name, path = comm[i+1:], comm
 		}
-		rows = append(rows, map[string]any{
-			"pid": pid, "name": name, "user": f[1], "memoryMB": round1(rss / 1024), "cpuSeconds": round1(psTime(f[3])),
-		})
+		rows = append(rows, processRow(name, pid, f[1], rss/1024, cpu, path))
 	}
 	return rows
-}
-
-func psTime(s string) float64 {
-	days := 0.0
-	if d, rest, ok := strings.Cut(s, "-"); ok {
-		days, _ = strconv.ParseFloat(d, 64)
-		s = rest
-	}
-	parts := strings.Split(s, ":")
-	total := 0.0
-	for _, p := range parts {
-		v, _ := strconv.ParseFloat(p, 64)
-		total = total*60 + v
-	}
-	return days*86400 + total
 }
 
 // parseDsclUIDs reads `dscl . -list /Users UniqueID` into name → uid.
@@ -372,7 +359,47 @@ func parseLaunchctlList(b []byte) []map[string]any {
 		if f[0] != "-" {
 			state = "running"
 		}
-		rows = append(rows, map[string]any{"name": f[2], "displayName": nil, "state": state, "lastExitStatus": f[1], "startMode": nil})
+		// Jobs listed are loaded (launchd starts them on demand or at
+		// load); the agent runs as root, so these are system-domain jobs.
+		rows = append(rows, serviceRow(f[2], f[2], state, "loaded", "root"))
+	}
+	return rows
+}
+
+// parseRouteGet reads the gateway and interface of `route -n get default`.
+func parseRouteGet(b []byte) (gateway, iface string) {
+	for _, l := range lines(b) {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "gateway":
+			gateway = strings.TrimSpace(v)
+		case "interface":
+			iface = strings.TrimSpace(v)
+		}
+	}
+	return gateway, iface
+}
+
+// darwinSessionRows: who on macOS prints "Nov 20 08:12" (no year; parseWho
+// keeps the day); a session from a remote host is ssh, the others console.
+func darwinSessionRows(sessions []whoEntry, now time.Time) []map[string]any {
+	rows := []map[string]any{}
+	for _, s := range sessions {
+		typ, client := "console", ""
+		if s.Host != "" && !strings.HasPrefix(s.Host, ":") {
+			typ, client = "ssh", s.Host
+		}
+		var at time.Time
+		if t, err := time.ParseInLocation("Jan 2", s.Since, time.Local); err == nil {
+			at = t.AddDate(now.Year(), 0, 0)
+			if at.After(now) {
+				at = at.AddDate(-1, 0, 0) // a session opened last December
+			}
+		}
+		rows = append(rows, sessionRow(s.User, typ, at, client))
 	}
 	return rows
 }

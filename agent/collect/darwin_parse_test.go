@@ -3,6 +3,7 @@ package collect
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/agentproto"
 )
@@ -77,11 +78,12 @@ func TestMacSmallParsers(t *testing.T) {
 		t.Errorf("boottime %v", bt)
 	}
 	ps := parsePS(readTestdata(t, "ps-macos.txt"))
-	if len(ps) != 3 || ps[0]["cpuSeconds"] != 151.5 || ps[1]["cpuSeconds"] != 93784.5 || ps[2]["name"] != "Google Chrome" || ps[2]["memoryMB"] != 500.0 {
+	if len(ps) != 3 || ps[0]["cpuPercent"] != 0.0 || ps[1]["cpuPercent"] != 12.5 || ps[2]["name"] != "Google Chrome" || ps[2]["memoryMB"] != 500.0 ||
+		ps[2]["path"] != "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome" {
 		t.Errorf("ps %v", ps)
 	}
 	lc := parseLaunchctlList(readTestdata(t, "launchctl-list.txt"))
-	if len(lc) != 4 || lc[1]["state"] != "running" || lc[2]["lastExitStatus"] != "78" {
+	if len(lc) != 4 || lc[1]["state"] != "running" || lc[2]["state"] != "stopped" || lc[2]["account"] != "root" {
 		t.Errorf("launchctl %v", lc)
 	}
 	if m := parseDsclMembers(readTestdata(t, "dscl-admin.txt")); !reflect.DeepEqual(m, []string{"root", "alice"}) {
@@ -89,5 +91,24 @@ func TestMacSmallParsers(t *testing.T) {
 	}
 	if u := parseDsclUIDs(readTestdata(t, "dscl-users.txt")); u["alice"] != 501 || u["nobody"] != -2 || len(u) != 6 {
 		t.Errorf("uids %v", u)
+	}
+}
+
+func TestDarwinNetworkAndSessions(t *testing.T) {
+	if psArgs[1] != "pid=,user=,rss=,%cpu=,comm=" {
+		t.Errorf("parsePS reads another ps format than %q", psArgs[1])
+	}
+	gw, ifc := parseRouteGet([]byte("   route to: default\ndestination: default\n       mask: default\n    gateway: 192.168.1.1\n  interface: en0\n      flags: <UP,GATEWAY,DONE,STATIC,PRCLONING>\n"))
+	if gw != "192.168.1.1" || ifc != "en0" {
+		t.Errorf("route get: %q %q", gw, ifc)
+	}
+	now := time.Date(2026, 1, 5, 12, 0, 0, 0, time.Local)
+	rows := darwinSessionRows([]whoEntry{{User: "alice", Line: "console", Since: "Dec 30"}, {User: "bob", Line: "ttys001", Since: "Jan 5", Host: "10.0.0.9"}}, now)
+	if rows[0]["sessionType"] != "console" || rows[0]["logonAt"] != time.Date(2025, 12, 30, 0, 0, 0, 0, time.Local).UTC().Format(time.RFC3339) ||
+		rows[1]["sessionType"] != "ssh" || rows[1]["clientAddress"] != "10.0.0.9" {
+		t.Errorf("%v", rows)
+	}
+	for _, r := range rows {
+		assertKeys(t, "logged-on-users", r)
 	}
 }

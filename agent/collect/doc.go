@@ -1,23 +1,34 @@
 package collect
 
-// Datasets and their columns (Linux; Windows and macOS fill the same names
-// with the columns their sources have, listed in windows_parse.go and
-// darwin_parse.go):
+// Datasets: every dataset uses the names and row keys of sim/DATASETS.md,
+// the contract the report catalog reads (schema.go holds the table, a test
+// holds it to that page, and finish() gives every row exactly those keys,
+// null where a collector could not fill one). Where the values come from:
 //
-//	services               name, displayName, state, active, startMode (auto|manual|disabled|unknown)
-//	processes              pid, name, user, memoryMB, cpuSeconds
-//	network-adapters       name, mac, ipv4, ipv6 (comma-separated), mtu, state, speedMbps
-//	routing-tables         interface, destination (CIDR), gateway, netmask, metric, up, family
-//	local-users            name, uid, gid, fullName, home, shell, disabled, passwordLocked
-//	local-groups           name, gid, members (comma-separated)
-//	local-administrators   group, name, membership (uid 0 | member | primary group)
-//	time-zone              timeZone, abbreviation, utcOffset (+hh:mm)
-//	environment-variables  name, value (names that look like secrets are left out)
-//	startup-items          name, type (systemd | cron @reboot | launchd), command, user
-//	logical-disks          drive, device, fileSystem, sizeGB, freeGB, usedPercent
-//	logged-on-users        user, line, from, since
-//	os-information         name, prettyName, id, version, codename, kernel, arch, lastBootAt
-//	firmware               biosVendor, biosVersion, biosDate, boardVendor, boardName
+//	services               Linux: systemctl list-units + list-unit-files (startMode is the unit file state,
+//	                       account the unit's User=, root without one); Windows: Win32_Service; macOS: launchctl list
+//	processes              Linux: /proc/<pid> (cpuPercent = CPU time over the process's life, like ps %cpu;
+//	                       path = /proc/<pid>/exe, other users' only as root); Windows: Get-Process; macOS: ps
+//	network-adapters       net.Interfaces + /sys/class/net (speed, driver), default routes, resolv.conf, DHCP leases
+//	routing-tables         /proc/net/route (routes that are up); Windows: Get-NetRoute (IPv4)
+//	network-connections    Linux: /proc/net/tcp{,6} (ESTABLISHED, LISTEN), process from /proc/*/fd socket inodes
+//	local-users            /etc/passwd (root, uid ≥ 1000), /etc/shadow (locked, last change), lastlog when installed
+//	local-administrators   uid 0, sudo/wheel/admin groups (the group itself as type Group) — all source Local
+//	logged-on-users        who (ssh when the session has a remote host); Windows: explorer.exe owners
+//	profiles               Linux: existing home directories (size: a walk bounded to 100,000 files)
+//	disk-partitions        Linux: /proc/partitions, /sys/class/block, the udev database (GPT type)
+//	disk-volumes           Linux: partitions and device-mapper volumes holding a filesystem, with their mounts
+//	disk-encryption        Linux: mounted volumes; LUKS when /sys/block/*/dm/uuid starts with CRYPT-LUKS
+//	boot-configuration     Linux: top-level menuentry lines of grub.cfg, GRUB_DEFAULT
+//	shared-folders         Linux: /etc/exports (NFS) and /etc/samba/smb.conf shares
+//	printers               Linux: lpstat -v / -d when CUPS is installed (else empty, logged)
+//	physical-memory        Linux: dmidecode -t 17 as root only; otherwise the dataset is not sent (logged)
+//	firmware, motherboards /sys/class/dmi/id, /sys/firmware/efi (mode, SecureBoot variable)
+//	processors             /proc/cpuinfo per socket, cpufreq max clock; Windows: Win32_Processor
+//	os-information         os-release PRETTY_NAME, kernel, install date (installer log or lost+found), locale
+//
+// A collector whose tool or file is missing sends an empty dataset (or, for
+// physical-memory, none) and logs why.
 //
 // Missing updates:
 //

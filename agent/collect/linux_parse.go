@@ -586,39 +586,50 @@ func parseGroup(b []byte) []groupEntry {
 	return out
 }
 
-// parseShadowLocked returns the users whose password field in /etc/shadow
-// is locked (starts with ! or *).
-func parseShadowLocked(b []byte) map[string]bool {
-	out := map[string]bool{}
+// shadowEntry is what the agent reads of one /etc/shadow line.
+type shadowEntry struct {
+	Locked bool
+	// Changed is the day of the last password change (zero if unknown).
+	Changed time.Time
+}
+
+// parseShadow reads /etc/shadow: a password field starting with ! or * is
+// locked; the third field counts days since 1970-01-01.
+func parseShadow(b []byte) map[string]shadowEntry {
+	out := map[string]shadowEntry{}
 	for _, l := range lines(b) {
 		f := strings.Split(l, ":")
 		if len(f) < 2 {
 			continue
 		}
-		out[f[0]] = strings.HasPrefix(f[1], "!") || strings.HasPrefix(f[1], "*")
+		e := shadowEntry{Locked: strings.HasPrefix(f[1], "!") || strings.HasPrefix(f[1], "*")}
+		if len(f) > 2 {
+			if days, err := strconv.Atoi(f[2]); err == nil && days > 0 {
+				e.Changed = time.Unix(int64(days)*86400, 0).UTC()
+			}
+		}
+		out[f[0]] = e
 	}
 	return out
 }
 
 // localUserRows lists root and the regular users (uid ≥ 1000, not nobody).
-func localUserRows(users []passwdEntry, locked map[string]bool) []map[string]any {
+// A user is enabled unless its shell refuses logins or its password is
+// locked; lastLogonAt comes from lastLogon (name → time), when known.
+func localUserRows(users []passwdEntry, shadow map[string]shadowEntry, lastLogon map[string]time.Time) []map[string]any {
 	rows := []map[string]any{}
 	for _, u := range users {
 		if u.UID != 0 && (u.UID < 1000 || u.UID == 65534) {
 			continue
 		}
-		full, _, _ := strings.Cut(u.Gecos, ",")
+		full, rest, _ := strings.Cut(u.Gecos, ",")
 		nologin := strings.HasSuffix(u.Shell, "/nologin") || strings.HasSuffix(u.Shell, "/false")
-		row := map[string]any{
-			"name": u.Name, "uid": u.UID, "gid": u.GID, "fullName": nullIfEmpty(full),
-			"home": u.Home, "shell": u.Shell, "disabled": nologin,
-		}
-		if l, ok := locked[u.Name]; ok {
-			row["passwordLocked"] = l
-		} else {
-			row["passwordLocked"] = nil
-		}
-		rows = append(rows, row)
+		sh := shadow[u.Name]
+		rows = append(rows, map[string]any{
+			"name": u.Name, "fullName": nullIfEmpty(full), "enabled": !nologin && !sh.Locked,
+			"lastLogonAt": timeOrNil(lastLogon[u.Name]), "passwordLastSetAt": timeOrNil(sh.Changed),
+			"description": nullIfEmpty(strings.Trim(rest, ",")),
+		})
 	}
 	return rows
 }
@@ -626,21 +637,23 @@ func localUserRows(users []passwdEntry, locked map[string]bool) []map[string]any
 // adminGroups are the groups whose members may become root with sudo.
 var adminGroups = []string{"sudo", "wheel", "admin"}
 
-// localAdministratorRows lists root and the members (explicit or by
-// primary group) of the administrator groups.
+// localAdministratorRows lists the accounts that may act as root: uid 0,
+// the members (explicit or by primary group) of the administrator groups,
+// and those groups themselves (type Group). Every one is Local: a domain
+// account given sudo through sssd shows as a member name like any other.
 func localAdministratorRows(users []passwdEntry, groups []groupEntry) []map[string]any {
 	rows := []map[string]any{}
 	seen := map[string]bool{}
-	add := func(group, name, how string) {
-		if seen[group+"\x00"+name] {
+	add := func(account, typ string) {
+		if seen[typ+"\x00"+account] {
 			return
 		}
-		seen[group+"\x00"+name] = true
-		rows = append(rows, map[string]any{"group": group, "name": name, "membership": how})
+		seen[typ+"\x00"+account] = true
+		rows = append(rows, adminRow(account, typ, "Local"))
 	}
 	for _, u := range users {
 		if u.UID == 0 {
-			add("root", u.Name, "uid 0")
+			add(u.Name, "User")
 		}
 	}
 	for _, g := range groups {
@@ -651,12 +664,13 @@ func localAdministratorRows(users []passwdEntry, groups []groupEntry) []map[stri
 		if !admin {
 			continue
 		}
+		add(g.Name, "Group")
 		for _, m := range g.Members {
-			add(g.Name, m, "member")
+			add(m, "User")
 		}
 		for _, u := range users {
 			if u.GID == g.GID {
-				add(g.Name, u.Name, "primary group")
+				add(u.Name, "User")
 			}
 		}
 	}
@@ -701,24 +715,32 @@ func parseUnitFiles(b []byte) map[string]string {
 	return out
 }
 
-// startMode maps a unit file state to the start modes of Windows services.
+// startMode is the unit file state (enabled, static, disabled…), as
+// DATASETS.md asks for systemd; "unknown" without a unit file.
 func startMode(state string) string {
-	switch state {
-	case "enabled", "enabled-runtime", "alias":
-		return "auto"
-	case "disabled", "masked", "masked-runtime":
-		return "disabled"
-	case "":
+	if state == "" {
 		return "unknown"
-	default: // static, indirect, generated, transient
-		return "manual"
 	}
+	return state
+}
+
+// serviceState maps the sub-state of a service unit to running, stopped
+// or waiting (a unit started by a timer or a socket that is not active).
+func serviceState(active, sub string) string {
+	switch {
+	case sub == "running" || active == "active" || active == "reloading":
+		return "running"
+	case sub == "waiting" || sub == "listening":
+		return "waiting"
+	}
+	return "stopped"
 }
 
 // serviceRows joins units and unit files. Unit files with no loaded unit
 // are listed as stopped, or as unknown when the units could not be listed
-// (stateKnown false); templates (name@.service) are left out.
-func serviceRows(units []systemdUnit, files map[string]string, stateKnown bool) []map[string]any {
+// (stateKnown false); templates (name@.service) are left out. account
+// tells the account a unit runs as ("root" when its file sets none).
+func serviceRows(units []systemdUnit, files map[string]string, stateKnown bool, account func(unit string) string) []map[string]any {
 	rows := []map[string]any{}
 	seen := map[string]bool{}
 	for _, u := range units {
@@ -726,24 +748,18 @@ func serviceRows(units []systemdUnit, files map[string]string, stateKnown bool) 
 			continue
 		}
 		seen[u.Name] = true
-		state := u.Sub
-		rows = append(rows, map[string]any{
-			"name": strings.TrimSuffix(u.Name, ".service"), "displayName": nullIfEmpty(u.Description),
-			"state": state, "active": u.Active, "startMode": startMode(files[u.Name]),
-		})
+		rows = append(rows, serviceRow(strings.TrimSuffix(u.Name, ".service"), u.Description,
+			serviceState(u.Active, u.Sub), startMode(files[u.Name]), account(u.Name)))
 	}
 	for name, st := range files {
 		if seen[name] || !strings.HasSuffix(name, ".service") || strings.Contains(name, "@.") {
 			continue
 		}
-		state, active := "dead", "inactive"
+		state := "stopped"
 		if !stateKnown {
-			state, active = "unknown", "unknown"
+			state = "unknown"
 		}
-		rows = append(rows, map[string]any{
-			"name": strings.TrimSuffix(name, ".service"), "displayName": nil,
-			"state": state, "active": active, "startMode": startMode(st),
-		})
+		rows = append(rows, serviceRow(strings.TrimSuffix(name, ".service"), "", state, startMode(st), account(name)))
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["name"].(string) < rows[j]["name"].(string) })
 	return rows
@@ -772,6 +788,21 @@ func parseWho(b []byte) []whoEntry {
 	return out
 }
 
+// sessionRows turns who entries into logged-on-users rows: a session
+// from a remote host is ssh, any other console. who prints local times.
+func sessionRows(sessions []whoEntry, loc *time.Location) []map[string]any {
+	rows := []map[string]any{}
+	for _, s := range sessions {
+		typ, client := "console", ""
+		if s.Host != "" && !strings.HasPrefix(s.Host, ":") {
+			typ, client = "ssh", s.Host
+		}
+		at, _ := time.ParseInLocation("2006-01-02 15:04", s.Since, loc)
+		rows = append(rows, sessionRow(s.User, typ, at, client))
+	}
+	return rows
+}
+
 // consoleUser picks the user of a graphical or console session first,
 // else the first session's user.
 func consoleUser(sessions []whoEntry) string {
@@ -786,7 +817,8 @@ func consoleUser(sessions []whoEntry) string {
 	return ""
 }
 
-// parseRoutes reads /proc/net/route (IPv4, addresses in little-endian hex).
+// parseRoutes reads the routes that are up of /proc/net/route (IPv4,
+// addresses in little-endian hex).
 func parseRoutes(b []byte) []map[string]any {
 	rows := []map[string]any{}
 	for i, l := range lines(b) {
@@ -799,11 +831,12 @@ func parseRoutes(b []byte) []map[string]any {
 			continue
 		}
 		flags, _ := strconv.ParseUint(f[3], 16, 32)
+		if flags&1 == 0 { // RTF_UP
+			continue
+		}
 		metric, _ := strconv.Atoi(f[6])
-		ones, _ := net.IPMask(net.ParseIP(mask).To4()).Size()
 		rows = append(rows, map[string]any{
-			"interface": f[0], "destination": dst + "/" + strconv.Itoa(ones), "gateway": gw,
-			"netmask": mask, "metric": metric, "up": flags&1 != 0, "family": "ipv4",
+			"destination": dst, "netmask": mask, "gateway": gw, "interface": f[0], "metric": metric,
 		})
 	}
 	return rows
@@ -821,7 +854,8 @@ func hexIPv4(h string) string {
 
 // parseCronReboot finds @reboot entries of a crontab. System crontabs
 // (/etc/crontab, /etc/cron.d) carry a user column; user crontabs do not.
-func parseCronReboot(b []byte, systemTab bool, owner string) []map[string]any {
+// location is the crontab's path.
+func parseCronReboot(b []byte, systemTab bool, owner, location string) []map[string]any {
 	rows := []map[string]any{}
 	for _, l := range lines(b) {
 		l = strings.TrimSpace(l)
@@ -835,7 +869,10 @@ func parseCronReboot(b []byte, systemTab bool, owner string) []map[string]any {
 			u, cmd, _ := strings.Cut(rest, " ")
 			user, rest = u, strings.TrimSpace(cmd)
 		}
-		rows = append(rows, map[string]any{"name": rest, "type": "cron @reboot", "command": rest, "user": nullIfEmpty(user)})
+		if user == "" {
+			user = "root"
+		}
+		rows = append(rows, startupRow(rest, rest, location, user))
 	}
 	return rows
 }
@@ -914,14 +951,40 @@ func parseProcStatus(b []byte) (uid int, rss uint64) {
 }
 
 // enabledUnitRows lists the services and timers that start at boot.
-func enabledUnitRows(files map[string]string) []map[string]any {
+// unitInfo finds a unit's file, command and account ("" when unknown).
+func enabledUnitRows(files map[string]string, unitInfo func(unit string) (path, command, user string)) []map[string]any {
 	rows := []map[string]any{}
 	for name, st := range files {
 		if st != "enabled" || strings.Contains(name, "@.") || !(strings.HasSuffix(name, ".service") || strings.HasSuffix(name, ".timer")) {
 			continue
 		}
-		rows = append(rows, map[string]any{"name": name, "type": "systemd", "command": nil, "user": nil})
+		path, command, user := unitInfo(name)
+		if path == "" {
+			path = "systemd"
+		}
+		if command == "" {
+			command = "systemctl start " + name
+		}
+		if user == "" {
+			user = "root"
+		}
+		rows = append(rows, startupRow(name, command, path, user))
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["name"].(string) < rows[j]["name"].(string) })
 	return rows
+}
+
+// parseUnitFile reads the command (the first ExecStart, without its
+// prefixes) and the account (User=) of a systemd unit file.
+func parseUnitFile(b []byte) (command, user string) {
+	for _, l := range lines(b) {
+		l = strings.TrimSpace(l)
+		if v, ok := strings.CutPrefix(l, "ExecStart="); ok && command == "" {
+			command = strings.TrimLeft(strings.TrimSpace(v), "-@:+!")
+		}
+		if v, ok := strings.CutPrefix(l, "User="); ok {
+			user = strings.TrimSpace(v)
+		}
+	}
+	return command, user
 }

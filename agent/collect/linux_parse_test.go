@@ -213,8 +213,8 @@ func TestDnfUpdates(t *testing.T) {
 func TestAccounts(t *testing.T) {
 	users := parsePasswd(readTestdata(t, "passwd.txt"))
 	groups := parseGroup(readTestdata(t, "group.txt"))
-	locked := parseShadowLocked(readTestdata(t, "shadow.txt"))
-	rows := localUserRows(users, locked)
+	shadow := parseShadow(readTestdata(t, "shadow.txt"))
+	rows := localUserRows(users, shadow, map[string]time.Time{"alice": time.Date(2026, 11, 20, 7, 58, 0, 0, time.UTC)})
 	var names []string
 	for _, r := range rows {
 		names = append(names, r["name"].(string))
@@ -222,14 +222,19 @@ func TestAccounts(t *testing.T) {
 	if !reflect.DeepEqual(names, []string{"root", "alice", "bob", "svc-backup"}) {
 		t.Errorf("users %v", names)
 	}
-	if rows[1]["fullName"] != "Alice Example" || rows[3]["disabled"] != true || rows[3]["passwordLocked"] != true || rows[2]["passwordLocked"] != nil {
+	if rows[1]["fullName"] != "Alice Example" || rows[1]["enabled"] != true || rows[1]["lastLogonAt"] != "2026-11-20T07:58:00Z" ||
+		rows[3]["enabled"] != false || rows[2]["lastLogonAt"] != nil {
 		t.Errorf("rows %v", rows)
+	}
+	for _, r := range rows {
+		assertKeys(t, "local-users", r)
 	}
 	admins := localAdministratorRows(users, groups)
 	want := []map[string]any{
-		{"group": "root", "name": "root", "membership": "uid 0"},
-		{"group": "sudo", "name": "alice", "membership": "member"},
-		{"group": "sudo", "name": "bob", "membership": "primary group"},
+		{"account": "root", "type": "User", "source": "Local"},
+		{"account": "sudo", "type": "Group", "source": "Local"},
+		{"account": "alice", "type": "User", "source": "Local"},
+		{"account": "bob", "type": "User", "source": "Local"},
 	}
 	if !reflect.DeepEqual(admins, want) {
 		t.Errorf("admins %v", admins)
@@ -238,7 +243,13 @@ func TestAccounts(t *testing.T) {
 
 func TestServices(t *testing.T) {
 	files := parseUnitFiles(readTestdata(t, "systemctl-list-unit-files-host.txt"))
-	rows := serviceRows(parseSystemctlUnits(readTestdata(t, "systemctl-list-units.txt")), files, true)
+	account := func(unit string) string {
+		if unit == "nginx.service" {
+			return "www-data"
+		}
+		return "root"
+	}
+	rows := serviceRows(parseSystemctlUnits(readTestdata(t, "systemctl-list-units.txt")), files, true, account)
 	by := map[string]map[string]any{}
 	for _, r := range rows {
 		by[r["name"].(string)] = r
@@ -249,19 +260,22 @@ func TestServices(t *testing.T) {
 	if _, ok := by["getty@"]; ok {
 		t.Error("template listed")
 	}
-	if r := by["ssh"]; r["state"] != "running" || r["startMode"] != "auto" || r["displayName"] != "OpenBSD Secure Shell server" {
+	if r := by["ssh"]; r["state"] != "running" || r["startMode"] != "enabled" || r["displayName"] != "OpenBSD Secure Shell server" || r["account"] != "root" {
 		t.Errorf("ssh %v", r)
 	}
-	if r := by["nginx"]; r["state"] != "failed" {
+	if r := by["nginx"]; r["state"] != "stopped" || r["account"] != "www-data" {
 		t.Errorf("nginx %v", r)
 	}
-	if r := by["rsync"]; r["state"] != "dead" || r["startMode"] != "disabled" {
+	if r := by["rsync"]; r["state"] != "stopped" || r["startMode"] != "disabled" {
 		t.Errorf("rsync %v", r)
 	}
-	if r := by["systemd-fsckd"]; r["startMode"] != "manual" {
+	if r := by["systemd-fsckd"]; r["startMode"] != "static" {
 		t.Errorf("fsckd %v", r)
 	}
-	unknown := serviceRows(nil, parseUnitFiles(readTestdata(t, "systemctl-list-unit-files.txt")), false)
+	for _, r := range rows {
+		assertKeys(t, "services", r)
+	}
+	unknown := serviceRows(nil, parseUnitFiles(readTestdata(t, "systemctl-list-unit-files.txt")), false, account)
 	if len(unknown) == 0 || unknown[0]["state"] != "unknown" {
 		t.Errorf("without units: %v", unknown)
 	}
@@ -285,6 +299,13 @@ func TestWho(t *testing.T) {
 	if u := consoleUser(nil); u != "" {
 		t.Errorf("nobody: %q", u)
 	}
+	rows := sessionRows(s, time.UTC)
+	if rows[0]["logonAt"] != "2026-11-20T07:58:00Z" || rows[0]["sessionType"] != "console" || rows[2]["sessionType"] != "ssh" || rows[2]["clientAddress"] != "10.1.2.3" {
+		t.Errorf("sessions %v", rows)
+	}
+	for _, r := range rows {
+		assertKeys(t, "logged-on-users", r)
+	}
 }
 
 func TestParseRoutes(t *testing.T) {
@@ -292,20 +313,23 @@ func TestParseRoutes(t *testing.T) {
 	if len(rows) != 2 {
 		t.Fatalf("%v", rows)
 	}
-	if rows[0]["destination"] != "0.0.0.0/0" || rows[0]["gateway"] != "192.0.2.1" || rows[0]["interface"] != "eth0" {
+	if rows[0]["destination"] != "0.0.0.0" || rows[0]["gateway"] != "192.0.2.1" || rows[0]["interface"] != "eth0" {
 		t.Errorf("default route %v", rows[0])
 	}
-	if rows[1]["destination"] != "192.0.2.0/24" || rows[1]["netmask"] != "255.255.255.0" {
+	if rows[1]["destination"] != "192.0.2.0" || rows[1]["netmask"] != "255.255.255.0" {
 		t.Errorf("link route %v", rows[1])
+	}
+	for _, r := range rows {
+		assertKeys(t, "routing-tables", r)
 	}
 }
 
 func TestCronAndResolv(t *testing.T) {
-	rows := parseCronReboot(readTestdata(t, "crontab.txt"), true, "")
-	if len(rows) != 1 || rows[0]["user"] != "root" || rows[0]["command"] != "/usr/local/bin/restore-firewall --quiet" {
+	rows := parseCronReboot(readTestdata(t, "crontab.txt"), true, "", "/etc/crontab")
+	if len(rows) != 1 || rows[0]["user"] != "root" || rows[0]["command"] != "/usr/local/bin/restore-firewall --quiet" || rows[0]["location"] != "/etc/crontab" {
 		t.Errorf("%v", rows)
 	}
-	user := parseCronReboot([]byte("@reboot /home/alice/bin/start.sh\n"), false, "alice")
+	user := parseCronReboot([]byte("@reboot /home/alice/bin/start.sh\n"), false, "alice", "/var/spool/cron/crontabs/alice")
 	if len(user) != 1 || user[0]["user"] != "alice" {
 		t.Errorf("%v", user)
 	}
@@ -334,7 +358,7 @@ func TestEnvironmentRowsHideSecrets(t *testing.T) {
 
 func enabledUnitRowsForTest(files map[string]string) []string {
 	var names []string
-	for _, r := range enabledUnitRows(files) {
+	for _, r := range enabledUnitRows(files, func(string) (string, string, string) { return "", "", "" }) {
 		names = append(names, r["name"].(string))
 	}
 	return names

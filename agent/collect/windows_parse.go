@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,11 +107,16 @@ type windowsInventory struct {
 		Version      string  `json:"version"`
 		SerialNumber string  `json:"serialNumber"`
 		ReleaseDate  *string `json:"releaseDate"`
+		UEFI         bool    `json:"uefi"`
+		SecureBoot   bool    `json:"secureBoot"`
 	} `json:"bios"`
 	Processors many[struct {
 		Name              string `json:"name"`
+		Manufacturer      string `json:"manufacturer"`
 		Cores             int    `json:"cores"`
 		LogicalProcessors int    `json:"logicalProcessors"`
+		MaxClockMHz       *int   `json:"maxClockMHz"`
+		Socket            string `json:"socket"`
 	}] `json:"processors"`
 	LogicalDisks many[struct {
 		DeviceID   string `json:"deviceId"`
@@ -123,10 +129,16 @@ type windowsInventory struct {
 		Description    string       `json:"description"`
 		MACAddress     string       `json:"macAddress"`
 		IPAddress      many[string] `json:"ipAddress"`
+		IPSubnet       many[string] `json:"ipSubnet"`
 		DefaultGateway many[string] `json:"defaultGateway"`
+		DNSServers     many[string] `json:"dnsServers"`
 		DHCPEnabled    bool         `json:"dhcpEnabled"`
 		DNSDomain      string       `json:"dnsDomain"`
 		MTU            *int         `json:"mtu"`
+		ConnectionID   string       `json:"connectionId"`
+		Speed          *float64     `json:"speed"` // bits per second
+		// NetConnectionStatus 2 is connected; nil when not read.
+		NetConnectionStatus *int `json:"netConnectionStatus"`
 	}] `json:"networkAdapters"`
 	Software  many[WindowsSoftware] `json:"software"`
 	Antivirus many[struct {
@@ -146,7 +158,25 @@ type windowsInventory struct {
 	LocalAdministrators many[map[string]any] `json:"localAdministrators"`
 	StartupItems        many[map[string]any] `json:"startupItems"`
 	Routes              many[map[string]any] `json:"routes"`
-	LoggedOnUsers       many[string]         `json:"loggedOnUsers"`
+	LoggedOnUsers       many[windowsSession] `json:"loggedOnUsers"`
+}
+
+// windowsSession is one logged-on user of the inventory script: a plain
+// DOMAIN\user string (older scripts) or an object with the logon time.
+type windowsSession struct {
+	User    string  `json:"user"`
+	LogonAt *string `json:"logonAt"`
+	// SessionID 0 is services; the console is 1 and RDP sessions come
+	// after it, so only the name of the session type is a guess.
+	SessionID *int `json:"sessionId"`
+}
+
+func (s *windowsSession) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &s.User)
+	}
+	type plain windowsSession
+	return json.Unmarshal(b, (*plain)(s))
 }
 
 // windowsFacts are the parts of the Windows inventory a check-in needs.
@@ -214,36 +244,46 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 	diskRows := []map[string]any{}
 	for _, d := range w.LogicalDisks {
 		inv.Disks = append(inv.Disks, agentproto.Disk{Drive: d.DeviceID, SizeGB: ptr(gib(d.Size)), FreeGB: ptr(gib(d.FreeSpace))})
-		row := logicalDiskRow(d.DeviceID, "", d.FileSystem, d.Size, d.FreeSpace)
-		row["volumeName"] = nullIfEmpty(d.VolumeName)
-		diskRows = append(diskRows, row)
+		diskRows = append(diskRows, logicalDiskRow(d.DeviceID, "Local Disk", d.FileSystem, d.VolumeName, d.Size, d.FreeSpace))
 	}
 	inv.Datasets[agentproto.DatasetLogicalDisks] = diskRows
 
 	macs := map[string]bool{}
 	nics := []map[string]any{}
 	for _, n := range w.NetworkAdapters {
-		var v4, v6 []string
-		for _, ip := range n.IPAddress {
-			if strings.Contains(ip, ":") {
-				v6 = append(v6, ip)
-			} else {
-				v4 = append(v4, ip)
+		var v4, mask string
+		for k, ip := range n.IPAddress {
+			if !strings.Contains(ip, ":") && v4 == "" {
+				v4 = ip
+				if k < len(n.IPSubnet) {
+					mask = n.IPSubnet[k]
+				}
 			}
 		}
 		mac := strings.ToUpper(strings.ReplaceAll(n.MACAddress, "-", ":"))
 		if mac != "" {
 			macs[mac] = true
 		}
-		var mtu any
-		if n.MTU != nil {
-			mtu = *n.MTU
+		gateway := ""
+		for _, g := range n.DefaultGateway {
+			if !strings.Contains(g, ":") {
+				gateway = g
+				break
+			}
 		}
-		nics = append(nics, map[string]any{
-			"name": n.Description, "mac": nullIfEmpty(mac), "ipv4": strings.Join(v4, ","), "ipv6": strings.Join(v6, ","),
-			"gateway": strings.Join(n.DefaultGateway, ","), "dhcp": n.DHCPEnabled, "dnsDomain": nullIfEmpty(n.DNSDomain),
-			"mtu": mtu, "state": "up", "speedMbps": nil,
-		})
+		name := n.ConnectionID
+		if name == "" {
+			name = n.Description
+		}
+		speed := 0
+		if n.Speed != nil {
+			speed = int(*n.Speed / 1e6)
+		}
+		a := adapter{Name: name, MAC: mac, Mask: mask, Up: true, Running: n.NetConnectionStatus == nil || *n.NetConnectionStatus == 2}
+		if v4 != "" {
+			a.IPv4 = []string{v4}
+		}
+		nics = append(nics, adapterRow(a, n.Description, gateway, strings.Join(n.DNSServers, ","), n.DHCPEnabled, speed))
 	}
 	sys.MACAddresses = []string{}
 	for m := range macs {
@@ -255,25 +295,48 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 	inv.Software = windowsSoftwareRows(w.Software)
 
 	inv.Datasets[agentproto.DatasetServices] = windowsServiceRows(w.Services)
-	inv.Datasets[agentproto.DatasetProcesses] = windowsProcessRows(w.Processes)
-	inv.Datasets[agentproto.DatasetLocalUsers] = nonNil(w.LocalUsers)
-	inv.Datasets[agentproto.DatasetLocalGroups] = nonNil(w.LocalGroups)
-	inv.Datasets[agentproto.DatasetLocalAdministrators] = nonNil(w.LocalAdministrators)
+	inv.Datasets[agentproto.DatasetProcesses] = windowsProcessRows(w.Processes, collectedAtOr(inv.CollectedAt, time.Now()))
+	inv.Datasets[agentproto.DatasetLocalUsers] = windowsRows(w.LocalUsers, map[string]string{"lastLogon": "lastLogonAt", "passwordLastSet": "passwordLastSetAt"})
+	inv.Datasets[agentproto.DatasetLocalGroups] = windowsGroupRows(w.LocalGroups)
+	inv.Datasets[agentproto.DatasetLocalAdministrators] = windowsAdminRows(w.LocalAdministrators)
 	inv.Datasets[agentproto.DatasetStartupItems] = nonNil(w.StartupItems)
-	inv.Datasets[agentproto.DatasetRoutingTables] = nonNil(w.Routes)
+	inv.Datasets[agentproto.DatasetRoutingTables] = windowsRouteRows(w.Routes)
 	users := []map[string]any{}
 	for _, u := range w.LoggedOnUsers {
-		users = append(users, map[string]any{"user": u, "line": "console", "from": nil, "since": nil})
+		at, _ := time.Parse(time.RFC3339, deref(u.LogonAt))
+		typ := "console"
+		if u.SessionID != nil && *u.SessionID > 1 {
+			typ = "rdp"
+		}
+		users = append(users, sessionRow(u.User, typ, at, ""))
 	}
 	inv.Datasets[agentproto.DatasetLoggedOnUsers] = users
-	inv.Datasets[agentproto.DatasetFirmware] = []map[string]any{{
-		"biosVendor": nullIfEmpty(w.BIOS.Manufacturer), "biosVersion": nullIfEmpty(w.BIOS.Version),
-		"biosDate": derefAny(w.BIOS.ReleaseDate), "boardVendor": nil, "boardName": nil,
-	}}
+	inv.Datasets[agentproto.DatasetFirmware] = []map[string]any{firmwareRow(w.BIOS.Manufacturer, w.BIOS.Version,
+		firmwareDate(deref(w.BIOS.ReleaseDate)), w.BIOS.UEFI, w.BIOS.SecureBoot)}
+	procs := []map[string]any{}
+	for i, p := range w.Processors {
+		var clock any
+		if p.MaxClockMHz != nil {
+			clock = *p.MaxClockMHz
+		}
+		socket := p.Socket
+		if socket == "" {
+			socket = "CPU " + strconv.Itoa(i)
+		}
+		procs = append(procs, map[string]any{
+			"name": strings.Join(strings.Fields(p.Name), " "), "manufacturer": p.Manufacturer, "cores": p.Cores,
+			"logicalProcessors": p.LogicalProcessors, "maxClockMHz": clock, "socket": socket, "architecture": windowsArch(w.OS.OSArchitecture),
+		})
+	}
+	inv.Datasets[datasetProcessors] = procs
+	var installDate any
+	if t, err := time.Parse(time.RFC3339, deref(w.OS.InstallDate)); err == nil {
+		installDate = t.Format(time.DateOnly)
+	}
 	inv.Datasets[agentproto.DatasetOSInformation] = []map[string]any{{
-		"name": nullIfEmpty(w.OS.Caption), "version": nullIfEmpty(w.OS.Version), "displayVersion": nullIfEmpty(w.OS.DisplayVersion),
-		"build": nullIfEmpty(build), "arch": nullIfEmpty(w.OS.OSArchitecture), "installDate": derefAny(w.OS.InstallDate),
-		"lastBootAt": derefAny(w.OS.LastBootUpTime), "productType": w.OS.ProductType,
+		"name": w.OS.Caption, "edition": nullIfEmpty(windowsEdition(w.OS.Caption)), "version": firstNonEmpty(w.OS.DisplayVersion, w.OS.Version),
+		"build": nullIfEmpty(strings.TrimPrefix(build, "10.0.")), "kernel": nullIfEmpty(w.OS.Version), "architecture": windowsArch(w.OS.OSArchitecture),
+		"installDate": installDate, "lastBootAt": derefAny(w.OS.LastBootUpTime), "locale": nil,
 	}}
 
 	f := windowsFacts{
@@ -373,26 +436,141 @@ func windowsServiceRows(in []map[string]any) []map[string]any {
 			mode = "auto"
 		}
 		state, _ := s["state"].(string)
-		rows = append(rows, map[string]any{
-			"name": s["name"], "displayName": s["displayName"], "state": strings.ToLower(state),
-			"startMode": mode, "account": s["account"],
-		})
+		name, _ := s["name"].(string)
+		display, _ := s["displayName"].(string)
+		account, _ := s["account"].(string)
+		rows = append(rows, serviceRow(name, display, strings.ToLower(state), mode, account))
 	}
 	return rows
 }
 
-func windowsProcessRows(in []map[string]any) []map[string]any {
+// windowsProcessRows: cpuPercent is the CPU time over the process's life
+// (the time since its start up to now), like ps %cpu.
+func windowsProcessRows(in []map[string]any, now time.Time) []map[string]any {
 	rows := []map[string]any{}
 	for _, p := range in {
 		ws, _ := p["workingSet"].(float64)
 		cpu, _ := p["cpuSeconds"].(float64)
 		pid, _ := p["pid"].(float64)
+		name, _ := p["name"].(string)
+		user, _ := p["user"].(string)
+		path, _ := p["path"].(string)
+		pct := 0.0
+		if s, ok := p["startTime"].(string); ok {
+			if t, err := time.Parse(time.RFC3339, s); err == nil && now.Sub(t) > 0 {
+				pct = 100 * cpu / now.Sub(t).Seconds()
+			}
+		}
+		rows = append(rows, processRow(name, int(pid), user, ws/(1<<20), pct, path))
+	}
+	return rows
+}
+
+// collectedAtOr is t, or def when t is zero.
+func collectedAtOr(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
+}
+
+// windowsRows renames keys of script rows (old name → contract name).
+func windowsRows(in []map[string]any, rename map[string]string) []map[string]any {
+	rows := []map[string]any{}
+	for _, r := range in {
+		out := make(map[string]any, len(r))
+		for k, v := range r {
+			if n, ok := rename[k]; ok {
+				k = n
+			}
+			out[k] = v
+		}
+		rows = append(rows, out)
+	}
+	return rows
+}
+
+// windowsGroupRows: the script does not list members (Get-LocalGroupMember
+// is slow on domain-joined computers); members stays an empty string.
+func windowsGroupRows(in []map[string]any) []map[string]any {
+	rows := []map[string]any{}
+	for _, g := range in {
+		members, _ := g["members"].(string)
+		rows = append(rows, map[string]any{"name": g["name"], "description": g["description"], "members": members})
+	}
+	return rows
+}
+
+// windowsAdminRows maps Get-LocalGroupMember (objectClass User or Group,
+// PrincipalSource Local, ActiveDirectory, AzureAD, MicrosoftAccount).
+func windowsAdminRows(in []map[string]any) []map[string]any {
+	rows := []map[string]any{}
+	for _, m := range in {
+		name, _ := m["name"].(string)
+		class, _ := m["objectClass"].(string)
+		src, _ := m["source"].(string)
+		typ := "User"
+		if strings.EqualFold(class, "Group") {
+			typ = "Group"
+		}
+		source := "Local"
+		if src != "" && !strings.EqualFold(src, "Local") {
+			source = "Domain"
+		}
+		rows = append(rows, adminRow(name, typ, source))
+	}
+	return rows
+}
+
+// windowsRouteRows keeps IPv4 routes and splits DestinationPrefix into
+// destination and netmask.
+func windowsRouteRows(in []map[string]any) []map[string]any {
+	rows := []map[string]any{}
+	for _, r := range in {
+		prefix, _ := r["destination"].(string)
+		_, ipn, err := net.ParseCIDR(prefix)
+		if err != nil || ipn.IP.To4() == nil {
+			continue
+		}
+		metric, _ := r["metric"].(float64)
 		rows = append(rows, map[string]any{
-			"pid": int(pid), "name": p["name"], "user": p["user"],
-			"memoryMB": round1(ws / (1 << 20)), "cpuSeconds": round1(cpu),
+			"destination": ipn.IP.String(), "netmask": net.IP(ipn.Mask).String(), "gateway": r["gateway"],
+			"interface": r["interface"], "metric": int(metric),
 		})
 	}
 	return rows
+}
+
+// windowsArch maps "64-bit" and "ARM 64-bit Processor" to amd64 and arm64.
+func windowsArch(s string) string {
+	switch l := strings.ToLower(s); {
+	case strings.Contains(l, "arm"):
+		return "arm64"
+	case strings.Contains(l, "64"):
+		return "amd64"
+	case l == "":
+		return ""
+	}
+	return "386"
+}
+
+// windowsEdition is the last word of the caption (Enterprise, Pro,
+// Standard, Datacenter…).
+func windowsEdition(caption string) string {
+	f := strings.Fields(caption)
+	if len(f) < 3 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // windowsUpdate is one update of WindowsUpdateSearchScript's output.
@@ -622,4 +800,18 @@ func wingetUpdates(rows []wingetRow) []agentproto.Update {
 		})
 	}
 	return out
+}
+
+// windowsIANA maps the commonest Windows time zone names to IANA (the CLDR
+// mapping, territory 001); another name leaves ianaName as the Windows one.
+var windowsIANA = map[string]string{
+	"UTC": "Etc/UTC", "GMT Standard Time": "Europe/London", "W. Europe Standard Time": "Europe/Berlin",
+	"Romance Standard Time": "Europe/Paris", "Central Europe Standard Time": "Europe/Budapest",
+	"Central European Standard Time": "Europe/Warsaw", "E. Europe Standard Time": "Europe/Chisinau",
+	"FLE Standard Time": "Europe/Kiev", "Russian Standard Time": "Europe/Moscow",
+	"Eastern Standard Time": "America/New_York", "Central Standard Time": "America/Chicago",
+	"Mountain Standard Time": "America/Denver", "Pacific Standard Time": "America/Los_Angeles",
+	"India Standard Time": "Asia/Calcutta", "China Standard Time": "Asia/Shanghai",
+	"Tokyo Standard Time": "Asia/Tokyo", "AUS Eastern Standard Time": "Australia/Sydney",
+	"Singapore Standard Time": "Asia/Singapore", "E. South America Standard Time": "America/Sao_Paulo",
 }

@@ -3,12 +3,13 @@ package collect
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/agentproto"
 )
 
 func TestParseWindowsInventory(t *testing.T) {
-	inv := &agentproto.Inventory{Datasets: map[string][]map[string]any{}}
+	inv := &agentproto.Inventory{Datasets: map[string][]map[string]any{}, CollectedAt: time.Date(2026, 11, 20, 7, 25, 36, 0, time.UTC)}
 	f, err := parseWindowsInventory(readTestdata(t, "windows-inventory.json"), inv)
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +73,35 @@ func TestParseWindowsInventory(t *testing.T) {
 	if r := inv.Datasets[agentproto.DatasetServices][0]; r["state"] != "running" || r["startMode"] != "manual" {
 		t.Errorf("service %v", r)
 	}
-	if r := inv.Datasets[agentproto.DatasetProcesses][1]; r["memoryMB"] != 274.0 || r["cpuSeconds"] != 123.6 || r["pid"] != 7312 {
+	// 123.6 s of CPU over the 1,236 s since chrome started.
+	if r := inv.Datasets[agentproto.DatasetProcesses][1]; r["memoryMB"] != 274.0 || r["cpuPercent"] != 10.0 || r["pid"] != 7312 ||
+		r["path"] != `C:\Program Files\Google\Chrome\Application\chrome.exe` {
 		t.Errorf("process %v", r)
+	}
+	if r := inv.Datasets[agentproto.DatasetNetworkAdapters][0]; r["name"] != "Wi-Fi" || r["macAddress"] != "A4:C3:F0:12:34:56" || r["ipAddress"] != "10.20.30.41" ||
+		r["subnetMask"] != "255.255.255.0" || r["gateway"] != "10.20.30.1" || r["dnsServers"] != "10.20.0.10,10.20.0.11" || r["speedMbps"] != 866 || r["status"] != "Up" {
+		t.Errorf("adapter %v", r)
+	}
+	admins := inv.Datasets[agentproto.DatasetLocalAdministrators]
+	if !reflect.DeepEqual(admins, []map[string]any{adminRow(`WS-ALICE-01\Administrator`, "User", "Local"), adminRow(`CORP\Domain Admins`, "Group", "Domain")}) {
+		t.Errorf("admins %v", admins)
+	}
+	if r := inv.Datasets[agentproto.DatasetLoggedOnUsers][0]; r["user"] != `CORP\alice` || r["sessionType"] != "console" {
+		t.Errorf("session %v", r)
+	}
+	if r := inv.Datasets[agentproto.DatasetFirmware][0]; r["vendor"] != "LENOVO" || r["releaseDate"] != "2024-05-07" || r["mode"] != "UEFI" || r["secureBoot"] != true {
+		t.Errorf("firmware %v", r)
+	}
+	if r := inv.Datasets[agentproto.DatasetRoutingTables][0]; r["destination"] != "0.0.0.0" || r["netmask"] != "0.0.0.0" {
+		t.Errorf("route %v", r)
+	}
+	if r := inv.Datasets[agentproto.DatasetOSInformation][0]; r["edition"] != "Pro" || r["version"] != "23H2" || r["build"] != "22631.4460" || r["architecture"] != "amd64" || r["installDate"] != "2024-02-12" {
+		t.Errorf("os %v", r)
+	}
+	for name, rows := range inv.Datasets {
+		for _, r := range rows {
+			assertKeys(t, name, r)
+		}
 	}
 }
 
@@ -153,5 +181,17 @@ func TestWindowsDate(t *testing.T) {
 		if got := windowsDate(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestWindowsTimeZones(t *testing.T) {
+	for win, iana := range windowsIANA {
+		if _, err := time.LoadLocation(iana); err != nil {
+			t.Errorf("%s: %s is not an IANA zone: %v", win, iana, err)
+		}
+	}
+	row := timeZoneRow("W. Europe Standard Time", windowsIANA["W. Europe Standard Time"], time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC))
+	if row["ianaName"] != "Europe/Berlin" || row["timeZone"] != "W. Europe Standard Time" {
+		t.Errorf("%v", row)
 	}
 }

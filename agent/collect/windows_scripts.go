@@ -42,10 +42,11 @@ $out = [ordered]@{
     installDate = (Iso $os.InstallDate); lastBootUpTime = (Iso $os.LastBootUpTime); totalVisibleMemoryKB = $os.TotalVisibleMemorySize }
   computerSystem = [ordered]@{ name = $cs.DNSHostName; domain = $cs.Domain; partOfDomain = $cs.PartOfDomain
     manufacturer = $cs.Manufacturer; model = $cs.Model; totalPhysicalMemory = $cs.TotalPhysicalMemory; userName = $cs.UserName }
-  bios = [ordered]@{ manufacturer = $bios.Manufacturer; version = $bios.SMBIOSBIOSVersion; serialNumber = $bios.SerialNumber; releaseDate = (Iso $bios.ReleaseDate) }
-  processors = @(Get-CimInstance Win32_Processor | ForEach-Object { [ordered]@{ name = $_.Name; cores = $_.NumberOfCores; logicalProcessors = $_.NumberOfLogicalProcessors } })
+  bios = [ordered]@{ manufacturer = $bios.Manufacturer; version = $bios.SMBIOSBIOSVersion; serialNumber = $bios.SerialNumber; releaseDate = (Iso $bios.ReleaseDate)
+    uefi = ($env:firmware_type -eq 'UEFI'); secureBoot = [bool](Confirm-SecureBootUEFI) }
+  processors = @(Get-CimInstance Win32_Processor | ForEach-Object { [ordered]@{ name = $_.Name; manufacturer = $_.Manufacturer; cores = $_.NumberOfCores; logicalProcessors = $_.NumberOfLogicalProcessors; maxClockMHz = $_.MaxClockSpeed; socket = $_.SocketDesignation } })
   logicalDisks = @(Get-CimInstance Win32_LogicalDisk -Filter 'DriveType=3' | ForEach-Object { [ordered]@{ deviceId = $_.DeviceID; fileSystem = $_.FileSystem; volumeName = $_.VolumeName; size = $_.Size; freeSpace = $_.FreeSpace } })
-  networkAdapters = @(Get-CimInstance Win32_NetworkAdapterConfiguration -Filter 'IPEnabled=True' | ForEach-Object { [ordered]@{ description = $_.Description; macAddress = $_.MACAddress; ipAddress = @($_.IPAddress); defaultGateway = @($_.DefaultIPGateway); dhcpEnabled = $_.DHCPEnabled; dnsDomain = $_.DNSDomain; mtu = $_.MTU } })
+  networkAdapters = @(Get-CimInstance Win32_NetworkAdapterConfiguration -Filter 'IPEnabled=True' | ForEach-Object { $a = Get-CimInstance Win32_NetworkAdapter -Filter "Index=$($_.Index)"; [ordered]@{ description = $_.Description; macAddress = $_.MACAddress; ipAddress = @($_.IPAddress); ipSubnet = @($_.IPSubnet); defaultGateway = @($_.DefaultIPGateway); dnsServers = @($_.DNSServerSearchOrder); dhcpEnabled = $_.DHCPEnabled; dnsDomain = $_.DNSDomain; mtu = $_.MTU; connectionId = $a.NetConnectionID; speed = $a.Speed; netConnectionStatus = $a.NetConnectionStatus } })
   software = @($sw)
   antivirus = @(Get-CimInstance -Namespace root/SecurityCenter2 -ClassName AntiVirusProduct | ForEach-Object { [ordered]@{ displayName = $_.displayName; productState = $_.productState } })
   pendingReboot = [ordered]@{
@@ -54,13 +55,13 @@ $out = [ordered]@{
     pendingFileRename = ($null -ne (Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Control\Session Manager').PendingFileRenameOperations) }
   timeZone = (Get-TimeZone).Id
   services = @(Get-CimInstance Win32_Service | ForEach-Object { [ordered]@{ name = $_.Name; displayName = $_.DisplayName; state = $_.State; startMode = $_.StartMode; account = $_.StartName } })
-  processes = @(Get-Process -IncludeUserName | ForEach-Object { [ordered]@{ pid = $_.Id; name = $_.ProcessName; user = $_.UserName; workingSet = $_.WorkingSet64; cpuSeconds = $_.CPU } })
+  processes = @(Get-Process -IncludeUserName | ForEach-Object { [ordered]@{ pid = $_.Id; name = $_.ProcessName; user = $_.UserName; workingSet = $_.WorkingSet64; cpuSeconds = $_.CPU; startTime = (Iso $_.StartTime); path = $_.Path } })
   localUsers = @(Get-LocalUser | ForEach-Object { [ordered]@{ name = $_.Name; fullName = $_.FullName; enabled = $_.Enabled; description = $_.Description; lastLogon = (Iso $_.LastLogon); passwordLastSet = (Iso $_.PasswordLastSet) } })
   localGroups = @(Get-LocalGroup | ForEach-Object { [ordered]@{ name = $_.Name; description = $_.Description; sid = $_.SID.Value } })
   localAdministrators = @(Get-LocalGroupMember -SID 'S-1-5-32-544' | ForEach-Object { [ordered]@{ name = $_.Name; objectClass = $_.ObjectClass; source = [string]$_.PrincipalSource } })
   startupItems = @(Get-CimInstance Win32_StartupCommand | ForEach-Object { [ordered]@{ name = $_.Name; command = $_.Command; location = $_.Location; user = $_.User } })
   routes = @(Get-NetRoute | ForEach-Object { [ordered]@{ destination = $_.DestinationPrefix; gateway = $_.NextHop; interface = $_.InterfaceAlias; metric = $_.RouteMetric; family = [string]$_.AddressFamily } })
-  loggedOnUsers = @(Get-CimInstance Win32_Process -Filter "Name='explorer.exe'" | ForEach-Object { $o = Invoke-CimMethod -InputObject $_ -MethodName GetOwner; if ($o.User) { $o.Domain + '\' + $o.User } } | Sort-Object -Unique)
+  loggedOnUsers = @(Get-CimInstance Win32_Process -Filter "Name='explorer.exe'" | ForEach-Object { $o = Invoke-CimMethod -InputObject $_ -MethodName GetOwner; if ($o.User) { [ordered]@{ user = $o.Domain + '\' + $o.User; logonAt = (Iso $_.CreationDate); sessionId = $_.SessionId } } } | Sort-Object { $_.user } -Unique)
 }
 ConvertTo-Json -InputObject $out -Depth 5 -Compress
 `
