@@ -1,0 +1,37 @@
+package api_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/openapi"
+)
+
+// TestRouteTableMatchesDocument holds the route table and the OpenAPI
+// document to each other: every routed operation is described, and every
+// described operation is routed.
+func TestRouteTableMatchesDocument(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var described []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			described = append(described, method+" "+path)
+		}
+	}
+	routed := e.Server.API().Routes()
+	sort.Strings(described)
+	sort.Strings(routed)
+	if strings.Join(described, "\n") != strings.Join(routed, "\n") {
+		t.Fatalf("route table and OpenAPI document differ\nrouted:\n%s\n\ndescribed:\n%s", strings.Join(routed, "\n"), strings.Join(described, "\n"))
+	}
+	if len(routed) != 25 {
+		t.Fatalf("%d operations routed, the spec has 25", len(routed))
+	}
+}
