@@ -1,0 +1,92 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// TestInventoryListsPerformance times GET /api/v1/endpoints?limit=500 over
+// 10,000 endpoints and GET /api/v1/software pages over 1.5 million rows
+// (10,000 endpoints × 150 applications), through the real server, at
+// offsets across the whole list. PATCHD_PERF=1 runs it.
+func TestInventoryListsPerformance(t *testing.T) {
+	if os.Getenv("PATCHD_PERF") == "" {
+		t.Skip("set PATCHD_PERF=1 to time the endpoints and software lists on 10,000 endpoints × 150 applications")
+	}
+	ctx := context.Background()
+	s := storetest.Open(t)
+	o, err := admin.CreateOrg(ctx, s, "Perf", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := perfScale(10000)
+	now := time.Now()
+	ids, err := s.BulkEndpointsForTest(ctx, o.ID, n, now.Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BulkSoftwareForTest(ctx, o.ID, ids, 1000, 150, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AnalyzeForTest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := perfServer(t, s, o)
+	if _, _, err := c.Token(ctx); err != nil {
+		t.Fatal(err)
+	}
+	measure := func(name string, calls int, call func(i int) error) {
+		t.Helper()
+		var d []time.Duration
+		for i := 0; i < calls; i++ {
+			start := time.Now()
+			if err := call(i); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			d = append(d, time.Since(start))
+		}
+		p50, p99 := percentile(d, 0.50), percentile(d, 0.99)
+		t.Logf("%-58s p50 %6.1f ms   p99 %6.1f ms", name, ms(p50), ms(p99))
+		if p99 > 50*time.Millisecond {
+			t.Errorf("%s: p99 %s over 50 ms", name, p99)
+		}
+	}
+	measure(fmt.Sprintf("endpoints limit=500, offsets across %d", n), 200, func(i int) error {
+		page, err := c.ListEndpoints(ctx, client.EndpointQuery{PageQuery: client.PageQuery{Limit: 500, Offset: (i * 500) % n}})
+		if err == nil && page.Total != n {
+			err = fmt.Errorf("total %d", page.Total)
+		}
+		return err
+	})
+	measure("endpoints limit=500, q=host-1", 200, func(i int) error {
+		_, err := c.ListEndpoints(ctx, client.EndpointQuery{Q: "host-1", PageQuery: client.PageQuery{Limit: 500}})
+		return err
+	})
+	rows := n * 150
+	for _, limit := range []int{100, 500} {
+		measure(fmt.Sprintf("software limit=%d, offsets across %d rows", limit, rows), 200, func(i int) error {
+			page, err := c.ListSoftware(ctx, client.SoftwareQuery{PageQuery: client.PageQuery{Limit: limit, Offset: (i * 7919 * limit) % rows}})
+			if err == nil && page.Total != rows {
+				err = fmt.Errorf("total %d", page.Total)
+			}
+			return err
+		})
+	}
+	measure("software limit=500, q=application 01 (substring)", 200, func(i int) error {
+		_, err := c.ListSoftware(ctx, client.SoftwareQuery{Q: "application 01", PageQuery: client.PageQuery{Limit: 500, Offset: i * 500}})
+		return err
+	})
+	measure("software endpointId", 200, func(i int) error {
+		_, err := c.ListSoftware(ctx, client.SoftwareQuery{EndpointID: ids[i%len(ids)]})
+		return err
+	})
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
