@@ -51,6 +51,9 @@ type Config struct {
 	// before another replica may take it over (default the webhook timeout
 	// plus a minute; tests shorten it). Not a flag.
 	AlertClaim time.Duration
+	// PprofAddr serves net/http/pprof on its own listener when set
+	// (profiling under load); empty is off.
+	PprofAddr string
 }
 
 // SMTP holds the --smtp-* flags.
@@ -111,6 +114,7 @@ func ParseServe(args []string) (Config, error) {
 	allowPrivate, _ := strconv.ParseBool(Env("PATCHD_ALLOW_PRIVATE_WEBHOOKS", "false"))
 	fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", allowPrivate, "allow webhook targets on loopback/private/link-local addresses (env PATCHD_ALLOW_PRIVATE_WEBHOOKS)")
 	level := fs.String("log-level", Env("PATCHD_LOG_LEVEL", "info"), "debug, info, warn or error (env PATCHD_LOG_LEVEL)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", Env("PATCHD_PPROF_ADDR", ""), "serve Go's /debug/pprof/ on this separate address, for profiling; keep it private; empty is off (env PATCHD_PPROF_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", Env("PATCHD_LOG_FORMAT", "text"), "text or json (env PATCHD_LOG_FORMAT)")
 	maxConns, _ := strconv.Atoi(Env("PATCHD_DB_MAX_CONNS", "16"))
 	fs.IntVar(&c.MaxDBConns, "db-max-conns", maxConns, "database connection pool size (env PATCHD_DB_MAX_CONNS)")

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,13 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
 	}
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	workers.Go(func() { srv.RunWorkers(workCtx) })
@@ -182,6 +190,25 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 	stopWork()
 	workers.Wait()
 	return nil
+}
+
+// servePprof serves the Go profiler on its own listener, never on the
+// public one.
+func servePprof(addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	slog.Info("pprof serving", "addr", ln.Addr().String())
+	return func() { hs.Close() }, nil
 }
 
 func printBootstrap(out io.Writer, cfg config.Config, b admin.Bootstrap) {
