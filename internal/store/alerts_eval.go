@@ -73,7 +73,10 @@ const maxCandidates = 500
 // raises their events. An endpoint not seen for disconnectedAfter is
 // disconnected. Several replicas may evaluate at once: an event is raised
 // once per condition whoever finds it.
-func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedAfter time.Duration) (AlertEvaluation, error) {
+//
+// countReport counts the rows of a report of the catalog for REPORT_ROWS
+// (the catalog lives above the store); nil leaves REPORT_ROWS rules alone.
+func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedAfter time.Duration, countReport ReportCounter) (AlertEvaluation, error) {
 	var st AlertEvaluation
 	if err := s.trackReboots(ctx, now); err != nil {
 		return st, err
@@ -111,7 +114,10 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 		case alerts.CriticalVuln:
 			found, err = s.vulnConditions(ctx, r)
 		case alerts.ReportRows:
-			n, err := s.reportRowsCondition(ctx, r, now, disconnectedAfter)
+			if countReport == nil {
+				continue
+			}
+			n, err := s.reportRowsCondition(ctx, r, now, countReport)
 			if err != nil {
 				return st, err
 			}
@@ -380,11 +386,11 @@ func (s *Store) vulnConditions(ctx context.Context, r AlertRule) ([]NewAlertEven
 
 // reportRowsCondition raises REPORT_ROWS when the report reaches the
 // threshold, and re-arms the rule when it falls below.
-func (s *Store) reportRowsCondition(ctx context.Context, r AlertRule, now time.Time, disconnectedAfter time.Duration) (int, error) {
+func (s *Store) reportRowsCondition(ctx context.Context, r AlertRule, now time.Time, countReport ReportCounter) (int, error) {
 	if r.ReportKey == nil {
 		return 0, nil
 	}
-	n, err := s.CountReportRows(ctx, r.OrgID, *r.ReportKey, now, disconnectedAfter)
+	n, err := countReport(ctx, r.OrgID, *r.ReportKey, now)
 	if err != nil {
 		return 0, err
 	}
@@ -414,33 +420,6 @@ func (s *Store) reportRowsCondition(ctx context.Context, r AlertRule, now time.T
 	return raised, err
 }
 
-// CountReportRows counts the rows of a report REPORT_ROWS can watch
-// (alerts.ReportKeys).
-func (s *Store) CountReportRows(ctx context.Context, orgID, key string, now time.Time, disconnectedAfter time.Duration) (int, error) {
-	var q string
-	args := []any{orgID}
-	switch key {
-	case "endpoints":
-		q = `SELECT COUNT(*) FROM endpoints WHERE org_id = ?`
-	case "offline-endpoints":
-		q = `SELECT COUNT(*) FROM endpoints WHERE org_id = ? AND COALESCE(last_seen_at, 0) < ?`
-		args = append(args, millis(now.Add(-disconnectedAfter)))
-	case "missing-updates":
-		q = `SELECT COUNT(*) FROM endpoint_updates WHERE org_id = ?`
-	case "missing-critical-updates":
-		q = `SELECT COUNT(*) FROM endpoint_updates WHERE org_id = ? AND severity = 'Critical'`
-	case "reboots":
-		q = `SELECT COUNT(*) FROM endpoints WHERE org_id = ? AND pending_reboot = TRUE`
-	case "vulnerabilities":
-		q = `SELECT COUNT(*) FROM org_vulns WHERE org_id = ? AND endpoints_count > 0`
-	case "cisa-kev":
-		q = `SELECT COUNT(*) FROM org_vulns ov JOIN vuln_kev k ON k.cve_id = ov.cve_id WHERE ov.org_id = ? AND ov.endpoints_count > 0`
-	default:
-		return 0, fmt.Errorf("store: report %q: rows cannot be counted", key)
-	}
-	var n int
-	if err := s.queryRow(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("store: count report rows: %w", err)
-	}
-	return n, nil
-}
+// ReportCounter counts the rows a report of the catalog shows for an
+// organization at a time.
+type ReportCounter func(ctx context.Context, orgID, key string, now time.Time) (int, error)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/reports"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -33,6 +34,9 @@ type AlertEvaluator struct {
 	DisconnectedAfter time.Duration
 	// Now is the clock (tests move it); nil is time.Now.
 	Now func() time.Time
+	// CountReport counts a report's rows for REPORT_ROWS; nil counts the
+	// rows of the report catalog, exactly as GET /api/v1/reports shows them.
+	CountReport store.ReportCounter
 }
 
 // Run evaluates every Interval until ctx ends.
@@ -61,7 +65,13 @@ func (e *AlertEvaluator) EvaluateOnce(ctx context.Context) (store.AlertEvaluatio
 	if e.Now != nil {
 		now = e.Now
 	}
-	return e.Store.EvaluateAlerts(ctx, now(), e.DisconnectedAfter)
+	count := e.CountReport
+	if count == nil {
+		count = func(ctx context.Context, orgID, key string, at time.Time) (int, error) {
+			return reports.Count(ctx, e.Store, orgID, key, at, at.Add(-e.DisconnectedAfter))
+		}
+	}
+	return e.Store.EvaluateAlerts(ctx, now(), e.DisconnectedAfter, count)
 }
 
 // WebhookTimeout bounds one webhook delivery (the specification's 10 s).

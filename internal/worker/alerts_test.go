@@ -409,6 +409,29 @@ func TestAlertReportRows(t *testing.T) {
 	}
 }
 
+// REPORT_ROWS watches any report of the catalog, here one built from the
+// agents' datasets, counting its rows as the report shows them.
+func TestAlertReportRowsOfADatasetReport(t *testing.T) {
+	t.Parallel()
+	a := newAlertEnv(t)
+	id := a.rule(alerts.ReportRows, ptr(2), "services")
+	ag := a.Enroll("m-svc-1", "s1", "windows")
+	ag.MustInventory(apitest.Sample("s1", "windows")) // one service
+	if n := a.evaluate(time.Minute); n != 0 {
+		t.Fatalf("raised %d with one service", n)
+	}
+	doc := apitest.Sample("s1", "windows")
+	doc.Datasets["services"] = append(doc.Datasets["services"], map[string]any{"name": "W32Time", "state": "running", "startMode": "auto"})
+	ag.MustInventory(doc)
+	if n := a.evaluate(time.Minute); n != 1 {
+		t.Fatalf("raised %d with two services", n)
+	}
+	a.delivered(alerts.ReportRows, "Report services has 2 rows")
+	if n := a.events(id); n != 1 {
+		t.Fatalf("events = %d", n)
+	}
+}
+
 // A receiver that answers in 15 s is cut at 10 s and not called again,
 // while a fast receiver gets its delivery meanwhile.
 func TestAlertSlowWebhookTimesOutWithoutRetry(t *testing.T) {
