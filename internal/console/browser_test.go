@@ -305,7 +305,10 @@ func TestBrowserJourneys(t *testing.T) {
 		chromedp.Submit(chromedp.CSS("#aname")),
 		chromedp.WaitVisible(chromedp.CSS("#rule-state")))
 	tb.screenshot("alert-created")
-	tb.do("send a test event", chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS(".flash.ok")))
+	tb.do("send a test event", chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS("#events tbody code")))
+	if ev := tb.text("#events tbody code"); ev != "TEST" {
+		t.Errorf("the rule's newest event is %q, want TEST", ev)
+	}
 	tb.screenshot("alert-tested")
 	tb.visit(e.URL, "/console/alerts", "alerts")
 	if list := tb.text("#alert-rules tbody"); !strings.Contains(list, "Critical vulnerabilities") || !strings.Contains(list, "CRITICAL_VULN") {

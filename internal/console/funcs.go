@@ -18,10 +18,17 @@ var funcs = template.FuncMap{
 	"str":       func(s *string) string { return deref(s) },
 	"lower":     strings.ToLower,
 	"hasPrefix": strings.HasPrefix,
-	"join":      strings.Join,
-	"pct":       pct,
-	"add":       func(a, b int) int { return a + b },
-	"sevclass":  func(s string) string { return "sev-" + strings.ToLower(s) },
+	// score shows a CVSS score with one decimal, or — without one.
+	"score": func(f *float64) string {
+		if f == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*f, 'f', 1, 64)
+	},
+	"join":     strings.Join,
+	"pct":      pct,
+	"add":      func(a, b int) int { return a + b },
+	"sevclass": func(s string) string { return "sev-" + strings.ToLower(s) },
 	// remclass is the badge class of a remediation status ("Due soon": rem-due-soon).
 	"remclass": func(s string) string { return "rem-" + strings.ReplaceAll(strings.ToLower(s), " ", "-") },
 	"query":    func(v url.Values) template.URL { return template.URL(v.Encode()) },
