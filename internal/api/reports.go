@@ -51,6 +51,7 @@ func (a *API) getReport(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := time.Now()
 	run := def.Open(reports.Env{Store: a.store, OrgID: principal(r).OrgID, Now: now, ConnectedSince: a.connectedSince()})
+	run.Streamed() // both writers encode a row before asking for the next
 	if csvFormat {
 		return writeReportCSV(w, r, def, run, now)
 	}
@@ -76,8 +77,12 @@ func streamFailed(r *http.Request, key string, err error) {
 	panic(http.ErrAbortHandler)
 }
 
+// reportBuffer is the size of the buffered writer under a report stream.
+const reportBuffer = 64 << 10
+
 func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definition, run *reports.Run, now time.Time) error {
 	rc := http.NewResponseController(w)
+	var bw *bufio.Writer
 	var cw *csv.Writer
 	start := func() {
 		h := w.Header()
@@ -85,10 +90,11 @@ func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definit
 		h.Set("Content-Disposition", `attachment; filename="`+def.Key+"-"+now.UTC().Format("2006-01-02")+`.csv"`)
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusOK)
-		cw = csv.NewWriter(w)
+		bw = bufio.NewWriterSize(w, reportBuffer)
+		cw = csv.NewWriter(bw)
 		cw.Write(def.Columns)
 	}
-	rec := make([]string, len(def.Columns))
+	rec := make([]string, len(def.Columns)) // one record for the stream
 	n := 0
 	for row, err := range run.Rows(r.Context()) {
 		if err != nil {
@@ -108,7 +114,7 @@ func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definit
 		}
 		if n++; n%flushEvery == 0 {
 			cw.Flush()
-			if cw.Error() != nil {
+			if cw.Error() != nil || bw.Flush() != nil {
 				return nil
 			}
 			rc.Flush()
@@ -118,6 +124,7 @@ func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definit
 		start()
 	}
 	cw.Flush()
+	bw.Flush()
 	return nil
 }
 
@@ -129,7 +136,10 @@ func csvValue(v any) string {
 	case string:
 		return x
 	case bool:
-		return strconv.FormatBool(x)
+		if x {
+			return "true"
+		}
+		return "false"
 	case int64:
 		return strconv.FormatInt(x, 10)
 	case int:
@@ -148,7 +158,7 @@ func writeReportJSON(w http.ResponseWriter, r *http.Request, def *reports.Defini
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusOK)
-		bw = bufio.NewWriterSize(w, 64<<10)
+		bw = bufio.NewWriterSize(w, reportBuffer)
 		title, _ := json.Marshal(def.Title)
 		columns, _ := json.Marshal(def.Columns)
 		bw.WriteString(`{"title":`)
@@ -157,6 +167,10 @@ func writeReportJSON(w http.ResponseWriter, r *http.Request, def *reports.Defini
 		bw.Write(columns)
 		bw.WriteString(`,"rows":[`)
 	}
+	if limit >= 0 || offset > 0 {
+		run.Page(limit, offset)
+	}
+	var buf []byte
 	total, written := 0, 0
 	for row, err := range run.Rows(r.Context()) {
 		if err != nil {
@@ -168,18 +182,18 @@ func writeReportJSON(w http.ResponseWriter, r *http.Request, def *reports.Defini
 		if bw == nil {
 			start()
 		}
-		total++
-		if total <= offset || (limit >= 0 && written >= limit) {
-			continue
+		if _, paged := run.Paged(); !paged {
+			total++
+			if total <= offset || (limit >= 0 && written >= limit) {
+				continue
+			}
 		}
-		b, err := json.Marshal(row)
-		if err != nil {
-			streamFailed(r, def.Key, err)
-		}
+		buf = buf[:0]
 		if written > 0 {
-			bw.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		bw.Write(b)
+		buf = appendJSONRow(buf, row)
+		bw.Write(buf)
 		if written++; written%flushEvery == 0 {
 			if bw.Flush() != nil {
 				return nil
@@ -190,6 +204,9 @@ func writeReportJSON(w http.ResponseWriter, r *http.Request, def *reports.Defini
 	if bw == nil {
 		start()
 	}
+	if t, paged := run.Paged(); paged {
+		total = t
+	}
 	collected, _ := json.Marshal(run.CollectedAt())
 	bw.WriteString(`],"total":`)
 	bw.WriteString(strconv.Itoa(total))
@@ -198,4 +215,57 @@ func writeReportJSON(w http.ResponseWriter, r *http.Request, def *reports.Defini
 	bw.WriteString("}\n")
 	bw.Flush()
 	return nil
+}
+
+// appendJSONRow appends a row as a JSON array. Report values are null,
+// strings, booleans and numbers; strings without characters to escape are
+// copied as they are, the others go through encoding/json.
+func appendJSONRow(buf []byte, row []any) []byte {
+	buf = append(buf, '[')
+	for i, v := range row {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		switch x := v.(type) {
+		case nil:
+			buf = append(buf, "null"...)
+		case string:
+			if plainJSON(x) {
+				buf = append(buf, '"')
+				buf = append(buf, x...)
+				buf = append(buf, '"')
+			} else {
+				b, _ := json.Marshal(x)
+				buf = append(buf, b...)
+			}
+		case bool:
+			buf = strconv.AppendBool(buf, x)
+		case int64:
+			buf = strconv.AppendInt(buf, x, 10)
+		case int:
+			buf = strconv.AppendInt(buf, int64(x), 10)
+		default:
+			// float64 (encoding/json picks between the plain and the
+			// exponent form) and anything unexpected.
+			b, err := json.Marshal(x)
+			if err != nil {
+				b = []byte("null")
+			}
+			buf = append(buf, b...)
+		}
+	}
+	return append(buf, ']')
+}
+
+// plainJSON tells whether s can be written between quotes as it is: ASCII
+// without control characters, quotes, backslashes or the characters
+// encoding/json escapes for HTML (<, >, &).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }

@@ -298,6 +298,27 @@ func TestReportPaging(t *testing.T) {
 	if page.Total != all.Total || len(page.Rows) != 5 || fmt.Sprint(page.Rows) != fmt.Sprint(all.Rows[10:15]) {
 		t.Fatalf("page: total %d, %d rows %v; want %v", page.Total, len(page.Rows), page.Rows, all.Rows[10:15])
 	}
+	// Every report: a page equals the same rows of the whole report and
+	// total is the whole report's count, whether the source located the
+	// page itself (SQL sources, unfiltered datasets) or the API windowed it.
+	for _, d := range reports.Catalog() {
+		whole, err := env.Admin.Report(ctx, d.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range [][2]int{{3, 2}, {0, 0}, {1000, 0}, {2, whole.Total - 1}, {5, whole.Total + 3}} {
+			limit, offset := w[0], max(w[1], 0)
+			var page apiv1.Report
+			q := map[string][]string{"limit": {fmt.Sprint(limit)}, "offset": {fmt.Sprint(offset)}}
+			if err := env.Admin.Do(ctx, http.MethodGet, "/api/v1/reports/"+d.Key, q, nil, &page); err != nil {
+				t.Fatal(err)
+			}
+			from, to := min(offset, len(whole.Rows)), min(offset+limit, len(whole.Rows))
+			if page.Total != whole.Total || fmt.Sprint(page.Rows) != fmt.Sprint(whole.Rows[from:to]) {
+				t.Errorf("%s limit=%d offset=%d: total %d (want %d), rows %v, want %v", d.Key, limit, offset, page.Total, whole.Total, page.Rows, whole.Rows[from:to])
+			}
+		}
+	}
 	var bad apiv1.Report
 	err = env.Admin.Do(ctx, http.MethodGet, "/api/v1/reports/endpoints", map[string][]string{"limit": {"x"}}, nil, &bad)
 	if !client.IsStatus(err, http.StatusBadRequest) {

@@ -25,7 +25,49 @@ type Env struct {
 	Now   time.Time
 	// ConnectedSince: an endpoint seen at or after it is connected.
 	ConnectedSince time.Time
+
+	// top is set for the report's own source only (nested sources get a
+	// copy of Env without it, see nested): how the rows are consumed.
+	top *consumer
 }
+
+// consumer is what the reader of a report's rows allows its source.
+type consumer struct {
+	// reuse: each row is used before the next is asked for, so a source
+	// may yield the same slice every time.
+	reuse bool
+	// paging asks for rows [offset, offset+limit) (limit < 0: to the
+	// end). A source that can, applies it and sets applied and total
+	// before yielding its first row.
+	paging        bool
+	applied       bool
+	total         int
+	limit, offset int
+}
+
+// nested is env for a source read by another source: it neither pages nor
+// reuses rows, since the outer source may filter, combine or keep them.
+func (env Env) nested() Env {
+	env.top = nil
+	return env
+}
+
+// window answers the page asked of a top-level source, if any.
+func (env Env) window() (limit, offset int, ok bool) {
+	if env.top == nil || !env.top.paging {
+		return 0, 0, false
+	}
+	return env.top.limit, env.top.offset, true
+}
+
+// paged records that the source applied the page and how many rows the
+// whole report has.
+func (env Env) paged(total int) {
+	env.top.applied, env.top.total = true, total
+}
+
+// reuse tells whether the source may yield one slice for every row.
+func (env Env) reuse() bool { return env.top != nil && env.top.reuse }
 
 // Source yields a report's rows in column order and tells seen when the data
 // behind each row was collected.
@@ -47,11 +89,33 @@ func (d *Definition) Meta() apiv1.ReportMeta {
 type Run struct {
 	def       *Definition
 	env       Env
+	top       consumer
 	collected time.Time
 }
 
 // Open starts reading the report for env.
-func (d *Definition) Open(env Env) *Run { return &Run{def: d, env: env} }
+func (d *Definition) Open(env Env) *Run {
+	r := &Run{def: d, env: env}
+	r.env.top = &r.top
+	return r
+}
+
+// Streamed tells the report that its reader uses each row before asking
+// for the next (it writes the row out): the source may then yield the same
+// slice, refilled, for every row.
+func (r *Run) Streamed() { r.top.reuse = true }
+
+// Page asks for the rows [offset, offset+limit) only (limit < 0: to the
+// end). Sources that can locate a page without reading the rows before it
+// (SQL sources, dataset projections without a filter) apply it; see Paged.
+func (r *Run) Page(limit, offset int) {
+	r.top.paging, r.top.limit, r.top.offset = true, limit, offset
+}
+
+// Paged tells, once Rows has started (or ended), whether the source
+// applied the page: then Rows yields only the page and total counts every
+// row of the report. Otherwise Rows yields every row and the reader pages.
+func (r *Run) Paged() (total int, ok bool) { return r.top.total, r.top.applied }
 
 // Rows yields the report's rows; each has len(Columns) values.
 func (r *Run) Rows(ctx context.Context) iter.Seq2[[]any, error] {
@@ -118,7 +182,20 @@ func sqlExcluding(name, arg string, patterns, exclude []string) Source {
 	}
 	return func(ctx context.Context, env Env, seen func(time.Time)) iter.Seq2[[]any, error] {
 		return func(yield func([]any, error) bool) {
-			p := store.ReportParams{OrgID: env.OrgID, Now: env.Now, ConnectedSince: env.ConnectedSince, Arg: arg, Patterns: patterns, Exclude: exclude}
+			p := store.ReportParams{OrgID: env.OrgID, Now: env.Now, ConnectedSince: env.ConnectedSince, Arg: arg, Patterns: patterns, Exclude: exclude,
+				ReuseValues: env.reuse()}
+			if limit, offset, ok := env.window(); ok {
+				total, err := env.Store.ReportCount(ctx, name, p)
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				env.paged(total)
+				if limit == 0 {
+					return
+				}
+				p.Limit, p.Offset = max(limit, 0), offset
+			}
 			for r, err := range env.Store.ReportRows(ctx, name, p) {
 				if err != nil {
 					yield(nil, err)
@@ -137,7 +214,7 @@ func sqlExcluding(name, arg string, patterns, exclude []string) Source {
 func mapped(src Source, f func(in []any) ([]any, bool)) Source {
 	return func(ctx context.Context, env Env, seen func(time.Time)) iter.Seq2[[]any, error] {
 		return func(yield func([]any, error) bool) {
-			for row, err := range src(ctx, env, seen) {
+			for row, err := range src(ctx, env.nested(), seen) {
 				if err != nil {
 					yield(nil, err)
 					return
@@ -151,23 +228,12 @@ func mapped(src Source, f func(in []any) ([]any, bool)) Source {
 	}
 }
 
-// pick keeps the values at the given indexes.
-func pick(idx ...int) func([]any) ([]any, bool) {
-	return func(in []any) ([]any, bool) {
-		out := make([]any, len(idx))
-		for i, j := range idx {
-			out[i] = in[j]
-		}
-		return out, true
-	}
-}
-
 // chain yields the rows of each source in turn.
 func chain(srcs ...Source) Source {
 	return func(ctx context.Context, env Env, seen func(time.Time)) iter.Seq2[[]any, error] {
 		return func(yield func([]any, error) bool) {
 			for _, src := range srcs {
-				for row, err := range src(ctx, env, seen) {
+				for row, err := range src(ctx, env.nested(), seen) {
 					if !yield(row, err) || err != nil {
 						return
 					}
@@ -205,13 +271,39 @@ func (p projection) each(f func(row map[string]any) [][]any) projection { p.expa
 func (p projection) source() Source {
 	return func(ctx context.Context, env Env, seen func(time.Time)) iter.Seq2[[]any, error] {
 		return func(yield func([]any, error) bool) {
-			for d, err := range env.Store.ReportDatasets(ctx, env.OrgID, p.dataset, p.platform) {
+			datasets := env.Store.ReportDatasets(ctx, env.OrgID, p.dataset, p.platform)
+			// A page of a projection without filter or expansion is found
+			// from the stored row counts: one report row per dataset row.
+			skip, left := 0, -1
+			if limit, offset, ok := env.window(); ok && p.where == nil && p.expand == nil {
+				page, err := env.Store.ReportDatasetPage(ctx, env.OrgID, p.dataset, p.platform, offset)
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				env.paged(page.Total)
+				if limit == 0 {
+					return
+				}
+				datasets, skip, left = page.Rows, page.Skip, limit
+			}
+			width := 2 + len(p.keys)
+			var out []any
+			for d, err := range datasets {
 				if err != nil {
 					yield(nil, err)
 					return
 				}
 				seen(d.CollectedAt)
-				for _, row := range d.Rows {
+				rows := d.Rows
+				if skip > 0 {
+					rows = rows[min(skip, len(rows)):]
+					skip = 0
+				}
+				for _, row := range rows {
+					if left == 0 {
+						return
+					}
 					if p.where != nil && !p.where(row) {
 						continue
 					}
@@ -223,8 +315,10 @@ func (p projection) source() Source {
 						}
 						continue
 					}
-					out := make([]any, 0, 2+len(p.keys)+2)
-					out = append(out, d.EndpointName, d.EndpointID)
+					if out == nil || !env.reuse() {
+						out = make([]any, 0, width+2)
+					}
+					out = append(out[:0], d.EndpointName, d.EndpointID)
 					for _, k := range p.keys {
 						out = append(out, cell(row[k]))
 					}
@@ -235,6 +329,9 @@ func (p projection) source() Source {
 					}
 					if !yield(out, nil) {
 						return
+					}
+					if left > 0 {
+						left--
 					}
 				}
 			}
@@ -248,7 +345,7 @@ func (p projection) source() Source {
 func collect(fn func(ctx context.Context, env Env, seen func(time.Time)) ([][]any, error)) Source {
 	return func(ctx context.Context, env Env, seen func(time.Time)) iter.Seq2[[]any, error] {
 		return func(yield func([]any, error) bool) {
-			rows, err := fn(ctx, env, seen)
+			rows, err := fn(ctx, env.nested(), seen)
 			if err != nil {
 				yield(nil, err)
 				return

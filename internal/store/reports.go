@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,12 @@ type ReportParams struct {
 	Patterns []string
 	// Exclude drops software whose lowercase name contains one of these.
 	Exclude []string
+	// Offset skips the first rows; Limit, when above 0, stops after that
+	// many rows (ReportCount counts every row regardless).
+	Offset, Limit int
+	// ReuseValues lets ReportRows yield the same Values slice for every
+	// row: the caller must not keep a row once it asked for the next.
+	ReuseValues bool
 }
 
 // Kinds of report columns: how a database value becomes a report value.
@@ -348,7 +355,8 @@ func HasReportSource(name string) bool {
 func ReportColumns(name string) int { return len(reportSources[name].kinds) }
 
 // ReportRows streams the rows of the named SQL report source, in one query,
-// one row in memory at a time.
+// one row in memory at a time. Each column is scanned into a holder of its
+// kind (no driver value boxed per column).
 func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) iter.Seq2[ReportRow, error] {
 	return func(yield func(ReportRow, error) bool) {
 		src, ok := reportSources[source]
@@ -357,6 +365,14 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			return
 		}
 		q, args := src.query(p)
+		if p.Limit > 0 || p.Offset > 0 {
+			limit := int64(math.MaxInt64)
+			if p.Limit > 0 {
+				limit = int64(p.Limit)
+			}
+			q += ` LIMIT ? OFFSET ?`
+			args = append(args, limit, p.Offset)
+		}
 		rows, err := s.query(ctx, q, args...)
 		if err != nil {
 			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
@@ -368,26 +384,40 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
 			return
 		}
+		// The values, the collection time, then any columns the query
+		// only sorts by (read as text and ignored).
 		n := len(src.kinds)
-		raw := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range raw {
-			ptrs[i] = &raw[i]
+		cells := make([]reportCell, max(len(cols), n+1))
+		ptrs := make([]any, len(cells))
+		for i := range cells {
+			switch {
+			case i < n:
+				cells[i].kind = src.kinds[i]
+			case i == n:
+				cells[i].kind = kInt
+			default:
+				cells[i].kind = kText
+			}
+			ptrs[i] = &cells[i]
 		}
+		var values []any
 		for rows.Next() {
 			if err := rows.Scan(ptrs...); err != nil {
 				yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
 				return
 			}
-			r := ReportRow{Values: make([]any, n)}
-			for i, k := range src.kinds {
-				if r.Values[i], err = reportValue(raw[i], k); err != nil {
+			if values == nil || !p.ReuseValues {
+				values = make([]any, n)
+			}
+			r := ReportRow{Values: values}
+			for i := range n {
+				if r.Values[i], err = cells[i].value(); err != nil {
 					yield(ReportRow{}, fmt.Errorf("store: report %s column %d: %w", source, i, err))
 					return
 				}
 			}
-			if at, ok := asInt(raw[n]); ok {
-				r.At = fromMillis(at)
+			if c := cells[n]; c.valid {
+				r.At = fromMillis(c.i)
 			}
 			if src.fix != nil {
 				src.fix(r.Values)
@@ -400,6 +430,104 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
 		}
 	}
+}
+
+// ReportCount counts the rows of the named SQL report source for p (Limit
+// and Offset aside): the total of a page.
+func (s *Store) ReportCount(ctx context.Context, source string, p ReportParams) (int, error) {
+	src, ok := reportSources[source]
+	if !ok {
+		return 0, fmt.Errorf("store: no report source %q", source)
+	}
+	q, args := src.query(p)
+	var n int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM (`+q+`) AS report`, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count report %s: %w", source, err)
+	}
+	return n, nil
+}
+
+// reportCell scans one column of a report query into the holder of its
+// kind: a string, an integer, a float or a boolean, and whether it was
+// not NULL.
+type reportCell struct {
+	kind  colKind
+	valid bool
+	s     string
+	i     int64
+	f     float64
+	b     bool
+}
+
+func (c *reportCell) Scan(src any) error {
+	c.valid = src != nil
+	if src == nil {
+		return nil
+	}
+	var ok bool
+	switch c.kind {
+	case kText, kList:
+		switch x := src.(type) {
+		case string:
+			c.s = x
+		case []byte:
+			c.s = string(x)
+		case int64:
+			c.s = strconv.FormatInt(x, 10)
+		case bool:
+			c.s = strconv.FormatBool(x)
+		case time.Time:
+			c.s = x.UTC().Format(time.RFC3339)
+		default:
+			c.s = fmt.Sprint(x)
+		}
+		return nil
+	case kInt, kTime:
+		c.i, ok = asInt(src)
+	case kFloat:
+		c.f, ok = asFloat(src)
+	case kBool:
+		if b, isBool := src.(bool); isBool {
+			c.b, ok = b, true
+		} else {
+			var n int64
+			n, ok = asInt(src)
+			c.b = n != 0
+		}
+	}
+	if !ok {
+		return fmt.Errorf("value %T is not of the column's kind", src)
+	}
+	return nil
+}
+
+// value is the report value of the cell (see the colKind constants).
+func (c *reportCell) value() (any, error) {
+	if !c.valid {
+		if c.kind == kBool {
+			return false, nil
+		}
+		return nil, nil
+	}
+	switch c.kind {
+	case kText:
+		return c.s, nil
+	case kInt:
+		return c.i, nil
+	case kFloat:
+		return math.Round(c.f*100) / 100, nil
+	case kBool:
+		return c.b, nil
+	case kTime:
+		return fromMillis(c.i).Format(time.RFC3339), nil
+	case kList:
+		var list []string
+		if err := json.Unmarshal([]byte(c.s), &list); err != nil {
+			return nil, err
+		}
+		return strings.Join(list, ", "), nil
+	}
+	return nil, fmt.Errorf("unknown column kind %d", c.kind)
 }
 
 func asInt(v any) (int64, bool) {
@@ -415,15 +543,22 @@ func asInt(v any) (int64, bool) {
 	case float32:
 		return int64(x), true
 	case []byte:
-		var n int64
-		_, err := fmt.Sscan(string(x), &n)
-		return n, err == nil
+		return parseInt(string(x))
 	case string:
-		var n int64
-		_, err := fmt.Sscan(x, &n)
-		return n, err == nil
+		return parseInt(x)
 	}
 	return 0, false
+}
+
+// parseInt reads an integer, or a decimal number truncated toward zero
+// (PostgreSQL answers numeric for some aggregates).
+func parseInt(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return int64(f), err == nil
 }
 
 func asFloat(v any) (float64, bool) {
@@ -437,74 +572,13 @@ func asFloat(v any) (float64, bool) {
 	case int32:
 		return float64(x), true
 	case []byte:
-		var f float64
-		_, err := fmt.Sscan(string(x), &f)
+		f, err := strconv.ParseFloat(strings.TrimSpace(string(x)), 64)
 		return f, err == nil
 	case string:
-		var f float64
-		_, err := fmt.Sscan(x, &f)
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 		return f, err == nil
 	}
 	return 0, false
-}
-
-// reportValue converts a database value to a report value of kind k.
-func reportValue(v any, k colKind) (any, error) {
-	if v == nil {
-		if k == kBool {
-			return false, nil
-		}
-		return nil, nil
-	}
-	switch k {
-	case kText:
-		switch x := v.(type) {
-		case string:
-			return x, nil
-		case []byte:
-			return string(x), nil
-		case bool:
-			return fmt.Sprint(x), nil
-		case time.Time:
-			return x.UTC().Format(time.RFC3339), nil
-		}
-		return fmt.Sprint(v), nil
-	case kInt:
-		if n, ok := asInt(v); ok {
-			return n, nil
-		}
-	case kFloat:
-		if f, ok := asFloat(v); ok {
-			return math.Round(f*100) / 100, nil
-		}
-	case kBool:
-		switch x := v.(type) {
-		case bool:
-			return x, nil
-		default:
-			if n, ok := asInt(v); ok {
-				return n != 0, nil
-			}
-		}
-	case kTime:
-		if n, ok := asInt(v); ok {
-			return fromMillis(n).Format(time.RFC3339), nil
-		}
-	case kList:
-		var s string
-		switch x := v.(type) {
-		case string:
-			s = x
-		case []byte:
-			s = string(x)
-		}
-		var list []string
-		if err := json.Unmarshal([]byte(s), &list); err != nil {
-			return nil, err
-		}
-		return strings.Join(list, ", "), nil
-	}
-	return nil, fmt.Errorf("value %T is not of the column's kind", v)
 }
 
 // ReportDataset is one endpoint's rows of a dataset, for reports.
@@ -520,6 +594,12 @@ type ReportDataset struct {
 // named dataset across the organization, only from endpoints of platform
 // when it is not empty. One endpoint's rows are in memory at a time.
 func (s *Store) ReportDatasets(ctx context.Context, orgID, name, platform string) iter.Seq2[ReportDataset, error] {
+	return s.reportDatasets(ctx, orgID, name, platform, "", "")
+}
+
+// reportDatasets is ReportDatasets from the endpoint (fromSort, fromID) on,
+// when fromID is set.
+func (s *Store) reportDatasets(ctx context.Context, orgID, name, platform, fromSort, fromID string) iter.Seq2[ReportDataset, error] {
 	return func(yield func(ReportDataset, error) bool) {
 		q := `SELECT d.endpoint_id, COALESCE(e.display_name, e.hostname), e.platform, d.collected_at, d.rows_gz
 			FROM endpoint_datasets d JOIN endpoints e ON e.id = d.endpoint_id
@@ -528,6 +608,10 @@ func (s *Store) ReportDatasets(ctx context.Context, orgID, name, platform string
 		if platform != "" {
 			q += ` AND e.platform = ?`
 			args = append(args, platform)
+		}
+		if fromID != "" {
+			q += ` AND (e.sort_name > ? OR (e.sort_name = ? AND e.id >= ?))`
+			args = append(args, fromSort, fromSort, fromID)
 		}
 		rows, err := s.query(ctx, q+` ORDER BY e.sort_name, e.id`, args...)
 		if err != nil {
@@ -556,6 +640,59 @@ func (s *Store) ReportDatasets(ctx context.Context, orgID, name, platform string
 			yield(ReportDataset{}, fmt.Errorf("store: dataset %s: %w", name, err))
 		}
 	}
+}
+
+// DatasetPage locates a page of a dataset's rows across the organization's
+// endpoints (in name order) from the row counts stored with each dataset,
+// without reading the rows.
+type DatasetPage struct {
+	// Total counts every row of the dataset.
+	Total int
+	// Skip is how many rows of the first dataset Rows yields come before
+	// the page.
+	Skip int
+	// Rows yields the datasets from the one holding the page's first row
+	// on; the caller stops reading once it has its page.
+	Rows iter.Seq2[ReportDataset, error]
+}
+
+// ReportDatasetPage answers the page of the named dataset that starts at
+// row offset (platform narrows it as for ReportDatasets).
+func (s *Store) ReportDatasetPage(ctx context.Context, orgID, name, platform string, offset int) (DatasetPage, error) {
+	q := `SELECT e.sort_name, e.id, d.row_count FROM endpoint_datasets d JOIN endpoints e ON e.id = d.endpoint_id
+		WHERE d.org_id = ? AND d.name = ?`
+	args := []any{orgID, name}
+	if platform != "" {
+		q += ` AND e.platform = ?`
+		args = append(args, platform)
+	}
+	rows, err := s.query(ctx, q+` ORDER BY e.sort_name, e.id`, args...)
+	if err != nil {
+		return DatasetPage{}, fmt.Errorf("store: dataset %s counts: %w", name, err)
+	}
+	defer rows.Close()
+	var page DatasetPage
+	var fromSort, fromID string
+	for rows.Next() {
+		var sortName, id string
+		var n int
+		if err := rows.Scan(&sortName, &id, &n); err != nil {
+			return DatasetPage{}, fmt.Errorf("store: dataset %s counts: %w", name, err)
+		}
+		if fromID == "" && page.Total+n > offset {
+			fromSort, fromID, page.Skip = sortName, id, offset-page.Total
+		}
+		page.Total += n
+	}
+	if err := rows.Err(); err != nil {
+		return DatasetPage{}, fmt.Errorf("store: dataset %s counts: %w", name, err)
+	}
+	if fromID == "" {
+		page.Rows = func(func(ReportDataset, error) bool) {}
+		return page, nil
+	}
+	page.Rows = s.reportDatasets(ctx, orgID, name, platform, fromSort, fromID)
+	return page, nil
 }
 
 // ReportEndpoint is what reports that combine sources per endpoint need.
