@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/reports"
 )
 
 // build compiles a command of the module into dir.
@@ -98,6 +101,11 @@ func TestRealAgentOnThisMachine(t *testing.T) {
 		t.Fatalf("real system: %+v", d.Endpoint)
 	}
 
+	// Every report of the catalog answers the Report shape on this real
+	// inventory; rows match the columns.
+	withRows := checkReports(t, e.Admin)
+	t.Logf("%d of %d reports have rows on this machine: %s", len(withRows), len(reports.Catalog()), strings.Join(withRows, ", "))
+
 	// A RUN_SCRIPT echo round trip reaches SUCCESS with the output.
 	ag := &apitest.Agent{ID: id}
 	r := e.Queue(e.Org, agentproto.TypeRunScript, agentproto.RunScriptPayload{Script: "echo hello-from-patchd", Language: "sh"}, ag)
@@ -122,6 +130,42 @@ func TestRealAgentOnThisMachine(t *testing.T) {
 	if err != nil || runs.Items[0].Status != "COMPLETED" || runs.Items[0].Succeeded != 1 {
 		t.Fatalf("run: %+v %v", runs.Items, err)
 	}
+}
+
+// checkReports reads every report of the catalog as JSON and checks its
+// shape (the client also checks each answer against the OpenAPI document);
+// it answers the keys of the reports that have rows.
+func checkReports(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	ctx := context.Background()
+	var withRows []string
+	for _, d := range reports.Catalog() {
+		r, err := c.Report(ctx, d.Key)
+		if err != nil {
+			t.Errorf("report %s: %v", d.Key, err)
+			continue
+		}
+		if r.Title != d.Title || !slices.Equal(r.Columns, d.Columns) || r.Total != len(r.Rows) {
+			t.Errorf("report %s: title %q, columns %v, total %d for %d rows", d.Key, r.Title, r.Columns, r.Total, len(r.Rows))
+		}
+		for i, row := range r.Rows {
+			if len(row) != len(d.Columns) {
+				t.Errorf("report %s row %d has %d values for %d columns", d.Key, i, len(row), len(d.Columns))
+				break
+			}
+			for _, v := range row {
+				switch v.(type) {
+				case nil, string, float64, bool, json.Number:
+				default:
+					t.Errorf("report %s row %d: value %v of type %T", d.Key, i, v, v)
+				}
+			}
+		}
+		if len(r.Rows) > 0 {
+			withRows = append(withRows, d.Key)
+		}
+	}
+	return withRows
 }
 
 func deref(s *string) string {
