@@ -21,6 +21,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/clock"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/presence"
@@ -49,7 +50,7 @@ type API struct {
 	store *store.Store
 	hub   *presence.Hub
 	mux   *http.ServeMux
-	now   func() time.Time
+	clock clock.Clock
 
 	mu     sync.RWMutex
 	agents map[string]*cachedAgent
@@ -62,7 +63,7 @@ type cachedAgent struct {
 
 // New builds the agent API.
 func New(cfg Config) *API {
-	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), now: time.Now, agents: map[string]*cachedAgent{}}
+	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{}}
 	a.mux.Handle("POST "+agentproto.PathEnroll, httpx.Handle(a.enroll))
 	a.mux.Handle("POST "+agentproto.PathCheckin, httpx.Handle(a.checkin))
 	a.mux.Handle("PUT "+agentproto.PathInventory, httpx.Handle(a.inventory))
@@ -77,7 +78,9 @@ func New(cfg Config) *API {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
 // SetClock replaces the clock (tests).
-func (a *API) SetClock(now func() time.Time) { a.now = now }
+func (a *API) SetClock(now func() time.Time) { a.clock.Set(now) }
+
+func (a *API) now() time.Time { return a.clock.Now() }
 
 // Forget drops the cached view of an endpoint's agent (it was removed here).
 func (a *API) Forget(endpointID string) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/patchd/patchd/internal/clock"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -72,7 +73,7 @@ func (p *Principal) Can(x perm.Permission) bool {
 // process or replica changed.
 type Authenticator struct {
 	store *store.Store
-	now   func() time.Time
+	clock clock.Clock
 
 	mu     sync.RWMutex
 	tokens map[[32]byte]*Principal
@@ -80,11 +81,13 @@ type Authenticator struct {
 
 // NewAuthenticator makes an Authenticator on the store.
 func NewAuthenticator(s *store.Store) *Authenticator {
-	return &Authenticator{store: s, now: time.Now, tokens: make(map[[32]byte]*Principal)}
+	return &Authenticator{store: s, tokens: make(map[[32]byte]*Principal)}
 }
 
 // SetClock replaces the clock (tests).
-func (a *Authenticator) SetClock(now func() time.Time) { a.now = now }
+func (a *Authenticator) SetClock(now func() time.Time) { a.clock.Set(now) }
+
+func (a *Authenticator) now() time.Time { return a.clock.Now() }
 
 // Authenticate resolves a bearer token to its principal.
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Principal, error) {
