@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,13 @@ type reportSQL struct {
 	query func(p ReportParams) (string, []any)
 	// fix, when set, adjusts a row after conversion.
 	fix func(v []any)
+	// endpointAt, when above 0, is 1 + the index of the Endpoint (name)
+	// column. The query then answers neither that column nor the
+	// collection time, only the endpoint id after where the name goes:
+	// ReportRows reads the organization's endpoints once and fills the
+	// name and the endpoint's inventory time in, instead of a join looked
+	// up on every row.
+	endpointAt int
 }
 
 const endpointName = `COALESCE(e.display_name, e.hostname), e.id`
@@ -190,11 +198,12 @@ var reportSources = map[string]reportSQL{
 	// endpoint id (enrollment order): the order of the software index, so the
 	// rows stream without a sort of the whole table.
 	"software": {
-		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
+		kinds:      []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
+		endpointAt: 1 + 3,
 		query: func(p ReportParams) (string, []any) {
 			cond, args := softwareFilter(p)
-			return `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, ` + endpointName + `, es.install_date, es.installed_for, es.install_type, e.inventory_at
-				FROM software_titles t JOIN endpoint_software es ON es.title_id = t.id JOIN endpoints e ON e.id = es.endpoint_id
+			return `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, es.endpoint_id, es.install_date, es.installed_for, es.install_type
+				FROM software_titles t JOIN endpoint_software es ON es.title_id = t.id
 				WHERE t.org_id = ? AND t.installs > 0` + cond + ` ORDER BY t.name_lower, t.id, es.endpoint_id, es.version_key`,
 				append([]any{p.OrgID}, args...)
 		},
@@ -385,20 +394,34 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			return
 		}
 		// The values, the collection time, then any columns the query
-		// only sorts by (read as text and ignored).
+		// only sorts by (read as text and ignored). With endpointAt, the
+		// query has neither the name nor the time column.
 		n := len(src.kinds)
-		cells := make([]reportCell, max(len(cols), n+1))
+		kinds := src.kinds
+		var endpoints map[string]reportEndpoint
+		name := src.endpointAt - 1
+		if name >= 0 {
+			kinds = append(slices.Clone(kinds[:name]), kinds[name+1:]...)
+			if endpoints, err = s.reportEndpointNames(ctx, p.OrgID); err != nil {
+				yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+				return
+			}
+		}
+		cells := make([]reportCell, max(len(cols), len(kinds)+1))
 		ptrs := make([]any, len(cells))
 		for i := range cells {
 			switch {
-			case i < n:
-				cells[i].kind = src.kinds[i]
-			case i == n:
+			case i < len(kinds):
+				cells[i].kind = kinds[i]
+			case i == len(kinds):
 				cells[i].kind = kInt
 			default:
 				cells[i].kind = kText
 			}
 			ptrs[i] = &cells[i]
+		}
+		if name >= 0 {
+			ptrs = ptrs[:len(cols)]
 		}
 		var values []any
 		for rows.Next() {
@@ -411,12 +434,23 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			}
 			r := ReportRow{Values: values}
 			for i := range n {
-				if r.Values[i], err = cells[i].value(); err != nil {
+				c := i
+				switch {
+				case name < 0:
+				case i == name:
+					continue
+				case i > name:
+					c = i - 1
+				}
+				if r.Values[i], err = cells[c].value(); err != nil {
 					yield(ReportRow{}, fmt.Errorf("store: report %s column %d: %w", source, i, err))
 					return
 				}
 			}
-			if c := cells[n]; c.valid {
+			if name >= 0 {
+				e := endpoints[cells[name].s]
+				r.Values[name], r.At = e.name, e.at
+			} else if c := cells[n]; c.valid {
 				r.At = fromMillis(c.i)
 			}
 			if src.fix != nil {
@@ -430,6 +464,36 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
 		}
 	}
+}
+
+// reportEndpoint is what a report row shows of its endpoint.
+type reportEndpoint struct {
+	name string
+	at   time.Time
+}
+
+// reportEndpointNames maps the organization's endpoint ids to their names
+// and inventory times.
+func (s *Store) reportEndpointNames(ctx context.Context, orgID string) (map[string]reportEndpoint, error) {
+	rows, err := s.query(ctx, `SELECT id, COALESCE(display_name, hostname), inventory_at FROM endpoints WHERE org_id = ?`, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]reportEndpoint{}
+	for rows.Next() {
+		var id, name string
+		var at *int64
+		if err := rows.Scan(&id, &name, &at); err != nil {
+			return nil, err
+		}
+		e := reportEndpoint{name: name}
+		if at != nil {
+			e.at = fromMillis(*at)
+		}
+		out[id] = e
+	}
+	return out, rows.Err()
 }
 
 // ReportCount counts the rows of the named SQL report source for p (Limit
