@@ -79,26 +79,52 @@ type alertData struct {
 	Events   []store.AlertEvent
 	Reports  []string
 	Triggers []alerts.Trigger
+	// Pending tells whether a delivery of a shown event has no result yet:
+	// the events table then polls for them.
+	Pending bool
 }
 
 // alertEvents is how many of a rule's latest events its page shows.
 const alertEvents = 50
 
-func (c *Console) alertDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+func (c *Console) alertData(r *http.Request, s *session) (alertData, error) {
 	rule, err := c.store.GetAlertRule(r.Context(), s.User.OrgID, r.PathValue("id"))
 	if err != nil {
 		if isNotFound(err) {
-			return notFound("alert rule")
+			return alertData{}, notFound("alert rule")
 		}
-		return err
+		return alertData{}, err
 	}
 	evs, err := c.store.ListAlertEvents(r.Context(), s.User.OrgID, rule.ID, alertEvents)
 	if err != nil {
-		return err
+		return alertData{}, err
 	}
 	t, _ := alerts.Lookup(rule.Trigger)
 	d := alertData{Rule: rule, Trigger: t, Events: evs, Reports: alerts.ReportKeys, Triggers: alerts.Triggers}
-	return c.render(w, r, s, http.StatusOK, "alert", "", rule.Name, "alerts", d)
+	for _, ev := range evs {
+		if (rule.EmailTo != nil && ev.EmailOutcome == nil) || (rule.WebhookURL != nil && ev.WebhookOutcome == nil) {
+			d.Pending = true
+		}
+	}
+	return d, nil
+}
+
+func (c *Console) alertDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.alertData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "alert", "", d.Rule.Name, "alerts", d)
+}
+
+// alertEventsPart is the rule page's events table, polled by htmx while a
+// delivery has no result yet.
+func (c *Console) alertEventsPart(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.alertData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "alert", "events", "", "", d)
 }
 
 // alertRefusal turns a rule's field problems into a message for the user.
@@ -197,5 +223,5 @@ func (c *Console) alertTest(w http.ResponseWriter, r *http.Request, s *session) 
 	if err := c.store.Audited(r.Context(), e, func(*store.Tx) error { return nil }); err != nil {
 		return err
 	}
-	return c.done(w, r, back, nil, "Test event raised: its delivery results appear below within a few seconds (reload the page).")
+	return c.done(w, r, back, nil, "Test event raised: its delivery results appear below as they come.")
 }

@@ -2,14 +2,18 @@ package console_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/csv"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,7 +152,19 @@ func acceptConfirms() chromedp.Action[chromedp.Void] {
 
 func TestBrowserJourneys(t *testing.T) {
 	tb := newTab(t)
-	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 100 * time.Millisecond })
+	// A webhook receiver the alert rule delivers to (TLS, trusted by the server).
+	var hooks atomic.Int32
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hooks.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(hook.Certificate())
+	e := apitest.New(t, func(c *config.Config) {
+		c.VulnMatchInterval = 100 * time.Millisecond
+		c.WebhookTLS = &tls.Config{RootCAs: roots}
+	})
 	ctx := context.Background()
 	boot, err := admin.CreateCredential(ctx, e.Store, "system:bootstrap", e.Org.ID, "bootstrap-admin", store.RoleAdministrator)
 	if err != nil {
@@ -301,13 +317,18 @@ func TestBrowserJourneys(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#aname"), "Critical vulnerabilities"),
 		chromedp.SetValue(chromedp.CSS("#atrigger"), "CRITICAL_VULN"),
 		chromedp.SendKeys(chromedp.CSS("#athreshold"), "9"),
-		chromedp.SendKeys(chromedp.CSS("#aemail"), "secops@example.com"),
+		chromedp.SendKeys(chromedp.CSS("#ahook"), hook.URL+"/patchd"),
 		chromedp.Submit(chromedp.CSS("#aname")),
 		chromedp.WaitVisible(chromedp.CSS("#rule-state")))
 	tb.screenshot("alert-created")
 	tb.do("send a test event", chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS("#events tbody code")))
 	if ev := tb.text("#events tbody code"); ev != "TEST" {
 		t.Errorf("the rule's newest event is %q, want TEST", ev)
+	}
+	// The events table follows the delivery until the receiver answered.
+	tb.do("the test event is delivered", chromedp.WaitVisible(chromedp.CSS("#events tbody .badge.on")))
+	if got := tb.text("#events tbody .badge.on"); got != "HTTP 204" || hooks.Load() != 1 {
+		t.Errorf("the delivery result shown is %q after %d webhook call(s), want HTTP 204 after 1", got, hooks.Load())
 	}
 	tb.screenshot("alert-tested")
 	tb.visit(e.URL, "/console/alerts", "alerts")

@@ -142,6 +142,7 @@ func (c *Console) routes() {
 	c.page("GET /console/alerts", perm.ReportsView, c.alertList)
 	c.page("POST /console/alerts", perm.ReportsManage, c.alertCreate)
 	c.page("GET /console/alerts/{id}", perm.ReportsView, c.alertDetail)
+	c.page("GET /console/alerts/{id}/events", perm.ReportsView, c.alertEventsPart)
 	c.page("POST /console/alerts/{id}", perm.ReportsManage, c.alertSave)
 	c.page("POST /console/alerts/{id}/enabled", perm.ReportsManage, c.alertToggle)
 	c.page("POST /console/alerts/{id}/delete", perm.ReportsManage, c.alertDelete)
