@@ -504,6 +504,11 @@ func (s *Store) ReportCount(ctx context.Context, source string, p ReportParams) 
 		return 0, fmt.Errorf("store: no report source %q", source)
 	}
 	q, args := src.query(p)
+	// The order does not change the count, and SQLite would otherwise
+	// follow it (walking the software index row by row).
+	if i := strings.LastIndex(q, " ORDER BY "); i > 0 && !strings.Contains(q[i:], ")") && !strings.Contains(q[i:], "?") {
+		q = q[:i]
+	}
 	var n int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM (`+q+`) AS report`, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count report %s: %w", source, err)
