@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,10 @@ type Enrollment struct {
 // the organization already, gives it the new secret and keeps its id.
 func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time) (id string, created bool, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
+		// The group lock before any row lock (see Ingester.write).
+		if err := tx.lockGroups(ctx, en.OrgID); err != nil {
+			return err
+		}
 		var oldHash string
 		err := tx.queryRow(ctx, `SELECT id, secret_hash FROM endpoints WHERE org_id = ? AND machine_uid = ?`, en.OrgID, en.MachineUID).Scan(&id, &oldHash)
 		switch {
@@ -128,7 +133,14 @@ func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
 	if len(batch) == 0 {
 		return nil
 	}
+	// Endpoint rows in id order, as the ingester locks them: replicas'
+	// flushes and ingesters on PostgreSQL then never wait on each other in
+	// a circle.
+	batch = slices.SortedStableFunc(slices.Values(batch), func(a, b Checkin) int { return strings.Compare(a.EndpointID, b.EndpointID) })
 	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.lockGroupsOf(ctx, batch); err != nil {
+			return err
+		}
 		for _, c := range batch {
 			// A check-in without addresses leaves the known ones.
 			var ips any
@@ -158,6 +170,46 @@ func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
 		}
 		return nil
 	})
+}
+
+// lockGroupsOf takes, on PostgreSQL, the group locks of the batch's
+// organizations before any endpoint row: a check-in that changes a field
+// group rules test re-decides membership under that lock, and taking it
+// after the rows would deadlock with an ingester holding it.
+func (tx *Tx) lockGroupsOf(ctx context.Context, batch []Checkin) error {
+	if tx.s.engine != Postgres {
+		return nil
+	}
+	var orgs []string
+	for chunk := range slices.Chunk(batch, 500) {
+		args := make([]any, len(chunk))
+		for i, c := range chunk {
+			args[i] = c.EndpointID
+		}
+		rows, err := tx.query(ctx, `SELECT DISTINCT org_id FROM endpoints WHERE id IN (`+placeholders(len(args))+`)`, args...)
+		if err != nil {
+			return fmt.Errorf("store: record check-ins: %w", err)
+		}
+		for rows.Next() {
+			var org string
+			if err := rows.Scan(&org); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: record check-ins: %w", err)
+			}
+			orgs = append(orgs, org)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: record check-ins: %w", err)
+		}
+	}
+	slices.Sort(orgs)
+	for _, org := range slices.Compact(orgs) {
+		if err := tx.lockGroups(ctx, org); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, e.last_seen_at, e.os, e.os_version, e.os_build, e.type,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,15 +120,38 @@ func (g *Ingester) run() {
 func (g *Ingester) write(batch []*ingestReq) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
+	// Locks in one order everywhere, so that replicas' ingesters, check-in
+	// flushes and enrollments on PostgreSQL queue instead of deadlocking:
+	// the organizations' group locks first (the membership hooks would take
+	// them after the first inventory's rows otherwise), then the endpoint
+	// rows by id, as RecordCheckins updates them.
+	order := make([]int, len(batch))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(batch[a].inv.endpointID, batch[b].inv.endpointID) })
+	orgs := make([]string, 0, 1)
+	for _, r := range batch {
+		orgs = append(orgs, r.inv.orgID)
+	}
+	slices.Sort(orgs)
+	orgs = slices.Compact(orgs)
 	err := g.s.InTx(ctx, func(tx *Tx) error {
-		for i, r := range batch {
+		for _, org := range orgs {
+			if err := tx.lockGroups(ctx, org); err != nil {
+				return err
+			}
+		}
+		tx.deferTitles = true
+		for _, i := range order {
+			r := batch[i]
 			if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT inventory"); err != nil {
 				return fmt.Errorf("store: savepoint: %w", err)
 			}
-			titles := maps.Clone(tx.newTitles)
+			titles, counts := maps.Clone(tx.newTitles), maps.Clone(tx.titleDelta)
 			if err := tx.replaceInventory(ctx, r.inv); err != nil {
 				results[i] = err
-				tx.newTitles = titles
+				tx.newTitles, tx.titleDelta = titles, counts
 				if _, err := tx.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT inventory"); err != nil {
 					return fmt.Errorf("store: rollback to savepoint: %w", err)
 				}
@@ -135,7 +160,8 @@ func (g *Ingester) write(batch []*ingestReq) {
 				return fmt.Errorf("store: release savepoint: %w", err)
 			}
 		}
-		return nil
+		tx.deferTitles = false
+		return tx.applyTitleDelta(ctx, tx.titleDelta)
 	})
 	for i, r := range batch {
 		if err != nil {

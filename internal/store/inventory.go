@@ -251,6 +251,15 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 // in id order, so that concurrent inventories on PostgreSQL lock title rows
 // in one order and never deadlock.
 func (tx *Tx) applyTitleDelta(ctx context.Context, delta map[int64]int) error {
+	if tx.deferTitles {
+		if tx.titleDelta == nil {
+			tx.titleDelta = map[int64]int{}
+		}
+		for id, d := range delta {
+			tx.titleDelta[id] += d
+		}
+		return nil
+	}
 	ids := make([]int64, 0, len(delta))
 	for id, d := range delta {
 		if d != 0 {

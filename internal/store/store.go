@@ -207,6 +207,12 @@ type Tx struct {
 	stmts map[string]*sql.Stmt
 	// newTitles are software titles this transaction created.
 	newTitles map[[2]string]int64
+	// titleDelta collects install-count changes while deferTitles is set
+	// (an ingester batch), to apply once before the commit: on PostgreSQL
+	// each counter update leaves a dead row version behind, and every
+	// inventory touches the same popular titles.
+	titleDelta  map[int64]int
+	deferTitles bool
 }
 
 // stmt answers the transaction's prepared statement for query, or nil on
