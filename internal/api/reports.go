@@ -107,7 +107,7 @@ func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definit
 			start()
 		}
 		for i, v := range row {
-			rec[i] = csvValue(v)
+			rec[i] = reports.Text(v)
 		}
 		if err := cw.Write(rec); err != nil {
 			return nil // the client went away
@@ -126,29 +126,6 @@ func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definit
 	cw.Flush()
 	bw.Flush()
 	return nil
-}
-
-// csvValue writes a report value as CSV text: null as an empty field.
-func csvValue(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case bool:
-		if x {
-			return "true"
-		}
-		return "false"
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int:
-		return strconv.Itoa(x)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func writeReportJSON(w http.ResponseWriter, r *http.Request, def *reports.Definition, run *reports.Run, limit, offset int) error {

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -132,29 +131,14 @@ func (c *Console) reportCSV(w http.ResponseWriter, r *http.Request, s *session, 
 	return nil
 }
 
-// reportCell shows a report value as text: nothing for null, numbers
-// without exponents, anything else as the JSON the API answers.
+// reportCell shows a report value as text, as the CSV answer does but for
+// booleans, which read better as yes and no.
 func reportCell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case bool:
-		if x {
+	if b, ok := v.(bool); ok {
+		if b {
 			return "yes"
 		}
 		return "no"
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int:
-		return strconv.Itoa(x)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return ""
-	}
-	return string(b)
+	return reports.Text(v)
 }
