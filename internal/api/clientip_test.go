@@ -1,0 +1,31 @@
+package api
+
+import (
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+)
+
+func TestClientIP(t *testing.T) {
+	a := &API{cfg: Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}}
+	for _, c := range []struct {
+		peer, xff, want string
+	}{
+		{"192.0.2.7:5000", "", "192.0.2.7"},
+		{"192.0.2.7:5000", "203.0.113.9", "192.0.2.7"},            // untrusted peer: its header is ignored
+		{"10.1.2.3:5000", "203.0.113.9", "203.0.113.9"},           // trusted proxy
+		{"10.1.2.3:5000", "203.0.113.9, 10.9.9.9", "203.0.113.9"}, // two trusted hops
+		{"10.1.2.3:5000", "198.51.100.1, 203.0.113.9", "203.0.113.9"},
+		{"10.1.2.3:5000", "garbage", "10.1.2.3"},
+		{"[::1]:5000", "2001:db8::5", "2001:db8::5"},
+	} {
+		r := httptest.NewRequest("POST", "/api/oauth/token", nil)
+		r.RemoteAddr = c.peer
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := a.clientIP(r); got != c.want {
+			t.Errorf("peer %s, X-Forwarded-For %q: %s, want %s", c.peer, c.xff, got, c.want)
+		}
+	}
+}
