@@ -16,10 +16,16 @@ type ReadTx struct {
 }
 
 func (r *ReadTx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := r.s.readStmt(ctx, q); st != nil {
+		return r.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
 	return r.tx.QueryContext(ctx, r.s.q(q), args...)
 }
 
 func (r *ReadTx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := r.s.readStmt(ctx, q); st != nil {
+		return r.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
 	return r.tx.QueryRowContext(ctx, r.s.q(q), args...)
 }
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -40,6 +41,41 @@ type Store struct {
 	read   *sql.DB
 	write  *sql.DB
 	rebind sync.Map // query text -> PostgreSQL text
+	// readStmts holds SQLite read statements by query text (at most
+	// maxReadStmts): database/sql prepares each once per connection of the
+	// read pool and reuses it, where a plain query is parsed again on
+	// every call (a third of the CPU of GET /api/v1/groups).
+	readStmts sync.Map // query text -> *sql.Stmt
+	readN     atomic.Int32
+}
+
+// maxReadStmts bounds the read statement cache; queries whose text varies
+// with their arguments (IN lists) beyond it are parsed each time.
+const maxReadStmts = 256
+
+// readStmt answers the cached read statement for query, or nil on
+// PostgreSQL (pgx caches prepared statements itself) or when the cache is
+// full or the statement does not prepare (the plain call reports that).
+func (s *Store) readStmt(ctx context.Context, query string) *sql.Stmt {
+	if s.engine != SQLite {
+		return nil
+	}
+	if v, ok := s.readStmts.Load(query); ok {
+		return v.(*sql.Stmt)
+	}
+	if s.readN.Load() >= maxReadStmts {
+		return nil
+	}
+	st, err := s.read.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if v, loaded := s.readStmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return v.(*sql.Stmt)
+	}
+	s.readN.Add(1)
+	return st
 }
 
 // Options tunes Open.
@@ -191,10 +227,16 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 }
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.readStmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return s.read.QueryContext(ctx, s.q(query), args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.readStmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return s.read.QueryRowContext(ctx, s.q(query), args...)
 }
 
