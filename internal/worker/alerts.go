@@ -129,9 +129,11 @@ func (d *AlertDeliverer) init() {
 		}
 		d.slots = make(chan struct{}, d.Concurrency)
 		dialer := &alerts.Dialer{AllowPrivate: d.AllowPrivate, Timeout: d.Timeout, Resolver: d.Resolver}
+		// The transport writes its HTTP/2 defaults into its TLS config: a
+		// copy keeps the caller's (shared by replicas in one process) intact.
 		d.client = &http.Client{
 			Timeout: d.Timeout,
-			Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: d.WebhookTLS, ForceAttemptHTTP2: true,
+			Transport: &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: d.WebhookTLS.Clone(), ForceAttemptHTTP2: true,
 				TLSHandshakeTimeout: d.Timeout, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
 			// A redirect could leave HTTPS; the receiver's answer is the outcome.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
