@@ -297,11 +297,21 @@ func (w *apiWorker) run(ctx context.Context) {
 // approve approves the updates of one page of the missing-updates list.
 func (w *apiWorker) approve(ctx context.Context) {
 	var page apiv1.Page[apiv1.Update]
-	err := w.time(ctx, "GET /updates", func() (err error) {
-		page, err = w.c.ListUpdates(ctx, client.UpdateQuery{PageQuery: client.PageQuery{Limit: 20, Offset: 20 * w.rng.IntN(50)}})
-		return err
-	})
-	if err != nil || len(page.Items) == 0 {
+	offset := 20 * w.rng.IntN(50)
+	for {
+		err := w.time(ctx, "GET /updates", func() (err error) {
+			page, err = w.c.ListUpdates(ctx, client.UpdateQuery{PageQuery: client.PageQuery{Limit: 20, Offset: offset}})
+			return err
+		})
+		if err != nil {
+			return
+		}
+		if len(page.Items) > 0 || offset == 0 {
+			break
+		}
+		offset = 0 // past the end of a small fleet's list: the first page
+	}
+	if len(page.Items) == 0 {
 		return
 	}
 	body := apiv1.ApprovalBody{Status: "APPROVED"}
