@@ -71,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 	fs.DurationVar(&c.ActionEvery, "action-every", 5*time.Second, "each API client approves updates or starts an action at most this often")
 	fs.IntVar(&c.FanOut, "fan-out", 500, "endpoints per action")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed of the simulated fleet")
+	fs.IntVar(&c.FirstIndex, "first-index", 0, "index of the first endpoint, to run several patchd-load processes on one seed")
 	fs.StringVar(&c.StateDir, "state-dir", "", "`directory` of the simulator's state files, to resume the same fleet")
 	fs.StringVar(&pids, "server-pid", "", "comma-separated process ids of the servers, for CPU and memory")
 	fs.StringVar(&c.DB, "db", "", "the servers' database (SQLite path or postgres:// URL), for its size")

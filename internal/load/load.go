@@ -54,6 +54,10 @@ type Config struct {
 	FanOut int
 	// Seed of the simulated fleet.
 	Seed int64
+	// FirstIndex is the index of the fleet's first endpoint, so that
+	// several patchd-load processes (one socket per agent each) share one
+	// seed without enrolling the same machines.
+	FirstIndex int
 	// StateDir keeps one sim state file per replica, so a second run
 	// resumes the same fleet instead of enrolling again; empty is none.
 	StateDir string
@@ -156,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.LoadAverage[0] = loadAverage()
 
 	fleets := make([]*sim.Fleet, len(cfg.Servers))
-	first := 0
+	first := cfg.FirstIndex
 	for i, srv := range cfg.Servers {
 		n := cfg.Endpoints / len(cfg.Servers)
 		if i < cfg.Endpoints%len(cfg.Servers) {
