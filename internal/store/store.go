@@ -141,11 +141,12 @@ func openPostgres(url string, opt Options) (*Store, error) {
 }
 
 func openSQLite(path string, opt Options) (*Store, error) {
-	// Reads go through a memory map; the writer keeps a larger page cache
-	// (64 MiB) than each reader (16 MiB), since every inventory touches the
-	// same index pages.
+	// The writer keeps a larger page cache (64 MiB) than each reader
+	// (8 MiB), since every inventory touches the same index pages. No
+	// memory map: each connection would map the file again, and the pages
+	// count once per mapping in the process's resident memory.
 	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)" +
-		"&_pragma=mmap_size(1073741824)&_pragma=temp_store(MEMORY)"
+		"&_pragma=temp_store(MEMORY)"
 	w, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=cache_size(-65536)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
@@ -158,7 +159,7 @@ func openSQLite(path string, opt Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: sqlite WAL: %w", err)
 	}
-	r, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=cache_size(-16384)&_pragma=query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=cache_size(-8192)&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open sqlite reader: %w", err)
