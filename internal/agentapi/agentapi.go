@@ -29,8 +29,10 @@ import (
 )
 
 // agentTTL bounds how long a replica trusts its cached view of an agent
-// secret; a removal made on another replica is seen within it.
-const agentTTL = time.Minute
+// secret. It is several check-in intervals long, so that a check-in is
+// served from memory; the replica that removes an endpoint forgets it at
+// once, another replica tells the agent to uninstall within agentTTL.
+const agentTTL = 10 * time.Minute
 
 // Config holds what the agent API needs.
 type Config struct {
