@@ -20,7 +20,7 @@ func (a *API) listAlertRules(w http.ResponseWriter, r *http.Request) error {
 	for i, rule := range rules {
 		items[i] = alertRuleOut(rule)
 	}
-	httpx.WriteJSON(w, http.StatusOK, apiv1.List[apiv1.AlertRule]{Items: items, Total: len(items)})
+	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
 	return nil
 }
 

@@ -71,7 +71,7 @@ func (a *API) listAutomations(w http.ResponseWriter, r *http.Request) error {
 	for i, au := range list {
 		items[i] = toWire(au, false)
 	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items))
+	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
 	return nil
 }
 

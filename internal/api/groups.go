@@ -143,7 +143,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) error {
 	for i, g := range list {
 		items[i] = groupOut(g)
 	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items))
+	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
 	return nil
 }
 

@@ -30,7 +30,7 @@ func (a *API) getReport(w http.ResponseWriter, r *http.Request) error {
 		for _, d := range reports.Catalog() {
 			items = append(items, d.Meta())
 		}
-		httpx.WriteJSON(w, http.StatusOK, apiv1.List[apiv1.ReportMeta]{Items: items, Total: len(items)})
+		httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
 		return nil
 	}
 	def, ok := reports.Lookup(key)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -28,13 +27,13 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		httpx.WriteJSON(w, http.StatusOK, httpx.ListOf[apiv1.RunCommand]{Items: items, Total: total})
+		httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, total))
 		return nil
 	}
 	items, total, err := a.store.ListRuns(r.Context(), rq)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.ListOf[apiv1.Run]{Items: items, Total: total})
+	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, total))
 	return nil
 }

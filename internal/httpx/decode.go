@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/apiv1"
 	"io"
 	"net/http"
 	"strconv"
@@ -110,32 +111,22 @@ func ParsePage(r *http.Request) (Page, error) {
 	return p, nil
 }
 
-// pageOf is the paginated answer { items, total, limit, offset }.
-type PageOf[T any] struct {
-	Items  []T `json:"items"`
-	Total  int `json:"total"`
-	Limit  int `json:"limit"`
-	Offset int `json:"offset"`
-}
-
-func NewPage[T any](items []T, total int, p Page) PageOf[T] {
+// NewPage is the paginated answer { items, total, limit, offset } of the
+// wire types, with an empty list rather than null.
+func NewPage[T any](items []T, total int, p Page) apiv1.Page[T] {
 	if items == nil {
 		items = []T{}
 	}
-	return PageOf[T]{Items: items, Total: total, Limit: p.Limit, Offset: p.Offset}
+	return apiv1.Page[T]{Items: items, Total: total, Limit: p.Limit, Offset: p.Offset}
 }
 
-// listOf is the unpaginated answer { items, total }.
-type ListOf[T any] struct {
-	Items []T `json:"items"`
-	Total int `json:"total"`
-}
-
-func NewList[T any](items []T) ListOf[T] {
+// NewList is the unpaginated answer { items, total }; total is given when
+// it counts more than the items returned.
+func NewList[T any](items []T, total int) apiv1.List[T] {
 	if items == nil {
 		items = []T{}
 	}
-	return ListOf[T]{Items: items, Total: len(items)}
+	return apiv1.List[T]{Items: items, Total: total}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
