@@ -302,18 +302,46 @@ func (s *Store) BumpFeedVersion(ctx context.Context) (int64, error) {
 // ClaimVulnLease takes the lease name for holder until now+d, when it is
 // free, expired or already held by holder; ok says whether it was taken.
 func (s *Store) ClaimVulnLease(ctx context.Context, name, holder string, now time.Time, d time.Duration) (bool, error) {
-	res, err := s.exec(ctx, `UPDATE vuln_state SET holder = ?, lease_until = ? WHERE name = ? AND (lease_until < ? OR holder = ?)`,
+	n, err := s.leaseExec(ctx, `UPDATE vuln_state SET holder = ?, lease_until = ? WHERE name = ? AND (lease_until < ? OR holder = ?)`,
 		holder, millis(now.Add(d)), name, millis(now), holder)
 	if err != nil {
 		return false, fmt.Errorf("store: claim lease %s: %w", name, err)
 	}
-	n, _ := res.RowsAffected()
 	return n == 1, nil
+}
+
+// leaseExec writes a lease. On PostgreSQL the commit does not wait for the
+// disk (see asyncCommit): the matcher claims and releases its lease on
+// every pass, and the two waits for the WAL flush were most of the time of
+// one endpoint's recompute. A lease lost in a database crash is harmless:
+// the transactions of its holder are lost with it, and results are written
+// under row locks, so even two holders at once only match twice.
+func (s *Store) leaseExec(ctx context.Context, q string, args ...any) (int64, error) {
+	if s.engine != Postgres {
+		res, err := s.exec(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	var n int64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.asyncCommit(ctx); err != nil {
+			return err
+		}
+		res, err := tx.exec(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 // ReleaseVulnLease frees the lease name if holder has it.
 func (s *Store) ReleaseVulnLease(ctx context.Context, name, holder string) error {
-	if _, err := s.exec(ctx, `UPDATE vuln_state SET holder = NULL, lease_until = 0 WHERE name = ? AND holder = ?`, name, holder); err != nil {
+	if _, err := s.leaseExec(ctx, `UPDATE vuln_state SET holder = NULL, lease_until = 0 WHERE name = ? AND holder = ?`, name, holder); err != nil {
 		return fmt.Errorf("store: release lease %s: %w", name, err)
 	}
 	return nil

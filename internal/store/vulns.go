@@ -239,6 +239,11 @@ type MatchResult struct {
 
 type vulnKey struct{ cve, software string }
 
+var (
+	findingColumns = []string{"org_id", "endpoint_id", "cve_id", "software", "version", "fixed_in", "source", "first_seen_at"}
+	findingTypes   = []string{"text", "text", "text", "text", "text", "text", "text", "bigint"}
+)
+
 type storedFinding struct {
 	version, fixedIn, source string
 }
@@ -265,6 +270,9 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		st = ResultStats{}
+		if err := tx.asyncCommit(ctx); err != nil {
+			return err
+		}
 		exists, err := tx.lockEndpoints(ctx, ids)
 		if err != nil {
 			return err
@@ -275,7 +283,10 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 		}
 		type orgCVE struct{ org, cve string }
 		delta := map[orgCVE]int{}
-		var inserts [][]any
+		inserts := rowSet{columns: findingColumns, types: findingTypes}
+		updates := rowSet{columns: []string{"endpoint_id", "cve_id", "software", "version", "fixed_in", "source"},
+			types: []string{"text", "text", "text", "text", "text", "text"}}
+		deletes := rowSet{columns: []string{"endpoint_id", "cve_id", "software"}, types: []string{"text", "text", "text"}}
 		for _, r := range results {
 			if !exists[r.EndpointID] {
 				continue
@@ -297,24 +308,18 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 				o, ok := old[k]
 				switch {
 				case !ok:
-					inserts = append(inserts, []any{r.OrgID, r.EndpointID, f.CVEID, f.Software, f.Version, nullIfEmpty(f.FixedIn), f.Source, millis(now)})
+					inserts.rows = append(inserts.rows, []any{r.OrgID, r.EndpointID, f.CVEID, f.Software, f.Version, nullIfEmpty(f.FixedIn), f.Source, millis(now)})
 					st.Added++
 				case o.version != f.Version || o.fixedIn != f.FixedIn || o.source != f.Source:
-					if _, err := tx.exec(ctx, `UPDATE endpoint_vulns SET version = ?, fixed_in = ?, source = ? WHERE endpoint_id = ? AND cve_id = ? AND software = ?`,
-						f.Version, nullIfEmpty(f.FixedIn), f.Source, r.EndpointID, f.CVEID, f.Software); err != nil {
-						return fmt.Errorf("store: update finding: %w", err)
-					}
+					updates.rows = append(updates.rows, []any{r.EndpointID, f.CVEID, f.Software, f.Version, nullIfEmpty(f.FixedIn), f.Source})
 					st.Changed++
 				}
 			}
 			for k := range old {
-				if seen[k] {
-					continue
+				if !seen[k] {
+					deletes.rows = append(deletes.rows, []any{r.EndpointID, k.cve, k.software})
+					st.Removed++
 				}
-				if _, err := tx.exec(ctx, `DELETE FROM endpoint_vulns WHERE endpoint_id = ? AND cve_id = ? AND software = ?`, r.EndpointID, k.cve, k.software); err != nil {
-					return fmt.Errorf("store: delete finding: %w", err)
-				}
-				st.Removed++
 			}
 			for c := range newCVEs {
 				if !oldCVEs[c] {
@@ -327,38 +332,45 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 				}
 			}
 		}
-		if err := tx.insertRows(ctx, "endpoint_vulns", []string{"org_id", "endpoint_id", "cve_id", "software", "version", "fixed_in", "source", "first_seen_at"}, inserts); err != nil {
-			return err
+		if _, err := tx.execEach(ctx, deletes, `DELETE FROM endpoint_vulns WHERE (endpoint_id, cve_id, software) IN (SELECT endpoint_id, cve_id, software FROM v)`); err != nil {
+			return fmt.Errorf("store: delete findings: %w", err)
 		}
-		keys := make([]orgCVE, 0, len(delta))
+		if _, err := tx.execEach(ctx, updates, `UPDATE endpoint_vulns SET version = v.version, fixed_in = v.fixed_in, source = v.source FROM v
+			WHERE endpoint_vulns.endpoint_id = v.endpoint_id AND endpoint_vulns.cve_id = v.cve_id AND endpoint_vulns.software = v.software`); err != nil {
+			return fmt.Errorf("store: update findings: %w", err)
+		}
+		if _, err := tx.execEach(ctx, inserts, `INSERT INTO endpoint_vulns (`+strings.Join(findingColumns, ", ")+`) SELECT `+strings.Join(findingColumns, ", ")+` FROM v`); err != nil {
+			return fmt.Errorf("store: insert findings: %w", err)
+		}
+		catalog := rowSet{columns: []string{"org_id", "cve_id", "delta", "detected_at"}, types: []string{"text", "text", "bigint", "bigint"}}
 		for k, d := range delta {
 			if d != 0 {
-				keys = append(keys, k)
+				catalog.rows = append(catalog.rows, []any{k.org, k.cve, int64(d), millis(now)})
 			}
 		}
 		// In key order, so that concurrent writers lock catalog rows in one order.
-		sort.Slice(keys, func(i, j int) bool {
-			if keys[i].org != keys[j].org {
-				return keys[i].org < keys[j].org
+		sort.Slice(catalog.rows, func(i, j int) bool {
+			a, b := catalog.rows[i], catalog.rows[j]
+			if a[0] != b[0] {
+				return a[0].(string) < b[0].(string)
 			}
-			return keys[i].cve < keys[j].cve
+			return a[1].(string) < b[1].(string)
 		})
-		for _, k := range keys {
-			d := delta[k]
-			if _, err := tx.exec(ctx, `INSERT INTO org_vulns (org_id, cve_id, endpoints_count, first_detected_at, last_detected_at) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT (org_id, cve_id) DO UPDATE SET endpoints_count = org_vulns.endpoints_count + excluded.endpoints_count,
-				last_detected_at = CASE WHEN excluded.endpoints_count > 0 THEN excluded.last_detected_at ELSE org_vulns.last_detected_at END`,
-				k.org, k.cve, d, millis(now), millis(now)); err != nil {
-				return fmt.Errorf("store: CVE catalog: %w", err)
+		// WHERE true: SQLite needs it to parse an upsert whose rows come from a SELECT.
+		if _, err := tx.execEach(ctx, catalog, `INSERT INTO org_vulns (org_id, cve_id, endpoints_count, first_detected_at, last_detected_at)
+			SELECT org_id, cve_id, delta, detected_at, detected_at FROM v WHERE true ORDER BY org_id, cve_id
+			ON CONFLICT (org_id, cve_id) DO UPDATE SET endpoints_count = org_vulns.endpoints_count + excluded.endpoints_count,
+			last_detected_at = CASE WHEN excluded.endpoints_count > 0 THEN excluded.last_detected_at ELSE org_vulns.last_detected_at END`); err != nil {
+			return fmt.Errorf("store: CVE catalog: %w", err)
+		}
+		clears := rowSet{columns: []string{"endpoint_id", "gen"}, types: []string{"text", "bigint"}}
+		for _, r := range results {
+			if r.Dirty != nil {
+				clears.rows = append(clears.rows, []any{r.Dirty.ID, r.Dirty.Gen})
 			}
 		}
-		for _, r := range results {
-			if r.Dirty == nil {
-				continue
-			}
-			if _, err := tx.exec(ctx, `DELETE FROM vuln_dirty WHERE endpoint_id = ? AND gen = ?`, r.Dirty.ID, r.Dirty.Gen); err != nil {
-				return fmt.Errorf("store: clear dirty endpoint: %w", err)
-			}
+		if _, err := tx.execEach(ctx, clears, `DELETE FROM vuln_dirty WHERE (endpoint_id, gen) IN (SELECT endpoint_id, gen FROM v)`); err != nil {
+			return fmt.Errorf("store: clear dirty endpoints: %w", err)
 		}
 		return nil
 	})
