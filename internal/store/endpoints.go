@@ -29,9 +29,9 @@ type Enrollment struct {
 // EnrollEndpoint creates the endpoint, or, when the machine is enrolled in
 // the organization already, gives it the new secret and keeps its id.
 func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time) (id string, created bool, err error) {
-	err = s.InTx(ctx, func(tx *Tx) error {
+	err = s.InTxRetry(ctx, func(tx *Tx) error {
 		// The group lock before any row lock (see Ingester.write).
-		if err := tx.lockGroups(ctx, en.OrgID); err != nil {
+		if err := tx.shareGroups(ctx, en.OrgID); err != nil {
 			return err
 		}
 		var oldHash string
@@ -137,7 +137,7 @@ func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
 	// flushes and ingesters on PostgreSQL then never wait on each other in
 	// a circle.
 	batch = slices.SortedStableFunc(slices.Values(batch), func(a, b Checkin) int { return strings.Compare(a.EndpointID, b.EndpointID) })
-	return s.InTx(ctx, func(tx *Tx) error {
+	return s.InTxRetry(ctx, func(tx *Tx) error {
 		if err := tx.lockGroupsOf(ctx, batch); err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func (tx *Tx) lockGroupsOf(ctx context.Context, batch []Checkin) error {
 	}
 	slices.Sort(orgs)
 	for _, org := range slices.Compact(orgs) {
-		if err := tx.lockGroups(ctx, org); err != nil {
+		if err := tx.shareGroups(ctx, org); err != nil {
 			return err
 		}
 	}

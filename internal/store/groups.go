@@ -81,15 +81,26 @@ func createBuiltinGroups(ctx context.Context, tx *Tx, o Org) error {
 	return nil
 }
 
-// lockGroups serialises the membership changes of one organization on
-// PostgreSQL (a transaction-scoped advisory lock), so that a group written
-// while an endpoint changes never misses the change. SQLite serialises
-// every write anyway.
+// lockGroups and shareGroups order the membership changes of one
+// organization on PostgreSQL (a transaction-scoped advisory lock) so that a
+// group written while an endpoint changes never misses the change: a
+// transaction that writes a group's definition or members takes the lock
+// alone (lockGroups), while endpoint changes, which re-decide only their own
+// endpoint's memberships, share it (shareGroups) and so run side by side.
+// Either is taken before any row lock. SQLite serialises every write anyway.
 func (tx *Tx) lockGroups(ctx context.Context, orgID string) error {
+	return tx.groupLock(ctx, orgID, `SELECT pg_advisory_xact_lock(7202, hashtext(?))`)
+}
+
+func (tx *Tx) shareGroups(ctx context.Context, orgID string) error {
+	return tx.groupLock(ctx, orgID, `SELECT pg_advisory_xact_lock_shared(7202, hashtext(?))`)
+}
+
+func (tx *Tx) groupLock(ctx context.Context, orgID, query string) error {
 	if tx.s.engine != Postgres {
 		return nil
 	}
-	if _, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(7202, hashtext(?))`, orgID); err != nil {
+	if _, err := tx.exec(ctx, query, orgID); err != nil {
 		return fmt.Errorf("store: lock groups: %w", err)
 	}
 	return nil
@@ -633,7 +644,7 @@ func scanFacts(row interface{ Scan(...any) error }, id *string) (groups.Facts, e
 // refreshMembership re-decides an endpoint's membership in the
 // organization's dynamic groups after its record or inventory changed.
 func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) error {
-	if err := tx.lockGroups(ctx, orgID); err != nil {
+	if err := tx.shareGroups(ctx, orgID); err != nil {
 		return err
 	}
 	rows, err := tx.query(ctx, `SELECT id, match_all, rules, exclude_rules FROM endpoint_groups
@@ -693,16 +704,12 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) e
 			if _, err := tx.exec(ctx, `INSERT INTO group_members (group_id, endpoint_id) VALUES (?, ?)`, d.id, endpointID); err != nil {
 				return fmt.Errorf("store: join group: %w", err)
 			}
-			if _, err := tx.exec(ctx, `UPDATE endpoint_groups SET members = members + 1 WHERE id = ?`, d.id); err != nil {
-				return fmt.Errorf("store: group member count: %w", err)
-			}
+			tx.countMember(d.id, 1)
 		case !in && have[d.id]:
 			if _, err := tx.exec(ctx, `DELETE FROM group_members WHERE group_id = ? AND endpoint_id = ?`, d.id, endpointID); err != nil {
 				return fmt.Errorf("store: leave group: %w", err)
 			}
-			if _, err := tx.exec(ctx, `UPDATE endpoint_groups SET members = members - 1 WHERE id = ?`, d.id); err != nil {
-				return fmt.Errorf("store: group member count: %w", err)
-			}
+			tx.countMember(d.id, -1)
 		}
 	}
 	return nil
@@ -710,12 +717,24 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) e
 
 // dropMemberships takes a removed endpoint out of every group.
 func (tx *Tx) dropMemberships(ctx context.Context, orgID, endpointID string) error {
-	if err := tx.lockGroups(ctx, orgID); err != nil {
+	if err := tx.shareGroups(ctx, orgID); err != nil {
 		return err
 	}
-	if _, err := tx.exec(ctx, `UPDATE endpoint_groups SET members = members - 1
-		WHERE id IN (SELECT group_id FROM group_members WHERE endpoint_id = ?)`, endpointID); err != nil {
-		return fmt.Errorf("store: group member count: %w", err)
+	rows, err := tx.query(ctx, `SELECT group_id FROM group_members WHERE endpoint_id = ?`, endpointID)
+	if err != nil {
+		return fmt.Errorf("store: endpoint groups: %w", err)
+	}
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: endpoint groups: %w", err)
+		}
+		tx.countMember(g, -1)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: endpoint groups: %w", err)
 	}
 	if _, err := tx.exec(ctx, `DELETE FROM group_members WHERE endpoint_id = ?`, endpointID); err != nil {
 		return fmt.Errorf("store: leave groups: %w", err)

@@ -121,10 +121,11 @@ func (g *Ingester) write(batch []*ingestReq) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	// Locks in one order everywhere, so that replicas' ingesters, check-in
-	// flushes and enrollments on PostgreSQL queue instead of deadlocking:
-	// the organizations' group locks first (the membership hooks would take
-	// them after the first inventory's rows otherwise), then the endpoint
-	// rows by id, as RecordCheckins updates them.
+	// flushes and enrollments on PostgreSQL run side by side instead of
+	// deadlocking: the organizations' group locks first, shared (the
+	// membership hooks would take them after the first inventory's rows
+	// otherwise), then the endpoint rows by id, as RecordCheckins updates
+	// them, and the shared counters last, in key order (see counts).
 	order := make([]int, len(batch))
 	for i := range order {
 		order[i] = i
@@ -136,22 +137,25 @@ func (g *Ingester) write(batch []*ingestReq) {
 	}
 	slices.Sort(orgs)
 	orgs = slices.Compact(orgs)
-	err := g.s.InTx(ctx, func(tx *Tx) error {
+	err := g.s.InTxRetry(ctx, func(tx *Tx) error {
+		clear(results)
 		for _, org := range orgs {
-			if err := tx.lockGroups(ctx, org); err != nil {
+			if err := tx.shareGroups(ctx, org); err != nil {
 				return err
 			}
 		}
-		tx.deferTitles = true
 		for _, i := range order {
 			r := batch[i]
 			if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT inventory"); err != nil {
 				return fmt.Errorf("store: savepoint: %w", err)
 			}
-			titles, counts := maps.Clone(tx.newTitles), maps.Clone(tx.titleDelta)
+			titles, counts := maps.Clone(tx.newTitles), tx.counts.clone()
 			if err := tx.replaceInventory(ctx, r.inv); err != nil {
+				if retryable(err) {
+					return err // the whole batch again (InTxRetry)
+				}
 				results[i] = err
-				tx.newTitles, tx.titleDelta = titles, counts
+				tx.newTitles, tx.counts = titles, counts
 				if _, err := tx.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT inventory"); err != nil {
 					return fmt.Errorf("store: rollback to savepoint: %w", err)
 				}
@@ -160,8 +164,7 @@ func (g *Ingester) write(batch []*ingestReq) {
 				return fmt.Errorf("store: release savepoint: %w", err)
 			}
 		}
-		tx.deferTitles = false
-		return tx.applyTitleDelta(ctx, tx.titleDelta)
+		return nil
 	})
 	for i, r := range batch {
 		if err != nil {

@@ -244,43 +244,16 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 		"install_date", "installed_for", "install_type", "source_package"}, inserts); err != nil {
 		return err
 	}
-	return tx.applyTitleDelta(ctx, delta)
+	tx.applyTitleDelta(delta)
+	return nil
 }
 
-// applyTitleDelta changes install counts, a batch of titles per statement,
-// in id order, so that concurrent inventories on PostgreSQL lock title rows
-// in one order and never deadlock.
-func (tx *Tx) applyTitleDelta(ctx context.Context, delta map[int64]int) error {
-	if tx.deferTitles {
-		if tx.titleDelta == nil {
-			tx.titleDelta = map[int64]int{}
-		}
-		for id, d := range delta {
-			tx.titleDelta[id] += d
-		}
-		return nil
-	}
-	ids := make([]int64, 0, len(delta))
+// applyTitleDelta counts install-count changes, written before the commit
+// (see counts).
+func (tx *Tx) applyTitleDelta(delta map[int64]int) {
 	for id, d := range delta {
-		if d != 0 {
-			ids = append(ids, id)
-		}
+		tx.countTitle(id, d)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	const perStatement = 64
-	for start := 0; start < len(ids); start += perStatement {
-		batch := ids[start:min(start+perStatement, len(ids))]
-		args := make([]any, 0, 2*len(batch))
-		for _, id := range batch {
-			args = append(args, id, delta[id])
-		}
-		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS BIGINT), CAST(? AS INTEGER)), ", len(batch)), ", ")
-		if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = installs + d.column2 FROM (VALUES `+values+`) AS d
-			WHERE software_titles.id = d.column1`, args...); err != nil {
-			return fmt.Errorf("store: software title count: %w", err)
-		}
-	}
-	return nil
 }
 
 type updRow struct {
@@ -358,26 +331,16 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 		"winget_id", "package_name", "product_key", "installed_version", "latest_version", "reboot_required", "release_date", "detected_at"}, inserts); err != nil {
 		return err
 	}
-	if err := tx.applyKeyDelta(ctx, orgID, delta); err != nil {
-		return err
-	}
+	tx.applyKeyDelta(orgID, delta)
 	return tx.afterNewUpdateKeys(ctx, orgID, fresh, now)
 }
 
-func (tx *Tx) applyKeyDelta(ctx context.Context, orgID string, delta map[string]int) error {
-	keys := make([]string, 0, len(delta))
+// applyKeyDelta counts endpoint-count changes of update keys, written
+// before the commit (see counts).
+func (tx *Tx) applyKeyDelta(orgID string, delta map[string]int) {
 	for k, d := range delta {
-		if d != 0 {
-			keys = append(keys, k)
-		}
+		tx.countKey(orgID, k, d)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if _, err := tx.exec(ctx, `UPDATE update_keys SET endpoints = endpoints + ? WHERE org_id = ? AND key = ?`, delta[k], orgID, k); err != nil {
-			return fmt.Errorf("store: update key count: %w", err)
-		}
-	}
-	return nil
 }
 
 type compressedDataset struct {
@@ -441,10 +404,9 @@ func (tx *Tx) releaseInventory(ctx context.Context, orgID, endpointID string) er
 		kdelta[k]--
 	}
 	rows.Close()
-	if err := tx.applyTitleDelta(ctx, tdelta); err != nil {
-		return err
-	}
-	return tx.applyKeyDelta(ctx, orgID, kdelta)
+	tx.applyTitleDelta(tdelta)
+	tx.applyKeyDelta(orgID, kdelta)
+	return nil
 }
 
 // insertRows inserts rows in multi-row statements.

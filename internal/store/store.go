@@ -250,12 +250,8 @@ type Tx struct {
 	stmts map[string]*sql.Stmt
 	// newTitles are software titles this transaction created.
 	newTitles map[[2]string]int64
-	// titleDelta collects install-count changes while deferTitles is set
-	// (an ingester batch), to apply once before the commit: on PostgreSQL
-	// each counter update leaves a dead row version behind, and every
-	// inventory touches the same popular titles.
-	titleDelta  map[int64]int
-	deferTitles bool
+	// counts are the counter differences applied just before the commit.
+	counts counts
 }
 
 // stmt answers the transaction's prepared statement for query, or nil on
@@ -307,6 +303,10 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	tx := &Tx{s: s, tx: sqlTx}
 	if err := fn(tx); err != nil {
+		sqlTx.Rollback()
+		return err
+	}
+	if err := tx.applyCounts(ctx); err != nil {
 		sqlTx.Rollback()
 		return err
 	}

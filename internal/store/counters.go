@@ -1,0 +1,152 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// counts are the shared counters a write transaction changes: install
+// counts of software titles, endpoint counts of update keys, member counts
+// of groups. Many transactions change the same popular rows, so a
+// transaction only collects its differences and applies them once, just
+// before it commits, each kind in key order: on PostgreSQL the row locks
+// are then taken late, briefly and in one order by every transaction, which
+// is what lets inventories of one organization be stored concurrently
+// without deadlocking (and each counter row gets one new version per
+// transaction, not one per inventory).
+type counts struct {
+	titles  map[int64]int
+	keys    map[[2]string]int // organization, update key
+	members map[string]int    // group id
+}
+
+func (c counts) clone() counts {
+	return counts{titles: maps.Clone(c.titles), keys: maps.Clone(c.keys), members: maps.Clone(c.members)}
+}
+
+func (tx *Tx) countTitle(id int64, d int) {
+	if tx.counts.titles == nil {
+		tx.counts.titles = map[int64]int{}
+	}
+	tx.counts.titles[id] += d
+}
+
+func (tx *Tx) countKey(orgID, key string, d int) {
+	if tx.counts.keys == nil {
+		tx.counts.keys = map[[2]string]int{}
+	}
+	tx.counts.keys[[2]string{orgID, key}] += d
+}
+
+func (tx *Tx) countMember(groupID string, d int) {
+	if tx.counts.members == nil {
+		tx.counts.members = map[string]int{}
+	}
+	tx.counts.members[groupID] += d
+}
+
+// nonZero answers the keys of m whose difference is not zero, in order.
+func nonZero[K cmp.Ordered](m map[K]int) []K {
+	out := make([]K, 0, len(m))
+	for k, d := range m {
+		if d != 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyCounts writes the collected differences: titles, then update keys,
+// then groups, each in key order, several rows per statement.
+func (tx *Tx) applyCounts(ctx context.Context) error {
+	const perStatement = 64
+	ids := nonZero(tx.counts.titles)
+	for batch := range slices.Chunk(ids, perStatement) {
+		args := make([]any, 0, 2*len(batch))
+		for _, id := range batch {
+			args = append(args, id, tx.counts.titles[id])
+		}
+		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS BIGINT), CAST(? AS INTEGER)), ", len(batch)), ", ")
+		if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = installs + d.column2 FROM (VALUES `+values+`) AS d
+			WHERE software_titles.id = d.column1`, args...); err != nil {
+			return fmt.Errorf("store: software title count: %w", err)
+		}
+	}
+	keys := make([][2]string, 0, len(tx.counts.keys))
+	for k, d := range tx.counts.keys {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
+	for batch := range slices.Chunk(keys, perStatement) {
+		args := make([]any, 0, 3*len(batch))
+		for _, k := range batch {
+			args = append(args, k[0], k[1], tx.counts.keys[k])
+		}
+		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER)), ", len(batch)), ", ")
+		if _, err := tx.exec(ctx, `UPDATE update_keys SET endpoints = endpoints + d.column3 FROM (VALUES `+values+`) AS d
+			WHERE update_keys.org_id = d.column1 AND update_keys.key = d.column2`, args...); err != nil {
+			return fmt.Errorf("store: update key count: %w", err)
+		}
+	}
+	groupIDs := nonZero(tx.counts.members)
+	for batch := range slices.Chunk(groupIDs, perStatement) {
+		args := make([]any, 0, 2*len(batch))
+		for _, id := range batch {
+			args = append(args, id, tx.counts.members[id])
+		}
+		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS TEXT), CAST(? AS INTEGER)), ", len(batch)), ", ")
+		if _, err := tx.exec(ctx, `UPDATE endpoint_groups SET members = members + d.column2 FROM (VALUES `+values+`) AS d
+			WHERE endpoint_groups.id = d.column1`, args...); err != nil {
+			return fmt.Errorf("store: group member count: %w", err)
+		}
+	}
+	tx.counts = counts{}
+	return nil
+}
+
+// maxTxAttempts bounds InTxRetry.
+const maxTxAttempts = 5
+
+// InTxRetry is InTx for the hot concurrent writers (inventory batches,
+// check-in flushes, enrollments): on PostgreSQL a transaction the server
+// aborted as a deadlock victim or a serialization failure is run again,
+// after a short random pause, up to maxTxAttempts times. Counters and
+// endpoint rows are locked in one order everywhere, so this is rare: it
+// covers two transactions creating the same new software titles or update
+// keys in different orders. fn must be safe to run again: it may not keep
+// anything from an aborted attempt.
+func (s *Store) InTxRetry(ctx context.Context, fn func(tx *Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.InTx(ctx, fn)
+		if err == nil || attempt == maxTxAttempts || !retryable(err) {
+			return err
+		}
+		pause := time.Duration(attempt) * time.Duration(5+rand.IntN(20)) * time.Millisecond
+		slog.Warn("store: transaction aborted by a conflict, running it again", "attempt", attempt, "pause", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// retryable tells whether PostgreSQL aborted the transaction for a
+// conflict with another one (deadlock_detected, serialization_failure).
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001")
+}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// CounterMismatchesForTest compares every stored counter of an
+// organization with a count of the rows it stands for, and answers one line
+// for each that differs.
+func (s *Store) CounterMismatchesForTest(ctx context.Context, orgID string) ([]string, error) {
+	checks := []struct{ what, query string }{
+		{"software title installs", `SELECT t.name, t.installs, (SELECT COUNT(*) FROM endpoint_software es WHERE es.title_id = t.id)
+			FROM software_titles t WHERE t.org_id = ?`},
+		{"update key endpoints", `SELECT k.key, k.endpoints, (SELECT COUNT(*) FROM endpoint_updates u WHERE u.org_id = k.org_id AND u.key = k.key)
+			FROM update_keys k WHERE k.org_id = ?`},
+		{"group members", `SELECT g.name, g.members, (SELECT COUNT(*) FROM group_members m WHERE m.group_id = g.id)
+			FROM endpoint_groups g WHERE g.org_id = ? AND g.builtin IS NULL`},
+	}
+	var out []string
+	for _, c := range checks {
+		rows, err := s.write.QueryContext(ctx, s.q(c.query), orgID)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.what, err)
+		}
+		for rows.Next() {
+			var name string
+			var stored, counted int
+			if err := rows.Scan(&name, &stored, &counted); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if stored != counted {
+				out = append(out, fmt.Sprintf("%s of %q: stored %d, rows %d", c.what, name, stored, counted))
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
