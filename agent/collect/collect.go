@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -275,3 +276,42 @@ func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
 // gib converts bytes to GiB rounded to 0.1.
 func gib(bytes uint64) float64 { return round1(float64(bytes) / (1 << 30)) }
+
+// runStream executes a command with the C locale and hands its standard
+// output to read as it comes, for outputs too large to hold (a day of the
+// journal). An error of read, a non-zero exit or the timeout is returned;
+// read's partial work is then the caller's to drop.
+func runStream(ctx context.Context, timeout time.Duration, read func(io.Reader) error, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	rerr := read(out)
+	if rerr != nil {
+		cancel() // stop the command rather than wait for it to finish writing
+	}
+	werr := cmd.Wait()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("%s: timed out after %s", name, timeout)
+	case rerr != nil:
+		return fmt.Errorf("%s: %w", name, rerr)
+	case werr != nil:
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		return fmt.Errorf("%s: %w: %s", name, werr, msg)
+	}
+	return nil
+}

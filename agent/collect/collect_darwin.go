@@ -4,6 +4,7 @@ package collect
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -164,6 +165,59 @@ func collectPlatform(ctx context.Context, c *collector) {
 		}
 		c.setDataset(agentproto.DatasetStartupItems, rows)
 		return nil
+	})
+	c.do("devices", func() error {
+		// SPUSBHostDataType replaced SPUSBDataType in macOS 26; an older
+		// system_profiler leaves out the type it does not know.
+		out, err := run(ctx, 2*time.Minute, "system_profiler", "-json", "SPUSBDataType", "SPUSBHostDataType", "SPAudioDataType", "SPDisplaysDataType")
+		if err != nil && len(out) == 0 {
+			return err
+		}
+		monitors, usb, sound, err := parseSystemProfilerDevices(out)
+		if err != nil {
+			return err
+		}
+		c.setDataset(datasetMonitors, monitors)
+		c.setDataset(datasetUSBDevices, usb)
+		c.setDataset(datasetSoundDevices, sound)
+		return nil
+	})
+	c.do("logon-history", func() error {
+		out, err := run(ctx, commandTimeout, "last")
+		if err != nil {
+			c.setDataset(datasetLogonHistory, nil)
+			return err
+		}
+		c.setDataset(datasetLogonHistory, logonHistoryRows(parseDarwinLast(out, time.Now(), time.Local), nil, time.Now().AddDate(0, 0, -logonHistoryDays)))
+		return nil
+	})
+	c.do("event-log-summary", func() error {
+		var rows []map[string]any
+		err := runStream(ctx, 3*time.Minute, func(r io.Reader) error {
+			var err error
+			rows, err = countDarwinLog(r)
+			return err
+		}, "log", "show", "--last", "24h", "--style", "ndjson", "--predicate", "messageType == error OR messageType == fault")
+		if err != nil {
+			c.setDataset(datasetEventLogSummary, nil)
+			return err
+		}
+		c.setDataset(datasetEventLogSummary, rows)
+		return nil
+	})
+	c.do("installed-updates", func() error {
+		const history = "/Library/Receipts/InstallHistory.plist"
+		b, err := os.ReadFile(history)
+		if err == nil && strings.HasPrefix(string(b), "bplist") {
+			b, err = run(ctx, commandTimeout, "plutil", "-convert", "xml1", "-o", "-", history)
+		}
+		if err != nil {
+			c.setDataset(datasetInstalledUpdates, nil)
+			return err
+		}
+		rows, err := parseInstallHistory(b)
+		c.setDataset(datasetInstalledUpdates, rows)
+		return err
 	})
 	c.setDataset(agentproto.DatasetEnvironmentVariables, environmentRows(os.Environ()))
 	c.setDataset(agentproto.DatasetTimeZone, []map[string]any{timeZoneRow(deref(sys.TimeZone), deref(sys.TimeZone), time.Now())})

@@ -195,6 +195,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 		"installDate": nullIfEmpty(linuxInstallDate()), "lastBootAt": timeOrNil(boot), "locale": linuxLocale(),
 	}})
 	collectLinuxHardware(ctx, c)
+	collectLinuxHistory(ctx, c)
 }
 
 func platformFacts(ctx context.Context, c *collector) Facts {

@@ -68,9 +68,18 @@ func TestLinuxInventoryOfThisMachine(t *testing.T) {
 		}
 	}
 	for _, name := range []string{datasetProcessors, datasetMotherboards, datasetNetworkConnections, datasetDiskPartitions, datasetDiskVolumes,
-		datasetDiskEncryption, datasetSharedFolders, datasetProfiles, agentproto.DatasetFirmware, agentproto.DatasetTimeZone} {
+		datasetDiskEncryption, datasetSharedFolders, datasetProfiles, agentproto.DatasetFirmware, agentproto.DatasetTimeZone,
+		// Sent on every Linux computer, empty where the source is absent
+		// (no journal, wtmp, graphics, USB or sound in a container).
+		datasetLogonHistory, datasetEventLogSummary, datasetInstalledUpdates, datasetMonitors, datasetUSBDevices, datasetSoundDevices} {
 		if _, ok := inv.Datasets[name]; !ok {
 			t.Errorf("dataset %s not sent", name)
+		}
+	}
+	// The package upgrades of this machine are in dpkg.log when it has one.
+	if fileExists("/var/log/dpkg.log") {
+		if ups := parseDpkgLog(readTrimBytes("/var/log/dpkg.log"), time.Local); len(ups) > 0 && len(inv.Datasets[datasetInstalledUpdates]) == 0 {
+			t.Errorf("dpkg.log holds %d upgrades, installed-updates is empty", len(ups))
 		}
 	}
 	for name, rows := range inv.Datasets {
@@ -124,4 +133,9 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+func readTrimBytes(path string) []byte {
+	b, _ := os.ReadFile(path)
+	return b
 }

@@ -29,6 +29,19 @@ func collectPlatform(ctx context.Context, c *collector) {
 		_, perr := parseWindowsInventory(out, &c.inv)
 		return perr
 	})
+	c.do("logons+event-logs", func() error {
+		out, err := PowerShell(ctx, 5*time.Minute, WindowsActivityScript)
+		if err != nil && len(out) == 0 {
+			return err
+		}
+		logons, events, err := parseWindowsActivity(out)
+		if err != nil {
+			return err
+		}
+		c.setDataset(datasetLogonHistory, logons)
+		c.setDataset(datasetEventLogSummary, events)
+		return nil
+	})
 	var osUpdates, appUpdates []agentproto.Update
 	c.do("windows-update", func() error {
 		// The Windows Update Agent search can take minutes on a fresh

@@ -26,6 +26,20 @@ package collect
 //	firmware, motherboards /sys/class/dmi/id, /sys/firmware/efi (mode, SecureBoot variable)
 //	processors             /proc/cpuinfo per socket, cpufreq max clock; Windows: Win32_Processor
 //	os-information         os-release PRETTY_NAME, kernel, install date (installer log or lost+found), locale
+//	logon-history          Linux: /var/log/wtmp (USER_PROCESS records) and btmp (failed, root only), or `wtmpdb last`,
+//	                       14 days; ssh when the host is remote; Windows: Security 4624/4625, logon types 2, 10, 11;
+//	                       macOS: `last` (console and remote logons, no failures)
+//	event-log-summary      Linux: journalctl -o json, priority 0-4 of 24 h (auth/authpriv facility as log "auth");
+//	                       Windows: Get-WinEvent System/Application levels 1-3, Security audit failures;
+//	                       macOS: log show --style ndjson, error and fault messages. Fixed rows, zero counts included
+//	installed-updates      Linux: dpkg.log upgrades (+ apt history.log for who), dnf.rpm.log, yum.log;
+//	                       Windows: Get-HotFix merged with the Windows Update Agent history (patchd-agent → patchd);
+//	                       macOS: InstallHistory.plist entries of softwareupdated / System Settings
+//	monitors               Linux: /sys/class/drm connected connectors' EDID and preferred mode; Windows: WmiMonitorID
+//	                       and the preferred source mode; macOS: SPDisplaysDataType
+//	usb-devices            Linux: /sys/bus/usb/devices (class from the interfaces; names from usb.ids when the device
+//	                       has no strings); Windows: Win32_PnPEntity USB\ devices; macOS: SPUSBDataType/SPUSBHostDataType
+//	sound-devices          Linux: /proc/asound (one row per HD Audio codec); Windows: Win32_SoundDevice; macOS: SPAudioDataType
 //
 // A collector whose tool or file is missing sends an empty dataset (or, for
 // physical-memory, none) and logs why.

@@ -84,4 +84,10 @@ const (
 	datasetSharedFolders      = "shared-folders"
 	datasetPrinters           = "printers"
 	datasetPhysicalMemory     = "physical-memory"
+	datasetLogonHistory       = "logon-history"
+	datasetEventLogSummary    = "event-log-summary"
+	datasetInstalledUpdates   = "installed-updates"
+	datasetMonitors           = "monitors"
+	datasetUSBDevices         = "usb-devices"
+	datasetSoundDevices       = "sound-devices"
 )

@@ -339,6 +339,14 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 		"installDate": installDate, "lastBootAt": derefAny(w.OS.LastBootUpTime), "locale": nil,
 	}}
 
+	devices, err := windowsDeviceDatasets(b)
+	if err != nil {
+		return windowsFacts{}, err
+	}
+	for name, rows := range devices {
+		inv.Datasets[name] = rows
+	}
+
 	f := windowsFacts{
 		User:          w.ComputerSystem.UserName,
 		PendingReboot: w.PendingReboot.ComponentBasedServicing || w.PendingReboot.WindowsUpdate || w.PendingReboot.PendingFileRename,

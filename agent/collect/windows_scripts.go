@@ -36,6 +36,26 @@ $sw = foreach ($p in @('HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Uninstal
       uninstallString = $_.UninstallString; quietUninstallString = $_.QuietUninstallString }
   }
 }
+# Monitors: the preferred mode of each (its native resolution) and how it
+# is connected (internal panels: LVDS 6, embedded DisplayPort 11, embedded
+# UDI 13, or the 0x80000000 internal flag).
+$modes = @{}
+Get-CimInstance -Namespace root/wmi -ClassName WmiMonitorListedSupportedSourceModes | ForEach-Object {
+  $m = @($_.MonitorSourceModes)[$_.PreferredMonitorSourceModeIndex]
+  if ($m) { $modes[$_.InstanceName] = "$($m.HorizontalActivePixels)x$($m.VerticalActivePixels)" } }
+$links = @{}
+Get-CimInstance -Namespace root/wmi -ClassName WmiMonitorConnectionParams | ForEach-Object { $links[$_.InstanceName] = $_.VideoOutputTechnology }
+# Update history: the Windows Update Agent's record of successful
+# installations (its Date is UTC already), newest 1000.
+$history = @()
+try {
+  $searcher = (New-Object -ComObject Microsoft.Update.Session).CreateUpdateSearcher()
+  $n = $searcher.GetTotalHistoryCount()
+  if ($n -gt 0) {
+    $history = @($searcher.QueryHistory(0, [Math]::Min($n, 1000)) | Where-Object { $_.Operation -eq 1 -and ($_.ResultCode -eq 2 -or $_.ResultCode -eq 3) } | ForEach-Object {
+      [ordered]@{ title = $_.Title; date = $_.Date.ToString('yyyy-MM-ddTHH:mm:ssZ'); clientApplicationId = $_.ClientApplicationID; updateId = $_.UpdateIdentity.UpdateID } })
+  }
+} catch { }
 $out = [ordered]@{
   os = [ordered]@{ caption = $os.Caption; version = $os.Version; buildNumber = $os.BuildNumber; ubr = $cv.UBR
     displayVersion = $cv.DisplayVersion; productType = $os.ProductType; osArchitecture = $os.OSArchitecture
@@ -61,6 +81,12 @@ $out = [ordered]@{
   localAdministrators = @(Get-LocalGroupMember -SID 'S-1-5-32-544' | ForEach-Object { [ordered]@{ name = $_.Name; objectClass = $_.ObjectClass; source = [string]$_.PrincipalSource } })
   startupItems = @(Get-CimInstance Win32_StartupCommand | ForEach-Object { [ordered]@{ name = $_.Name; command = $_.Command; location = $_.Location; user = $_.User } })
   routes = @(Get-NetRoute | ForEach-Object { [ordered]@{ destination = $_.DestinationPrefix; gateway = $_.NextHop; interface = $_.InterfaceAlias; metric = $_.RouteMetric; family = [string]$_.AddressFamily } })
+  soundDevices = @(Get-CimInstance Win32_SoundDevice | ForEach-Object { [ordered]@{ name = $_.Name; manufacturer = $_.Manufacturer; status = $_.Status } })
+  monitors = @(Get-CimInstance -Namespace root/wmi -ClassName WmiMonitorID | ForEach-Object { [ordered]@{ instanceName = $_.InstanceName; manufacturerName = @($_.ManufacturerName); userFriendlyName = @($_.UserFriendlyName); serialNumberId = @($_.SerialNumberID); productCodeId = @($_.ProductCodeID); yearOfManufacture = $_.YearOfManufacture; resolution = $modes[$_.InstanceName]; videoOutputTechnology = $links[$_.InstanceName] } })
+  usbDevices = @(Get-CimInstance Win32_PnPEntity -Filter "PNPDeviceID LIKE 'USB\\%'" | ForEach-Object { [ordered]@{ name = $_.Name; manufacturer = $_.Manufacturer; pnpClass = $_.PNPClass; deviceId = $_.PNPDeviceID; service = $_.Service; status = $_.Status } })
+  usbDisks = @(Get-CimInstance Win32_DiskDrive -Filter "InterfaceType='USB'" | ForEach-Object { [ordered]@{ model = $_.Model; pnpDeviceId = $_.PNPDeviceID } })
+  hotFixes = @(Get-HotFix | ForEach-Object { [ordered]@{ kb = $_.HotFixID; description = $_.Description; installedOn = (Iso $_.InstalledOn); installedBy = $_.InstalledBy } })
+  updateHistory = $history
   loggedOnUsers = @(Get-CimInstance Win32_Process -Filter "Name='explorer.exe'" | ForEach-Object { $o = Invoke-CimMethod -InputObject $_ -MethodName GetOwner; if ($o.User) { [ordered]@{ user = $o.Domain + '\' + $o.User; logonAt = (Iso $_.CreationDate); sessionId = $_.SessionId } } } | Sort-Object { $_.user } -Unique)
 }
 ConvertTo-Json -InputObject $out -Depth 5 -Compress
@@ -83,6 +109,36 @@ $list = foreach ($u in $result.Updates) {
     autoSelectOnWebSites = $u.AutoSelectOnWebSites; browseOnly = $u.BrowseOnly; type = $u.Type; releaseDate = $released }
 }
 ConvertTo-Json -InputObject @($list) -Depth 4 -Compress
+`
+
+// WindowsActivityScript reads the Security and event logs: logons at the
+// console, over RDP and with cached credentials (4624 and failed 4625,
+// logon types 2, 10, 11) of the last 14 days, newest 5000, and a summary of
+// the problem events of the last 24 hours (System and Application
+// critical, error and warning events, Security audit failures), counted
+// per log and level in the script (at most 50000 events a query). It runs
+// apart from the inventory script: a busy Security log takes time to read.
+const WindowsActivityScript = `
+$ErrorActionPreference = 'SilentlyContinue'
+$ProgressPreference = 'SilentlyContinue'
+[Console]::OutputEncoding = [Text.Encoding]::UTF8
+function Iso($d) { if ($d) { $d.ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') } else { $null } }
+$xpath = "*[System[(EventID=4624 or EventID=4625) and TimeCreated[timediff(@SystemTime) <= 1209600000]]] and *[EventData[Data[@Name='LogonType']='2' or Data[@Name='LogonType']='10' or Data[@Name='LogonType']='11']]"
+$logons = @(Get-WinEvent -LogName Security -FilterXPath $xpath -MaxEvents 5000 | ForEach-Object {
+  $d = @{}
+  foreach ($x in ([xml]$_.ToXml()).Event.EventData.Data) { $d[$x.Name] = $x.'#text' }
+  [ordered]@{ id = $_.Id; at = (Iso $_.TimeCreated); user = $d['TargetUserName']; domain = $d['TargetDomainName']; logonType = $d['LogonType'] } })
+$day = (Get-Date).AddDays(-1)
+$queries = @(@{ LogName = 'System'; Level = 1,2,3; StartTime = $day }, @{ LogName = 'Application'; Level = 1,2,3; StartTime = $day },
+             @{ LogName = 'Security'; Keywords = 4503599627370496; StartTime = $day })
+$summary = @(foreach ($q in $queries) {
+  $events = @(Get-WinEvent -FilterHashtable $q -MaxEvents 50000)
+  foreach ($g in ($events | Group-Object Level)) {
+    $top = $g.Group | Group-Object ProviderName | Sort-Object Count -Descending | Select-Object -First 1
+    [ordered]@{ log = $q.LogName; level = [int]$g.Name; auditFailure = $q.ContainsKey('Keywords'); count = $g.Count
+      last = (Iso $g.Group[0].TimeCreated); topSource = $top.Name }
+  } })
+ConvertTo-Json -InputObject ([ordered]@{ logons = $logons; eventSummary = $summary }) -Depth 4 -Compress
 `
 
 // EncodePowerShell encodes a script for -EncodedCommand.
