@@ -54,6 +54,10 @@ type Config struct {
 	// PprofAddr serves net/http/pprof on its own listener when set
 	// (profiling under load); empty is off.
 	PprofAddr string
+	// MaxLongPolls bounds the agents' long polls held open at once; past
+	// it a check-in is answered at once (the agent comes back after its
+	// interval). 0 derives it from the open-files limit (MaxLongPollsFor).
+	MaxLongPolls int
 }
 
 // SMTP holds the --smtp-* flags.
@@ -116,6 +120,8 @@ func ParseServe(args []string) (Config, error) {
 	level := fs.String("log-level", Env("PATCHD_LOG_LEVEL", "info"), "debug, info, warn or error (env PATCHD_LOG_LEVEL)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", Env("PATCHD_PPROF_ADDR", ""), "serve Go's /debug/pprof/ on this separate address, for profiling; keep it private; empty is off (env PATCHD_PPROF_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", Env("PATCHD_LOG_FORMAT", "text"), "text or json (env PATCHD_LOG_FORMAT)")
+	maxPolls, _ := strconv.Atoi(Env("PATCHD_MAX_LONG_POLLS", "0"))
+	fs.IntVar(&c.MaxLongPolls, "max-long-polls", maxPolls, "agents' long polls held open at once, each a connection; past it check-ins are answered at once; 0: the open-files limit less 1,024 (env PATCHD_MAX_LONG_POLLS)")
 	maxConns, _ := strconv.Atoi(Env("PATCHD_DB_MAX_CONNS", "16"))
 	fs.IntVar(&c.MaxDBConns, "db-max-conns", maxConns, "database connection pool size (env PATCHD_DB_MAX_CONNS)")
 	checkin, err := time.ParseDuration(Env("PATCHD_CHECKIN_INTERVAL", "60s"))
@@ -179,6 +185,9 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.CheckinInterval < time.Second {
 		return c, fmt.Errorf("--checkin-interval must be at least 1s")
+	}
+	if c.MaxLongPolls < 0 {
+		return c, fmt.Errorf("--max-long-polls must be 0 (from the open-files limit) or more")
 	}
 	if c.BaseURL == "" {
 		scheme := "http"

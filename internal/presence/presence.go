@@ -26,11 +26,35 @@ type Hub struct {
 	pending map[string]bool
 	waiters map[string][]chan struct{}
 	seeded  bool
+	// held counts the long polls waiting; maxHeld bounds it.
+	held, maxHeld int
 }
 
-// New makes a Hub on the store.
-func New(s *store.Store) *Hub {
-	return &Hub{store: s, seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]chan struct{}{}}
+// New makes a Hub on the store that holds at most maxLongPolls long polls
+// at once; 0 or less derives the bound from the process's open-files limit
+// (DefaultMaxLongPolls).
+func New(s *store.Store, maxLongPolls int) *Hub {
+	if maxLongPolls <= 0 {
+		maxLongPolls = DefaultMaxLongPolls()
+	}
+	return &Hub{store: s, seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]chan struct{}{},
+		maxHeld: maxLongPolls}
+}
+
+// reservedFiles are the open files kept for everything but long polls:
+// database connections, API clients, the console, log and database files.
+const reservedFiles = 1024
+
+// minLongPolls is the bound when the open-files limit is small.
+const minLongPolls = 64
+
+// longPollsFor answers the long polls a process with an open-files limit
+// of n may hold.
+func longPollsFor(n uint64) int {
+	if n <= reservedFiles+minLongPolls {
+		return minLongPolls
+	}
+	return int(min(n-reservedFiles, 1<<24))
 }
 
 // Seed loads the endpoints that have pending commands (at start).
@@ -104,7 +128,11 @@ func (h *Hub) wake(endpointIDs []string) {
 }
 
 // Wait blocks until a command is queued for the endpoint, the wait ends, or
-// ctx ends; it answers true when woken by a command.
+// ctx ends; it answers true when woken by a command. When the replica holds
+// its bound of long polls already, it answers false at once: each long poll
+// is an open connection, and a server out of file descriptors could not
+// accept any (the agent checks in again after its interval; it stays
+// connected).
 func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) bool {
 	ch := make(chan struct{})
 	h.mu.Lock()
@@ -112,17 +140,26 @@ func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) b
 		h.mu.Unlock()
 		return true
 	}
+	if h.held >= h.maxHeld {
+		h.mu.Unlock()
+		return false
+	}
+	h.held++
 	h.waiters[endpointID] = append(h.waiters[endpointID], ch)
 	h.mu.Unlock()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ch:
+		h.mu.Lock()
+		h.held--
+		h.mu.Unlock()
 		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	h.mu.Lock()
+	h.held--
 	list := h.waiters[endpointID]
 	for i, c := range list {
 		if c == ch {
@@ -137,6 +174,13 @@ func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) b
 	}
 	h.mu.Unlock()
 	return false
+}
+
+// LongPolls answers how many long polls the replica holds, and its bound.
+func (h *Hub) LongPolls() (held, bound int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held, h.maxHeld
 }
 
 // Polling tells whether the endpoint holds a long poll on this replica.

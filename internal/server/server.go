@@ -55,7 +55,12 @@ func New(cfg config.Config, s *store.Store) *Server {
 	if cfg.CheckinInterval <= 0 {
 		cfg.CheckinInterval = 60 * time.Second
 	}
-	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s)}
+	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s, cfg.MaxLongPolls)}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls",
+		Help: "Agents' long polls this replica holds open."}, func() float64 { held, _ := srv.hub.LongPolls(); return float64(held) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls_max",
+		Help: "The bound of long polls held at once (--max-long-polls); past it check-ins are answered at once."},
+		func() float64 { _, bound := srv.hub.LongPolls(); return float64(bound) }))
 	srv.ingest = s.NewIngester()
 	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval, Ingester: srv.ingest})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
@@ -166,7 +171,8 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 
 	serveErr := make(chan error, 1)
 	go func() {
-		slog.Info("patchd serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine())
+		_, polls := srv.hub.LongPolls()
+		slog.Info("patchd serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls)
 		if cfg.TLSCert != "" {
 			serveErr <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
 		} else {

@@ -1,0 +1,67 @@
+package presence
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// TestLongPollBound holds two long polls on a hub bounded to two: a third
+// is answered at once, and once a held one ends, a new one is held again.
+func TestLongPollBound(t *testing.T) {
+	t.Parallel()
+	h := New(storetest.Open(t), 2)
+	h.seeded = true
+	ctx := context.Background()
+	woken := make(chan bool, 2)
+	for _, id := range []string{"a", "b"} {
+		go func() { woken <- h.Wait(ctx, id, 10*time.Second) }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for held, _ := h.LongPolls(); held < 2; held, _ = h.LongPolls() {
+		if time.Now().After(deadline) {
+			t.Fatalf("held %d long polls, want 2", held)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if h.Wait(ctx, "c", 10*time.Second) {
+		t.Fatal("the third long poll was woken")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the third long poll was held %v past the bound", d)
+	}
+	h.wake([]string{"a"})
+	if !<-woken {
+		t.Fatal("a woken long poll answered false")
+	}
+	if held, bound := h.LongPolls(); held != 1 || bound != 2 {
+		t.Fatalf("after the wake-up: held %d of %d", held, bound)
+	}
+	ctx2, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	h.Wait(ctx2, "d", 10*time.Second)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("a long poll under the bound was answered after %v", d)
+	}
+	if held, _ := h.LongPolls(); held != 1 {
+		t.Fatalf("a finished long poll is still counted: %d held", held)
+	}
+}
+
+func TestLongPollsFor(t *testing.T) {
+	for _, c := range []struct {
+		files uint64
+		want  int
+	}{{256, minLongPolls}, {1024, minLongPolls}, {20000, 20000 - reservedFiles}, {^uint64(0), 1 << 24}} {
+		if got := longPollsFor(c.files); got != c.want {
+			t.Errorf("longPollsFor(%d) = %d, want %d", c.files, got, c.want)
+		}
+	}
+	if n := DefaultMaxLongPolls(); n < minLongPolls {
+		t.Errorf("DefaultMaxLongPolls() = %d", n)
+	}
+}
