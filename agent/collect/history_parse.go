@@ -432,6 +432,11 @@ func parseDpkgLog(b []byte, loc *time.Location) []dpkgUpgrade {
 	return out
 }
 
+// AptDeployMarker is the apt option (-o) patchd-agent adds to the apt-get
+// run of a DEPLOY_UPDATES command. apt keeps it in the Commandline of its
+// history, which tells those upgrades apart as installed by patchd.
+const AptDeployMarker = "Patchd::Deployment=true"
+
 // parseAptHistory maps "package:arch new-version" to who asked apt for
 // each upgrade of /var/log/apt/history.log:
 //
@@ -442,7 +447,8 @@ func parseDpkgLog(b []byte, loc *time.Location) []dpkgUpgrade {
 //	End-Date: 2026-11-20  09:15:03
 //
 // A run without Requested-By was started by root itself (not through
-// sudo); unattended-upgrades names itself in Commandline.
+// sudo); unattended-upgrades names itself in Commandline, and patchd's
+// deployments carry AptDeployMarker there.
 func parseAptHistory(b []byte) map[string]string {
 	out := map[string]string{}
 	by := "root"
@@ -455,10 +461,16 @@ func parseAptHistory(b []byte) map[string]string {
 		case "Start-Date":
 			by = "root"
 		case "Commandline":
-			if strings.Contains(v, "unattended-upgrade") {
+			switch {
+			case strings.Contains(v, AptDeployMarker):
+				by = "patchd"
+			case strings.Contains(v, "unattended-upgrade"):
 				by = "unattended-upgrades"
 			}
 		case "Requested-By":
+			if by == "patchd" {
+				continue
+			}
 			if name, _, _ := strings.Cut(strings.TrimSpace(v), " ("); name != "" {
 				by = name
 			}

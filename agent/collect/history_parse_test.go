@@ -108,12 +108,15 @@ func TestCountDarwinLog(t *testing.T) {
 
 func TestDpkgInstalledUpdates(t *testing.T) {
 	ups := parseDpkgLog(readTestdata(t, "dpkg.log"), time.UTC)
-	if len(ups) != 5 {
+	if len(ups) != 7 {
 		t.Fatalf("%d upgrades: %+v", len(ups), ups)
 	}
 	by := parseAptHistory(readTestdata(t, "apt-history.log"))
 	day := func(d, h, m, s int) time.Time { return time.Date(2026, 11, d, h, m, s, 0, time.UTC) }
 	checkRows(t, "installed-updates", dpkgInstalledUpdates(ups, by, "amd64"), []map[string]any{
+		// A DEPLOY_UPDATES command of patchd (its apt marker).
+		installedUpdateRow("", "libcurl4 7.88.1-10+deb12u8", "Package Upgrade", day(20, 10, 2, 13), "patchd"),
+		installedUpdateRow("", "curl 7.88.1-10+deb12u8", "Package Upgrade", day(20, 10, 2, 12), "patchd"),
 		installedUpdateRow("", "tzdata 2024b-0+deb12u1", "Package Upgrade", day(19, 22, 5, 22), "alice"),
 		installedUpdateRow("", "libc6:i386 2.36-9+deb12u9", "Package Upgrade", day(19, 22, 5, 21), "alice"),
 		installedUpdateRow("", "linux-image-amd64 6.1.119-1", "Package Upgrade", day(19, 22, 5, 20), "alice"),

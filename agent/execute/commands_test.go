@@ -83,7 +83,7 @@ func TestDeployUpdatesArgv(t *testing.T) {
 	}{
 		{goos: "linux", pm: "apt", status: agentproto.StatusSuccess, want: []string{
 			"apt-get update -q",
-			"apt-get install -y -q --only-upgrade -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold bash openssl",
+			"apt-get install -y -q --only-upgrade -o Patchd::Deployment=true -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold bash openssl",
 		}},
 		{goos: "linux", pm: "dnf", status: agentproto.StatusSuccess, want: []string{"dnf upgrade -y bash openssl"}},
 		{goos: "windows", status: agentproto.StatusSuccess, reboot: true,

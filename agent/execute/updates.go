@@ -53,7 +53,10 @@ func (e *Executor) deployLinuxUpdates(ctx context.Context, ups []agentproto.Depl
 			t.failed = false
 			t.printf("The package lists could not be refreshed; installing from the lists at hand.")
 		}
-		args := append([]string{"install", "-y", "-q", "--only-upgrade"}, aptOptions...)
+		// The marker option (apt ignores a key it does not know) goes
+		// into apt's history with the command line: the installed-updates
+		// collector tells patchd's deployments by it.
+		args := append([]string{"install", "-y", "-q", "--only-upgrade", "-o", collect.AptDeployMarker}, aptOptions...)
 		e.run(ctx, &t, Cmd{Path: "apt-get", Args: append(args, pkgs...), Env: aptEnv, Timeout: installTimeout})
 	case "dnf", "yum":
 		e.run(ctx, &t, Cmd{Path: pm, Args: append([]string{"upgrade", "-y"}, pkgs...), Timeout: installTimeout})
