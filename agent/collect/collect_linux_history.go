@@ -20,7 +20,7 @@ import (
 
 // collectLinuxHistory starts the collectors of the history and device
 // datasets: logon-history, event-log-summary, installed-updates, monitors,
-// usb-devices and sound-devices. A source that is absent (no journal in a
+// usb-devices, scsi-controllers and sound-devices. A source that is absent (no journal in a
 // container, no /sys/class/drm on a server) gives an empty dataset and a
 // log line; nothing is made up.
 func collectLinuxHistory(ctx context.Context, c *collector) {
@@ -82,10 +82,18 @@ func collectLinuxHistory(ctx context.Context, c *collector) {
 		return err
 	})
 	c.do("usb-devices", func() error {
-		rows, err := linuxUSBDevices("/", loadUSBIDs())
+		rows, err := linuxUSBDevices("/", loadHWIDs("usb.ids"))
 		c.setDataset(datasetUSBDevices, rows)
 		if errors.Is(err, fs.ErrNotExist) {
 			return errNotFound("/sys/bus/usb (no USB)")
+		}
+		return err
+	})
+	c.do("scsi-controllers", func() error {
+		rows, err := linuxStorageControllers("/", loadHWIDs("pci.ids"))
+		c.setDataset(datasetSCSIControllers, rows)
+		if errors.Is(err, fs.ErrNotExist) {
+			return errNotFound("/sys/bus/pci")
 		}
 		return err
 	})
@@ -218,13 +226,13 @@ func readMaybeGzip(p string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(z, 64<<20))
 }
 
-// loadUSBIDs reads the first usb.ids found (usbutils or hwdata); without
-// one, devices without a product string are named by their ids.
-func loadUSBIDs() usbIDs {
-	for _, p := range []string{"/usr/share/hwdata/usb.ids", "/usr/share/misc/usb.ids", "/usr/share/usb.ids", "/var/lib/usbutils/usb.ids"} {
-		if b, err := os.ReadFile(p); err == nil {
-			return parseUSBIDs(b)
+// loadHWIDs reads the first usb.ids or pci.ids found (usbutils,
+// pciutils, hwdata); without one, devices are named by their ids.
+func loadHWIDs(name string) hwIDs {
+	for _, dir := range []string{"/usr/share/hwdata", "/usr/share/misc", "/usr/share", "/var/lib/usbutils", "/var/lib/pciutils"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			return parseHWIDs(b)
 		}
 	}
-	return usbIDs{}
+	return hwIDs{}
 }

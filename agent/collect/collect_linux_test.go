@@ -71,7 +71,7 @@ func TestLinuxInventoryOfThisMachine(t *testing.T) {
 		datasetDiskEncryption, datasetSharedFolders, datasetProfiles, agentproto.DatasetFirmware, agentproto.DatasetTimeZone,
 		// Sent on every Linux computer, empty where the source is absent
 		// (no journal, wtmp, graphics, USB or sound in a container).
-		datasetLogonHistory, datasetEventLogSummary, datasetInstalledUpdates, datasetMonitors, datasetUSBDevices, datasetSoundDevices} {
+		datasetLogonHistory, datasetEventLogSummary, datasetInstalledUpdates, datasetMonitors, datasetUSBDevices, datasetSoundDevices, datasetSCSIControllers} {
 		if _, ok := inv.Datasets[name]; !ok {
 			t.Errorf("dataset %s not sent", name)
 		}

@@ -214,20 +214,22 @@ func usbDeviceClass(deviceClass string, interfaceClasses []string) string {
 	return "Unknown"
 }
 
-// usbIDs names vendors and products from a usb.ids file (usbutils,
-// hwdata); the zero value names nothing.
-type usbIDs struct {
+// hwIDs names vendors and products from a usb.ids or pci.ids file
+// (usbutils, pciutils, hwdata: the same format); the zero value names
+// nothing.
+type hwIDs struct {
 	vendors  map[string]string
 	products map[string]string // "vendor:product"
 }
 
-// parseUSBIDs reads the vendors and products of usb.ids (lowercase hex ids;
-// the class and language tables after them are not read).
+// parseHWIDs reads the vendors and products of usb.ids or pci.ids
+// (lowercase hex ids; subsystems, and the class and language tables after
+// the vendors, are not read).
 //
 //	046d  Logitech, Inc.
 //	\tc077  M105 Optical Mouse
-func parseUSBIDs(b []byte) usbIDs {
-	ids := usbIDs{vendors: map[string]string{}, products: map[string]string{}}
+func parseHWIDs(b []byte) hwIDs {
+	ids := hwIDs{vendors: map[string]string{}, products: map[string]string{}}
 	vendor := ""
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
@@ -272,7 +274,7 @@ var usbDevicePath = regexp.MustCompile(`^(usb\d+|\d+-[\d.]+)$`)
 // hubs included, as Windows lists them), named by its product string or
 // usb.ids. The serial number is reported for every device but hubs (a root
 // hub's "serial" is its controller's PCI address).
-func linuxUSBDevices(root string, ids usbIDs) ([]map[string]any, error) {
+func linuxUSBDevices(root string, ids hwIDs) ([]map[string]any, error) {
 	dir := filepath.Join(root, "sys/bus/usb/devices")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -316,12 +318,17 @@ func linuxUSBDevices(root string, ids usbIDs) ([]map[string]any, error) {
 	return rows, nil
 }
 
-// pciVendors names the makers of sound hardware by PCI vendor id (the high
-// half of an HD Audio codec's vendor id).
+// pciVendors names the makers of sound and storage hardware by PCI vendor
+// id (also the high half of an HD Audio codec's vendor id), for computers
+// without pci.ids.
 var pciVendors = map[string]string{
 	"8086": "Intel", "10ec": "Realtek", "10de": "NVIDIA", "1002": "AMD", "1022": "AMD", "14f1": "Conexant",
 	"111d": "IDT", "11d4": "Analog Devices", "1106": "VIA", "8384": "SigmaTel", "1013": "Cirrus Logic",
 	"434d": "C-Media", "1102": "Creative", "1af4": "Red Hat", "15ad": "VMware", "17aa": "Lenovo", "1057": "Motorola",
+	// storage controllers
+	"1000": "Broadcom / LSI", "9005": "Microchip (Adaptec)", "1b4b": "Marvell", "144d": "Samsung", "1987": "Phison",
+	"15b7": "Western Digital", "1344": "Micron", "c0a9": "Micron", "126f": "Silicon Motion", "1c5c": "SK hynix",
+	"1e0f": "KIOXIA", "1179": "Toshiba", "1028": "Dell", "103c": "HP", "1d0f": "Amazon", "1414": "Microsoft",
 }
 
 // asoundCard is one card of /proc/asound/cards.
@@ -410,6 +417,54 @@ func linuxSoundDevices(root string) ([]map[string]any, error) {
 			}
 		}
 		rows = append(rows, map[string]any{"name": c.ShortName, "manufacturer": manufacturer, "status": "OK"})
+	}
+	return rows, nil
+}
+
+// pciStorageClasses names the subclasses of PCI class 01 (mass storage
+// controllers).
+var pciStorageClasses = map[string]string{
+	"00": "SCSI", "01": "IDE", "02": "Floppy", "04": "RAID", "05": "ATA", "06": "SATA", "07": "SAS",
+	"08": "NVMe", "80": "Storage",
+}
+
+// linuxStorageControllers reads the PCI devices of class 01 (mass storage)
+// under root/sys/bus/pci/devices: named by pci.ids when it is installed,
+// else by their kind and ids; the driver is the kernel driver bound to
+// them. Controllers that are not PCI devices (Hyper-V's storvsc on VMBus,
+// a USB disk's bridge) are not listed.
+func linuxStorageControllers(root string, ids hwIDs) ([]map[string]any, error) {
+	dir := filepath.Join(root, "sys/bus/pci/devices")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	rows := []map[string]any{}
+	for _, ent := range ents {
+		p := filepath.Join(dir, ent.Name())
+		class := strings.TrimPrefix(readTrim(p+"/class"), "0x")
+		if len(class) != 6 || class[:2] != "01" {
+			continue
+		}
+		vendor := strings.TrimPrefix(strings.ToLower(readTrim(p+"/vendor")), "0x")
+		device := strings.TrimPrefix(strings.ToLower(readTrim(p+"/device")), "0x")
+		manufacturer := ids.vendors[vendor]
+		if manufacturer == "" {
+			manufacturer = pciVendors[vendor]
+		}
+		name := ids.products[vendor+":"+device]
+		if name == "" {
+			kind := pciStorageClasses[class[2:4]]
+			if kind == "" {
+				kind = "Storage"
+			}
+			name = fmt.Sprintf("%s controller %s:%s", kind, strings.ToUpper(vendor), strings.ToUpper(device))
+		}
+		driver := ""
+		if l, err := os.Readlink(p + "/driver"); err == nil {
+			driver = filepath.Base(l)
+		}
+		rows = append(rows, map[string]any{"name": name, "manufacturer": manufacturer, "driver": driver})
 	}
 	return rows, nil
 }

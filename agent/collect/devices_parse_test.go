@@ -44,6 +44,11 @@ func linuxDeviceTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	for dev, driver := range map[string]string{"0000:00:17.0": "ahci", "0000:01:00.0": "nvme"} {
+		if err := os.Symlink("../../../bus/pci/drivers/"+driver, filepath.Join(root, "sys/bus/pci/devices", dev, "driver")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return root
 }
 
@@ -81,7 +86,7 @@ func TestLinuxDevicesFromSysfs(t *testing.T) {
 		{"name": "Built-in Display", "manufacturer": "AU Optronics", "serialNumber": nil, "resolution": "1920x1080", "manufactureYear": 2021},
 	})
 
-	usb, err := linuxUSBDevices(root, parseUSBIDs(readTestdata(t, "usb.ids")))
+	usb, err := linuxUSBDevices(root, parseHWIDs(readTestdata(t, "usb.ids")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +104,7 @@ func TestLinuxDevicesFromSysfs(t *testing.T) {
 		// A root hub's serial is its controller's address: left out.
 		row("xHCI Host Controller", "Linux 6.1.0-27-amd64 xhci-hcd", "1D6B", "0002", "Hub", nil),
 	})
-	if rows, _ := linuxUSBDevices(root, usbIDs{}); rows[1]["name"] != "USB device 046D:C077" || rows[1]["manufacturer"] != "" {
+	if rows, _ := linuxUSBDevices(root, hwIDs{}); rows[1]["name"] != "USB device 046D:C077" || rows[1]["manufacturer"] != "" {
 		t.Errorf("without usb.ids: %v", rows[1])
 	}
 
@@ -113,11 +118,27 @@ func TestLinuxDevicesFromSysfs(t *testing.T) {
 		{"name": "USB Audio Device", "manufacturer": "C-Media Electronics Inc.", "status": "OK"},
 	})
 
+	controllers, err := linuxStorageControllers(root, parseHWIDs(readTestdata(t, "pci.ids")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The graphics card (class 03) is not a storage controller.
+	checkRows(t, "scsi-controllers", controllers, []map[string]any{
+		{"name": "Tiger Lake-LP SATA Controller", "manufacturer": "Intel Corporation", "driver": "ahci"},
+		{"name": "NVMe SSD Controller PM9A1/PM9A3/980PRO", "manufacturer": "Samsung Electronics Co Ltd", "driver": "nvme"},
+	})
+	controllers, _ = linuxStorageControllers(root, hwIDs{})
+	checkRows(t, "scsi-controllers", controllers, []map[string]any{
+		{"name": "SATA controller 8086:A0D3", "manufacturer": "Intel", "driver": "ahci"},
+		{"name": "NVMe controller 144D:A80A", "manufacturer": "Samsung", "driver": "nvme"},
+	})
+
 	// A server or a container: no such folders.
 	empty := t.TempDir()
 	for name, f := range map[string]func(string) ([]map[string]any, error){
 		"monitors": linuxMonitors, "sound": linuxSoundDevices,
-		"usb": func(r string) ([]map[string]any, error) { return linuxUSBDevices(r, usbIDs{}) },
+		"controllers": func(r string) ([]map[string]any, error) { return linuxStorageControllers(r, hwIDs{}) },
+		"usb":         func(r string) ([]map[string]any, error) { return linuxUSBDevices(r, hwIDs{}) },
 	} {
 		if rows, err := f(empty); err == nil || len(rows) != 0 {
 			t.Errorf("%s without a source: %v, %v", name, rows, err)

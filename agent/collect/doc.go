@@ -39,6 +39,7 @@ package collect
 //	                       and the preferred source mode; macOS: SPDisplaysDataType
 //	usb-devices            Linux: /sys/bus/usb/devices (class from the interfaces; names from usb.ids when the device
 //	                       has no strings); Windows: Win32_PnPEntity USB\ devices; macOS: SPUSBDataType/SPUSBHostDataType
+//	scsi-controllers       Linux: PCI devices of class 01 (mass storage), pci.ids names, the bound driver
 //	sound-devices          Linux: /proc/asound (one row per HD Audio codec); Windows: Win32_SoundDevice; macOS: SPAudioDataType
 //
 // A collector whose tool or file is missing sends an empty dataset (or, for

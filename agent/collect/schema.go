@@ -90,4 +90,5 @@ const (
 	datasetMonitors           = "monitors"
 	datasetUSBDevices         = "usb-devices"
 	datasetSoundDevices       = "sound-devices"
+	datasetSCSIControllers    = "scsi-controllers"
 )
