@@ -49,6 +49,7 @@ func (tx *Tx) countKey(orgID, key string, d int) {
 }
 
 func (tx *Tx) countMember(groupID string, d int) {
+	tx.groupsChanged = true
 	if tx.counts.members == nil {
 		tx.counts.members = map[string]int{}
 	}

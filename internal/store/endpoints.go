@@ -47,6 +47,7 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 			if err != nil {
 				return fmt.Errorf("store: enroll endpoint: %w", err)
 			}
+			tx.groupsChanged = true // the built-in groups count one endpoint more
 			if err := tx.raiseNewEndpoint(ctx, en, id, now); err != nil {
 				return err
 			}

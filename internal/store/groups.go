@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -89,6 +90,7 @@ func createBuiltinGroups(ctx context.Context, tx *Tx, o Org) error {
 // endpoint's memberships, share it (shareGroups) and so run side by side.
 // Either is taken before any row lock. SQLite serialises every write anyway.
 func (tx *Tx) lockGroups(ctx context.Context, orgID string) error {
+	tx.groupsChanged = true
 	return tx.groupLock(ctx, orgID, `SELECT pg_advisory_xact_lock(7202, hashtext(?))`)
 }
 
@@ -172,9 +174,42 @@ func (s *Store) builtinCounts(ctx context.Context, r *ReadTx, orgID string, now 
 	return all, recent, nil
 }
 
+// groupList is a cached ListGroups answer.
+type groupList struct {
+	gen    uint64    // groupsGen when read
+	read   time.Time // when read (wall clock)
+	now    time.Time // the now it was read for
+	groups []Group
+}
+
+// groupListTTL bounds how long a cached group list is used: changes made
+// through this store are seen at once (groupsGen), those of other replicas
+// and the passing of time (the "New endpoints" window) within it.
+const groupListTTL = time.Second
+
 // ListGroups lists the organization's groups: the built-in ones first, then
-// by name.
+// by name. The answer is cached for up to groupListTTL per organization and
+// dropped as soon as this store commits a change to a group or a membership:
+// the list is read on every console page and by automation polling, and
+// without the cache each read costs a transaction and three queries.
 func (s *Store) ListGroups(ctx context.Context, orgID string, now time.Time) ([]Group, error) {
+	gen := s.groupsGen.Load()
+	if v, ok := s.groupLists.Load(orgID); ok {
+		c := v.(*groupList)
+		if c.gen == gen && time.Since(c.read) < groupListTTL && now.Sub(c.now).Abs() < groupListTTL {
+			return slices.Clone(c.groups), nil
+		}
+	}
+	read := time.Now()
+	out, err := s.listGroups(ctx, orgID, now)
+	if err != nil {
+		return nil, err
+	}
+	s.groupLists.Store(orgID, &groupList{gen: gen, read: read, now: now, groups: slices.Clone(out)})
+	return out, nil
+}
+
+func (s *Store) listGroups(ctx context.Context, orgID string, now time.Time) ([]Group, error) {
 	var out []Group
 	err := s.InReadTx(ctx, func(r *ReadTx) error {
 		rows, err := r.query(ctx, `SELECT `+groupColumns+` FROM endpoint_groups WHERE org_id = ?
@@ -717,6 +752,7 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) e
 
 // dropMemberships takes a removed endpoint out of every group.
 func (tx *Tx) dropMemberships(ctx context.Context, orgID, endpointID string) error {
+	tx.groupsChanged = true // the built-in groups count one endpoint less
 	if err := tx.shareGroups(ctx, orgID); err != nil {
 		return err
 	}

@@ -47,6 +47,10 @@ type Store struct {
 	// every call (a third of the CPU of GET /api/v1/groups).
 	readStmts sync.Map // query text -> *sql.Stmt
 	readN     atomic.Int32
+	// groupsGen counts this store's committed changes to groups and their
+	// members; groupLists caches ListGroups answers against it.
+	groupsGen  atomic.Uint64
+	groupLists sync.Map // organization id -> *groupList
 }
 
 // maxReadStmts bounds the read statement cache; queries whose text varies
@@ -252,6 +256,9 @@ type Tx struct {
 	newTitles map[[2]string]int64
 	// counts are the counter differences applied just before the commit.
 	counts counts
+	// groupsChanged says the transaction changes a group or its members
+	// (the cached group lists are stale once it commits).
+	groupsChanged bool
 }
 
 // stmt answers the transaction's prepared statement for query, or nil on
@@ -314,6 +321,9 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	tx.publishTitles()
+	if tx.groupsChanged {
+		s.groupsGen.Add(1)
+	}
 	return nil
 }
 
