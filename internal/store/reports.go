@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +42,9 @@ type ReportParams struct {
 	// ReuseValues lets ReportRows yield the same Values slice for every
 	// row: the caller must not keep a row once it asked for the next.
 	ReuseValues bool
+
+	// sqlite is set by the store when the query runs on SQLite.
+	sqlite bool
 }
 
 // Kinds of report columns: how a database value becomes a report value.
@@ -72,6 +74,14 @@ type reportSQL struct {
 	// name and the endpoint's inventory time in, instead of a join looked
 	// up on every row.
 	endpointAt int
+	// titleAt, when above 0, is 1 + the index of a software title (name)
+	// column: the query answers the title's id there (an integer, where a
+	// name is a string the driver allocates on every row) and ReportRows
+	// fills the name in from the organization's titles, read once.
+	titleAt int
+	// direct, when set, answers the rows without the query when it can
+	// for p (ok false: use the query).
+	direct func(s *Store, ctx context.Context, p ReportParams) (rows iter.Seq2[ReportRow, error], ok bool)
 }
 
 const endpointName = `COALESCE(e.display_name, e.hostname), e.id`
@@ -195,27 +205,49 @@ var reportSources = map[string]reportSQL{
 		},
 	},
 	// software: one row per application × endpoint, by application, then by
-	// endpoint id (enrollment order): the order of the software index, so the
-	// rows stream without a sort of the whole table.
+	// endpoint id (enrollment order): the order of the software index, which
+	// holds every column shown (see migration 008), so the rows stream from
+	// the index alone, without a sort or a lookup of the table per row.
 	"software": {
 		kinds:      []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
 		endpointAt: 1 + 3,
+		titleAt:    1 + 0,
 		query: func(p ReportParams) (string, []any) {
 			cond, args := softwareFilter(p)
-			return `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, es.endpoint_id, es.install_date, es.installed_for, es.install_type
+			return `SELECT es.title_id, NULLIF(es.version_key, ''), es.publisher, es.endpoint_id, es.install_date, es.installed_for, es.install_type
 				FROM software_titles t JOIN endpoint_software es ON es.title_id = t.id
 				WHERE t.org_id = ? AND t.installs > 0` + cond + ` ORDER BY t.name_lower, t.id, es.endpoint_id, es.version_key`,
 				append([]any{p.OrgID}, args...)
 		},
 	},
+	// software-by-endpoint: one row per endpoint × application, by endpoint
+	// name, then application name. The whole report is read endpoint by
+	// endpoint in the table's order and each endpoint's applications
+	// sorted in memory (softwareByEndpoint); a page or a filter runs the
+	// query.
 	"software-by-endpoint": {
 		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
 		query: func(p ReportParams) (string, []any) {
 			cond, args := softwareFilter(p)
+			// Without a filter, SQLite must walk the endpoints in order
+			// and each one's software by primary key (a page is then
+			// found at once); left to itself it prefers the covering title
+			// index and sorts every row. The unary + keeps it off that
+			// index. A filter keeps the title index: few titles match.
+			title := `es.title_id`
+			if p.sqlite && cond == "" {
+				title = `+es.title_id`
+			}
 			return `SELECT ` + endpointName + `, t.name, NULLIF(es.version_key, ''), es.publisher, es.install_date, es.installed_for, es.install_type, e.inventory_at
-				FROM endpoints e JOIN endpoint_software es ON es.endpoint_id = e.id JOIN software_titles t ON t.id = es.title_id
-				WHERE e.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, t.name_lower, es.version_key`,
+				FROM endpoints e JOIN endpoint_software es ON es.endpoint_id = e.id JOIN software_titles t ON t.id = ` + title + `
+				WHERE e.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, t.name_lower, es.version_key, t.id`,
 				append([]any{p.OrgID}, args...)
+		},
+		direct: func(s *Store, ctx context.Context, p ReportParams) (iter.Seq2[ReportRow, error], bool) {
+			if !p.sqlite || len(p.Patterns) > 0 || len(p.Exclude) > 0 || p.Limit > 0 || p.Offset > 0 {
+				return nil, false
+			}
+			return s.softwareByEndpoint(ctx, p), true
 		},
 	},
 	// software-currency: the applications and the newer version the
@@ -367,11 +399,21 @@ func ReportColumns(name string) int { return len(reportSources[name].kinds) }
 // one row in memory at a time. Each column is scanned into a holder of its
 // kind (no driver value boxed per column).
 func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) iter.Seq2[ReportRow, error] {
-	return func(yield func(ReportRow, error) bool) {
-		src, ok := reportSources[source]
-		if !ok {
+	src, ok := reportSources[source]
+	if !ok {
+		return func(yield func(ReportRow, error) bool) {
 			yield(ReportRow{}, fmt.Errorf("store: no report source %q", source))
-			return
+		}
+	}
+	p.sqlite = s.engine == SQLite
+	if src.direct != nil {
+		if rows, ok := src.direct(s, ctx, p); ok {
+			return rows
+		}
+	}
+	return func(yield func(ReportRow, error) bool) {
+		fail := func(err error) {
+			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
 		}
 		q, args := src.query(p)
 		if p.Limit > 0 || p.Offset > 0 {
@@ -382,30 +424,52 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			q += ` LIMIT ? OFFSET ?`
 			args = append(args, limit, p.Offset)
 		}
+		// The lookups first: a query of the read pool must not wait for
+		// a connection the open rows below hold.
+		var endpoints map[string]reportEndpoint
+		var titles map[int64]string
+		var err error
+		if src.endpointAt > 0 {
+			if endpoints, err = s.reportEndpointNames(ctx, p.OrgID); err != nil {
+				fail(err)
+				return
+			}
+		}
+		if src.titleAt > 0 {
+			if titles, err = s.reportTitleNames(ctx, p.OrgID); err != nil {
+				fail(err)
+				return
+			}
+		}
 		rows, err := s.query(ctx, q, args...)
 		if err != nil {
-			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+			fail(err)
 			return
 		}
 		defer rows.Close()
 		cols, err := rows.Columns()
 		if err != nil {
-			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+			fail(err)
 			return
 		}
 		// The values, the collection time, then any columns the query
 		// only sorts by (read as text and ignored). With endpointAt, the
-		// query has neither the name nor the time column.
+		// query has neither the name nor the time column: at[i] is the
+		// query column of value i, -1 for the endpoint name.
 		n := len(src.kinds)
-		kinds := src.kinds
-		var endpoints map[string]reportEndpoint
-		name := src.endpointAt - 1
-		if name >= 0 {
-			kinds = append(slices.Clone(kinds[:name]), kinds[name+1:]...)
-			if endpoints, err = s.reportEndpointNames(ctx, p.OrgID); err != nil {
-				yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
-				return
+		name, title := src.endpointAt-1, src.titleAt-1
+		at := make([]int, n)
+		kinds := make([]colKind, 0, n)
+		for i, k := range src.kinds {
+			switch {
+			case i == name:
+				at[i] = -1
+				continue
+			case i == title:
+				k = kInt
 			}
+			at[i] = len(kinds)
+			kinds = append(kinds, k)
 		}
 		cells := make([]reportCell, max(len(cols), len(kinds)+1))
 		ptrs := make([]any, len(cells))
@@ -420,37 +484,33 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			}
 			ptrs[i] = &cells[i]
 		}
-		if name >= 0 {
-			ptrs = ptrs[:len(cols)]
-		}
+		ptrs = ptrs[:len(cols)]
 		var values []any
 		for rows.Next() {
 			if err := rows.Scan(ptrs...); err != nil {
-				yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+				fail(err)
 				return
 			}
 			if values == nil || !p.ReuseValues {
 				values = make([]any, n)
 			}
 			r := ReportRow{Values: values}
-			for i := range n {
-				c := i
+			for i, c := range at {
 				switch {
-				case name < 0:
-				case i == name:
-					continue
-				case i > name:
-					c = i - 1
-				}
-				if r.Values[i], err = cells[c].value(); err != nil {
-					yield(ReportRow{}, fmt.Errorf("store: report %s column %d: %w", source, i, err))
-					return
+				case c < 0:
+				case i == title:
+					r.Values[i] = titles[cells[c].i]
+				default:
+					if r.Values[i], err = cells[c].value(); err != nil {
+						fail(fmt.Errorf("column %d: %w", i, err))
+						return
+					}
 				}
 			}
 			if name >= 0 {
-				e := endpoints[cells[name].s]
+				e := endpoints[cells[at[name+1]].s]
 				r.Values[name], r.At = e.name, e.at
-			} else if c := cells[n]; c.valid {
+			} else if c := cells[len(kinds)]; c.valid {
 				r.At = fromMillis(c.i)
 			}
 			if src.fix != nil {
@@ -461,7 +521,7 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			}
 		}
 		if err := rows.Err(); err != nil {
-			yield(ReportRow{}, fmt.Errorf("store: report %s: %w", source, err))
+			fail(err)
 		}
 	}
 }
@@ -496,6 +556,26 @@ func (s *Store) reportEndpointNames(ctx context.Context, orgID string) (map[stri
 	return out, rows.Err()
 }
 
+// reportTitleNames maps the organization's software title ids to their
+// names.
+func (s *Store) reportTitleNames(ctx context.Context, orgID string) (map[int64]string, error) {
+	rows, err := s.query(ctx, `SELECT id, name FROM software_titles WHERE org_id = ?`, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, err
+		}
+		out[id] = name
+	}
+	return out, rows.Err()
+}
+
 // ReportCount counts the rows of the named SQL report source for p (Limit
 // and Offset aside): the total of a page.
 func (s *Store) ReportCount(ctx context.Context, source string, p ReportParams) (int, error) {
@@ -503,6 +583,7 @@ func (s *Store) ReportCount(ctx context.Context, source string, p ReportParams) 
 	if !ok {
 		return 0, fmt.Errorf("store: no report source %q", source)
 	}
+	p.sqlite = s.engine == SQLite
 	q, args := src.query(p)
 	// The order does not change the count, and SQLite would otherwise
 	// follow it (walking the software index row by row).
@@ -518,7 +599,8 @@ func (s *Store) ReportCount(ctx context.Context, source string, p ReportParams) 
 
 // reportCell scans one column of a report query into the holder of its
 // kind: a string, an integer, a float or a boolean, and whether it was
-// not NULL.
+// not NULL. A text or integer value keeps the interface the driver boxed
+// it in, so that the row's value needs no second allocation.
 type reportCell struct {
 	kind  colKind
 	valid bool
@@ -526,10 +608,11 @@ type reportCell struct {
 	i     int64
 	f     float64
 	b     bool
+	boxed any // the driver's value when it is the report value as is
 }
 
 func (c *reportCell) Scan(src any) error {
-	c.valid = src != nil
+	c.valid, c.boxed = src != nil, nil
 	if src == nil {
 		return nil
 	}
@@ -538,7 +621,7 @@ func (c *reportCell) Scan(src any) error {
 	case kText, kList:
 		switch x := src.(type) {
 		case string:
-			c.s = x
+			c.s, c.boxed = x, src
 		case []byte:
 			c.s = string(x)
 		case int64:
@@ -553,6 +636,9 @@ func (c *reportCell) Scan(src any) error {
 		return nil
 	case kInt, kTime:
 		c.i, ok = asInt(src)
+		if _, isInt := src.(int64); isInt && c.kind == kInt {
+			c.boxed = src
+		}
 	case kFloat:
 		c.f, ok = asFloat(src)
 	case kBool:
@@ -580,8 +666,14 @@ func (c *reportCell) value() (any, error) {
 	}
 	switch c.kind {
 	case kText:
+		if c.boxed != nil {
+			return c.boxed, nil
+		}
 		return c.s, nil
 	case kInt:
+		if c.boxed != nil {
+			return c.boxed, nil
+		}
 		return c.i, nil
 	case kFloat:
 		return math.Round(c.f*100) / 100, nil

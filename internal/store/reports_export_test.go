@@ -93,3 +93,38 @@ func (s *Store) BulkDatasetsForTest(ctx context.Context, orgID string, endpoints
 	}
 	return nil
 }
+
+// SoftwareTestRow is one application of an endpoint for SoftwareForTest;
+// nil fields are NULL.
+type SoftwareTestRow struct {
+	Endpoint, Title, Version                          string
+	Publisher, InstallDate, InstalledFor, InstallType *string
+}
+
+// SoftwareForTest stores rows as they are (titles created as needed, their
+// install counts and the endpoints' inventory time set), for tests of the
+// software report sources.
+func (s *Store) SoftwareForTest(ctx context.Context, orgID string, rows []SoftwareTestRow, at time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		ids := map[string]int64{}
+		for _, r := range rows {
+			id, ok := ids[r.Title]
+			if !ok {
+				if err := tx.queryRow(ctx, `INSERT INTO software_titles (org_id, name, name_lower) VALUES (?, ?, lower(?)) RETURNING id`,
+					orgID, r.Title, r.Title).Scan(&id); err != nil {
+					return err
+				}
+				ids[r.Title] = id
+			}
+			if _, err := tx.exec(ctx, `INSERT INTO endpoint_software (endpoint_id, title_id, version_key, publisher, install_date, installed_for, install_type)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, r.Endpoint, id, r.Version, r.Publisher, r.InstallDate, r.InstalledFor, r.InstallType); err != nil {
+				return err
+			}
+			if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = installs + 1 WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		_, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ? WHERE org_id = ?`, millis(at), orgID)
+		return err
+	})
+}
