@@ -42,6 +42,15 @@ package collect
 //	scsi-controllers       Linux: PCI devices of class 01 (mass storage), pci.ids names, the bound driver
 //	sound-devices          Linux: /proc/asound (one row per HD Audio codec); Windows: Win32_SoundDevice; macOS: SPAudioDataType
 //
+// Windows also sends, from the inventory script: physical-memory
+// (Win32_PhysicalMemory), motherboards (Win32_BaseBoard), scsi-controllers
+// (PnP classes SCSIAdapter and HDC), printers (Win32_Printer),
+// shared-folders (Win32_Share), windows-drivers (Win32_PnPSignedDriver),
+// bitlocker (Get-BitLockerVolume, fixed drives; never the recovery
+// password), disk-partitions (Get-Partition), disk-volumes (Get-Volume),
+// network-connections (Get-NetTCPConnection) and windows-update-settings
+// (the WindowsUpdate policy keys, UX settings, Microsoft.Update.AutoUpdate).
+//
 // A collector whose tool or file is missing sends an empty dataset (or, for
 // physical-memory, none) and logs why.
 //

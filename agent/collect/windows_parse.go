@@ -346,6 +346,13 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 	for name, rows := range devices {
 		inv.Datasets[name] = rows
 	}
+	hardware, err := windowsHardwareDatasets(b)
+	if err != nil {
+		return windowsFacts{}, err
+	}
+	for name, rows := range hardware {
+		inv.Datasets[name] = rows
+	}
 
 	f := windowsFacts{
 		User:          w.ComputerSystem.UserName,

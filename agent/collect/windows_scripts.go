@@ -56,6 +56,15 @@ try {
       [ordered]@{ title = $_.Title; date = $_.Date.ToString('yyyy-MM-ddTHH:mm:ssZ'); clientApplicationId = $_.ClientApplicationID; updateId = $_.UpdateIdentity.UpdateID } })
   }
 } catch { }
+# Windows Update policy (Group Policy or MDM), the user's settings, and the
+# agent's last search and installation (UTC dates).
+$wu = Get-ItemProperty 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate'
+$au = Get-ItemProperty 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'
+$ux = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\WindowsUpdate\UX\Settings'
+$results = $null
+try { $results = (New-Object -ComObject Microsoft.Update.AutoUpdate).Results } catch { }
+$procNames = @{}
+Get-Process | ForEach-Object { $procNames[[int]$_.Id] = $(if ($_.Id -le 4) { $_.ProcessName } else { $_.ProcessName + '.exe' }) }
 $out = [ordered]@{
   os = [ordered]@{ caption = $os.Caption; version = $os.Version; buildNumber = $os.BuildNumber; ubr = $cv.UBR
     displayVersion = $cv.DisplayVersion; productType = $os.ProductType; osArchitecture = $os.OSArchitecture
@@ -85,6 +94,20 @@ $out = [ordered]@{
   monitors = @(Get-CimInstance -Namespace root/wmi -ClassName WmiMonitorID | ForEach-Object { [ordered]@{ instanceName = $_.InstanceName; manufacturerName = @($_.ManufacturerName); userFriendlyName = @($_.UserFriendlyName); serialNumberId = @($_.SerialNumberID); productCodeId = @($_.ProductCodeID); yearOfManufacture = $_.YearOfManufacture; resolution = $modes[$_.InstanceName]; videoOutputTechnology = $links[$_.InstanceName] } })
   usbDevices = @(Get-CimInstance Win32_PnPEntity -Filter "PNPDeviceID LIKE 'USB\\%'" | ForEach-Object { [ordered]@{ name = $_.Name; manufacturer = $_.Manufacturer; pnpClass = $_.PNPClass; deviceId = $_.PNPDeviceID; service = $_.Service; status = $_.Status } })
   usbDisks = @(Get-CimInstance Win32_DiskDrive -Filter "InterfaceType='USB'" | ForEach-Object { [ordered]@{ model = $_.Model; pnpDeviceId = $_.PNPDeviceID } })
+  physicalMemory = @(Get-CimInstance Win32_PhysicalMemory | ForEach-Object { [ordered]@{ slot = $_.DeviceLocator; capacity = $_.Capacity; speed = $_.ConfiguredClockSpeed; smbiosMemoryType = $_.SMBIOSMemoryType; manufacturer = $_.Manufacturer; partNumber = $_.PartNumber } })
+  baseBoard = @(Get-CimInstance Win32_BaseBoard | ForEach-Object { [ordered]@{ manufacturer = $_.Manufacturer; product = $_.Product; serialNumber = $_.SerialNumber; version = $_.Version } })
+  storageControllers = @(Get-CimInstance Win32_PnPEntity -Filter "PNPClass='SCSIAdapter' OR PNPClass='HDC'" | ForEach-Object { [ordered]@{ name = $_.Name; manufacturer = $_.Manufacturer; service = $_.Service } })
+  printers = @(Get-CimInstance Win32_Printer | ForEach-Object { [ordered]@{ name = $_.Name; driver = $_.DriverName; port = $_.PortName; isDefault = $_.Default; isShared = $_.Shared; isNetwork = $_.Network } })
+  shares = @(Get-CimInstance Win32_Share | ForEach-Object { [ordered]@{ name = $_.Name; path = $_.Path; description = $_.Description; type = [int64]$_.Type } })
+  drivers = @(Get-CimInstance Win32_PnPSignedDriver | Where-Object { $_.DeviceName -and $_.DriverVersion } | ForEach-Object { [ordered]@{ deviceName = $_.DeviceName; deviceClass = $_.DeviceClass; manufacturer = $_.Manufacturer; driverVersion = $_.DriverVersion; driverDate = $(if ($_.DriverDate) { $_.DriverDate.ToString('yyyy-MM-dd') }); infName = $_.InfName; signed = $_.IsSigned } })
+  bitLocker = @(Get-BitLockerVolume | Where-Object { [string]$_.VolumeType -ne 'Removable' } | ForEach-Object { [ordered]@{ mountPoint = $_.MountPoint; protectionStatus = [string]$_.ProtectionStatus; encryptionMethod = [string]$_.EncryptionMethod; encryptionPercentage = $_.EncryptionPercentage; keyProtectors = @($_.KeyProtector | ForEach-Object { [ordered]@{ type = [string]$_.KeyProtectorType; id = $_.KeyProtectorId } }) } })
+  partitions = @(Get-Partition | ForEach-Object { [ordered]@{ disk = $_.DiskNumber; partition = $_.PartitionNumber; type = [string]$_.Type; gptType = $_.GptType; size = $_.Size; isSystem = $_.IsSystem; isActive = $_.IsActive } })
+  volumes = @(Get-Volume | ForEach-Object { [ordered]@{ path = $_.Path; driveLetter = [string]$_.DriveLetter; label = $_.FileSystemLabel; fileSystem = $_.FileSystem; size = $_.Size; sizeRemaining = $_.SizeRemaining } })
+  tcpConnections = @(Get-NetTCPConnection -State Established,Listen | ForEach-Object { [ordered]@{ process = $procNames[[int]$_.OwningProcess]; localAddress = $_.LocalAddress; localPort = $_.LocalPort; remoteAddress = $_.RemoteAddress; remotePort = $_.RemotePort; state = [string]$_.State } })
+  updateSettings = [ordered]@{ wuServer = $wu.WUServer; useWUServer = $au.UseWUServer; noAutoUpdate = $au.NoAutoUpdate; auOptions = $au.AUOptions
+    deferQualityUpdates = $wu.DeferQualityUpdates; deferQualityUpdatesDays = $wu.DeferQualityUpdatesPeriodInDays; deferFeatureUpdates = $wu.DeferFeatureUpdates; deferFeatureUpdatesDays = $wu.DeferFeatureUpdatesPeriodInDays
+    activeHoursStart = $ux.ActiveHoursStart; activeHoursEnd = $ux.ActiveHoursEnd
+    lastSearch = $(if ($results) { $results.LastSearchSuccessDate.ToString('yyyy-MM-ddTHH:mm:ssZ') }); lastInstall = $(if ($results) { $results.LastInstallationSuccessDate.ToString('yyyy-MM-ddTHH:mm:ssZ') }) }
   hotFixes = @(Get-HotFix | ForEach-Object { [ordered]@{ kb = $_.HotFixID; description = $_.Description; installedOn = (Iso $_.InstalledOn); installedBy = $_.InstalledBy } })
   updateHistory = $history
   loggedOnUsers = @(Get-CimInstance Win32_Process -Filter "Name='explorer.exe'" | ForEach-Object { $o = Invoke-CimMethod -InputObject $_ -MethodName GetOwner; if ($o.User) { [ordered]@{ user = $o.Domain + '\' + $o.User; logonAt = (Iso $_.CreationDate); sessionId = $_.SessionId } } } | Sort-Object { $_.user } -Unique)
