@@ -48,8 +48,11 @@ package collect
 // shared-folders (Win32_Share), windows-drivers (Win32_PnPSignedDriver),
 // bitlocker (Get-BitLockerVolume, fixed drives; never the recovery
 // password), disk-partitions (Get-Partition), disk-volumes (Get-Volume),
-// network-connections (Get-NetTCPConnection) and windows-update-settings
-// (the WindowsUpdate policy keys, UX settings, Microsoft.Update.AutoUpdate).
+// network-connections (Get-NetTCPConnection), windows-update-settings (the
+// WindowsUpdate policy keys, UX settings, Microsoft.Update.AutoUpdate),
+// applied-gpo (RSoP logging data of the computer: RSOP_GPLink in applied
+// order, RSOP_Session's time; empty off a domain) and disk-quotas
+// (Win32_DiskQuota, only when a volume tracks quotas).
 //
 // A collector whose tool or file is missing sends an empty dataset (or, for
 // physical-memory, none) and logs why.

@@ -94,4 +94,6 @@ const (
 	datasetWindowsDrivers        = "windows-drivers"
 	datasetBitLocker             = "bitlocker"
 	datasetWindowsUpdateSettings = "windows-update-settings"
+	datasetAppliedGPO            = "applied-gpo"
+	datasetDiskQuotas            = "disk-quotas"
 )

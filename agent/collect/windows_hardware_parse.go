@@ -94,6 +94,20 @@ type windowsHardware struct {
 		RemotePort    int    `json:"remotePort"`
 		State         string `json:"state"`
 	}] `json:"tcpConnections"`
+	AppliedGPO many[struct {
+		Name      string `json:"name"`
+		SOM       string `json:"som"`
+		AppliedAt string `json:"appliedAt"`
+	}] `json:"appliedGpo"`
+	DiskQuotas many[struct {
+		Volume       string  `json:"volume"`
+		Domain       string  `json:"domain"`
+		User         string  `json:"user"`
+		Limit        float64 `json:"limit"`
+		WarningLimit float64 `json:"warningLimit"`
+		Used         float64 `json:"used"`
+		Status       int     `json:"status"`
+	}] `json:"diskQuotas"`
 	UpdateSettings *struct {
 		WUServer                string `json:"wuServer"`
 		UseWUServer             *int   `json:"useWUServer"`
@@ -128,7 +142,8 @@ func windowsHardwareDatasets(b []byte) (map[string][]map[string]any, error) {
 	out := map[string][]map[string]any{}
 	add := func(name string, row map[string]any) { out[name] = append(out[name], row) }
 	for _, name := range []string{datasetPhysicalMemory, datasetMotherboards, datasetSCSIControllers, datasetPrinters, datasetSharedFolders,
-		datasetWindowsDrivers, datasetBitLocker, datasetDiskPartitions, datasetDiskVolumes, datasetNetworkConnections} {
+		datasetWindowsDrivers, datasetBitLocker, datasetDiskPartitions, datasetDiskVolumes, datasetNetworkConnections,
+		datasetAppliedGPO, datasetDiskQuotas} {
 		out[name] = []map[string]any{}
 	}
 	for _, m := range w.PhysicalMemory {
@@ -194,6 +209,20 @@ func windowsHardwareDatasets(b []byte) (map[string][]map[string]any, error) {
 			row["remoteAddress"], row["remotePort"] = c.RemoteAddress, c.RemotePort
 		}
 		add(datasetNetworkConnections, row)
+	}
+	for _, g := range w.AppliedGPO {
+		if g.Name == "" {
+			continue
+		}
+		add(datasetAppliedGPO, map[string]any{"name": g.Name, "scope": "Computer", "linkLocation": canonicalSOM(g.SOM), "appliedAt": nullIfEmpty(g.AppliedAt)})
+	}
+	for _, q := range w.DiskQuotas {
+		user := q.User
+		if q.Domain != "" {
+			user = q.Domain + `\` + q.User
+		}
+		add(datasetDiskQuotas, map[string]any{"volume": q.Volume, "user": user, "limitMB": quotaMB(q.Limit), "warningMB": quotaMB(q.WarningLimit),
+			"usedMB": round1(q.Used / (1 << 20)), "status": map[int]string{0: "Ok", 1: "Warning", 2: "Limit exceeded"}[q.Status]})
 	}
 	if u := w.UpdateSettings; u != nil {
 		add(datasetWindowsUpdateSettings, windowsUpdateSettingsRow(u.WUServer, u.UseWUServer, u.NoAutoUpdate, u.AUOptions, u.DeferQualityUpdates,
@@ -301,4 +330,40 @@ func windowsUpdateSettingsRow(wuServer string, useWUServer, noAutoUpdate, auOpti
 	}
 	return map[string]any{"updateSource": source, "wsusServer": wsus, "automaticUpdates": auto, "activeHoursStart": hour(start), "activeHoursEnd": hour(end),
 		"deferQualityUpdatesDays": val(deferQDays), "deferFeatureUpdatesDays": val(deferFDays), "lastSearchAt": nullIfEmpty(lastSearch), "lastInstallAt": nullIfEmpty(lastInstall)}
+}
+
+// quotaMB is a quota in MiB; "no limit" (2^64-1, or -1) is null.
+func quotaMB(bytes float64) any {
+	if bytes < 0 || bytes >= 1<<63 {
+		return nil
+	}
+	return round1(bytes / (1 << 20))
+}
+
+// canonicalSOM turns the distinguished name of a scope of management into
+// the canonical name Group Policy tools show: DC=corp,DC=example,DC=com
+// with OU=Workstations,OU=BER becomes corp.example.com/BER/Workstations; a
+// site (CN=…,CN=Sites,…) is its name; "Local" stays.
+func canonicalSOM(dn string) string {
+	var domain, path []string
+	parts := strings.Split(dn, ",")
+	if len(parts) > 2 && strings.EqualFold(strings.TrimSpace(parts[1]), "CN=Sites") {
+		_, site, _ := strings.Cut(parts[0], "=")
+		return site
+	}
+	for _, p := range parts {
+		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok {
+			return dn
+		}
+		if strings.EqualFold(k, "DC") {
+			domain = append(domain, v)
+		} else {
+			path = append([]string{v}, path...)
+		}
+	}
+	if len(domain) == 0 {
+		return dn
+	}
+	return strings.Join(append([]string{strings.Join(domain, ".")}, path...), "/")
 }

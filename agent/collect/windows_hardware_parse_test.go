@@ -59,6 +59,19 @@ func TestWindowsHardwareDatasets(t *testing.T) {
 		{"updateSource": "Windows Update for Business", "wsusServer": nil, "automaticUpdates": "Auto download and schedule the install", "activeHoursStart": 8,
 			"activeHoursEnd": 17, "deferQualityUpdatesDays": 7, "deferFeatureUpdatesDays": 180, "lastSearchAt": "2026-11-21T05:02:11Z", "lastInstallAt": "2026-11-13T03:21:09Z"},
 	})
+	checkRows(t, "applied-gpo", ds["applied-gpo"], []map[string]any{
+		{"name": "Local Group Policy", "scope": "Computer", "linkLocation": "Local", "appliedAt": "2026-11-21T06:40:12Z"},
+		{"name": "Default Domain Policy", "scope": "Computer", "linkLocation": "corp.example.com", "appliedAt": "2026-11-21T06:40:12Z"},
+		{"name": "WKS - Windows Update for Business", "scope": "Computer", "linkLocation": "corp.example.com/BER/Workstations", "appliedAt": "2026-11-21T06:40:12Z"},
+	})
+	checkRows(t, "disk-quotas", ds["disk-quotas"], []map[string]any{
+		{"volume": "D:", "user": `CORP\jsmith`, "limitMB": 5120.0, "warningMB": 4608.0, "usedMB": 4780.0, "status": "Warning"},
+		// No limit: null.
+		{"volume": "D:", "user": `BUILTIN\Administrators`, "limitMB": nil, "warningMB": nil, "usedMB": 100.0, "status": "Ok"},
+	})
+	if got := canonicalSOM("CN=Default-First-Site-Name,CN=Sites,CN=Configuration,DC=corp,DC=example,DC=com"); got != "Default-First-Site-Name" {
+		t.Errorf("site: %s", got)
+	}
 	one := 1
 	wsus := windowsUpdateSettingsRow("https://wsus.corp.example.com:8531", &one, nil, ptr(3), nil, nil, nil, nil, nil, nil, "", "")
 	if wsus["updateSource"] != "WSUS" || wsus["wsusServer"] != "https://wsus.corp.example.com:8531" || wsus["automaticUpdates"] != "Auto download and notify for install" ||

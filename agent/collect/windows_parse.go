@@ -353,6 +353,10 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 	for name, rows := range hardware {
 		inv.Datasets[name] = rows
 	}
+	if !w.ComputerSystem.PartOfDomain {
+		// Local policy alone is not what the applied-GPO report is about.
+		inv.Datasets[datasetAppliedGPO] = []map[string]any{}
+	}
 
 	f := windowsFacts{
 		User:          w.ComputerSystem.UserName,

@@ -63,6 +63,23 @@ $au = Get-ItemProperty 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\
 $ux = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\WindowsUpdate\UX\Settings'
 $results = $null
 try { $results = (New-Object -ComObject Microsoft.Update.AutoUpdate).Results } catch { }
+# Applied computer GPOs: the links RSoP logging recorded at the last policy
+# refresh, in the order they applied.
+$gpos = @()
+try {
+  $ns = 'root/rsop/computer'
+  $gpoNames = @{}
+  Get-CimInstance -Namespace $ns -ClassName RSOP_GPO | ForEach-Object { $gpoNames[$_.id] = $_.name }
+  $rsopAt = (Get-CimInstance -Namespace $ns -ClassName RSOP_Session).creationTime
+  $gpos = @(Get-CimInstance -Namespace $ns -ClassName RSOP_GPLink | Where-Object { $_.appliedOrder -gt 0 } | Sort-Object appliedOrder | ForEach-Object {
+    [ordered]@{ name = $gpoNames[$_.GPO.id]; som = $_.SOM.id; appliedAt = (Iso $rsopAt) } })
+} catch { }
+# NTFS quota entries, read only where a volume tracks or enforces quotas.
+$quotas = @()
+if (@(Get-CimInstance Win32_QuotaSetting | Where-Object { $_.State -gt 0 }).Count -gt 0) {
+  $quotas = @(Get-CimInstance Win32_DiskQuota | ForEach-Object { [ordered]@{ volume = $_.QuotaVolume.DeviceID; domain = $_.User.Domain; user = $_.User.Name
+    limit = [double]$_.Limit; warningLimit = [double]$_.WarningLimit; used = [double]$_.DiskSpaceUsed; status = $_.Status } })
+}
 $procNames = @{}
 Get-Process | ForEach-Object { $procNames[[int]$_.Id] = $(if ($_.Id -le 4) { $_.ProcessName } else { $_.ProcessName + '.exe' }) }
 $out = [ordered]@{
@@ -104,6 +121,8 @@ $out = [ordered]@{
   partitions = @(Get-Partition | ForEach-Object { [ordered]@{ disk = $_.DiskNumber; partition = $_.PartitionNumber; type = [string]$_.Type; gptType = $_.GptType; size = $_.Size; isSystem = $_.IsSystem; isActive = $_.IsActive } })
   volumes = @(Get-Volume | ForEach-Object { [ordered]@{ path = $_.Path; driveLetter = [string]$_.DriveLetter; label = $_.FileSystemLabel; fileSystem = $_.FileSystem; size = $_.Size; sizeRemaining = $_.SizeRemaining } })
   tcpConnections = @(Get-NetTCPConnection -State Established,Listen | ForEach-Object { [ordered]@{ process = $procNames[[int]$_.OwningProcess]; localAddress = $_.LocalAddress; localPort = $_.LocalPort; remoteAddress = $_.RemoteAddress; remotePort = $_.RemotePort; state = [string]$_.State } })
+  appliedGpo = $gpos
+  diskQuotas = $quotas
   updateSettings = [ordered]@{ wuServer = $wu.WUServer; useWUServer = $au.UseWUServer; noAutoUpdate = $au.NoAutoUpdate; auOptions = $au.AUOptions
     deferQualityUpdates = $wu.DeferQualityUpdates; deferQualityUpdatesDays = $wu.DeferQualityUpdatesPeriodInDays; deferFeatureUpdates = $wu.DeferFeatureUpdates; deferFeatureUpdatesDays = $wu.DeferFeatureUpdatesPeriodInDays
     activeHoursStart = $ux.ActiveHoursStart; activeHoursEnd = $ux.ActiveHoursEnd
