@@ -280,6 +280,33 @@ func (s *Store) VulnState(ctx context.Context, name string) (int64, error) {
 	return n, nil
 }
 
+// VulnStates reads several counters of vuln_state in one query.
+func (s *Store) VulnStates(ctx context.Context, names ...string) (map[string]int64, error) {
+	rows, err := s.query(ctx, `SELECT name, num FROM vuln_state WHERE name IN (`+placeholders(len(names))+`)`, anySlice(names)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: vulnerability state: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int64, len(names))
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("store: vulnerability state: %w", err)
+		}
+		out[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: vulnerability state: %w", err)
+	}
+	for _, name := range names {
+		if _, ok := out[name]; !ok {
+			return nil, fmt.Errorf("store: vulnerability state %s: %w", name, ErrNotFound)
+		}
+	}
+	return out, nil
+}
+
 // SetVulnState writes a counter of vuln_state.
 func (s *Store) SetVulnState(ctx context.Context, name string, n int64) error {
 	if _, err := s.exec(ctx, `UPDATE vuln_state SET num = ? WHERE name = ?`, n, name); err != nil {

@@ -2,6 +2,7 @@ package vulndb
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -37,6 +38,11 @@ type Matcher struct {
 	mu      sync.Mutex
 	index   *match.Index
 	version int64
+	// leaseUntil is when the 'match' lease this matcher holds runs out
+	// (zero when it holds none). A pass renews the lease only past half of
+	// it, and keeps it between passes: claiming and releasing it on every
+	// pass were two writes of every inventory change's recompute.
+	leaseUntil time.Time
 }
 
 // MatchStats says what one pass did.
@@ -69,38 +75,69 @@ func (m *Matcher) Index(ctx context.Context) (*match.Index, int64, bool, error) 
 	if err != nil {
 		return nil, 0, false, err
 	}
+	ix, rebuilt, err := m.indexAt(ctx, v)
+	return ix, v, rebuilt, err
+}
+
+// indexAt answers the index of feed version v, rebuilt if it is of another.
+func (m *Matcher) indexAt(ctx context.Context, v int64) (*match.Index, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.index != nil && m.version == v {
-		return m.index, v, false, nil
+		return m.index, false, nil
 	}
 	b := match.NewBuilder()
 	if err := m.Store.ScanFeeds(ctx, b.AddCVE, b.AddOSV); err != nil {
-		return nil, 0, false, err
+		return nil, false, err
 	}
 	m.index, m.version = b.Build(nil), v
-	return m.index, v, true, nil
+	return m.index, true, nil
+}
+
+// holdLease takes or renews the 'match' lease when less than half of it
+// is left; ok is false when another replica holds it.
+func (m *Matcher) holdLease(ctx context.Context) (bool, error) {
+	now := time.Now()
+	if m.leaseUntil.Sub(now) > leaseDuration/2 {
+		return true, nil
+	}
+	ok, err := m.Store.ClaimVulnLease(ctx, store.LeaseMatch, m.Holder, now, leaseDuration)
+	if err != nil || !ok {
+		m.leaseUntil = time.Time{}
+		return false, err
+	}
+	m.leaseUntil = now.Add(leaseDuration)
+	return true, nil
+}
+
+// ReleaseLease gives the 'match' lease up, so that another replica takes
+// over at once (Run does it when it stops).
+func (m *Matcher) ReleaseLease(ctx context.Context) error {
+	m.leaseUntil = time.Time{}
+	return m.Store.ReleaseVulnLease(ctx, store.LeaseMatch, m.Holder)
 }
 
 // RunOnce does one pass under the lease: a full recompute when the feeds
 // changed since the results were computed, then the endpoints marked dirty.
-// ok is false when another replica holds the lease.
+// ok is false when another replica holds the lease. The lease is kept after
+// the pass (see leaseUntil); ReleaseLease gives it up. RunOnce is not safe
+// for concurrent use.
 func (m *Matcher) RunOnce(ctx context.Context) (MatchStats, bool, error) {
 	var st MatchStats
-	ok, err := m.Store.ClaimVulnLease(ctx, store.LeaseMatch, m.Holder, time.Now(), leaseDuration)
+	ok, err := m.holdLease(ctx)
 	if err != nil || !ok {
 		return st, false, err
 	}
-	defer m.Store.ReleaseVulnLease(context.WithoutCancel(ctx), store.LeaseMatch, m.Holder)
-	ix, version, rebuilt, err := m.Index(ctx)
+	states, err := m.Store.VulnStates(ctx, store.StateFeedVersion, store.StateMatchedVersion)
+	if err != nil {
+		return st, true, err
+	}
+	version, matched := states[store.StateFeedVersion], states[store.StateMatchedVersion]
+	ix, rebuilt, err := m.indexAt(ctx, version)
 	if err != nil {
 		return st, true, err
 	}
 	st.Rebuilt = rebuilt
-	matched, err := m.Store.VulnState(ctx, store.StateMatchedVersion)
-	if err != nil {
-		return st, true, err
-	}
 	if matched != version {
 		st.Full = true
 		if err := m.recomputeAll(ctx, ix, &st); err != nil {
@@ -142,8 +179,8 @@ func (m *Matcher) RunOnce(ctx context.Context) (MatchStats, bool, error) {
 		if len(dirty) < m.batch() {
 			return st, true, nil
 		}
-		if _, err := m.Store.ClaimVulnLease(ctx, store.LeaseMatch, m.Holder, time.Now(), leaseDuration); err != nil {
-			return st, true, err
+		if ok, err := m.holdLease(ctx); err != nil || !ok {
+			return st, ok, err
 		}
 	}
 }
@@ -163,12 +200,20 @@ func (m *Matcher) recomputeAll(ctx context.Context, ix *match.Index, st *MatchSt
 		if err := m.save(ctx, results, st); err != nil {
 			return err
 		}
-		if _, err := m.Store.ClaimVulnLease(ctx, store.LeaseMatch, m.Holder, time.Now(), leaseDuration); err != nil {
+		ok, err := m.holdLease(ctx)
+		if err != nil {
 			return err
+		}
+		if !ok {
+			return errLeaseLost
 		}
 	}
 	return nil
 }
+
+// errLeaseLost stops a fleet recompute whose lease another replica took
+// (this one stalled past it): that replica recomputes the fleet again.
+var errLeaseLost = errors.New("vulndb: the match lease was taken over during a fleet recompute")
 
 // match reads the endpoints' inventories and matches them on every core.
 func (m *Matcher) match(ctx context.Context, ix *match.Index, ids []string, st *MatchStats) ([]store.MatchResult, error) {
@@ -229,6 +274,11 @@ func (m *Matcher) Run(ctx context.Context) {
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	defer func() {
+		if err := m.ReleaseLease(context.WithoutCancel(ctx)); err != nil {
+			slog.Warn("vulnerability matching: release lease", "err", err)
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():

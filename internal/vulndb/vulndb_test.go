@@ -35,11 +35,11 @@ func TestImportFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := vulndb.Counts{CVEs: 15, Rejected: 1, KEV: 9, OSV: 10}
-	if res.Counts != want || res.Files != 4 || res.Formats["nvd"].CVEs != 15 || res.Formats["kev"].KEV != 9 || res.Formats["osv"].OSV != 10 {
+	want := vulndb.Counts{CVEs: 18, Rejected: 1, KEV: 10, OSV: 10}
+	if res.Counts != want || res.Files != 4 || res.Formats["nvd"].CVEs != 18 || res.Formats["kev"].KEV != 10 || res.Formats["osv"].OSV != 10 {
 		t.Fatalf("import = %+v, want counts %+v", res, want)
 	}
-	if res.Stored != (store.FeedCounts{CVEs: 15, KEV: 9, OSV: 10}) || res.FeedVersion != 1 {
+	if res.Stored != (store.FeedCounts{CVEs: 18, KEV: 10, OSV: 10}) || res.FeedVersion != 1 {
 		t.Fatalf("stored = %+v version %d", res.Stored, res.FeedVersion)
 	}
 
@@ -58,7 +58,7 @@ func TestImportFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Stored != (store.FeedCounts{CVEs: 15, KEV: 9, OSV: 10}) || res.FeedVersion != 2 || res.Documents != 7 {
+	if res.Stored != (store.FeedCounts{CVEs: 18, KEV: 10, OSV: 10}) || res.FeedVersion != 2 || res.Documents != 7 {
 		t.Fatalf("re-import stored = %+v, documents %d, version %d", res.Stored, res.Documents, res.FeedVersion)
 	}
 
@@ -71,7 +71,7 @@ func TestImportFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Counts.Rejected != 1 || res.Stored.CVEs != 14 {
+	if res.Counts.Rejected != 1 || res.Stored.CVEs != 17 {
 		t.Fatalf("after rejection: %+v", res)
 	}
 }
@@ -151,7 +151,7 @@ func TestSyncFromHTTP(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	now := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) // after the last fixture change (2026-05-28)
 	cfg := vulndb.ConfigFromFeeds(config.Feeds{NVDURL: srv.URL + "/rest/json/cves/2.0", KEVURL: srv.URL + "/kev.json", OSVURLs: srv.URL + "/Debian/all.zip"})
 	cfg.NVDSince = time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)
 	cfg.NVDPageSize, cfg.NVDRateLimit, cfg.NVDBackoff = 4, time.Millisecond, time.Millisecond
@@ -161,10 +161,10 @@ func TestSyncFromHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every fixture CVE was modified after 2023-06-01; the rejected one too.
-	if res.Counts != (vulndb.Counts{CVEs: 15, Rejected: 1, KEV: 9, OSV: 10}) || res.Stored != (store.FeedCounts{CVEs: 15, KEV: 9, OSV: 10}) {
+	if res.Counts != (vulndb.Counts{CVEs: 18, Rejected: 1, KEV: 10, OSV: 10}) || res.Stored != (store.FeedCounts{CVEs: 18, KEV: 10, OSV: 10}) {
 		t.Fatalf("sync = %+v", res)
 	}
-	// 16 records in pages of 4 over 6 windows of 120 days: more than one page.
+	// 19 records in pages of 4 over 10 windows of 120 days: more than one page.
 	if nvdRequests < 7 {
 		t.Errorf("NVD requests = %d, want paging", nvdRequests)
 	}
@@ -179,7 +179,7 @@ func TestSyncFromHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Counts.CVEs != 0 || nvdRequests != 1 || res.NVDFrom.Before(now.Add(-25*time.Hour)) || res.Stored.CVEs != 15 {
+	if res.Counts.CVEs != 0 || nvdRequests != 1 || res.NVDFrom.Before(now.Add(-25*time.Hour)) || res.Stored.CVEs != 18 {
 		t.Errorf("incremental sync = %+v after %d requests", res, nvdRequests)
 	}
 	// A failing feed is an error, not a silent success.
@@ -238,7 +238,7 @@ func TestMatchingAndRemediation(t *testing.T) {
 	}
 	win := env.Enroll("m-win", "win-01", "windows")
 	win.MustInventory(windowsInventory("win-01",
-		sw("Google Chrome", "Google LLC", "116.0.5845.187"),                   // versionEndExcluding boundary: only CVE-2024-4671
+		sw("Google Chrome", "Google LLC", "116.0.5845.187"),                   // versionEndExcluding boundary: not CVE-2023-4863
 		sw("Notepad++ (64-bit x64)", "Notepad++ Team", "8.5.6"),               // versionEndIncluding: affected
 		sw("7-Zip 24.07 (x64)", "Igor Pavlov", "24.07"),                       // fixed for 11477, not for 0411
 		sw("VLC media player", "VideoLAN", "3.0.20"),                          // fixed
@@ -270,7 +270,7 @@ func TestMatchingAndRemediation(t *testing.T) {
 			t.Errorf("findings of %s = %q, want %q", a.ID, got, want)
 		}
 	}
-	check(win, "7-Zip CVE-2025-0411", "Google Chrome CVE-2024-4671", "Notepad++ CVE-2023-40031")
+	check(win, "7-Zip CVE-2025-0411", "Google Chrome CVE-2024-12053", "Google Chrome CVE-2024-4671", "Google Chrome CVE-2025-2783", "Notepad++ CVE-2023-40031")
 	check(deb, "glibc CVE-2023-4911", "openssl CVE-2023-5363")
 	check(alma, "openssl CVE-2023-5363", "openssl CVE-2023-5678", "openssl CVE-2023-6129", "openssl CVE-2023-6237", "openssl CVE-2024-0727")
 
@@ -301,14 +301,16 @@ func TestMatchingAndRemediation(t *testing.T) {
 		return out
 	}
 	// KEV due date first (CVE-2024-4671 due 2024-06-03, CVE-2023-4911
-	// 2023-12-12, CVE-2025-0411 2025-02-27); otherwise first detection plus
-	// the period: High 30 days, Critical 15.
+	// 2023-12-12, CVE-2025-0411 2025-02-27, CVE-2025-2783 2025-04-17);
+	// otherwise first detection plus the period: High 30 days, Critical 15.
 	now := t0.Add(24 * time.Hour)
 	got := list(store.VulnQuery{Now: now})
 	want := map[string]string{
 		"CVE-2024-4671":  "Overdue 2024-06-03",
 		"CVE-2023-4911":  "Overdue 2023-12-12",
 		"CVE-2025-0411":  "Due later 2025-02-27",
+		"CVE-2025-2783":  "Due later 2025-04-17",
+		"CVE-2024-12053": "Due later 2025-02-09",
 		"CVE-2023-40031": "Due later 2025-02-09",
 		"CVE-2023-5363":  "Due later 2025-02-09",
 		"CVE-2023-5678":  "-", // OSV-only ids without an NVD record: no severity, no deadline
@@ -351,7 +353,7 @@ func TestMatchingAndRemediation(t *testing.T) {
 	if got := list(store.VulnQuery{Now: now, MinCVSS: &min9}); len(got) != 1 || got["CVE-2024-4671"] == "" {
 		t.Errorf("minCvss 9: %v", got)
 	}
-	if got := list(store.VulnQuery{Now: now, KEVOnly: true}); len(got) != 3 {
+	if got := list(store.VulnQuery{Now: now, KEVOnly: true}); len(got) != 4 {
 		t.Errorf("kev: %v", got)
 	}
 
@@ -362,7 +364,7 @@ func TestMatchingAndRemediation(t *testing.T) {
 	if err := s.SetVulnException(ctx, &store.AuditEntry{OrgID: env.Org.ID, Actor: "test", Action: "vulnerability.accept"}, x); err != nil {
 		t.Fatal(err)
 	}
-	if got := list(store.VulnQuery{Now: now}); got["CVE-2023-4911"] != "" || len(got) != 8 {
+	if got := list(store.VulnQuery{Now: now}); got["CVE-2023-4911"] != "" || len(got) != 10 {
 		t.Errorf("accepted CVE still listed: %v", got)
 	}
 	if got := list(store.VulnQuery{Now: now, IncludeAccepted: true}); got["CVE-2023-4911"] == "" {
@@ -388,7 +390,7 @@ func TestMatchingAndRemediation(t *testing.T) {
 	if err != nil || st.Full || st.Endpoints != 1 || st.Changes.Added != 1 || st.Changes.Removed != 2 {
 		t.Fatalf("incremental pass = %+v %v", st, err)
 	}
-	check(win, "Notepad++ CVE-2023-40031", "VLC media player CVE-2023-47359")
+	check(win, "Google Chrome CVE-2024-12053", "Google Chrome CVE-2025-2783", "Notepad++ CVE-2023-40031", "VLC media player CVE-2023-47359")
 	fs, _ := s.EndpointFindings(ctx, env.Org.ID, win.ID)
 	for _, f := range fs {
 		wantFirst := t0

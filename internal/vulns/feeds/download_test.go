@@ -29,7 +29,7 @@ func TestDownloadFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []KEV
-	if f, err := Parse(&buf, Handler{KEV: func(k KEV) error { got = append(got, k); return nil }}); err != nil || f != FormatKEV || len(got) != 9 {
+	if f, err := Parse(&buf, Handler{KEV: func(k KEV) error { got = append(got, k); return nil }}); err != nil || f != FormatKEV || len(got) != 10 {
 		t.Fatalf("parse downloaded catalog: %q %v, %d entries", f, err, len(got))
 	}
 	err := Download(context.Background(), nil, srv.URL+"/missing", &buf)
@@ -92,7 +92,7 @@ func TestNVDClientPages(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
-	c := &NVDClient{BaseURL: ts.URL + "/rest/json/cves/2.0", APIKey: "k-123", PageSize: 9,
+	c := &NVDClient{BaseURL: ts.URL + "/rest/json/cves/2.0", APIKey: "k-123", PageSize: 10,
 		RateLimit: time.Millisecond, Backoff: time.Millisecond, HTTPClient: ts.Client()}
 	since := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	until := since.Add(10 * 24 * time.Hour)
@@ -100,12 +100,12 @@ func TestNVDClientPages(t *testing.T) {
 	if err := c.Changes(context.Background(), since, until, func(c CVE) error { ids = append(ids, c.ID); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(ids) != 15 {
-		t.Errorf("got %d CVEs over two pages, want 15 (16 minus the rejected one)", len(ids))
+	if len(ids) != 18 {
+		t.Errorf("got %d CVEs over two pages, want 18 (19 minus the rejected one)", len(ids))
 	}
 	want := []map[string]string{
-		{"lastModStartDate": "2024-01-01T00:00:00.000+00:00", "lastModEndDate": "2024-01-11T00:00:00.000+00:00", "startIndex": "0", "resultsPerPage": "9"},
-		{"lastModStartDate": "2024-01-01T00:00:00.000+00:00", "lastModEndDate": "2024-01-11T00:00:00.000+00:00", "startIndex": "9", "resultsPerPage": "9"},
+		{"lastModStartDate": "2024-01-01T00:00:00.000+00:00", "lastModEndDate": "2024-01-11T00:00:00.000+00:00", "startIndex": "0", "resultsPerPage": "10"},
+		{"lastModStartDate": "2024-01-01T00:00:00.000+00:00", "lastModEndDate": "2024-01-11T00:00:00.000+00:00", "startIndex": "10", "resultsPerPage": "10"},
 	}
 	if fmt.Sprint(srv.queries) != fmt.Sprint(want) {
 		t.Errorf("queries:\n got %v\nwant %v", srv.queries, want)

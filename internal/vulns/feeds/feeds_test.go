@@ -48,8 +48,8 @@ func TestReadNVDFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cves) != 15 {
-		t.Fatalf("got %d CVEs, want 15 (16 records, 1 rejected)", len(cves))
+	if len(cves) != 18 {
+		t.Fatalf("got %d CVEs, want 18 (19 records, 1 rejected)", len(cves))
 	}
 	all := byID(cves)
 	if _, ok := all["CVE-2023-5129"]; ok {
@@ -70,15 +70,16 @@ func TestReadNVDFixture(t *testing.T) {
 	for _, want := range []CPEMatch{
 		{Part: "a", Vendor: "google", Product: "chrome", Version: "*", Update: "*", EndExcl: "116.0.5845.187", TargetSW: "*"},
 		{Part: "a", Vendor: "mozilla", Product: "firefox_esr", Version: "*", Update: "*", StartIncl: "115.0", EndExcl: "115.2.1", TargetSW: "*"},
-		{Part: "a", Vendor: "webmproject", Product: "libwebp", Version: "*", Update: "*", StartIncl: "0.5.0", EndExcl: "1.3.2", TargetSW: "*"},
+		{Part: "a", Vendor: "webmproject", Product: "libwebp", Version: "*", Update: "*", EndExcl: "1.3.2", TargetSW: "*"},
+		{Part: "a", Vendor: "microsoft", Product: "edge", Version: "*", Update: "*", EndExcl: "117.0.2045.31", TargetSW: "*"},
 		{Part: "o", Vendor: "debian", Product: "debian_linux", Version: "12.0", Update: "*", TargetSW: "*"},
 	} {
 		if !hasMatch(webp, want) {
 			t.Errorf("CVE-2023-4863 lacks %+v", want)
 		}
 	}
-	if len(webp.CPEMatches) != 10 {
-		t.Errorf("CVE-2023-4863 has %d CPE matches, want 10", len(webp.CPEMatches))
+	if len(webp.CPEMatches) != 14 {
+		t.Errorf("CVE-2023-4863 has %d CPE matches, want 14", len(webp.CPEMatches))
 	}
 
 	log4j := all["CVE-2021-44228"]
@@ -89,13 +90,17 @@ func TestReadNVDFixture(t *testing.T) {
 		t.Errorf("log4j 2.0 beta9 exact match missing: %+v", log4j.CPEMatches)
 	}
 
-	xz := all["CVE-2024-3094"]
-	if xz.CVSS == nil || *xz.CVSS != 10 || xz.Severity != "CRITICAL" {
-		t.Errorf("xz: Secondary score must be used when there is no Primary: %v %q", xz.CVSS, xz.Severity)
+	action1 := all["CVE-2025-5480"]
+	if action1.CVSS == nil || *action1.CVSS != 7.8 || action1.CVSSVersion != "3.0" || action1.Severity != "HIGH" {
+		t.Errorf("Action1: the CNA's Secondary 3.0 score must be used when there is no Primary: %v %q %q", action1.CVSS, action1.CVSSVersion, action1.Severity)
 	}
-	sevenZip := all["CVE-2024-11477"]
-	if sevenZip.CVSS == nil || *sevenZip.CVSS != 7.8 || sevenZip.CVSSVersion != "3.0" {
-		t.Errorf("7-Zip: %v %q", sevenZip.CVSS, sevenZip.CVSSVersion)
+	sevenZip := all["CVE-2025-0411"]
+	if sevenZip.CVSS == nil || *sevenZip.CVSS != 7.0 || sevenZip.CVSSVersion != "3.1" {
+		t.Errorf("7-Zip: the NVD's Primary 3.1 score must win over the CNA's 3.0: %v %q", sevenZip.CVSS, sevenZip.CVSSVersion)
+	}
+	mojo := all["CVE-2025-2783"]
+	if len(mojo.CPEMatches) != 1 || mojo.CPEMatches[0].TargetSW != "windows" || mojo.CPEMatches[0].EndExcl != "134.0.6998.177" {
+		t.Errorf("Chrome AND running on Windows: want Chrome limited to Windows, got %+v", mojo.CPEMatches)
 	}
 	npp := all["CVE-2023-40031"]
 	if !hasMatch(npp, CPEMatch{Part: "a", Vendor: "notepad-plus-plus", Product: "notepad++", Version: "*", Update: "*", EndIncl: "8.5.6", TargetSW: "*"}) {
@@ -141,7 +146,7 @@ func TestNVDConfigurationsAndMetrics(t *testing.T) {
 	if *c1.CVSS != 8.1 || c1.CVSSVersion != "3.1" {
 		t.Errorf("a Primary 3.1 score must win over a Secondary 4.0 one: %v %s", *c1.CVSS, c1.CVSSVersion)
 	}
-	if len(c1.CPEMatches) != 2 || c1.CPEMatches[0].Product != "meetings" || c1.CPEMatches[1].TargetSW != "windows" {
+	if len(c1.CPEMatches) != 2 || c1.CPEMatches[0].Product != "meetings" || c1.CPEMatches[0].TargetSW != "windows" || c1.CPEMatches[1].TargetSW != "windows" {
 		t.Errorf("AND configuration: want the two vulnerable Zoom matches only, got %+v", c1.CPEMatches)
 	}
 	if c := cves[1]; *c.CVSS != 6.9 || c.CVSSVersion != "4.0" || c.Severity != "MEDIUM" {
@@ -233,8 +238,8 @@ func TestReadKEVFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(kevs) != 9 {
-		t.Fatalf("got %d entries, want 9", len(kevs))
+	if len(kevs) != 10 {
+		t.Fatalf("got %d entries, want 10", len(kevs))
 	}
 	m := map[string]KEV{}
 	for _, k := range kevs {
@@ -352,7 +357,7 @@ func TestDetect(t *testing.T) {
 	if f != FormatKEV || err != nil {
 		t.Errorf("DetectReader = %q, %v", f, err)
 	}
-	if kevs, err := ReadKEV(r); err != nil || len(kevs) != 9 {
+	if kevs, err := ReadKEV(r); err != nil || len(kevs) != 10 {
 		t.Errorf("reading after DetectReader: %d entries, %v", len(kevs), err)
 	}
 	for doc, want := range map[string]Format{
@@ -399,9 +404,9 @@ func TestOpenPlainGzipZip(t *testing.T) {
 		path string
 		want Stats
 	}{
-		{testdata + "nvd-subset.json", Stats{Documents: 1, CVEs: 15, Rejected: 1}}, // CVE-2023-5129
-		{gzPath, Stats{Documents: 1, CVEs: 15, Rejected: 1}},
-		{zipPath, Stats{Documents: 3, KEVs: 9, OSV: 10}},
+		{testdata + "nvd-subset.json", Stats{Documents: 1, CVEs: 18, Rejected: 1}}, // CVE-2023-5129
+		{gzPath, Stats{Documents: 1, CVEs: 18, Rejected: 1}},
+		{zipPath, Stats{Documents: 3, KEVs: 10, OSV: 10}},
 	}
 	for _, c := range cases {
 		var ids []string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -219,6 +220,7 @@ func convertNVD(n *nvdCVE) (CVE, bool) {
 		if cfg.Negate {
 			continue
 		}
+		platforms := andPlatforms(cfg.Operator, cfg.Nodes)
 		for _, node := range cfg.Nodes {
 			if node.Negate {
 				continue // "not running on X": nothing to match
@@ -226,7 +228,8 @@ func convertNVD(n *nvdCVE) (CVE, bool) {
 			for _, m := range node.CPEMatch {
 				// Non-vulnerable matches are the platform half of an
 				// "app AND running on OS" configuration: the app alone is
-				// what an inventory can match.
+				// what an inventory can match, limited to those operating
+				// systems when they are ones an endpoint reports.
 				if !m.Vulnerable {
 					continue
 				}
@@ -238,14 +241,74 @@ func convertNVD(n *nvdCVE) (CVE, bool) {
 				cm.StartExcl = m.VersionStartExcluding
 				cm.EndIncl = m.VersionEndIncluding
 				cm.EndExcl = m.VersionEndExcluding
-				if !seen[cm] {
-					seen[cm] = true
-					c.CPEMatches = append(c.CPEMatches, cm)
+				targets := []string{cm.TargetSW}
+				if len(platforms) > 0 && (cm.TargetSW == "*" || cm.TargetSW == "-") {
+					targets = platforms
+				}
+				for _, t := range targets {
+					cm.TargetSW = t
+					if !seen[cm] {
+						seen[cm] = true
+						c.CPEMatches = append(c.CPEMatches, cm)
+					}
 				}
 			}
 		}
 	}
 	return c, true
+}
+
+// andPlatforms answers the operating systems of an "app AND running on
+// OS" configuration, as target_sw values ("windows", "macos"), when every
+// non-vulnerable match of it is an operating system an endpoint reports;
+// otherwise none, and the application matches are kept unrestricted.
+// CVE-2025-2783 (Chrome on Windows only) is written this way.
+func andPlatforms(operator string, nodes []nvdNode) []string {
+	if !strings.EqualFold(operator, "AND") {
+		return nil
+	}
+	var out []string
+	for _, node := range nodes {
+		if node.Negate {
+			continue
+		}
+		for _, m := range node.CPEMatch {
+			if m.Vulnerable {
+				continue
+			}
+			cm, ok := parseCPE(m.Criteria)
+			t := osTarget(cm)
+			if !ok || t == "" {
+				return nil
+			}
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// osTarget names the target_sw of an operating system CPE, or "".
+func osTarget(m CPEMatch) string {
+	if m.Part != "o" {
+		return ""
+	}
+	switch {
+	case m.Vendor == "microsoft" && strings.HasPrefix(m.Product, "windows"):
+		return "windows"
+	case m.Vendor == "apple" && (m.Product == "macos" || m.Product == "mac_os_x" || m.Product == "mac_os"):
+		return "macos"
+	case m.Vendor == "linux" && m.Product == "linux_kernel":
+		return "linux"
+	case m.Vendor == "google" && m.Product == "android":
+		return "android"
+	case m.Vendor == "apple" && (m.Product == "iphone_os" || m.Product == "ipados"):
+		return m.Product
+	case m.Vendor == "google" && m.Product == "chrome_os":
+		return "chrome_os"
+	}
+	return ""
 }
 
 // bestMetric prefers CVSS 4.0, then 3.1, 3.0 and 2; within those the

@@ -19,6 +19,7 @@ type Product struct {
 	Display      string   // the name shown in findings, "Mozilla Firefox ESR"
 	CPEs         []string // vendor:product keys, "mozilla:firefox_esr"
 	VersionStyle string   // see catalogEntry.VersionStyle
+	RangesOnly   bool     // see catalogEntry.RangesOnly
 }
 
 // catalogEntry is one product of cpemap.json. Names and prefixes are
@@ -37,6 +38,13 @@ type catalogEntry struct {
 	// NVD's: "oracle-java" turns Windows' "8.0.3810.9" into "1.8.0update381",
 	// as the NVD writes Java 8 updates (cpe …:oracle:jre:1.8.0:update381).
 	VersionStyle string `json:"versionStyle"`
+	// RangesOnly ignores the NVD's rules without a version ("any version",
+	// cpe …:microsoft:365_apps:-:…) for this product. The NVD writes
+	// continuously updated Microsoft products that way, because Microsoft
+	// publishes no fixed build for them, and legacy EdgeHTML Edge under the
+	// CPE Chromium Edge has used since 2023: applied, such rules would flag
+	// every install, patched or not, with every CVE ever published for it.
+	RangesOnly bool `json:"rangesOnly"`
 }
 
 // Catalog maps installed application names to NVD products. It is safe for
@@ -143,7 +151,7 @@ func (c *Catalog) resolve(name, publisher string) []Product {
 		if !publisherFits(e, pub) {
 			continue
 		}
-		out = append(out, Product{Display: e.Display, CPEs: e.CPE, VersionStyle: e.VersionStyle})
+		out = append(out, Product{Display: e.Display, CPEs: e.CPE, VersionStyle: e.VersionStyle, RangesOnly: e.RangesOnly})
 	}
 	return out
 }

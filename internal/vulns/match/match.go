@@ -213,6 +213,9 @@ func (m *matcher) matchProduct(p Product, sw Software) {
 			}
 			emit(r.cve, r.fixedIn)
 		}
+		if p.RangesOnly {
+			continue
+		}
 		for _, r := range pr.all {
 			if m.targetFits(r.targetSW) {
 				emit(r.cve, "")

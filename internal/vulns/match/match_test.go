@@ -43,21 +43,35 @@ func TestMatchApplications(t *testing.T) {
 		{Part: "a", Vendor: "google", Product: "chrome", Version: "*", EndExcl: "200.0", TargetSW: "android"}}}
 	windowsOnly := feeds.CVE{ID: "CVE-2099-1002", CPEMatches: []feeds.CPEMatch{
 		{Part: "a", Vendor: "7-zip", Product: "7-zip", Version: "23.01", TargetSW: "windows"}}}
-	ix := fixtureIndex(t, zoomCVE, androidOnly, windowsOnly)
+	legacyEdge := feeds.CVE{ID: "CVE-2099-1003", CPEMatches: []feeds.CPEMatch{ // as EdgeHTML-era records are written
+		{Part: "a", Vendor: "microsoft", Product: "edge", Version: "-", TargetSW: "*"},
+		{Part: "a", Vendor: "microsoft", Product: "edge", Version: "*", EndExcl: "118.0", TargetSW: "*"}}}
+	office := feeds.CVE{ID: "CVE-2099-1004", CPEMatches: []feeds.CPEMatch{
+		{Part: "a", Vendor: "microsoft", Product: "365_apps", Version: "-", Update: "*", TargetSW: "*"}}}
+	ix := fixtureIndex(t, zoomCVE, androidOnly, windowsOnly, legacyEdge, office)
 
 	cases := []struct {
 		name, publisher, version string
 		platform                 string
 		want                     []string
 	}{
-		{"Google Chrome", "Google LLC", "116.0.5845.141", "windows", []string{"CVE-2023-4863", "CVE-2024-4671"}},
-		{"Google Chrome", "Google LLC", "116.0.5845.187", "windows", []string{"CVE-2024-4671"}}, // versionEndExcluding boundary
-		{"Google Chrome", "Google LLC", "116.0.5845.188", "windows", []string{"CVE-2024-4671"}},
-		{"Google Chrome", "Google LLC", "124.0.6367.201", "windows", nil},
-		{"Google Chrome", "Google LLC", "124.0.6367.201", "android", []string{"CVE-2099-1001"}},
-		{"Google Chrome", "", "116.0.5845.96", "darwin", []string{"CVE-2023-4863", "CVE-2024-4671"}},
-		{"Microsoft Edge", "Microsoft Corporation", "116.0.1938.76", "windows", []string{"CVE-2023-4863"}}, // four-part
-		{"Microsoft Edge", "Microsoft Corporation", "116.0.1938.81", "windows", nil},
+		{"Google Chrome", "Google LLC", "116.0.5845.141", "windows", []string{"CVE-2023-4863", "CVE-2024-12053", "CVE-2024-4671", "CVE-2025-2783"}},
+		{"Google Chrome", "Google LLC", "116.0.5845.187", "windows", []string{"CVE-2024-12053", "CVE-2024-4671", "CVE-2025-2783"}}, // versionEndExcluding boundary
+		{"Google Chrome", "Google LLC", "124.0.6367.201", "windows", []string{"CVE-2024-12053", "CVE-2025-2783"}},
+		{"Google Chrome", "Google LLC", "131.0.6778.108", "windows", []string{"CVE-2025-2783"}},
+		{"Google Chrome", "Google LLC", "131.0.6778.108", "darwin", nil}, // CVE-2025-2783: Chrome AND running on Windows
+		{"Google Chrome", "Google LLC", "134.0.6998.177", "windows", nil},
+		{"Google Chrome", "Google LLC", "199.0", "android", []string{"CVE-2099-1001"}},
+		{"Google Chrome", "", "116.0.5845.96", "darwin", []string{"CVE-2023-4863", "CVE-2024-12053", "CVE-2024-4671"}},
+		// Edge: Chromium Edge is microsoft:edge in the NVD since 2023, as EdgeHTML Edge was
+		// without versions; rangesOnly keeps those versionless rules out.
+		{"Microsoft Edge", "Microsoft Corporation", "116.0.1938.81", "windows", []string{"CVE-2023-4863", "CVE-2099-1003"}}, // four-part
+		{"Microsoft Edge", "Microsoft Corporation", "117.0.2045.31", "windows", []string{"CVE-2099-1003"}},
+		{"Microsoft Edge", "Microsoft Corporation", "200.0", "windows", nil},
+		// Microsoft 365 Apps: the NVD publishes no build ranges, only "every version".
+		{"Microsoft 365 Apps for enterprise - en-us", "Microsoft Corporation", "16.0.18129.20158", "windows", nil},
+		{"Action1 Agent", "Action1 Corporation", "5.218.620.0", "windows", []string{"CVE-2025-5480"}},
+		{"Action1 Agent", "Action1 Corporation", "5.218.620.1", "windows", nil},
 		{"Mozilla Firefox (x64 en-US)", "Mozilla", "117.0", "windows", []string{"CVE-2023-4863", "CVE-2024-9680"}},
 		{"Mozilla Firefox (x64 en-US)", "Mozilla", "117.0.1", "windows", []string{"CVE-2024-9680"}},
 		// ESR must use the firefox_esr ranges: 115.16.1 is fixed there, though < 131.0.2 and < 117.0.1.
@@ -79,8 +93,11 @@ func TestMatchApplications(t *testing.T) {
 		{"WinSCP 6.1.2", "Martin Prikryl", "6.1.2", "windows", []string{"CVE-2024-31497"}},
 		{"MOVEit Transfer", "Progress Software Corporation", "2023.0.0", "windows", []string{"CVE-2023-34362"}},
 		{"MOVEit Transfer", "Progress Software Corporation", "2022.1.4", "windows", []string{"CVE-2023-34362"}},
-		{"MOVEit Transfer", "Progress Software Corporation", "2022.1.5", "windows", nil},
-		{"MOVEit Transfer", "Progress Software Corporation", "2023.0.1", "windows", nil},
+		{"MOVEit Transfer", "Progress Software Corporation", "2022.1.5", "windows", []string{"CVE-2023-34362"}}, // the NVD's bound, one above the vendor's
+		{"MOVEit Transfer", "Progress Software Corporation", "2022.1.6", "windows", nil},
+		{"MOVEit Transfer", "Progress Software Corporation", "2023.0.2", "windows", nil},
+		{"MOVEit Transfer", "Progress Software Corporation", "2020.1.6", "windows", []string{"CVE-2023-34362"}}, // versionEndIncluding
+		{"MOVEit Transfer", "Progress Software Corporation", "2020.1.7", "windows", nil},
 		{"VLC media player", "VideoLAN", "3.0.18", "windows", []string{"CVE-2023-47359"}},
 		{"VLC media player", "VideoLAN", "3.0.20", "windows", nil},
 		{"WinRAR 6.22 (64-bit)", "win.rar GmbH", "6.22.0", "windows", []string{"CVE-2023-38831"}},
@@ -96,7 +113,7 @@ func TestMatchApplications(t *testing.T) {
 
 	fs := ix.Match(Endpoint{Platform: "windows", Software: []Software{{Name: "Google Chrome", Publisher: "Google LLC", Version: "116.0.5845.141"}}})
 	want := Finding{CVEID: "CVE-2023-4863", Software: "Google Chrome", Version: "116.0.5845.141", FixedIn: "116.0.5845.187", Source: "google:chrome"}
-	if len(fs) != 2 || fs[0] != want {
+	if len(fs) != 4 || fs[0] != want {
 		t.Errorf("finding = %+v, want first %+v", fs, want)
 	}
 }
