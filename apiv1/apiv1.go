@@ -169,6 +169,20 @@ type Vulnerability struct {
 	Description         *string       `json:"description"`
 	Software            []string      `json:"software"`
 	Endpoints           []EndpointRef `json:"endpoints"`
+	// RiskAccepted is a patchd addition (the specification allows added
+	// fields): the organization's active decision on the CVE, or null.
+	// CVEs with one are listed only when accepted=1 is asked.
+	RiskAccepted *RiskAcceptance `json:"riskAccepted"`
+}
+
+// RiskAcceptance is an organization's decision to live with a CVE: an
+// accepted risk or a compensating control, with its reason and expiry.
+type RiskAcceptance struct {
+	Kind       string     `json:"kind"` // "accepted" or "compensating_control"
+	Reason     string     `json:"reason"`
+	ExpiresAt  *time.Time `json:"expiresAt"` // null: until revoked
+	AcceptedBy string     `json:"acceptedBy"`
+	AcceptedAt time.Time  `json:"acceptedAt"`
 }
 
 // EndpointRef names an endpoint.

@@ -51,14 +51,14 @@ func TestVulnerabilitiesList(t *testing.T) {
 	a := env.Enroll("v-1", "pc-a", "windows")
 	doc := apitest.Sample("pc-a", "windows")
 	doc.Software = []agentproto.Software{
-		winApp("Google Chrome", "Google LLC", "116.0.5845.96"),      // CVE-2023-4863 (KEV, 8.8), CVE-2024-4671 (KEV, 9.6)
+		winApp("Google Chrome", "Google LLC", "116.0.5845.96"),      // CVE-2023-4863 (KEV, 8.8), CVE-2024-4671 (KEV, 9.6), CVE-2024-12053 (8.8), CVE-2025-2783 (KEV, 8.3)
 		winApp("VLC media player", "VideoLAN", "3.0.18"),            // CVE-2023-47359 (9.8)
 		winApp("Notepad++ (64-bit x64)", "Notepad++ Team", "8.5.6"), // CVE-2023-40031 (7.8)
 	}
 	a.MustInventory(doc)
 	b := env.Enroll("v-2", "pc-b", "windows")
 	doc = apitest.Sample("pc-b", "windows")
-	doc.Software = []agentproto.Software{winApp("Google Chrome", "Google LLC", "124.0.6367.100")} // CVE-2024-4671 only
+	doc.Software = []agentproto.Software{winApp("Google Chrome", "Google LLC", "124.0.6367.100")} // not CVE-2023-4863
 	b.MustInventory(doc)
 	// A second organization with the same software sees only its own fleet.
 	other := env.NewOrg("Other")
@@ -73,21 +73,25 @@ func TestVulnerabilitiesList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (page.Total == 4 && len(byCVE(page.Items)["CVE-2024-4671"].Endpoints) == 2) || time.Now().After(deadline) {
+		if (page.Total == 6 && len(byCVE(page.Items)["CVE-2024-4671"].Endpoints) == 2) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	got := byCVE(page.Items)
-	if page.Total != 4 || len(got) != 4 || page.Limit != 100 || page.Offset != 0 {
+	if page.Total != 6 || len(got) != 6 || page.Limit != 100 || page.Offset != 0 {
 		t.Fatalf("page = %+v", page)
 	}
-	// Highest CVSS first.
+	// Highest CVSS first, then by CVE id (descending).
 	var order []string
 	for _, v := range page.Items {
 		order = append(order, v.CVEID)
+		if v.RiskAccepted != nil {
+			t.Errorf("%s: riskAccepted %+v without a decision", v.CVEID, v.RiskAccepted)
+		}
 	}
-	if !slices.Equal(order, []string{"CVE-2023-47359", "CVE-2024-4671", "CVE-2023-4863", "CVE-2023-40031"}) {
+	all := []string{"CVE-2023-47359", "CVE-2024-4671", "CVE-2024-12053", "CVE-2023-4863", "CVE-2025-2783", "CVE-2023-40031"}
+	if !slices.Equal(order, all) {
 		t.Errorf("order = %v", order)
 	}
 	chrome := got["CVE-2024-4671"]
@@ -119,11 +123,12 @@ func TestVulnerabilitiesList(t *testing.T) {
 	}{
 		{"minCvss=9", []string{"CVE-2023-47359", "CVE-2024-4671"}},
 		{"minCvss=9.7", []string{"CVE-2023-47359"}},
-		{"minCvss=0", []string{"CVE-2023-47359", "CVE-2024-4671", "CVE-2023-4863", "CVE-2023-40031"}},
-		{"kev=1", []string{"CVE-2024-4671", "CVE-2023-4863"}},
-		{"kev=0", []string{"CVE-2023-47359", "CVE-2024-4671", "CVE-2023-4863", "CVE-2023-40031"}},
+		{"minCvss=0", all},
+		{"minCvss=8.5", []string{"CVE-2023-47359", "CVE-2024-4671", "CVE-2024-12053", "CVE-2023-4863"}},
+		{"kev=1", []string{"CVE-2024-4671", "CVE-2023-4863", "CVE-2025-2783"}},
+		{"kev=0", all},
 		{"kev=1&minCvss=9", []string{"CVE-2024-4671"}},
-		{"limit=2&offset=1", []string{"CVE-2024-4671", "CVE-2023-4863"}},
+		{"limit=2&offset=1", []string{"CVE-2024-4671", "CVE-2024-12053"}},
 		{"offset=10", nil},
 	}
 	for _, c := range cases {
@@ -148,11 +153,37 @@ func TestVulnerabilitiesList(t *testing.T) {
 			ExpiresAt: &exp, CreatedBy: "test", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if page, _ := vulnPage(t, env.Admin, nil); page.Total != 3 || byCVE(page.Items)["CVE-2023-4863"].CVEID != "" {
+	if page, _ := vulnPage(t, env.Admin, nil); page.Total != 5 || byCVE(page.Items)["CVE-2023-4863"].CVEID != "" {
 		t.Errorf("accepted CVE listed: %+v", page)
 	}
-	if page, _ := vulnPage(t, env.Admin, url.Values{"accepted": {"1"}}); page.Total != 4 {
-		t.Errorf("accepted=1: total %d", page.Total)
+	// accepted=1 lists it again, marked with the decision (a patchd
+	// addition to the Vulnerability shape).
+	page, err := vulnPage(t, env.Admin, url.Values{"accepted": {"1"}})
+	if err != nil || page.Total != 6 {
+		t.Fatalf("accepted=1: total %d, %v", page.Total, err)
+	}
+	for _, v := range page.Items {
+		ra := v.RiskAccepted
+		if v.CVEID != "CVE-2023-4863" {
+			if ra != nil {
+				t.Errorf("%s: riskAccepted %+v without a decision", v.CVEID, ra)
+			}
+			continue
+		}
+		if ra == nil || ra.Kind != store.ExceptionCompensatingControl || ra.Reason != "WebP blocked at the proxy" || ra.AcceptedBy != "test" ||
+			ra.ExpiresAt == nil || !ra.ExpiresAt.Equal(exp.Truncate(time.Millisecond)) || ra.AcceptedAt.IsZero() {
+			t.Errorf("CVE-2023-4863 riskAccepted = %+v", ra)
+		}
+	}
+	// Once expired, the decision no longer hides nor marks the CVE.
+	past := time.Now().Add(-time.Minute)
+	if err := env.Store.SetVulnException(ctx, &store.AuditEntry{OrgID: env.Org.ID, Actor: "test", Action: "vulnerability.accept"},
+		&store.VulnException{OrgID: env.Org.ID, CVEID: "CVE-2023-4863", Kind: store.ExceptionAccepted, Reason: "expired",
+			ExpiresAt: &past, CreatedBy: "test", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := vulnPage(t, env.Admin, nil); page.Total != 6 || byCVE(page.Items)["CVE-2023-4863"].RiskAccepted != nil {
+		t.Errorf("expired decision: %+v", byCVE(page.Items)["CVE-2023-4863"])
 	}
 	// Isolation: the other organization has no such fleet.
 	if page, err := vulnPage(t, otherClient, nil); err != nil || page.Total != 0 || len(page.Items) != 0 {

@@ -457,8 +457,9 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 		if err != nil {
 			return err
 		}
+		// The active exception, if any (one per organization and CVE).
+		args := []any{millis(q.Now), q.OrgID}
 		where := `ov.org_id = ? AND ov.endpoints_count > 0`
-		args := []any{q.OrgID}
 		if q.MinCVSS != nil {
 			where += ` AND c.cvss >= ?`
 			args = append(args, *q.MinCVSS)
@@ -467,16 +468,16 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 			where += ` AND k.cve_id IS NOT NULL`
 		}
 		if !q.IncludeAccepted {
-			where += ` AND NOT EXISTS (SELECT 1 FROM vuln_exceptions x WHERE x.org_id = ov.org_id AND x.cve_id = ov.cve_id
-				AND (x.expires_at IS NULL OR x.expires_at > ?))`
-			args = append(args, millis(q.Now))
+			where += ` AND x.cve_id IS NULL`
 		}
-		const from = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id WHERE `
+		const from = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id
+			LEFT JOIN vuln_exceptions x ON x.org_id = ov.org_id AND x.cve_id = ov.cve_id AND (x.expires_at IS NULL OR x.expires_at > ?) WHERE `
 		if err := r.queryRow(ctx, `SELECT COUNT(*)`+from+where, args...).Scan(&total); err != nil {
 			return fmt.Errorf("store: count vulnerabilities: %w", err)
 		}
 		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, c.cvss, c.severity, c.published, c.description,
-			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE)`+from+where+
+			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE),
+			x.kind, x.reason, x.expires_at, x.created_by, x.created_at`+from+where+
 			` ORDER BY COALESCE(c.cvss, -1) DESC, ov.cve_id DESC LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
 		if err != nil {
 			return fmt.Errorf("store: list vulnerabilities: %w", err)
@@ -487,7 +488,10 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 			var cvss sql.NullFloat64
 			var severity, description sql.NullString
 			var published, due sql.NullInt64
-			if err := rows.Scan(&v.CVEID, &first, &cvss, &severity, &published, &description, &v.CISAKEV, &due, &v.Ransomware); err != nil {
+			var xKind, xReason, xBy sql.NullString
+			var xExpires, xAt sql.NullInt64
+			if err := rows.Scan(&v.CVEID, &first, &cvss, &severity, &published, &description, &v.CISAKEV, &due, &v.Ransomware,
+				&xKind, &xReason, &xExpires, &xBy, &xAt); err != nil {
 				rows.Close()
 				return fmt.Errorf("store: list vulnerabilities: %w", err)
 			}
@@ -514,6 +518,10 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 				v.RemediationDeadline = &d
 				status := vulns.Status(d, q.Now)
 				v.RemediationStatus = &status
+			}
+			if xKind.Valid {
+				v.RiskAccepted = &apiv1.RiskAcceptance{Kind: xKind.String, Reason: xReason.String, ExpiresAt: nullTime(xExpires),
+					AcceptedBy: xBy.String, AcceptedAt: fromMillis(xAt.Int64)}
 			}
 			v.Software, v.Endpoints = []string{}, []apiv1.EndpointRef{}
 			out = append(out, v)
