@@ -52,7 +52,9 @@ package collect
 // WindowsUpdate policy keys, UX settings, Microsoft.Update.AutoUpdate),
 // applied-gpo (RSoP logging data of the computer: RSOP_GPLink in applied
 // order, RSOP_Session's time; empty off a domain) and disk-quotas
-// (Win32_DiskQuota, only when a volume tracks quotas).
+// (Win32_DiskQuota, only when a volume tracks quotas), profiles
+// (Win32_UserProfile without the service profiles; sizeMB null: not
+// measured).
 //
 // A collector whose tool or file is missing sends an empty dataset (or, for
 // physical-memory, none) and logs why.

@@ -94,6 +94,11 @@ type windowsHardware struct {
 		RemotePort    int    `json:"remotePort"`
 		State         string `json:"state"`
 	}] `json:"tcpConnections"`
+	Profiles many[struct {
+		User     string `json:"user"`
+		Path     string `json:"path"`
+		LastUsed string `json:"lastUsed"`
+	}] `json:"profiles"`
 	AppliedGPO many[struct {
 		Name      string `json:"name"`
 		SOM       string `json:"som"`
@@ -143,7 +148,7 @@ func windowsHardwareDatasets(b []byte) (map[string][]map[string]any, error) {
 	add := func(name string, row map[string]any) { out[name] = append(out[name], row) }
 	for _, name := range []string{datasetPhysicalMemory, datasetMotherboards, datasetSCSIControllers, datasetPrinters, datasetSharedFolders,
 		datasetWindowsDrivers, datasetBitLocker, datasetDiskPartitions, datasetDiskVolumes, datasetNetworkConnections,
-		datasetAppliedGPO, datasetDiskQuotas} {
+		datasetAppliedGPO, datasetDiskQuotas, datasetProfiles} {
 		out[name] = []map[string]any{}
 	}
 	for _, m := range w.PhysicalMemory {
@@ -209,6 +214,11 @@ func windowsHardwareDatasets(b []byte) (map[string][]map[string]any, error) {
 			row["remoteAddress"], row["remotePort"] = c.RemoteAddress, c.RemotePort
 		}
 		add(datasetNetworkConnections, row)
+	}
+	// The size of a profile would take a walk of its folder, too slow for
+	// every inventory of a computer with many profiles: it is null.
+	for _, p := range w.Profiles {
+		add(datasetProfiles, map[string]any{"user": p.User, "path": p.Path, "sizeMB": nil, "lastUsedAt": nullIfEmpty(p.LastUsed)})
 	}
 	for _, g := range w.AppliedGPO {
 		if g.Name == "" {

@@ -69,6 +69,12 @@ func TestWindowsHardwareDatasets(t *testing.T) {
 		// No limit: null.
 		{"volume": "D:", "user": `BUILTIN\Administrators`, "limitMB": nil, "warningMB": nil, "usedMB": 100.0, "status": "Ok"},
 	})
+	// A deleted account keeps its SID; sizes are not measured.
+	checkRows(t, "profiles", ds["profiles"], []map[string]any{
+		{"user": `CORP\jsmith`, "path": `C:\Users\jsmith`, "sizeMB": nil, "lastUsedAt": "2026-11-21T07:58:12Z"},
+		{"user": `WS-0142\LocalAdmin`, "path": `C:\Users\LocalAdmin`, "sizeMB": nil, "lastUsedAt": "2026-09-02T10:11:00Z"},
+		{"user": "S-1-5-21-1004336348-1177238915-682003330-1107", "path": `C:\Users\olduser`, "sizeMB": nil, "lastUsedAt": nil},
+	})
 	if got := canonicalSOM("CN=Default-First-Site-Name,CN=Sites,CN=Configuration,DC=corp,DC=example,DC=com"); got != "Default-First-Site-Name" {
 		t.Errorf("site: %s", got)
 	}

@@ -121,6 +121,10 @@ $out = [ordered]@{
   partitions = @(Get-Partition | ForEach-Object { [ordered]@{ disk = $_.DiskNumber; partition = $_.PartitionNumber; type = [string]$_.Type; gptType = $_.GptType; size = $_.Size; isSystem = $_.IsSystem; isActive = $_.IsActive } })
   volumes = @(Get-Volume | ForEach-Object { [ordered]@{ path = $_.Path; driveLetter = [string]$_.DriveLetter; label = $_.FileSystemLabel; fileSystem = $_.FileSystem; size = $_.Size; sizeRemaining = $_.SizeRemaining } })
   tcpConnections = @(Get-NetTCPConnection -State Established,Listen | ForEach-Object { [ordered]@{ process = $procNames[[int]$_.OwningProcess]; localAddress = $_.LocalAddress; localPort = $_.LocalPort; remoteAddress = $_.RemoteAddress; remotePort = $_.RemotePort; state = [string]$_.State } })
+  profiles = @(Get-CimInstance Win32_UserProfile | Where-Object { -not $_.Special -and $_.LocalPath } | ForEach-Object {
+    $account = $_.SID
+    try { $account = (New-Object System.Security.Principal.SecurityIdentifier($_.SID)).Translate([System.Security.Principal.NTAccount]).Value } catch { }
+    [ordered]@{ user = $account; path = $_.LocalPath; lastUsed = (Iso $_.LastUseTime) } })
   appliedGpo = $gpos
   diskQuotas = $quotas
   updateSettings = [ordered]@{ wuServer = $wu.WUServer; useWUServer = $au.UseWUServer; noAutoUpdate = $au.NoAutoUpdate; auOptions = $au.AUOptions
