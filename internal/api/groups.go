@@ -135,15 +135,17 @@ func groupError(err error) error {
 
 // listGroups is operation 9.
 func (a *API) listGroups(w http.ResponseWriter, r *http.Request) error {
-	list, err := a.store.ListGroups(r.Context(), principal(r).OrgID, time.Now())
+	body, err := a.store.GroupListEncoded(r.Context(), principal(r).OrgID, time.Now(), func(list []store.Group) ([]byte, error) {
+		items := make([]apiv1.Group, len(list))
+		for i, g := range list {
+			items[i] = groupOut(g)
+		}
+		return json.Marshal(httpx.NewList(items, len(items)))
+	})
 	if err != nil {
 		return err
 	}
-	items := make([]apiv1.Group, len(list))
-	for i, g := range list {
-		items[i] = groupOut(g)
-	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+	httpx.WriteEncoded(w, http.StatusOK, body)
 	return nil
 }
 

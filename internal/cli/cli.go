@@ -105,7 +105,10 @@ func run(ctx context.Context, args []string, stdio IO) error {
 		if err != nil {
 			return asUsage(err)
 		}
-		setupLogging(stdio.Err, cfg)
+		lw := newLogWriter(stdio.Err)
+		defer lw.Close()
+		setupLogging(lw, cfg)
+		defer slog.SetDefault(slog.New(slog.NewTextHandler(stdio.Err, nil)))
 		return server.Serve(ctx, cfg, stdio.Out)
 	case "migrate":
 		s, _, err := openStore(ctx, "patchd migrate", args[1:], nil)
@@ -139,13 +142,13 @@ func asUsage(err error) error {
 	return errUsage{err.Error()}
 }
 
-func setupLogging(w io.Writer, cfg config.Config) {
+func setupLogging(lw *logWriter, cfg config.Config) {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	var h slog.Handler = slog.NewTextHandler(w, opts)
+	var h slog.Handler = slog.NewTextHandler(lw, opts)
 	if cfg.LogFormat == "json" {
-		h = slog.NewJSONHandler(w, opts)
+		h = slog.NewJSONHandler(lw, opts)
 	}
-	slog.SetDefault(slog.New(h))
+	slog.SetDefault(slog.New(flushingHandler{h, lw}))
 }
 
 // openStore parses --data/--db plus the flags that define adds, then opens

@@ -96,6 +96,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":"internal_error","error_description":"the answer could not be encoded"}`)
 	}
+	WriteEncoded(w, status, body)
+}
+
+// WriteEncoded writes a JSON answer already encoded (as WriteJSON encodes it).
+func WriteEncoded(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", itoa(len(body)+1))
 	w.WriteHeader(status)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/patchd/patchd/internal/groups"
@@ -180,6 +181,8 @@ type groupList struct {
 	read   time.Time // when read (wall clock)
 	now    time.Time // the now it was read for
 	groups []Group
+	// encoded is the list as the API answers it (GroupListEncoded).
+	encoded atomic.Pointer[[]byte]
 }
 
 // groupListTTL bounds how long a cached group list is used: changes made
@@ -193,11 +196,37 @@ const groupListTTL = time.Second
 // the list is read on every console page and by automation polling, and
 // without the cache each read costs a transaction and three queries.
 func (s *Store) ListGroups(ctx context.Context, orgID string, now time.Time) ([]Group, error) {
+	c, err := s.groupList(ctx, orgID, now)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(c.groups), nil
+}
+
+// GroupListEncoded is ListGroups encoded by encode, kept with the cached
+// list: encode runs once per reading of the list, not on every request.
+func (s *Store) GroupListEncoded(ctx context.Context, orgID string, now time.Time, encode func([]Group) ([]byte, error)) ([]byte, error) {
+	c, err := s.groupList(ctx, orgID, now)
+	if err != nil {
+		return nil, err
+	}
+	if b := c.encoded.Load(); b != nil {
+		return *b, nil
+	}
+	b, err := encode(slices.Clone(c.groups))
+	if err != nil {
+		return nil, err
+	}
+	c.encoded.Store(&b)
+	return b, nil
+}
+
+func (s *Store) groupList(ctx context.Context, orgID string, now time.Time) (*groupList, error) {
 	gen := s.groupsGen.Load()
 	if v, ok := s.groupLists.Load(orgID); ok {
 		c := v.(*groupList)
 		if c.gen == gen && time.Since(c.read) < groupListTTL && now.Sub(c.now).Abs() < groupListTTL {
-			return slices.Clone(c.groups), nil
+			return c, nil
 		}
 	}
 	read := time.Now()
@@ -205,8 +234,9 @@ func (s *Store) ListGroups(ctx context.Context, orgID string, now time.Time) ([]
 	if err != nil {
 		return nil, err
 	}
-	s.groupLists.Store(orgID, &groupList{gen: gen, read: read, now: now, groups: slices.Clone(out)})
-	return out, nil
+	c := &groupList{gen: gen, read: read, now: now, groups: out}
+	s.groupLists.Store(orgID, c)
+	return c, nil
 }
 
 func (s *Store) listGroups(ctx context.Context, orgID string, now time.Time) ([]Group, error) {

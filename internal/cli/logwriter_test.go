@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestLogWriter: routine lines arrive within the flush interval, a warning
+// at once with the lines before it, in order, and Close writes the rest.
+func TestLogWriter(t *testing.T) {
+	var out lockedBuffer
+	lw := newLogWriter(&out)
+	log := slog.New(flushingHandler{slog.NewTextHandler(lw, nil), lw})
+	log.Info("first")
+	log.Warn("second")
+	if s := out.String(); !strings.Contains(s, "msg=first") || !strings.Contains(s, "msg=second") || strings.Index(s, "first") > strings.Index(s, "second") {
+		t.Fatalf("after a warning: %q", s)
+	}
+	log.Info("third")
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(out.String(), "msg=third") {
+		if time.Now().After(deadline) {
+			t.Fatal("a routine line was not written within 2 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	big := strings.Repeat("x", logBufferSize/3)
+	for range 5 {
+		log.Info("big", "v", big)
+	}
+	log.Info("last")
+	lw.Close()
+	s := out.String()
+	if strings.Count(s, "msg=big") != 5 || !strings.HasSuffix(s, "msg=last\n") {
+		t.Fatalf("after Close: %d big lines, ends %q", strings.Count(s, "msg=big"), s[max(0, len(s)-40):])
+	}
+}
