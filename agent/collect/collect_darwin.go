@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -169,7 +170,7 @@ func collectPlatform(ctx context.Context, c *collector) {
 	c.do("devices", func() error {
 		// SPUSBHostDataType replaced SPUSBDataType in macOS 26; an older
 		// system_profiler leaves out the type it does not know.
-		out, err := run(ctx, 2*time.Minute, "system_profiler", "-json", "SPUSBDataType", "SPUSBHostDataType", "SPAudioDataType", "SPDisplaysDataType")
+		out, err := run(ctx, 2*time.Minute, "system_profiler", "-json", "SPUSBDataType", "SPUSBHostDataType", "SPAudioDataType", "SPDisplaysDataType", "SPMemoryDataType")
 		if err != nil && len(out) == 0 {
 			return err
 		}
@@ -180,6 +181,100 @@ func collectPlatform(ctx context.Context, c *collector) {
 		c.setDataset(datasetMonitors, monitors)
 		c.setDataset(datasetUSBDevices, usb)
 		c.setDataset(datasetSoundDevices, sound)
+		memory, err := parseSPMemory(out)
+		if err != nil {
+			return err
+		}
+		c.setDataset(datasetPhysicalMemory, memory)
+		return nil
+	})
+	c.do("processors", func() error {
+		// Each name sysctl does not know (hw.cpufrequency_max on Apple
+		// silicon) makes it exit non-zero after printing the others.
+		out, err := run(ctx, commandTimeout, "sysctl", "machdep.cpu.brand_string", "machdep.cpu.vendor", "hw.physicalcpu", "hw.logicalcpu", "hw.cpufrequency_max")
+		s := parseSysctl(out)
+		if s["machdep.cpu.brand_string"] == "" {
+			return err
+		}
+		c.setDataset(datasetProcessors, []map[string]any{macProcessorRow(s, runtime.GOARCH)})
+		return nil
+	})
+	c.do("printers", func() error {
+		devices, err := run(ctx, commandTimeout, "lpstat", "-v")
+		if err != nil && len(devices) == 0 {
+			// lpstat exits 1 without printers ("No destinations added.").
+			c.setDataset(datasetPrinters, nil)
+			return nil
+		}
+		def, _ := run(ctx, commandTimeout, "lpstat", "-d")
+		c.setDataset(datasetPrinters, parseLpstat(devices, def))
+		return nil
+	})
+	c.do("disk-encryption", func() error {
+		out, err := run(ctx, commandTimeout, "fdesetup", "status")
+		if err != nil {
+			c.setDataset(datasetDiskEncryption, nil)
+			return err
+		}
+		c.setDataset(datasetDiskEncryption, []map[string]any{fileVaultRow(out)})
+		return nil
+	})
+	c.do("local-groups", func() error {
+		out, err := run(ctx, commandTimeout, "dscl", ".", "-readall", "/Groups", "RecordName", "RealName", "GroupMembership")
+		if err != nil {
+			return err
+		}
+		c.setDataset(agentproto.DatasetLocalGroups, macGroupRows(parseDsclReadall(out)))
+		return nil
+	})
+	c.do("profiles", func() error {
+		ents, err := os.ReadDir("/Users")
+		if err != nil {
+			return err
+		}
+		rows := []map[string]any{}
+		for _, e := range ents {
+			if !e.IsDir() || e.Name() == "Shared" || e.Name() == "Guest" || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			dir := "/Users/" + e.Name()
+			fi, err := e.Info()
+			if err != nil {
+				continue
+			}
+			size, last := dirUsage(dir, 100000)
+			if last.Before(fi.ModTime()) {
+				last = fi.ModTime()
+			}
+			rows = append(rows, map[string]any{"user": e.Name(), "path": dir, "sizeMB": int(size >> 20), "lastUsedAt": last.UTC().Format(time.RFC3339)})
+		}
+		c.setDataset(datasetProfiles, rows)
+		return nil
+	})
+	c.do("routing-tables", func() error {
+		out, err := run(ctx, commandTimeout, "netstat", "-rn", "-f", "inet")
+		if err != nil {
+			return err
+		}
+		c.setDataset(agentproto.DatasetRoutingTables, parseNetstatRoutes(out))
+		return nil
+	})
+	c.do("network-connections", func() error {
+		// +c 0: the whole command name, not its first nine characters.
+		out, err := run(ctx, commandTimeout, "lsof", "+c", "0", "-nP", "-iTCP", "-sTCP:ESTABLISHED,LISTEN", "-F", "pcnT")
+		if err != nil && len(out) == 0 && exitCode(err) != 1 {
+			return err
+		}
+		c.setDataset(datasetNetworkConnections, parseLsofTCP(out))
+		return nil
+	})
+	c.do("shared-folders", func() error {
+		out, err := run(ctx, commandTimeout, "sharing", "-l")
+		if err != nil && len(out) == 0 {
+			c.setDataset(datasetSharedFolders, nil)
+			return err
+		}
+		c.setDataset(datasetSharedFolders, parseSharingList(out))
 		return nil
 	})
 	c.do("logon-history", func() error {

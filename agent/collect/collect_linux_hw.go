@@ -4,7 +4,6 @@ package collect
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -369,33 +368,6 @@ func profileRows(users []passwdEntry) []map[string]any {
 		rows = append(rows, map[string]any{"user": u.Name, "path": u.Home, "sizeMB": int(size >> 20), "lastUsedAt": last.UTC().Format(time.RFC3339)})
 	}
 	return rows
-}
-
-// dirUsage sums the sizes of at most maxFiles files under dir (not
-// crossing into other filesystems' mounts is left to permissions) and
-// returns the newest modification of its top-level entries.
-func dirUsage(dir string, maxFiles int) (size uint64, newest time.Time) {
-	n := 0
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if n++; n > maxFiles {
-			return filepath.SkipAll
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		if filepath.Dir(p) == dir && info.ModTime().After(newest) {
-			newest = info.ModTime()
-		}
-		if d.Type().IsRegular() {
-			size += uint64(info.Size())
-		}
-		return nil
-	})
-	return size, newest
 }
 
 // linuxInstallDate is the day the system was installed: the installer's

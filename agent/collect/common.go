@@ -2,13 +2,16 @@ package collect
 
 import (
 	"fmt"
-	"github.com/patchd/patchd/agentproto"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/patchd/patchd/agentproto"
 )
 
 // ipAddresses lists the unicast addresses of the interfaces that are up,
@@ -292,4 +295,31 @@ func antivirusFromSoftware(sw []agentproto.Software) *string {
 	}
 	sort.Strings(found)
 	return str(strings.Join(found, ", "))
+}
+
+// dirUsage sums the sizes of at most maxFiles files under dir (not
+// crossing into other filesystems' mounts is left to permissions) and
+// returns the newest modification of its top-level entries.
+func dirUsage(dir string, maxFiles int) (size uint64, newest time.Time) {
+	n := 0
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > maxFiles {
+			return filepath.SkipAll
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if filepath.Dir(p) == dir && info.ModTime().After(newest) {
+			newest = info.ModTime()
+		}
+		if d.Type().IsRegular() {
+			size += uint64(info.Size())
+		}
+		return nil
+	})
+	return size, newest
 }

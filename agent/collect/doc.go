@@ -56,6 +56,13 @@ package collect
 // (Win32_UserProfile without the service profiles; sizeMB null: not
 // measured).
 //
+// macOS also sends processors (sysctl), physical-memory (SPMemoryDataType;
+// Apple silicon's unified memory as one module), printers (lpstat, as on
+// Linux), disk-encryption (fdesetup status of the startup volume),
+// local-groups (dscl -readall, without the "_" system groups), profiles
+// (/Users folders, bounded walk as on Linux), routing-tables (netstat -rn,
+// no metric), network-connections (lsof -F) and shared-folders (sharing -l).
+//
 // A collector whose tool or file is missing sends an empty dataset (or, for
 // physical-memory, none) and logs why.
 //
