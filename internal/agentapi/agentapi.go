@@ -287,7 +287,13 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(cmds) == 0 && wait > 0 && !resp.InventoryWanted {
-		if a.hub.Wait(r.Context(), ag.EndpointID, time.Duration(wait)*time.Second) {
+		woken, err := a.hub.Wait(r.Context(), ag.EndpointID, time.Duration(wait)*time.Second)
+		if errors.Is(err, presence.ErrTooManyLongPolls) {
+			// The agent comes back after its interval: holding its idle
+			// connection until then would cost the descriptor the bound saves.
+			w.Header().Set("Connection", "close")
+		}
+		if woken {
 			if cmds, err = a.pending(r.Context(), ag.EndpointID); err != nil {
 				return err
 			}

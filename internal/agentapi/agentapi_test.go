@@ -309,3 +309,34 @@ func TestStatusFollowsCheckins(t *testing.T) {
 		t.Fatalf("sweep after the cutoff: %+v %v", changes, err)
 	}
 }
+
+// TestLongPollBound: a replica bounded to one long poll holds the first
+// agent's and answers the second at once, closing its connection; the
+// second stays connected.
+func TestLongPollBound(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, func(c *config.Config) { c.MaxLongPolls = 1 })
+	first, second := e.Enroll("uid-1", "ws-01", "windows"), e.Enroll("uid-2", "ws-02", "windows")
+	first.Inventory(apitest.Sample("ws-01", "windows"), "h1")
+	second.Inventory(apitest.Sample("ws-02", "windows"), "h2")
+	held := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		first.Checkin(2, agentproto.CheckinRequest{InventoryHash: "h1"})
+		held <- time.Since(start)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	ans := e.Call(http.MethodPost, agentproto.PathCheckin+"?wait=2", second.Secret, agentproto.CheckinRequest{InventoryHash: "h2"}, false)
+	if ans.Status != http.StatusOK || time.Since(start) > time.Second || !ans.Close {
+		t.Fatalf("past the bound: %d after %s, connection closed %v", ans.Status, time.Since(start), ans.Close)
+	}
+	if d := <-held; d < 1500*time.Millisecond {
+		t.Fatalf("the long poll within the bound ended after %s", d)
+	}
+	for _, ag := range []*apitest.Agent{first, second} {
+		if ep, err := e.Admin.GetEndpoint(context.Background(), ag.ID); err != nil || ep.Status != "connected" {
+			t.Errorf("%s: %s, %v", ag.ID, ep.Status, err)
+		}
+	}
+}

@@ -30,6 +30,9 @@ type Answer struct {
 	Status int
 	Body   []byte
 	Header http.Header
+	// Close says the server closes the connection after the answer
+	// (Go's client takes "Connection: close" out of Header).
+	Close bool
 }
 
 // Error decodes the Error shape of the answer.
@@ -88,7 +91,7 @@ func (e *Env) Call(method, path, secret string, body any, gz bool, header ...str
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return Answer{Status: resp.StatusCode, Body: b, Header: resp.Header}
+	return Answer{Status: resp.StatusCode, Body: b, Header: resp.Header, Close: resp.Close}
 }
 
 // Enroll enrolls an agent with the Env's enrollment token.

@@ -7,6 +7,7 @@ package presence
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -127,22 +128,25 @@ func (h *Hub) wake(endpointIDs []string) {
 	}
 }
 
+// ErrTooManyLongPolls answers Wait when the replica holds its bound of long
+// polls already: each long poll is an open connection, and a server out of
+// file descriptors could not accept any. The agent checks in again after its
+// interval (and stays connected).
+var ErrTooManyLongPolls = errors.New("presence: too many long polls")
+
 // Wait blocks until a command is queued for the endpoint, the wait ends, or
-// ctx ends; it answers true when woken by a command. When the replica holds
-// its bound of long polls already, it answers false at once: each long poll
-// is an open connection, and a server out of file descriptors could not
-// accept any (the agent checks in again after its interval; it stays
-// connected).
-func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) bool {
+// ctx ends; it answers true when woken by a command, and at once
+// ErrTooManyLongPolls past the bound.
+func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) (bool, error) {
 	ch := make(chan struct{})
 	h.mu.Lock()
 	if h.pending[endpointID] {
 		h.mu.Unlock()
-		return true
+		return true, nil
 	}
 	if h.held >= h.maxHeld {
 		h.mu.Unlock()
-		return false
+		return false, ErrTooManyLongPolls
 	}
 	h.held++
 	h.waiters[endpointID] = append(h.waiters[endpointID], ch)
@@ -154,7 +158,7 @@ func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) b
 		h.mu.Lock()
 		h.held--
 		h.mu.Unlock()
-		return true
+		return true, nil
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -173,7 +177,7 @@ func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) b
 		h.waiters[endpointID] = list
 	}
 	h.mu.Unlock()
-	return false
+	return false, nil
 }
 
 // LongPolls answers how many long polls the replica holds, and its bound.

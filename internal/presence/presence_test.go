@@ -2,6 +2,7 @@ package presence
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -17,7 +18,13 @@ func TestLongPollBound(t *testing.T) {
 	ctx := context.Background()
 	woken := make(chan bool, 2)
 	for _, id := range []string{"a", "b"} {
-		go func() { woken <- h.Wait(ctx, id, 10*time.Second) }()
+		go func() {
+			ok, err := h.Wait(ctx, id, 10*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			woken <- ok
+		}()
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for held, _ := h.LongPolls(); held < 2; held, _ = h.LongPolls() {
@@ -27,8 +34,8 @@ func TestLongPollBound(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	start := time.Now()
-	if h.Wait(ctx, "c", 10*time.Second) {
-		t.Fatal("the third long poll was woken")
+	if ok, err := h.Wait(ctx, "c", 10*time.Second); ok || !errors.Is(err, ErrTooManyLongPolls) {
+		t.Fatalf("the third long poll: woken %v, %v", ok, err)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("the third long poll was held %v past the bound", d)
@@ -43,7 +50,9 @@ func TestLongPollBound(t *testing.T) {
 	ctx2, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	h.Wait(ctx2, "d", 10*time.Second)
+	if _, err := h.Wait(ctx2, "d", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Fatalf("a long poll under the bound was answered after %v", d)
 	}
