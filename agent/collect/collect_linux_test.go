@@ -5,8 +5,11 @@ package collect
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,4 +141,68 @@ func (w testWriter) Write(p []byte) (int, error) {
 func readTrimBytes(path string) []byte {
 	b, _ := os.ReadFile(path)
 	return b
+}
+
+// recordHandler keeps the records of a collection for a test to read.
+type recordHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.records = append(h.records, r.Clone())
+	h.mu.Unlock()
+	return nil
+}
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestLinuxHistoryAndDevicesOfThisMachine runs the history and device
+// collectors on the test machine, whatever it is: each sends its dataset
+// (empty where the source is absent, as in a container) with the
+// contract's keys, and none fails for another reason than a missing
+// source.
+func TestLinuxHistoryAndDevicesOfThisMachine(t *testing.T) {
+	h := &recordHandler{}
+	c := newCollector(Options{Logger: slog.New(h)})
+	collectLinuxHistory(context.Background(), c)
+	c.wg.Wait()
+	c.finish()
+	for _, r := range h.records {
+		if r.Level < slog.LevelWarn {
+			continue
+		}
+		var name string
+		var err error
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "collector":
+				name = a.Value.String()
+			case "err":
+				err, _ = a.Value.Any().(error)
+			case "panic":
+				err = fmt.Errorf("panic: %v", a.Value.Any())
+			}
+			return true
+		})
+		var missing errNotFound
+		if !errors.As(err, &missing) {
+			t.Errorf("collector %s: %s %v", name, r.Message, err)
+		} else {
+			t.Logf("collector %s: %v", name, err)
+		}
+	}
+	for _, name := range []string{datasetLogonHistory, datasetEventLogSummary, datasetInstalledUpdates, datasetMonitors,
+		datasetUSBDevices, datasetSCSIControllers, datasetSoundDevices} {
+		rows, ok := c.inv.Datasets[name]
+		if !ok || rows == nil {
+			t.Errorf("dataset %s not sent", name)
+		}
+		for _, r := range rows {
+			assertKeys(t, name, r)
+		}
+		t.Logf("%-18s %d rows", name, len(rows))
+	}
 }
