@@ -30,17 +30,18 @@ func collectLinuxHistory(ctx context.Context, c *collector) {
 		btmp, _ := readTail("/var/log/btmp", 8<<20) // root only
 		var logons []utmpRecord
 		switch {
-		case werr == nil:
-			logons = parseUtmp(wtmp)
-		case hasCommand("wtmpdb"):
+		case hasCommand("wtmpdb") && fileExists("/var/lib/wtmpdb/wtmp.db"):
 			// Systems that replaced wtmp with wtmpdb (its Y2038-safe
-			// database) print the same history with `wtmpdb last`.
+			// database: Debian 13, openSUSE) print the history with
+			// `wtmpdb last`; a wtmp left from before the switch is stale.
 			out, err := run(ctx, commandTimeout, "wtmpdb", "last", "--time-format", "iso")
 			if err != nil {
 				c.setDataset(datasetLogonHistory, nil)
 				return err
 			}
 			logons = parseLastISO(out)
+		case werr == nil:
+			logons = parseUtmp(wtmp)
 		default:
 			c.setDataset(datasetLogonHistory, nil)
 			return errNotFound("/var/log/wtmp")
@@ -55,12 +56,18 @@ func collectLinuxHistory(ctx context.Context, c *collector) {
 		}
 		since := "--since=@" + strconv.FormatInt(time.Now().Add(-24*time.Hour).Unix(), 10)
 		var rows []map[string]any
-		err := runStream(ctx, 90*time.Second, func(r io.Reader) error {
+		count := func(r io.Reader) error {
 			var err error
 			rows, err = countJournal(r)
 			return err
-		}, "journalctl", since, "--priority=0..4", "--output=json", "--output-fields=PRIORITY,SYSLOG_FACILITY,SYSLOG_IDENTIFIER,_COMM",
-			"--no-pager", "--quiet")
+		}
+		args := []string{since, "--priority=0..4", "--output=json", "--no-pager", "--quiet"}
+		// --output-fields (systemd 236) keeps the output small; older
+		// journalctl (RHEL 7) rejects it and prints every field.
+		err := runStream(ctx, 90*time.Second, count, "journalctl", append(args, "--output-fields=PRIORITY,SYSLOG_FACILITY,SYSLOG_IDENTIFIER,_COMM")...)
+		if err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "timed out") {
+			err = runStream(ctx, 90*time.Second, count, "journalctl", args...)
+		}
 		if err != nil {
 			c.setDataset(datasetEventLogSummary, nil)
 			return err
