@@ -34,7 +34,8 @@ func collectLinuxHistory(ctx context.Context, c *collector) {
 			// Systems that replaced wtmp with wtmpdb (its Y2038-safe
 			// database: Debian 13, openSUSE) print the history with
 			// `wtmpdb last`; a wtmp left from before the switch is stale.
-			out, err := run(ctx, commandTimeout, "wtmpdb", "last", "--time-format", "iso")
+			// -w: whole user and host names (else cut to 8 and 16).
+			out, err := run(ctx, commandTimeout, "wtmpdb", "last", "-w", "--time-format", "iso")
 			if err != nil {
 				c.setDataset(datasetLogonHistory, nil)
 				return err

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,11 +90,14 @@ func cField(b []byte) string {
 	return strings.TrimSpace(strings.ToValidUTF8(string(b), ""))
 }
 
-// utmpLogonType names the kind of a logon: a remote host (not an X display
-// such as ":0") means ssh, anything else a logon at the console or a local
-// terminal.
+// xDisplay matches an X display name written as the host of a local
+// graphical logon: ":0", ":1.0".
+var xDisplay = regexp.MustCompile(`^:\d+(\.\d+)?$`)
+
+// utmpLogonType names the kind of a logon: a remote host (not an X display)
+// means ssh, anything else a logon at the console or a local terminal.
 func utmpLogonType(line, host string) string {
-	if strings.HasPrefix(line, "ssh") || (host != "" && !strings.HasPrefix(host, ":")) {
+	if strings.HasPrefix(line, "ssh") || (host != "" && !xDisplay.MatchString(host)) {
 		return "ssh"
 	}
 	return "Interactive"
@@ -137,15 +141,16 @@ func newestRows(rows []map[string]any, key string) []map[string]any {
 	return rows
 }
 
-// parseLastISO reads `last --time-format iso` (util-linux, or wtmpdb on
-// systems that replaced wtmp with its database):
+// parseLastISO reads `last --time-format iso` (util-linux) or `wtmpdb last
+// --time-format iso` (systems that replaced wtmp with its database), whose
+// offsets have no colon (%FT%T%z):
 //
 //	alice    pts/0        10.0.0.5         2026-11-20T09:15:02+01:00 - 2026-11-20T09:20:11+01:00  (00:05)
-//	alice    tty1                          2026-11-19T08:02:44+01:00   still logged in
+//	alice    tty1                          2026-11-19T08:02:44+0100 - still logged in
 //	reboot   system boot  6.1.0-27-amd64   2026-11-19T08:01:10+01:00   still running
 //
 // The host column may be empty; the logon time is the first field that
-// parses as RFC 3339.
+// parses as an ISO 8601 time.
 func parseLastISO(b []byte) []utmpRecord {
 	var out []utmpRecord
 	for _, l := range lines(b) {
@@ -156,7 +161,9 @@ func parseLastISO(b []byte) []utmpRecord {
 		for i := 2; i < len(f); i++ {
 			t, err := time.Parse(time.RFC3339, f[i])
 			if err != nil {
-				continue
+				if t, err = time.Parse("2006-01-02T15:04:05-0700", f[i]); err != nil {
+					continue
+				}
 			}
 			host := ""
 			if i == 3 {

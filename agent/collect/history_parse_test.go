@@ -56,6 +56,14 @@ func TestParseLastISO(t *testing.T) {
 	})
 }
 
+func TestParseWtmpdbLast(t *testing.T) {
+	got := logonHistoryRows(parseLastISO(readTestdata(t, "wtmpdb-last-iso.txt")), nil, time.Time{})
+	checkRows(t, "logon-history", got, []map[string]any{
+		logonRow("alice", "ssh", time.Date(2026, 11, 20, 7, 45, 19, 0, time.UTC), true),
+		logonRow("carol", "ssh", time.Date(2026, 11, 19, 21, 10, 5, 0, time.UTC), true),
+	})
+}
+
 func TestParseDarwinLast(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	got := logonHistoryRows(parseDarwinLast(readTestdata(t, "last-macos.txt"), now, time.UTC), nil, time.Time{})
