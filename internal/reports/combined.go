@@ -383,7 +383,7 @@ func processMemory(ctx context.Context, env Env, seen func(time.Time)) ([][]any,
 				s.endpoints++
 			}
 		}
-	})
+	}, "name", "memoryMB")
 	if err != nil {
 		return nil, err
 	}

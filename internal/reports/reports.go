@@ -271,12 +271,18 @@ func (p projection) each(f func(row map[string]any) [][]any) projection { p.expa
 func (p projection) source() Source {
 	return func(ctx context.Context, env Env, seen func(time.Time)) iter.Seq2[[]any, error] {
 		return func(yield func([]any, error) bool) {
-			datasets := env.Store.ReportDatasets(ctx, env.OrgID, p.dataset, p.platform)
+			// Rows are decoded with only the keys shown, unless a
+			// function reads them (it may read any key).
+			var keys []string
+			if p.where == nil && p.derive == nil && p.expand == nil {
+				keys = p.keys
+			}
+			datasets := env.Store.ReportDatasets(ctx, env.OrgID, p.dataset, p.platform, keys)
 			// A page of a projection without filter or expansion is found
 			// from the stored row counts: one report row per dataset row.
 			skip, left := 0, -1
 			if limit, offset, ok := env.window(); ok && p.where == nil && p.expand == nil {
-				page, err := env.Store.ReportDatasetPage(ctx, env.OrgID, p.dataset, p.platform, offset)
+				page, err := env.Store.ReportDatasetPage(ctx, env.OrgID, p.dataset, p.platform, keys, offset)
 				if err != nil {
 					yield(nil, err)
 					return
@@ -359,9 +365,10 @@ func collect(fn func(ctx context.Context, env Env, seen func(time.Time)) ([][]an
 	}
 }
 
-// eachDataset calls fn with every endpoint's rows of a dataset.
-func eachDataset(ctx context.Context, env Env, seen func(time.Time), name, platform string, fn func(d store.ReportDataset)) error {
-	for d, err := range env.Store.ReportDatasets(ctx, env.OrgID, name, platform) {
+// eachDataset calls fn with every endpoint's rows of a dataset; with keys,
+// each row holds only those keys.
+func eachDataset(ctx context.Context, env Env, seen func(time.Time), name, platform string, fn func(d store.ReportDataset), keys ...string) error {
+	for d, err := range env.Store.ReportDatasets(ctx, env.OrgID, name, platform, keys) {
 		if err != nil {
 			return err
 		}

@@ -753,14 +753,16 @@ type ReportDataset struct {
 
 // ReportDatasets yields, endpoint by endpoint in name order, the rows of the
 // named dataset across the organization, only from endpoints of platform
-// when it is not empty. One endpoint's rows are in memory at a time.
-func (s *Store) ReportDatasets(ctx context.Context, orgID, name, platform string) iter.Seq2[ReportDataset, error] {
-	return s.reportDatasets(ctx, orgID, name, platform, "", "")
+// when it is not empty. One endpoint's rows are in memory at a time. When
+// keys is not nil, each row holds only those of its keys (the others are
+// not decoded).
+func (s *Store) ReportDatasets(ctx context.Context, orgID, name, platform string, keys []string) iter.Seq2[ReportDataset, error] {
+	return s.reportDatasets(ctx, orgID, name, platform, keys, "", "")
 }
 
 // reportDatasets is ReportDatasets from the endpoint (fromSort, fromID) on,
 // when fromID is set.
-func (s *Store) reportDatasets(ctx context.Context, orgID, name, platform, fromSort, fromID string) iter.Seq2[ReportDataset, error] {
+func (s *Store) reportDatasets(ctx context.Context, orgID, name, platform string, keys []string, fromSort, fromID string) iter.Seq2[ReportDataset, error] {
 	return func(yield func(ReportDataset, error) bool) {
 		q := `SELECT d.endpoint_id, COALESCE(e.display_name, e.hostname), e.platform, d.collected_at, d.rows_gz
 			FROM endpoint_datasets d JOIN endpoints e ON e.id = d.endpoint_id
@@ -789,7 +791,12 @@ func (s *Store) reportDatasets(ctx context.Context, orgID, name, platform, fromS
 				return
 			}
 			d.CollectedAt = fromMillis(at)
-			if d.Rows, err = decompressRows(blob); err != nil {
+			if keys != nil {
+				d.Rows, err = decompressKeys(blob, keys)
+			} else {
+				d.Rows, err = decompressRows(blob)
+			}
+			if err != nil {
 				yield(ReportDataset{}, fmt.Errorf("store: dataset %s of %s: %w", name, d.EndpointID, err))
 				return
 			}
@@ -818,8 +825,8 @@ type DatasetPage struct {
 }
 
 // ReportDatasetPage answers the page of the named dataset that starts at
-// row offset (platform narrows it as for ReportDatasets).
-func (s *Store) ReportDatasetPage(ctx context.Context, orgID, name, platform string, offset int) (DatasetPage, error) {
+// row offset (platform and keys as for ReportDatasets).
+func (s *Store) ReportDatasetPage(ctx context.Context, orgID, name, platform string, keys []string, offset int) (DatasetPage, error) {
 	q := `SELECT e.sort_name, e.id, d.row_count FROM endpoint_datasets d JOIN endpoints e ON e.id = d.endpoint_id
 		WHERE d.org_id = ? AND d.name = ?`
 	args := []any{orgID, name}
@@ -852,7 +859,7 @@ func (s *Store) ReportDatasetPage(ctx context.Context, orgID, name, platform str
 		page.Rows = func(func(ReportDataset, error) bool) {}
 		return page, nil
 	}
-	page.Rows = s.reportDatasets(ctx, orgID, name, platform, fromSort, fromID)
+	page.Rows = s.reportDatasets(ctx, orgID, name, platform, keys, fromSort, fromID)
 	return page, nil
 }
 
