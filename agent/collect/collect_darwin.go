@@ -268,6 +268,35 @@ func collectPlatform(ctx context.Context, c *collector) {
 		c.setDataset(datasetNetworkConnections, parseLsofTCP(out))
 		return nil
 	})
+	c.do("disk-partitions+volumes", func() error {
+		out, err := run(ctx, commandTimeout, "diskutil", "list", "-plist")
+		if err != nil {
+			c.setDataset(datasetDiskPartitions, nil)
+			c.setDataset(datasetDiskVolumes, nil)
+			return err
+		}
+		parts, vols, err := parseDiskutilList(out)
+		if err != nil {
+			return err
+		}
+		for _, v := range vols {
+			mount, _ := v["mountPoint"].(string)
+			if v["freeGB"] != nil || mount == "" {
+				continue
+			}
+			// A volume of its own (not APFS): the mounted file system
+			// tells its type and space.
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(mount, &st); err == nil {
+				v["fileSystem"] = cString(st.Fstypename[:])
+				v["sizeGB"] = gib(st.Blocks * uint64(st.Bsize))
+				v["freeGB"] = gib(st.Bavail * uint64(st.Bsize))
+			}
+		}
+		c.setDataset(datasetDiskPartitions, parts)
+		c.setDataset(datasetDiskVolumes, vols)
+		return nil
+	})
 	c.do("shared-folders", func() error {
 		out, err := run(ctx, commandTimeout, "sharing", "-l")
 		if err != nil && len(out) == 0 {

@@ -313,3 +313,118 @@ func parseSharingList(b []byte) []map[string]any {
 	}
 	return rows
 }
+
+// diskutilIdentifier reads "disk0s2" as disk 0, partition 2 (a whole disk
+// is partition 0).
+func diskutilIdentifier(id string) (disk, part int, ok bool) {
+	rest, found := strings.CutPrefix(id, "disk")
+	if !found {
+		return 0, 0, false
+	}
+	d, p, hasPart := strings.Cut(rest, "s")
+	disk, err := strconv.Atoi(d)
+	if err != nil {
+		return 0, 0, false
+	}
+	if hasPart {
+		if part, err = strconv.Atoi(p); err != nil {
+			return 0, 0, false // a snapshot (disk3s3s1) or something else
+		}
+	}
+	return disk, part, true
+}
+
+// parseDiskutilList reads `diskutil list -plist` into disk-partitions and
+// disk-volumes rows. Partitions are those of the physical disks (APFS
+// containers are synthesized disks, not partitions); the bootable one is
+// the physical store of the APFS container that holds the volume mounted
+// at / (directly or as the sealed system snapshot). Volumes are the APFS
+// volumes, which share their container's space: the size is the
+// container's, the free space what the volumes leave of it; and the
+// partitions that carry a volume of their own (a USB stick's FAT), whose
+// file system is the partition's content type and free space null: the
+// collector reads both from the mounted file system.
+func parseDiskutilList(b []byte) (partitions, volumes []map[string]any, err error) {
+	v, err := parsePlist(strings.NewReader(string(b)))
+	if err != nil {
+		return nil, nil, err
+	}
+	top, _ := v.(map[string]any)
+	if top == nil {
+		return nil, nil, fmt.Errorf("diskutil list: not a dictionary")
+	}
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	num := func(m map[string]any, k string) float64 {
+		n, _ := m[k].(int64)
+		return float64(n)
+	}
+	dicts := func(m map[string]any, k string) []map[string]any {
+		list, _ := m[k].([]any)
+		var out []map[string]any
+		for _, e := range list {
+			if d, ok := e.(map[string]any); ok {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	mountOf := func(vol map[string]any) string {
+		if m := str(vol, "MountPoint"); m != "" {
+			return m
+		}
+		for _, s := range dicts(vol, "MountedSnapshots") {
+			if m := str(s, "SnapshotMountPoint"); m != "" {
+				return m
+			}
+		}
+		return ""
+	}
+	bootStores := map[string]bool{}
+	partitions, volumes = []map[string]any{}, []map[string]any{}
+	for _, disk := range dicts(top, "AllDisksAndPartitions") {
+		apfs := dicts(disk, "APFSVolumes")
+		if len(apfs) == 0 {
+			continue
+		}
+		size := num(disk, "Size")
+		used := 0.0
+		root := false
+		for _, vol := range apfs {
+			used += num(vol, "CapacityInUse")
+			if mountOf(vol) == "/" {
+				root = true
+			}
+		}
+		if root {
+			for _, s := range dicts(disk, "APFSPhysicalStores") {
+				bootStores[str(s, "DeviceIdentifier")] = true
+			}
+		}
+		for _, vol := range apfs {
+			if _, _, ok := diskutilIdentifier(str(vol, "DeviceIdentifier")); !ok {
+				continue // a snapshot listed beside its volume
+			}
+			volumes = append(volumes, map[string]any{"device": "/dev/" + str(vol, "DeviceIdentifier"), "mountPoint": nullIfEmpty(mountOf(vol)),
+				"label": str(vol, "VolumeName"), "fileSystem": "apfs", "sizeGB": round1(size / (1 << 30)), "freeGB": round1(max(0, size-used) / (1 << 30))})
+		}
+	}
+	for _, disk := range dicts(top, "AllDisksAndPartitions") {
+		if len(dicts(disk, "APFSVolumes")) > 0 {
+			continue
+		}
+		for _, p := range dicts(disk, "Partitions") {
+			id := str(p, "DeviceIdentifier")
+			d, n, ok := diskutilIdentifier(id)
+			if !ok {
+				continue
+			}
+			partitions = append(partitions, map[string]any{"disk": d, "partition": n, "type": str(p, "Content"),
+				"sizeGB": round1(num(p, "Size") / (1 << 30)), "bootable": bootStores[id]})
+			if name := str(p, "VolumeName"); name != "" && !strings.HasPrefix(str(p, "Content"), "Apple_APFS") {
+				volumes = append(volumes, map[string]any{"device": "/dev/" + id, "mountPoint": nullIfEmpty(str(p, "MountPoint")),
+					"label": name, "fileSystem": str(p, "Content"), "sizeGB": round1(num(p, "Size") / (1 << 30)), "freeGB": nil})
+			}
+		}
+	}
+	return partitions, volumes, nil
+}

@@ -74,3 +74,43 @@ func TestMacGroupsRoutesConnectionsShares(t *testing.T) {
 		{"name": "Scans", "path": "/Volumes/Data/Scans", "description": nil, "type": "Disk"},
 	})
 }
+
+func TestParseDiskutilList(t *testing.T) {
+	parts, vols, err := parseDiskutilList(readTestdata(t, "diskutil-list.plist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The physical store of the container holding / is the bootable one.
+	checkRows(t, "disk-partitions", parts, []map[string]any{
+		{"disk": 0, "partition": 1, "type": "Apple_APFS_ISC", "sizeGB": 0.5, "bootable": false},
+		{"disk": 0, "partition": 2, "type": "Apple_APFS", "sizeGB": 460.4, "bootable": true},
+		{"disk": 0, "partition": 3, "type": "Apple_APFS_Recovery", "sizeGB": 5.0, "bootable": false},
+		{"disk": 4, "partition": 1, "type": "Windows_FAT_32", "sizeGB": 28.6, "bootable": false},
+	})
+	vol := func(dev string, mount any, label string, size, free float64) map[string]any {
+		return map[string]any{"device": dev, "mountPoint": mount, "label": label, "fileSystem": "apfs", "sizeGB": size, "freeGB": free}
+	}
+	fat := map[string]any{"device": "/dev/disk4s1", "mountPoint": "/Volumes/UNTITLED", "label": "UNTITLED", "fileSystem": "Windows_FAT_32", "sizeGB": 28.6, "freeGB": nil}
+	// APFS volumes share their container: its size, and what they leave.
+	checkRows(t, "disk-volumes", vols, []map[string]any{
+		vol("/dev/disk1s1", "/System/Volumes/iSCPreboot", "iSCPreboot", 0.5, 0.5),
+		vol("/dev/disk1s2", "/System/Volumes/xarts", "xART", 0.5, 0.5),
+		vol("/dev/disk1s3", "/System/Volumes/Hardware", "Hardware", 0.5, 0.5),
+		vol("/dev/disk2s1", nil, "Recovery", 5.0, 4.0),
+		vol("/dev/disk3s1", "/System/Volumes/Data", "Macintosh HD - Data", 460.4, 161.1),
+		// The sealed system volume is mounted at / as a snapshot.
+		vol("/dev/disk3s3", "/", "Macintosh HD", 460.4, 161.1),
+		vol("/dev/disk3s4", "/System/Volumes/Update", "Update", 460.4, 161.1),
+		vol("/dev/disk3s5", "/System/Volumes/Preboot", "Preboot", 460.4, 161.1),
+		vol("/dev/disk3s6", "/System/Volumes/VM", "VM", 460.4, 161.1),
+		fat,
+	})
+	for in, want := range map[string][2]int{"disk0": {0, 0}, "disk0s2": {0, 2}, "disk12s3": {12, 3}} {
+		if d, p, ok := diskutilIdentifier(in); !ok || d != want[0] || p != want[1] {
+			t.Errorf("%s: %d %d %v", in, d, p, ok)
+		}
+	}
+	if _, _, ok := diskutilIdentifier("disk3s3s1"); ok {
+		t.Error("a snapshot read as a partition")
+	}
+}

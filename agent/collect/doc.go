@@ -61,7 +61,10 @@ package collect
 // Linux), disk-encryption (fdesetup status of the startup volume),
 // local-groups (dscl -readall, without the "_" system groups), profiles
 // (/Users folders, bounded walk as on Linux), routing-tables (netstat -rn,
-// no metric), network-connections (lsof -F) and shared-folders (sharing -l).
+// no metric), network-connections (lsof -F), shared-folders (sharing -l),
+// disk-partitions and disk-volumes (diskutil list -plist: APFS volumes with
+// their container's size and free space, the partition holding the root
+// container bootable).
 //
 // A collector whose tool or file is missing sends an empty dataset (or, for
 // physical-memory, none) and logs why.
