@@ -338,9 +338,9 @@ func (s *Store) ClaimVulnLease(ctx context.Context, name, holder string, now tim
 }
 
 // leaseExec writes a lease. On PostgreSQL the commit does not wait for the
-// disk (see asyncCommit): the matcher claims and releases its lease on
-// every pass, and the two waits for the WAL flush were most of the time of
-// one endpoint's recompute. A lease lost in a database crash is harmless:
+// disk (see asyncCommit): the wait for the WAL flush was most of the time
+// of one endpoint's recompute when the matcher claimed and released its
+// lease on every pass. A lease lost in a database crash is harmless:
 // the transactions of its holder are lost with it, and results are written
 // under row locks, so even two holders at once only match twice.
 func (s *Store) leaseExec(ctx context.Context, q string, args ...any) (int64, error) {

@@ -270,14 +270,7 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		st = ResultStats{}
-		if err := tx.asyncCommit(ctx); err != nil {
-			return err
-		}
-		exists, err := tx.lockEndpoints(ctx, ids)
-		if err != nil {
-			return err
-		}
-		stored, err := tx.storedFindings(ctx, ids)
+		exists, stored, err := tx.lockFindings(ctx, ids)
 		if err != nil {
 			return err
 		}
@@ -332,23 +325,12 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 				}
 			}
 		}
-		if _, err := tx.execEach(ctx, deletes, `DELETE FROM endpoint_vulns WHERE (endpoint_id, cve_id, software) IN (SELECT endpoint_id, cve_id, software FROM v)`); err != nil {
-			return fmt.Errorf("store: delete findings: %w", err)
-		}
-		if _, err := tx.execEach(ctx, updates, `UPDATE endpoint_vulns SET version = v.version, fixed_in = v.fixed_in, source = v.source FROM v
-			WHERE endpoint_vulns.endpoint_id = v.endpoint_id AND endpoint_vulns.cve_id = v.cve_id AND endpoint_vulns.software = v.software`); err != nil {
-			return fmt.Errorf("store: update findings: %w", err)
-		}
-		if _, err := tx.execEach(ctx, inserts, `INSERT INTO endpoint_vulns (`+strings.Join(findingColumns, ", ")+`) SELECT `+strings.Join(findingColumns, ", ")+` FROM v`); err != nil {
-			return fmt.Errorf("store: insert findings: %w", err)
-		}
 		catalog := rowSet{columns: []string{"org_id", "cve_id", "delta", "detected_at"}, types: []string{"text", "text", "bigint", "bigint"}}
 		for k, d := range delta {
 			if d != 0 {
 				catalog.rows = append(catalog.rows, []any{k.org, k.cve, int64(d), millis(now)})
 			}
 		}
-		// In key order, so that concurrent writers lock catalog rows in one order.
 		sort.Slice(catalog.rows, func(i, j int) bool {
 			a, b := catalog.rows[i], catalog.rows[j]
 			if a[0] != b[0] {
@@ -356,50 +338,86 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 			}
 			return a[1].(string) < b[1].(string)
 		})
-		// WHERE true: SQLite needs it to parse an upsert whose rows come from a SELECT.
-		if _, err := tx.execEach(ctx, catalog, `INSERT INTO org_vulns (org_id, cve_id, endpoints_count, first_detected_at, last_detected_at)
-			SELECT org_id, cve_id, delta, detected_at, detected_at FROM v WHERE true ORDER BY org_id, cve_id
-			ON CONFLICT (org_id, cve_id) DO UPDATE SET endpoints_count = org_vulns.endpoints_count + excluded.endpoints_count,
-			last_detected_at = CASE WHEN excluded.endpoints_count > 0 THEN excluded.last_detected_at ELSE org_vulns.last_detected_at END`); err != nil {
-			return fmt.Errorf("store: CVE catalog: %w", err)
-		}
 		clears := rowSet{columns: []string{"endpoint_id", "gen"}, types: []string{"text", "bigint"}}
 		for _, r := range results {
 			if r.Dirty != nil {
 				clears.rows = append(clears.rows, []any{r.Dirty.ID, r.Dirty.Gen})
 			}
 		}
-		if _, err := tx.execEach(ctx, clears, `DELETE FROM vuln_dirty WHERE (endpoint_id, gen) IN (SELECT endpoint_id, gen FROM v)`); err != nil {
-			return fmt.Errorf("store: clear dirty endpoints: %w", err)
-		}
-		return nil
+		cols := strings.Join(findingColumns, ", ")
+		return tx.writeSets(ctx, []setWrite{
+			{deletes, func(v string) string {
+				return `DELETE FROM endpoint_vulns WHERE (endpoint_id, cve_id, software) IN (SELECT endpoint_id, cve_id, software FROM ` + v + `)`
+			}},
+			{updates, func(v string) string {
+				return `UPDATE endpoint_vulns SET version = ` + v + `.version, fixed_in = ` + v + `.fixed_in, source = ` + v + `.source FROM ` + v + `
+					WHERE endpoint_vulns.endpoint_id = ` + v + `.endpoint_id AND endpoint_vulns.cve_id = ` + v + `.cve_id AND endpoint_vulns.software = ` + v + `.software`
+			}},
+			{inserts, func(v string) string {
+				return `INSERT INTO endpoint_vulns (` + cols + `) SELECT ` + cols + ` FROM ` + v
+			}},
+			// In key order (sorted above), so that concurrent writers lock
+			// catalog rows in one order. WHERE true: SQLite needs it to
+			// parse an upsert whose rows come from a SELECT.
+			{catalog, func(v string) string {
+				return `INSERT INTO org_vulns (org_id, cve_id, endpoints_count, first_detected_at, last_detected_at)
+					SELECT org_id, cve_id, delta, detected_at, detected_at FROM ` + v + ` WHERE true ORDER BY org_id, cve_id
+					ON CONFLICT (org_id, cve_id) DO UPDATE SET endpoints_count = org_vulns.endpoints_count + excluded.endpoints_count,
+					last_detected_at = CASE WHEN excluded.endpoints_count > 0 THEN excluded.last_detected_at ELSE org_vulns.last_detected_at END`
+			}},
+			{clears, func(v string) string {
+				return `DELETE FROM vuln_dirty WHERE (endpoint_id, gen) IN (SELECT endpoint_id, gen FROM ` + v + `)`
+			}},
+		})
 	})
 	return st, err
 }
 
-func (tx *Tx) storedFindings(ctx context.Context, ids []string) (map[string]map[vulnKey]storedFinding, error) {
-	out := make(map[string]map[vulnKey]storedFinding, len(ids))
-	rows, err := tx.query(ctx, `SELECT endpoint_id, cve_id, software, version, COALESCE(fixed_in, ''), source FROM endpoint_vulns
-		WHERE endpoint_id IN (`+placeholders(len(ids))+`)`, anySlice(ids)...)
+// lockFindings reads the stored findings of the endpoints ids in one
+// query, which on PostgreSQL also locks the endpoint rows in id order (as
+// lockEndpoints does: the matcher and an endpoint's deletion lock in the
+// same order) and turns synchronous_commit off for the transaction (see
+// asyncCommit). exists tells the endpoints that still exist.
+func (tx *Tx) lockFindings(ctx context.Context, ids []string) (map[string]bool, map[string]map[vulnKey]storedFinding, error) {
+	sorted := append([]string(nil), ids...)
+	sort.Strings(sorted)
+	q := `SELECT e.id, ev.cve_id, ev.software, ev.version, ev.fixed_in, ev.source
+		FROM endpoints e LEFT JOIN endpoint_vulns ev ON ev.endpoint_id = e.id
+		WHERE e.id IN (` + placeholders(len(sorted)) + `) ORDER BY e.id`
+	if tx.s.engine == Postgres {
+		q = `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+			SELECT e.id, ev.cve_id, ev.software, ev.version, ev.fixed_in, ev.source
+			FROM async CROSS JOIN endpoints e LEFT JOIN endpoint_vulns ev ON ev.endpoint_id = e.id
+			WHERE e.id IN (` + placeholders(len(sorted)) + `) ORDER BY e.id FOR UPDATE OF e`
+	}
+	rows, err := tx.query(ctx, q, anySlice(sorted)...)
 	if err != nil {
-		return nil, fmt.Errorf("store: stored findings: %w", err)
+		return nil, nil, fmt.Errorf("store: stored findings: %w", err)
 	}
 	defer rows.Close()
+	exists := make(map[string]bool, len(ids))
+	out := make(map[string]map[vulnKey]storedFinding, len(ids))
 	for rows.Next() {
 		var id string
-		var k vulnKey
-		var f storedFinding
-		if err := rows.Scan(&id, &k.cve, &k.software, &f.version, &f.fixedIn, &f.source); err != nil {
-			return nil, fmt.Errorf("store: stored findings: %w", err)
+		var cve, software, version, fixedIn, source sql.NullString
+		if err := rows.Scan(&id, &cve, &software, &version, &fixedIn, &source); err != nil {
+			return nil, nil, fmt.Errorf("store: stored findings: %w", err)
+		}
+		exists[id] = true
+		if !cve.Valid {
+			continue // no finding
 		}
 		m := out[id]
 		if m == nil {
 			m = map[vulnKey]storedFinding{}
 			out[id] = m
 		}
-		m[k] = f
+		m[vulnKey{cve.String, software.String}] = storedFinding{version: version.String, fixedIn: fixedIn.String, source: source.String}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("store: stored findings: %w", err)
+	}
+	return exists, out, nil
 }
 
 // EndpointFinding is one stored finding of an endpoint.

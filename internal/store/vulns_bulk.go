@@ -77,6 +77,62 @@ func (tx *Tx) execEach(ctx context.Context, set rowSet, stmt string) (int64, err
 	return total, nil
 }
 
+// setWrite is one statement of a bulk write; stmt reads its rows from the
+// set named v.
+type setWrite struct {
+	set  rowSet
+	stmt func(v string) string
+}
+
+// writeSets runs the statements of a bulk write, those with rows only: on
+// SQLite one after the other (execEach); on PostgreSQL as one statement of
+// data-modifying WITH queries, one round trip for the whole write. They
+// must touch disjoint rows: on PostgreSQL they see the same snapshot.
+func (tx *Tx) writeSets(ctx context.Context, writes []setWrite) error {
+	if tx.s.engine != Postgres {
+		for _, w := range writes {
+			if _, err := tx.execEach(ctx, w.set, w.stmt("v")); err != nil {
+				return fmt.Errorf("store: write match results: %w", err)
+			}
+		}
+		return nil
+	}
+	var b strings.Builder
+	var args []any
+	for i, w := range writes {
+		if len(w.set.rows) == 0 {
+			continue
+		}
+		arrays, err := columnArrays(w.set)
+		if err != nil {
+			return err
+		}
+		if len(args) == 0 {
+			b.WriteString("WITH ")
+		} else {
+			b.WriteString(", ")
+		}
+		v := fmt.Sprintf("v%d", i)
+		fmt.Fprintf(&b, "%s (%s) AS (SELECT * FROM unnest(", v, strings.Join(w.set.columns, ", "))
+		for j, t := range w.set.types {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("?::" + t + "[]")
+		}
+		fmt.Fprintf(&b, ")), w%d AS (%s)", i, w.stmt(v))
+		args = append(args, arrays...)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	b.WriteString(" SELECT 1")
+	if _, err := tx.exec(ctx, b.String(), args...); err != nil {
+		return fmt.Errorf("store: write match results: %w", err)
+	}
+	return nil
+}
+
 // columnArrays turns the rows into one typed array per column (nil values
 // as NULL elements).
 func columnArrays(set rowSet) ([]any, error) {
