@@ -207,7 +207,8 @@ var reportSources = map[string]reportSQL{
 	// software: one row per application × endpoint, by application, then by
 	// endpoint id (enrollment order): the order of the software index, which
 	// holds every column shown (see migration 008), so the rows stream from
-	// the index alone, without a sort or a lookup of the table per row.
+	// the index alone, without a sort or a lookup of the table per row. The
+	// whole report on SQLite is read a title at a time (installedSoftware).
 	"software": {
 		kinds:      []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
 		endpointAt: 1 + 3,
@@ -219,12 +220,17 @@ var reportSources = map[string]reportSQL{
 				WHERE t.org_id = ? AND t.installs > 0` + cond + ` ORDER BY t.name_lower, t.id, es.endpoint_id, es.version_key`,
 				append([]any{p.OrgID}, args...)
 		},
+		direct: func(s *Store, ctx context.Context, p ReportParams) (iter.Seq2[ReportRow, error], bool) {
+			if !p.sqlite || p.Limit > 0 || p.Offset > 0 {
+				return nil, false
+			}
+			return s.installedSoftware(ctx, p), true
+		},
 	},
 	// software-by-endpoint: one row per endpoint × application, by endpoint
-	// name, then application name. The whole report is read endpoint by
-	// endpoint in the table's order and each endpoint's applications
-	// sorted in memory (softwareByEndpoint); a page or a filter runs the
-	// query.
+	// name, then application name. The whole report without a filter on
+	// SQLite is read an endpoint at a time, its applications sorted in
+	// memory (softwareByEndpoint).
 	"software-by-endpoint": {
 		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText},
 		query: func(p ReportParams) (string, []any) {

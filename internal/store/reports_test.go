@@ -16,7 +16,8 @@ import (
 // whether read whole (on SQLite, software-by-endpoint sorts each
 // endpoint's applications in memory) or through the SQL query of a page
 // (a limit above the row count), titles differing only in case, empty
-// versions and NULL columns included.
+// versions, NULL columns, numeric text and characters JSON escapes
+// included.
 func TestReportSoftwareSources(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t)
@@ -30,7 +31,7 @@ func TestReportSoftwareSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	str := func(v string) *string { return &v }
-	titles := []string{"Zoom", "7-Zip", "git", "Git", "GIT", "Ünicode app", "apple"}
+	titles := []string{"Zoom", "7-Zip", "git", "Git", "GIT", "Ünicode app", "apple", `Quote "and" \backslash`, "tab\tnew\nline <&>"}
 	var rows []store.SoftwareTestRow
 	for i, ep := range ids[:4] { // the fifth endpoint has no software
 		for j, title := range titles {
@@ -39,7 +40,10 @@ func TestReportSoftwareSources(t *testing.T) {
 			}
 			r := store.SoftwareTestRow{Endpoint: ep, Title: title, Version: fmt.Sprintf("%d.%d", j%2, i)}
 			if j%2 == 0 {
-				r.Publisher, r.InstallDate, r.InstalledFor, r.InstallType = str("Pub "+title), str("2026-01-0"+fmt.Sprint(i+1)), str("all"), str("MSI")
+				r.Publisher, r.InstallDate, r.InstalledFor, r.InstallType = str("Pub "+title), str("2026-01-0"+fmt.Sprint(i+1)), str("all"), str("12")
+				if j == 6 {
+					r.Publisher, r.InstalledFor = str("Pub \u2028 \x01 é 😀"), str("")
+				}
 			}
 			rows = append(rows, r)
 			if j == 3 { // a second version, and one without a version
