@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -285,10 +287,10 @@ func (d *keyDecoder) object(keys []string) (map[string]any, error) {
 func (d *keyDecoder) value(raw []byte) (any, error) {
 	switch raw[0] {
 	case '"':
-		s := raw[1 : len(raw)-1]
-		if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
-			return string(s), nil
+		if s, ok := unquote(raw[1 : len(raw)-1]); ok {
+			return s, nil
 		}
+		return nil, d.errorf("invalid string %s", raw)
 	case 't':
 		return true, nil
 	case 'f':
@@ -401,4 +403,96 @@ func (d *keyDecoder) skipValue(depth int) error {
 		return nil
 	}
 	return d.errorf("unexpected %q", d.b[d.i])
+}
+
+// unquote decodes the inside of a JSON string as encoding/json does:
+// escapes decoded (an invalid surrogate becomes U+FFFD), invalid UTF-8
+// coerced to U+FFFD; false if the string is not valid JSON.
+func unquote(s []byte) (string, bool) {
+	plain := true
+	for _, c := range s {
+		if c == '\\' || c == '"' || c < ' ' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(s), true
+	}
+	b := make([]byte, 0, len(s))
+	for r := 0; r < len(s); {
+		switch c := s[r]; {
+		case c == '\\':
+			r++
+			if r >= len(s) {
+				return "", false
+			}
+			switch s[r] {
+			case '"', '\\', '/':
+				b = append(b, s[r])
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				rr := hex4(s[r+1:])
+				if rr < 0 {
+					return "", false
+				}
+				r += 4
+				if utf16.IsSurrogate(rr) {
+					if r+2 < len(s) && s[r+1] == '\\' && s[r+2] == 'u' {
+						if dec := utf16.DecodeRune(rr, hex4(s[r+3:])); dec != unicode.ReplacementChar {
+							r += 6
+							b = utf8.AppendRune(b, dec)
+							break
+						}
+					}
+					rr = unicode.ReplacementChar
+				}
+				b = utf8.AppendRune(b, rr)
+			default:
+				return "", false
+			}
+			r++
+		case c == '"' || c < ' ':
+			return "", false
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			b = utf8.AppendRune(b, rr)
+			r += size
+		}
+	}
+	return string(b), true
+}
+
+// hex4 reads 4 hex digits as a rune; -1 if they are not.
+func hex4(s []byte) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }

@@ -62,7 +62,7 @@ func TestDecompressKeys(t *testing.T) {
 
 func FuzzDecodeKeys(f *testing.F) {
 	for _, s := range []string{`[]`, `null`, ` [ {"a":1,"b":"x"} , null, {} ] `, `[{"a":{"b":[1,2,{"c":null}]},"b":true,"c":false}]`,
-		`[{"a":"\u00e9\n\"","b\u0061":-1.5e3,"a":"again"}]`, `[{"a":1e400}]`, `[1]`, `{"a":1}`, `[{"a":"\xff"}]`, `[{"b":[1,}]`} {
+		`[{"a":"\u00e9\n\"","b\u0061":-1.5e3,"a":"again"}]`, `[{"a":"C:\\Windows\/x\ud83d\ude00\ud83d \udc00x\t\b\f\r\u0000"}]`, `[{"a":"\'"}]`, `[{"a":1e400}]`, `[1]`, `{"a":1}`, `[{"a":"\xff"}]`, `[{"b":[1,}]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
