@@ -37,9 +37,12 @@ func newTransport(conns int, insecure bool) *http.Transport {
 			Timeout:   10 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
-		MaxIdleConns:          conns,
-		MaxIdleConnsPerHost:   conns,
-		IdleConnTimeout:       150 * time.Second,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		// Shorter than the server's idle timeout (120 s), so an agent never
+		// sends a check-in on a connection the server is closing (a POST is
+		// not retried: it would fail with EOF).
+		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{InsecureSkipVerify: insecure},

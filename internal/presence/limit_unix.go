@@ -5,7 +5,7 @@ package presence
 import "syscall"
 
 // DefaultMaxLongPolls derives the bound of long polls from the open-files
-// limit (which Go raises to the hard limit at start), less reservedFiles.
+// limit (which Go raises to the hard limit at start): see longPollsFor.
 func DefaultMaxLongPolls() int {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {

@@ -42,8 +42,10 @@ func New(s *store.Store, maxLongPolls int) *Hub {
 		maxHeld: maxLongPolls}
 }
 
-// reservedFiles are the open files kept for everything but long polls:
-// database connections, API clients, the console, log and database files.
+// reservedFiles are the open files kept for everything but long polls, at
+// the least: database connections, agents' other calls (inventories queue
+// while the database is busy), API clients, the console, log and database
+// files. A quarter of the limit is kept when that is more.
 const reservedFiles = 1024
 
 // minLongPolls is the bound when the open-files limit is small.
@@ -52,10 +54,12 @@ const minLongPolls = 64
 // longPollsFor answers the long polls a process with an open-files limit
 // of n may hold.
 func longPollsFor(n uint64) int {
-	if n <= reservedFiles+minLongPolls {
+	n = min(n, 1<<26)
+	keep := max(reservedFiles, n/4)
+	if n <= keep+minLongPolls {
 		return minLongPolls
 	}
-	return int(min(n-reservedFiles, 1<<24))
+	return int(n - keep)
 }
 
 // Seed loads the endpoints that have pending commands (at start).

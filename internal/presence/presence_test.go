@@ -65,7 +65,7 @@ func TestLongPollsFor(t *testing.T) {
 	for _, c := range []struct {
 		files uint64
 		want  int
-	}{{256, minLongPolls}, {1024, minLongPolls}, {20000, 20000 - reservedFiles}, {^uint64(0), 1 << 24}} {
+	}{{256, minLongPolls}, {1024, minLongPolls}, {2048, 1024}, {20000, 15000}, {1 << 20, 3 << 18}, {^uint64(0), 3 << 24}} {
 		if got := longPollsFor(c.files); got != c.want {
 			t.Errorf("longPollsFor(%d) = %d, want %d", c.files, got, c.want)
 		}
