@@ -137,35 +137,16 @@ func (g *Ingester) write(batch []*ingestReq) {
 	}
 	slices.Sort(orgs)
 	orgs = slices.Compact(orgs)
-	err := g.s.InTxRetry(ctx, func(tx *Tx) error {
-		clear(results)
-		for _, org := range orgs {
-			if err := tx.shareGroups(ctx, org); err != nil {
-				return err
-			}
-		}
-		for _, i := range order {
-			r := batch[i]
-			if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT inventory"); err != nil {
-				return fmt.Errorf("store: savepoint: %w", err)
-			}
-			titles, counts := maps.Clone(tx.newTitles), tx.counts.clone()
-			if err := tx.replaceInventory(ctx, r.inv); err != nil {
-				if retryable(err) {
-					return err // the whole batch again (InTxRetry)
-				}
-				results[i] = err
-				tx.newTitles, tx.counts = titles, counts
-				if _, err := tx.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT inventory"); err != nil {
-					return fmt.Errorf("store: rollback to savepoint: %w", err)
-				}
-			}
-			if _, err := tx.tx.ExecContext(ctx, "RELEASE SAVEPOINT inventory"); err != nil {
-				return fmt.Errorf("store: release savepoint: %w", err)
-			}
-		}
-		return nil
-	})
+	invs := make([]*preparedInventory, len(batch))
+	for i, r := range batch {
+		invs[i] = r.inv
+	}
+	err := g.s.ensureCatalog(ctx, invs)
+	if err == nil {
+		err = g.s.InTxRetry(ctx, func(tx *Tx) error {
+			return g.writeBatch(ctx, tx, batch, order, orgs, results)
+		})
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.err <- err
@@ -173,4 +154,36 @@ func (g *Ingester) write(batch []*ingestReq) {
 			r.err <- results[i]
 		}
 	}
+}
+
+// writeBatch stores the batch's inventories in tx, one savepoint each, and
+// keeps each one's own error in results.
+func (g *Ingester) writeBatch(ctx context.Context, tx *Tx, batch []*ingestReq, order []int, orgs []string, results []error) error {
+	clear(results)
+	for _, org := range orgs {
+		if err := tx.shareGroups(ctx, org); err != nil {
+			return err
+		}
+	}
+	for _, i := range order {
+		r := batch[i]
+		if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT inventory"); err != nil {
+			return fmt.Errorf("store: savepoint: %w", err)
+		}
+		titles, keys, counts := maps.Clone(tx.newTitles), maps.Clone(tx.newKeys), tx.counts.clone()
+		if err := tx.replaceInventory(ctx, r.inv); err != nil {
+			if retryable(err) {
+				return err // the whole batch again (InTxRetry)
+			}
+			results[i] = err
+			tx.newTitles, tx.newKeys, tx.counts = titles, keys, counts
+			if _, err := tx.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT inventory"); err != nil {
+				return fmt.Errorf("store: rollback to savepoint: %w", err)
+			}
+		}
+		if _, err := tx.tx.ExecContext(ctx, "RELEASE SAVEPOINT inventory"); err != nil {
+			return fmt.Errorf("store: release savepoint: %w", err)
+		}
+	}
+	return nil
 }

@@ -263,6 +263,17 @@ type updRow struct {
 	release                                        sql.NullInt64
 }
 
+// updRowOf is the stored form of an inventory's update.
+func updRowOf(u inventory.Update) updRow {
+	cats, _ := json.Marshal(u.Categories)
+	r := updRow{key: u.Key, title: u.Title, severity: u.Severity, source: u.Source, categories: string(cats), kb: u.KB, winget: u.WingetID,
+		pkg: u.PackageName, productKey: u.ProductKey, installed: u.InstalledVersion, latest: u.LatestVersion, reboot: u.RebootRequired}
+	if u.ReleaseDate != nil {
+		r.release = sql.NullInt64{Int64: millis(*u.ReleaseDate), Valid: true}
+	}
+	return r
+}
+
 func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups []inventory.Update, now time.Time) error {
 	old := map[string]updRow{}
 	rows, err := tx.query(ctx, `SELECT id, key, title, severity, source, categories, kb, winget_id, package_name, product_key, installed_version,
@@ -287,12 +298,7 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 	var inserts [][]any
 	var fresh []newUpdateKey
 	for _, u := range ups {
-		cats, _ := json.Marshal(u.Categories)
-		r := updRow{key: u.Key, title: u.Title, severity: u.Severity, source: u.Source, categories: string(cats), kb: u.KB, winget: u.WingetID,
-			pkg: u.PackageName, productKey: u.ProductKey, installed: u.InstalledVersion, latest: u.LatestVersion, reboot: u.RebootRequired}
-		if u.ReleaseDate != nil {
-			r.release = sql.NullInt64{Int64: millis(*u.ReleaseDate), Valid: true}
-		}
+		r := updRowOf(u)
 		if prev, ok := old[u.Key]; ok {
 			delete(old, u.Key)
 			if prev.title == r.title && prev.severity == r.severity && prev.source == r.source && prev.categories == r.categories &&
@@ -308,14 +314,11 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 			continue
 		}
 		delta[u.Key]++
-		res, err := tx.exec(ctx, `INSERT INTO update_keys (org_id, key, title, kb, severity, source, categories, winget_id, latest_version,
-			reboot_required, release_date, first_seen_at, endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
-			ON CONFLICT (org_id, key) DO NOTHING`,
-			orgID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.latest, r.reboot, r.release, millis(now))
+		created, err := tx.createUpdateKey(ctx, orgID, r, now)
 		if err != nil {
-			return fmt.Errorf("store: update key: %w", err)
+			return err
 		}
-		if n, _ := res.RowsAffected(); n > 0 {
+		if created {
 			fresh = append(fresh, newUpdateKey{key: u.Key, severity: r.severity, source: r.source, title: r.title})
 		}
 		inserts = append(inserts, []any{NewID(), orgID, endpointID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.pkg,

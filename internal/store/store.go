@@ -254,6 +254,8 @@ type Tx struct {
 	stmts map[string]*sql.Stmt
 	// newTitles are software titles this transaction created.
 	newTitles map[[2]string]int64
+	// newKeys are update keys this transaction created or found.
+	newKeys map[[2]string]bool
 	// counts are the counter differences applied just before the commit.
 	counts counts
 	// groupsChanged says the transaction changes a group or its members
@@ -321,6 +323,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	tx.publishTitles()
+	tx.publishKeys()
 	if tx.groupsChanged {
 		s.groupsGen.Add(1)
 	}
