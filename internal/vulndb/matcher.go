@@ -161,9 +161,14 @@ func (m *Matcher) RunOnce(ctx context.Context) (MatchStats, bool, error) {
 			ids[i] = dirty[i].ID
 			byID[dirty[i].ID] = &dirty[i]
 		}
-		results, err := m.match(ctx, ix, ids, &st)
-		if err != nil {
-			return st, true, err
+		var results []store.MatchResult
+		if ix.Rules() > 0 {
+			// Without a feed nothing matches: the marks are only cleared,
+			// without reading the inventories (a new fleet enrolling before
+			// any feed is imported).
+			if results, err = m.match(ctx, ix, ids, &st); err != nil {
+				return st, true, err
+			}
 		}
 		for i := range results {
 			results[i].Dirty = byID[results[i].EndpointID]
