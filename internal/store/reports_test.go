@@ -76,6 +76,16 @@ func TestReportSoftwareSources(t *testing.T) {
 		if fmt.Sprint(whole) != fmt.Sprint(query) {
 			t.Errorf("%s: whole report\n%v\nquery\n%v", source, whole, query)
 		}
+		// A reader that stops early (a client gone) ends the read.
+		stopped := 0
+		for _, err := range s.ReportRows(ctx, source, store.ReportParams{OrgID: o.ID}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stopped++; stopped == 3 {
+				break
+			}
+		}
 		n, err := s.ReportCount(ctx, source, store.ReportParams{OrgID: o.ID})
 		if err != nil || n != len(rows) {
 			t.Errorf("%s: count %d, %v; want %d", source, n, err, len(rows))
