@@ -44,7 +44,20 @@ type Config struct {
 	Ingester *store.Ingester
 	// Enrolled is called after an endpoint enrolled for the first time.
 	Enrolled func(ctx context.Context, orgID, endpointID string)
+	// MaxInventories bounds the inventories received and not yet stored at
+	// once (default DefaultMaxInventories); past it an inventory is refused
+	// with 503 and Retry-After.
+	MaxInventories int
 }
+
+// DefaultMaxInventories is the default bound of inventories in progress: a
+// decoded inventory holds a few hundred kilobytes until the database has
+// stored it, so when inventories arrive faster than the database stores
+// them (a fleet enrolling, a slow disk) the queue would grow without bound.
+const DefaultMaxInventories = 256
+
+// inventoryRetryAfter is the Retry-After of a refused inventory, in seconds.
+const inventoryRetryAfter = 30
 
 // API is the agent protocol's handler.
 type API struct {
@@ -56,6 +69,8 @@ type API struct {
 
 	mu     sync.RWMutex
 	agents map[string]*cachedAgent
+	// inventories holds a slot per inventory received and not yet stored.
+	inventories chan struct{}
 }
 
 type cachedAgent struct {
@@ -65,7 +80,11 @@ type cachedAgent struct {
 
 // New builds the agent API.
 func New(cfg Config) *API {
-	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{}}
+	if cfg.MaxInventories <= 0 {
+		cfg.MaxInventories = DefaultMaxInventories
+	}
+	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{},
+		inventories: make(chan struct{}, cfg.MaxInventories)}
 	a.mux.Handle("POST "+agentproto.PathEnroll, httpx.Handle(a.enroll))
 	a.mux.Handle("POST "+agentproto.PathCheckin, httpx.Handle(a.checkin))
 	a.mux.Handle("PUT "+agentproto.PathInventory, httpx.Handle(a.inventory))
@@ -333,6 +352,16 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 	}
 	if ag.Removed {
 		return errInvalidAgent()
+	}
+	select {
+	case a.inventories <- struct{}{}:
+		defer func() { <-a.inventories }()
+	default:
+		// Refused before the body is read: nothing is stored, the agent
+		// sends it again later (its next check-in still asks for it).
+		w.Header().Set("Retry-After", strconv.Itoa(inventoryRetryAfter))
+		return httpx.Errorf(http.StatusServiceUnavailable, "busy",
+			"the server is storing other inventories; send this one again after Retry-After seconds")
 	}
 	var doc agentproto.Inventory
 	raw, err := decode(w, r, agentproto.MaxInventoryBytes, &doc)

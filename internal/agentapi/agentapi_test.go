@@ -2,6 +2,9 @@ package agentapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -339,4 +342,55 @@ func TestLongPollBound(t *testing.T) {
 			t.Errorf("%s: %s, %v", ag.ID, ep.Status, err)
 		}
 	}
+}
+
+// TestInventoryBound: with one inventory in progress on a server bounded to
+// one, another is refused with 503 and Retry-After, stores nothing, and is
+// taken once the first is stored.
+func TestInventoryBound(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, func(c *config.Config) { c.MaxInventories = 1 })
+	slow, other := e.Enroll("uid-1", "ws-01", "windows"), e.Enroll("uid-2", "ws-02", "windows")
+	body, _ := json.Marshal(apitest.Sample("ws-01", "windows"))
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPut, e.URL+agentproto.PathInventory, pr)
+	req.Header.Set("Authorization", "Bearer "+slow.Secret)
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan int, 1)
+	go func() {
+		resp, err := e.HTTPClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	defer pw.Close()
+	pw.Write(body[:10]) // the first inventory is in progress, its body unread
+	deadline := time.Now().Add(5 * time.Second)
+	var ans apitest.Answer
+	hash := ""
+	for i := 0; ; i++ {
+		// Until the slow one holds its slot, these are stored.
+		hash = fmt.Sprint("h", i)
+		ans = other.Inventory(apitest.Sample("ws-02", "windows"), hash)
+		if ans.Status == http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ans.Status != http.StatusServiceUnavailable || ans.Error() != "busy" || ans.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the bound: %d %s, Retry-After %q", ans.Status, ans.Body, ans.Header.Get("Retry-After"))
+	}
+	if resp, _ := other.Checkin(0, agentproto.CheckinRequest{InventoryHash: hash}); !resp.InventoryWanted {
+		t.Fatal("a refused inventory was stored")
+	}
+	pw.Write(body[10:])
+	pw.Close()
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("the inventory within the bound: %d", code)
+	}
+	other.MustInventory(apitest.Sample("ws-02", "windows"))
 }

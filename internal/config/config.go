@@ -58,6 +58,9 @@ type Config struct {
 	// it a check-in is answered at once (the agent comes back after its
 	// interval). 0 derives it from the open-files limit (MaxLongPollsFor).
 	MaxLongPolls int
+	// MaxInventories bounds the agents' inventories received and not yet
+	// stored; past it an inventory is refused with 503 and Retry-After.
+	MaxInventories int
 }
 
 // SMTP holds the --smtp-* flags.
@@ -122,6 +125,8 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.LogFormat, "log-format", Env("PATCHD_LOG_FORMAT", "text"), "text or json (env PATCHD_LOG_FORMAT)")
 	maxPolls, _ := strconv.Atoi(Env("PATCHD_MAX_LONG_POLLS", "0"))
 	fs.IntVar(&c.MaxLongPolls, "max-long-polls", maxPolls, "agents' long polls held open at once, each a connection; past it check-ins are answered at once; 0: three quarters of the open-files limit, at least 1,024 files kept (env PATCHD_MAX_LONG_POLLS)")
+	maxInv, _ := strconv.Atoi(Env("PATCHD_MAX_INVENTORIES", "256"))
+	fs.IntVar(&c.MaxInventories, "max-inventories", maxInv, "agents' inventories received and not yet stored at once; past it they are refused with 503 and Retry-After (env PATCHD_MAX_INVENTORIES)")
 	maxConns, _ := strconv.Atoi(Env("PATCHD_DB_MAX_CONNS", "16"))
 	fs.IntVar(&c.MaxDBConns, "db-max-conns", maxConns, "database connection pool size (env PATCHD_DB_MAX_CONNS)")
 	checkin, err := time.ParseDuration(Env("PATCHD_CHECKIN_INTERVAL", "60s"))
@@ -185,6 +190,9 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.CheckinInterval < time.Second {
 		return c, fmt.Errorf("--checkin-interval must be at least 1s")
+	}
+	if c.MaxInventories < 1 {
+		return c, fmt.Errorf("--max-inventories must be at least 1")
 	}
 	if c.MaxLongPolls < 0 {
 		return c, fmt.Errorf("--max-long-polls must be 0 (from the open-files limit) or more")

@@ -62,7 +62,8 @@ func New(cfg config.Config, s *store.Store) *Server {
 		Help: "The bound of long polls held at once (--max-long-polls); past it check-ins are answered at once."},
 		func() float64 { _, bound := srv.hub.LongPolls(); return float64(bound) }))
 	srv.ingest = s.NewIngester()
-	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval, Ingester: srv.ingest})
+	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval, Ingester: srv.ingest,
+		MaxInventories: cfg.MaxInventories})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
 		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued})
 
