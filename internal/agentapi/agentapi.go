@@ -54,7 +54,7 @@ type Config struct {
 // decoded inventory holds a few hundred kilobytes until the database has
 // stored it, so when inventories arrive faster than the database stores
 // them (a fleet enrolling, a slow disk) the queue would grow without bound.
-const DefaultMaxInventories = 256
+const DefaultMaxInventories = 128
 
 // inventoryRetryAfter is the Retry-After of a refused inventory, in seconds.
 const inventoryRetryAfter = 30

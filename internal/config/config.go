@@ -125,7 +125,7 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.LogFormat, "log-format", Env("PATCHD_LOG_FORMAT", "text"), "text or json (env PATCHD_LOG_FORMAT)")
 	maxPolls, _ := strconv.Atoi(Env("PATCHD_MAX_LONG_POLLS", "0"))
 	fs.IntVar(&c.MaxLongPolls, "max-long-polls", maxPolls, "agents' long polls held open at once, each a connection; past it check-ins are answered at once; 0: three quarters of the open-files limit, at least 1,024 files kept (env PATCHD_MAX_LONG_POLLS)")
-	maxInv, _ := strconv.Atoi(Env("PATCHD_MAX_INVENTORIES", "256"))
+	maxInv, _ := strconv.Atoi(Env("PATCHD_MAX_INVENTORIES", "128"))
 	fs.IntVar(&c.MaxInventories, "max-inventories", maxInv, "agents' inventories received and not yet stored at once; past it they are refused with 503 and Retry-After (env PATCHD_MAX_INVENTORIES)")
 	maxConns, _ := strconv.Atoi(Env("PATCHD_DB_MAX_CONNS", "16"))
 	fs.IntVar(&c.MaxDBConns, "db-max-conns", maxConns, "database connection pool size (env PATCHD_DB_MAX_CONNS)")
