@@ -110,6 +110,11 @@ func simFleet(t *testing.T) (*apitest.Env, []*apitest.Agent) {
 			}
 		}
 	}
+	// Check-ins are written in batches: write them now, or the first reports
+	// could be read as JSON before and as CSV after the batch.
+	if err := env.Server.FlushCheckins(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return env, agents
 }
 

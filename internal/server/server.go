@@ -88,6 +88,10 @@ func New(cfg config.Config, s *store.Store) *Server {
 }
 
 // Close stops the server's writers after the HTTP server stopped: queued
+// FlushCheckins writes the check-ins batched in memory now, not at the next
+// flush (tests that read what agents just reported).
+func (s *Server) FlushCheckins(ctx context.Context) error { return s.hub.Flush(ctx) }
+
 // inventories are written first.
 func (s *Server) Close() { s.ingest.Close() }
 

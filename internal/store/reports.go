@@ -276,18 +276,30 @@ var reportSources = map[string]reportSQL{
 	"updates": {
 		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText, kBool, kTime, kTime, kText},
 		query: func(p ReportParams) (string, []any) {
+			const columns = `SELECT ` + endpointName + `, eu.title, eu.kb, k.severity, k.source, eu.installed_version, eu.latest_version,
+				eu.reboot_required, eu.release_date, eu.detected_at, COALESCE(a.status, 'NEW'), e.inventory_at`
+			const order = ` ORDER BY e.sort_name, e.id, k.severity, eu.title`
 			cond := ""
 			switch p.Arg {
 			case "critical":
 				cond = ` AND k.severity = 'Critical'`
 			case "third-party":
 				cond = ` AND k.source = 'Applications'`
+			default:
+				return columns + ` FROM endpoints e JOIN endpoint_updates eu ON eu.endpoint_id = e.id
+					JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key
+					LEFT JOIN update_approvals a ON a.org_id = eu.org_id AND a.key = eu.key
+					WHERE e.org_id = ?` + order, []any{p.OrgID}
 			}
-			return `SELECT ` + endpointName + `, eu.title, eu.kb, k.severity, k.source, eu.installed_version, eu.latest_version, eu.reboot_required,
-				eu.release_date, eu.detected_at, COALESCE(a.status, 'NEW'), e.inventory_at
-				FROM endpoints e JOIN endpoint_updates eu ON eu.endpoint_id = e.id JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key
+			// A filter on the key keeps a few of the keys: start from them
+			// and their rows (index on org_id, key) and sort what is found,
+			// rather than walk every endpoint's updates in name order, which
+			// SQLite prefers to avoid the sort (2.6 times slower at 50,000
+			// endpoints). CROSS JOIN fixes SQLite's join order; PostgreSQL
+			// plans it as a plain join.
+			return columns + ` FROM update_keys k CROSS JOIN endpoint_updates eu CROSS JOIN endpoints e
 				LEFT JOIN update_approvals a ON a.org_id = eu.org_id AND a.key = eu.key
-				WHERE e.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, k.severity, eu.title`, []any{p.OrgID}
+				WHERE k.org_id = ?` + cond + ` AND eu.org_id = k.org_id AND eu.key = k.key AND e.id = eu.endpoint_id` + order, []any{p.OrgID}
 		},
 	},
 	// update-counts: per endpoint, the missing updates by kind.
