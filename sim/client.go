@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -98,7 +99,11 @@ func (c *client) call(ctx context.Context, method, path, secret string, body []b
 		return err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &statusError{code: resp.StatusCode, body: strings.TrimSpace(string(data[:min(len(data), 300)]))}
+		se := &statusError{code: resp.StatusCode, body: strings.TrimSpace(string(data[:min(len(data), 300)]))}
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+			se.retryAfter = time.Duration(n) * time.Second
+		}
+		return se
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {

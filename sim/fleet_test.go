@@ -31,6 +31,9 @@ type fakeServer struct {
 	// light makes inventory uploads cheap (decompress and discard), to
 	// measure the simulator rather than the fake server.
 	light bool
+	// busy is how many inventories to refuse with 503 and Retry-After
+	// before taking them.
+	busy int
 
 	mu        sync.Mutex
 	byUID     map[string]string // machineUid -> endpoint id
@@ -200,6 +203,17 @@ func (s *fakeServer) inventory(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Header.Get("Content-Encoding") != "gzip" {
 		s.t.Errorf("inventory of %s sent without gzip", ep.id)
+	}
+	s.mu.Lock()
+	refuse := s.busy > 0
+	if refuse {
+		s.busy--
+	}
+	s.mu.Unlock()
+	if refuse {
+		w.Header().Set("Retry-After", "1")
+		fail(w, http.StatusServiceUnavailable, "busy")
+		return
 	}
 	body, err := readBody(r)
 	if err != nil {
@@ -554,6 +568,30 @@ func TestFleetAgainstFakeServer(t *testing.T) {
 		if id != ids[i] {
 			t.Fatalf("endpoint %d resumed as %s, was %s", i, id, ids[i])
 		}
+	}
+}
+
+// TestEnrollWaitsForBusyServer: inventories refused with 503 and
+// Retry-After are sent again; Enroll ends when every one is stored.
+func TestEnrollWaitsForBusyServer(t *testing.T) {
+	srv, hs := newFakeServer(t)
+	srv.busy = 30
+	fleet, err := New(testConfig(hs.URL, srv.token, 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.Enroll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for _, ep := range srv.endpoints {
+		if ep.inventory == nil {
+			t.Errorf("%s: no inventory stored after Enroll", ep.hostname)
+		}
+	}
+	if srv.busy != 0 || len(srv.endpoints) != 20 {
+		t.Fatalf("%d refusals left, %d endpoints", srv.busy, len(srv.endpoints))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -156,6 +157,12 @@ func (f *Fleet) Enroll(ctx context.Context) error {
 	return f.enrollErr
 }
 
+// isBusy tells a refusal for now (503, 429) from a failure.
+func isBusy(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && (se.code == http.StatusServiceUnavailable || se.code == http.StatusTooManyRequests)
+}
+
 func (f *Fleet) enroll(ctx context.Context) error {
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -169,6 +176,20 @@ func (f *Fleet) enroll(ctx context.Context) error {
 			defer wg.Done()
 			for a := range work {
 				err := a.start(ctx)
+				// A server that refuses for now (503, 429) is asked again
+				// after its Retry-After, up to a third of it with jitter:
+				// enrollment is done when the inventory is stored.
+				for wait := time.Second; isBusy(err) && ctx.Err() == nil; wait = min(2*wait, 30*time.Second) {
+					d := wait/2 + time.Duration(rand.Int64N(int64(wait)))
+					var se *statusError
+					if errors.As(err, &se) && se.retryAfter > 0 {
+						d = min(d, se.retryAfter)
+					}
+					if !sleep(ctx, d) {
+						break
+					}
+					err = a.start(ctx)
+				}
 				done.Add(1)
 				if err == nil || errors.Is(err, errStopped) {
 					continue

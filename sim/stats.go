@@ -202,6 +202,8 @@ func (s Stats) topErrors(n int) string {
 type statusError struct {
 	code int
 	body string
+	// retryAfter is the server's Retry-After (503, 429), 0 when absent.
+	retryAfter time.Duration
 }
 
 func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.body) }
