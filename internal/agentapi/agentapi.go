@@ -44,6 +44,9 @@ type Config struct {
 	Ingester *store.Ingester
 	// Enrolled is called after an endpoint enrolled for the first time.
 	Enrolled func(ctx context.Context, orgID, endpointID string)
+	// Crowded tells that the server holds nearly as many connections as it
+	// may: answers then close their connection (nil: never).
+	Crowded func() bool
 	// MaxInventories bounds the inventories received and not yet stored at
 	// once (default DefaultMaxInventories); past it an inventory is refused
 	// with 503 and Retry-After.
@@ -95,8 +98,16 @@ func New(cfg Config) *API {
 	return a
 }
 
-// ServeHTTP serves /agent/.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// ServeHTTP serves /agent/. When the server is crowded with connections,
+// the answer closes its connection: agents come back after their interval,
+// and an idle kept-alive connection per agent is what would exhaust the
+// server's descriptors.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Crowded != nil && a.cfg.Crowded() {
+		w.Header().Set("Connection", "close")
+	}
+	a.mux.ServeHTTP(w, r)
+}
 
 // SetClock replaces the clock (tests).
 func (a *API) SetClock(now func() time.Time) { a.clock.Set(now) }
@@ -360,6 +371,7 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 		// Refused before the body is read: nothing is stored, the agent
 		// sends it again later (its next check-in still asks for it).
 		w.Header().Set("Retry-After", strconv.Itoa(inventoryRetryAfter))
+		w.Header().Set("Connection", "close") // it is back after Retry-After
 		return httpx.Errorf(http.StatusServiceUnavailable, "busy",
 			"the server is storing other inventories; send this one again after Retry-After seconds")
 	}

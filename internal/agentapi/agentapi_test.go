@@ -6,16 +6,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/agentapi"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 func TestEnroll(t *testing.T) {
@@ -381,8 +386,8 @@ func TestInventoryBound(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if ans.Status != http.StatusServiceUnavailable || ans.Error() != "busy" || ans.Header.Get("Retry-After") == "" {
-		t.Fatalf("past the bound: %d %s, Retry-After %q", ans.Status, ans.Body, ans.Header.Get("Retry-After"))
+	if ans.Status != http.StatusServiceUnavailable || ans.Error() != "busy" || ans.Header.Get("Retry-After") == "" || !ans.Close {
+		t.Fatalf("past the bound: %d %s, Retry-After %q, closed %v", ans.Status, ans.Body, ans.Header.Get("Retry-After"), ans.Close)
 	}
 	if resp, _ := other.Checkin(0, agentproto.CheckinRequest{InventoryHash: hash}); !resp.InventoryWanted {
 		t.Fatal("a refused inventory was stored")
@@ -393,4 +398,26 @@ func TestInventoryBound(t *testing.T) {
 		t.Fatalf("the inventory within the bound: %d", code)
 	}
 	other.MustInventory(apitest.Sample("ws-02", "windows"))
+}
+
+// TestCrowdedClosesConnections: while the server is crowded, agent answers
+// close their connection; otherwise they keep it.
+func TestCrowdedClosesConnections(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	var crowded atomic.Bool
+	a := agentapi.New(agentapi.Config{Store: s, Presence: presence.New(s, 10), CheckinInterval: time.Minute, Crowded: crowded.Load})
+	ts := httptest.NewServer(a)
+	defer ts.Close()
+	for _, want := range []bool{false, true, false} {
+		crowded.Store(want)
+		resp, err := http.Post(ts.URL+agentproto.PathCheckin, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Close != want {
+			t.Fatalf("crowded %v: %d, connection closed %v", want, resp.StatusCode, resp.Close)
+		}
+	}
 }

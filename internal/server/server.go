@@ -43,6 +43,7 @@ type Server struct {
 	agents   *agentapi.API
 	ingest   *store.Ingester
 	hub      *presence.Hub
+	conns    *conns
 	registry *prometheus.Registry
 	handler  http.Handler
 }
@@ -62,8 +63,12 @@ func New(cfg config.Config, s *store.Store) *Server {
 		Help: "The bound of long polls held at once (--max-long-polls); past it check-ins are answered at once."},
 		func() float64 { _, bound := srv.hub.LongPolls(); return float64(bound) }))
 	srv.ingest = s.NewIngester()
+	srv.conns = newConns()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_http_connections",
+		Help: "Open HTTP connections; past 90 % of the open-files limit, agent answers close theirs."},
+		func() float64 { return float64(srv.conns.open.Load()) }))
 	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval, Ingester: srv.ingest,
-		MaxInventories: cfg.MaxInventories})
+		MaxInventories: cfg.MaxInventories, Crowded: srv.conns.Crowded})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
 		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued})
 
@@ -162,6 +167,7 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		ConnState:         srv.conns.track,
 	}
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr)
