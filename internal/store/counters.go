@@ -71,18 +71,13 @@ func nonZero[K cmp.Ordered](m map[K]int) []K {
 // applyCounts writes the collected differences: titles, then update keys,
 // then groups, each in key order, several rows per statement.
 func (tx *Tx) applyCounts(ctx context.Context) error {
-	const perStatement = 64
-	ids := nonZero(tx.counts.titles)
-	for batch := range slices.Chunk(ids, perStatement) {
-		args := make([]any, 0, 2*len(batch))
-		for _, id := range batch {
-			args = append(args, id, tx.counts.titles[id])
-		}
-		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS BIGINT), CAST(? AS INTEGER)), ", len(batch)), ", ")
-		if _, err := tx.exec(ctx, `UPDATE software_titles SET installs = installs + d.column2 FROM (VALUES `+values+`) AS d
-			WHERE software_titles.id = d.column1`, args...); err != nil {
-			return fmt.Errorf("store: software title count: %w", err)
-		}
+	var titles [][]any
+	for _, id := range nonZero(tx.counts.titles) {
+		titles = append(titles, []any{id, tx.counts.titles[id]})
+	}
+	if err := tx.addDeltas(ctx, "software title count", `UPDATE software_titles SET installs = installs + d.column2 FROM (VALUES %s) AS d
+		WHERE software_titles.id = d.column1`, "(CAST(? AS BIGINT), CAST(? AS INTEGER))", titles); err != nil {
+		return err
 	}
 	keys := make([][2]string, 0, len(tx.counts.keys))
 	for k, d := range tx.counts.keys {
@@ -91,30 +86,40 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 		}
 	}
 	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
-	for batch := range slices.Chunk(keys, perStatement) {
-		args := make([]any, 0, 3*len(batch))
-		for _, k := range batch {
-			args = append(args, k[0], k[1], tx.counts.keys[k])
-		}
-		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER)), ", len(batch)), ", ")
-		if _, err := tx.exec(ctx, `UPDATE update_keys SET endpoints = endpoints + d.column3 FROM (VALUES `+values+`) AS d
-			WHERE update_keys.org_id = d.column1 AND update_keys.key = d.column2`, args...); err != nil {
-			return fmt.Errorf("store: update key count: %w", err)
-		}
+	keyRows := make([][]any, len(keys))
+	for i, k := range keys {
+		keyRows[i] = []any{k[0], k[1], tx.counts.keys[k]}
 	}
-	groupIDs := nonZero(tx.counts.members)
-	for batch := range slices.Chunk(groupIDs, perStatement) {
-		args := make([]any, 0, 2*len(batch))
-		for _, id := range batch {
-			args = append(args, id, tx.counts.members[id])
-		}
-		values := strings.TrimSuffix(strings.Repeat("(CAST(? AS TEXT), CAST(? AS INTEGER)), ", len(batch)), ", ")
-		if _, err := tx.exec(ctx, `UPDATE endpoint_groups SET members = members + d.column2 FROM (VALUES `+values+`) AS d
-			WHERE endpoint_groups.id = d.column1`, args...); err != nil {
-			return fmt.Errorf("store: group member count: %w", err)
-		}
+	if err := tx.addDeltas(ctx, "update key count", `UPDATE update_keys SET endpoints = endpoints + d.column3 FROM (VALUES %s) AS d
+		WHERE update_keys.org_id = d.column1 AND update_keys.key = d.column2`, "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER))", keyRows); err != nil {
+		return err
+	}
+	var groups [][]any
+	for _, id := range nonZero(tx.counts.members) {
+		groups = append(groups, []any{id, tx.counts.members[id]})
+	}
+	if err := tx.addDeltas(ctx, "group member count", `UPDATE endpoint_groups SET members = members + d.column2 FROM (VALUES %s) AS d
+		WHERE endpoint_groups.id = d.column1`, "(CAST(? AS TEXT), CAST(? AS INTEGER))", groups); err != nil {
+		return err
 	}
 	tx.counts = counts{}
+	return nil
+}
+
+// addDeltas runs update, whose VALUES list is %s, on 64 rows at a time,
+// each row written as row says.
+func (tx *Tx) addDeltas(ctx context.Context, what, update, row string, rows [][]any) error {
+	const perStatement = 64
+	for batch := range slices.Chunk(rows, perStatement) {
+		var args []any
+		for _, r := range batch {
+			args = append(args, r...)
+		}
+		values := strings.TrimSuffix(strings.Repeat(row+", ", len(batch)), ", ")
+		if _, err := tx.exec(ctx, fmt.Sprintf(update, values), args...); err != nil {
+			return fmt.Errorf("store: %s: %w", what, err)
+		}
+	}
 	return nil
 }
 

@@ -748,20 +748,14 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) e
 	if err != nil {
 		return fmt.Errorf("store: endpoint facts: %w", err)
 	}
-	have := map[string]bool{}
-	rows, err = tx.query(ctx, `SELECT group_id FROM group_members WHERE endpoint_id = ?`, endpointID)
+	ids, err := tx.queryStrings(ctx, `SELECT group_id FROM group_members WHERE endpoint_id = ?`, endpointID)
 	if err != nil {
 		return fmt.Errorf("store: endpoint groups: %w", err)
 	}
-	for rows.Next() {
-		var g string
-		if err := rows.Scan(&g); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: endpoint groups: %w", err)
-		}
+	have := map[string]bool{}
+	for _, g := range ids {
 		have[g] = true
 	}
-	rows.Close()
 	for _, d := range dyns {
 		in := d.c.Member(f)
 		switch {
@@ -786,21 +780,12 @@ func (tx *Tx) dropMemberships(ctx context.Context, orgID, endpointID string) err
 	if err := tx.shareGroups(ctx, orgID); err != nil {
 		return err
 	}
-	rows, err := tx.query(ctx, `SELECT group_id FROM group_members WHERE endpoint_id = ?`, endpointID)
+	ids, err := tx.queryStrings(ctx, `SELECT group_id FROM group_members WHERE endpoint_id = ?`, endpointID)
 	if err != nil {
 		return fmt.Errorf("store: endpoint groups: %w", err)
 	}
-	for rows.Next() {
-		var g string
-		if err := rows.Scan(&g); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: endpoint groups: %w", err)
-		}
+	for _, g := range ids {
 		tx.countMember(g, -1)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store: endpoint groups: %w", err)
 	}
 	if _, err := tx.exec(ctx, `DELETE FROM group_members WHERE endpoint_id = ?`, endpointID); err != nil {
 		return fmt.Errorf("store: leave groups: %w", err)
