@@ -528,8 +528,15 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 			{"connected", "disconnected", `(last_seen_at IS NULL OR last_seen_at < ?)`},
 			{"disconnected", "connected", `last_seen_at >= ?`},
 		} {
+			// In id order, as check-in flushes lock endpoint rows; on
+			// PostgreSQL rows another replica's sweep or a flush holds are
+			// left to the next sweep instead of waited for.
+			lock := ``
+			if s.engine == Postgres {
+				lock = ` FOR UPDATE SKIP LOCKED`
+			}
 			rows, err := tx.query(ctx, `SELECT id, org_id, COALESCE(display_name, hostname), last_seen_at, status_changed_at FROM endpoints
-				WHERE status = ? AND `+c.cond, c.from, millis(cutoff))
+				WHERE status = ? AND `+c.cond+` ORDER BY id`+lock, c.from, millis(cutoff))
 			if err != nil {
 				return fmt.Errorf("store: sweep status: %w", err)
 			}
@@ -551,12 +558,16 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 			}
 			rows.Close()
 			for _, ch := range batch {
-				if _, err := tx.exec(ctx, `UPDATE endpoints SET status = ?, status_changed_at = ? WHERE id = ? AND status = ?`,
-					c.to, millis(now), ch.EndpointID, c.from); err != nil {
+				res, err := tx.exec(ctx, `UPDATE endpoints SET status = ?, status_changed_at = ? WHERE id = ? AND status = ?`,
+					c.to, millis(now), ch.EndpointID, c.from)
+				if err != nil {
 					return fmt.Errorf("store: sweep status: %w", err)
 				}
+				// Recorded once, by the sweep that changed it.
+				if n, _ := res.RowsAffected(); n > 0 {
+					out = append(out, ch)
+				}
 			}
-			out = append(out, batch...)
 		}
 		if len(out) > 0 {
 			for _, h := range statusChangeHooks {
