@@ -146,12 +146,14 @@ func openPostgres(url string, opt Options) (*Store, error) {
 
 func openSQLite(path string, opt Options) (*Store, error) {
 	// The writer keeps a larger page cache (64 MiB) than each reader
-	// (8 MiB), since every inventory touches the same index pages. No
-	// memory map: each connection would map the file again, and the pages
-	// count once per mapping in the process's resident memory.
-	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)" +
-		"&_pragma=temp_store(MEMORY)"
-	w, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=cache_size(-65536)&_txlock=immediate")
+	// (4 MiB: there may be 16 of them, and SQLite's memory is outside the
+	// Go heap, beyond GOMEMLIMIT), since every inventory touches the same
+	// index pages; the writer's temporary tables stay in memory, the
+	// readers' (report sorts) go to temporary files. No memory map: each
+	// connection would map the file again, and the pages count once per
+	// mapping in the process's resident memory.
+	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	w, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=temp_store(MEMORY)&_pragma=cache_size(-65536)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -163,13 +165,15 @@ func openSQLite(path string, opt Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: sqlite WAL: %w", err)
 	}
-	r, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=cache_size(-8192)&_pragma=query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=cache_size(-4096)&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open sqlite reader: %w", err)
 	}
 	r.SetMaxOpenConns(opt.MaxConns)
 	r.SetMaxIdleConns(opt.MaxConns)
+	// Readers a burst opened close after a while idle, with their caches.
+	r.SetConnMaxIdleTime(2 * time.Minute)
 	return &Store{engine: SQLite, read: r, write: w}, nil
 }
 
