@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 var automationCols = []column[apiv1.Automation]{
@@ -100,23 +101,7 @@ func automationCommands() []command {
 		}
 	}
 	return []command{
-		{name: "automations list", args: "", summary: "list automations",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.ListAutomations(s.ctx)
-					if err != nil {
-						return err
-					}
-					return printList(s, automationCols, sliceSeq(l.Items))
-				}
-			}},
+		listCommand("automations list", "list automations", automationCols, (*client.Client).ListAutomations),
 		idCommand("automations get", "show an automation with its payload", func(s *session, id string) error {
 			c, err := s.client()
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
 )
 
@@ -313,4 +314,26 @@ func helpCommand(s *session, args []string) int {
 	}
 	printCommandHelp(s.io.Stdout, cmd)
 	return ExitOK
+}
+
+// listCommand is a command without arguments that prints a whole list the
+// server answers (groups, automations, alert rules, the report catalog).
+func listCommand[T any](name, summary string, cols []column[T], list func(*client.Client, context.Context) (apiv1.List[T], error)) command {
+	return command{name: name, summary: summary,
+		setup: func(fs *flag.FlagSet) func(*session, []string) error {
+			return func(s *session, args []string) error {
+				if err := needArgs(args); err != nil {
+					return err
+				}
+				c, err := s.client()
+				if err != nil {
+					return err
+				}
+				l, err := list(c, s.ctx)
+				if err != nil {
+					return err
+				}
+				return printList(s, cols, sliceSeq(l.Items))
+			}
+		}}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 var groupCols = []column[apiv1.Group]{
@@ -174,23 +175,7 @@ func (g *groupFlags) body(s *session) (apiv1.GroupBody, error) {
 
 func groupCommands() []command {
 	return []command{
-		{name: "groups list", args: "", summary: "list endpoint groups",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.ListGroups(s.ctx)
-					if err != nil {
-						return err
-					}
-					return printList(s, groupCols, sliceSeq(l.Items))
-				}
-			}},
+		listCommand("groups list", "list endpoint groups", groupCols, (*client.Client).ListGroups),
 		{name: "groups create", args: "--name NAME [--rule F:OP:V]… [--exclude F:OP:V]… [--match-all] [--member ID]… [-f group.json]",
 			summary: "create a static (--member) or dynamic (--rule) group",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 var reportMetaCols = []column[apiv1.ReportMeta]{
@@ -49,23 +50,7 @@ func cellText(v any) string {
 
 func reportCommands() []command {
 	return []command{
-		{name: "reports list", args: "", summary: "list the built-in reports",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.ReportCatalog(s.ctx)
-					if err != nil {
-						return err
-					}
-					return printList(s, reportMetaCols, sliceSeq(l.Items))
-				}
-			}},
+		listCommand("reports list", "list the built-in reports", reportMetaCols, (*client.Client).ReportCatalog),
 		{name: "reports get", args: "KEY [--csv]", summary: "show a report; --csv (or -o csv) streams the server's CSV",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				asCSV := fs.Bool("csv", false, "download the report as CSV, as the server writes it")
@@ -135,23 +120,7 @@ func printReport(s *session, r apiv1.Report) error {
 
 func alertCommands() []command {
 	return []command{
-		{name: "alerts list", args: "", summary: "list alert rules",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.ListAlertRules(s.ctx)
-					if err != nil {
-						return err
-					}
-					return printList(s, alertCols, sliceSeq(l.Items))
-				}
-			}},
+		listCommand("alerts list", "list alert rules", alertCols, (*client.Client).ListAlertRules),
 		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin]] [--report-key KEY] [-f rule.json]",
 			summary: "create an alert rule delivered by email and/or HTTPS webhook",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
