@@ -1,11 +1,10 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -20,25 +19,42 @@ import (
 // in key order, and commits it: the inventories' transaction then finds
 // them all and creates nothing.
 
-// keyCache remembers the update keys known to exist, by organization. Keys
-// are never deleted, so an entry stays right on every replica.
-type keyCache struct {
-	mu   sync.RWMutex
-	keys map[[2]string]bool
+// catalogCache remembers the catalog rows known to exist (software titles
+// with their ids, update keys) by organization and name. Catalog rows are
+// never deleted (their counts may fall to zero), so an entry stays right on
+// every replica; a transaction's new rows are added once it commits (a
+// rolled-back row must not stay in the cache).
+type catalogCache[V any] struct {
+	mu sync.RWMutex
+	m  map[[2]string]V
 }
 
-var updateKeys = keyCache{keys: map[[2]string]bool{}}
+func newCatalogCache[V any]() *catalogCache[V] { return &catalogCache[V]{m: map[[2]string]V{}} }
 
-func (c *keyCache) has(orgID, key string) bool {
+func (c *catalogCache[V]) get(k [2]string) (V, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.keys[[2]string{orgID, key}]
+	v, ok := c.m[k]
+	return v, ok
 }
+
+// publish adds a committed transaction's rows.
+func (c *catalogCache[V]) publish(rows map[[2]string]V) {
+	if len(rows) == 0 {
+		return
+	}
+	c.mu.Lock()
+	maps.Copy(c.m, rows)
+	c.mu.Unlock()
+}
+
+// updateKeys remembers the update keys known to exist.
+var updateKeys = newCatalogCache[bool]()
 
 // createUpdateKey adds the update to the organization's catalog of keys
 // unless it is there; created says this call added it.
 func (tx *Tx) createUpdateKey(ctx context.Context, orgID string, r updRow, now time.Time) (created bool, err error) {
-	if updateKeys.has(orgID, r.key) {
+	if _, ok := updateKeys.get([2]string{orgID, r.key}); ok {
 		return false, nil
 	}
 	res, err := tx.exec(ctx, `INSERT INTO update_keys (org_id, key, title, kb, severity, source, categories, winget_id, latest_version,
@@ -56,19 +72,6 @@ func (tx *Tx) createUpdateKey(ctx context.Context, orgID string, r updRow, now t
 	return n > 0, nil
 }
 
-// publishKeys adds the keys a committed transaction created or found to
-// the cache.
-func (tx *Tx) publishKeys() {
-	if len(tx.newKeys) == 0 {
-		return
-	}
-	updateKeys.mu.Lock()
-	for k := range tx.newKeys {
-		updateKeys.keys[k] = true
-	}
-	updateKeys.mu.Unlock()
-}
-
 // ensureCatalog creates the software titles and update keys the inventories
 // need and the catalogs lack, titles then keys, each in key order, in a
 // transaction committed before the inventories are stored. New update keys
@@ -81,19 +84,18 @@ func (s *Store) ensureCatalog(ctx context.Context, invs []*preparedInventory) er
 	}
 	var names [][2]string
 	keys := map[[2]string]keyOf{}
-	titles.mu.RLock()
 	for _, inv := range invs {
 		for _, sw := range inv.n.Doc.Software {
-			if _, ok := titles.ids[[2]string{inv.orgID, sw.Name}]; !ok {
+			if _, ok := titles.get([2]string{inv.orgID, sw.Name}); !ok {
 				names = append(names, [2]string{inv.orgID, sw.Name})
 			}
 		}
-	}
-	titles.mu.RUnlock()
-	for _, inv := range invs {
 		for _, u := range inv.n.Updates {
 			k := [2]string{inv.orgID, u.Key}
-			if _, ok := keys[k]; !ok && !updateKeys.has(inv.orgID, u.Key) {
+			if _, ok := keys[k]; ok {
+				continue
+			}
+			if _, ok := updateKeys.get(k); !ok {
 				keys[k] = keyOf{org: inv.orgID, row: updRowOf(u), now: inv.now}
 			}
 		}
@@ -101,16 +103,9 @@ func (s *Store) ensureCatalog(ctx context.Context, invs []*preparedInventory) er
 	if len(names) == 0 && len(keys) == 0 {
 		return nil
 	}
-	byKey := func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) }
-	slices.SortFunc(names, byKey)
+	slices.SortFunc(names, comparePair)
 	names = slices.Compact(names)
-	order := slices.SortedFunc(func(yield func([2]string) bool) {
-		for k := range keys {
-			if !yield(k) {
-				return
-			}
-		}
-	}, byKey)
+	order := slices.SortedFunc(maps.Keys(keys), comparePair)
 	return s.InTxRetry(ctx, func(tx *Tx) error {
 		for _, n := range names {
 			if _, err := tx.titleID(ctx, n[0], n[1]); err != nil {

@@ -56,6 +56,11 @@ func (tx *Tx) countMember(groupID string, d int) {
 	tx.counts.members[groupID] += d
 }
 
+// comparePair orders (organization, name) keys.
+func comparePair(a, b [2]string) int {
+	return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
+}
+
 // nonZero answers the keys of m whose difference is not zero, in order.
 func nonZero[K cmp.Ordered](m map[K]int) []K {
 	out := make([]K, 0, len(m))
@@ -85,7 +90,7 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
+	slices.SortFunc(keys, comparePair)
 	keyRows := make([][]any, len(keys))
 	for i, k := range keys {
 		keyRows[i] = []any{k[0], k[1], tx.counts.keys[k]}

@@ -7,29 +7,18 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/inventory"
 )
 
-// titleCache remembers software title ids by organization and name. Titles
-// are never deleted (their install count may fall to zero), so an entry
-// stays right on every replica.
-type titleCache struct {
-	mu  sync.RWMutex
-	ids map[[2]string]int64
-}
-
-var titles = titleCache{ids: map[[2]string]int64{}}
+// titles remembers software title ids by organization and name.
+var titles = newCatalogCache[int64]()
 
 func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
 	k := [2]string{orgID, name}
-	titles.mu.RLock()
-	id, ok := titles.ids[k]
-	titles.mu.RUnlock()
-	if ok {
+	if id, ok := titles.get(k); ok {
 		return id, nil
 	}
 	if id, ok := tx.newTitles[k]; ok {
@@ -39,6 +28,7 @@ func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
 		orgID, name, strings.ToLower(name)); err != nil {
 		return 0, fmt.Errorf("store: software title: %w", err)
 	}
+	var id int64
 	if err := tx.queryRow(ctx, `SELECT id FROM software_titles WHERE org_id = ? AND name = ?`, orgID, name).Scan(&id); err != nil {
 		return 0, fmt.Errorf("store: software title: %w", err)
 	}
@@ -49,18 +39,6 @@ func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
 	}
 	tx.newTitles[k] = id
 	return id, nil
-}
-
-// publishTitles adds the titles a committed transaction created to the cache.
-func (tx *Tx) publishTitles() {
-	if len(tx.newTitles) == 0 {
-		return
-	}
-	titles.mu.Lock()
-	for k, id := range tx.newTitles {
-		titles.ids[k] = id
-	}
-	titles.mu.Unlock()
 }
 
 type swRow struct {

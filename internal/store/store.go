@@ -344,8 +344,8 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
-	tx.publishTitles()
-	tx.publishKeys()
+	titles.publish(tx.newTitles)
+	updateKeys.publish(tx.newKeys)
 	if tx.groupsChanged {
 		s.groupsGen.Add(1)
 	}
