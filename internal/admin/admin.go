@@ -194,11 +194,12 @@ func CreateEnrollToken(ctx context.Context, s *store.Store, actor, orgRef string
 
 // UserOut is the printed form of a console user.
 type UserOut struct {
-	ID        string    `json:"id"`
-	OrgID     string    `json:"orgId"`
-	Email     string    `json:"email"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID               string    `json:"id"`
+	OrgID            string    `json:"orgId"`
+	Email            string    `json:"email"`
+	Role             string    `json:"role"`
+	InstanceOperator bool      `json:"instanceOperator"`
+	CreatedAt        time.Time `json:"createdAt"`
 }
 
 // MinPasswordLength is the shortest console password accepted.
@@ -206,6 +207,16 @@ const MinPasswordLength = 12
 
 // CreateUser creates a console user with an argon2id password hash.
 func CreateUser(ctx context.Context, s *store.Store, actor, orgRef, email, roleRef, password string) (UserOut, error) {
+	return createUser(ctx, s, actor, nil, orgRef, email, roleRef, password)
+}
+
+// CreateOperator creates a console user who is an instance operator; the
+// grant is recorded in the instance's Audit Trail as by.
+func CreateOperator(ctx context.Context, s *store.Store, actor string, by InstanceActor, orgRef, email, roleRef, password string) (UserOut, error) {
+	return createUser(ctx, s, actor, &by, orgRef, email, roleRef, password)
+}
+
+func createUser(ctx context.Context, s *store.Store, actor string, operatorBy *InstanceActor, orgRef, email, roleRef, password string) (UserOut, error) {
 	o, err := s.FindOrg(ctx, orgRef)
 	if err != nil {
 		return UserOut{}, err
@@ -221,13 +232,18 @@ func CreateUser(ctx context.Context, s *store.Store, actor, orgRef, email, roleR
 	if len([]rune(password)) < MinPasswordLength {
 		return UserOut{}, fmt.Errorf("the password must have at least %d characters", MinPasswordLength)
 	}
-	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "user.create", TargetType: "user",
-		Summary: map[string]any{"email": address, "role": r.Name}},
-		store.User{OrgID: o.ID, Email: address, RoleID: r.ID, PasswordHash: auth.HashPassword(password)})
+	summary := map[string]any{"email": address, "role": r.Name}
+	var ie *store.InstanceEvent
+	if operatorBy != nil {
+		summary["instanceOperator"] = true
+		ie = operatorBy.event("instance_operator.grant", map[string]any{"email": address, "org": o.Name, "orgId": o.ID, "newUser": true})
+	}
+	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "user.create", TargetType: "user", Summary: summary}, ie,
+		store.User{OrgID: o.ID, Email: address, RoleID: r.ID, PasswordHash: auth.HashPassword(password), InstanceOperator: operatorBy != nil})
 	if err != nil {
 		return UserOut{}, err
 	}
-	return UserOut{ID: u.ID, OrgID: o.ID, Email: u.Email, Role: r.Name, CreatedAt: u.CreatedAt}, nil
+	return UserOut{ID: u.ID, OrgID: o.ID, Email: u.Email, Role: r.Name, InstanceOperator: u.InstanceOperator, CreatedAt: u.CreatedAt}, nil
 }
 
 // CheckEmail answers a console user's e-mail address in its stored form

@@ -45,7 +45,7 @@ func byCVE(items []apiv1.Vulnerability) map[string]apiv1.Vulnerability {
 func TestVulnerabilitiesList(t *testing.T) {
 	ctx := context.Background()
 	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
-	if _, err := vulndb.ImportFiles(ctx, env.Store, vulnFixtures); err != nil {
+	if _, err := vulndb.ImportFiles(ctx, env.Store, vulnFixtures, vulndb.By{Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	a := env.Enroll("v-1", "pc-a", "windows")

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"flag"
+	"os"
+	"os/user"
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/store"
@@ -14,11 +16,17 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		return usagef("admin needs an object and a verb, for example: patchd admin org create --name Acme")
 	}
 	object, verb, rest := args[0], args[1], args[2:]
+	if object == "user" && verb == "operator" {
+		if len(rest) == 0 {
+			return usagef("patchd admin user operator needs a verb: grant, revoke or list")
+		}
+		verb, rest = "operator "+rest[0], rest[1:]
+	}
 	name := "patchd admin " + object + " " + verb
 	var (
 		org, nameFlag, tz, role, perms, clientID, email, expires, id, actor, action string
 		limit                                                                       int
-		passwordStdin                                                               bool
+		passwordStdin, operator, instance                                           bool
 	)
 	str := func(fs *flag.FlagSet, p *string, flagName, help string) { fs.StringVar(p, flagName, "", help) }
 	var define func(fs *flag.FlagSet)
@@ -117,13 +125,30 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			str(fs, &email, "email", "the user's e-mail address (sign-in name)")
 			str(fs, &role, "role", "role id or name")
 			fs.BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
+			fs.BoolVar(&operator, "instance-operator", false, "make the user an instance operator (may change the vulnerability feeds every organization shares)")
 		}
 		do = func(s *store.Store) (any, error) {
 			pw, err := readPassword(stdio, passwordStdin)
 			if err != nil {
 				return nil, err
 			}
+			if operator {
+				return admin.CreateOperator(ctx, s, admin.ActorCLI, admin.InstanceActor{Actor: cliActor()}, org, email, role, pw)
+			}
 			return admin.CreateUser(ctx, s, admin.ActorCLI, org, email, role, pw)
+		}
+	case "user operator grant", "user operator revoke":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &email, "email", "the user's e-mail address")
+			str(fs, &org, "org", "organization id or name (when the address is a user of several)")
+		}
+		do = func(s *store.Store) (any, error) {
+			return admin.SetOperator(ctx, s, admin.InstanceActor{Actor: cliActor()}, org, email, verb == "operator grant")
+		}
+	case "user operator list":
+		do = func(s *store.Store) (any, error) {
+			list, err := admin.ListOperators(ctx, s)
+			return map[string]any{"items": nonNil(list), "total": len(list)}, err
 		}
 	case "approval-policy set", "approval-policy list", "approval-policy delete":
 		var req admin.PolicyRequest
@@ -145,6 +170,7 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 	case "audit list":
 		define = func(fs *flag.FlagSet) {
 			str(fs, &org, "org", "organization id or name")
+			fs.BoolVar(&instance, "instance", false, "the instance's Audit Trail (feed imports and syncs, instance operators) instead of an organization's")
 			fs.IntVar(&limit, "limit", 100, "how many entries, newest first")
 			str(fs, &actor, "actor", "only this actor, for example api:ci")
 			str(fs, &action, "action", "only this action, for example group.create")
@@ -170,6 +196,28 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		return err
 	}
 	defer s.Close()
+	if object == "audit" && instance {
+		if org != "" {
+			return usagef("--instance and --org exclude each other")
+		}
+		if limit < 1 {
+			return usagef("--limit must be at least 1")
+		}
+		f := store.InstanceEventFilter{Actor: actor, Limit: limit}
+		if action != "" {
+			f.Actions = []string{action}
+		}
+		events, err := s.ListInstanceEvents(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if err := printJSON(stdio.Out, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if object == "audit" {
 		o, err := s.FindOrg(ctx, org)
 		if err != nil {
@@ -201,4 +249,16 @@ func nonNil[T any](list []T) []T {
 		return []T{}
 	}
 	return list
+}
+
+// cliActor is the instance Audit Trail actor of the command line:
+// cli:<the operating system user>, or cli when it is unknown.
+func cliActor() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return "cli:" + name
+	}
+	return "cli"
 }

@@ -54,7 +54,9 @@ Usage:
   patchd admin enroll-token create --org ORG [--expires 720h]
   patchd admin enroll-token list --org ORG
   patchd admin enroll-token revoke --org ORG --id ID
-  patchd admin user create --org ORG --email E --role ROLE [--password-stdin]
+  patchd admin user create --org ORG --email E --role ROLE [--password-stdin] [--instance-operator]
+  patchd admin user operator grant|revoke --email E [--org ORG]   (instance operators change the vulnerability feeds)
+  patchd admin user operator list
   patchd admin script create|update --org ORG --name NAME --language sh|bash|powershell|python|cmd (--code TEXT | --code-file F|-)
         [--param NAME=DEFAULT]… [--reboot-exit-codes 3010,1641] [--timeout SECONDS]   (update takes --id ID|NAME)
   patchd admin script list --org ORG
@@ -64,6 +66,7 @@ Usage:
   patchd admin alert update --org ORG --id ID [--name N] [--threshold N] [--email-to LIST] [--webhook-url URL] [--webhook-secret S] [--report-key K]
   patchd admin alert enable|disable|delete|test|events --org ORG --id ID
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
+  patchd admin audit list --instance [--limit N] [--actor A] [--action X]   (feed imports and syncs, operator grants)
   patchd admin vuln accept --org ORG --cve CVE --reason R [--expires 720h] [--kind accepted|compensating_control]
   patchd admin vuln list --org ORG [--kind K]
   patchd admin vuln revoke --org ORG --cve CVE

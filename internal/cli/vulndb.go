@@ -61,13 +61,13 @@ func runVulndb(ctx context.Context, args []string, stdio IO) error {
 	}
 	defer s.Close()
 	if verb == "import" {
-		res, err := vulndb.ImportFiles(ctx, s, fs.Args())
+		res, err := vulndb.ImportFiles(ctx, s, fs.Args(), vulndb.By{Actor: cliActor()})
 		if err != nil {
 			return err
 		}
 		return printJSON(stdio.Out, res)
 	}
-	res, err := vulndb.Sync(ctx, s, cfg)
+	res, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: cliActor()})
 	if err != nil {
 		return err
 	}

@@ -148,28 +148,51 @@ func (c *Console) routes() {
 	c.page("POST /console/alerts/{id}/delete", perm.ReportsManage, c.alertDelete)
 	c.page("POST /console/alerts/{id}/test", perm.ReportsManage, c.alertTest)
 
-	c.page("GET /console/feeds", perm.VulnerabilitiesView, c.feedsPage)
-	c.upload("POST /console/feeds", adminOnly, MaxFeedUpload, c.feedUpload)
+	c.page("GET /console/feeds", feedsView, c.feedsPage)
+	c.upload("POST /console/feeds", operatorOnly, MaxFeedUpload, c.feedUpload)
+	c.page("GET /console/instance/audit", operatorOnly, c.instanceAuditPage)
 
 	c.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	}))
 }
 
-// adminOnly marks pages for users whose role holds every permission
-// (console users, API credentials and enrollment: the spec has no
-// permission of its own for them, so they belong to administrators).
-const adminOnly = perm.Permission(1 << 15)
+// Console-only permissions, outside the spec's bits.
+const (
+	// adminOnly marks pages for users whose role holds every permission
+	// (console users, API credentials and enrollment: the spec has no
+	// permission of its own for them, so they belong to administrators).
+	adminOnly = perm.Permission(1 << 15)
+	// operatorOnly marks instance-level pages and writes (the vulnerability
+	// feeds every organization shares, the instance's Audit Trail): for
+	// instance operators only, whatever their role in their organization.
+	operatorOnly = perm.Permission(1 << 14)
+	// feedsView is the feeds' status: vulnerabilities.view, or an operator.
+	feedsView = perm.Permission(1 << 13)
+)
 
-// can tells whether the session's user holds p (adminOnly: every permission).
+// can tells whether the session's user holds p (adminOnly: every
+// permission; operatorOnly: an instance operator).
 func (s *session) can(p perm.Permission) bool {
 	switch p {
 	case 0:
 		return true
 	case adminOnly:
 		return s.User.Permissions&perm.All == perm.All
+	case operatorOnly:
+		return s.User.InstanceOperator
+	case feedsView:
+		return s.User.InstanceOperator || s.User.Permissions.Has(perm.VulnerabilitiesView)
 	}
 	return s.User.Permissions.Has(p)
+}
+
+// denied is the message of a page the session's user may not open or use.
+func (s *session) denied(p perm.Permission) string {
+	if p == operatorOnly {
+		return "Only an instance operator may do this: the vulnerability feeds and the instance's Audit Trail are shared by every organization of this server, so no organization role reaches them. An operator grants it with patchd admin user operator grant."
+	}
+	return "Your role (" + s.User.RoleName + ") does not allow this."
 }
 
 // handler is a console page: it answers an error, which the console shows.
@@ -204,7 +227,7 @@ func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h 
 		}
 		if maxBody > 0 {
 			if !s.can(p) {
-				c.renderError(w, r, s, http.StatusForbidden, "Your role ("+s.User.RoleName+") does not allow this.")
+				c.renderError(w, r, s, http.StatusForbidden, s.denied(p))
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
@@ -226,7 +249,7 @@ func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h 
 			}
 		}
 		if !s.can(p) {
-			c.renderError(w, r, s, http.StatusForbidden, "Your role ("+s.User.RoleName+") does not allow this.")
+			c.renderError(w, r, s, http.StatusForbidden, s.denied(p))
 			return
 		}
 		if err := h(w, r, s); err != nil {
@@ -280,13 +303,18 @@ type view struct {
 }
 
 // Can tells a template whether the user may do something (by permission
-// name, or "admin").
+// name, "admin", "operator" or "feeds").
 func (v *view) Can(name string) bool {
 	if v.S == nil {
 		return false
 	}
-	if name == "admin" {
+	switch name {
+	case "admin":
 		return v.S.can(adminOnly)
+	case "operator":
+		return v.S.can(operatorOnly)
+	case "feeds":
+		return v.S.can(feedsView)
 	}
 	p, ok := perm.Lookup(name)
 	return ok && v.S.can(p)
@@ -376,6 +404,12 @@ func (s *session) principal() *auth.Principal {
 
 // actor is the Audit Trail name of the session's user.
 func (s *session) actor() string { return "user:" + s.User.Email }
+
+// instanceEvent starts an instance Audit Trail event of a change by the
+// session's user (an instance operator) from the request's address.
+func (s *session) instanceEvent(r *http.Request, action, targetType, targetID string) *store.InstanceEvent {
+	return &store.InstanceEvent{Actor: s.actor(), Address: clientIP(r), Action: action, TargetType: targetType, TargetID: targetID}
+}
 
 // audit starts an Audit Trail entry of a write by the session's user.
 func (s *session) audit(action, targetType, targetID string) *store.AuditEntry {

@@ -16,29 +16,37 @@ import (
 
 // The vulnerability feeds page: the state of the feeds (stored records,
 // feed version and whether the fleet was matched against it, the last NVD
-// sync, the last imports from the console), and an upload of feed files
-// imported by the code of patchd vulndb import (vulndb.ImportFiles).
+// sync, the last feed changes), and an upload of feed files imported by
+// the code of patchd vulndb import (vulndb.ImportFiles).
 //
-// The feeds are the server's, shared by every organization; an upload is
-// audited in the uploader's organization, and the page lists that
-// organization's uploads only.
+// The feeds are the server's, shared by every organization: they decide
+// every organization's vulnerability results. Every user with
+// vulnerabilities.view reads their state; only instance operators upload
+// (an organization's Administrator does not: it would change the results
+// of the other organizations). An upload is recorded in the instance's
+// Audit Trail with the operator and the client address.
 
 // MaxFeedUpload bounds a feed upload (the NVD's yearly files, zipped, are
 // far smaller).
 const MaxFeedUpload = 512 << 20
+
+// feedActions are the instance events that change the feeds.
+var feedActions = []string{"vulndb.import", "vulndb.sync"}
 
 type feedsData struct {
 	Stored         store.FeedCounts
 	FeedVersion    int64
 	MatchedVersion int64
 	NVDSynced      *time.Time
-	Imports        []store.AuditEntry
-	Result         *vulndb.ImportResult
-	Names          []string
-	MaxMB          int
+	// Changes are the last feed imports and syncs (who and from where is
+	// shown to operators only).
+	Changes []store.InstanceEvent
+	Result  *vulndb.ImportResult
+	Names   []string
+	MaxMB   int
 }
 
-func (c *Console) feedsData(r *http.Request, s *session) (*feedsData, error) {
+func (c *Console) feedsData(r *http.Request) (*feedsData, error) {
 	ctx := r.Context()
 	d := &feedsData{MaxMB: MaxFeedUpload >> 20}
 	var err error
@@ -59,14 +67,14 @@ func (c *Console) feedsData(r *http.Request, s *session) (*feedsData, error) {
 		t := time.UnixMilli(synced).UTC()
 		d.NVDSynced = &t
 	}
-	if d.Imports, err = c.store.ListAudit(ctx, s.User.OrgID, store.AuditFilter{Action: "vulndb.import", Limit: 10}); err != nil {
+	if d.Changes, err = c.store.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: feedActions, Limit: 10}); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
 func (c *Console) feedsPage(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := c.feedsData(r, s)
+	d, err := c.feedsData(r)
 	if err != nil {
 		return err
 	}
@@ -97,19 +105,15 @@ func (c *Console) feedUpload(w http.ResponseWriter, r *http.Request, s *session)
 		}
 		paths, names = append(paths, p), append(names, filepath.Base(fh.Filename))
 	}
-	res, err := vulndb.ImportFiles(r.Context(), c.store, paths)
+	// The route lets instance operators only this far; the import records
+	// the change in the instance's Audit Trail.
+	res, err := vulndb.ImportFiles(r.Context(), c.store, paths, vulndb.By{Actor: s.actor(), Address: clientIP(r), Names: names})
 	if err != nil {
 		slog.WarnContext(r.Context(), "console: feed upload failed", "files", names, "err", err)
 		msg := "The upload could not be imported: each file must be an NVD CVE API 2.0, CISA KEV or OSV document (plain, gzip or zip). The server log has the detail."
 		return c.done(w, r, "/console/feeds", badRequest(msg), "")
 	}
-	e := s.audit("vulndb.import", "vulnerability-feeds", "")
-	e.Summary = map[string]any{"files": names, "documents": res.Documents, "cves": res.Counts.CVEs, "rejected": res.Counts.Rejected,
-		"kev": res.Counts.KEV, "osv": res.Counts.OSV, "feedVersion": res.FeedVersion}
-	if err := c.store.Audited(r.Context(), e, func(*store.Tx) error { return nil }); err != nil {
-		return err
-	}
-	d, err := c.feedsData(r, s)
+	d, err := c.feedsData(r)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(*f, 'f', 1, 64)
 	},
 	"join":     strings.Join,
+	"count":    count,
 	"pct":      pct,
 	"add":      func(a, b int) int { return a + b },
 	"sevclass": func(s string) string { return "sev-" + strings.ToLower(s) },
@@ -155,4 +156,18 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, back string, err 
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
 	return nil
+}
+
+// count shows a number read from JSON (an audit summary) as a whole
+// number, and anything missing as a dash.
+func count(v any) string {
+	switch n := v.(type) {
+	case float64:
+		return strconv.FormatFloat(n, 'f', 0, 64)
+	case int:
+		return strconv.Itoa(n)
+	case int64:
+		return strconv.FormatInt(n, 10)
+	}
+	return "—"
 }

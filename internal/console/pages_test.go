@@ -63,6 +63,9 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
 	ctx := context.Background()
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	if _, err := admin.SetOperator(ctx, e.Store, admin.InstanceActor{Actor: "test"}, "", "alice@example.com", true); err != nil {
+		t.Fatal(err)
+	}
 	a := e.Enroll("pages-1", "pc-alpha", "windows")
 	chromeInventory(a, "pc-alpha")
 	b := newBrowser(t, e.URL)
@@ -74,8 +77,8 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `id="import-result"`) || !strings.Contains(body, "kev-subset.json") {
 		t.Fatalf("feed upload: %d\n%.1500s", code, body)
 	}
-	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "vulndb.import", Actor: "user:alice@example.com"}); len(entries) != 1 {
-		t.Errorf("the upload is not audited as the user: %+v", entries)
+	if events, _ := e.Store.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"vulndb.import"}, Actor: "user:alice@example.com"}); len(events) != 1 {
+		t.Errorf("the upload is not audited as the user: %+v", events)
 	}
 	if _, body := b.get("/console/feeds"); !strings.Contains(body, "kev-subset.json") {
 		t.Error("the feeds page does not list the upload")

@@ -106,7 +106,13 @@ func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session)
 	if id == s.User.ID {
 		return c.done(w, r, "/console/users", badRequest("You cannot disable or delete your own account."), "")
 	}
-	var err error
+	target, err := c.userOf(r, s, id)
+	if err != nil {
+		return c.done(w, r, "/console/users", err, "")
+	}
+	if target.InstanceOperator && !s.User.InstanceOperator && op != "enable" {
+		return &pageError{http.StatusForbidden, target.Email + " is an instance operator: only an instance operator may disable or delete that account."}
+	}
 	var text string
 	switch op {
 	case "disable", "enable":
@@ -118,7 +124,24 @@ func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session)
 	default:
 		return notFound("operation")
 	}
+	if errors.Is(err, store.ErrLastOperator) {
+		err = &pageError{http.StatusConflict, target.Email + " is the server's last enabled instance operator: grant another user first (patchd admin user operator grant --email …)."}
+	}
 	return c.done(w, r, "/console/users", adminError(err), text)
+}
+
+// userOf finds a console user of the session's organization.
+func (c *Console) userOf(r *http.Request, s *session, id string) (store.ConsoleUser, error) {
+	users, err := c.store.ListUsers(r.Context(), s.User.OrgID)
+	if err != nil {
+		return store.ConsoleUser{}, err
+	}
+	for _, u := range users {
+		if u.ID == id {
+			return u, nil
+		}
+	}
+	return store.ConsoleUser{}, notFound("user")
 }
 
 func (c *Console) credentialCreate(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -230,23 +253,55 @@ type auditData struct {
 	Limit                int
 }
 
-func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+// auditQuery reads the Audit Trail pages' filters.
+func auditQuery(r *http.Request) (auditData, time.Time, error) {
 	q := r.URL.Query()
 	d := auditData{Actor: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")), Since: q.Get("since"), Limit: 200}
-	f := store.AuditFilter{Actor: d.Actor, Action: d.Action, Limit: d.Limit}
-	if d.Since != "" {
-		t, err := time.Parse("2006-01-02T15:04", d.Since)
-		if err != nil {
-			if t, err = time.Parse("2006-01-02", d.Since); err != nil {
-				return badRequest("'since' must be a date (YYYY-MM-DD) or a date and time.")
-			}
-		}
-		f.Since = t.UTC()
+	if d.Since == "" {
+		return d, time.Time{}, nil
 	}
+	t, err := time.Parse("2006-01-02T15:04", d.Since)
+	if err != nil {
+		if t, err = time.Parse("2006-01-02", d.Since); err != nil {
+			return d, t, badRequest("'since' must be a date (YYYY-MM-DD) or a date and time.")
+		}
+	}
+	return d, t.UTC(), nil
+}
+
+func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, since, err := auditQuery(r)
+	if err != nil {
+		return err
+	}
+	f := store.AuditFilter{Actor: d.Actor, Action: d.Action, Since: since, Limit: d.Limit}
 	entries, err := c.store.ListAudit(r.Context(), s.User.OrgID, f)
 	if err != nil {
 		return err
 	}
 	d.Entries = entries
 	return c.render(w, r, s, http.StatusOK, "audit", "", "Audit Trail", "audit", d)
+}
+
+type instanceAuditData struct {
+	auditData
+	Events []store.InstanceEvent
+}
+
+// instanceAuditPage is the instance's Audit Trail (feed imports and
+// syncs, operator grants), for instance operators.
+func (c *Console) instanceAuditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, since, err := auditQuery(r)
+	if err != nil {
+		return err
+	}
+	f := store.InstanceEventFilter{Actor: d.Actor, Since: since, Limit: d.Limit}
+	if d.Action != "" {
+		f.Actions = []string{d.Action}
+	}
+	events, err := c.store.ListInstanceEvents(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "instance_audit", "", "Instance Audit Trail", "instance-audit", &instanceAuditData{auditData: d, Events: events})
 }

@@ -340,7 +340,11 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 	}
 	e := &store.AuditEntry{OrgID: cred.OrgID, Actor: "user:" + email, Action: "user.create", TargetType: "user",
 		Summary: map[string]any{"email": email, "role": role.Name, "firstRun": true, "provedWith": "api:" + cred.Name}}
-	u, err := c.store.CreateFirstUser(r.Context(), e, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: auth.HashPassword(password)})
+	// The instance's first console user is its first instance operator
+	// (the store decides, in the transaction that creates the user).
+	ie := &store.InstanceEvent{Actor: "user:" + email, Address: clientIP(r), Action: "instance_operator.grant",
+		Summary: map[string]any{"email": email, "orgId": cred.OrgID, "firstRun": true, "provedWith": "api:" + cred.Name}}
+	u, err := c.store.CreateFirstUser(r.Context(), e, ie, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: auth.HashPassword(password)})
 	if errors.Is(err, store.ErrConflict) {
 		show(http.StatusConflict, "This organization has console users already: sign in, or ask an administrator for an account.")
 		return
@@ -349,12 +353,16 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	slog.Info("console: first administrator created", "org", cred.OrgID, "email", email)
+	slog.Info("console: first administrator created", "org", cred.OrgID, "email", email, "instanceOperator", u.InstanceOperator)
 	if err := c.startSession(w, r, store.ConsoleUser{User: u, RoleName: role.Name, Permissions: role.Permissions}); err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}
-	setFlash(w, c, "ok", "Welcome. You are the organization's first administrator.")
+	welcome := "Welcome. You are the organization's first administrator."
+	if u.InstanceOperator {
+		welcome += " As the server's first user you are also its instance operator: you manage the vulnerability feeds every organization shares."
+	}
+	setFlash(w, c, "ok", welcome)
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 

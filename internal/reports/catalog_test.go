@@ -60,7 +60,7 @@ func simFleet(t *testing.T) (*apitest.Env, []*apitest.Agent) {
 	}
 	const fixtures = "../vulns/testdata/"
 	if _, err := vulndb.ImportFiles(ctx, env.Store, []string{fixtures + "nvd-subset.json", fixtures + "kev-subset.json",
-		fixtures + "osv-debian12.json", fixtures + "osv-almalinux9.json"}); err != nil {
+		fixtures + "osv-debian12.json", fixtures + "osv-almalinux9.json"}, vulndb.By{Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	m := &vulndb.Matcher{Store: env.Store, Holder: "reports-test"}

@@ -96,3 +96,119 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, f AuditFilter) ([]A
 	}
 	return out, rows.Err()
 }
+
+// InstanceEvent is one line of the instance's own Audit Trail: a change to
+// what every organization shares (the vulnerability feeds, who is an
+// instance operator). It belongs to no organization; instance operators
+// read it (console, patchd admin audit list --instance).
+type InstanceEvent struct {
+	ID    string    `json:"id"`
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+	// Address is the client address of a console change; empty for the
+	// command line and the server's own schedule.
+	Address    string         `json:"address,omitempty"`
+	Action     string         `json:"action"`
+	TargetType string         `json:"targetType"`
+	TargetID   string         `json:"targetId,omitempty"`
+	Summary    map[string]any `json:"summary,omitempty"`
+}
+
+func (tx *Tx) insertInstanceEvent(ctx context.Context, e *InstanceEvent) error {
+	if e.Actor == "" || e.Action == "" {
+		return fmt.Errorf("store: an instance event needs an actor and an action")
+	}
+	if e.ID == "" {
+		e.ID = NewID()
+	}
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	summary := []byte("{}")
+	if len(e.Summary) > 0 {
+		var err error
+		if summary, err = json.Marshal(e.Summary); err != nil {
+			return fmt.Errorf("store: instance event summary: %w", err)
+		}
+	}
+	var target any
+	if e.TargetID != "" {
+		target = e.TargetID
+	}
+	if _, err := tx.exec(ctx, `INSERT INTO instance_events (id, at, actor, address, action, target_type, target_id, summary)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, millis(e.At), e.Actor, e.Address, e.Action, e.TargetType, target, string(summary)); err != nil {
+		return fmt.Errorf("store: write instance event: %w", err)
+	}
+	return nil
+}
+
+// RecordInstanceEvent writes an instance event on its own (a change whose
+// data was written by several transactions, such as a failed feed import).
+func (s *Store) RecordInstanceEvent(ctx context.Context, e *InstanceEvent) error {
+	return s.InTx(ctx, func(tx *Tx) error { return tx.insertInstanceEvent(ctx, e) })
+}
+
+// InstanceAudited runs fn in one write transaction and records e in the
+// instance's Audit Trail in that same transaction.
+func (s *Store) InstanceAudited(ctx context.Context, e *InstanceEvent, fn func(tx *Tx) error) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.insertInstanceEvent(ctx, e)
+	})
+}
+
+// InstanceEventFilter narrows ListInstanceEvents.
+type InstanceEventFilter struct {
+	Actor string
+	// Actions keeps the events of any of these actions (all when empty).
+	Actions []string
+	Since   time.Time
+	Limit   int
+}
+
+// ListInstanceEvents lists the instance's Audit Trail, newest first.
+func (s *Store) ListInstanceEvents(ctx context.Context, f InstanceEventFilter) ([]InstanceEvent, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT id, at, actor, address, action, target_type, COALESCE(target_id, ''), summary FROM instance_events WHERE 1 = 1`
+	var args []any
+	if f.Actor != "" {
+		q += ` AND actor = ?`
+		args = append(args, f.Actor)
+	}
+	if len(f.Actions) > 0 {
+		q += ` AND action IN (` + placeholders(len(f.Actions)) + `)`
+		args = append(args, anySlice(f.Actions)...)
+	}
+	if !f.Since.IsZero() {
+		q += ` AND at >= ?`
+		args = append(args, millis(f.Since))
+	}
+	q += ` ORDER BY at DESC, id DESC LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list instance events: %w", err)
+	}
+	defer rows.Close()
+	var out []InstanceEvent
+	for rows.Next() {
+		var e InstanceEvent
+		var at int64
+		var summary string
+		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Address, &e.Action, &e.TargetType, &e.TargetID, &summary); err != nil {
+			return nil, fmt.Errorf("store: list instance events: %w", err)
+		}
+		e.At = fromMillis(at)
+		if summary != "" && summary != "{}" {
+			if err := json.Unmarshal([]byte(summary), &e.Summary); err != nil {
+				return nil, fmt.Errorf("store: instance event summary: %w", err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

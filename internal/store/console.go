@@ -18,13 +18,13 @@ type ConsoleUser struct {
 	Permissions perm.Set
 }
 
-const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.created_at, u.password_hash, r.name, r.permissions`
+const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions`
 
 func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var u ConsoleUser
 	var created int64
 	var permText string
-	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &created, &u.PasswordHash, &u.RoleName, &permText); err != nil {
+	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &created, &u.PasswordHash, &u.RoleName, &permText); err != nil {
 		return u, err
 	}
 	u.CreatedAt = fromMillis(created)
@@ -80,22 +80,40 @@ func (s *Store) CountUsers(ctx context.Context, orgID string) (int, error) {
 // CreateFirstUser creates the organization's first console user; when the
 // organization has a user already it answers ErrConflict, so that two
 // first-run forms sent at once make one administrator.
-func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, u User) (User, error) {
+//
+// The first console user of the whole instance (no user in any
+// organization yet) is made an instance operator, and ie records it in the
+// instance's Audit Trail. The first user of a later organization is not:
+// whoever holds an organization's Administrator credential must not gain
+// power over the other organizations.
+func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent, u User) (User, error) {
 	u.ID = NewID()
 	u.CreatedAt = time.Now().UTC()
 	e.TargetID = u.ID
 	err := s.Audited(ctx, e, func(tx *Tx) error {
-		var n int
-		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM users WHERE org_id = ?`, u.OrgID).Scan(&n); err != nil {
+		if tx.s.engine == Postgres {
+			// Two first-run forms of two organizations at once: one of
+			// them is the instance's first user.
+			if _, err := tx.exec(ctx, `LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+				return fmt.Errorf("store: lock users: %w", err)
+			}
+		}
+		var inOrg, all int
+		if err := tx.queryRow(ctx, `SELECT COUNT(CASE WHEN org_id = ? THEN 1 END), COUNT(*) FROM users`, u.OrgID).Scan(&inOrg, &all); err != nil {
 			return fmt.Errorf("store: count users: %w", err)
 		}
-		if n > 0 {
+		if inOrg > 0 {
 			return fmt.Errorf("store: the organization has console users already: %w", ErrConflict)
 		}
-		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, created_at)
-			VALUES (?, ?, ?, ?, ?, FALSE, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, millis(u.CreatedAt))
+		u.InstanceOperator = all == 0
+		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, created_at)
+			VALUES (?, ?, ?, ?, ?, FALSE, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, millis(u.CreatedAt))
 		if err != nil {
 			return fmt.Errorf("store: create user: %w", err)
+		}
+		if u.InstanceOperator {
+			ie.TargetType, ie.TargetID = "user", u.ID
+			return tx.insertInstanceEvent(ctx, ie)
 		}
 		return nil
 	})
@@ -106,9 +124,15 @@ func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, u User) (Use
 }
 
 // SetUserDisabled disables or enables a console user; disabling ends the
-// user's sessions in the same transaction.
+// user's sessions in the same transaction. Disabling the last enabled
+// instance operator answers ErrLastOperator.
 func (s *Store) SetUserDisabled(ctx context.Context, e *AuditEntry, orgID, id string, disabled bool) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
+		if disabled {
+			if err := tx.keepAnOperator(ctx, orgID, id); err != nil {
+				return err
+			}
+		}
 		res, err := tx.exec(ctx, `UPDATE users SET disabled = ? WHERE org_id = ? AND id = ?`, disabled, orgID, id)
 		if err != nil {
 			return fmt.Errorf("store: disable user: %w", err)
@@ -125,9 +149,13 @@ func (s *Store) SetUserDisabled(ctx context.Context, e *AuditEntry, orgID, id st
 	})
 }
 
-// DeleteUser deletes a console user and its sessions.
+// DeleteUser deletes a console user and its sessions. Deleting the last
+// enabled instance operator answers ErrLastOperator.
 func (s *Store) DeleteUser(ctx context.Context, e *AuditEntry, orgID, id string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
+		if err := tx.keepAnOperator(ctx, orgID, id); err != nil {
+			return err
+		}
 		if _, err := tx.exec(ctx, `DELETE FROM console_sessions WHERE user_id = ? AND org_id = ?`, id, orgID); err != nil {
 			return fmt.Errorf("store: end user sessions: %w", err)
 		}
@@ -196,7 +224,7 @@ func (s *Store) GetConsoleSession(ctx context.Context, idHash string) (ConsoleSe
 	err := s.queryRow(ctx, `SELECT cs.csrf_token, cs.created_at, cs.last_seen_at, `+consoleUserColumns+`
 		FROM console_sessions cs JOIN users u ON u.id = cs.user_id AND u.org_id = cs.org_id JOIN roles r ON r.id = u.role_id
 		WHERE cs.id_hash = ? AND u.disabled = FALSE`, idHash).
-		Scan(&cs.CSRFToken, &created, &seen, &u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &userCreated, &u.PasswordHash, &u.RoleName, &permText)
+		Scan(&cs.CSRFToken, &created, &seen, &u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &userCreated, &u.PasswordHash, &u.RoleName, &permText)
 	if errors.Is(err, sql.ErrNoRows) {
 		return cs, fmt.Errorf("store: console session: %w", ErrNotFound)
 	}

@@ -2,34 +2,53 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
 
 // User is a console user.
 type User struct {
-	ID           string    `json:"id"`
-	OrgID        string    `json:"orgId"`
-	Email        string    `json:"email"`
-	RoleID       string    `json:"roleId"`
-	Disabled     bool      `json:"disabled"`
-	CreatedAt    time.Time `json:"createdAt"`
-	PasswordHash string    `json:"-"`
+	ID       string `json:"id"`
+	OrgID    string `json:"orgId"`
+	Email    string `json:"email"`
+	RoleID   string `json:"roleId"`
+	Disabled bool   `json:"disabled"`
+	// InstanceOperator says the user may change what every organization
+	// shares (the vulnerability feeds) and read the instance's Audit
+	// Trail, whatever its role in its own organization.
+	InstanceOperator bool      `json:"instanceOperator"`
+	CreatedAt        time.Time `json:"createdAt"`
+	PasswordHash     string    `json:"-"`
 }
 
-// CreateUser stores a console user with an already hashed password.
-func (s *Store) CreateUser(ctx context.Context, e *AuditEntry, u User) (User, error) {
+// ErrLastOperator refuses a change that would leave the instance without
+// an enabled instance operator.
+var ErrLastOperator = errors.New("the last enabled instance operator: grant another user first (patchd admin user operator grant)")
+
+// CreateUser stores a console user with an already hashed password. A user
+// created as an instance operator needs ie, the instance event of the grant,
+// written in the same transaction.
+func (s *Store) CreateUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent, u User) (User, error) {
+	if u.InstanceOperator && ie == nil {
+		return User{}, errors.New("store: create user: an instance operator needs its instance event")
+	}
 	u.ID = NewID()
 	u.CreatedAt = time.Now().UTC()
 	e.TargetID = u.ID
 	err := s.Audited(ctx, e, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, created_at)
-			VALUES (?, ?, ?, ?, ?, FALSE, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, millis(u.CreatedAt))
+		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, created_at)
+			VALUES (?, ?, ?, ?, ?, FALSE, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, millis(u.CreatedAt))
 		if isUniqueViolation(err) {
 			return fmt.Errorf("store: user %q exists: %w", u.Email, ErrConflict)
 		}
 		if err != nil {
 			return fmt.Errorf("store: create user: %w", err)
+		}
+		if u.InstanceOperator {
+			ie.TargetType, ie.TargetID = "user", u.ID
+			return tx.insertInstanceEvent(ctx, ie)
 		}
 		return nil
 	})
@@ -37,4 +56,86 @@ func (s *Store) CreateUser(ctx context.Context, e *AuditEntry, u User) (User, er
 		return User{}, err
 	}
 	return u, nil
+}
+
+// lockOperators answers the enabled instance operators (id and
+// organization); on PostgreSQL their rows stay locked until the
+// transaction ends, so that two revocations at once cannot both pass the
+// last-operator check (SQLite has one writer at a time).
+func (tx *Tx) lockOperators(ctx context.Context) ([][2]string, error) {
+	q := `SELECT id, org_id FROM users WHERE instance_operator = TRUE AND disabled = FALSE ORDER BY id`
+	if tx.s.engine == Postgres {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.query(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("store: read instance operators: %w", err)
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var op [2]string
+		if err := rows.Scan(&op[0], &op[1]); err != nil {
+			return nil, fmt.Errorf("store: read instance operators: %w", err)
+		}
+		out = append(out, op)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read instance operators: %w", err)
+	}
+	return out, nil
+}
+
+// keepAnOperator refuses (ErrLastOperator) when the user userID of the
+// organization orgID ("": any) is the only enabled instance operator:
+// revoking, disabling or deleting it would leave nobody to manage the
+// feeds from the console.
+func (tx *Tx) keepAnOperator(ctx context.Context, orgID, userID string) error {
+	ops, err := tx.lockOperators(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ops) == 1 && ops[0][0] == userID && (orgID == "" || ops[0][1] == orgID) {
+		return fmt.Errorf("store: %w", ErrLastOperator)
+	}
+	return nil
+}
+
+// SetInstanceOperator grants (on) or revokes the instance-operator
+// attribute of a user and records ie in the instance's Audit Trail.
+// Revoking the last enabled operator answers ErrLastOperator; a user that
+// already has the asked state is left alone and answers changed=false
+// (nothing is recorded).
+func (s *Store) SetInstanceOperator(ctx context.Context, ie *InstanceEvent, userID string, on bool) (changed bool, err error) {
+	err = s.InTx(ctx, func(tx *Tx) error {
+		if !on {
+			if err := tx.keepAnOperator(ctx, "", userID); err != nil {
+				return err
+			}
+		}
+		var current bool
+		err := tx.queryRow(ctx, `SELECT instance_operator FROM users WHERE id = ?`, userID).Scan(&current)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: user: %w", ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: read user: %w", err)
+		}
+		if current == on {
+			return nil
+		}
+		if _, err := tx.exec(ctx, `UPDATE users SET instance_operator = ? WHERE id = ?`, on, userID); err != nil {
+			return fmt.Errorf("store: set instance operator: %w", err)
+		}
+		changed = true
+		ie.TargetType, ie.TargetID = "user", userID
+		return tx.insertInstanceEvent(ctx, ie)
+	})
+	return changed, err
+}
+
+// ListInstanceOperators lists the instance operators of every
+// organization (disabled ones too), oldest first.
+func (s *Store) ListInstanceOperators(ctx context.Context) ([]ConsoleUser, error) {
+	return s.listConsoleUsers(ctx, "list instance operators", `u.instance_operator = TRUE`)
 }

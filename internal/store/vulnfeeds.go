@@ -326,6 +326,28 @@ func (s *Store) BumpFeedVersion(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// FinishFeedChange bumps the feed version (as BumpFeedVersion) and records
+// e, the change, in the instance's Audit Trail in the same transaction: a
+// feed change that counts (the fleet is matched against it) is never
+// unaudited. e.Summary gets the new version as "feedVersion".
+func (s *Store) FinishFeedChange(ctx context.Context, e *InstanceEvent) (int64, error) {
+	var n int64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.queryRow(ctx, `UPDATE vuln_state SET num = num + 1 WHERE name = ? RETURNING num`, StateFeedVersion).Scan(&n); err != nil {
+			return fmt.Errorf("store: bump feed version: %w", err)
+		}
+		if e.Summary == nil {
+			e.Summary = map[string]any{}
+		}
+		e.Summary["feedVersion"] = n
+		return tx.insertInstanceEvent(ctx, e)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // ClaimVulnLease takes the lease name for holder until now+d, when it is
 // free, expired or already held by holder; ok says whether it was taken.
 func (s *Store) ClaimVulnLease(ctx context.Context, name, holder string, now time.Time, d time.Duration) (bool, error) {

@@ -8,7 +8,10 @@ package vulndb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/vulns/feeds"
@@ -49,6 +52,9 @@ type writer struct {
 	store *store.Store
 	batch store.FeedBatch
 	count Counts
+	// stored counts the records of the batches stored so far (count also
+	// has those of the batch being filled).
+	stored Counts
 }
 
 func (w *writer) handler() feeds.Handler {
@@ -87,17 +93,86 @@ func (w *writer) flush() error {
 	if err := w.store.StoreFeeds(w.ctx, w.batch); err != nil {
 		return err
 	}
+	w.stored.add(Counts{CVEs: len(w.batch.CVEs), Rejected: len(w.batch.Rejected), KEV: len(w.batch.KEVs), OSV: len(w.batch.OSV)})
 	w.batch = store.FeedBatch{}
 	return nil
+}
+
+// By names who changes the feeds, for the instance's Audit Trail: every
+// import and sync records an instance event (vulndb.import, vulndb.sync)
+// with the actor, its address and what changed. Only instance operators
+// change the feeds: the server's command line, the server's own schedule
+// and console users who are instance operators.
+type By struct {
+	// Actor is user:<e-mail> (console), cli:<os user> (command line) or
+	// server:<replica> (the schedule). Required.
+	Actor string
+	// Address is the console client's address; empty otherwise.
+	Address string
+	// Names are the file names to record (an upload's names rather than
+	// its temporary files); default: the files' base names.
+	Names []string
+}
+
+func (by By) check() error {
+	if strings.TrimSpace(by.Actor) == "" {
+		return errors.New("vulndb: a feed change needs an actor (By.Actor) for the instance audit trail")
+	}
+	return nil
+}
+
+// event starts the instance event of a feed change.
+func (by By) event(action string, summary map[string]any) *store.InstanceEvent {
+	return &store.InstanceEvent{Actor: by.Actor, Address: by.Address, Action: action, TargetType: "vulnerability-feeds", Summary: summary}
+}
+
+// recordFailure records a feed change that failed part way, when it had
+// stored records already (counts) (they stay; the feed version is not bumped, so
+// the fleet is matched against them with the next change). The error of
+// the change is answered, joined with any error recording it.
+func recordFailure(ctx context.Context, s *store.Store, by By, action string, summary map[string]any, counts Counts, cause error) error {
+	if counts == (Counts{}) {
+		return cause
+	}
+	summary["ok"] = false
+	summary["error"] = truncate(cause.Error(), 500)
+	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = counts.CVEs, counts.Rejected, counts.KEV, counts.OSV
+	if err := s.RecordInstanceEvent(context.WithoutCancel(ctx), by.event(action, summary)); err != nil {
+		return errors.Join(cause, err)
+	}
+	return cause
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // ImportFiles stores the records of feed files (NVD CVE API 2.0, CISA KEV
 // or OSV; plain, gzip or zip; the format of each document is detected) and
 // bumps the feed version once, so that the fleet is matched again. A
-// re-import updates records in place; Rejected CVEs are deleted.
-func ImportFiles(ctx context.Context, s *store.Store, files []string) (ImportResult, error) {
+// re-import updates records in place; Rejected CVEs are deleted. The
+// import is recorded as the instance event vulndb.import of by.
+func ImportFiles(ctx context.Context, s *store.Store, files []string, by By) (ImportResult, error) {
 	res := ImportResult{Formats: map[string]Counts{}}
-	for _, name := range files {
+	if err := by.check(); err != nil {
+		return res, err
+	}
+	names := by.Names
+	if len(names) != len(files) {
+		names = make([]string, len(files))
+		for i, f := range files {
+			names[i] = filepath.Base(f)
+		}
+	}
+	before, err := s.CountFeeds(ctx)
+	if err != nil {
+		return res, err
+	}
+	summary := map[string]any{"files": names, "storedBefore": before}
+	for i, name := range files {
 		w := &writer{ctx: ctx, store: s}
 		var format feeds.Format
 		h := w.handler()
@@ -106,7 +181,11 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string) (ImportRes
 			err = w.flush()
 		}
 		if err != nil {
-			return res, fmt.Errorf("import %s: %w", name, err)
+			// The earlier files and batches are stored.
+			var stored Counts
+			stored.add(res.Counts)
+			stored.add(w.stored)
+			return res, recordFailure(ctx, s, by, "vulndb.import", summary, stored, fmt.Errorf("import %s: %w", names[i], err))
 		}
 		switch {
 		case st.CVEs > 0 || st.Rejected > 0:
@@ -125,14 +204,16 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string) (ImportRes
 			res.Formats[string(format)] = c
 		}
 	}
-	v, err := s.BumpFeedVersion(ctx)
+	if res.Stored, err = s.CountFeeds(ctx); err != nil {
+		return res, err
+	}
+	summary["ok"], summary["documents"], summary["stored"] = true, res.Documents, res.Stored
+	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
+	v, err := s.FinishFeedChange(ctx, by.event("vulndb.import", summary))
 	if err != nil {
 		return res, err
 	}
 	res.FeedVersion = v
-	if res.Stored, err = s.CountFeeds(ctx); err != nil {
-		return res, err
-	}
 	res.OK = true
 	return res, nil
 }

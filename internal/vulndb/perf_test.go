@@ -72,13 +72,13 @@ func BenchmarkImportNVDYear(b *testing.B) {
 		s := storetest.Open(b)
 		b.StartTimer()
 		start := time.Now()
-		res, err := vulndb.ImportFiles(ctx, s, []string{name})
+		res, err := vulndb.ImportFiles(ctx, s, []string{name}, vulndb.By{Actor: "test"})
 		if err != nil || res.Stored.CVEs != 40000 {
 			b.Fatalf("import = %+v %v", res, err)
 		}
 		first := time.Since(start)
 		start = time.Now()
-		if _, err := vulndb.ImportFiles(ctx, s, []string{name}); err != nil {
+		if _, err := vulndb.ImportFiles(ctx, s, []string{name}, vulndb.By{Actor: "test"}); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(first.Seconds(), "first-import-s")

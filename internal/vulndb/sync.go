@@ -56,30 +56,55 @@ type SyncResult struct {
 // Sync downloads the configured feeds and stores them. The NVD part stores
 // each window as it comes and records how far it got only at the end, so an
 // interrupted sync repeats (idempotently) rather than skips.
-func Sync(ctx context.Context, s *store.Store, cfg SyncConfig) (SyncResult, error) {
+//
+// The sync is recorded as the instance event vulndb.sync of by (a sync
+// that failed after storing records is recorded too, with its error).
+func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResult, error) {
 	var res SyncResult
+	if err := by.check(); err != nil {
+		return res, err
+	}
 	now := time.Now
 	if cfg.Now != nil {
 		now = cfg.Now
 	}
+	before, err := s.CountFeeds(ctx)
+	if err != nil {
+		return res, err
+	}
+	var sources []string
+	if cfg.KEVURL != "" {
+		sources = append(sources, cfg.KEVURL)
+	}
+	sources = append(sources, cfg.OSVURLs...)
+	if cfg.NVDURL != "" {
+		sources = append(sources, cfg.NVDURL)
+	}
+	summary := map[string]any{"sources": sources, "storedBefore": before}
+	fail := func(partial Counts, err error) (SyncResult, error) {
+		var stored Counts
+		stored.add(res.Counts)
+		stored.add(partial)
+		return res, recordFailure(ctx, s, by, "vulndb.sync", summary, stored, err)
+	}
 	if cfg.KEVURL != "" {
 		c, err := downloadAndImport(ctx, s, cfg.HTTPClient, cfg.KEVURL)
 		if err != nil {
-			return res, fmt.Errorf("sync KEV: %w", err)
+			return fail(c, fmt.Errorf("sync KEV: %w", err))
 		}
 		res.Counts.add(c)
 	}
 	for _, u := range cfg.OSVURLs {
 		c, err := downloadAndImport(ctx, s, cfg.HTTPClient, u)
 		if err != nil {
-			return res, fmt.Errorf("sync OSV: %w", err)
+			return fail(c, fmt.Errorf("sync OSV: %w", err))
 		}
 		res.Counts.add(c)
 	}
 	if cfg.NVDURL != "" {
 		synced, err := s.VulnState(ctx, store.StateNVDSynced)
 		if err != nil {
-			return res, err
+			return fail(Counts{}, err)
 		}
 		since := cfg.NVDSince
 		if since.IsZero() {
@@ -96,31 +121,36 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig) (SyncResult, erro
 		client := &feeds.NVDClient{BaseURL: cfg.NVDURL, APIKey: cfg.NVDAPIKey, PageSize: cfg.NVDPageSize, RateLimit: cfg.NVDRateLimit,
 			HTTPClient: cfg.HTTPClient, Retries: cfg.NVDRetries, Backoff: cfg.NVDBackoff, Rejected: h.Rejected}
 		if err := client.Changes(ctx, since, until, h.CVE); err != nil {
-			return res, fmt.Errorf("sync NVD: %w", err)
+			// The records of the batches flushed so far are stored.
+			return fail(w.stored, fmt.Errorf("sync NVD: %w", err))
 		}
 		if err := w.flush(); err != nil {
-			return res, fmt.Errorf("sync NVD: %w", err)
+			return fail(w.stored, fmt.Errorf("sync NVD: %w", err))
 		}
 		if err := s.SetVulnState(ctx, store.StateNVDSynced, until.UnixMilli()); err != nil {
-			return res, err
+			return fail(w.stored, err)
 		}
 		res.Counts.add(w.count)
 		res.NVDFrom, res.NVDUntil = &since, &until
+		summary["nvdFrom"], summary["nvdUntil"] = since, until
 	}
-	v, err := s.BumpFeedVersion(ctx)
+	if res.Stored, err = s.CountFeeds(ctx); err != nil {
+		return res, err
+	}
+	summary["ok"], summary["stored"] = true, res.Stored
+	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
+	v, err := s.FinishFeedChange(ctx, by.event("vulndb.sync", summary))
 	if err != nil {
 		return res, err
 	}
 	res.FeedVersion = v
-	if res.Stored, err = s.CountFeeds(ctx); err != nil {
-		return res, err
-	}
 	res.OK = true
 	return res, nil
 }
 
 // downloadAndImport downloads a feed file to a temporary file (a zip needs
-// random access) and stores its records.
+// random access) and stores its records; on an error it answers the
+// records stored before it.
 func downloadAndImport(ctx context.Context, s *store.Store, client *http.Client, url string) (Counts, error) {
 	f, err := os.CreateTemp("", "patchd-feed-*")
 	if err != nil {
@@ -136,9 +166,12 @@ func downloadAndImport(ctx context.Context, s *store.Store, client *http.Client,
 	}
 	w := &writer{ctx: ctx, store: s}
 	if _, err := feeds.ParseFile(f.Name(), w.handler()); err != nil {
-		return w.count, err
+		return w.stored, err
 	}
-	return w.count, w.flush()
+	if err := w.flush(); err != nil {
+		return w.stored, err
+	}
+	return w.count, nil
 }
 
 // RunSync syncs every interval under the store's 'sync' lease: the lease is
@@ -159,7 +192,7 @@ func RunSync(ctx context.Context, s *store.Store, holder string, interval time.D
 				slog.Warn("vulnerability feed sync: lease", "err", err)
 			}
 		case ok:
-			res, err := Sync(ctx, s, cfg)
+			res, err := Sync(ctx, s, cfg, By{Actor: "server:" + holder})
 			if err != nil {
 				if ctx.Err() == nil {
 					slog.Warn("vulnerability feed sync", "err", err)

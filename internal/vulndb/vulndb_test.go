@@ -31,7 +31,7 @@ var fixtures = []string{testdata + "nvd-subset.json", testdata + "kev-subset.jso
 func TestImportFixtures(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t)
-	res, err := vulndb.ImportFiles(ctx, s, fixtures)
+	res, err := vulndb.ImportFiles(ctx, s, fixtures, vulndb.By{Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestImportFixtures(t *testing.T) {
 	os.WriteFile(gz, buf.Bytes(), 0o600)
 	zipName := filepath.Join(dir, "osv.zip")
 	writeZip(t, zipName, fixtures[2:])
-	res, err = vulndb.ImportFiles(ctx, s, append([]string{gz, zipName}, fixtures...))
+	res, err = vulndb.ImportFiles(ctx, s, append([]string{gz, zipName}, fixtures...), vulndb.By{Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestImportFixtures(t *testing.T) {
 	os.WriteFile(rejected, []byte(`{"format":"NVD_CVE","version":"2.0","vulnerabilities":[{"cve":{"id":"CVE-2023-44487",
 		"published":"2023-10-10T14:15:10.883","lastModified":"2025-01-01T00:00:00.000","vulnStatus":"Rejected",
 		"descriptions":[{"lang":"en","value":"** REJECT ** test"}],"metrics":{},"configurations":[]}}]}`), 0o600)
-	res, err = vulndb.ImportFiles(ctx, s, []string{rejected})
+	res, err = vulndb.ImportFiles(ctx, s, []string{rejected}, vulndb.By{Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestSyncFromHTTP(t *testing.T) {
 	cfg.NVDSince = time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)
 	cfg.NVDPageSize, cfg.NVDRateLimit, cfg.NVDBackoff = 4, time.Millisecond, time.Millisecond
 	cfg.Now = func() time.Time { return now }
-	res, err := vulndb.Sync(ctx, s, cfg)
+	res, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestSyncFromHTTP(t *testing.T) {
 	// The next sync asks only for what changed since (nothing here).
 	now = now.Add(24 * time.Hour)
 	nvdRequests = 0
-	res, err = vulndb.Sync(ctx, s, cfg)
+	res, err = vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestSyncFromHTTP(t *testing.T) {
 	}
 	// A failing feed is an error, not a silent success.
 	cfg.KEVURL = srv.URL + "/missing.json"
-	if _, err := vulndb.Sync(ctx, s, cfg); err == nil {
+	if _, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"}); err == nil {
 		t.Error("sync with a missing KEV file succeeded")
 	}
 }
@@ -233,7 +233,7 @@ func TestMatchingAndRemediation(t *testing.T) {
 	ctx := context.Background()
 	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
 	s := env.Store
-	if _, err := vulndb.ImportFiles(ctx, s, fixtures); err != nil {
+	if _, err := vulndb.ImportFiles(ctx, s, fixtures, vulndb.By{Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	win := env.Enroll("m-win", "win-01", "windows")
@@ -408,7 +408,7 @@ func TestMatchingAndRemediation(t *testing.T) {
 
 	// A feed change recomputes the fleet; removing an endpoint drops its
 	// results from the counts.
-	if _, err := vulndb.ImportFiles(ctx, s, fixtures[:1]); err != nil {
+	if _, err := vulndb.ImportFiles(ctx, s, fixtures[:1], vulndb.By{Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	st, _, err = m.RunOnce(ctx)
