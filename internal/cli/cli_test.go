@@ -18,8 +18,13 @@ func patchd(t *testing.T, db, stdin string, args ...string) (int, string, string
 	full := append([]string{}, args...)
 	// --data/--db go after the subcommand words, before positional arguments.
 	words := 1
-	if len(args) > 0 && args[0] == "admin" {
+	switch {
+	case len(args) > 2 && args[0] == "admin" && args[1] == "user" && args[2] == "operator":
+		words = 4
+	case len(args) > 0 && args[0] == "admin":
 		words = 3
+	case len(args) > 0 && args[0] == "vulndb":
+		words = 2
 	}
 	if len(full) >= words {
 		full = append(append(append([]string{}, full[:words]...), "--db", db), full[words:]...)

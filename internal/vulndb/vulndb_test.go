@@ -156,9 +156,14 @@ func TestSyncFromHTTP(t *testing.T) {
 	cfg.NVDSince = time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)
 	cfg.NVDPageSize, cfg.NVDRateLimit, cfg.NVDBackoff = 4, time.Millisecond, time.Millisecond
 	cfg.Now = func() time.Time { return now }
-	res, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"})
+	res, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "server:replica-1"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	events, err := s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"vulndb.sync"}})
+	if err != nil || len(events) != 1 || events[0].Actor != "server:replica-1" || events[0].Summary["cves"] != float64(18) ||
+		events[0].Summary["kev"] != float64(10) || events[0].Summary["feedVersion"] != float64(res.FeedVersion) || events[0].Summary["nvdUntil"] == nil {
+		t.Errorf("the sync's instance event: %+v %v", events, err)
 	}
 	// Every fixture CVE was modified after 2023-06-01; the rejected one too.
 	if res.Counts != (vulndb.Counts{CVEs: 18, Rejected: 1, KEV: 10, OSV: 10}) || res.Stored != (store.FeedCounts{CVEs: 18, KEV: 10, OSV: 10}) {
@@ -434,4 +439,53 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestFeedChangesAudited: every import is an instance event with its
+// actor and counts (a failed one that stored records too), and an import
+// without an actor stores nothing.
+func TestFeedChangesAudited(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	if _, err := vulndb.ImportFiles(ctx, s, fixtures[1:2], vulndb.By{}); err == nil {
+		t.Fatal("an import without an actor succeeded")
+	}
+	if c, _ := s.CountFeeds(ctx); c != (store.FeedCounts{}) {
+		t.Fatalf("an import without an actor stored %+v", c)
+	}
+	res, err := vulndb.ImportFiles(ctx, s, fixtures[1:2], vulndb.By{Actor: "user:op@example.com", Address: "192.0.2.7", Names: []string{"kev.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.ListInstanceEvents(ctx, store.InstanceEventFilter{})
+	if err != nil || len(events) != 1 {
+		t.Fatalf("instance events: %+v %v", events, err)
+	}
+	e := events[0]
+	if e.Action != "vulndb.import" || e.Actor != "user:op@example.com" || e.Address != "192.0.2.7" || e.Summary["ok"] != true ||
+		e.Summary["kev"] != float64(10) || e.Summary["feedVersion"] != float64(res.FeedVersion) ||
+		e.Summary["storedBefore"].(map[string]any)["kev"] != float64(0) || e.Summary["stored"].(map[string]any)["kev"] != float64(10) {
+		t.Errorf("the import's event: %+v", e)
+	}
+	if files, _ := e.Summary["files"].([]any); len(files) != 1 || files[0] != "kev.json" {
+		t.Errorf("the event's files: %v", e.Summary["files"])
+	}
+
+	// The first file is stored, the second is no feed: the error is
+	// answered and what was stored is recorded.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"not":"a feed"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	version, _ := s.VulnState(ctx, store.StateFeedVersion)
+	if _, err := vulndb.ImportFiles(ctx, s, []string{fixtures[2], bad}, vulndb.By{Actor: "cli:root"}); err == nil {
+		t.Fatal("an import of a broken file succeeded")
+	}
+	events, _ = s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actor: "cli:root"})
+	if len(events) != 1 || events[0].Summary["ok"] != false || events[0].Summary["osv"].(float64) < 1 || events[0].Summary["error"] == "" {
+		t.Errorf("the failed import's event: %+v", events)
+	}
+	if v, _ := s.VulnState(ctx, store.StateFeedVersion); v != version {
+		t.Errorf("a failed import bumped the feed version %d → %d", version, v)
+	}
 }
