@@ -113,7 +113,10 @@ func TestFeedsOnlyInstanceOperators(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `id="stored-cves"`) || !strings.Contains(body, `id="feed-changes"`) {
 		t.Fatalf("Globex's admin reads the feeds page: %d\n%.1500s", code, body)
 	}
-	for _, hidden := range []string{`id="feed-upload"`, `type="file"`, "op@example.com", "127.0.0.1"} {
+	if !strings.Contains(body, `id="operator-hint"`) {
+		t.Error("the feeds page does not tell a non-operator how operators are made")
+	}
+	for _, hidden := range []string{`id="feed-upload"`, `type="file"`, "op@example.com", "127.0.0.1", "kev-subset.json"} {
 		if strings.Contains(body, hidden) {
 			t.Errorf("Globex's admin sees %q on the feeds page", hidden)
 		}
