@@ -221,9 +221,13 @@ func CreateUser(ctx context.Context, s *store.Store, actor, orgRef, email, roleR
 	if len([]rune(password)) < MinPasswordLength {
 		return UserOut{}, fmt.Errorf("the password must have at least %d characters", MinPasswordLength)
 	}
+	hash, err := auth.HashPassword(ctx, password)
+	if err != nil {
+		return UserOut{}, err
+	}
 	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "user.create", TargetType: "user",
 		Summary: map[string]any{"email": address, "role": r.Name}},
-		store.User{OrgID: o.ID, Email: address, RoleID: r.ID, PasswordHash: auth.HashPassword(password)})
+		store.User{OrgID: o.ID, Email: address, RoleID: r.ID, PasswordHash: hash})
 	if err != nil {
 		return UserOut{}, err
 	}

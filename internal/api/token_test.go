@@ -198,13 +198,16 @@ func TestBearerAuthentication(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
 	ctx := context.Background()
+	// RFC 6750 section 3.1: a request without a token is challenged without
+	// an error code; a bad token gets error="invalid_token".
+	const noToken, badToken = `Bearer realm="patchd"`, `Bearer realm="patchd", error="invalid_token"`
 	for _, c := range []struct {
-		name, header string
+		name, header, challenge string
 	}{
-		{"no header", ""},
-		{"not bearer", "Basic abc"},
-		{"empty bearer", "Bearer "},
-		{"unknown token", "Bearer pdt_unknown"},
+		{"no header", "", noToken},
+		{"not bearer", "Basic abc", noToken},
+		{"empty bearer", "Bearer ", noToken},
+		{"unknown token", "Bearer pdt_unknown", badToken},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, e.URL+"/api/v1/endpoints", nil)
 		if c.header != "" {
@@ -217,8 +220,8 @@ func TestBearerAuthentication(t *testing.T) {
 		var out map[string]any
 		json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
-		if resp.StatusCode != 401 || out["error"] != "invalid_token" || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
-			t.Errorf("%s: %d %v %q", c.name, resp.StatusCode, out, resp.Header.Get("WWW-Authenticate"))
+		if resp.StatusCode != 401 || out["error"] != "invalid_token" || resp.Header.Get("WWW-Authenticate") != c.challenge {
+			t.Errorf("%s: %d %v %q, want 401 invalid_token with the challenge %q", c.name, resp.StatusCode, out, resp.Header.Get("WWW-Authenticate"), c.challenge)
 		}
 	}
 
@@ -233,8 +236,9 @@ func TestBearerAuthentication(t *testing.T) {
 		t.Fatal("fresh token refused")
 	}
 	e.Server.Auth().SetClock(func() time.Time { return time.Now().Add(time.Hour + time.Second) })
-	if r, out := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode != 401 || out["error"] != "invalid_token" {
-		t.Fatalf("expired token: %d %v", r.StatusCode, out)
+	if r, out := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode != 401 || out["error"] != "invalid_token" ||
+		r.Header.Get("WWW-Authenticate") != badToken {
+		t.Fatalf("expired token: %d %v %q", r.StatusCode, out, r.Header.Get("WWW-Authenticate"))
 	}
 	e.Server.Auth().SetClock(time.Now)
 }

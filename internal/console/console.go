@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ type Config struct {
 	// SecureCookies marks cookies Secure (the server runs TLS, or sits
 	// behind a TLS proxy).
 	SecureCookies bool
+	// TrustedProxies are the peers whose X-Forwarded-For is believed, as
+	// for the REST API (--trusted-proxies).
+	TrustedProxies []netip.Prefix
 }
 
 // Console is the web console.
@@ -49,6 +53,8 @@ type Console struct {
 	mux   *http.ServeMux
 	pages map[string]*template.Template
 	now   func() time.Time
+	// throttle counts failed sign-ins (shared with every replica).
+	throttle *auth.Throttle
 }
 
 // New builds the console and its route table.
@@ -56,7 +62,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.CheckinInterval <= 0 {
 		cfg.CheckinInterval = time.Minute
 	}
-	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now}
+	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now, throttle: auth.NewThrottle(cfg.Store)}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
 	}
