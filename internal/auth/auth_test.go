@@ -86,7 +86,7 @@ func TestPasswordHash(t *testing.T) {
 // parallel: it holds every slot of the process.
 func TestPasswordSlots(t *testing.T) {
 	n := auth.PasswordConcurrency()
-	if n < 2 || n > 16 {
+	if n < 2 || n > 8 {
 		t.Fatalf("%d password slots", n)
 	}
 	var held []*auth.PasswordCheck

@@ -72,8 +72,9 @@ var ErrBusy = errors.New("auth: too many password checks at once; try again in a
 // passwordSlots bounds the argon2id hashes that run at once in the process:
 // each holds 64 MiB and keeps two cores busy, so without a bound a burst of
 // sign-ins (no credentials needed) exhausts memory and starves every other
-// request. Sized to the cores: more hashes at once would not run faster.
-var passwordSlots = make(chan struct{}, min(max(runtime.GOMAXPROCS(0), 2), 16))
+// request. Sized to the cores (more hashes at once would not run faster),
+// at most eight (512 MiB).
+var passwordSlots = make(chan struct{}, min(max(runtime.GOMAXPROCS(0), 2), 8))
 
 // PasswordConcurrency is how many password hashes may run at once.
 func PasswordConcurrency() int { return cap(passwordSlots) }
