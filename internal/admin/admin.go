@@ -232,6 +232,10 @@ func createUser(ctx context.Context, s *store.Store, actor string, operatorBy *I
 	if len([]rune(password)) < MinPasswordLength {
 		return UserOut{}, fmt.Errorf("the password must have at least %d characters", MinPasswordLength)
 	}
+	hash, err := auth.HashPassword(ctx, password)
+	if err != nil {
+		return UserOut{}, err
+	}
 	summary := map[string]any{"email": address, "role": r.Name}
 	var ie *store.InstanceEvent
 	if operatorBy != nil {
@@ -239,7 +243,7 @@ func createUser(ctx context.Context, s *store.Store, actor string, operatorBy *I
 		ie = operatorBy.event("instance_operator.grant", map[string]any{"email": address, "org": o.Name, "orgId": o.ID, "newUser": true})
 	}
 	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "user.create", TargetType: "user", Summary: summary}, ie,
-		store.User{OrgID: o.ID, Email: address, RoleID: r.ID, PasswordHash: auth.HashPassword(password), InstanceOperator: operatorBy != nil})
+		store.User{OrgID: o.ID, Email: address, RoleID: r.ID, PasswordHash: hash, InstanceOperator: operatorBy != nil})
 	if err != nil {
 		return UserOut{}, err
 	}

@@ -5,7 +5,6 @@ package api
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -100,7 +99,10 @@ func (a *API) authenticate(r *http.Request) (*auth.Principal, error) {
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return nil, errInvalidToken("a bearer token is required in the Authorization header")
+		// RFC 6750 section 3.1: a request without authentication gets
+		// the challenge without an error code.
+		return nil, httpx.Errorf(http.StatusUnauthorized, "invalid_token", "a bearer token is required in the Authorization header").
+			WithHeader("WWW-Authenticate", `Bearer realm="patchd"`)
 	}
 	p, err := a.auth.Authenticate(r.Context(), strings.TrimSpace(token))
 	if err == auth.ErrInvalidToken {
@@ -135,43 +137,8 @@ func auditEntry(r *http.Request, action, targetType, targetID string) *store.Aud
 	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID}
 }
 
-// clientIP is the caller's address, taken from X-Forwarded-For only when
-// the peer is a trusted proxy.
-func (a *API) clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	if !trusted(peer, a.cfg.TrustedProxies) {
-		return peer.String()
-	}
-	// Walk X-Forwarded-For from the right, skipping trusted proxies.
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			break
-		}
-		if !trusted(addr, a.cfg.TrustedProxies) {
-			return addr.String()
-		}
-	}
-	return peer.String()
-}
-
-func trusted(addr netip.Addr, nets []netip.Prefix) bool {
-	addr = addr.Unmap()
-	for _, n := range nets {
-		if n.Contains(addr) {
-			return true
-		}
-	}
-	return false
-}
+// clientIP is the caller's address (httpx.ClientIP with the trusted proxies).
+func (a *API) clientIP(r *http.Request) string { return httpx.ClientIP(r, a.cfg.TrustedProxies) }
 
 // notFound answers every /api/ path that no route matches: 405 with Allow
 // when the path exists for other methods, else 404, both in the Error shape.

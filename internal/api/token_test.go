@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/perm"
 )
 
@@ -22,6 +26,15 @@ type tokenCall struct {
 	body        string
 	basicUser   string
 	basicPass   string
+	// from is the caller's address, sent as X-Forwarded-For (the test
+	// server trusts its loopback peer as a proxy: behindProxy).
+	from string
+}
+
+// behindProxy starts the server as behind a reverse proxy on loopback, so
+// that a test names each request's source address in X-Forwarded-For.
+func behindProxy(c *config.Config) {
+	c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 }
 
 func postToken(t *testing.T, e *apitest.Env, c tokenCall) (*http.Response, map[string]any) {
@@ -32,6 +45,9 @@ func postToken(t *testing.T, e *apitest.Env, c tokenCall) (*http.Response, map[s
 	}
 	if c.basicUser != "" {
 		req.SetBasicAuth(c.basicUser, c.basicPass)
+	}
+	if c.from != "" {
+		req.Header.Set("X-Forwarded-For", c.from)
 	}
 	resp, err := e.HTTPClient.Do(req)
 	if err != nil {
@@ -143,13 +159,21 @@ func TestTokenErrors(t *testing.T) {
 	}
 }
 
+func secretCall(clientID, secret, from string) tokenCall {
+	return tokenCall{name: clientID + " from " + from, contentType: "application/x-www-form-urlencoded",
+		body: form("grant_type", "client_credentials", "client_id", clientID, "client_secret", secret), from: from}
+}
+
+// TestTokenRateLimitPerClient: ten wrong secrets for a client id from one
+// address lock that client id from that address only; the right secret
+// from another address is accepted, so nobody can lock a client out.
 func TestTokenRateLimitPerClient(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t)
+	e := apitest.New(t, behindProxy)
 	cred := e.Credential(e.Org, perm.All)
-	wrong := tokenCall{name: "wrong", contentType: "application/x-www-form-urlencoded",
-		body: form("grant_type", "client_credentials", "client_id", cred.ClientID, "client_secret", "bad")}
-	for i := 0; i < 10; i++ {
+	const attacker, owner = "203.0.113.66", "198.51.100.7"
+	wrong := secretCall(cred.ClientID, "pds_bad", attacker)
+	for i := range auth.MaxFailures {
 		if resp, out := postToken(t, e, wrong); resp.StatusCode != 401 {
 			t.Fatalf("attempt %d: %d %v", i+1, resp.StatusCode, out)
 		}
@@ -162,35 +186,79 @@ func TestTokenRateLimitPerClient(t *testing.T) {
 	if err != nil || secs < 1 || secs > 300 {
 		t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
 	}
-	// Even the right secret is refused while the client is limited.
-	right := tokenCall{name: "right", contentType: "application/x-www-form-urlencoded",
-		body: form("grant_type", "client_credentials", "client_id", cred.ClientID, "client_secret", cred.ClientSecret)}
-	if resp, _ := postToken(t, e, right); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("right secret while limited: %d", resp.StatusCode)
+	// Even the right secret is refused from the locked address...
+	if resp, _ := postToken(t, e, secretCall(cred.ClientID, cred.ClientSecret, attacker)); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("right secret from the locked address: %d", resp.StatusCode)
 	}
-	// After the window, the right secret works again.
-	e.Server.Auth().SetClock(func() time.Time { return time.Now().Add(6 * time.Minute) })
-	if resp, out := postToken(t, e, right); resp.StatusCode != http.StatusOK {
+	// ...and accepted from any other.
+	if resp, out := postToken(t, e, secretCall(cred.ClientID, cred.ClientSecret, owner)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("right secret from another address while the attacker is locked: %d %v", resp.StatusCode, out)
+	}
+	// Another client id from the locked address is not locked.
+	other := e.Credential(e.Org, perm.All)
+	if resp, out := postToken(t, e, secretCall(other.ClientID, other.ClientSecret, attacker)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another client from the address: %d %v", resp.StatusCode, out)
+	}
+	// After the window, the right secret works from the address again.
+	e.Server.Auth().SetClock(func() time.Time { return time.Now().Add(auth.FailureWindow + time.Minute) })
+	if resp, out := postToken(t, e, secretCall(cred.ClientID, cred.ClientSecret, attacker)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the window: %d %v", resp.StatusCode, out)
 	}
 }
 
+// TestTokenRateLimitPerAddress: one address trying many client ids is
+// limited as a whole; other addresses are not.
 func TestTokenRateLimitPerAddress(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t)
-	// Ten different unknown client ids from one address.
-	for i := 0; i < 10; i++ {
-		c := tokenCall{name: "spray", contentType: "application/x-www-form-urlencoded",
-			body: form("grant_type", "client_credentials", "client_id", "pdc_guess"+strconv.Itoa(i), "client_secret", "x")}
-		if resp, _ := postToken(t, e, c); resp.StatusCode != 401 {
+	e := apitest.New(t, behindProxy)
+	const sprayer = "203.0.113.9"
+	for i := range auth.MaxAddressFailures {
+		if resp, _ := postToken(t, e, secretCall("pdc_guess"+strconv.Itoa(i), "x", sprayer)); resp.StatusCode != 401 {
 			t.Fatalf("attempt %d: %d", i, resp.StatusCode)
 		}
 	}
 	cred := e.Credential(e.Org, perm.All)
-	resp, out := postToken(t, e, tokenCall{name: "other client", contentType: "application/x-www-form-urlencoded",
-		body: form("grant_type", "client_credentials", "client_id", cred.ClientID, "client_secret", cred.ClientSecret)})
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+	resp, out := postToken(t, e, secretCall(cred.ClientID, cred.ClientSecret, sprayer))
+	if resp.StatusCode != http.StatusTooManyRequests || out["error"] != "too_many_attempts" || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("address limit: %d %v", resp.StatusCode, out)
+	}
+	if resp, out := postToken(t, e, secretCall(cred.ClientID, cred.ClientSecret, "198.51.100.8")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another address: %d %v", resp.StatusCode, out)
+	}
+	// Without --trusted-proxies the header is not believed: the sprayer
+	// cannot pose as another address (tested in httpx.TestClientIP), and the
+	// limit keys on the peer.
+}
+
+// TestTokenRateLimitParallel: 100 wrong secrets at once for one client id
+// from one address get exactly the limit checked (401) and the rest 429:
+// the count is one atomic write per attempt, on both engines.
+func TestTokenRateLimitParallel(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, behindProxy)
+	cred := e.Credential(e.Org, perm.All)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range 100 {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, e.URL+"/api/oauth/token",
+				strings.NewReader(form("grant_type", "client_credentials", "client_id", cred.ClientID, "client_secret", "pds_wrong")))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Forwarded-For", "203.0.113.77")
+			code := 0
+			if resp, err := e.HTTPClient.Do(req); err == nil {
+				code = resp.StatusCode
+				resp.Body.Close()
+			}
+			mu.Lock()
+			statuses[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if statuses[http.StatusUnauthorized] != auth.MaxFailures || statuses[http.StatusTooManyRequests] != 100-auth.MaxFailures {
+		t.Fatalf("100 parallel wrong secrets answered %v, want %d × 401 and the rest 429", statuses, auth.MaxFailures)
 	}
 }
 
@@ -198,13 +266,16 @@ func TestBearerAuthentication(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
 	ctx := context.Background()
+	// RFC 6750 section 3.1: a request without a token is challenged without
+	// an error code; a bad token gets error="invalid_token".
+	const noToken, badToken = `Bearer realm="patchd"`, `Bearer realm="patchd", error="invalid_token"`
 	for _, c := range []struct {
-		name, header string
+		name, header, challenge string
 	}{
-		{"no header", ""},
-		{"not bearer", "Basic abc"},
-		{"empty bearer", "Bearer "},
-		{"unknown token", "Bearer pdt_unknown"},
+		{"no header", "", noToken},
+		{"not bearer", "Basic abc", noToken},
+		{"empty bearer", "Bearer ", noToken},
+		{"unknown token", "Bearer pdt_unknown", badToken},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, e.URL+"/api/v1/endpoints", nil)
 		if c.header != "" {
@@ -217,8 +288,8 @@ func TestBearerAuthentication(t *testing.T) {
 		var out map[string]any
 		json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
-		if resp.StatusCode != 401 || out["error"] != "invalid_token" || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
-			t.Errorf("%s: %d %v %q", c.name, resp.StatusCode, out, resp.Header.Get("WWW-Authenticate"))
+		if resp.StatusCode != 401 || out["error"] != "invalid_token" || resp.Header.Get("WWW-Authenticate") != c.challenge {
+			t.Errorf("%s: %d %v %q, want 401 invalid_token with the challenge %q", c.name, resp.StatusCode, out, resp.Header.Get("WWW-Authenticate"), c.challenge)
 		}
 	}
 
@@ -233,8 +304,9 @@ func TestBearerAuthentication(t *testing.T) {
 		t.Fatal("fresh token refused")
 	}
 	e.Server.Auth().SetClock(func() time.Time { return time.Now().Add(time.Hour + time.Second) })
-	if r, out := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode != 401 || out["error"] != "invalid_token" {
-		t.Fatalf("expired token: %d %v", r.StatusCode, out)
+	if r, out := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode != 401 || out["error"] != "invalid_token" ||
+		r.Header.Get("WWW-Authenticate") != badToken {
+		t.Fatalf("expired token: %d %v %q", r.StatusCode, out, r.Header.Get("WWW-Authenticate"))
 	}
 	e.Server.Auth().SetClock(time.Now)
 }

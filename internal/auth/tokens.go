@@ -17,12 +17,27 @@ import (
 // TokenLifetime is how long a bearer token is valid (spec section 5).
 const TokenLifetime = time.Hour
 
-// Failed-secret limits: more than MaxFailures failed attempts within
-// FailureWindow, per client id or per source address, answer 429.
+// Failed-secret limits of the token call, within FailureWindow: MaxFailures
+// failed attempts per client id from one source address, and
+// MaxAddressFailures per source address whatever the client ids. Past
+// either, the call answers 429 (even with the right secret) until the
+// window ends; the right secret from another address still works.
 const (
-	MaxFailures   = 10
-	FailureWindow = 5 * time.Minute
+	MaxFailures        = 10
+	MaxAddressFailures = 50
+	FailureWindow      = 5 * time.Minute
 )
+
+// ThrottleKeys are the keys of an attempt to prove knowledge of account's
+// secret from the address addr, kind naming the sort of secret
+// ("client" for the token call): per address, and per account and address.
+// The account is hashed: it comes from the request, of any length.
+func ThrottleKeys(kind, account, addr string, perPair, perAddr Limit) []Key {
+	return []Key{
+		{Name: kind + "-ip:" + addr, Limit: perAddr},
+		{Name: kind + ":" + HashSecret(account)[:32] + "@" + addr, Limit: perPair},
+	}
+}
 
 // How often each replica looks for revoked credentials; a disabled
 // credential's tokens stop working within this interval plus a query.
@@ -72,8 +87,9 @@ func (p *Principal) Can(x perm.Permission) bool {
 // background loop drops the tokens of credentials and roles that another
 // process or replica changed.
 type Authenticator struct {
-	store *store.Store
-	clock clock.Clock
+	store    *store.Store
+	clock    clock.Clock
+	throttle *Throttle
 
 	mu     sync.RWMutex
 	tokens map[[32]byte]*Principal
@@ -81,7 +97,7 @@ type Authenticator struct {
 
 // NewAuthenticator makes an Authenticator on the store.
 func NewAuthenticator(s *store.Store) *Authenticator {
-	return &Authenticator{store: s, tokens: make(map[[32]byte]*Principal)}
+	return &Authenticator{store: s, throttle: NewThrottle(s), tokens: make(map[[32]byte]*Principal)}
 }
 
 // SetClock replaces the clock (tests).
@@ -131,33 +147,24 @@ type Issued struct {
 }
 
 // Issue checks client credentials and issues a token. remoteIP is the
-// caller's address for the failed-secret limit.
+// caller's address for the failed-secret limits, which are checked (and
+// the attempt counted) before the secret is.
 func (a *Authenticator) Issue(ctx context.Context, clientID, secret, remoteIP string) (Issued, error) {
 	now := a.now()
-	keys := []string{"client:" + clientID, "ip:" + remoteIP}
-	for _, k := range keys {
-		n, oldest, err := a.store.TokenFailures(ctx, k, now.Add(-FailureWindow))
-		if err != nil {
-			return Issued{}, err
-		}
-		if n >= MaxFailures {
-			wait := oldest.Add(FailureWindow).Sub(now)
-			if wait < time.Second {
-				wait = time.Second
-			}
-			return Issued{}, &RateLimitedError{RetryAfter: wait}
-		}
+	attempt, err := a.throttle.Begin(ctx, now, ThrottleKeys("client", clientID, remoteIP,
+		Limit{Max: MaxFailures, Window: FailureWindow}, Limit{Max: MaxAddressFailures, Window: FailureWindow})...)
+	if err != nil {
+		return Issued{}, err
 	}
 	c, err := a.store.CredentialByClientID(ctx, clientID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		attempt.Release(context.WithoutCancel(ctx))
 		return Issued{}, err
 	}
 	if err != nil || !SecretMatches(secret, c.SecretHash) {
-		if ferr := a.store.RecordTokenFailure(ctx, now, keys...); ferr != nil {
-			return Issued{}, ferr
-		}
-		return Issued{}, ErrInvalidClient
+		return Issued{}, ErrInvalidClient // the attempt stays counted
 	}
+	attempt.Release(context.WithoutCancel(ctx))
 	if c.Disabled {
 		return Issued{}, ErrInvalidClient
 	}

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ type Config struct {
 	// SecureCookies marks cookies Secure (the server runs TLS, or sits
 	// behind a TLS proxy).
 	SecureCookies bool
+	// TrustedProxies are the peers whose X-Forwarded-For is believed, as
+	// for the REST API (--trusted-proxies).
+	TrustedProxies []netip.Prefix
 }
 
 // Console is the web console.
@@ -49,6 +53,8 @@ type Console struct {
 	mux   *http.ServeMux
 	pages map[string]*template.Template
 	now   func() time.Time
+	// throttle counts failed sign-ins (shared with every replica).
+	throttle *auth.Throttle
 }
 
 // New builds the console and its route table.
@@ -56,7 +62,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.CheckinInterval <= 0 {
 		cfg.CheckinInterval = time.Minute
 	}
-	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now}
+	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now, throttle: auth.NewThrottle(cfg.Store)}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
 	}
@@ -404,12 +410,6 @@ func (s *session) principal() *auth.Principal {
 
 // actor is the Audit Trail name of the session's user.
 func (s *session) actor() string { return "user:" + s.User.Email }
-
-// instanceEvent starts an instance Audit Trail event of a change by the
-// session's user (an instance operator) from the request's address.
-func (s *session) instanceEvent(r *http.Request, action, targetType, targetID string) *store.InstanceEvent {
-	return &store.InstanceEvent{Actor: s.actor(), Address: clientIP(r), Action: action, TargetType: targetType, TargetID: targetID}
-}
 
 // audit starts an Audit Trail entry of a write by the session's user.
 func (s *session) audit(action, targetType, targetID string) *store.AuditEntry {

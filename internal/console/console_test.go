@@ -2,16 +2,24 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/console"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -23,6 +31,9 @@ type browser struct {
 	base string
 	c    *http.Client
 	csrf string
+	// from, when set, is sent as X-Forwarded-For: the browser's address
+	// as a trusted reverse proxy reports it.
+	from string
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -34,7 +45,11 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 func (b *browser) get(path string) (int, string) {
 	b.t.Helper()
-	resp, err := b.c.Get(b.base + path)
+	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
+	if b.from != "" {
+		req.Header.Set("X-Forwarded-For", b.from)
+	}
+	resp, err := b.c.Do(req)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -51,7 +66,12 @@ func (b *browser) post(path string, form url.Values) (int, string, string) {
 	if form.Get("csrf") == "" && b.csrf != "" {
 		form.Set("csrf", b.csrf)
 	}
-	resp, err := b.c.PostForm(b.base+path, form)
+	req, _ := http.NewRequest(http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if b.from != "" {
+		req.Header.Set("X-Forwarded-For", b.from)
+	}
+	resp, err := b.c.Do(req)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -209,19 +229,167 @@ func TestFirstRunSetup(t *testing.T) {
 	}
 }
 
+// behindProxy starts the server as behind a reverse proxy on loopback
+// (--trusted-proxies), so that a browser's address is its X-Forwarded-For.
+func behindProxy(c *config.Config) {
+	c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+}
+
+// TestSignInThrottle: failed sign-ins lock one e-mail address from one
+// source address, never the account: its owner signs in from elsewhere.
+// Behind a trusted proxy the source is the client's address, as for the API.
 func TestSignInThrottle(t *testing.T) {
-	e := apitest.New(t)
+	e := apitest.New(t, behindProxy)
 	addUser(t, e, e.Org, "bob@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.get("/console/login")
-	var code int
-	for range 11 {
-		code, _, _ = b.post("/console/login", url.Values{"email": {"bob@example.com"}, "password": {"not the password"}})
+	attacker := newBrowser(t, e.URL)
+	attacker.from = "203.0.113.66"
+	attacker.get("/console/login")
+	for i := range console.MaxSignInFailures {
+		if code, _, _ := attacker.post("/console/login", url.Values{"email": {"bob@example.com"}, "password": {"not the password"}}); code != http.StatusUnauthorized {
+			t.Fatalf("failed sign-in %d answered %d, want 401", i+1, code)
+		}
 	}
-	if code != http.StatusTooManyRequests {
+	code, _, body := attacker.post("/console/login", url.Values{"email": {"bob@example.com"}, "password": {"not the password"}})
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "Too many failed sign-ins") {
 		t.Fatalf("the 11th failed sign-in answered %d, want 429", code)
 	}
-	if code, _, _ := b.post("/console/login", url.Values{"email": {"bob@example.com"}, "password": {password}}); code != http.StatusTooManyRequests {
-		t.Errorf("the right password during the lock answered %d, want 429", code)
+	if code, _, _ := attacker.post("/console/login", url.Values{"email": {"bob@example.com"}, "password": {password}}); code != http.StatusTooManyRequests {
+		t.Errorf("the right password from the locked address answered %d, want 429", code)
+	}
+	// Bob, elsewhere, signs in: the e-mail address is not locked.
+	bob := newBrowser(t, e.URL)
+	bob.from = "198.51.100.7"
+	bob.signIn("bob@example.com")
+}
+
+// TestSignInThrottlePerAddress: one address failing for many e-mail
+// addresses is locked as a whole; other addresses are not.
+func TestSignInThrottlePerAddress(t *testing.T) {
+	e := apitest.New(t, behindProxy)
+	addUser(t, e, e.Org, "carol@example.com", store.RoleAdministrator)
+	sprayer := newBrowser(t, e.URL)
+	sprayer.from = "203.0.113.9"
+	sprayer.get("/console/login")
+	for i := range console.MaxAddressSignInFailures {
+		email := fmt.Sprintf("guess%d@example.com", i)
+		if code, _, _ := sprayer.post("/console/login", url.Values{"email": {email}, "password": {"not the password"}}); code != http.StatusUnauthorized {
+			t.Fatalf("failed sign-in %d answered %d, want 401", i+1, code)
+		}
+	}
+	if code, _, _ := sprayer.post("/console/login", url.Values{"email": {"carol@example.com"}, "password": {password}}); code != http.StatusTooManyRequests {
+		t.Fatalf("a sign-in from the locked address answered %d, want 429", code)
+	}
+	carol := newBrowser(t, e.URL)
+	carol.from = "198.51.100.8"
+	carol.signIn("carol@example.com")
+}
+
+// TestSignInThrottleIgnoresUntrustedHeader: without --trusted-proxies the
+// address is the peer's, whatever X-Forwarded-For claims, so a client
+// cannot escape its lock by naming other addresses.
+func TestSignInThrottleIgnoresUntrustedHeader(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "dave@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.get("/console/login")
+	for i := range console.MaxSignInFailures {
+		b.from = fmt.Sprintf("192.0.2.%d", i+1)
+		if code, _, _ := b.post("/console/login", url.Values{"email": {"dave@example.com"}, "password": {"not the password"}}); code != http.StatusUnauthorized {
+			t.Fatalf("failed sign-in %d answered %d, want 401", i+1, code)
+		}
+	}
+	b.from = "192.0.2.200"
+	if code, _, _ := b.post("/console/login", url.Values{"email": {"dave@example.com"}, "password": {password}}); code != http.StatusTooManyRequests {
+		t.Fatalf("a new X-Forwarded-For from an untrusted peer escaped the lock: %d", code)
+	}
+}
+
+// TestSignInFloodBoundsMemory: 200 sign-ins at once, each from its own
+// address (so no failed-attempt limit applies) with a wrong password or an
+// unknown e-mail address, run at most auth.PasswordConcurrency password
+// hashes at once; the others answer 503 with Retry-After at once. The
+// heap grows by a bounded amount (each hash holds 64 MiB: without the
+// bound, 200 at once would ask for 12.5 GiB) and the API keeps answering.
+// Not parallel, so that the heap measured is this test's.
+func TestSignInFloodBoundsMemory(t *testing.T) {
+	e := apitest.New(t, behindProxy)
+	addUser(t, e, e.Org, "erin@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.get("/console/login") // the form token cookie all the sign-ins share
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	const n = 200
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var problems []string
+	for i := range n {
+		wg.Go(func() {
+			email := "erin@example.com"
+			if i%2 == 1 {
+				email = fmt.Sprintf("nobody%d@example.com", i)
+			}
+			form := url.Values{"email": {email}, "password": {"not the password"}, "csrf": {b.csrf}}
+			req, _ := http.NewRequest(http.MethodPost, e.URL+"/console/login", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.18.%d.%d", i/250, i%250+1))
+			resp, err := b.c.Do(req)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				problems = append(problems, err.Error())
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			statuses[resp.StatusCode]++
+			if resp.StatusCode == http.StatusServiceUnavailable &&
+				(resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "too many sign-ins at once")) {
+				problems = append(problems, fmt.Sprintf("503 without Retry-After: 1 or the message: %q", resp.Header.Get("Retry-After")))
+			}
+		})
+	}
+	// The API answers while the sign-ins run.
+	apiCalls := 0
+	for done := false; !done; {
+		if _, err := e.Admin.ListEndpoints(context.Background(), client.EndpointQuery{}); err != nil {
+			t.Errorf("an API request during the sign-ins: %v", err)
+			break
+		}
+		apiCalls++
+		mu.Lock()
+		total := len(problems)
+		for _, c := range statuses {
+			total += c
+		}
+		mu.Unlock()
+		done = total == n
+	}
+	wg.Wait()
+
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if statuses[http.StatusUnauthorized]+statuses[http.StatusServiceUnavailable] != n || statuses[http.StatusUnauthorized] == 0 {
+		t.Errorf("answers %v: want only 401 (checked) and 503 (busy), some 401", statuses)
+	}
+	// HeapSys is the heap's high-water mark (memory given back to the
+	// system stays counted). The bound: the hashes that may run at once,
+	// as much again and more in garbage the collector has not taken yet
+	// (GOGC=100 lets the heap double before it runs), and 128 MiB for
+	// everything else. Without the bound, 24 sign-ins at once grow it by
+	// 1.5 GiB; 200 would ask for 12.5 GiB.
+	const hashMemory = 64 << 20
+	growth := int64(after.HeapSys) - int64(before.HeapSys)
+	bound := int64(3*auth.PasswordConcurrency()+2) * hashMemory
+	t.Logf("%d sign-ins at once: %v; heap grew %d MiB (bound %d MiB); %d API requests answered meanwhile",
+		n, statuses, growth>>20, bound>>20, apiCalls)
+	if growth > bound {
+		t.Errorf("the heap grew by %d MiB, more than %d MiB", growth>>20, bound>>20)
 	}
 }

@@ -1,12 +1,12 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -28,13 +29,16 @@ const (
 	touchEvery = time.Minute
 )
 
-// Sign-in throttling: more than MaxSignInFailures failed sign-ins within
-// SignInWindow, for one e-mail address or one source address, refuse
-// further attempts until the window has passed. The failures are kept in
-// the store (the token call's limiter table), so every replica agrees.
+// Sign-in limits, within SignInWindow: MaxSignInFailures failed sign-ins
+// for one e-mail address from one source address, and
+// MaxAddressSignInFailures from one source address whatever the e-mail
+// addresses. Past either, sign-ins from that address (for that e-mail
+// address) answer 429 until the window ends; nobody else is locked out.
+// The counts are kept in the store, so every replica agrees.
 const (
-	MaxSignInFailures = 10
-	SignInWindow      = 15 * time.Minute
+	MaxSignInFailures        = 10
+	MaxAddressSignInFailures = 50
+	SignInWindow             = 15 * time.Minute
 )
 
 const (
@@ -133,13 +137,10 @@ func checkFormToken(r *http.Request) bool {
 	return err == nil && sameOrigin(r) && field != "" && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(field)) == 1
 }
 
-// clientIP is the peer's address (the throttle key for a source).
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+// clientIP is the caller's address, by the REST API's rule: behind a
+// trusted proxy, from X-Forwarded-For.
+func (c *Console) clientIP(r *http.Request) string {
+	return httpx.ClientIP(r, c.cfg.TrustedProxies)
 }
 
 type loginData struct {
@@ -166,25 +167,25 @@ func safeNext(next string) string {
 	return "/console/"
 }
 
-// dummyHash makes a sign-in for an unknown address cost what a wrong
-// password costs, so that timing does not tell which addresses exist.
-var dummyHash = auth.HashPassword(randomToken())
-
-// throttled answers how long the keys must wait, or 0.
-func (c *Console) throttled(r *http.Request, keys ...string) (time.Duration, error) {
-	now := c.now()
-	for _, k := range keys {
-		n, oldest, err := c.store.TokenFailures(r.Context(), k, now.Add(-SignInWindow))
-		if err != nil {
-			return 0, err
-		}
-		if n >= MaxSignInFailures {
-			return max(oldest.Add(SignInWindow).Sub(now), time.Second), nil
-		}
+// waitText says how long a locked-out caller waits, in whole minutes.
+func waitText(d time.Duration) string {
+	m := int((d + time.Minute - 1) / time.Minute)
+	if m <= 1 {
+		return "a minute"
 	}
-	return 0, nil
+	return strconv.Itoa(m) + " minutes"
 }
 
+// retryAfter sets Retry-After to d in whole seconds (at least one).
+func retryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
+}
+
+// login signs a user in. Its order bounds what a flood of sign-ins costs:
+// a hashing slot first (in memory; when all are taken, 503 at once), then
+// the failed-attempt limits (one atomic write each, before any hash), and
+// only then the password hash, against a dummy hash when no account has the
+// e-mail address, so that both cost the same.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	email := strings.ToLower(strings.TrimSpace(r.PostFormValue("email")))
 	password := r.PostFormValue("password")
@@ -199,40 +200,48 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		show(http.StatusForbidden, "The form was stale. Sign in again.")
 		return
 	}
-	keys := []string{"console-login:" + email, "console-ip:" + clientIP(r)}
-	wait, err := c.throttled(r, keys...)
+	check, err := auth.BeginPasswordCheck()
+	if err != nil {
+		retryAfter(w, time.Second)
+		show(http.StatusServiceUnavailable, "The server is checking too many sign-ins at once. Try again in a few seconds.")
+		return
+	}
+	defer check.End()
+	attempt, err := c.throttle.Begin(r.Context(), c.now(), auth.ThrottleKeys("console-login", email, c.clientIP(r),
+		auth.Limit{Max: MaxSignInFailures, Window: SignInWindow}, auth.Limit{Max: MaxAddressSignInFailures, Window: SignInWindow})...)
+	var limited *auth.RateLimitedError
+	if errors.As(err, &limited) {
+		retryAfter(w, limited.RetryAfter)
+		show(http.StatusTooManyRequests, "Too many failed sign-ins from your address. Try again in "+waitText(limited.RetryAfter)+".")
+		return
+	}
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}
-	if wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
-		show(http.StatusTooManyRequests, "Too many failed sign-ins. Try again in "+wait.Round(time.Minute).String()+".")
-		return
-	}
 	users, err := c.store.UsersByEmail(r.Context(), email)
 	if err != nil {
+		attempt.Release(context.WithoutCancel(r.Context()))
 		c.fail(w, r, nil, err)
 		return
 	}
 	var who *store.ConsoleUser
 	for i := range users {
-		if ok, err := auth.CheckPassword(password, users[i].PasswordHash); err == nil && ok && !users[i].Disabled {
+		if ok, err := check.Matches(password, users[i].PasswordHash); err == nil && ok && !users[i].Disabled {
 			who = &users[i]
 			break
 		}
 	}
 	if len(users) == 0 {
-		auth.CheckPassword(password, dummyHash)
+		check.Dummy(password)
 	}
+	check.End()
 	if who == nil {
-		if err := c.store.RecordTokenFailure(r.Context(), c.now(), keys...); err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
+		// The attempt stays counted.
 		show(http.StatusUnauthorized, "The e-mail address or the password is wrong, or the account is disabled.")
 		return
 	}
+	attempt.Release(context.WithoutCancel(r.Context()))
 	if err := c.startSession(w, r, *who); err != nil {
 		c.fail(w, r, nil, err)
 		return
@@ -244,7 +253,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 // browser brought), stored hashed with its own CSRF token.
 func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u store.ConsoleUser) error {
 	id := randomToken()
-	if err := c.store.CreateConsoleSession(r.Context(), auth.HashSecret(id), randomToken(), u, clientIP(r), c.now()); err != nil {
+	if err := c.store.CreateConsoleSession(r.Context(), auth.HashSecret(id), randomToken(), u, c.clientIP(r), c.now()); err != nil {
 		return err
 	}
 	http.SetCookie(w, c.cookie(cookieSession, id, int(MaxAge.Seconds())))
@@ -295,30 +304,30 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		show(http.StatusForbidden, "The form was stale. Fill it in again.")
 		return
 	}
-	keys := []string{"console-setup:" + clientIP(r)}
-	wait, err := c.throttled(r, keys...)
+	attempt, err := c.throttle.Begin(r.Context(), c.now(), auth.Key{Name: "console-setup-ip:" + c.clientIP(r),
+		Limit: auth.Limit{Max: MaxSignInFailures, Window: SignInWindow}})
+	var limited *auth.RateLimitedError
+	if errors.As(err, &limited) {
+		retryAfter(w, limited.RetryAfter)
+		show(http.StatusTooManyRequests, "Too many failed attempts from your address. Try again in "+waitText(limited.RetryAfter)+".")
+		return
+	}
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}
-	if wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
-		show(http.StatusTooManyRequests, "Too many failed attempts. Try again later.")
-		return
-	}
 	cred, err := c.store.CredentialByClientID(r.Context(), d.ClientID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		attempt.Release(context.WithoutCancel(r.Context()))
 		c.fail(w, r, nil, err)
 		return
 	}
 	if err != nil || cred.Disabled || !auth.SecretMatches(r.PostFormValue("client_secret"), cred.SecretHash) || cred.Permissions&perm.All != perm.All {
-		if err := c.store.RecordTokenFailure(r.Context(), c.now(), keys...); err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
+		// The attempt stays counted.
 		show(http.StatusUnauthorized, "Those are not the client id and secret of an enabled API credential with the Administrator role.")
 		return
 	}
+	attempt.Release(context.WithoutCancel(r.Context()))
 	password := r.PostFormValue("password")
 	if password != r.PostFormValue("password2") {
 		show(http.StatusUnprocessableEntity, "The two passwords differ.")
@@ -340,11 +349,16 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 	}
 	e := &store.AuditEntry{OrgID: cred.OrgID, Actor: "user:" + email, Action: "user.create", TargetType: "user",
 		Summary: map[string]any{"email": email, "role": role.Name, "firstRun": true, "provedWith": "api:" + cred.Name}}
+	hash, err := auth.HashPassword(r.Context(), password)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
 	// The instance's first console user is its first instance operator
 	// (the store decides, in the transaction that creates the user).
-	ie := &store.InstanceEvent{Actor: "user:" + email, Address: clientIP(r), Action: "instance_operator.grant",
+	ie := &store.InstanceEvent{Actor: "user:" + email, Address: c.clientIP(r), Action: "instance_operator.grant",
 		Summary: map[string]any{"email": email, "orgId": cred.OrgID, "firstRun": true, "provedWith": "api:" + cred.Name}}
-	u, err := c.store.CreateFirstUser(r.Context(), e, ie, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: auth.HashPassword(password)})
+	u, err := c.store.CreateFirstUser(r.Context(), e, ie, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: hash})
 	if errors.Is(err, store.ErrConflict) {
 		show(http.StatusConflict, "This organization has console users already: sign in, or ask an administrator for an account.")
 		return

@@ -499,7 +499,8 @@ func TestThreeReplicas(t *testing.T) {
 	t.Logf("revocation reached both live replicas in %s", time.Since(revoked).Round(time.Millisecond))
 
 	// Failed secrets, spread over the live replicas, count together: after
-	// the limit every replica answers 429, even to the right secret.
+	// the limit every replica answers 429 to this client id from this
+	// address, even to the right secret.
 	live := []*member{A, B}
 	for i := range auth.MaxFailures {
 		if code := tokenRequest(t, live[i%2].url, cred.ClientID, "wrong"); code != http.StatusUnauthorized {

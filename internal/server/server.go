@@ -75,7 +75,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
 	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL,
-		SecureCookies: cfg.TLSCert != "" || strings.HasPrefix(cfg.BaseURL, "https://")})
+		SecureCookies: cfg.TLSCert != "" || strings.HasPrefix(cfg.BaseURL, "https://"), TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
 	}

@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,19 +90,70 @@ func TestOrgRolesCredentialsTokens(t *testing.T) {
 	}
 }
 
-func TestTokenFailures(t *testing.T) {
+func TestReserveAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	base := time.Now().Add(-10 * time.Minute)
-	for i := 0; i < 3; i++ {
-		if err := s.RecordTokenFailure(ctx, base.Add(time.Duration(i)*time.Minute), "client:x", "ip:1.2.3.4"); err != nil {
-			t.Fatal(err)
+	base := time.Now().Truncate(time.Millisecond)
+	const window = 5 * time.Minute
+
+	// 100 parallel reservations of one key each get a different count:
+	// exactly 1 to 100, whatever the engine and however they interleave.
+	counts := make([]int, 100)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(counts))
+	for i := range counts {
+		wg.Go(func() {
+			n, start, err := s.ReserveAttempt(ctx, "k", base, window)
+			if err == nil && !start.Equal(base) {
+				err = fmt.Errorf("window start %v, want %v", start, base)
+			}
+			if err != nil {
+				errs <- err
+			}
+			counts[i] = n
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.Sort(counts)
+	for i, n := range counts {
+		if n != i+1 {
+			t.Fatalf("parallel counts %v: not each of 1..100 once", counts)
 		}
 	}
-	n, oldest, err := s.TokenFailures(ctx, "client:x", base.Add(30*time.Second))
-	if err != nil || n != 2 || !oldest.Equal(base.Add(time.Minute).Truncate(time.Millisecond)) {
-		t.Fatalf("failures: %d %v %v", n, oldest, err)
+
+	// A released attempt is not counted; a key's window is its own.
+	if err := s.ReleaseAttempt(ctx, "k", base); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := s.ReserveAttempt(ctx, "k", base.Add(time.Minute), window); err != nil || n != 100 {
+		t.Fatalf("after a release: %d %v, want 100", n, err)
+	}
+	if n, _, err := s.ReserveAttempt(ctx, "other", base.Add(time.Minute), window); err != nil || n != 1 {
+		t.Fatalf("another key: %d %v, want 1", n, err)
+	}
+	// Once the window has passed, counting starts again in a new window, and
+	// a late release of the old window's attempt changes nothing.
+	later := base.Add(window + time.Second)
+	if n, start, err := s.ReserveAttempt(ctx, "k", later, window); err != nil || n != 1 || !start.Equal(later) {
+		t.Fatalf("new window: %d %v %v, want 1 from %v", n, start, err, later)
+	}
+	if err := s.ReleaseAttempt(ctx, "k", base); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := s.ReserveAttempt(ctx, "k", later, window); err != nil || n != 2 {
+		t.Fatalf("after a stale release: %d %v, want 2", n, err)
+	}
+	// Pruning an hour later forgets the key.
+	if err := s.PruneAuth(ctx, later.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n, start, err := s.ReserveAttempt(ctx, "k", later.Add(time.Minute), window); err != nil || n != 1 || !start.Equal(later.Add(time.Minute)) {
+		t.Fatalf("after pruning: %d %v %v", n, start, err)
 	}
 }
 

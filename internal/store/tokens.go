@@ -77,41 +77,47 @@ func (s *Store) AuthChangesSince(ctx context.Context, since time.Time) ([]AuthCh
 	return out, rows.Err()
 }
 
-// RecordTokenFailure notes a failed secret for each key (client id, source IP).
-func (s *Store) RecordTokenFailure(ctx context.Context, at time.Time, keys ...string) error {
-	return s.InTx(ctx, func(tx *Tx) error {
-		for _, k := range keys {
-			if _, err := tx.exec(ctx, `INSERT INTO token_failures (key, at) VALUES (?, ?)`, k, millis(at)); err != nil {
-				return fmt.Errorf("store: record token failure: %w", err)
-			}
-		}
-		return nil
-	})
-}
-
-// TokenFailures counts the failures of key since the given time and tells
-// when the oldest of them happened.
-func (s *Store) TokenFailures(ctx context.Context, key string, since time.Time) (int, time.Time, error) {
+// ReserveAttempt counts one attempt for key in its current window and
+// answers the attempts counted in that window, this one included, and when
+// the window started. A window starts with the first attempt after the
+// previous window (of the given length) ended. It is one statement, so
+// concurrent attempts on any replica each see a different count.
+func (s *Store) ReserveAttempt(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+	expired := millis(now.Add(-window))
 	var n int
-	var oldest sql.NullInt64
-	err := s.queryRow(ctx, `SELECT COUNT(*), MIN(at) FROM token_failures WHERE key = ? AND at >= ?`, key, millis(since)).Scan(&n, &oldest)
+	var start int64
+	err := s.write.QueryRowContext(ctx, s.q(`INSERT INTO auth_throttle (key, window_start, attempts) VALUES (?, ?, 1)
+		ON CONFLICT (key) DO UPDATE SET
+			attempts = CASE WHEN auth_throttle.window_start <= ? THEN 1 ELSE auth_throttle.attempts + 1 END,
+			window_start = CASE WHEN auth_throttle.window_start <= ? THEN excluded.window_start ELSE auth_throttle.window_start END
+		RETURNING attempts, window_start`), key, millis(now), expired, expired).Scan(&n, &start)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("store: count token failures: %w", err)
+		return 0, time.Time{}, fmt.Errorf("store: reserve attempt: %w", err)
 	}
-	if !oldest.Valid {
-		return n, time.Time{}, nil
-	}
-	return n, fromMillis(oldest.Int64), nil
+	return n, fromMillis(start), nil
 }
 
-// PruneAuth deletes expired tokens, old failures and old change records.
+// ReleaseAttempt takes back an attempt that ReserveAttempt counted in the
+// window that started at windowStart (the attempt succeeded, or was never
+// made). An attempt of a window that has since ended is left alone.
+func (s *Store) ReleaseAttempt(ctx context.Context, key string, windowStart time.Time) error {
+	_, err := s.exec(ctx, `UPDATE auth_throttle SET attempts = attempts - 1 WHERE key = ? AND window_start = ? AND attempts > 0`,
+		key, millis(windowStart))
+	if err != nil {
+		return fmt.Errorf("store: release attempt: %w", err)
+	}
+	return nil
+}
+
+// PruneAuth deletes expired tokens, attempt counters older than an hour
+// (every window is shorter) and old change records.
 func (s *Store) PruneAuth(ctx context.Context, now time.Time) error {
 	for _, q := range []struct {
 		sql string
 		arg int64
 	}{
 		{`DELETE FROM access_tokens WHERE expires_at < ?`, millis(now)},
-		{`DELETE FROM token_failures WHERE at < ?`, millis(now.Add(-time.Hour))},
+		{`DELETE FROM auth_throttle WHERE window_start < ?`, millis(now.Add(-time.Hour))},
 		{`DELETE FROM auth_changes WHERE at < ?`, millis(now.Add(-time.Hour))},
 	} {
 		if _, err := s.exec(ctx, q.sql, q.arg); err != nil {

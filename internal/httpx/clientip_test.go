@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"net/http/httptest"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestClientIP(t *testing.T) {
-	a := &API{cfg: Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}}
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	for _, c := range []struct {
 		peer, xff, want string
 	}{
@@ -18,13 +18,15 @@ func TestClientIP(t *testing.T) {
 		{"10.1.2.3:5000", "198.51.100.1, 203.0.113.9", "203.0.113.9"},
 		{"10.1.2.3:5000", "garbage", "10.1.2.3"},
 		{"[::1]:5000", "2001:db8::5", "2001:db8::5"},
+		{"[::ffff:192.0.2.8]:5000", "", "192.0.2.8"}, // one address, one key, however the socket spells it
+		{"10.1.2.3:5000", "::ffff:203.0.113.10", "203.0.113.10"},
 	} {
 		r := httptest.NewRequest("POST", "/api/oauth/token", nil)
 		r.RemoteAddr = c.peer
 		if c.xff != "" {
 			r.Header.Set("X-Forwarded-For", c.xff)
 		}
-		if got := a.clientIP(r); got != c.want {
+		if got := ClientIP(r, proxies); got != c.want {
 			t.Errorf("peer %s, X-Forwarded-For %q: %s, want %s", c.peer, c.xff, got, c.want)
 		}
 	}
