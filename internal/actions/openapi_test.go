@@ -1,6 +1,7 @@
 package actions_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -36,5 +37,17 @@ func TestApprovalModesAreTheDocumentsEnum(t *testing.T) {
 	}
 	if def, _ := actions.ParseApprovalMode(""); schema.Default != def {
 		t.Errorf("approvalMode default %v, the server's is %q", schema.Default, def)
+	}
+
+	// The document says stored payloads carry only the enum's values.
+	for in, want := range map[string]string{`{"approvalMode":"Approved_Only"}`: "approved", `{"approvalMode":"ALL"}`: "all", `{}`: "all"} {
+		a, err := actions.Parse("DEPLOY_UPDATES", json.RawMessage(in), "payload.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored struct{ ApprovalMode string }
+		if err := json.Unmarshal(a.Payload, &stored); err != nil || stored.ApprovalMode != want {
+			t.Errorf("%s is stored as %s, want approvalMode %q", in, a.Payload, want)
+		}
 	}
 }
