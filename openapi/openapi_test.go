@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -386,5 +387,83 @@ func closedObject(v any, at string) string {
 func TestYAMLIsTheEmbeddedFile(t *testing.T) {
 	if !bytes.HasPrefix(YAML(), []byte("openapi: 3.0.3\n")) {
 		t.Error("YAML does not start with the OpenAPI version")
+	}
+}
+
+// TestNullableHasType holds the served document to OpenAPI 3.0.3's reading of
+// nullable: it adds null to the values of a schema's type, and does nothing
+// beside a bare allOf or $ref. Vulnerability.riskAccepted once said nullable
+// without a type, so the null the server sends was invalid to a strict
+// reader while kin-openapi (and so the response checks) let it pass.
+func TestNullableHasType(t *testing.T) {
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["nullable"] == true {
+				if _, ok := v["type"].(string); !ok {
+					t.Errorf("%s: nullable without a type", at)
+				}
+			}
+			for k, child := range v {
+				walk(child, at+"/"+k)
+			}
+		case []any:
+			for i, child := range v {
+				walk(child, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	walk(tree, "#")
+
+	vuln := load(t).Components.Schemas["Vulnerability"].Value
+	if !slices.Contains(vuln.Required, "riskAccepted") {
+		t.Error("Vulnerability.riskAccepted is always sent but not required")
+	}
+	for _, body := range []string{`null`, `{"kind":"accepted","reason":"r","expiresAt":null,"acceptedBy":"api:ci","acceptedAt":"2026-01-02T03:04:05Z"}`} {
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := vuln.Properties["riskAccepted"].Value.VisitJSON(v); err != nil {
+			t.Errorf("riskAccepted %s rejected: %v", body, err)
+		}
+	}
+}
+
+// TestGroupBodyIsGroupPatchWithName: the create body of a group is written
+// out in full (no allOf, which openapi-typescript turned into a type whose
+// every field is never) and must stay the update body plus a required name.
+func TestGroupBodyIsGroupPatchWithName(t *testing.T) {
+	schemas := load(t).Components.Schemas
+	body, patch := schemas["GroupBody"].Value, schemas["GroupPatch"].Value
+	if len(body.AllOf) != 0 || len(body.AnyOf) != 0 || len(body.OneOf) != 0 || !body.Type.Is(openapi3.TypeObject) {
+		t.Fatal("GroupBody is not a plain object schema")
+	}
+	if !slices.Equal(body.Required, []string{"name"}) || len(patch.Required) != 0 {
+		t.Errorf("required: GroupBody %v, GroupPatch %v", body.Required, patch.Required)
+	}
+	if len(body.Properties) != len(patch.Properties) {
+		t.Errorf("GroupBody has %d properties, GroupPatch %d", len(body.Properties), len(patch.Properties))
+	}
+	for name, p := range patch.Properties {
+		b, ok := body.Properties[name]
+		if !ok {
+			t.Errorf("GroupBody lacks %s", name)
+			continue
+		}
+		want, _ := json.Marshal(p)
+		got, _ := json.Marshal(b)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs:\nGroupBody  %s\nGroupPatch %s", name, got, want)
+		}
 	}
 }

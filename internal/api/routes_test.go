@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bytes"
+	"io"
 	"sort"
 	"strings"
 	"testing"
@@ -33,5 +35,29 @@ func TestRouteTableMatchesDocument(t *testing.T) {
 	}
 	if len(routed) != 25 {
 		t.Fatalf("%d operations routed, the spec has 25", len(routed))
+	}
+}
+
+// TestServedDocumentIsOpenAPIJSON: GET /api/v1/openapi.json serves exactly
+// openapi.JSON(), the bytes that .ci/run writes out (go run ./openapi/served)
+// and lints with Redocly and Spectral.
+func TestServedDocumentIsOpenAPIJSON(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	resp, err := e.HTTPClient.Get(e.URL + "/api/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	served, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := openapi.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !bytes.Equal(served, want) {
+		t.Fatalf("served %d %q, %d bytes; openapi.JSON has %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(served), len(want))
 	}
 }

@@ -65,8 +65,12 @@ Usage:
   patchd admin alert list --org ORG
   patchd admin alert update --org ORG --id ID [--name N] [--threshold N] [--email-to LIST] [--webhook-url URL] [--webhook-secret S] [--report-key K]
   patchd admin alert enable|disable|delete|test|events --org ORG --id ID
+  patchd admin approval-policy list --org ORG
+  patchd admin approval-policy set --org ORG [--severity S --source SRC [--delay-days N]] [--decline-older true|false]
+  patchd admin approval-policy delete --org ORG --severity S --source SRC
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
   patchd admin audit list --instance [--limit N] [--actor A] [--action X]   (feed imports and syncs, operator grants)
+  patchd admin backup --to FILE   (SQLite: a consistent copy while the server runs; FILE must not exist)
   patchd admin vuln accept --org ORG --cve CVE --reason R [--expires 720h] [--kind accepted|compensating_control]
   patchd admin vuln list --org ORG [--kind K]
   patchd admin vuln revoke --org ORG --cve CVE

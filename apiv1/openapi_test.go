@@ -1,0 +1,125 @@
+package apiv1_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/valid"
+	"github.com/patchd/patchd/openapi"
+)
+
+// TestAnswersMatchTheDocument holds every answer type the server encodes to
+// the schema the OpenAPI document gives it, field by field, so a mismatch
+// cannot slip by for lack of a sample answer that shows it: every field is a
+// property; a field always sent (no omitempty) is required, one sent only
+// sometimes is not; a pointer field, which can be null, is nullable; and every
+// property of the schema is a field.
+func TestAnswersMatchTheDocument(t *testing.T) {
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := []struct {
+		schema string
+		value  any
+		// request: the schema also describes a request body, where a field
+		// the server always sends need not be required.
+		request bool
+	}{
+		{"Error", httpx.Error{}, false},
+		{"FieldError", valid.Problem{}, false},
+		{"TokenResponse", apiv1.TokenResponse{}, false},
+		{"OkResult", apiv1.OK{}, false},
+		{"Endpoint", apiv1.Endpoint{}, false},
+		{"Disk", apiv1.Disk{}, false},
+		{"InstalledSoftware", apiv1.Software{}, false},
+		{"MissingUpdate", apiv1.MissingUpdate{}, false},
+		{"Update", apiv1.Update{}, false},
+		{"SoftwareRow", apiv1.SoftwareRow{}, false},
+		{"Vulnerability", apiv1.Vulnerability{}, false},
+		{"RiskAcceptance", apiv1.RiskAcceptance{}, false},
+		{"EndpointRef", apiv1.EndpointRef{}, false},
+		{"Group", apiv1.Group{}, false},
+		{"GroupRule", apiv1.GroupRule{}, true},
+		{"NamedRef", apiv1.Ref{}, false},
+		{"GroupResult", apiv1.GroupResult{}, false},
+		{"Automation", apiv1.Automation{}, false},
+		{"AutomationRing", apiv1.Ring{}, true},
+		{"AutomationCreateResult", apiv1.AutomationCreated{}, false},
+		{"AutomationResult", apiv1.AutomationResult{}, false},
+		{"RunStarted", apiv1.RunStarted{}, false},
+		{"ApprovalResult", apiv1.ApprovalResult{}, false},
+		{"Run", apiv1.Run{}, false},
+		{"RunCommand", apiv1.RunCommand{}, false},
+		{"AlertRule", apiv1.AlertRule{}, false},
+		{"AlertRuleResult", apiv1.AlertRuleResult{}, false},
+		{"ReportMeta", apiv1.ReportMeta{}, false},
+		{"Report", apiv1.Report{}, false},
+		{"EndpointPage", apiv1.Page[apiv1.Endpoint]{}, false},
+		{"UpdatePage", apiv1.Page[apiv1.Update]{}, false},
+		{"SoftwareRowPage", apiv1.Page[apiv1.SoftwareRow]{}, false},
+		{"VulnerabilityPage", apiv1.Page[apiv1.Vulnerability]{}, false},
+		{"GroupList", apiv1.List[apiv1.Group]{}, false},
+		{"AutomationList", apiv1.List[apiv1.Automation]{}, false},
+		{"RunList", apiv1.List[apiv1.Run]{}, false},
+		{"RunCommandList", apiv1.List[apiv1.RunCommand]{}, false},
+		{"AlertRuleList", apiv1.List[apiv1.AlertRule]{}, false},
+		{"ReportList", apiv1.List[apiv1.ReportMeta]{}, false},
+	}
+	for _, a := range answers {
+		t.Run(a.schema, func(t *testing.T) {
+			ref := doc.Components.Schemas[a.schema]
+			if ref == nil {
+				t.Fatalf("no schema %s", a.schema)
+			}
+			matchStruct(t, a.schema, reflect.TypeOf(a.value), ref.Value, a.request)
+		})
+	}
+}
+
+func matchStruct(t *testing.T, at string, typ reflect.Type, s *openapi3.Schema, request bool) {
+	t.Helper()
+	fields := map[string]bool{}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = true
+		prop := s.Properties[name]
+		if prop == nil {
+			t.Errorf("%s.%s is sent but is not a property of the schema", at, name)
+			continue
+		}
+		omitempty := slices.Contains(strings.Split(opts, ","), "omitempty")
+		required := slices.Contains(s.Required, name)
+		switch {
+		case omitempty && required:
+			t.Errorf("%s.%s is left out when empty but the schema requires it", at, name)
+		case !omitempty && !required && !request:
+			t.Errorf("%s.%s is always sent but the schema does not require it", at, name)
+		}
+		if f.Type.Kind() == reflect.Pointer && !omitempty && !prop.Value.Nullable {
+			t.Errorf("%s.%s can be null but the schema is not nullable", at, name)
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(json.RawMessage{}) && f.Type.PkgPath() != "time" {
+			matchStruct(t, at+"."+name, f.Type, prop.Value, request)
+		}
+	}
+	for name := range s.Properties {
+		if !fields[name] {
+			t.Errorf("%s.%s is a property of the schema but is never sent", at, name)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// adminCommandsOutsideTheSwitch are the admin commands runAdmin handles
+// before its switch on "object verb".
+var adminCommandsOutsideTheSwitch = []string{"backup"}
+
+// threeWords matches a usage line's fifth word when it is the last word of a
+// three-word command (lower-case verbs, alternatives split by '|'), not a
+// flag or an upper-case placeholder.
+var threeWords = regexp.MustCompile(`^[a-z][a-z-]*(\|[a-z][a-z-]*)*$`)
+
+// TestUsageListsEveryAdminCommand reads the cases of runAdmin's switch from
+// admin.go and wants each "object verb" in the usage text, as
+// "patchd admin OBJECT VERB" or with VERB among an a|b|c list.
+// (approval-policy was once missing.)
+func TestUsageListsEveryAdminCommand(t *testing.T) {
+	commands := append(adminSwitchCases(t), adminCommandsOutsideTheSwitch...)
+	if len(commands) < 20 {
+		t.Fatalf("found only %d admin commands in admin.go: %q", len(commands), commands)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(usage, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "patchd" || f[1] != "admin" {
+			continue
+		}
+		if len(f) == 3 || strings.HasPrefix(f[3], "-") {
+			listed[f[2]] = true
+			continue
+		}
+		if len(f) > 4 && threeWords.MatchString(f[4]) {
+			// "patchd admin user operator grant|revoke": a three-word command.
+			for _, verb := range strings.Split(f[4], "|") {
+				listed[f[2]+" "+f[3]+" "+verb] = true
+			}
+			continue
+		}
+		for _, verb := range strings.Split(f[3], "|") {
+			listed[f[2]+" "+verb] = true
+		}
+	}
+	for _, c := range commands {
+		if !listed[c] {
+			t.Errorf("patchd admin %s is not in the usage text", c)
+		}
+	}
+	for c := range listed {
+		if !slices.Contains(commands, c) {
+			t.Errorf("the usage text lists patchd admin %s, which runAdmin does not handle", c)
+		}
+	}
+}
+
+// adminSwitchCases answers the string cases of the switch on
+// object + " " + verb in runAdmin.
+func adminSwitchCases(t *testing.T) []string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), "admin.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		fn, ok := n.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "runAdmin" {
+			return true
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			sw, ok := n.(*ast.SwitchStmt)
+			if !ok {
+				return true
+			}
+			if b, ok := sw.Tag.(*ast.BinaryExpr); !ok || switchTag(b) != "object+verb" {
+				return true
+			}
+			for _, stmt := range sw.Body.List {
+				for _, e := range stmt.(*ast.CaseClause).List {
+					if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						s, err := strconv.Unquote(lit.Value)
+						if err != nil {
+							t.Fatal(err)
+						}
+						cases = append(cases, s)
+					}
+				}
+			}
+			return false
+		})
+		return false
+	})
+	return cases
+}
+
+// switchTag renders object + " " + verb as "object+verb".
+func switchTag(b *ast.BinaryExpr) string {
+	inner, ok := b.X.(*ast.BinaryExpr)
+	if !ok {
+		return ""
+	}
+	x, okX := inner.X.(*ast.Ident)
+	y, okY := b.Y.(*ast.Ident)
+	if !okX || !okY {
+		return ""
+	}
+	return x.Name + "+" + y.Name
+}
