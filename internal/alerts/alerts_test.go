@@ -57,11 +57,55 @@ func TestTriggersHaveDefaultsInRange(t *testing.T) {
 		t.Fatalf("%d triggers", len(Triggers))
 	}
 	for _, tr := range Triggers {
+		if tr.Ignored {
+			if tr.DefaultThreshold != 0 || tr.Min != 0 || tr.Max != 0 || !strings.HasPrefix(tr.Threshold, "ignored") {
+				t.Errorf("%s ignores its threshold: %+v", tr.Name, tr)
+			}
+			continue
+		}
 		if tr.DefaultThreshold < tr.Min || tr.DefaultThreshold > tr.Max || tr.Threshold == "" {
 			t.Errorf("%s: default %d outside %d..%d", tr.Name, tr.DefaultThreshold, tr.Min, tr.Max)
 		}
 	}
 }
+
+// TestRuleThreshold: a trigger that ignores its threshold takes any
+// non-negative value and keeps it; the others keep their range.
+func TestRuleThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		trigger   string
+		threshold *int
+		want      int // the threshold kept; -1: refused
+	}{
+		{NewEndpoint, ptr(1), 1},
+		{NewEndpoint, ptr(0), 0},
+		{NewEndpoint, nil, 0},
+		{NewEndpoint, ptr(MaxIgnored), MaxIgnored},
+		{GroupUptime, ptr(90), 90},
+		{NewEndpoint, ptr(-1), -1},
+		{GroupUptime, ptr(MaxIgnored + 1), -1},
+		{EndpointOffline, ptr(0), -1},
+		{EndpointOffline, ptr(30), 30},
+		{EndpointOffline, nil, 60},
+		{CriticalVuln, ptr(11), -1},
+		{CriticalVuln, ptr(-1), -1},
+	} {
+		r := Rule{Name: "r", Trigger: tc.trigger, Threshold: tc.threshold, EmailTo: "ops@example.com"}
+		err := r.Check()
+		switch {
+		case tc.want < 0 && err == nil:
+			t.Errorf("%s threshold %d: accepted", tc.trigger, *tc.threshold)
+		case tc.want < 0 && !strings.Contains(err.Error(), "threshold"):
+			t.Errorf("%s: %v", tc.trigger, err)
+		case tc.want >= 0 && err != nil:
+			t.Errorf("%s threshold %v: %v", tc.trigger, tc.threshold, err)
+		case tc.want >= 0 && *r.Threshold != tc.want:
+			t.Errorf("%s: threshold %d kept, want %d", tc.trigger, *r.Threshold, tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestMessageSignAndVerify(t *testing.T) {
 	at := time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC)
