@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,9 @@ func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error)
 			}
 			path = filepath.Join(dataDir, "patchd.db")
 		}
+		if err := privateFiles(path); err != nil {
+			return nil, err
+		}
 		s, err = openSQLite(path, opt)
 	}
 	if err != nil {
@@ -175,6 +179,40 @@ func openSQLite(path string, opt Options) (*Store, error) {
 	// Readers a burst opened close after a while idle, with their caches.
 	r.SetConnMaxIdleTime(2 * time.Minute)
 	return &Store{engine: SQLite, read: r, write: w}, nil
+}
+
+// privateFiles creates the SQLite file path readable and writable by its
+// owner only (0600), and takes group and other permissions off an existing
+// one and its -wal and -shm files: the database holds webhook secrets and
+// BitLocker recovery keys. SQLite creates the -wal and -shm files with the
+// permissions of the database file. An in-memory database (":memory:" and
+// the like) is left alone.
+func privateFiles(path string) error {
+	if path == "" || strings.HasPrefix(path, ":") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: create sqlite file: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("store: sqlite file: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			// Another user's file this one may write through its group:
+			// said, not fatal.
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				slog.Warn("store: the database file is readable by others and its mode could not be changed", "file", p, "mode", fi.Mode().Perm().String(), "err", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Engine says which database engine the store runs on.
