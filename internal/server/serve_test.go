@@ -82,7 +82,7 @@ func TestTakenPortCreatesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	cfg := serveConfig(t, dir, "--addr", taken.Addr().String())
 	var out bytes.Buffer
-	if run, err := server.Start(cfg, &out); err == nil || !strings.Contains(err.Error(), "listen") {
+	if run, err := server.Start(context.Background(), cfg, &out); err == nil || !strings.Contains(err.Error(), "listen") {
 		if run != nil {
 			shutdown(t, run)
 		}
@@ -97,7 +97,7 @@ func TestTakenPortCreatesNothing(t *testing.T) {
 	}
 
 	cfg.Addr = "127.0.0.1:0"
-	run, err := server.Start(cfg, &out)
+	run, err := server.Start(context.Background(), cfg, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func call(t *testing.T, method, url, secret string, body any, header ...string) 
 func TestShutdownAnswersLongPolls(t *testing.T) {
 	cfg := serveConfig(t, t.TempDir(), "--addr", "127.0.0.1:0")
 	var out bytes.Buffer
-	run, err := server.Start(cfg, &out)
+	run, err := server.Start(context.Background(), cfg, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestMetricsListenerAndToken(t *testing.T) {
 		if withToken {
 			args = append(args, "--metrics-token", token)
 		}
-		run, err := server.Start(serveConfig(t, t.TempDir(), args...), io.Discard)
+		run, err := server.Start(context.Background(), serveConfig(t, t.TempDir(), args...), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

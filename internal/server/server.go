@@ -155,7 +155,7 @@ func (s *Server) RunWorkers(ctx context.Context) {
 // Serve runs patchd serve until ctx ends (Start, then Shutdown with 30
 // seconds for the requests in flight), or until its listener fails.
 func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
-	run, err := Start(cfg, out)
+	run, err := Start(ctx, cfg, out)
 	if err != nil {
 		return err
 	}
@@ -191,8 +191,8 @@ type Running struct {
 // Start binds the listeners first — a port already taken fails the start
 // before a database is created or a first-start secret is made that nobody
 // would see —, then opens the store, bootstraps an empty database (printing
-// its secrets to out) and serves.
-func Start(cfg config.Config, out io.Writer) (_ *Running, err error) {
+// its secrets to out) and serves. ctx bounds the start only (migrations).
+func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, err error) {
 	run := &Running{failed: make(chan error, 2)}
 	defer func() {
 		if err != nil {
@@ -212,7 +212,6 @@ func Start(cfg config.Config, out io.Writer) (_ *Running, err error) {
 			return nil, err
 		}
 	}
-	ctx := context.Background()
 	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns})
 	if err != nil {
 		return nil, err
