@@ -11,8 +11,8 @@ import (
 )
 
 // TestSQLiteFilesArePrivate: a new data folder is 0700 and the database
-// with its -wal and -shm files 0600; an existing database opened again has
-// group and other permissions taken off.
+// with its -wal and -shm files 0600; an existing database and data folder
+// opened again have group and other permissions taken off.
 func TestSQLiteFilesArePrivate(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("POSIX permissions")
@@ -50,11 +50,17 @@ func TestSQLiteFilesArePrivate(t *testing.T) {
 			}
 		}
 	}
-	s, err = store.Open(ctx, "sqlite:"+db, "", store.Options{})
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(ctx, "", dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if m := mode(dir); m != 0o700 {
+		t.Errorf("reopened data folder %v", m)
+	}
 	for _, p := range []string{db, db + "-wal", db + "-shm"} {
 		if _, err := os.Stat(p); err == nil {
 			if m := mode(p); m != 0o600 {

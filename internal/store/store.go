@@ -112,6 +112,9 @@ func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error)
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
 				return nil, fmt.Errorf("store: create data folder: %w", err)
 			}
+			if filepath.Clean(dataDir) != "." {
+				privateMode(dataDir, 0o700)
+			}
 			path = filepath.Join(dataDir, "patchd.db")
 		}
 		if err := privateFiles(path); err != nil {
@@ -183,7 +186,8 @@ func openSQLite(path string, opt Options) (*Store, error) {
 
 // privateFiles creates the SQLite file path readable and writable by its
 // owner only (0600), and takes group and other permissions off an existing
-// one and its -wal and -shm files: the database holds webhook secrets and
+// one and its -wal and -shm files (Open does the same for the data folder,
+// 0700): the database holds webhook secrets and
 // BitLocker recovery keys. SQLite creates the -wal and -shm files with the
 // permissions of the database file. An in-memory database (":memory:" and
 // the like) is left alone.
@@ -204,15 +208,23 @@ func privateFiles(path string) error {
 		if err != nil {
 			return fmt.Errorf("store: sqlite file: %w", err)
 		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			// Another user's file this one may write through its group:
-			// said, not fatal.
-			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
-				slog.Warn("store: the database file is readable by others and its mode could not be changed", "file", p, "mode", fi.Mode().Perm().String(), "err", err)
-			}
-		}
+		privateMode(p, fi.Mode().Perm()&0o700)
 	}
 	return nil
+}
+
+// privateMode takes group and other permissions off path, the data folder
+// or a database file, when it has any. Another user's file this process may
+// write through its group cannot be changed: that is said, not fatal.
+func privateMode(path string, mode os.FileMode) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		slog.Warn("store: the database or its folder is open to other users and its mode could not be changed",
+			"path", path, "mode", fi.Mode().Perm().String(), "err", err)
+	}
 }
 
 // Engine says which database engine the store runs on.
