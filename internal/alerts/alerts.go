@@ -31,20 +31,27 @@ const (
 type Trigger struct {
 	Name             string
 	DefaultThreshold int
-	Min, Max         int
+	// Min and Max bound the threshold of a trigger that uses it; a trigger
+	// that ignores it (Ignored) takes any value from 0 to MaxIgnored.
+	Min, Max int
+	Ignored  bool
 	// Threshold says what the threshold means (docs/alerts.md repeats it).
 	Threshold string
 }
 
+// MaxIgnored is the largest threshold stored for a trigger that ignores it:
+// the column is a 32-bit integer on both engines.
+const MaxIgnored = 1<<31 - 1
+
 // Triggers lists every trigger, in the order of the documentation.
 var Triggers = []Trigger{
-	{NewEndpoint, 0, 0, 0, "not used (0): every endpoint enrolled for the first time raises one event"},
-	{EndpointOffline, 60, 1, 525600, "minutes since the endpoint's last check-in, once it counts as disconnected (default 60)"},
-	{GroupUptime, 0, 0, 0, "not used (0): each group's offlineAlertMinutes and onlineAlert decide"},
-	{RebootRequired, 24, 1, 8760, "hours the endpoint has been reporting a pending reboot (default 24)"},
-	{CriticalVuln, 9, 0, 10, "minimum CVSS base score, in whole points (default 9 = 9.0); a CVE in the CISA KEV catalog always qualifies"},
-	{MissingCriticalUpdate, 7, 0, 3650, "days since a Critical update was first found missing on the endpoint (default 7)"},
-	{ReportRows, 1, 1, 1000000, "minimum number of rows of the report reportKey (default 1)"},
+	{Name: NewEndpoint, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every endpoint enrolled for the first time raises one event"},
+	{Name: EndpointOffline, DefaultThreshold: 60, Min: 1, Max: 525600, Threshold: "minutes since the endpoint's last check-in, once it counts as disconnected (default 60)"},
+	{Name: GroupUptime, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): each group's offlineAlertMinutes and onlineAlert decide"},
+	{Name: RebootRequired, DefaultThreshold: 24, Min: 1, Max: 8760, Threshold: "hours the endpoint has been reporting a pending reboot (default 24)"},
+	{Name: CriticalVuln, DefaultThreshold: 9, Min: 0, Max: 10, Threshold: "minimum CVSS base score, in whole points (default 9 = 9.0); a CVE in the CISA KEV catalog always qualifies"},
+	{Name: MissingCriticalUpdate, DefaultThreshold: 7, Min: 0, Max: 3650, Threshold: "days since a Critical update was first found missing on the endpoint (default 7)"},
+	{Name: ReportRows, DefaultThreshold: 1, Min: 1, Max: 1000000, Threshold: "minimum number of rows of the report reportKey (default 1)"},
 }
 
 // Lookup finds a trigger by name.
@@ -189,12 +196,12 @@ func (r *Rule) Check() error {
 	case r.Threshold == nil:
 		n := t.DefaultThreshold
 		r.Threshold = &n
-	case *r.Threshold < t.Min || *r.Threshold > t.Max:
-		if t.Min == t.Max {
-			errs.Add("threshold", "must be %d for %s: %s", t.Min, t.Name, t.Threshold)
-		} else {
-			errs.Add("threshold", "must be between %d and %d for %s: %s", t.Min, t.Max, t.Name, t.Threshold)
+	case t.Ignored:
+		if *r.Threshold < 0 || *r.Threshold > MaxIgnored {
+			errs.Add("threshold", "must be a whole number from 0 to %d; %s %s", MaxIgnored, t.Name, t.Threshold)
 		}
+	case *r.Threshold < t.Min || *r.Threshold > t.Max:
+		errs.Add("threshold", "must be between %d and %d for %s: %s", t.Min, t.Max, t.Name, t.Threshold)
 	}
 	r.EmailTo = strings.TrimSpace(r.EmailTo)
 	if r.EmailTo != "" {

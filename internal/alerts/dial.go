@@ -10,21 +10,9 @@ import (
 	"time"
 )
 
-// ErrRefusedAddress answers a webhook target on a loopback, private,
-// link-local, unspecified or multicast address.
+// ErrRefusedAddress answers a webhook target on an address that is not
+// globally reachable (Refused).
 var ErrRefusedAddress = errors.New("webhook target address refused")
-
-// sharedSpace is carrier-grade NAT (RFC 6598): not routable on the internet,
-// and often the address of internal services.
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
-
-// Refused tells whether a webhook must not connect to addr.
-func Refused(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	return !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
-		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() || sharedSpace.Contains(addr) ||
-		(addr.Is4() && addr.As4()[0] == 0) // 0.0.0.0/8, "this network"
-}
 
 // Dialer makes the webhook connections. Unless AllowPrivate is set it
 // refuses, in net.Dialer.Control, any address Refused names: the check runs

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Severities of an event.
@@ -66,14 +68,59 @@ func NewMessage(id, event string, at time.Time, org string, rule RuleRef, severi
 	return m
 }
 
-// Body is the webhook's JSON body.
+// Body is the webhook's JSON body. Its "text" is ChatText of m.Text (the
+// e-mail keeps the plain text); title, detail and the names are as raised.
 func (m Message) Body() []byte {
+	m.Text = ChatText(m.Text)
 	b, err := json.Marshal(m)
 	if err != nil {
 		// Message holds only strings and a time: it always marshals.
 		panic(err)
 	}
 	return b
+}
+
+// ChatText makes text safe to render in a chat tool's incoming webhook,
+// where endpoint, software and user names an agent reported would otherwise
+// be markup: &, < and > are escaped as Slack's message formatting asks
+// (so "<https://x|label>" and "<!channel>" stay text); a mention ("@here",
+// "@channel", "@all", "@someone": an @ that starts a word) and a Markdown
+// link ("[label](url)", Mattermost and Teams) get a zero-width space that
+// breaks them without changing what is read.
+func ChatText(text string) string {
+	var b strings.Builder
+	b.Grow(len(text) + 16)
+	var prev rune
+	for i, r := range text {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '@':
+			b.WriteRune(r)
+			if next, _ := utf8.DecodeRuneInString(text[i+1:]); !isWordRune(prev) && (isWordRune(next) || next == '!') {
+				b.WriteString(zeroWidthSpace)
+			}
+		case '(':
+			if prev == ']' {
+				b.WriteString(zeroWidthSpace)
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	return b.String()
+}
+
+const zeroWidthSpace = "\u200b"
+
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // Sign answers the X-Service-Signature value of body: "sha256=" and the

@@ -65,6 +65,31 @@ func TestAlertRulesCreateAndList(t *testing.T) {
 	}
 }
 
+// TestAlertRuleIgnoredThreshold: NEW_ENDPOINT and GROUP_UPTIME ignore
+// threshold; any non-negative value is accepted and answered back as given.
+func TestAlertRuleIgnoredThreshold(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	want := map[string]int{}
+	for trigger, threshold := range map[string]int{"NEW_ENDPOINT": 1, "GROUP_UPTIME": 45} {
+		res, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: trigger, Trigger: trigger, Threshold: ptr(threshold), EmailTo: ptr("ops@example.com")})
+		if err != nil {
+			t.Fatalf("%s threshold %d: %v", trigger, threshold, err)
+		}
+		want[res.Rule.ID] = threshold
+	}
+	list, err := e.Admin.ListAlertRules(ctx)
+	if err != nil || list.Total != 2 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	for _, r := range list.Items {
+		if r.Threshold != want[r.ID] {
+			t.Errorf("%s: threshold %d, want %d", r.Trigger, r.Threshold, want[r.ID])
+		}
+	}
+}
+
 func rawGet(t *testing.T, e *apitest.Env, path string) string {
 	t.Helper()
 	tok, _, err := e.Admin.Token(context.Background())
@@ -101,6 +126,8 @@ func TestAlertRuleValidation(t *testing.T) {
 		{"report rows without key", apiv1.AlertRuleBody{Name: "x", Trigger: "REPORT_ROWS", EmailTo: mail}, []string{"reportKey"}},
 		{"report rows unknown key", apiv1.AlertRuleBody{Name: "x", Trigger: "REPORT_ROWS", ReportKey: ptr("no-such-report"), EmailTo: mail}, []string{"reportKey"}},
 		{"threshold out of range", apiv1.AlertRuleBody{Name: "x", Trigger: "CRITICAL_VULN", Threshold: ptr(11), EmailTo: mail}, []string{"threshold"}},
+		{"negative ignored threshold", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", Threshold: ptr(-1), EmailTo: mail}, []string{"threshold"}},
+		{"ignored threshold past 32 bits", apiv1.AlertRuleBody{Name: "x", Trigger: "GROUP_UPTIME", Threshold: ptr(1 << 31), EmailTo: mail}, []string{"threshold"}},
 		{"secret without webhook", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: mail, WebhookSecret: ptr("s")}, []string{"webhookSecret"}},
 	} {
 		_, err := e.Admin.CreateAlertRule(ctx, tc.body)

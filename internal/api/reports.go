@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"encoding/csv"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/reports"
+	"github.com/patchd/patchd/internal/safecsv"
 )
 
 // flushEvery is how many rows a report stream writes between flushes.
@@ -83,7 +83,7 @@ const reportBuffer = 64 << 10
 func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definition, run *reports.Run, now time.Time) error {
 	rc := http.NewResponseController(w)
 	var bw *bufio.Writer
-	var cw *csv.Writer
+	var cw *safecsv.Writer
 	start := func() {
 		h := w.Header()
 		h.Set("Content-Type", "text/csv; charset=utf-8")
@@ -91,10 +91,9 @@ func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definit
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusOK)
 		bw = bufio.NewWriterSize(w, reportBuffer)
-		cw = csv.NewWriter(bw)
-		cw.Write(def.Columns)
+		cw = safecsv.NewWriter(bw)
+		cw.WriteText(def.Columns)
 	}
-	rec := make([]string, len(def.Columns)) // one record for the stream
 	n := 0
 	for row, err := range run.Rows(r.Context()) {
 		if err != nil {
@@ -106,10 +105,7 @@ func writeReportCSV(w http.ResponseWriter, r *http.Request, def *reports.Definit
 		if cw == nil {
 			start()
 		}
-		for i, v := range row {
-			rec[i] = reports.Text(v)
-		}
-		if err := cw.Write(rec); err != nil {
+		if err := cw.Write(row); err != nil {
 			return nil // the client went away
 		}
 		if n++; n%flushEvery == 0 {

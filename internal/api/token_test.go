@@ -390,7 +390,8 @@ func asErr(err error, target **client.Error) bool {
 
 func TestPublicDocumentAndProbes(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t)
+	const metricsToken = "metrics-token-0123456789"
+	e := apitest.New(t, func(c *config.Config) { c.MetricsToken = metricsToken })
 	r, out := call(t, e, http.MethodGet, "/api/v1/openapi.json", "")
 	if r.StatusCode != 200 || out["openapi"] != "3.0.3" || out["info"].(map[string]any)["version"] != "1" {
 		t.Fatalf("openapi.json: %d %v", r.StatusCode, out["info"])
@@ -400,7 +401,9 @@ func TestPublicDocumentAndProbes(t *testing.T) {
 			t.Fatalf("%s: %d %v", p, r.StatusCode, out)
 		}
 	}
-	resp, err := http.Get(e.URL + "/metrics")
+	req, _ := http.NewRequest(http.MethodGet, e.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+metricsToken) // internal/server tests the metrics' access
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

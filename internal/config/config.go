@@ -51,6 +51,13 @@ type Config struct {
 	// before another replica may take it over (default the webhook timeout
 	// plus a minute; tests shorten it). Not a flag.
 	AlertClaim time.Duration
+	// MetricsAddr serves Prometheus metrics (/metrics) on its own listener
+	// when set (typically loopback or a management network); empty is off.
+	MetricsAddr string
+	// MetricsToken, when set, is the bearer token /metrics asks for, and
+	// serves /metrics on the main listener too. Without a token, /metrics is
+	// only on MetricsAddr.
+	MetricsToken string
 	// PprofAddr serves net/http/pprof on its own listener when set
 	// (profiling under load); empty is off.
 	PprofAddr string
@@ -122,6 +129,9 @@ func ParseServe(args []string) (Config, error) {
 	fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", allowPrivate, "allow webhook targets on loopback/private/link-local addresses (env PATCHD_ALLOW_PRIVATE_WEBHOOKS)")
 	level := fs.String("log-level", Env("PATCHD_LOG_LEVEL", "info"), "debug, info, warn or error (env PATCHD_LOG_LEVEL)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", Env("PATCHD_PPROF_ADDR", ""), "serve Go's /debug/pprof/ on this separate address, for profiling; keep it private; empty is off (env PATCHD_PPROF_ADDR)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", Env("PATCHD_METRICS_ADDR", ""), "serve Prometheus /metrics on this separate address, for example 127.0.0.1:9090; without --metrics-token anyone who reaches it reads the metrics, so keep it private (env PATCHD_METRICS_ADDR)")
+	// The token's default is read after parsing: a flag's default is shown by --help.
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token /metrics requires; with it /metrics is served on the main listener too; prefer the env PATCHD_METRICS_TOKEN")
 	fs.StringVar(&c.LogFormat, "log-format", Env("PATCHD_LOG_FORMAT", "text"), "text or json (env PATCHD_LOG_FORMAT)")
 	maxPolls, _ := strconv.Atoi(Env("PATCHD_MAX_LONG_POLLS", "0"))
 	fs.IntVar(&c.MaxLongPolls, "max-long-polls", maxPolls, "agents' long polls held open at once, each a connection; past it check-ins are answered at once; 0: three quarters of the open-files limit, at least 1,024 files kept (env PATCHD_MAX_LONG_POLLS)")
@@ -184,6 +194,12 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.SMTP.Password == "" {
 		c.SMTP.Password = os.Getenv("PATCHD_SMTP_PASSWORD")
+	}
+	if c.MetricsToken == "" {
+		c.MetricsToken = os.Getenv("PATCHD_METRICS_TOKEN")
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		return c, fmt.Errorf("--metrics-token must have at least 16 characters")
 	}
 	if c.SMTP.TLS != "starttls" && c.SMTP.TLS != "tls" && c.SMTP.TLS != "none" {
 		return c, fmt.Errorf("--smtp-tls must be starttls, tls or none")

@@ -18,7 +18,7 @@ var groupCols = []column[apiv1.Group]{
 	col("ID", func(g apiv1.Group) string { return g.ID }),
 	col("NAME", func(g apiv1.Group) string { return g.Name }),
 	col("KIND", func(g apiv1.Group) string { return g.Kind }),
-	col("MEMBERS", func(g apiv1.Group) string { return strconv.Itoa(g.Members) }),
+	numCol("MEMBERS", func(g apiv1.Group) string { return strconv.Itoa(g.Members) }),
 	col("BUILT-IN", func(g apiv1.Group) string { return yesNo(g.System) }),
 	col("RULES", func(g apiv1.Group) string { return rulesText(g) }),
 }

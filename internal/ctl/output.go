@@ -1,7 +1,6 @@
 package ctl
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/safecsv"
 )
 
 // ANSI colours, written only when the session has colour.
@@ -52,9 +52,15 @@ type column[T any] struct {
 	head   string
 	get    func(T) string
 	status bool // colour the values with statusColor
+	number bool // the values are numbers (CSV writes them as they are)
 }
 
 func col[T any](head string, get func(T) string) column[T] { return column[T]{head: head, get: get} }
+
+// numCol is a column of numbers.
+func numCol[T any](head string, get func(T) string) column[T] {
+	return column[T]{head: head, get: get, number: true}
+}
 
 func statusCol[T any](head string, get func(T) string) column[T] {
 	return column[T]{head: head, get: get, status: true}
@@ -97,21 +103,25 @@ func printList[T any](s *session, cols []column[T], items iter.Seq2[T, error]) e
 	case "json":
 		return printJSONList(s, items)
 	case "csv":
-		w := csv.NewWriter(s.io.Stdout)
+		w := safecsv.NewWriter(s.io.Stdout)
 		head := make([]string, len(cols))
 		for i, c := range cols {
 			head[i] = c.head
 		}
-		w.Write(head)
+		w.WriteText(head)
 		n := 0
+		row := make([]any, len(cols))
 		for item, err := range items {
 			if err != nil {
 				w.Flush()
 				return err
 			}
-			row := make([]string, len(cols))
 			for i, c := range cols {
-				row[i] = c.get(item)
+				if v := c.get(item); c.number {
+					row[i] = safecsv.Number(v)
+				} else {
+					row[i] = v
+				}
 			}
 			w.Write(row)
 			if n++; n%200 == 0 {

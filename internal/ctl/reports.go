@@ -1,7 +1,6 @@
 package ctl
 
 import (
-	"encoding/csv"
 	"flag"
 	"fmt"
 	"io"
@@ -22,12 +21,12 @@ var alertCols = []column[apiv1.AlertRule]{
 	col("ID", func(a apiv1.AlertRule) string { return a.ID }),
 	col("NAME", func(a apiv1.AlertRule) string { return a.Name }),
 	col("TRIGGER", func(a apiv1.AlertRule) string { return a.Trigger }),
-	col("THRESHOLD", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Threshold) }),
+	numCol("THRESHOLD", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Threshold) }),
 	statusCol("ENABLED", func(a apiv1.AlertRule) string { return yesNo(a.Enabled) }),
 	col("EMAIL TO", func(a apiv1.AlertRule) string { return str(a.EmailTo) }),
 	col("WEBHOOK", func(a apiv1.AlertRule) string { return str(a.WebhookURL) }),
 	col("REPORT", func(a apiv1.AlertRule) string { return str(a.ReportKey) }),
-	col("EVENTS", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Events) }),
+	numCol("EVENTS", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Events) }),
 }
 
 var alertTriggers = []string{"GROUP_UPTIME", "NEW_ENDPOINT", "CRITICAL_VULN", "MISSING_CRITICAL_UPDATE", "ENDPOINT_OFFLINE", "REBOOT_REQUIRED", "REPORT_ROWS"}
@@ -81,22 +80,11 @@ func reportCommands() []command {
 	}
 }
 
+// printReport shows a report as JSON or a table; CSV is the server's own
+// (reports get --csv or -o csv streams it).
 func printReport(s *session, r apiv1.Report) error {
-	switch s.format {
-	case "json":
+	if s.format == "json" {
 		return s.printJSON(r)
-	case "csv":
-		w := csv.NewWriter(s.io.Stdout)
-		w.Write(r.Columns)
-		for _, row := range r.Rows {
-			rec := make([]string, len(row))
-			for i, v := range row {
-				rec[i] = cellText(v)
-			}
-			w.Write(rec)
-		}
-		w.Flush()
-		return w.Error()
 	}
 	fmt.Fprintf(s.io.Stdout, "%s (%d rows", s.paint(bold, r.Title), r.Total)
 	if r.CollectedAt != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/safecsv"
 )
 
 var updateCols = []column[apiv1.Update]{
@@ -35,12 +36,12 @@ var softwareCols = []column[apiv1.SoftwareRow]{
 
 var vulnCols = []column[apiv1.Vulnerability]{
 	col("CVE", func(v apiv1.Vulnerability) string { return v.CVEID }),
-	col("CVSS", func(v apiv1.Vulnerability) string { return num(v.CVSSScore) }),
+	numCol("CVSS", func(v apiv1.Vulnerability) string { return num(v.CVSSScore) }),
 	statusCol("SEVERITY", func(v apiv1.Vulnerability) string { return str(v.Severity) }),
 	col("KEV", func(v apiv1.Vulnerability) string { return yesNo(v.CISAKEV) }),
 	statusCol("REMEDIATION", func(v apiv1.Vulnerability) string { return str(v.RemediationStatus) }),
 	col("DEADLINE", func(v apiv1.Vulnerability) string { return when(v.RemediationDeadline) }),
-	col("ENDPOINTS", func(v apiv1.Vulnerability) string { return strconv.Itoa(len(v.Endpoints)) }),
+	numCol("ENDPOINTS", func(v apiv1.Vulnerability) string { return strconv.Itoa(len(v.Endpoints)) }),
 	col("SOFTWARE", func(v apiv1.Vulnerability) string { return strings.Join(v.Software, "; ") }),
 }
 
@@ -126,7 +127,8 @@ func updateCommands() []command {
 
 // approvalKeys reads keys from the arguments, or from stdin for "-" (the
 // first column of each line, so `updates list -o csv | cut -d, -f1` works;
-// a "KEY" header line is skipped).
+// a "KEY" header line is skipped, and the quote -o csv puts before a key
+// that starts like a formula is taken off).
 func approvalKeys(s *session, args []string) ([]apiv1.ApprovalKey, error) {
 	if len(args) == 0 {
 		return nil, usagef("want at least one update KEY (or - to read them from stdin)")
@@ -142,7 +144,7 @@ func approvalKeys(s *session, args []string) ([]apiv1.ApprovalKey, error) {
 			line := strings.TrimSpace(sc.Text())
 			f := strings.FieldsFunc(line, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 			if len(f) > 0 && f[0] != "KEY" {
-				raw = append(raw, f[0])
+				raw = append(raw, safecsv.Untext(f[0]))
 			}
 		}
 		if err := sc.Err(); err != nil {

@@ -29,6 +29,9 @@ type Hub struct {
 	seeded  bool
 	// held counts the long polls waiting; maxHeld bounds it.
 	held, maxHeld int
+	// stopping is closed by Drain.
+	stopping  chan struct{}
+	drainOnce sync.Once
 }
 
 // New makes a Hub on the store that holds at most maxLongPolls long polls
@@ -39,8 +42,15 @@ func New(s *store.Store, maxLongPolls int) *Hub {
 		maxLongPolls = DefaultMaxLongPolls()
 	}
 	return &Hub{store: s, seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]chan struct{}{},
-		maxHeld: maxLongPolls}
+		maxHeld: maxLongPolls, stopping: make(chan struct{})}
 }
+
+// Drain ends the long polls held now, and every later Wait at once: the
+// replica is stopping (http.Server.RegisterOnShutdown), and a long poll
+// would hold the shutdown for up to a minute. The agents get their answer
+// (no commands) and check in again, with another replica or after the
+// restart.
+func (h *Hub) Drain() { h.drainOnce.Do(func() { close(h.stopping) }) }
 
 // reservedFiles are the open files kept for everything but long polls, at
 // the least: database connections, agents' other calls (inventories queue
@@ -138,15 +148,21 @@ func (h *Hub) wake(endpointIDs []string) {
 // interval (and stays connected).
 var ErrTooManyLongPolls = errors.New("presence: too many long polls")
 
-// Wait blocks until a command is queued for the endpoint, the wait ends, or
-// ctx ends; it answers true when woken by a command, and at once
-// ErrTooManyLongPolls past the bound.
+// Wait blocks until a command is queued for the endpoint, the wait ends,
+// ctx ends or the hub drains; it answers true when woken by a command, and
+// at once ErrTooManyLongPolls past the bound.
 func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) (bool, error) {
 	ch := make(chan struct{})
 	h.mu.Lock()
 	if h.pending[endpointID] {
 		h.mu.Unlock()
 		return true, nil
+	}
+	select {
+	case <-h.stopping:
+		h.mu.Unlock()
+		return false, nil
+	default:
 	}
 	if h.held >= h.maxHeld {
 		h.mu.Unlock()
@@ -165,6 +181,7 @@ func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) (
 		return true, nil
 	case <-t.C:
 	case <-ctx.Done():
+	case <-h.stopping:
 	}
 	h.mu.Lock()
 	h.held--

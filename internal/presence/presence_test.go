@@ -74,3 +74,50 @@ func TestLongPollsFor(t *testing.T) {
 		t.Errorf("DefaultMaxLongPolls() = %d", n)
 	}
 }
+
+// TestDrain: Drain answers the long polls held (not woken by a command)
+// and every later one at once, so a stopping replica does not wait them out.
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	h := New(storetest.Open(t), 10)
+	h.seeded = true
+	ctx := context.Background()
+	answered := make(chan bool, 1)
+	go func() {
+		ok, err := h.Wait(ctx, "a", time.Hour)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- ok
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for held, _ := h.LongPolls(); held < 1; held, _ = h.LongPolls() {
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll is not held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.Drain()
+	h.Drain() // twice is fine
+	select {
+	case ok := <-answered:
+		if ok {
+			t.Fatal("a drained long poll answered as woken by a command")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the long poll was not answered after Drain")
+	}
+	if held, _ := h.LongPolls(); held != 0 {
+		t.Fatalf("%d long polls still held", held)
+	}
+	later := make(chan error, 1)
+	go func() { _, err := h.Wait(ctx, "b", time.Hour); later <- err }()
+	select {
+	case err := <-later:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a long poll after Drain was held")
+	}
+}

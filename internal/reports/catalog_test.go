@@ -20,6 +20,7 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/reports"
+	"github.com/patchd/patchd/internal/safecsv"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/openapi"
@@ -124,14 +125,14 @@ func csvText(v any) string {
 	case nil:
 		return ""
 	case string:
-		return x
+		return safecsv.Text(x)
 	case bool:
 		return strconv.FormatBool(x)
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	b, _ := json.Marshal(v)
-	return string(b)
+	return safecsv.Text(string(b))
 }
 
 func readCSV(t *testing.T, c *client.Client, key string) (http.Header, [][]string) {

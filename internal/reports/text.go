@@ -5,8 +5,10 @@ import (
 	"strconv"
 )
 
-// Text writes a report value as the text of a CSV field: null as an empty
-// field, numbers without exponents, anything else as its JSON.
+// Text writes a report value as plain text (the console's report pages):
+// null as empty, numbers without exponents, anything else as its JSON. CSV
+// goes through internal/safecsv, which also guards text cells against
+// spreadsheet formulas.
 func Text(v any) string {
 	switch x := v.(type) {
 	case nil:

@@ -1,6 +1,7 @@
 // Package server assembles patchd serve: the store, the authenticator, the
 // REST API, the agent protocol, health and metrics endpoints and the
-// background workers, on one HTTP listener with graceful shutdown.
+// background workers, on one HTTP listener with graceful shutdown (and
+// optional listeners of their own for metrics and the profiler).
 package server
 
 import (
@@ -18,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentapi"
@@ -87,9 +87,19 @@ func New(cfg config.Config, s *store.Store) *Server {
 		return nil
 	}))
 	mux.Handle("GET /readyz", httpx.Handle(srv.ready))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv.handler = httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/")
+	if cfg.MetricsToken != "" {
+		mux.Handle("GET /metrics", metricsHandler(reg, cfg.MetricsToken))
+	}
+	srv.handler = hsts(httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/"))
 	return srv
+}
+
+// MetricsHandler serves /metrics for --metrics-addr (with the bearer token
+// check when --metrics-token is set).
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metricsHandler(s.registry, s.cfg.MetricsToken))
+	return mux
 }
 
 // Close stops the server's writers after the HTTP server stopped: queued
@@ -142,71 +152,175 @@ func (s *Server) RunWorkers(ctx context.Context) {
 	wg.Wait()
 }
 
-// Serve opens the store, bootstraps an empty database, and serves until
-// ctx ends; then it stops accepting, lets requests finish and flushes.
+// Serve runs patchd serve until ctx ends (Start, then Shutdown with 30
+// seconds for the requests in flight), or until its listener fails.
 func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
-	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns})
+	run, err := Start(ctx, cfg, out)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	boot, created, err := admin.BootstrapIfEmpty(ctx, s)
-	if err != nil {
-		return fmt.Errorf("first start: %w", err)
-	}
-	srv := New(cfg, s)
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	if created {
-		printBootstrap(out, cfg, boot)
-	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
-		ConnState:         srv.conns.track,
-	}
-	if cfg.PprofAddr != "" {
-		stopPprof, err := servePprof(cfg.PprofAddr)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
-	workCtx, stopWork := context.WithCancel(context.Background())
-	var workers sync.WaitGroup
-	workers.Go(func() { srv.RunWorkers(workCtx) })
-
-	serveErr := make(chan error, 1)
-	go func() {
-		_, polls := srv.hub.LongPolls()
-		slog.Info("patchd serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls)
-		if cfg.TLSCert != "" {
-			serveErr <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
-		} else {
-			serveErr <- hs.Serve(ln)
-		}
-	}()
 	select {
-	case err := <-serveErr:
-		stopWork()
-		workers.Wait()
+	case err := <-run.failed:
+		run.stop()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	slog.Info("patchd shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := hs.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := run.Shutdown(shutCtx); err != nil {
 		slog.Warn("shutdown", "err", err)
 	}
-	srv.Close()
-	stopWork()
-	workers.Wait()
 	return nil
+}
+
+// Running is a started patchd serve.
+type Running struct {
+	srv      *Server
+	store    *store.Store
+	hs       *http.Server
+	ln       net.Listener
+	metrics  *http.Server // nil without --metrics-addr
+	metricLn net.Listener
+	pprof    func()
+	failed   chan error
+	stopWork context.CancelFunc
+	workers  sync.WaitGroup
+}
+
+// Start binds the listeners first — a port already taken fails the start
+// before a database is created or a first-start secret is made that nobody
+// would see —, then opens the store, bootstraps an empty database (printing
+// its secrets to out) and serves. ctx bounds the start only (migrations).
+func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, err error) {
+	run := &Running{failed: make(chan error, 2)}
+	defer func() {
+		if err != nil {
+			run.closeListeners()
+		}
+	}()
+	if run.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if cfg.MetricsAddr != "" {
+		if run.metricLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("metrics listen: %w", err)
+		}
+	}
+	if cfg.PprofAddr != "" {
+		if run.pprof, err = servePprof(cfg.PprofAddr); err != nil {
+			return nil, err
+		}
+	}
+	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns})
+	if err != nil {
+		return nil, err
+	}
+	boot, created, err := admin.BootstrapIfEmpty(ctx, s)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("first start: %w", err)
+	}
+	run.store = s
+	run.srv = New(cfg, s)
+	if created {
+		printBootstrap(out, cfg, boot)
+	}
+	run.hs = &http.Server{
+		Handler:           run.srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		ConnState:         run.srv.conns.track,
+	}
+	// Shutdown answers the agents' long polls at once instead of waiting
+	// them out (up to a minute each).
+	run.hs.RegisterOnShutdown(run.srv.hub.Drain)
+	workCtx, stopWork := context.WithCancel(context.Background())
+	run.stopWork = stopWork
+	run.workers.Go(func() { run.srv.RunWorkers(workCtx) })
+
+	_, polls := run.srv.hub.LongPolls()
+	slog.Info("patchd serving", "addr", run.ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls)
+	go func() {
+		var err error
+		if cfg.TLSCert != "" {
+			err = run.hs.ServeTLS(run.ln, cfg.TLSCert, cfg.TLSKey)
+		} else {
+			err = run.hs.Serve(run.ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			run.failed <- err
+		}
+	}()
+	switch {
+	case run.metricLn != nil:
+		run.metrics = &http.Server{Handler: run.srv.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		slog.Info("metrics serving", "addr", run.metricLn.Addr().String(), "token", cfg.MetricsToken != "")
+		go func() {
+			if err := run.metrics.Serve(run.metricLn); !errors.Is(err, http.ErrServerClosed) {
+				run.failed <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+	case cfg.MetricsToken != "":
+		slog.Info("metrics served at /metrics with the bearer token of --metrics-token")
+	default:
+		slog.Info("metrics are off: set --metrics-addr or --metrics-token to serve /metrics")
+	}
+	return run, nil
+}
+
+// Addr is the address the server listens on.
+func (r *Running) Addr() net.Addr { return r.ln.Addr() }
+
+// MetricsAddr is the address of --metrics-addr's listener, or nil.
+func (r *Running) MetricsAddr() net.Addr {
+	if r.metricLn == nil {
+		return nil
+	}
+	return r.metricLn.Addr()
+}
+
+// Server is the running server.
+func (r *Running) Server() *Server { return r.srv }
+
+// Shutdown stops accepting, answers the long polls held, lets the other
+// requests finish within ctx, then stops the workers (which write the
+// batched check-ins) and closes the store. It answers ctx's error when
+// requests were still running at its end.
+func (r *Running) Shutdown(ctx context.Context) error {
+	err := r.hs.Shutdown(ctx)
+	if r.metrics != nil {
+		r.metrics.Shutdown(ctx)
+	}
+	r.stop()
+	return err
+}
+
+// stop ends what Start began, after the HTTP server.
+func (r *Running) stop() {
+	r.hs.Close()
+	if r.metrics != nil {
+		r.metrics.Close()
+	}
+	if r.pprof != nil {
+		r.pprof()
+	}
+	r.srv.Close()
+	r.stopWork()
+	r.workers.Wait()
+	r.store.Close()
+}
+
+func (r *Running) closeListeners() {
+	for _, ln := range []net.Listener{r.ln, r.metricLn} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+	if r.pprof != nil {
+		r.pprof()
+	}
 }
 
 // servePprof serves the Go profiler on its own listener, never on the

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,7 +112,13 @@ func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error)
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
 				return nil, fmt.Errorf("store: create data folder: %w", err)
 			}
+			if filepath.Clean(dataDir) != "." {
+				privateMode(dataDir, 0o700)
+			}
 			path = filepath.Join(dataDir, "patchd.db")
+		}
+		if err := privateFiles(path); err != nil {
+			return nil, err
 		}
 		s, err = openSQLite(path, opt)
 	}
@@ -175,6 +182,49 @@ func openSQLite(path string, opt Options) (*Store, error) {
 	// Readers a burst opened close after a while idle, with their caches.
 	r.SetConnMaxIdleTime(2 * time.Minute)
 	return &Store{engine: SQLite, read: r, write: w}, nil
+}
+
+// privateFiles creates the SQLite file path readable and writable by its
+// owner only (0600), and takes group and other permissions off an existing
+// one and its -wal and -shm files (Open does the same for the data folder,
+// 0700): the database holds webhook secrets and
+// BitLocker recovery keys. SQLite creates the -wal and -shm files with the
+// permissions of the database file. An in-memory database (":memory:" and
+// the like) is left alone.
+func privateFiles(path string) error {
+	if path == "" || strings.HasPrefix(path, ":") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: create sqlite file: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("store: sqlite file: %w", err)
+		}
+		privateMode(p, fi.Mode().Perm()&0o700)
+	}
+	return nil
+}
+
+// privateMode takes group and other permissions off path, the data folder
+// or a database file, when it has any. Another user's file this process may
+// write through its group cannot be changed: that is said, not fatal.
+func privateMode(path string, mode os.FileMode) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		slog.Warn("store: the database or its folder is open to other users and its mode could not be changed",
+			"path", path, "mode", fi.Mode().Perm().String(), "err", err)
+	}
 }
 
 // Engine says which database engine the store runs on.
