@@ -43,6 +43,7 @@ type fakeServer struct {
 	down        atomic.Bool
 	statusDown  atomic.Bool
 	gzipSeen    bool
+	machineUIDs []string // of every enrollment
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
@@ -111,6 +112,9 @@ func (f *fakeServer) enroll(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"error": "invalid_request"})
 		return
 	}
+	f.mu.Lock()
+	f.machineUIDs = append(f.machineUIDs, req.MachineUID)
+	f.mu.Unlock()
 	writeJSON(w, 200, agentproto.EnrollResponse{EndpointID: f.endpointID, AgentSecret: f.secret, CheckinSeconds: 1})
 }
 
@@ -325,6 +329,66 @@ func TestEnrollWritesState(t *testing.T) {
 	}
 	if _, err := LoadState(t.TempDir()); !errors.Is(err, ErrNotEnrolled) {
 		t.Errorf("missing state: %v", err)
+	}
+}
+
+// TestEnrollWithoutMachineID: a computer without an OS machine id (a
+// container without /etc/machine-id) enrolls with an id the agent makes
+// and keeps in its state folder; re-enrolling with that state sends the
+// same id, even once the system has an id of its own, and another state
+// folder makes another id. An OS id is used as it is and nothing is kept.
+func TestEnrollWithoutMachineID(t *testing.T) {
+	f, srv := newFakeServer(t)
+	noID := *testIdentity
+	noID.MachineUID = ""
+	enrollIn := func(dir string, id collect.Identity) error {
+		_, err := Enroll(context.Background(), EnrollConfig{Server: srv.URL, Token: "enroll-token", StateDir: dir, Identity: &id})
+		return err
+	}
+	last := func() string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.machineUIDs[len(f.machineUIDs)-1]
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := enrollIn(dir, noID); err != nil {
+		t.Fatal(err)
+	}
+	first := last()
+	if !generatedID.MatchString(first) {
+		t.Fatalf("enrolled with machine id %q, want 32 hexadecimal digits", first)
+	}
+	fi, err := os.Stat(filepath.Join(dir, MachineIDFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("machine id file mode %v, want 0600", fi.Mode().Perm())
+	}
+	// A restart reads the state; the id is still there and unchanged.
+	if _, err := LoadState(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := enrollIn(dir, noID); err != nil || last() != first {
+		t.Errorf("re-enrollment with the same state: %q, %v; want %q", last(), err, first)
+	}
+	if err := enrollIn(dir, *testIdentity); err != nil || last() != first {
+		t.Errorf("re-enrollment once the system has an id: %q, %v; want the kept %q", last(), err, first)
+	}
+	other := filepath.Join(t.TempDir(), "state")
+	if err := enrollIn(other, noID); err != nil || last() == first || !generatedID.MatchString(last()) {
+		t.Errorf("another state folder: %q, %v", last(), err)
+	}
+	withOS := filepath.Join(t.TempDir(), "state")
+	if err := enrollIn(withOS, *testIdentity); err != nil || last() != testIdentity.MachineUID {
+		t.Errorf("with an OS machine id: %q, %v", last(), err)
+	}
+	if _, err := os.Stat(filepath.Join(withOS, MachineIDFileName)); !os.IsNotExist(err) {
+		t.Errorf("an id was kept although the system has one: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, MachineIDFileName), []byte("garbage\n"), 0o600)
+	if err := enrollIn(dir, noID); err == nil || !strings.Contains(err.Error(), "machine id") {
+		t.Errorf("a damaged machine id file: %v", err)
 	}
 }
 
