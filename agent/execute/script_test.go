@@ -44,7 +44,7 @@ func runScript(t *testing.T, p agentproto.RunScriptPayload) (Outcome, *shutdownC
 func TestRunScriptEcho(t *testing.T) {
 	for _, lang := range []string{"sh", "bash", ""} {
 		o, _ := runScript(t, agentproto.RunScriptPayload{Language: lang, Script: "echo hello from patchd\necho to stderr >&2\n"})
-		if o.Status != agentproto.StatusSuccess || o.Result != "hello from patchd\nto stderr\n" || o.ExitCode == nil || *o.ExitCode != 0 {
+		if o.Status != agentproto.StatusSuccess || o.Result != "hello from patchd\nto stderr\n" || o.ExitCode == nil || *o.ExitCode != 0 || !o.InventoryChanged {
 			t.Errorf("%q: %+v", lang, o)
 		}
 	}
