@@ -50,7 +50,7 @@ type received struct {
 
 // receiver is an httptest TLS server recording webhooks; delay makes it slow.
 type receiver struct {
-	srv   *httptest.Server
+	srv      *httptest.Server
 	calls    chan received
 	count    atomic.Int32
 	inFlight atomic.Int32 // requests not answered yet
