@@ -419,6 +419,11 @@ func TestEnrollWithoutMachineID(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(withOS, MachineIDFileName)); !os.IsNotExist(err) {
 		t.Errorf("an id was kept although the system has one: %v", err)
 	}
+	blocked := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(blocked, nil, 0o600)
+	if err := enrollIn(filepath.Join(blocked, "state"), noID); err == nil || !strings.Contains(err.Error(), "/etc/machine-id") || !strings.Contains(err.Error(), blocked) {
+		t.Errorf("no machine id and no place to keep one: %v", err)
+	}
 	os.WriteFile(filepath.Join(dir, MachineIDFileName), []byte("garbage\n"), 0o600)
 	if err := enrollIn(dir, noID); err == nil || !strings.Contains(err.Error(), "machine id") {
 		t.Errorf("a damaged machine id file: %v", err)

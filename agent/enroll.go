@@ -44,8 +44,12 @@ func Enroll(ctx context.Context, cfg EnrollConfig) (*State, error) {
 	}
 	// Without an OS machine id (or with one the agent made before) the
 	// id kept in the state folder is used.
-	if id.MachineUID, err = machineUID(cfg.StateDir, id.MachineUID); err != nil {
-		return nil, fmt.Errorf("this computer has no machine id (/etc/machine-id, /var/lib/dbus/machine-id) and the agent cannot keep one in its state folder: %w", err)
+	osID := id.MachineUID
+	if id.MachineUID, err = machineUID(cfg.StateDir, osID); err != nil {
+		if osID == "" {
+			return nil, fmt.Errorf("this computer has no machine id (/etc/machine-id, /var/lib/dbus/machine-id) and the agent cannot keep one of its own: %w", err)
+		}
+		return nil, fmt.Errorf("machine id: %w", err)
 	}
 	server := strings.TrimRight(cfg.Server, "/")
 	c := &Client{Base: server, HTTP: cfg.HTTP}
