@@ -295,9 +295,6 @@ func (r *runner) runCommand(ctx context.Context, cmd agentproto.Command) {
 
 	o := r.cfg.Executor.Execute(ctx, cmd)
 	r.log.Info("command finished", "command", cmd.ID, "status", o.Status)
-	if o.InventoryChanged {
-		r.dirty = true
-	}
 	if o.RebootPending {
 		boot := time.Now().UTC()
 		if f := r.cfg.Facts(ctx); f.LastBootAt != nil {
@@ -307,16 +304,43 @@ func (r *runner) runCommand(ctx context.Context, cmd agentproto.Command) {
 		r.save()
 		r.factsAt = time.Time{}
 	}
-	r.report(ctx, cmd.ID, agentproto.CommandStatus{Status: o.Status, Result: o.Result, ExitCode: o.ExitCode, At: time.Now().UTC()})
+	final := agentproto.CommandStatus{Status: o.Status, Result: o.Result, ExitCode: o.ExitCode, At: time.Now().UTC()}
+	if !o.InventoryChanged {
+		r.report(ctx, cmd.ID, final)
+		return
+	}
+	// The software changed: the new inventory goes now, not after the
+	// next long poll, and before the final status, so that a run never
+	// shows SUCCESS while its updates are still listed as missing. The
+	// status is queued on disk first: it survives a failed inventory or
+	// a restart, and goes out right after.
+	r.dirty = true
+	queued := r.queue(cmd.ID, final)
+	if err := r.inventory(ctx, false); err != nil {
+		r.log.Warn("inventory after the command not sent; retried at the next check-in", "command", cmd.ID, "err", err)
+	}
+	if queued {
+		r.flush(ctx, cmd.ID)
+	}
 }
 
 // report queues a status and tries to send the queue at once; what
 // cannot be sent now goes with the next check-in.
 func (r *runner) report(ctx context.Context, id string, st agentproto.CommandStatus) {
+	if r.queue(id, st) {
+		r.flush(ctx, id)
+	}
+}
+
+func (r *runner) queue(id string, st agentproto.CommandStatus) bool {
 	if err := r.out.add(id, st); err != nil {
 		r.log.Error("cannot queue status", "command", id, "err", err)
-		return
+		return false
 	}
+	return true
+}
+
+func (r *runner) flush(ctx context.Context, id string) {
 	if _, err := r.out.flush(ctx, r.client); err != nil {
 		r.log.Warn("status queued; the server will get it later", "command", id, "err", err)
 	}

@@ -42,11 +42,21 @@ type fakeServer struct {
 	revoked     bool // answer everything with 401
 	down        atomic.Bool
 	statusDown  atomic.Bool
+	refused     atomic.Int32 // requests dropped while down
 	gzipSeen    bool
+	machineUIDs []string // of every enrollment
+	// longPoll: a check-in with wait > 0 and nothing to hand out is held
+	// until a command is queued (or the agent hangs up), however long.
+	longPoll bool
+	wake     chan struct{} // closed when a command is queued
+	// inventoriesAt: how many inventories the server had when it got
+	// each status (command id + " " + status).
+	inventoriesAt map[string]int
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
-	f := &fakeServer{t: t, token: "enroll-token", secret: "agent-secret-1", endpointID: "ep-1", statuses: map[string][]agentproto.CommandStatus{}}
+	f := &fakeServer{t: t, token: "enroll-token", secret: "agent-secret-1", endpointID: "ep-1", statuses: map[string][]agentproto.CommandStatus{},
+		wake: make(chan struct{}), inventoriesAt: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+agentproto.PathEnroll, f.enroll)
 	mux.HandleFunc("POST "+agentproto.PathCheckin, f.checkin)
@@ -54,6 +64,7 @@ func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {
+			f.refused.Add(1)
 			panic(http.ErrAbortHandler) // the connection drops, as when the server is gone
 		}
 		mux.ServeHTTP(w, r)
@@ -111,6 +122,9 @@ func (f *fakeServer) enroll(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"error": "invalid_request"})
 		return
 	}
+	f.mu.Lock()
+	f.machineUIDs = append(f.machineUIDs, req.MachineUID)
+	f.mu.Unlock()
 	writeJSON(w, 200, agentproto.EnrollResponse{EndpointID: f.endpointID, AgentSecret: f.secret, CheckinSeconds: 1})
 }
 
@@ -130,14 +144,30 @@ func (f *fakeServer) checkin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, agentproto.CheckinResponse{Uninstall: true, Commands: []agentproto.Command{}})
 		return
 	}
+	wanted := f.invHash == "" || f.invHash != req.InventoryHash
+	cmds := f.pendingCommands()
+	if f.longPoll && len(cmds) == 0 && !wanted && r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0" {
+		wake := f.wake
+		f.mu.Unlock()
+		select {
+		case <-wake:
+		case <-r.Context().Done():
+		}
+		f.mu.Lock()
+		cmds = f.pendingCommands()
+	}
+	writeJSON(w, 200, agentproto.CheckinResponse{Commands: cmds, CheckinSeconds: 1, InventoryWanted: wanted})
+}
+
+// pendingCommands are the queued commands without a status; f.mu is held.
+func (f *fakeServer) pendingCommands() []agentproto.Command {
 	var cmds []agentproto.Command
 	for _, c := range f.pending {
 		if len(f.statuses[c.ID]) == 0 {
 			cmds = append(cmds, c)
 		}
 	}
-	writeJSON(w, 200, agentproto.CheckinResponse{Commands: cmds, CheckinSeconds: 1,
-		InventoryWanted: f.invHash == "" || f.invHash != req.InventoryHash})
+	return cmds
 }
 
 func (f *fakeServer) inventory(w http.ResponseWriter, r *http.Request) {
@@ -193,6 +223,7 @@ func (f *fakeServer) status(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.statuses[id] = append(prev, st)
+	f.inventoriesAt[id+" "+st.Status] = len(f.inventories)
 	writeJSON(w, 200, agentproto.OK{OK: true})
 }
 
@@ -200,6 +231,8 @@ func (f *fakeServer) queue(c agentproto.Command) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pending = append(f.pending, c)
+	close(f.wake)
+	f.wake = make(chan struct{})
 }
 
 func (f *fakeServer) statusesOf(id string) []agentproto.CommandStatus {
@@ -276,7 +309,7 @@ func start(t *testing.T, cfg Config) (stop func() error, done <-chan error) {
 		select {
 		case <-finished:
 			return runErr
-		case <-time.After(10 * time.Second):
+		case <-time.After(waitLimit):
 			return errors.New("Run did not stop")
 		}
 	}
@@ -284,9 +317,13 @@ func start(t *testing.T, cfg Config) (stop func() error, done <-chan error) {
 	return stop, ch
 }
 
+// waitLimit bounds every wait of these tests on a condition: generous, so
+// that a busy machine passes; a passing test never waits it out.
+const waitLimit = time.Minute
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
 		if cond() {
 			return
@@ -325,6 +362,71 @@ func TestEnrollWritesState(t *testing.T) {
 	}
 	if _, err := LoadState(t.TempDir()); !errors.Is(err, ErrNotEnrolled) {
 		t.Errorf("missing state: %v", err)
+	}
+}
+
+// TestEnrollWithoutMachineID: a computer without an OS machine id (a
+// container without /etc/machine-id) enrolls with an id the agent makes
+// and keeps in its state folder; re-enrolling with that state sends the
+// same id, even once the system has an id of its own, and another state
+// folder makes another id. An OS id is used as it is and nothing is kept.
+func TestEnrollWithoutMachineID(t *testing.T) {
+	f, srv := newFakeServer(t)
+	noID := *testIdentity
+	noID.MachineUID = ""
+	enrollIn := func(dir string, id collect.Identity) error {
+		_, err := Enroll(context.Background(), EnrollConfig{Server: srv.URL, Token: "enroll-token", StateDir: dir, Identity: &id})
+		return err
+	}
+	last := func() string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.machineUIDs[len(f.machineUIDs)-1]
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := enrollIn(dir, noID); err != nil {
+		t.Fatal(err)
+	}
+	first := last()
+	if !generatedID.MatchString(first) {
+		t.Fatalf("enrolled with machine id %q, want 32 hexadecimal digits", first)
+	}
+	fi, err := os.Stat(filepath.Join(dir, MachineIDFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("machine id file mode %v, want 0600", fi.Mode().Perm())
+	}
+	// A restart reads the state; the id is still there and unchanged.
+	if _, err := LoadState(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := enrollIn(dir, noID); err != nil || last() != first {
+		t.Errorf("re-enrollment with the same state: %q, %v; want %q", last(), err, first)
+	}
+	if err := enrollIn(dir, *testIdentity); err != nil || last() != first {
+		t.Errorf("re-enrollment once the system has an id: %q, %v; want the kept %q", last(), err, first)
+	}
+	other := filepath.Join(t.TempDir(), "state")
+	if err := enrollIn(other, noID); err != nil || last() == first || !generatedID.MatchString(last()) {
+		t.Errorf("another state folder: %q, %v", last(), err)
+	}
+	withOS := filepath.Join(t.TempDir(), "state")
+	if err := enrollIn(withOS, *testIdentity); err != nil || last() != testIdentity.MachineUID {
+		t.Errorf("with an OS machine id: %q, %v", last(), err)
+	}
+	if _, err := os.Stat(filepath.Join(withOS, MachineIDFileName)); !os.IsNotExist(err) {
+		t.Errorf("an id was kept although the system has one: %v", err)
+	}
+	blocked := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(blocked, nil, 0o600)
+	if err := enrollIn(filepath.Join(blocked, "state"), noID); err == nil || !strings.Contains(err.Error(), "/etc/machine-id") || !strings.Contains(err.Error(), blocked) {
+		t.Errorf("no machine id and no place to keep one: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, MachineIDFileName), []byte("garbage\n"), 0o600)
+	if err := enrollIn(dir, noID); err == nil || !strings.Contains(err.Error(), "machine id") {
+		t.Errorf("a damaged machine id file: %v", err)
 	}
 }
 
@@ -406,7 +508,8 @@ func TestResultsSurviveOutage(t *testing.T) {
 	}
 
 	stop2, _ := start(t, cfg)
-	time.Sleep(300 * time.Millisecond) // a few failed attempts with back-off
+	refusedBefore := f.refused.Load()
+	eventually(t, "a few failed attempts with back-off", func() bool { return f.refused.Load() >= refusedBefore+3 })
 	f.statusDown.Store(false)
 	f.down.Store(false)
 	eventually(t, "queued results delivered", func() bool { return len(f.statusesOf("cmd-2")) == 2 })
@@ -422,6 +525,79 @@ func TestResultsSurviveOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// executorFunc makes a function an Executor.
+type executorFunc func(context.Context, agentproto.Command) execute.Outcome
+
+func (f executorFunc) Execute(ctx context.Context, cmd agentproto.Command) execute.Outcome {
+	return f(ctx, cmd)
+}
+
+// TestInventoryRightAfterSoftwareChange: after a command that changed the
+// software, the new inventory reaches the server at once, not after the
+// agent's next long poll (which this server holds until the test ends),
+// and before the command's SUCCESS: a run never shows SUCCESS while its
+// updates are still listed as missing. A command that changed nothing
+// sends no inventory.
+func TestInventoryRightAfterSoftwareChange(t *testing.T) {
+	f, srv := newFakeServer(t)
+	f.longPoll = true
+	dir := enroll(t, srv)
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.Wait = 55
+	var installed atomic.Bool
+	cfg.Executor = executorFunc(func(ctx context.Context, cmd agentproto.Command) execute.Outcome {
+		if cmd.Type == agentproto.TypeReboot {
+			return execute.Outcome{Status: agentproto.StatusSuccess, Result: "nothing changed"}
+		}
+		installed.Store(true)
+		return execute.Outcome{Status: agentproto.StatusSuccess, Result: "htop upgraded", InventoryChanged: true}
+	})
+	base := cfg.Collect
+	cfg.Collect = func(ctx context.Context) *agentproto.Inventory {
+		inv := base(ctx)
+		if !installed.Load() {
+			inv.Updates = []agentproto.Update{{Title: "htop 3.2.2-2", PackageName: ptr("htop"), LatestVersion: ptr("3.2.2-2")}}
+		}
+		return inv
+	}
+	stop, _ := start(t, cfg)
+	eventually(t, "the first inventory", func() bool { return f.inventoryCount() == 1 })
+
+	// A command that changes nothing: its status, and no inventory.
+	f.queue(agentproto.Command{ID: "cmd-quiet", RunID: "run-quiet", Type: agentproto.TypeReboot, Payload: []byte(`{}`), CreatedAt: time.Now().UTC()})
+	eventually(t, "SUCCESS of cmd-quiet", func() bool { return len(f.statusesOf("cmd-quiet")) == 2 })
+	collectsBefore := collects.Load()
+
+	raw, _ := json.Marshal(agentproto.DeployUpdatesPayload{Updates: []agentproto.DeployUpdate{{Key: "k1", Title: "htop 3.2.2-2", PackageName: ptr("htop")}}})
+	f.queue(agentproto.Command{ID: "cmd-deploy", RunID: "run-deploy", Type: agentproto.TypeDeployUpdates, Payload: raw, CreatedAt: time.Now().UTC()})
+	eventually(t, "SUCCESS of cmd-deploy", func() bool { return len(f.statusesOf("cmd-deploy")) == 2 })
+	f.mu.Lock()
+	invs := append([]agentproto.Inventory(nil), f.inventories...)
+	atDeploy, atQuiet := f.inventoriesAt["cmd-deploy "+agentproto.StatusSuccess], f.inventoriesAt["cmd-quiet "+agentproto.StatusSuccess]
+	f.mu.Unlock()
+	if len(invs) != 2 {
+		t.Fatalf("%d inventories after the deployment, want 2 (the second sent at once)", len(invs))
+	}
+	if ups := invs[1].Updates; len(ups) != 0 {
+		t.Errorf("the inventory after the deployment still lists %+v", ups)
+	}
+	if atDeploy != 2 {
+		t.Errorf("SUCCESS arrived when the server had %d inventories, want 2 (the new one first)", atDeploy)
+	}
+	if atQuiet != 1 {
+		t.Errorf("a command that changed nothing: %d inventories at its SUCCESS, want 1", atQuiet)
+	}
+	if c := collects.Load(); c != collectsBefore+1 {
+		t.Errorf("%d collections for the deployment, want 1", c-collectsBefore)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestUninstallWhenRemoved(t *testing.T) {
 	f, srv := newFakeServer(t)
@@ -442,7 +618,7 @@ func TestUninstallWhenRemoved(t *testing.T) {
 		if !errors.Is(err, ErrUninstalled) {
 			t.Errorf("Run returned %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitLimit):
 		t.Fatal("Run did not return after uninstall")
 	}
 	if !uninstalled.Load() {
@@ -466,7 +642,7 @@ func TestUnauthorizedStops(t *testing.T) {
 		if !errors.Is(err, ErrUnauthorized) {
 			t.Errorf("Run returned %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitLimit):
 		t.Fatal("Run did not stop on 401")
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -38,8 +39,17 @@ func Enroll(ctx context.Context, cfg EnrollConfig) (*State, error) {
 	var id collect.Identity
 	if cfg.Identity != nil {
 		id = *cfg.Identity
-	} else if id, err = collect.MachineIdentity(ctx); err != nil {
+	} else if id, err = collect.MachineIdentity(ctx); err != nil && !errors.Is(err, collect.ErrNoMachineID) {
 		return nil, fmt.Errorf("read this computer's identity: %w", err)
+	}
+	// Without an OS machine id (or with one the agent made before) the
+	// id kept in the state folder is used.
+	osID := id.MachineUID
+	if id.MachineUID, err = machineUID(cfg.StateDir, osID); err != nil {
+		if osID == "" {
+			return nil, fmt.Errorf("this computer has no machine id (/etc/machine-id, /var/lib/dbus/machine-id) and the agent cannot keep one of its own: %w", err)
+		}
+		return nil, fmt.Errorf("machine id: %w", err)
 	}
 	server := strings.TrimRight(cfg.Server, "/")
 	c := &Client{Base: server, HTTP: cfg.HTTP}

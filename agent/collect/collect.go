@@ -98,7 +98,14 @@ type Identity struct {
 	Arch       string
 }
 
-// MachineIdentity reads the stable identity of this computer.
+// ErrNoMachineID: the operating system keeps no machine id (a minimal
+// Debian or a container without /etc/machine-id). MachineIdentity returns
+// it with the rest of the identity filled in; the agent then uses an id of
+// its own, kept in its state folder.
+var ErrNoMachineID = errors.New("this computer has no machine id")
+
+// MachineIdentity reads the stable identity of this computer. Without an
+// operating-system machine id it returns the identity and ErrNoMachineID.
 func MachineIdentity(ctx context.Context) (Identity, error) {
 	id := Identity{Arch: runtime.GOARCH, Platform: Platform()}
 	h, err := os.Hostname()
@@ -111,7 +118,7 @@ func MachineIdentity(ctx context.Context) (Identity, error) {
 		return id, err
 	}
 	if id.MachineUID == "" {
-		return id, fmt.Errorf("no machine id found")
+		return id, ErrNoMachineID
 	}
 	return id, nil
 }
@@ -155,11 +162,28 @@ func (c *collector) do(name string, f func() error) {
 		}()
 		start := time.Now()
 		if err := f(); err != nil {
-			c.log.Warn("collector failed", "collector", name, "err", err)
+			c.log.Log(context.Background(), failureLevel(err), "collector failed", "collector", name, "err", err)
 			return
 		}
 		c.log.Debug("collector done", "collector", name, "took", time.Since(start))
 	}()
+}
+
+// errNotFound: what a collector reads is not on this computer (no sound
+// card, no CUPS, no journal, no systemd manager in a container). That is
+// ordinary, not a failure worth a warning at every inventory.
+type errNotFound string
+
+func (e errNotFound) Error() string { return "not found: " + string(e) }
+
+// failureLevel is the level a collector's error is logged at: debug for
+// an absence (an errNotFound, also wrapped), warn for a real failure.
+func failureLevel(err error) slog.Level {
+	var nf errNotFound
+	if errors.As(err, &nf) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 func (c *collector) setDataset(name string, rows []map[string]any) {

@@ -140,6 +140,10 @@ func collectPlatform(ctx context.Context, c *collector) {
 		units, err := run(ctx, commandTimeout, "systemctl", "list-units", "--type=service", "--all", "--no-legend", "--plain", "--no-pager")
 		if err != nil {
 			c.setDataset(agentproto.DatasetServices, serviceRows(nil, fileStates, false, account))
+			if !fileExists("/run/systemd/system") {
+				// No systemd manager runs (a container): an absence, not a failure.
+				return errNotFound("a running systemd manager: services listed without their state")
+			}
 			return fmt.Errorf("services listed without their state: %w", err)
 		}
 		c.setDataset(agentproto.DatasetServices, serviceRows(parseSystemctlUnits(units), fileStates, true, account))
@@ -211,10 +215,22 @@ func platformFacts(ctx context.Context, c *collector) Facts {
 }
 
 func platformIdentity(ctx context.Context, c *collector, id *Identity) error {
-	id.MachineUID = readFirst("/etc/machine-id", "/var/lib/dbus/machine-id")
+	id.MachineUID = firstMachineID(readTrim("/etc/machine-id"), readTrim("/var/lib/dbus/machine-id"))
 	rel := parseOSRelease([]byte(readFirst("/etc/os-release", "/usr/lib/os-release")))
 	id.OS, id.OSVersion = osName(rel), rel["VERSION_ID"]
 	return nil
+}
+
+// firstMachineID is the first usable of the contents of /etc/machine-id
+// and /var/lib/dbus/machine-id: systemd writes "uninitialized" into an
+// image's file until the first boot completes, which is no id.
+func firstMachineID(contents ...string) string {
+	for _, s := range contents {
+		if s != "" && s != "uninitialized" {
+			return s
+		}
+	}
+	return ""
 }
 
 // readFirst returns the trimmed content of the first readable file.

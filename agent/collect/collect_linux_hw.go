@@ -90,10 +90,6 @@ func collectLinuxHardware(ctx context.Context, c *collector) {
 	})
 }
 
-type errNotFound string
-
-func (e errNotFound) Error() string { return "not found: " + string(e) }
-
 func readFirstFile(paths ...string) []byte {
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil {
@@ -372,10 +368,15 @@ func profileRows(users []passwdEntry) []map[string]any {
 
 // linuxInstallDate is the day the system was installed: the installer's
 // log folder, else the root filesystem's lost+found, else /etc/hostname.
+// A time that cannot be an installation's (lost+found made with a zero
+// time reads 1970-01-01) is passed over; none left: unknown ("").
 func linuxInstallDate() string {
+	now := time.Now()
 	for _, p := range []string{"/var/log/installer", "/lost+found", "/etc/hostname", "/etc/machine-id"} {
 		if fi, err := os.Stat(p); err == nil {
-			return fi.ModTime().UTC().Format(time.DateOnly)
+			if d := installDay(fi.ModTime().UTC(), now); d != "" {
+				return d
+			}
 		}
 	}
 	return ""

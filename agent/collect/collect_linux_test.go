@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,13 +22,10 @@ func TestLinuxInventoryOfThisMachine(t *testing.T) {
 		t.Skip("needs a dpkg-based system")
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	start := time.Now()
+	// How long it takes is BenchmarkLinuxInventory's business (see
+	// docs/performance.md): a test on a busy machine asserts behaviour only.
 	inv := Inventory(context.Background(), Options{Logger: log})
-	took := time.Since(start)
-	t.Logf("inventory took %s: %d software, %d updates, %d disks", took, len(inv.Software), len(inv.Updates), len(inv.Disks))
-	if took > 10*time.Second {
-		t.Errorf("inventory took %s, want a few seconds", took)
-	}
+	t.Logf("inventory: %d software, %d updates, %d disks", len(inv.Software), len(inv.Updates), len(inv.Disks))
 	if inv.System.Hostname == "" {
 		t.Error("no hostname")
 	}
@@ -117,12 +113,34 @@ func TestLinuxInventoryOfThisMachine(t *testing.T) {
 	}
 }
 
+// BenchmarkLinuxInventory measures a whole collection on this machine
+// (the figure in docs/performance.md):
+//
+//	go test ./agent/collect/ -run '^$' -bench LinuxInventory -benchtime 5x
+func BenchmarkLinuxInventory(b *testing.B) {
+	if !fileExists("/var/lib/dpkg/status") {
+		b.Skip("needs a dpkg-based system")
+	}
+	for b.Loop() {
+		if inv := Inventory(context.Background(), Options{}); len(inv.Software) == 0 {
+			b.Fatal("no software collected")
+		}
+	}
+}
+
 func TestLinuxCheckinFactsAndIdentity(t *testing.T) {
 	f := CheckinFacts(context.Background(), Options{})
 	if f.LastBootAt == nil || f.LastBootAt.After(time.Now()) {
 		t.Errorf("last boot %v", f.LastBootAt)
 	}
 	id, err := MachineIdentity(context.Background())
+	if errors.Is(err, ErrNoMachineID) {
+		// A container without /etc/machine-id: the agent makes its own.
+		if id.MachineUID != "" || id.Hostname == "" || id.OS == "" {
+			t.Errorf("identity without machine id %+v", id)
+		}
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,22 +161,6 @@ func readTrimBytes(path string) []byte {
 	return b
 }
 
-// recordHandler keeps the records of a collection for a test to read.
-type recordHandler struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	h.records = append(h.records, r.Clone())
-	h.mu.Unlock()
-	return nil
-}
-func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
-
 // TestLinuxHistoryAndDevicesOfThisMachine runs the history and device
 // collectors on the test machine, whatever it is: each sends its dataset
 // (empty where the source is absent, as in a container) with the
@@ -171,9 +173,6 @@ func TestLinuxHistoryAndDevicesOfThisMachine(t *testing.T) {
 	c.wg.Wait()
 	c.finish()
 	for _, r := range h.records {
-		if r.Level < slog.LevelWarn {
-			continue
-		}
 		var name string
 		var err error
 		r.Attrs(func(a slog.Attr) bool {
@@ -187,10 +186,13 @@ func TestLinuxHistoryAndDevicesOfThisMachine(t *testing.T) {
 			}
 			return true
 		})
+		// A missing source is an errNotFound, logged at debug; anything
+		// at warn or above is a real failure.
 		var missing errNotFound
-		if !errors.As(err, &missing) {
+		switch {
+		case r.Level >= slog.LevelWarn:
 			t.Errorf("collector %s: %s %v", name, r.Message, err)
-		} else {
+		case errors.As(err, &missing):
 			t.Logf("collector %s: %v", name, err)
 		}
 	}
@@ -204,5 +206,22 @@ func TestLinuxHistoryAndDevicesOfThisMachine(t *testing.T) {
 			assertKeys(t, name, r)
 		}
 		t.Logf("%-18s %d rows", name, len(rows))
+	}
+}
+
+func TestFirstMachineID(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"}, "0123456789abcdef0123456789abcdef"},
+		{[]string{"", "fedcba9876543210fedcba9876543210"}, "fedcba9876543210fedcba9876543210"},
+		{[]string{"uninitialized", "fedcba9876543210fedcba9876543210"}, "fedcba9876543210fedcba9876543210"},
+		{[]string{"uninitialized", ""}, ""},
+		{[]string{"", ""}, ""},
+	} {
+		if got := firstMachineID(tc.in...); got != tc.want {
+			t.Errorf("firstMachineID(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -14,6 +14,20 @@ import (
 	"github.com/patchd/patchd/agentproto"
 )
 
+// earliestInstall is the earliest operating-system installation date
+// believed: an earlier one is a zero or reset clock (1970-01-01), not a date.
+var earliestInstall = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// installDay is the day (YYYY-MM-DD, in t's location) of an operating
+// system's installation time t, or "" (unknown) when t is before 1990 or
+// after now (a day of clock skew allowed).
+func installDay(t, now time.Time) string {
+	if t.Before(earliestInstall) || t.After(now.Add(24*time.Hour)) {
+		return ""
+	}
+	return t.Format(time.DateOnly)
+}
+
 // ipAddresses lists the unicast addresses of the interfaces that are up,
 // without loopback and link-local ones.
 func ipAddresses() []string {

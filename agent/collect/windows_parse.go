@@ -331,7 +331,9 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 	inv.Datasets[datasetProcessors] = procs
 	var installDate any
 	if t, err := time.Parse(time.RFC3339, deref(w.OS.InstallDate)); err == nil {
-		installDate = t.Format(time.DateOnly)
+		if d := installDay(t, time.Now()); d != "" {
+			installDate = d
+		}
 	}
 	inv.Datasets[agentproto.DatasetOSInformation] = []map[string]any{{
 		"name": w.OS.Caption, "edition": nullIfEmpty(windowsEdition(w.OS.Caption)), "version": firstNonEmpty(w.OS.DisplayVersion, w.OS.Version),

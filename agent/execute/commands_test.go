@@ -20,11 +20,14 @@ import (
 // fakeRunner records commands and answers from a script of results.
 type fakeRunner struct {
 	calls   []Cmd
-	answers map[string]Result // by Path
+	answers map[string]Result // by Path, or by the whole argv first
 }
 
 func (f *fakeRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	f.calls = append(f.calls, c)
+	if r, ok := f.answers[c.String()]; ok {
+		return r, nil
+	}
 	return f.answers[c.Path], nil
 }
 
@@ -85,7 +88,7 @@ func TestDeployUpdatesArgv(t *testing.T) {
 			"apt-get update -q",
 			"apt-get install -y -q --only-upgrade -o Patchd::Deployment=true -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold bash openssl",
 		}},
-		{goos: "linux", pm: "dnf", status: agentproto.StatusSuccess, want: []string{"dnf upgrade -y bash openssl"}},
+		{goos: "linux", pm: "dnf", status: agentproto.StatusSuccess, want: []string{"dnf clean expire-cache", "dnf upgrade -y bash openssl"}},
 		{goos: "windows", status: agentproto.StatusSuccess, reboot: true,
 			answers: map[string]Result{`C:\ps.exe`: {Output: "WARNING: something\n" + wuAnswer}},
 			want: []string{
@@ -130,6 +133,46 @@ func TestDeployUpdatesFailures(t *testing.T) {
 	}
 }
 
+// TestInstallRefreshesPackageLists: DEPLOY_SOFTWARE by package name (and
+// by a .deb or .rpm the package manager installs) refreshes the package
+// lists first, as DEPLOY_UPDATES does, with the same step: a fresh
+// container has no apt lists ("no installation candidate"). A failed
+// refresh is reported and the installation still tried.
+func TestInstallRefreshesPackageLists(t *testing.T) {
+	updates := agentproto.DeployUpdatesPayload{Updates: []agentproto.DeployUpdate{{Title: "htop 3.2.2-2", PackageName: sp("htop")}}}
+	for _, tc := range []struct {
+		name, pm string
+		cmd      agentproto.Command
+		fail     string // argv that fails
+		want     []string
+		status   string
+	}{
+		{"software apt", "apt", command(t, agentproto.TypeDeploySoftware, agentproto.DeploySoftwarePayload{PackageName: "htop"}), "", []string{
+			"apt-get update -q", "apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold htop"}, agentproto.StatusSuccess},
+		{"software dnf", "dnf", command(t, agentproto.TypeDeploySoftware, agentproto.DeploySoftwarePayload{PackageName: "htop"}), "", []string{
+			"dnf clean expire-cache", "dnf install -y htop"}, agentproto.StatusSuccess},
+		{"software yum", "yum", command(t, agentproto.TypeDeploySoftware, agentproto.DeploySoftwarePayload{PackageName: "htop"}), "", []string{
+			"yum clean expire-cache", "yum install -y htop"}, agentproto.StatusSuccess},
+		{"updates yum", "yum", command(t, agentproto.TypeDeployUpdates, updates), "", []string{
+			"yum clean expire-cache", "yum upgrade -y htop"}, agentproto.StatusSuccess},
+		{"software apt, refresh fails", "apt", command(t, agentproto.TypeDeploySoftware, agentproto.DeploySoftwarePayload{PackageName: "htop"}), "apt-get update -q", []string{
+			"apt-get update -q", "apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold htop"}, agentproto.StatusSuccess},
+	} {
+		r := &fakeRunner{answers: map[string]Result{tc.fail: {ExitCode: 100, Output: "E: Temporary failure resolving 'deb.debian.org'"}}}
+		e := &Executor{OS: "linux", Runner: r, PackageManager: tc.pm}
+		o := e.Execute(context.Background(), tc.cmd)
+		if got := r.argv(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: argv\n got  %q\n want %q", tc.name, got, tc.want)
+		}
+		if o.Status != tc.status || !o.InventoryChanged {
+			t.Errorf("%s: outcome %+v", tc.name, o)
+		}
+		if tc.fail != "" && !strings.Contains(o.Result, "could not be refreshed") {
+			t.Errorf("%s: a failed refresh is not reported: %q", tc.name, o.Result)
+		}
+	}
+}
+
 func TestRebootArgv(t *testing.T) {
 	for _, tc := range []struct {
 		goos    string
@@ -166,7 +209,7 @@ func TestDeploySoftwareArgv(t *testing.T) {
 	for _, tc := range []struct {
 		name, goos string
 		p          agentproto.DeploySoftwarePayload
-		want       string // argv of the last call; "" when nothing runs
+		want       string // argv of the calls, joined by " | "; "" when nothing runs
 		status     string
 		result     string
 	}{
@@ -174,11 +217,11 @@ func TestDeploySoftwareArgv(t *testing.T) {
 			`C:\winget.exe install --id 7zip.7zip --exact --silent --accept-package-agreements --accept-source-agreements --disable-interactivity`, agentproto.StatusSuccess, ""},
 		{"winget on linux", "linux", agentproto.DeploySoftwarePayload{WingetID: "7zip.7zip"}, "", agentproto.StatusFailed, "only be installed on Windows"},
 		{"apt", "linux", agentproto.DeploySoftwarePayload{PackageName: "htop"},
-			"apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold htop", agentproto.StatusSuccess, ""},
+			"apt-get update -q | apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold htop", agentproto.StatusSuccess, ""},
 		{"msi", "windows", agentproto.DeploySoftwarePayload{URL: srv.URL + "/dl/Agent%20Setup.msi", Args: `INSTALLDIR="C:\Program Files\X" /l*v log.txt`, SHA256: hex.EncodeToString(sum[:])},
 			"msiexec.exe /i {DIR}Agent_Setup.msi /qn /norestart INSTALLDIR=C:\\Program Files\\X /l*v log.txt", agentproto.StatusSuccess, ""},
 		{"deb", "linux", agentproto.DeploySoftwarePayload{URL: srv.URL + "/tool_1.0_amd64.deb"},
-			"apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold {DIR}tool_1.0_amd64.deb", agentproto.StatusSuccess, ""},
+			"apt-get update -q | apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold {DIR}tool_1.0_amd64.deb", agentproto.StatusSuccess, ""},
 		{"pkg", "darwin", agentproto.DeploySoftwarePayload{URL: srv.URL + "/Tool.pkg"}, "installer -pkg {DIR}Tool.pkg -target /", agentproto.StatusSuccess, ""},
 		{"bad sum", "windows", agentproto.DeploySoftwarePayload{URL: srv.URL + "/a.msi", SHA256: strings.Repeat("0", 64)}, "", agentproto.StatusFailed, "SHA-256 is"},
 		{"404", "windows", agentproto.DeploySoftwarePayload{URL: srv.URL + "/missing.msi"}, "", agentproto.StatusFailed, "404"},
@@ -190,7 +233,7 @@ func TestDeploySoftwareArgv(t *testing.T) {
 		e := &Executor{OS: tc.goos, Runner: r, PackageManager: "apt", WingetPath: `C:\winget.exe`, TempDir: dir}
 		o := e.Execute(context.Background(), command(t, agentproto.TypeDeploySoftware, tc.p))
 		got := r.argv()
-		if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || normalizeDir(got[0], dir) != tc.want) {
+		if normalizeDir(strings.Join(got, " | "), dir) != tc.want {
 			t.Errorf("%s: argv %q, want %q", tc.name, got, tc.want)
 		}
 		if o.Status != tc.status || !strings.Contains(o.Result, tc.result) {

@@ -125,7 +125,9 @@ func (e *Executor) RunScript(ctx context.Context, p agentproto.RunScriptPayload)
 		return failed(fmt.Sprintf("Could not start the script: %v", err))
 	}
 	code := res.ExitCode
-	o := Outcome{Result: res.Output, ExitCode: &code}
+	// A script may install or remove anything: the agent collects again
+	// at once and sends the inventory if it changed.
+	o := Outcome{Result: res.Output, ExitCode: &code, InventoryChanged: true}
 	if res.TimedOut {
 		o.Status = agentproto.StatusFailed
 		o.Result = appendLine(res.Output, fmt.Sprintf("Stopped: the script ran longer than its time limit of %s.", timeout))

@@ -49,9 +49,11 @@ func (e *Executor) DeploySoftware(ctx context.Context, p agentproto.DeploySoftwa
 		case goos != "linux":
 			return failed(fmt.Sprintf("Package %s: OS packages are installed on Linux only.", p.PackageName))
 		case pm == "apt":
+			e.refreshLists(ctx, &t, pm)
 			args := append([]string{"install", "-y", "-q"}, aptOptions...)
 			e.run(ctx, &t, Cmd{Path: "apt-get", Args: append(args, p.PackageName), Env: aptEnv, Timeout: installTimeout})
 		case pm == "dnf" || pm == "yum":
+			e.refreshLists(ctx, &t, pm)
 			e.run(ctx, &t, Cmd{Path: pm, Args: []string{"install", "-y", p.PackageName}, Timeout: installTimeout})
 		default:
 			return failed("No supported package manager (apt, dnf, yum) found on this computer.")
@@ -78,6 +80,10 @@ func (e *Executor) DeploySoftware(ctx context.Context, p agentproto.DeploySoftwa
 		if c.Path == "powershell.exe" {
 			c.Path = e.powershell()
 		}
+		if pm := e.packageManager(); goos == "linux" && c.Path == packageManagerProgram(pm) {
+			// The package's dependencies come from the lists.
+			e.refreshLists(ctx, &t, pm)
+		}
 		c.Timeout = installTimeout
 		c.Dir = dir
 		res, ok := e.run(ctx, &t, c, okCodes...)
@@ -91,6 +97,14 @@ func (e *Executor) DeploySoftware(ctx context.Context, p agentproto.DeploySoftwa
 	o := t.outcome()
 	o.InventoryChanged = true
 	return o
+}
+
+// packageManagerProgram is the program of a Linux package manager.
+func packageManagerProgram(pm string) string {
+	if pm == "apt" {
+		return "apt-get"
+	}
+	return pm
 }
 
 // InstallerCmd builds the command that runs a downloaded installer, by its

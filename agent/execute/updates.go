@@ -46,24 +46,42 @@ func (e *Executor) deployLinuxUpdates(ctx context.Context, ups []agentproto.Depl
 	}
 	switch pm := e.packageManager(); pm {
 	case "apt":
-		// Fresh lists first: a mirror drops superseded versions, and the
-		// candidate found at collection time may be gone. A failed
-		// refresh is reported and the install still tried.
-		if _, ok := e.run(ctx, &t, Cmd{Path: "apt-get", Args: []string{"update", "-q"}, Env: aptEnv, Timeout: installTimeout}); !ok {
-			t.failed = false
-			t.printf("The package lists could not be refreshed; installing from the lists at hand.")
-		}
+		e.refreshLists(ctx, &t, pm)
 		// The marker option (apt ignores a key it does not know) goes
 		// into apt's history with the command line: the installed-updates
 		// collector tells patchd's deployments by it.
 		args := append([]string{"install", "-y", "-q", "--only-upgrade", "-o", collect.AptDeployMarker}, aptOptions...)
 		e.run(ctx, &t, Cmd{Path: "apt-get", Args: append(args, pkgs...), Env: aptEnv, Timeout: installTimeout})
 	case "dnf", "yum":
+		e.refreshLists(ctx, &t, pm)
 		e.run(ctx, &t, Cmd{Path: pm, Args: append([]string{"upgrade", "-y"}, pkgs...), Timeout: installTimeout})
 	default:
 		return failed("No supported package manager (apt, dnf, yum) found on this computer.")
 	}
 	return t.outcome()
+}
+
+// refreshLists brings the package manager's lists up to date before an
+// installation: a fresh container has no apt lists at all ("no
+// installation candidate"), and a mirror drops superseded versions, so
+// the candidate seen at collection time may be gone. apt downloads them
+// (apt-get update); dnf and yum mark their cached metadata expired, so
+// that the install right after fetches it anew. A failed refresh is
+// reported and the installation still tried with the lists at hand.
+func (e *Executor) refreshLists(ctx context.Context, t *transcript, pm string) {
+	var c Cmd
+	switch pm {
+	case "apt":
+		c = Cmd{Path: "apt-get", Args: []string{"update", "-q"}, Env: aptEnv, Timeout: installTimeout}
+	case "dnf", "yum":
+		c = Cmd{Path: pm, Args: []string{"clean", "expire-cache"}, Timeout: installTimeout}
+	default:
+		return
+	}
+	if _, ok := e.run(ctx, t, c); !ok {
+		t.failed = false
+		t.printf("The package lists could not be refreshed; installing from the lists at hand.")
+	}
 }
 
 func (e *Executor) deployWindowsUpdates(ctx context.Context, ups []agentproto.DeployUpdate) Outcome {

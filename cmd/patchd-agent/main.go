@@ -6,6 +6,8 @@
 //	patchd-agent uninstall [--state DIR] [--dry-run]
 //	patchd-agent inventory
 //	patchd-agent version
+//
+// Every command takes --debug to log at debug level too.
 package main
 
 import (
@@ -38,6 +40,7 @@ const usage = `usage:
   patchd-agent uninstall [--state DIR] [--dry-run]
   patchd-agent inventory
   patchd-agent version
+every command takes --debug to log at debug level too
 `
 
 // exitUnauthorized is the exit code after a 401: the systemd unit's
@@ -49,19 +52,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var level slog.LevelVar
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	fs := flag.NewFlagSet("patchd-agent "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	stateDir := fs.String("state", agent.DefaultStateDir(), "folder of the agent's state")
+	debug := fs.Bool("debug", false, "log at debug level too (e.g. the collectors whose source is absent)")
+	parse := func() bool {
+		if fs.Parse(args[1:]) != nil {
+			return false
+		}
+		if *debug {
+			level.Set(slog.LevelDebug)
+		}
+		return true
+	}
 	var err error
 	switch args[0] {
 	case "enroll":
 		server := fs.String("server", "", "address of the patchd server, e.g. https://patchd.example.com")
 		token := fs.String("token", "", "enrollment token")
-		if fs.Parse(args[1:]) != nil {
+		if !parse() {
 			return 2
 		}
 		var st *agent.State
@@ -70,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "enrolled as endpoint %s; state in %s\n", st.EndpointID, filepath.Join(*stateDir, agent.StateFileName))
 		}
 	case "run":
-		if fs.Parse(args[1:]) != nil {
+		if !parse() {
 			return 2
 		}
 		runAgent := func(ctx context.Context) error {
@@ -96,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "install", "uninstall":
 		dry := fs.Bool("dry-run", false, "print what would be done, change nothing")
-		if fs.Parse(args[1:]) != nil {
+		if !parse() {
 			return 2
 		}
 		var plan agent.Plan
@@ -120,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		err = plan.Apply(ctx, execute.ExecRunner{}, log)
 	case "inventory":
-		if fs.Parse(args[1:]) != nil {
+		if !parse() {
 			return 2
 		}
 		inv := collect.Inventory(ctx, collect.Options{Logger: log})

@@ -75,4 +75,13 @@ func TestInventoryCommand(t *testing.T) {
 	if inv.System.Hostname == "" {
 		t.Error("no hostname")
 	}
+	if strings.Contains(errb.String(), "level=DEBUG") {
+		t.Errorf("debug lines without --debug:\n%s", errb.String())
+	}
+	// --debug shows what the collectors did (and the absent sources).
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"inventory", "--debug"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "level=DEBUG") {
+		t.Errorf("inventory --debug: %d, no debug lines:\n%s", code, errb.String())
+	}
 }

@@ -38,10 +38,10 @@ func TestLogWriter(t *testing.T) {
 		t.Fatalf("after a warning: %q", s)
 	}
 	log.Info("third")
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(time.Minute) // generous: a busy machine must pass
 	for !strings.Contains(out.String(), "msg=third") {
 		if time.Now().After(deadline) {
-			t.Fatal("a routine line was not written within 2 s")
+			t.Fatal("a routine line was not written within a minute")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

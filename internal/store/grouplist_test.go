@@ -66,10 +66,10 @@ func TestGroupListCache(t *testing.T) {
 		t.Fatalf("after creating a group: %+v, %v", list, err)
 	}
 	enroll(other, 2)
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(time.Minute) // generous: a busy machine must pass
 	for all(s) != 2 {
 		if time.Now().After(deadline) {
-			t.Fatal("an enrollment through another replica is not seen after 3 s")
+			t.Fatal("an enrollment through another replica is not seen after a minute")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

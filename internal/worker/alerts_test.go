@@ -50,15 +50,18 @@ type received struct {
 
 // receiver is an httptest TLS server recording webhooks; delay makes it slow.
 type receiver struct {
-	srv   *httptest.Server
-	calls chan received
-	count atomic.Int32
+	srv      *httptest.Server
+	calls    chan received
+	count    atomic.Int32
+	inFlight atomic.Int32 // requests not answered yet
 }
 
 func newReceiver(t *testing.T, delay time.Duration) *receiver {
 	r := &receiver{calls: make(chan received, 100)}
 	r.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.count.Add(1)
+		r.inFlight.Add(1)
+		defer r.inFlight.Add(-1)
 		body, _ := io.ReadAll(req.Body)
 		if delay > 0 {
 			select {
@@ -142,7 +145,7 @@ func (a *alertEnv) delivered(event, titlePart string) alerts.Message {
 	var got received
 	select {
 	case got = <-a.hook.calls:
-	case <-time.After(15 * time.Second):
+	case <-time.After(time.Minute):
 		a.t.Fatalf("no webhook for %s", event)
 	}
 	if !alerts.Verify(hookSecret, got.body, got.sig) {
@@ -161,7 +164,7 @@ func (a *alertEnv) delivered(event, titlePart string) alerts.Message {
 			!strings.Contains(mail.Data, "Content-Type: text/plain; charset=utf-8") {
 			a.t.Fatalf("mail %+v", mail)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(time.Minute):
 		a.t.Fatalf("no e-mail for %s", event)
 	}
 	return m
@@ -447,8 +450,8 @@ func TestAlertSlowWebhookTimesOutWithoutRetry(t *testing.T) {
 	start := time.Now()
 	a.Enroll("m-slow-1", "slowpoke", "linux")
 	a.delivered(alerts.NewEndpoint, "slowpoke")
-	if d := time.Since(start); d > 8*time.Second {
-		t.Fatalf("the fast receiver waited %s behind the slow one", d)
+	if called, open := slow.count.Load(), slow.inFlight.Load(); called > 0 && open == 0 {
+		t.Fatal("the fast receiver was served only after the slow one was cut")
 	}
 	var outcome string
 	for outcome == "" {
@@ -460,13 +463,14 @@ func TestAlertSlowWebhookTimesOutWithoutRetry(t *testing.T) {
 			outcome = *evs[0].WebhookOutcome
 			break
 		}
-		if time.Since(start) > 25*time.Second {
+		if time.Since(start) > 2*time.Minute {
 			t.Fatal("no outcome recorded")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	if !strings.Contains(outcome, "no answer within 10s") || elapsed < 10*time.Second || elapsed > 16*time.Second {
+	// Cut at 10 s: an outcome after the receiver's 15 s would be its answer.
+	if !strings.Contains(outcome, "no answer within 10s") || elapsed < 10*time.Second {
 		t.Fatalf("outcome %q after %s", outcome, elapsed)
 	}
 	time.Sleep(4 * time.Second) // two more looks at the outbox
@@ -563,7 +567,9 @@ func TestAlertOutboxClaimedOnce(t *testing.T) {
 	for i := range 2 {
 		d := &worker.AlertDeliverer{Store: s, Holder: fmt.Sprintf("replica-%d", i), AllowPrivate: true, WebhookTLS: &tls.Config{RootCAs: roots}, Concurrency: 4}
 		wg.Go(func() {
-			for range 20 {
+			// Both replicas keep looking until every event reached the
+			// receiver (however slow a busy machine makes that).
+			for deadline := time.Now().Add(time.Minute); recv.count.Load() < n && time.Now().Before(deadline); {
 				if err := d.DeliverPending(ctx); err != nil {
 					t.Error(err)
 				}
@@ -578,7 +584,7 @@ func TestAlertOutboxClaimedOnce(t *testing.T) {
 		select {
 		case got := <-recv.calls:
 			seen[got.msg.ID]++
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatalf("%d of %d events delivered", len(seen), n)
 		}
 	}
