@@ -236,8 +236,8 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "platform must be windows, linux or macos")
 	}
-	if len(req.MachineUID) > 255 || len(req.Hostname) > inventory.MaxHostname {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "machineUid and hostname must have at most 255 characters")
+	if err := checkEnroll(&req); err != nil {
+		return err
 	}
 	now := a.now()
 	orgID, err := a.store.EnrollTokenOrg(r.Context(), auth.HashSecret(req.EnrollToken), now)
@@ -304,8 +304,8 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 	if _, err := decode(w, r, agentproto.MaxOtherBytes, &req); err != nil {
 		return err
 	}
-	if len(req.IPAddresses) > inventory.MaxAddresses {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "ipAddresses lists too many addresses")
+	if err := checkCheckin(&req); err != nil {
+		return err
 	}
 	seen := store.Checkin{EndpointID: ag.EndpointID, At: a.now(), LastBootAt: req.LastBootAt, PendingReboot: req.PendingReboot,
 		User: req.User, IPAddresses: req.IPAddresses, AgentVersion: req.AgentVersion}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -129,8 +130,45 @@ type Checkin struct {
 	AgentVersion  string
 }
 
-// RecordCheckins writes a batch of check-ins in one transaction.
+// CheckinsRefused answers RecordCheckins when the database refused some
+// check-ins' data: every other check-in of the batch is written, these are
+// not (written again, they would fail again).
+type CheckinsRefused struct {
+	Refused map[string]error // by endpoint id
+}
+
+func (e *CheckinsRefused) Error() string {
+	ids := slices.Sorted(maps.Keys(e.Refused))
+	return fmt.Sprintf("store: record check-ins: %d refused by the database, first %s: %v", len(ids), ids[0], e.Refused[ids[0]])
+}
+
+// RecordCheckins writes a batch of check-ins in one transaction. When the
+// database refuses a row's data (rowFault) the batch is written again one
+// check-in at a time, so that one endpoint's bad data does not keep every
+// other endpoint's last-seen time from being written: the refused ones are
+// answered in a *CheckinsRefused, the others are written. Any other error
+// (the database unreachable, a conflict after retries) fails the batch.
 func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
+	err := s.recordCheckins(ctx, batch)
+	if err == nil || len(batch) < 2 || !rowFault(err) {
+		return err
+	}
+	refused := &CheckinsRefused{Refused: map[string]error{}}
+	for _, c := range batch {
+		if err := s.recordCheckins(ctx, []Checkin{c}); err != nil {
+			if !rowFault(err) {
+				return err
+			}
+			refused.Refused[c.EndpointID] = err
+		}
+	}
+	if len(refused.Refused) == 0 {
+		return nil
+	}
+	return refused
+}
+
+func (s *Store) recordCheckins(ctx context.Context, batch []Checkin) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -143,6 +181,11 @@ func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
 			return err
 		}
 		for _, c := range batch {
+			if s.checkinFault != nil {
+				if err := s.checkinFault(c); err != nil {
+					return fmt.Errorf("store: record check-ins: %w", err)
+				}
+			}
 			// A check-in without addresses leaves the known ones.
 			var ips any
 			if len(c.IPAddresses) > 0 {

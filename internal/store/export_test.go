@@ -99,3 +99,8 @@ type GroupRuleForTest = groups.Rule
 func GroupChangeForTest(name string, matchAll bool, rules []groups.Rule) GroupChange {
 	return GroupChange{Name: &name, MatchAll: &matchAll, Rules: &rules}
 }
+
+// SetCheckinFaultForTest makes RecordCheckins fail the check-ins f answers
+// an error for, inside the transaction, as the database refusing their
+// data would.
+func (s *Store) SetCheckinFaultForTest(f func(Checkin) error) { s.checkinFault = f }
