@@ -18,7 +18,10 @@ import (
 
 // Triggers of AlertRuleBody.trigger.
 const (
-	NewEndpoint           = "NEW_ENDPOINT"
+	NewEndpoint = "NEW_ENDPOINT"
+	// EndpointReenrolled (a patchd addition) is raised when an agent enrolls
+	// with the machine id of an enrolled endpoint and takes it over.
+	EndpointReenrolled    = "ENDPOINT_REENROLLED"
 	EndpointOffline       = "ENDPOINT_OFFLINE"
 	GroupUptime           = "GROUP_UPTIME"
 	RebootRequired        = "REBOOT_REQUIRED"
@@ -39,6 +42,7 @@ type Trigger struct {
 // Triggers lists every trigger, in the order of the documentation.
 var Triggers = []Trigger{
 	{NewEndpoint, 0, 0, 0, "not used (0): every endpoint enrolled for the first time raises one event"},
+	{EndpointReenrolled, 0, 0, 0, "not used (0): every enrollment with the machine id of an enrolled endpoint raises one event (a patchd addition)"},
 	{EndpointOffline, 60, 1, 525600, "minutes since the endpoint's last check-in, once it counts as disconnected (default 60)"},
 	{GroupUptime, 0, 0, 0, "not used (0): each group's offlineAlertMinutes and onlineAlert decide"},
 	{RebootRequired, 24, 1, 8760, "hours the endpoint has been reporting a pending reboot (default 24)"},

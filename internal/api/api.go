@@ -135,6 +135,10 @@ func auditEntry(r *http.Request, action, targetType, targetID string) *store.Aud
 	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID}
 }
 
+// ClientIP is the caller's address as the API reads it (the agent
+// protocol records it on re-enrollments).
+func (a *API) ClientIP(r *http.Request) string { return a.clientIP(r) }
+
 // clientIP is the caller's address, taken from X-Forwarded-For only when
 // the peer is a trusted proxy.
 func (a *API) clientIP(r *http.Request) string {

@@ -25,6 +25,12 @@ type Enrollment struct {
 	Arch         string
 	AgentVersion string
 	SecretHash   string
+	// TokenID is the enrollment token used (its uses count the enrollment;
+	// "" for none, in tests that make endpoints).
+	TokenID string
+	// ClientAddr is the agent's address, recorded in the Audit Trail when
+	// the machine was enrolled already.
+	ClientAddr string
 }
 
 // EnrollEndpoint creates the endpoint, or, when the machine is enrolled in
@@ -35,8 +41,14 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		if err := tx.shareGroups(ctx, en.OrgID); err != nil {
 			return err
 		}
-		var oldHash string
-		err := tx.queryRow(ctx, `SELECT id, secret_hash FROM endpoints WHERE org_id = ? AND machine_uid = ?`, en.OrgID, en.MachineUID).Scan(&id, &oldHash)
+		if en.TokenID != "" {
+			if err := tx.useEnrollToken(ctx, en, now); err != nil {
+				return err
+			}
+		}
+		var oldHash, oldHostname string
+		err := tx.queryRow(ctx, `SELECT id, secret_hash, hostname FROM endpoints WHERE org_id = ? AND machine_uid = ?`, en.OrgID, en.MachineUID).
+			Scan(&id, &oldHash, &oldHostname)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			id, created = NewID(), true
@@ -64,9 +76,36 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		if err != nil {
 			return fmt.Errorf("store: re-enroll endpoint: %w", err)
 		}
+		if err := tx.recordReenrollment(ctx, en, id, oldHostname, now); err != nil {
+			return err
+		}
 		return tx.afterEndpointChange(ctx, en.OrgID, id)
 	})
 	return id, created, err
+}
+
+// recordReenrollment writes, in the enrollment's transaction, what a
+// re-enrollment must leave behind: the machine id now belongs to whoever
+// holds the new secret, with the endpoint's pending commands, so the Audit
+// Trail records who did it (the enrollment token) from where, and
+// ENDPOINT_REENROLLED rules raise an event.
+func (tx *Tx) recordReenrollment(ctx context.Context, en Enrollment, endpointID, oldHostname string, now time.Time) error {
+	var pending int
+	if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM commands WHERE endpoint_id = ? AND status = 'PENDING'`, endpointID).Scan(&pending); err != nil {
+		return fmt.Errorf("store: re-enroll endpoint: %w", err)
+	}
+	summary := map[string]any{"machineUid": en.MachineUID, "hostname": en.Hostname, "previousHostname": oldHostname,
+		"clientAddress": en.ClientAddr, "pendingCommands": pending}
+	actor := "enroll_token"
+	if en.TokenID != "" {
+		actor = EnrollTokenActor(en.TokenID)
+		summary["enrollTokenId"] = en.TokenID
+	}
+	if err := tx.insertAudit(ctx, &AuditEntry{OrgID: en.OrgID, At: now, Actor: actor, Action: "endpoint.reenroll",
+		TargetType: "endpoint", TargetID: endpointID, Summary: summary}); err != nil {
+		return err
+	}
+	return tx.raiseReenrolled(ctx, en, endpointID, oldHostname, pending, now)
 }
 
 // Agent is what an agent secret stands for.
