@@ -59,3 +59,52 @@ func TestCommandResultIsCapped(t *testing.T) {
 		t.Fatalf("head, marker or tail misplaced: %q … %q", got[:40], got[len(got)-40:])
 	}
 }
+
+// TestCheckinTextChecked: the check-in's text is checked at the edge, with
+// the documented limits, before anything of it is batched for writing.
+func TestCheckinTextChecked(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ag := e.Enroll("uid-edge", "ws-edge", "linux")
+	long := strings.Repeat("u", agentproto.MaxUser+1)
+	for _, c := range []struct {
+		name string
+		req  agentproto.CheckinRequest
+	}{
+		{"long user", agentproto.CheckinRequest{User: &long}},
+		{"long agentVersion", agentproto.CheckinRequest{AgentVersion: strings.Repeat("1", agentproto.MaxAgentVersion+1)}},
+		{"long inventoryHash", agentproto.CheckinRequest{InventoryHash: strings.Repeat("f", agentproto.MaxInventoryHash+1)}},
+		{"not an address", agentproto.CheckinRequest{IPAddresses: []string{"10.0.0.1", "10.0.0.300"}}},
+		{"address with prefix", agentproto.CheckinRequest{IPAddresses: []string{"10.0.0.1/24"}}},
+		{"too many addresses", agentproto.CheckinRequest{IPAddresses: make([]string, agentproto.MaxIPAddresses+1)}},
+	} {
+		if _, ans := ag.Checkin(0, c.req); ans.Status != http.StatusBadRequest || ans.Error() != "invalid_request" {
+			t.Errorf("%s: %d %s", c.name, ans.Status, ans.Body)
+		}
+	}
+	longUID := strings.Repeat("m", agentproto.MaxMachineUID+1)
+	for _, req := range []agentproto.EnrollRequest{
+		{EnrollToken: e.EnrollToken, MachineUID: longUID, Hostname: "h", Platform: "linux"},
+		{EnrollToken: e.EnrollToken, MachineUID: "m", Hostname: "h", Platform: "linux", OS: strings.Repeat("o", agentproto.MaxOSText+1)},
+		{EnrollToken: e.EnrollToken, MachineUID: "m", Hostname: "h", Platform: "linux", AgentVersion: strings.Repeat("1", agentproto.MaxAgentVersion+1)},
+	} {
+		if ans := e.Call(http.MethodPost, agentproto.PathEnroll, "", req, false); ans.Status != http.StatusBadRequest {
+			t.Errorf("enroll %+v: %d %s", req, ans.Status, ans.Body)
+		}
+	}
+	// Sound text at the limits is kept; addresses in their canonical form.
+	user := strings.Repeat("u", agentproto.MaxUser)
+	if _, ans := ag.Checkin(0, agentproto.CheckinRequest{User: &user, IPAddresses: []string{" 2001:DB8::1 ", "10.0.0.5"}}); ans.Status != http.StatusOK {
+		t.Fatalf("sound check-in: %d %s", ans.Status, ans.Body)
+	}
+	if err := e.Server.FlushCheckins(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Admin.GetEndpoint(context.Background(), ag.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.User == nil || *d.User != user || strings.Join(d.IPAddresses, ",") != "2001:db8::1,10.0.0.5" {
+		t.Fatalf("stored: user %v, addresses %v", d.User, d.IPAddresses)
+	}
+}
