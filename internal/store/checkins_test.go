@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
@@ -114,6 +116,46 @@ func TestCheckinWithNULFailsAlone(t *testing.T) {
 	for _, id := range []string{ids[0], ids[3]} {
 		if got := lastSeen(t, s, org.ID, id); !got.Equal(at) {
 			t.Errorf("endpoint %s: last seen %v, want %v (err %v)", id, got, at, err)
+		}
+	}
+}
+
+// TestIngestBatchWithNUL writes a batch of inventories, one of which holds
+// a NUL in a software name (the agent API refuses it before; the store is
+// tested alone): on PostgreSQL that one fails and the others are stored, on
+// SQLite all are stored.
+func TestIngestBatchWithNUL(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	org, ids := enrollN(t, s, "ingest-nul", 3, time.Now())
+	g := s.NewIngester()
+	defer g.Close()
+	now := time.Now()
+	var ns []inventory.Normalized
+	for i := range ids {
+		doc := agentproto.Inventory{System: agentproto.System{Hostname: fmt.Sprintf("h%d", i)},
+			Software: []agentproto.Software{{Name: fmt.Sprintf("app-%d-%s", i, store.NewID())}}}
+		if i == 1 {
+			doc.Software[0].Name = "bad\x00app-" + store.NewID()
+		}
+		n, err := inventory.Check(&doc, "linux", "debian", now)
+		if err != nil && i != 1 {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			// Check refuses it too; build the normalized document by hand.
+			n = inventory.Normalized{Doc: &doc}
+		}
+		ns = append(ns, n)
+	}
+	errs := g.IngestForTest(org.ID, ids, ns, now)
+	for _, i := range []int{0, 2} {
+		if errs[i] != nil {
+			t.Errorf("inventory %d failed with the bad one: %v", i, errs[i])
+		}
+		d, err := s.GetEndpoint(context.Background(), org.ID, ids[i], time.Time{})
+		if err != nil || len(d.Software) != 1 {
+			t.Errorf("inventory %d not stored: %+v %v", i, d.Software, err)
 		}
 	}
 }
