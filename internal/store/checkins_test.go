@@ -53,11 +53,11 @@ func TestPoisonedCheckinFailsAlone(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
 	enrolled := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	orgA, a := enrollN(t, s, "poison-a", 3, enrolled)
-	orgB, b := enrollN(t, s, "poison-b", 3, enrolled)
-	bad := a[1]
+	orgA, a := enrollN(t, s, "poison-a", 5, enrolled)
+	orgB, b := enrollN(t, s, "poison-b", 4, enrolled)
+	bad := map[string]bool{a[1]: true, b[2]: true}
 	s.SetCheckinFaultForTest(func(c store.Checkin) error {
-		if c.EndpointID == bad {
+		if bad[c.EndpointID] {
 			return &pgconn.PgError{Code: "22021", Message: "invalid byte sequence for encoding \"UTF8\": 0x00"}
 		}
 		return nil
@@ -69,8 +69,8 @@ func TestPoisonedCheckinFailsAlone(t *testing.T) {
 	}
 	err := s.RecordCheckins(context.Background(), batch)
 	var refused *store.CheckinsRefused
-	if !errors.As(err, &refused) || len(refused.Refused) != 1 || refused.Refused[bad] == nil {
-		t.Fatalf("RecordCheckins: %v, want only %s refused", err, bad)
+	if !errors.As(err, &refused) || len(refused.Refused) != 2 || refused.Refused[a[1]] == nil || refused.Refused[b[2]] == nil {
+		t.Fatalf("RecordCheckins: %v, want only %v refused", err, bad)
 	}
 	for _, e := range []struct {
 		org string
@@ -78,7 +78,7 @@ func TestPoisonedCheckinFailsAlone(t *testing.T) {
 	}{{orgA.ID, a}, {orgB.ID, b}} {
 		for _, id := range e.ids {
 			got := lastSeen(t, s, e.org, id)
-			if id == bad {
+			if bad[id] {
 				if !got.Equal(enrolled) {
 					t.Errorf("the refused check-in was written: %v", got)
 				}

@@ -182,29 +182,43 @@ func (e *CheckinsRefused) Error() string {
 }
 
 // RecordCheckins writes a batch of check-ins in one transaction. When the
-// database refuses a row's data (rowFault) the batch is written again one
-// check-in at a time, so that one endpoint's bad data does not keep every
-// other endpoint's last-seen time from being written: the refused ones are
+// database refuses a row's data (rowFault) the batch is written again in
+// halves, down to single check-ins (a few transactions per refused row, not
+// one per row), so that one endpoint's bad data does not keep every other
+// endpoint's last-seen time from being written: the refused ones are
 // answered in a *CheckinsRefused, the others are written. Any other error
 // (the database unreachable, a conflict after retries) fails the batch.
 func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
-	err := s.recordCheckins(ctx, batch)
-	if err == nil || len(batch) < 2 || !rowFault(err) {
-		return err
+	if len(batch) == 1 {
+		// Alone, a refused row cannot be told from a failing database.
+		return s.recordCheckins(ctx, batch)
 	}
 	refused := &CheckinsRefused{Refused: map[string]error{}}
-	for _, c := range batch {
-		if err := s.recordCheckins(ctx, []Checkin{c}); err != nil {
-			if !rowFault(err) {
-				return err
-			}
-			refused.Refused[c.EndpointID] = err
-		}
+	if err := s.recordIsolating(ctx, batch, refused); err != nil {
+		return err
 	}
 	if len(refused.Refused) == 0 {
 		return nil
 	}
 	return refused
+}
+
+func (s *Store) recordIsolating(ctx context.Context, batch []Checkin, refused *CheckinsRefused) error {
+	err := s.recordCheckins(ctx, batch)
+	switch {
+	case err == nil:
+		return nil
+	case !rowFault(err):
+		return err
+	case len(batch) == 1:
+		refused.Refused[batch[0].EndpointID] = err
+		return nil
+	}
+	half := len(batch) / 2
+	if err := s.recordIsolating(ctx, batch[:half], refused); err != nil {
+		return err
+	}
+	return s.recordIsolating(ctx, batch[half:], refused)
 }
 
 func (s *Store) recordCheckins(ctx context.Context, batch []Checkin) error {
