@@ -246,7 +246,7 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := a.now()
 	errToken := httpx.Errorf(http.StatusUnauthorized, "invalid_enroll_token", "unknown, revoked or expired enrollment token")
-	tokenID, orgID, err := a.store.EnrollTokenOrg(r.Context(), auth.HashSecret(req.EnrollToken), now)
+	tokenID, orgID, err := a.store.ValidEnrollToken(r.Context(), auth.HashSecret(req.EnrollToken), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return errToken
 	}

@@ -37,8 +37,15 @@ func (s *Store) CreateEnrollToken(ctx context.Context, e *AuditEntry, orgID, tok
 }
 
 // EnrollTokenOrg resolves a valid (known, not revoked, not expired)
+// enrollment token hash to its organization.
+func (s *Store) EnrollTokenOrg(ctx context.Context, tokenHash string, now time.Time) (string, error) {
+	_, orgID, err := s.ValidEnrollToken(ctx, tokenHash, now)
+	return orgID, err
+}
+
+// ValidEnrollToken resolves a valid (known, not revoked, not expired)
 // enrollment token hash to its id and organization.
-func (s *Store) EnrollTokenOrg(ctx context.Context, tokenHash string, now time.Time) (tokenID, orgID string, err error) {
+func (s *Store) ValidEnrollToken(ctx context.Context, tokenHash string, now time.Time) (tokenID, orgID string, err error) {
 	err = s.queryRow(ctx, `SELECT id, org_id FROM enroll_tokens WHERE token_hash = ? AND revoked = FALSE
 		AND (expires_at IS NULL OR expires_at > ?)`, tokenHash, millis(now)).Scan(&tokenID, &orgID)
 	if errors.Is(err, sql.ErrNoRows) {

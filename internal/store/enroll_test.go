@@ -29,9 +29,9 @@ func TestEnrollCountsTokenUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	tokenID, orgID, err := s.EnrollTokenOrg(ctx, "hash-1", now)
+	tokenID, orgID, err := s.ValidEnrollToken(ctx, "hash-1", now)
 	if err != nil || tokenID != tok.ID || orgID != o.ID {
-		t.Fatalf("EnrollTokenOrg: %s %s %v", tokenID, orgID, err)
+		t.Fatalf("ValidEnrollToken: %s %s %v", tokenID, orgID, err)
 	}
 	en := store.Enrollment{OrgID: o.ID, MachineUID: "m1", Hostname: "h1", Platform: "linux", SecretHash: "s1", TokenID: tok.ID}
 	if _, _, err := s.EnrollEndpoint(ctx, en, now); err != nil {
