@@ -30,6 +30,23 @@ const (
 	MaxWaitSeconds    = 60
 )
 
+// Limits of the text an agent sends, in bytes of UTF-8. Text never holds
+// the NUL character. A document over a limit is refused with 400 and
+// nothing of it is stored (docs/design-notes.md).
+const (
+	MaxHostname      = 255  // EnrollRequest.Hostname, System.Hostname
+	MaxMachineUID    = 255  // EnrollRequest.MachineUID
+	MaxEnrollToken   = 512  // EnrollRequest.EnrollToken
+	MaxOSText        = 255  // EnrollRequest.OS and OSVersion
+	MaxArch          = 64   // EnrollRequest.Arch
+	MaxAgentVersion  = 64   // EnrollRequest and CheckinRequest.AgentVersion
+	MaxUser          = 256  // CheckinRequest.User
+	MaxIPAddresses   = 256  // entries of CheckinRequest.IPAddresses, each an IP address
+	MaxInventoryHash = 128  // CheckinRequest.InventoryHash
+	MaxDrive         = 1024 // Disk.Drive
+	MaxMACAddress    = 64   // each entry of System.MACAddresses
+)
+
 // Command types.
 const (
 	TypeRunScript         = "RUN_SCRIPT"

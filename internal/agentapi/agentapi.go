@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,6 +48,10 @@ type Config struct {
 	// Crowded tells that the server holds nearly as many connections as it
 	// may: answers then close their connection (nil: never).
 	Crowded func() bool
+	// ClientIP answers the agent's address as the REST API reads it (behind
+	// trusted proxies, from X-Forwarded-For); nil: the peer's address. A
+	// re-enrollment records it in the Audit Trail.
+	ClientIP func(*http.Request) string
 	// MaxInventories bounds the inventories received and not yet stored at
 	// once (default DefaultMaxInventories); past it an inventory is refused
 	// with 503 and Retry-After.
@@ -236,13 +241,14 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "platform must be windows, linux or macos")
 	}
-	if len(req.MachineUID) > 255 || len(req.Hostname) > inventory.MaxHostname {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "machineUid and hostname must have at most 255 characters")
+	if err := checkEnroll(&req); err != nil {
+		return err
 	}
 	now := a.now()
-	orgID, err := a.store.EnrollTokenOrg(r.Context(), auth.HashSecret(req.EnrollToken), now)
+	errToken := httpx.Errorf(http.StatusUnauthorized, "invalid_enroll_token", "unknown, revoked or expired enrollment token")
+	tokenID, orgID, err := a.store.ValidEnrollToken(r.Context(), auth.HashSecret(req.EnrollToken), now)
 	if errors.Is(err, store.ErrNotFound) {
-		return httpx.Errorf(http.StatusUnauthorized, "invalid_enroll_token", "unknown, revoked or expired enrollment token")
+		return errToken
 	}
 	if err != nil {
 		return err
@@ -250,7 +256,10 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	secret := auth.NewSecret(auth.PrefixAgentSecret)
 	id, created, err := a.store.EnrollEndpoint(r.Context(), store.Enrollment{OrgID: orgID, MachineUID: strings.TrimSpace(req.MachineUID),
 		Hostname: strings.TrimSpace(req.Hostname), Platform: req.Platform, OS: req.OS, OSVersion: req.OSVersion, Arch: req.Arch,
-		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret)}, now)
+		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret), TokenID: tokenID, ClientAddr: a.clientIP(r)}, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return errToken // revoked or expired since it was looked up
+	}
 	if err != nil {
 		return err
 	}
@@ -262,6 +271,17 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusOK, agentproto.EnrollResponse{EndpointID: id, AgentSecret: secret, CheckinSeconds: a.checkinSeconds()})
 	return nil
+}
+
+func (a *API) clientIP(r *http.Request) string {
+	if a.cfg.ClientIP != nil {
+		return a.cfg.ClientIP(r)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 func (a *API) checkinSeconds() int {
@@ -304,8 +324,8 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 	if _, err := decode(w, r, agentproto.MaxOtherBytes, &req); err != nil {
 		return err
 	}
-	if len(req.IPAddresses) > inventory.MaxAddresses {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "ipAddresses lists too many addresses")
+	if err := checkCheckin(&req); err != nil {
+		return err
 	}
 	seen := store.Checkin{EndpointID: ag.EndpointID, At: a.now(), LastBootAt: req.LastBootAt, PendingReboot: req.PendingReboot,
 		User: req.User, IPAddresses: req.IPAddresses, AgentVersion: req.AgentVersion}

@@ -18,7 +18,10 @@ import (
 
 // Triggers of AlertRuleBody.trigger.
 const (
-	NewEndpoint           = "NEW_ENDPOINT"
+	NewEndpoint = "NEW_ENDPOINT"
+	// EndpointReenrolled (a patchd addition) is raised when an agent enrolls
+	// with the machine id of an enrolled endpoint and takes it over.
+	EndpointReenrolled    = "ENDPOINT_REENROLLED"
 	EndpointOffline       = "ENDPOINT_OFFLINE"
 	GroupUptime           = "GROUP_UPTIME"
 	RebootRequired        = "REBOOT_REQUIRED"
@@ -46,6 +49,7 @@ const MaxIgnored = 1<<31 - 1
 // Triggers lists every trigger, in the order of the documentation.
 var Triggers = []Trigger{
 	{Name: NewEndpoint, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every endpoint enrolled for the first time raises one event"},
+	{Name: EndpointReenrolled, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every enrollment with the machine id of an enrolled endpoint raises one event (a patchd addition)"},
 	{Name: EndpointOffline, DefaultThreshold: 60, Min: 1, Max: 525600, Threshold: "minutes since the endpoint's last check-in, once it counts as disconnected (default 60)"},
 	{Name: GroupUptime, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): each group's offlineAlertMinutes and onlineAlert decide"},
 	{Name: RebootRequired, DefaultThreshold: 24, Min: 1, Max: 8760, Threshold: "hours the endpoint has been reporting a pending reboot (default 24)"},

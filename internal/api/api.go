@@ -137,6 +137,10 @@ func auditEntry(r *http.Request, action, targetType, targetID string) *store.Aud
 	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID}
 }
 
+// ClientIP is the caller's address as the API reads it (the agent
+// protocol records it on re-enrollments).
+func (a *API) ClientIP(r *http.Request) string { return a.clientIP(r) }
+
 // clientIP is the caller's address (httpx.ClientIP with the trusted proxies).
 func (a *API) clientIP(r *http.Request) string { return httpx.ClientIP(r, a.cfg.TrustedProxies) }
 

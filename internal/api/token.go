@@ -116,6 +116,13 @@ func readTokenRequest(w http.ResponseWriter, r *http.Request) (tokenRequest, boo
 		req.ClientID, req.ClientSecret = user, pass
 	}
 	req.GrantType = strings.TrimSpace(req.GrantType)
+	// A form or Basic value may hold a NUL (%00), which a JSON body cannot
+	// (the decoder refuses it): the same 400 on both engines.
+	for _, v := range []string{req.GrantType, req.ClientID, req.ClientSecret} {
+		if strings.IndexByte(v, 0) >= 0 {
+			return req, basic, oauthError(http.StatusBadRequest, "invalid_request", "a value holds the NUL character, which patchd does not store")
+		}
+	}
 	return req, basic, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -77,7 +78,36 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
+	if problem := formText(r); problem != "" {
+		c.renderError(w, r, nil, http.StatusBadRequest, problem)
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// formText refuses a form whose fields hold the NUL character (%00), as the
+// API's decoder refuses \u0000: patchd stores text without NUL on both
+// engines. The parsed form stays on the request for the page that reads it.
+// Uploads (multipart) are read by their pages. It answers what is wrong, or
+// "".
+func formText(r *http.Request) string {
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
+		return ""
+	}
+	if err := r.ParseForm(); err != nil {
+		return "The form could not be read; reload the page and try again."
+	}
+	for _, vs := range r.PostForm {
+		for _, v := range vs {
+			if strings.IndexByte(v, 0) >= 0 {
+				return "A field of the form holds the NUL character, which patchd does not store."
+			}
+		}
+	}
+	return ""
 }
 
 // routes is the console's route table: each page with the permission it

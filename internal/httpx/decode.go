@@ -35,9 +35,17 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, maxBody int6
 	return UnmarshalBody(body, v)
 }
 
+// UnmarshalBody decodes a JSON request body into v, as DecodeJSON does.
+// A string that holds the NUL character (the escape \u0000) is refused
+// with 400 invalid_json before anything is decoded: text is UTF-8 without
+// NUL on both engines (PostgreSQL cannot store it), so the same body gets
+// the same answer on SQLite and PostgreSQL (ARCHITECTURE.md).
 func UnmarshalBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
+	}
+	if HasEscapedNUL(body) {
+		return Errorf(http.StatusBadRequest, "invalid_json", "a string of the body holds the NUL character (\\u0000), which patchd does not store")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
@@ -52,6 +60,67 @@ func UnmarshalBody(body []byte, v any) error {
 	}
 	if dec.More() {
 		return Errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: data after the top-level value")
+	}
+	return nil
+}
+
+// HasEscapedNUL tells whether a JSON document holds the escape \u0000 in a
+// string. A raw NUL byte is not valid JSON anywhere, so the decoder refuses
+// it; the escape is the only way a NUL reaches a decoded string. An escape
+// is real when the backslash that starts it is not itself escaped: the run
+// of backslashes before "u0000" has an odd length.
+func HasEscapedNUL(body []byte) bool {
+	const esc = `\u0000`
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(esc))
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		run := 1
+		for k := at - 1; k >= 0 && body[k] == '\\'; k-- {
+			run++
+		}
+		if run%2 == 1 {
+			return true
+		}
+		i = at + len(esc)
+	}
+}
+
+// CheckText refuses text holding the NUL character, naming where it was
+// found; every string a request carries outside a JSON body (path ids,
+// query parameters, form fields) goes through it.
+func CheckText(where, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return InvalidRequest(where + " holds the NUL character (%00), which patchd does not store")
+	}
+	return nil
+}
+
+// CheckURL refuses a request whose path or query string holds the NUL
+// character (%00): path ids and query filters reach SQL, and PostgreSQL
+// cannot take NUL in text. Middleware runs it before any handler, so every
+// operation of the API, the console and the agent protocol answers the
+// same 400 on both engines.
+func CheckURL(r *http.Request) error {
+	if err := CheckText("the path", r.URL.Path); err != nil {
+		return err
+	}
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	// The handlers read the query as r.URL.Query() does (pairs that do not
+	// parse are left out), so the same parse is checked here.
+	for k, vs := range r.URL.Query() {
+		if err := CheckText("the query parameter name", k); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := CheckText("the query parameter "+k, v); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -91,7 +91,8 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // Middleware gives each request an id (X-Request-Id, kept from the client
 // when it is sane), recovers panics as 500s, records metrics by route
-// pattern and logs the request. Requests under quietPrefix (the agents'
+// pattern and logs the request. A path or query string holding the NUL
+// character is refused with 400 before any handler (CheckURL). Requests under quietPrefix (the agents'
 // hot path) are logged at debug level only.
 func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +140,10 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 			slog.Log(ctx, level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
 				"route", route, "status", status, "bytes", rec.bytes, "duration_ms", float64(elapsed.Microseconds())/1000)
 		}()
+		if err := CheckURL(r); err != nil {
+			WriteError(rec, r, err)
+			return
+		}
 		next.ServeHTTP(rec, r)
 	})
 }

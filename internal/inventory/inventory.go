@@ -23,8 +23,10 @@ const (
 	MaxDatasets     = 100
 	MaxDatasetRows  = 50000
 	MaxText         = 4096
-	MaxHostname     = 255
-	MaxAddresses    = 256
+	MaxHostname     = agentproto.MaxHostname
+	MaxAddresses    = agentproto.MaxIPAddresses
+	MaxDrive        = agentproto.MaxDrive
+	MaxMACAddress   = agentproto.MaxMACAddress
 	MaxCategoryList = 32
 )
 
@@ -64,7 +66,7 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 	if sys.Hostname == "" {
 		return Normalized{}, bad("system.hostname", "is required")
 	}
-	if len(sys.Hostname) > MaxHostname || !utf8.ValidString(sys.Hostname) {
+	if !validText(sys.Hostname, MaxHostname) {
 		return Normalized{}, bad("system.hostname", "must be valid text of at most %d bytes", MaxHostname)
 	}
 	switch sys.Type {
@@ -90,6 +92,11 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 	if len(sys.MACAddresses) > MaxAddresses {
 		return Normalized{}, bad("system.macAddresses", "lists more than %d addresses", MaxAddresses)
 	}
+	for i, m := range sys.MACAddresses {
+		if !validText(m, MaxMACAddress) {
+			return Normalized{}, bad(fmt.Sprintf("system.macAddresses[%d]", i), "must be valid text of at most %d bytes", MaxMACAddress)
+		}
+	}
 	if len(doc.Disks) > MaxDisks {
 		return Normalized{}, bad("disks", "lists more than %d disks", MaxDisks)
 	}
@@ -98,6 +105,9 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 		d.Drive = strings.TrimSpace(d.Drive)
 		if d.Drive == "" {
 			return Normalized{}, bad(fmt.Sprintf("disks[%d].drive", i), "is required")
+		}
+		if !validText(d.Drive, MaxDrive) {
+			return Normalized{}, bad(fmt.Sprintf("disks[%d].drive", i), "must be valid text of at most %d bytes", MaxDrive)
 		}
 		if err := size(fmt.Sprintf("disks[%d].sizeGB", i), d.SizeGB); err != nil {
 			return Normalized{}, err
@@ -118,7 +128,7 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 		if sw.Name == "" {
 			return Normalized{}, bad(field+".name", "is required")
 		}
-		if len(sw.Name) > MaxText || !utf8.ValidString(sw.Name) {
+		if !validText(sw.Name, MaxText) {
 			return Normalized{}, bad(field+".name", "must be valid text of at most %d bytes", MaxText)
 		}
 		for name, p := range map[string]**string{".version": &sw.Version, ".publisher": &sw.Publisher, ".installDate": &sw.InstallDate,
@@ -146,7 +156,7 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 		if u.Title == "" {
 			return Normalized{}, bad(field+".title", "is required")
 		}
-		if len(u.Title) > MaxText || !utf8.ValidString(u.Title) {
+		if !validText(u.Title, MaxText) {
 			return Normalized{}, bad(field+".title", "must be valid text of at most %d bytes", MaxText)
 		}
 		if !updates.ValidSource(u.Source) {
@@ -164,6 +174,11 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 		}
 		if len(u.Categories) > MaxCategoryList {
 			return Normalized{}, bad(field+".categories", "lists more than %d categories", MaxCategoryList)
+		}
+		for j, c := range u.Categories {
+			if !validText(c, MaxText) {
+				return Normalized{}, bad(fmt.Sprintf("%s.categories[%d]", field, j), "must be valid text of at most %d bytes", MaxText)
+			}
 		}
 		key, err := updates.Key(platform, distro, u)
 		if err != nil {
@@ -205,7 +220,7 @@ func text(field string, p **string) error {
 		return nil
 	}
 	v := strings.TrimSpace(**p)
-	if len(v) > MaxText || !utf8.ValidString(v) {
+	if !validText(v, MaxText) {
 		return bad(field, "must be valid text of at most %d bytes", MaxText)
 	}
 	if v == "" {
@@ -214,6 +229,13 @@ func text(field string, p **string) error {
 	}
 	*p = &v
 	return nil
+}
+
+// validText tells whether s is UTF-8 of at most max bytes without NUL.
+// The request decoder refuses NUL already; Check holds the same rule for
+// documents that reach it another way.
+func validText(s string, max int) bool {
+	return len(s) <= max && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 func size(field string, v *float64) error {

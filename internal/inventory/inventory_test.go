@@ -53,6 +53,15 @@ func TestCheckProblems(t *testing.T) {
 		{"system.cores", func(d *agentproto.Inventory) { n := -1; d.System.Cores = &n }},
 		{"system.os", func(d *agentproto.Inventory) { d.System.OS = s(strings.Repeat("x", MaxText+1)) }},
 		{"disks[0].drive", func(d *agentproto.Inventory) { d.Disks[0].Drive = " " }},
+		{"disks[0].drive", func(d *agentproto.Inventory) { d.Disks[0].Drive = "/" + strings.Repeat("d", MaxDrive) }},
+		{"disks[0].drive", func(d *agentproto.Inventory) { d.Disks[0].Drive = "/mnt/\x00" }},
+		{"system.macAddresses[1]", func(d *agentproto.Inventory) {
+			d.System.MACAddresses = []string{"00:11:22:33:44:55", strings.Repeat("m", MaxMACAddress+1)}
+		}},
+		{"system.hostname", func(d *agentproto.Inventory) { d.System.Hostname = "web\x00" }},
+		{"software[0].name", func(d *agentproto.Inventory) { d.Software[0].Name = "a\x00b" }},
+		{"software[0].version", func(d *agentproto.Inventory) { d.Software[0].Version = s("1\x00") }},
+		{"updates[0].categories[0]", func(d *agentproto.Inventory) { d.Updates[0].Categories = []string{strings.Repeat("c", MaxText+1)} }},
 		{"software[0].name", func(d *agentproto.Inventory) { d.Software[0].Name = "" }},
 		{"software[0].name", func(d *agentproto.Inventory) { d.Software[0].Name = "bad\xffutf8" }},
 		{"updates[0].title", func(d *agentproto.Inventory) { d.Updates[0].Title = "" }},

@@ -228,7 +228,17 @@ func (h *Hub) Flush(ctx context.Context) error {
 	}
 	h.seen = make(map[string]store.Checkin, len(batch))
 	h.mu.Unlock()
-	if err := h.store.RecordCheckins(ctx, batch); err != nil {
+	err := h.store.RecordCheckins(ctx, batch)
+	var refused *store.CheckinsRefused
+	if errors.As(err, &refused) {
+		// The others are written; these would fail again: drop them (the
+		// agent's next check-in is written if its data is sound).
+		for id, e := range refused.Refused {
+			slog.Warn("presence: a check-in refused by the database is dropped", "endpoint", id, "err", e)
+		}
+		return nil
+	}
+	if err != nil {
 		// Put the batch back unless newer check-ins replaced it.
 		h.mu.Lock()
 		for _, c := range batch {

@@ -68,7 +68,8 @@ func New(cfg config.Config, s *store.Store) *Server {
 		Help: "Open HTTP connections; past 90 % of the open-files limit, agent answers close theirs."},
 		func() float64 { return float64(srv.conns.open.Load()) }))
 	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval, Ingester: srv.ingest,
-		MaxInventories: cfg.MaxInventories, Crowded: srv.conns.Crowded})
+		MaxInventories: cfg.MaxInventories, Crowded: srv.conns.Crowded,
+		ClientIP: func(r *http.Request) string { return srv.api.ClientIP(r) }})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
 		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued})
 

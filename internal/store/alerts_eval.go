@@ -42,6 +42,33 @@ func (tx *Tx) raiseNewEndpoint(ctx context.Context, en Enrollment, endpointID st
 	return nil
 }
 
+// raiseReenrolled raises ENDPOINT_REENROLLED for the organization's
+// enabled rules, in the enrollment's transaction: every re-enrollment is an
+// event of its own (a new condition key each time).
+func (tx *Tx) raiseReenrolled(ctx context.Context, en Enrollment, endpointID, oldHostname string, pending int, now time.Time) error {
+	rules, err := tx.enabledRules(ctx, en.OrgID, alerts.EndpointReenrolled)
+	if err != nil || len(rules) == 0 {
+		return err
+	}
+	detail := fmt.Sprintf("Machine id %s enrolled again", en.MachineUID)
+	if en.TokenID != "" {
+		detail += " with enrollment token " + en.TokenID
+	}
+	if en.ClientAddr != "" {
+		detail += " from " + en.ClientAddr
+	}
+	detail += fmt.Sprintf("; the endpoint (was %s) now answers to the new agent, with its %d pending commands. If no agent was reinstalled there, revoke the token and remove the endpoint. Endpoint id %s.",
+		oldHostname, pending, endpointID)
+	key := "reenroll:" + endpointID + ":" + NewID()
+	for _, r := range rules {
+		if _, err := tx.raiseAlert(ctx, r, NewAlertEvent{Key: key, Event: alerts.EndpointReenrolled, Severity: alerts.Warning,
+			Title: "Endpoint " + en.Hostname + " enrolled again", Detail: detail, EndpointID: endpointID}, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (tx *Tx) enabledRules(ctx context.Context, orgID, trigger string) ([]AlertRule, error) {
 	rows, err := tx.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? AND trigger_kind = ? AND enabled = TRUE`, orgID, trigger)
 	if err != nil {
@@ -81,7 +108,8 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 	if err := s.trackReboots(ctx, now); err != nil {
 		return st, err
 	}
-	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind <> ? ORDER BY org_id, id`, alerts.NewEndpoint)
+	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind NOT IN (?, ?) ORDER BY org_id, id`,
+		alerts.NewEndpoint, alerts.EndpointReenrolled)
 	if err != nil {
 		return st, fmt.Errorf("store: evaluate alerts: %w", err)
 	}

@@ -159,11 +159,18 @@ type CommandStatus struct {
 // SetCommandStatus applies an agent's report on its command: PENDING →
 // RUNNING → SUCCESS or FAILED. The run's counters and status follow in the
 // same transaction. A repeat of the status a command is in already is
-// accepted (RUNNING appends its text; a terminal repeat changes nothing).
+// accepted: a terminal repeat changes nothing; RUNNING appends its text,
+// unless the report is the same as the last one applied (same status, text
+// and exit code): that is the agent sending again a report whose answer it
+// did not see, and it changes nothing. The stored text is capped
+// (MaxCommandResult).
 func (s *Store) SetCommandStatus(ctx context.Context, endpointID, commandID string, st CommandStatus, now time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		var runID, current string
-		err := tx.queryRow(ctx, `SELECT run_id, status FROM commands WHERE id = ? AND endpoint_id = ?`, commandID, endpointID).Scan(&runID, &current)
+		var runID, current, result string
+		var cut int64
+		var last sql.NullString
+		err := tx.queryRow(ctx, `SELECT run_id, status, COALESCE(result, ''), result_cut, last_report FROM commands WHERE id = ? AND endpoint_id = ?`,
+			commandID, endpointID).Scan(&runID, &current, &result, &cut, &last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("store: command %s: %w", commandID, ErrNotFound)
 		}
@@ -177,21 +184,30 @@ func (s *Store) SetCommandStatus(ctx context.Context, endpointID, commandID stri
 		case terminal, st.Status == CmdRunning && current != CmdPending && current != CmdRunning:
 			return fmt.Errorf("%w: the command is %s", ErrStatusConflict, current)
 		}
+		report := reportHash(st)
+		if current == st.Status && last.String == report {
+			return nil // a retry of the report applied last
+		}
 		at := st.At
 		if at.IsZero() || at.After(now.Add(5*time.Minute)) {
 			at = now
 		}
+		var text any
+		if st.Result != "" {
+			next, nextCut := appendResult(result, cut, st.Result)
+			text, cut = next, nextCut
+		}
 		if st.Status == CmdRunning {
 			_, err = tx.exec(ctx, `UPDATE commands SET status = 'RUNNING', started_at = COALESCE(started_at, ?),
-				result = CASE WHEN ? = '' THEN result ELSE COALESCE(result, '') || ? END WHERE id = ?`, millis(at), st.Result, st.Result, commandID)
+				result = COALESCE(?, result), result_cut = ?, last_report = ? WHERE id = ?`, millis(at), text, cut, report, commandID)
 			if err != nil {
 				return fmt.Errorf("store: command status: %w", err)
 			}
 			return nil
 		}
 		if _, err = tx.exec(ctx, `UPDATE commands SET status = ?, started_at = COALESCE(started_at, ?), finished_at = ?, exit_code = ?,
-			result = CASE WHEN ? = '' THEN result ELSE COALESCE(result, '') || ? END WHERE id = ?`,
-			st.Status, millis(at), millis(at), st.ExitCode, st.Result, st.Result, commandID); err != nil {
+			result = COALESCE(?, result), result_cut = ?, last_report = ? WHERE id = ?`,
+			st.Status, millis(at), millis(at), st.ExitCode, text, cut, report, commandID); err != nil {
 			return fmt.Errorf("store: command status: %w", err)
 		}
 		return tx.closeCommands(ctx, runID, st.Status, 1, now)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,12 @@ type Enrollment struct {
 	Arch         string
 	AgentVersion string
 	SecretHash   string
+	// TokenID is the enrollment token used (its uses count the enrollment;
+	// "" for none, in tests that make endpoints).
+	TokenID string
+	// ClientAddr is the agent's address, recorded in the Audit Trail when
+	// the machine was enrolled already.
+	ClientAddr string
 }
 
 // EnrollEndpoint creates the endpoint, or, when the machine is enrolled in
@@ -34,8 +41,14 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		if err := tx.shareGroups(ctx, en.OrgID); err != nil {
 			return err
 		}
-		var oldHash string
-		err := tx.queryRow(ctx, `SELECT id, secret_hash FROM endpoints WHERE org_id = ? AND machine_uid = ?`, en.OrgID, en.MachineUID).Scan(&id, &oldHash)
+		if en.TokenID != "" {
+			if err := tx.useEnrollToken(ctx, en, now); err != nil {
+				return err
+			}
+		}
+		var oldHash, oldHostname string
+		err := tx.queryRow(ctx, `SELECT id, secret_hash, hostname FROM endpoints WHERE org_id = ? AND machine_uid = ?`, en.OrgID, en.MachineUID).
+			Scan(&id, &oldHash, &oldHostname)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			id, created = NewID(), true
@@ -63,9 +76,36 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		if err != nil {
 			return fmt.Errorf("store: re-enroll endpoint: %w", err)
 		}
+		if err := tx.recordReenrollment(ctx, en, id, oldHostname, now); err != nil {
+			return err
+		}
 		return tx.afterEndpointChange(ctx, en.OrgID, id)
 	})
 	return id, created, err
+}
+
+// recordReenrollment writes, in the enrollment's transaction, what a
+// re-enrollment must leave behind: the machine id now belongs to whoever
+// holds the new secret, with the endpoint's pending commands, so the Audit
+// Trail records who did it (the enrollment token) from where, and
+// ENDPOINT_REENROLLED rules raise an event.
+func (tx *Tx) recordReenrollment(ctx context.Context, en Enrollment, endpointID, oldHostname string, now time.Time) error {
+	var pending int
+	if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM commands WHERE endpoint_id = ? AND status = 'PENDING'`, endpointID).Scan(&pending); err != nil {
+		return fmt.Errorf("store: re-enroll endpoint: %w", err)
+	}
+	summary := map[string]any{"machineUid": en.MachineUID, "hostname": en.Hostname, "previousHostname": oldHostname,
+		"clientAddress": en.ClientAddr, "pendingCommands": pending}
+	actor := "enroll_token"
+	if en.TokenID != "" {
+		actor = EnrollTokenActor(en.TokenID)
+		summary["enrollTokenId"] = en.TokenID
+	}
+	if err := tx.insertAudit(ctx, &AuditEntry{OrgID: en.OrgID, At: now, Actor: actor, Action: "endpoint.reenroll",
+		TargetType: "endpoint", TargetID: endpointID, Summary: summary}); err != nil {
+		return err
+	}
+	return tx.raiseReenrolled(ctx, en, endpointID, oldHostname, pending, now)
 }
 
 // Agent is what an agent secret stands for.
@@ -129,8 +169,59 @@ type Checkin struct {
 	AgentVersion  string
 }
 
-// RecordCheckins writes a batch of check-ins in one transaction.
+// CheckinsRefused answers RecordCheckins when the database refused some
+// check-ins' data: every other check-in of the batch is written, these are
+// not (written again, they would fail again).
+type CheckinsRefused struct {
+	Refused map[string]error // by endpoint id
+}
+
+func (e *CheckinsRefused) Error() string {
+	ids := slices.Sorted(maps.Keys(e.Refused))
+	return fmt.Sprintf("store: record check-ins: %d refused by the database, first %s: %v", len(ids), ids[0], e.Refused[ids[0]])
+}
+
+// RecordCheckins writes a batch of check-ins in one transaction. When the
+// database refuses a row's data (rowFault) the batch is written again in
+// halves, down to single check-ins (a few transactions per refused row, not
+// one per row), so that one endpoint's bad data does not keep every other
+// endpoint's last-seen time from being written: the refused ones are
+// answered in a *CheckinsRefused, the others are written. Any other error
+// (the database unreachable, a conflict after retries) fails the batch.
 func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
+	if len(batch) == 1 {
+		// Alone, a refused row cannot be told from a failing database.
+		return s.recordCheckins(ctx, batch)
+	}
+	refused := &CheckinsRefused{Refused: map[string]error{}}
+	if err := s.recordIsolating(ctx, batch, refused); err != nil {
+		return err
+	}
+	if len(refused.Refused) == 0 {
+		return nil
+	}
+	return refused
+}
+
+func (s *Store) recordIsolating(ctx context.Context, batch []Checkin, refused *CheckinsRefused) error {
+	err := s.recordCheckins(ctx, batch)
+	switch {
+	case err == nil:
+		return nil
+	case !rowFault(err):
+		return err
+	case len(batch) == 1:
+		refused.Refused[batch[0].EndpointID] = err
+		return nil
+	}
+	half := len(batch) / 2
+	if err := s.recordIsolating(ctx, batch[:half], refused); err != nil {
+		return err
+	}
+	return s.recordIsolating(ctx, batch[half:], refused)
+}
+
+func (s *Store) recordCheckins(ctx context.Context, batch []Checkin) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -143,6 +234,11 @@ func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
 			return err
 		}
 		for _, c := range batch {
+			if s.checkinFault != nil {
+				if err := s.checkinFault(c); err != nil {
+					return fmt.Errorf("store: record check-ins: %w", err)
+				}
+			}
 			// A check-in without addresses leaves the known ones.
 			var ips any
 			if len(c.IPAddresses) > 0 {

@@ -39,17 +39,44 @@ func (s *Store) CreateEnrollToken(ctx context.Context, e *AuditEntry, orgID, tok
 // EnrollTokenOrg resolves a valid (known, not revoked, not expired)
 // enrollment token hash to its organization.
 func (s *Store) EnrollTokenOrg(ctx context.Context, tokenHash string, now time.Time) (string, error) {
-	var orgID string
-	err := s.queryRow(ctx, `SELECT org_id FROM enroll_tokens WHERE token_hash = ? AND revoked = FALSE
-		AND (expires_at IS NULL OR expires_at > ?)`, tokenHash, millis(now)).Scan(&orgID)
+	_, orgID, err := s.ValidEnrollToken(ctx, tokenHash, now)
+	return orgID, err
+}
+
+// ValidEnrollToken resolves a valid (known, not revoked, not expired)
+// enrollment token hash to its id and organization.
+func (s *Store) ValidEnrollToken(ctx context.Context, tokenHash string, now time.Time) (tokenID, orgID string, err error) {
+	err = s.queryRow(ctx, `SELECT id, org_id FROM enroll_tokens WHERE token_hash = ? AND revoked = FALSE
+		AND (expires_at IS NULL OR expires_at > ?)`, tokenHash, millis(now)).Scan(&tokenID, &orgID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("store: enroll token: %w", ErrNotFound)
+		return "", "", fmt.Errorf("store: enroll token: %w", ErrNotFound)
 	}
 	if err != nil {
-		return "", fmt.Errorf("store: enroll token: %w", err)
+		return "", "", fmt.Errorf("store: enroll token: %w", err)
 	}
-	return orgID, nil
+	return tokenID, orgID, nil
 }
+
+// useEnrollToken counts an enrollment on its token in the enrollment's
+// transaction: an increment in the database (never a value read before),
+// so that parallel enrollments on any replica are each counted. The token
+// must still be valid then: one revoked since it was looked up enrolls
+// nothing (ErrNotFound).
+func (tx *Tx) useEnrollToken(ctx context.Context, en Enrollment, now time.Time) error {
+	res, err := tx.exec(ctx, `UPDATE enroll_tokens SET uses = uses + 1 WHERE id = ? AND org_id = ? AND revoked = FALSE
+		AND (expires_at IS NULL OR expires_at > ?)`, en.TokenID, en.OrgID, millis(now))
+	if err != nil {
+		return fmt.Errorf("store: count enroll token use: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: enroll token: %w", ErrNotFound)
+	}
+	return nil
+}
+
+// EnrollTokenActor names an enrollment token as the actor of the Audit
+// Trail entries of the enrollments made with it.
+func EnrollTokenActor(tokenID string) string { return "enroll_token:" + tokenID }
 
 // RevokeEnrollToken revokes an enrollment token.
 func (s *Store) RevokeEnrollToken(ctx context.Context, e *AuditEntry, orgID, id string) error {

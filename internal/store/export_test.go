@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/groups"
+	"github.com/patchd/patchd/internal/inventory"
 )
 
 // Bulk loaders for the performance tests: they write rows as the store's
@@ -98,4 +99,28 @@ type GroupRuleForTest = groups.Rule
 // GroupChangeForTest makes the change that creates a dynamic group.
 func GroupChangeForTest(name string, matchAll bool, rules []groups.Rule) GroupChange {
 	return GroupChange{Name: &name, MatchAll: &matchAll, Rules: &rules}
+}
+
+// SetCheckinFaultForTest makes RecordCheckins fail the check-ins f answers
+// an error for, inside the transaction, as the database refusing their
+// data would.
+func (s *Store) SetCheckinFaultForTest(f func(Checkin) error) { s.checkinFault = f }
+
+// IngestForTest writes the inventories as one batch of the ingester, as
+// if they had arrived together, and answers each one's outcome.
+func (g *Ingester) IngestForTest(orgID string, endpointIDs []string, ns []inventory.Normalized, now time.Time) []error {
+	batch := make([]*ingestReq, len(ns))
+	for i, n := range ns {
+		inv, err := prepareInventory(orgID, endpointIDs[i], n, "hash", now)
+		if err != nil {
+			panic(err)
+		}
+		batch[i] = &ingestReq{inv: inv, err: make(chan error, 1)}
+	}
+	g.write(batch)
+	out := make([]error, len(batch))
+	for i, r := range batch {
+		out[i] = <-r.err
+	}
+	return out
 }

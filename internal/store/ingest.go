@@ -147,6 +147,15 @@ func (g *Ingester) write(batch []*ingestReq) {
 			return g.writeBatch(ctx, tx, batch, order, orgs, results)
 		})
 	}
+	if err != nil && len(batch) > 1 && rowFault(err) {
+		// What fails the whole batch outside an inventory's savepoint (the
+		// catalog of new titles and keys is written for the batch) may come
+		// from one inventory: each is written alone, and fails alone.
+		for _, r := range batch {
+			g.write([]*ingestReq{r})
+		}
+		return
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.err <- err

@@ -52,6 +52,9 @@ type Store struct {
 	// members; groupLists caches ListGroups answers against it.
 	groupsGen  atomic.Uint64
 	groupLists sync.Map // organization id -> *groupList
+	// checkinFault, set by tests, fails the check-ins it answers an error
+	// for, as the database refusing their data would.
+	checkinFault func(Checkin) error
 }
 
 // maxReadStmts bounds the read statement cache; queries whose text varies

@@ -1,0 +1,238 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// TestNULIsRefusedEverywhere sends the NUL character to every operation of
+// the REST API (taken from the route table, so a new operation is covered
+// or this test fails) and of the agent protocol: in a JSON body (\u0000),
+// in a path id (%00), in a query filter, in a form. Each answers 400 in the
+// Error shape and changes nothing, on SQLite and on PostgreSQL alike.
+func TestNULIsRefusedEverywhere(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	ag := e.Enroll("uid-nul", "web-nul", "linux")
+	ag.MustInventory(apitest.Sample("web-nul", "linux"))
+	grp, err := e.Admin.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Nul group"), MachineIDs: &[]string{ag.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	au, err := e.Admin.CreateAutomation(ctx, apiv1.AutomationBody{Name: "Nul reboot", ActionType: "REBOOT",
+		Payload: json.RawMessage(`{"message":"bye","timeoutSeconds":60}`), TargetMode: ptr("all"), ScheduleKind: ptr("RECURRING"),
+		Kind: ptr("SCHEDULED"), Freq: ptr("DAILY"), AtTime: ptr("23:30"), WindowMinutes: ptr(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := e.Queue(e.Org, agentproto.TypeReboot, agentproto.RebootPayload{Message: "m", TimeoutSeconds: 60}, ag)
+	resp, _ := ag.Checkin(0, agentproto.CheckinRequest{})
+	if len(resp.Commands) != 1 {
+		t.Fatalf("commands: %+v", resp.Commands)
+	}
+	cmdID := resp.Commands[0].ID
+	token, _, err := e.Admin.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Server.FlushCheckins(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// What "nothing changed" compares: every list an administrator reads,
+	// the command, and the Audit Trail.
+	snapshot := func() string {
+		var b strings.Builder
+		for _, p := range []string{"/api/v1/endpoints", "/api/v1/endpoints/" + ag.ID, "/api/v1/groups", "/api/v1/automations",
+			"/api/v1/automations/" + au.Automation.ID, "/api/v1/alerts", "/api/v1/updates", "/api/v1/software",
+			"/api/v1/runs", "/api/v1/runs?runId=" + run.RunID} {
+			ans := rawCall(t, e, http.MethodGet, p, token, nil)
+			if ans.status != http.StatusOK {
+				t.Fatalf("snapshot %s: %d %s", p, ans.status, ans.body)
+			}
+			b.WriteString(p + " " + ans.body + "\n")
+		}
+		audit, err := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(strings.Repeat("a", len(audit)))
+		return b.String()
+	}
+	before := snapshot()
+
+	const nulJSON = `"x\u0000y"`
+	ids := map[string]string{"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
+		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
+		"/api/v1/reports/{key}": "endpoints"}
+	// A body for each operation that takes one, valid but for the NUL.
+	bodies := map[string]string{
+		"POST /api/oauth/token":             `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
+		"PATCH /api/v1/endpoints/{id}":      `{"displayName":` + nulJSON + `}`,
+		"POST /api/v1/groups":               `{"name":` + nulJSON + `}`,
+		"PATCH /api/v1/groups/{id}":         `{"name":` + nulJSON + `}`,
+		"POST /api/v1/automations":          `{"name":` + nulJSON + `,"actionType":"REBOOT","payload":{"message":"m","timeoutSeconds":60},"targetMode":"all","scheduleKind":"NOW"}`,
+		"PATCH /api/v1/automations/{id}":    `{"name":` + nulJSON + `}`,
+		"POST /api/v1/actions":              `{"actionType":"REBOOT","payload":{"message":` + nulJSON + `,"timeoutSeconds":60},"targetMode":"all"}`,
+		"POST /api/v1/updates/approvals":    `{"keys":[` + nulJSON + `],"status":"APPROVED"}`,
+		"POST /api/v1/alerts":               `{"name":` + nulJSON + `,"trigger":"NEW_ENDPOINT","emailTo":"ops@example.com"}`,
+		"POST /api/v1/automations/{id}/run": "", // takes no body
+	}
+	// A query filter for each list.
+	queries := map[string]string{
+		"GET /api/v1/endpoints":       "q=web%00",
+		"GET /api/v1/updates":         "severity=Critical%00",
+		"GET /api/v1/software":        "q=bash%00",
+		"GET /api/v1/vulnerabilities": "endpointId=" + ag.ID + "%00",
+		"GET /api/v1/groups":          "q=%00",
+		"GET /api/v1/automations":     "q=%00",
+		"GET /api/v1/alerts":          "q=%00",
+		"GET /api/v1/runs":            "runId=" + run.RunID + "%00",
+		"GET /api/v1/reports/{key}":   "groupId=%00",
+		"GET /api/v1/openapi.json":    "x=%00",
+	}
+	type probe struct{ name, method, path, body string }
+	var probes []probe
+	for _, route := range e.Server.API().Routes() {
+		method, pattern, _ := strings.Cut(route, " ")
+		path := pattern
+		if id, ok := ids[pattern]; ok {
+			for _, param := range []string{"{id}", "{key}"} {
+				path = strings.Replace(path, param, id, 1)
+			}
+			bad := strings.Replace(strings.Replace(pattern, "{id}", id+"%00", 1), "{key}", "endpoints%00", 1)
+			probes = append(probes, probe{route + " id", method, bad, bodies[route]})
+		} else if strings.Contains(pattern, "{") {
+			t.Fatalf("%s: give this test an id for it", route)
+		}
+		if method == http.MethodPost || method == http.MethodPatch || method == http.MethodPut {
+			body, ok := bodies[route]
+			if !ok {
+				t.Fatalf("%s: give this test a body for it", route)
+			}
+			if body != "" {
+				probes = append(probes, probe{route + " body", method, path, body})
+			}
+		}
+		if q, ok := queries[route]; ok {
+			probes = append(probes, probe{route + " query", method, path + "?" + q, bodies[route]})
+		} else if method == http.MethodGet && !strings.Contains(pattern, "{") {
+			t.Fatalf("%s: give this test a query for it", route)
+		}
+	}
+	probes = append(probes,
+		probe{"token form", http.MethodPost, "/api/oauth/token", "form:grant_type=client_credentials&client_id=a%00&client_secret=b"},
+		probe{"DELETE endpoint id", http.MethodDelete, "/api/v1/endpoints/" + ag.ID + "%00", ""},
+	)
+	for _, p := range probes {
+		ans := rawCall(t, e, p.method, p.path, token, []byte(p.body))
+		if ans.status != http.StatusBadRequest || (ans.code != "invalid_json" && ans.code != "invalid_request") || ans.desc == "" {
+			t.Errorf("%s: %d %s, want 400 invalid_json or invalid_request", p.name, ans.status, ans.body)
+		}
+	}
+
+	// The agent protocol: every call, NUL in each kind of text it carries.
+	user := "CORP\\al\x00ice"
+	agentProbes := []struct {
+		name, method, path, secret string
+		body                       any
+	}{
+		{"enroll machineUid", http.MethodPost, agentproto.PathEnroll, "",
+			[]byte(`{"enrollToken":"` + e.EnrollToken + `","machineUid":"uid-nul\u0000","hostname":"h","platform":"linux"}`)},
+		{"enroll hostname", http.MethodPost, agentproto.PathEnroll, "",
+			[]byte(`{"enrollToken":"` + e.EnrollToken + `","machineUid":"uid-new","hostname":"h\u0000","platform":"linux"}`)},
+		{"check-in user", http.MethodPost, agentproto.PathCheckin, ag.Secret, agentproto.CheckinRequest{User: &user}},
+		{"check-in ipAddresses", http.MethodPost, agentproto.PathCheckin, ag.Secret, agentproto.CheckinRequest{IPAddresses: []string{"10.0.0.1\x00"}}},
+		{"check-in agentVersion", http.MethodPost, agentproto.PathCheckin, ag.Secret, agentproto.CheckinRequest{AgentVersion: "1.0\x00"}},
+		{"check-in wait", http.MethodPost, agentproto.PathCheckin + "?wait=1%00", ag.Secret, agentproto.CheckinRequest{}},
+		{"inventory software", http.MethodPut, agentproto.PathInventory, ag.Secret, func() agentproto.Inventory {
+			inv := apitest.Sample("web-nul", "linux")
+			inv.Software[0].Name = "bash\x00"
+			return inv
+		}()},
+		{"inventory disk", http.MethodPut, agentproto.PathInventory, ag.Secret, func() agentproto.Inventory {
+			inv := apitest.Sample("web-nul", "linux")
+			inv.Disks = []agentproto.Disk{{Drive: "/mnt/\x00"}}
+			return inv
+		}()},
+		{"inventory dataset", http.MethodPut, agentproto.PathInventory, ag.Secret, func() agentproto.Inventory {
+			inv := apitest.Sample("web-nul", "linux")
+			inv.Datasets = map[string][]map[string]any{"services": {{"name": "ss\x00hd"}}}
+			return inv
+		}()},
+		{"command status result", http.MethodPost, "/agent/v1/commands/" + cmdID + "/status", ag.Secret,
+			agentproto.CommandStatus{Status: "RUNNING", Result: "out\x00put"}},
+		{"command status id", http.MethodPost, "/agent/v1/commands/" + cmdID + "%00/status", ag.Secret,
+			agentproto.CommandStatus{Status: "RUNNING"}},
+	}
+	for _, p := range agentProbes {
+		ans := e.Call(p.method, p.path, p.secret, p.body, false)
+		if ans.Status != http.StatusBadRequest || (ans.Error() != "invalid_json" && ans.Error() != "invalid_request") {
+			t.Errorf("agent %s: %d %s, want 400", p.name, ans.Status, ans.Body)
+		}
+	}
+	if err := e.Server.FlushCheckins(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(); after != before {
+		t.Fatalf("a refused request changed something:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+type rawAnswer struct {
+	status     int
+	body       string
+	code, desc string
+}
+
+// rawCall makes a raw API call; a body starting with "form:" is sent as a form.
+func rawCall(t *testing.T, e *apitest.Env, method, path, token string, body []byte) rawAnswer {
+	t.Helper()
+	var rd io.Reader
+	ct := "application/json"
+	if s, ok := strings.CutPrefix(string(body), "form:"); ok {
+		rd, ct = strings.NewReader(s), "application/x-www-form-urlencoded"
+	} else if len(body) > 0 {
+		rd = bytes.NewReader(body)
+	}
+	u, err := url.Parse(e.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, u.String(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", ct)
+	if token != "" && !strings.HasPrefix(path, "/api/oauth/") {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var e2 struct {
+		Error string  `json:"error"`
+		Desc  *string `json:"error_description"`
+	}
+	json.Unmarshal(b, &e2)
+	a := rawAnswer{status: res.StatusCode, body: string(b), code: e2.Error}
+	if e2.Desc != nil {
+		a.desc = *e2.Desc
+	}
+	return a
+}

@@ -1,0 +1,136 @@
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestUnmarshalBodyRefusesNUL(t *testing.T) {
+	type doc struct {
+		Name string            `json:"name"`
+		Tags []string          `json:"tags"`
+		Any  map[string]any    `json:"any"`
+		Map  map[string]string `json:"map"`
+	}
+	for _, tc := range []struct {
+		body   string
+		status int // 0: accepted
+	}{
+		{`{"name":"a\u0000b"}`, 400},
+		{`{"name":"\u0000"}`, 400},
+		{`{"tags":["x","\u0000"]}`, 400},
+		{`{"any":{"k":[{"deep":"\u0000"}]}}`, 400},
+		{`{"map":{"\u0000":"key"}}`, 400},
+		{`{"unknownField":"\u0000"}`, 400},
+		{`{"name":"\\\u0000"}`, 400},      // an escaped backslash, then a NUL
+		{`{"name":"\\u0000"}`, 0},         // an escaped backslash, then the text u0000
+		{`{"name":"\\\\u0000"}`, 0},       // two escaped backslashes, then text
+		{`{"name":"a\u0001b \u00e9"}`, 0}, // other escapes are text
+		{"{\"name\":\"a\x00b\"}", 400},    // a raw NUL is not JSON at all
+		{`{"name":"ok"}`, 0},
+	} {
+		var v doc
+		err := UnmarshalBody([]byte(tc.body), &v)
+		if tc.status == 0 {
+			if err != nil {
+				t.Errorf("%s: refused: %v", tc.body, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Status != tc.status || e.Code != "invalid_json" {
+			t.Errorf("%s: got %v, want %d invalid_json", tc.body, err, tc.status)
+		}
+	}
+}
+
+func TestCheckURLRefusesNUL(t *testing.T) {
+	h := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}), nil, "")
+	for _, tc := range []struct {
+		target string
+		status int
+	}{
+		{"/api/v1/endpoints/abc%00def", 400},
+		{"/api/v1/endpoints?q=a%00", 400},
+		{"/api/v1/endpoints?a%00=1", 400},
+		{"/api/v1/runs?status=RUNNING&automationId=%00", 400},
+		{"/api/v1/endpoints/abc?q=a%2500", 204}, // the text "%00", not a NUL
+		{"/api/v1/endpoints?q=web", 204},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", tc.target, nil))
+		if rec.Code != tc.status {
+			t.Errorf("%s: %d, want %d", tc.target, rec.Code, tc.status)
+			continue
+		}
+		if tc.status == 400 {
+			var e struct {
+				Error       string  `json:"error"`
+				Description *string `json:"error_description"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error != "invalid_request" || e.Description == nil {
+				t.Errorf("%s: body %s is not the Error shape with invalid_request", tc.target, rec.Body)
+			}
+		}
+	}
+}
+
+// FuzzUnmarshalBody holds the decoder to its promise: whatever the body,
+// it either refuses it with a 400/413/422 Error or decodes text free of NUL
+// and valid UTF-8, never panics.
+func FuzzUnmarshalBody(f *testing.F) {
+	for _, s := range []string{`{"name":"x"}`, `{"name":"\u0000"}`, `{"name":"\\u0000"}`, `{"tags":["\\\u0000"]}`,
+		`{"any":{"\u0000":1}}`, `[]`, `{"name":"\ud800"}`, "{\"name\":\"\xff\"}", `{"name":"a"} {}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var v struct {
+			Name string         `json:"name"`
+			Tags []string       `json:"tags"`
+			Any  map[string]any `json:"any"`
+		}
+		err := UnmarshalBody(body, &v)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || (e.Status != 400 && e.Status != 422) {
+				t.Fatalf("error outside the Error shape: %v", err)
+			}
+			return
+		}
+		var texts []string
+		texts = append(texts, v.Name)
+		texts = append(texts, v.Tags...)
+		var walk func(any)
+		walk = func(x any) {
+			switch x := x.(type) {
+			case string:
+				texts = append(texts, x)
+			case []any:
+				for _, y := range x {
+					walk(y)
+				}
+			case map[string]any:
+				for k, y := range x {
+					texts = append(texts, k)
+					walk(y)
+				}
+			}
+		}
+		walk(v.Any)
+		for _, s := range texts {
+			if strings.IndexByte(s, 0) >= 0 {
+				t.Fatalf("decoded a NUL from %q", body)
+			}
+			if !utf8.ValidString(s) {
+				t.Fatalf("decoded invalid UTF-8 from %q", body)
+			}
+		}
+	})
+}

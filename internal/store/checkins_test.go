@@ -1,0 +1,161 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/inventory"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// enrollN enrolls n endpoints in a new organization of its own.
+func enrollN(t *testing.T, s *store.Store, name string, n int, at time.Time) (store.Org, []string) {
+	t.Helper()
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, name, "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprintf("%s-%d", name, i),
+			Hostname: fmt.Sprintf("%s-%d", name, i), Platform: "linux", SecretHash: store.NewID()}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	return o, ids
+}
+
+func lastSeen(t *testing.T, s *store.Store, orgID, id string) time.Time {
+	t.Helper()
+	d, err := s.GetEndpoint(context.Background(), orgID, id, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.LastSeenAt == nil {
+		return time.Time{}
+	}
+	return *d.LastSeenAt
+}
+
+// TestPoisonedCheckinFailsAlone: a check-in the database refuses (here a
+// test fault that fails like PostgreSQL refusing a value) does not keep the
+// other check-ins of the batch, of any organization, from being written.
+func TestPoisonedCheckinFailsAlone(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	enrolled := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	orgA, a := enrollN(t, s, "poison-a", 5, enrolled)
+	orgB, b := enrollN(t, s, "poison-b", 4, enrolled)
+	bad := map[string]bool{a[1]: true, b[2]: true}
+	s.SetCheckinFaultForTest(func(c store.Checkin) error {
+		if bad[c.EndpointID] {
+			return &pgconn.PgError{Code: "22021", Message: "invalid byte sequence for encoding \"UTF8\": 0x00"}
+		}
+		return nil
+	})
+	at := time.Now().Truncate(time.Millisecond)
+	var batch []store.Checkin
+	for _, id := range append(append([]string{}, a...), b...) {
+		batch = append(batch, store.Checkin{EndpointID: id, At: at, AgentVersion: "1.0.1"})
+	}
+	err := s.RecordCheckins(context.Background(), batch)
+	var refused *store.CheckinsRefused
+	if !errors.As(err, &refused) || len(refused.Refused) != 2 || refused.Refused[a[1]] == nil || refused.Refused[b[2]] == nil {
+		t.Fatalf("RecordCheckins: %v, want only %v refused", err, bad)
+	}
+	for _, e := range []struct {
+		org string
+		ids []string
+	}{{orgA.ID, a}, {orgB.ID, b}} {
+		for _, id := range e.ids {
+			got := lastSeen(t, s, e.org, id)
+			if bad[id] {
+				if !got.Equal(enrolled) {
+					t.Errorf("the refused check-in was written: %v", got)
+				}
+				continue
+			}
+			if !got.Equal(at) {
+				t.Errorf("endpoint %s: last seen %v, want %v", id, got, at)
+			}
+		}
+	}
+}
+
+// TestCheckinWithNULFailsAlone stores a check-in whose text holds NUL
+// directly (the agent API refuses it before): on PostgreSQL the database
+// refuses it, and only it; on SQLite it is stored. Either way every other
+// endpoint's last-seen time is written.
+func TestCheckinWithNULFailsAlone(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	enrolled := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	org, ids := enrollN(t, s, "nul", 4, enrolled)
+	at := time.Now().Truncate(time.Millisecond)
+	user := "CORP\\al\x00ice"
+	batch := []store.Checkin{
+		{EndpointID: ids[0], At: at},
+		{EndpointID: ids[1], At: at, User: &user},
+		{EndpointID: ids[2], At: at, IPAddresses: []string{"10.0.0.1\x00"}},
+		{EndpointID: ids[3], At: at, AgentVersion: "1.0.0"},
+	}
+	err := s.RecordCheckins(context.Background(), batch)
+	var refused *store.CheckinsRefused
+	if err != nil && !errors.As(err, &refused) {
+		t.Fatalf("RecordCheckins: %v", err)
+	}
+	for _, id := range []string{ids[0], ids[3]} {
+		if got := lastSeen(t, s, org.ID, id); !got.Equal(at) {
+			t.Errorf("endpoint %s: last seen %v, want %v (err %v)", id, got, at, err)
+		}
+	}
+}
+
+// TestIngestBatchWithNUL writes a batch of inventories, one of which holds
+// a NUL in a software name (the agent API refuses it before; the store is
+// tested alone): on PostgreSQL that one fails and the others are stored, on
+// SQLite all are stored.
+func TestIngestBatchWithNUL(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	org, ids := enrollN(t, s, "ingest-nul", 3, time.Now())
+	g := s.NewIngester()
+	defer g.Close()
+	now := time.Now()
+	var ns []inventory.Normalized
+	for i := range ids {
+		doc := agentproto.Inventory{System: agentproto.System{Hostname: fmt.Sprintf("h%d", i)},
+			Software: []agentproto.Software{{Name: fmt.Sprintf("app-%d-%s", i, store.NewID())}}}
+		if i == 1 {
+			doc.Software[0].Name = "bad\x00app-" + store.NewID()
+		}
+		n, err := inventory.Check(&doc, "linux", "debian", now)
+		if err != nil && i != 1 {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			// Check refuses it too; build the normalized document by hand.
+			n = inventory.Normalized{Doc: &doc}
+		}
+		ns = append(ns, n)
+	}
+	errs := g.IngestForTest(org.ID, ids, ns, now)
+	for _, i := range []int{0, 2} {
+		if errs[i] != nil {
+			t.Errorf("inventory %d failed with the bad one: %v", i, errs[i])
+		}
+		d, err := s.GetEndpoint(context.Background(), org.ID, ids[i], time.Time{})
+		if err != nil || len(d.Software) != 1 {
+			t.Errorf("inventory %d not stored: %+v %v", i, d.Software, err)
+		}
+	}
+}

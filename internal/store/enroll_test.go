@@ -1,0 +1,51 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// TestEnrollCountsTokenUse: an enrollment counts a use of its token in its
+// own transaction, and a token revoked since it was looked up enrolls
+// nothing and counts nothing.
+func TestEnrollCountsTokenUse(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Uses", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := func(action string) *store.AuditEntry {
+		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "enroll_token"}
+	}
+	tok, err := s.CreateEnrollToken(ctx, audit("enroll_token.create"), o.ID, "hash-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tokenID, orgID, err := s.ValidEnrollToken(ctx, "hash-1", now)
+	if err != nil || tokenID != tok.ID || orgID != o.ID {
+		t.Fatalf("ValidEnrollToken: %s %s %v", tokenID, orgID, err)
+	}
+	en := store.Enrollment{OrgID: o.ID, MachineUID: "m1", Hostname: "h1", Platform: "linux", SecretHash: "s1", TokenID: tok.ID}
+	if _, _, err := s.EnrollEndpoint(ctx, en, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeEnrollToken(ctx, audit("enroll_token.revoke"), o.ID, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	en.MachineUID, en.SecretHash = "m2", "s2"
+	if _, _, err := s.EnrollEndpoint(ctx, en, now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("enroll with a token revoked since its lookup: %v", err)
+	}
+	list, err := s.ListEnrollTokens(ctx, o.ID)
+	if err != nil || len(list) != 1 || list[0].Uses != 1 {
+		t.Fatalf("tokens: %+v %v", list, err)
+	}
+}
