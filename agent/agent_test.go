@@ -43,21 +43,32 @@ type fakeServer struct {
 	down        atomic.Bool
 	statusDown  atomic.Bool
 	gzipSeen    bool
+	lastEnroll  agentproto.EnrollRequest
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
+	return newFakeServerTLS(t, false)
+}
+
+// newFakeServerTLS answers over HTTPS (httptest's own CA) when tls is set.
+func newFakeServerTLS(t *testing.T, tls bool) (*fakeServer, *httptest.Server) {
 	f := &fakeServer{t: t, token: "enroll-token", secret: "agent-secret-1", endpointID: "ep-1", statuses: map[string][]agentproto.CommandStatus{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+agentproto.PathEnroll, f.enroll)
 	mux.HandleFunc("POST "+agentproto.PathCheckin, f.checkin)
 	mux.HandleFunc("PUT "+agentproto.PathInventory, f.inventory)
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {
 			panic(http.ErrAbortHandler) // the connection drops, as when the server is gone
 		}
 		mux.ServeHTTP(w, r)
 	}))
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return f, srv
 }
@@ -103,6 +114,9 @@ func (f *fakeServer) enroll(w http.ResponseWriter, r *http.Request) {
 	if !f.decode(w, r, &req) {
 		return
 	}
+	f.mu.Lock()
+	f.lastEnroll = req
+	f.mu.Unlock()
 	if req.EnrollToken != f.token {
 		writeJSON(w, 401, map[string]any{"error": "invalid_enroll_token", "error_description": "unknown token"})
 		return

@@ -240,7 +240,10 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "machineUid and hostname must have at most 255 characters")
 	}
 	now := a.now()
-	orgID, err := a.store.EnrollTokenOrg(r.Context(), auth.HashSecret(req.EnrollToken), now)
+	// Tokens are printed "<token>.<pin>": the pin is for the agent, which
+	// checked it before sending; the token alone is stored (as a hash).
+	token, _ := agentproto.SplitEnrollToken(req.EnrollToken)
+	orgID, err := a.store.EnrollTokenOrg(r.Context(), auth.HashSecret(token), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return httpx.Errorf(http.StatusUnauthorized, "invalid_enroll_token", "unknown, revoked or expired enrollment token")
 	}
@@ -250,7 +253,7 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	secret := auth.NewSecret(auth.PrefixAgentSecret)
 	id, created, err := a.store.EnrollEndpoint(r.Context(), store.Enrollment{OrgID: orgID, MachineUID: strings.TrimSpace(req.MachineUID),
 		Hostname: strings.TrimSpace(req.Hostname), Platform: req.Platform, OS: req.OS, OSVersion: req.OSVersion, Arch: req.Arch,
-		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret)}, now)
+		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret), InsecureChannel: req.InsecureChannel}, now)
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,14 @@ import (
 	"net/http/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentapi"
 	"github.com/patchd/patchd/internal/api"
@@ -28,6 +30,7 @@ import (
 	"github.com/patchd/patchd/internal/console"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/presence"
+	"github.com/patchd/patchd/internal/servertls"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/worker"
@@ -46,6 +49,7 @@ type Server struct {
 	conns    *conns
 	registry *prometheus.Registry
 	handler  http.Handler
+	tls      atomic.Pointer[servertls.Setup]
 }
 
 // New assembles a server on an open store.
@@ -75,13 +79,16 @@ func New(cfg config.Config, s *store.Store) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
 	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL,
-		SecureCookies: cfg.TLSCert != "" || strings.HasPrefix(cfg.BaseURL, "https://")})
+		SecureCookies: !cfg.Plain() || strings.HasPrefix(cfg.BaseURL, "https://")})
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
 	}
 	mux.Handle("/console/", con)
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.Handle("/agent/", srv.agents)
+	mux.Handle("GET "+agentproto.PathCA, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.tls.Load().CAHandler().ServeHTTP(w, r)
+	}))
 	mux.Handle("GET /healthz", httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return nil
@@ -91,6 +98,10 @@ func New(cfg config.Config, s *store.Store) *Server {
 	srv.handler = httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/")
 	return srv
 }
+
+// UseTLS tells the server how it serves TLS: GET /agent/v1/ca.pem
+// answers the certificate agents pin (404 without one).
+func (s *Server) UseTLS(setup *servertls.Setup) { s.tls.Store(setup) }
 
 // Close stops the server's writers after the HTTP server stopped: queued
 // FlushCheckins writes the check-ins batched in memory now, not at the next
@@ -150,11 +161,17 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 		return err
 	}
 	defer s.Close()
+	// TLS first: the first-start banner prints tokens with the pin.
+	setup, err := servertls.New(ctx, cfg, s)
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
 	boot, created, err := admin.BootstrapIfEmpty(ctx, s)
 	if err != nil {
 		return fmt.Errorf("first start: %w", err)
 	}
 	srv := New(cfg, s)
+	srv.UseTLS(setup)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -183,9 +200,11 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 	serveErr := make(chan error, 1)
 	go func() {
 		_, polls := srv.hub.LongPolls()
-		slog.Info("patchd serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls)
-		if cfg.TLSCert != "" {
-			serveErr <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+		slog.Info("patchd serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls,
+			"tls", string(setup.Mode), "ca_sha256", setup.Pin)
+		if setup.TLS != nil {
+			hs.TLSConfig = setup.TLS
+			serveErr <- hs.ServeTLS(ln, "", "")
 		} else {
 			serveErr <- hs.Serve(ln)
 		}
