@@ -44,8 +44,8 @@ type Executor struct {
 	// use the client that trusts what enrollment pinned.
 	ServerBase string
 	ServerHTTP *http.Client
-	Now     func() time.Time
-	Log     *slog.Logger
+	Now        func() time.Time
+	Log        *slog.Logger
 }
 
 // Outcome is the terminal status of a command and what the agent should
