@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agent"
+	"github.com/patchd/patchd/agent/collect"
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/apitest"
+)
+
+// TestRealAgentPinnedCA: patchd-agent enrolls over HTTPS with the token's
+// pin of the server's own CA, checks in and sends its inventory over it;
+// the same token against a second server with another CA is refused with
+// a clear error and nothing is enrolled there.
+func TestRealAgentPinnedCA(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the real-machine check runs on Linux, where CI runs")
+	}
+	e := apitest.New(t, apitest.WithOwnCA())
+	other := apitest.New(t, apitest.WithOwnCA()) // another database: another CA
+	ctx := context.Background()
+
+	// The token carries the pin, which is the SHA-256 of /agent/v1/ca.pem.
+	token, pin := agentproto.SplitEnrollToken(e.EnrollToken)
+	if pin == "" || pin != e.TLS.Pin || !strings.HasPrefix(token, "pde_") || strings.Contains(token, ".") {
+		t.Fatalf("token %q, pin %q, server pin %q", e.EnrollToken, pin, e.TLS.Pin)
+	}
+	resp, err := e.HTTPClient.Get(e.URL + agentproto.PathCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	blk, _ := pem.Decode(body)
+	if resp.StatusCode != 200 || blk == nil {
+		t.Fatalf("ca.pem: %d %q", resp.StatusCode, body)
+	}
+	if sum := sha256.Sum256(blk.Bytes); hex.EncodeToString(sum[:]) != pin {
+		t.Fatalf("ca.pem hashes to %x, the token pins %s", sum, pin)
+	}
+	if other.TLS.Pin == pin {
+		t.Fatal("two databases made the same CA")
+	}
+
+	dir := t.TempDir()
+	bin := build(t, dir, "cmd/patchd-agent")
+	state := filepath.Join(dir, "state")
+
+	// The second server presents another CA: refused before anything is sent.
+	out, err := exec.Command(bin, "enroll", "--state", filepath.Join(dir, "other"), "--server", other.URL, "--token", e.EnrollToken).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "this is not the server the token was made for") || !strings.Contains(string(out), pin) {
+		t.Fatalf("enrollment with another server's CA: %v\n%s", err, out)
+	}
+	if page, err := other.Admin.ListEndpoints(ctx, client.EndpointQuery{}); err != nil || page.Total != 0 {
+		t.Fatalf("the other server got an endpoint: %+v %v", page, err)
+	}
+
+	out, err = exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken).CombinedOutput()
+	if err != nil {
+		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
+	}
+	st, err := agent.LoadState(state)
+	if err != nil || st.CASHA256 != pin || st.CAPEM == "" || st.InsecureHTTP {
+		t.Fatalf("state: %+v %v", st, err)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
+	var logs strings.Builder
+	run.Stdout, run.Stderr = &logs, &logs
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stop()
+		run.Wait()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", logs.String())
+		}
+	}()
+	// The check-in and the inventory arrive over the pinned channel.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		d, err := e.Admin.GetEndpoint(ctx, st.EndpointID)
+		if err == nil && len(d.Software) > 0 && d.LastSeenAt != nil {
+			if d.InsecureChannel {
+				t.Fatal("an HTTPS agent shown with an insecure channel")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no inventory over HTTPS within 90 s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Every later call uses the pinned CA: the same state pointed at the
+	// other server fails the TLS handshake.
+	hc, err := st.HTTPClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &agent.Client{Base: other.URL, Secret: st.AgentSecret, HTTP: hc}
+	if _, err := c.Checkin(ctx, agentproto.CheckinRequest{}, 0); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("check-in at a server with another CA: %v", err)
+	}
+	c.Base = e.URL
+	if _, err := c.Checkin(ctx, agentproto.CheckinRequest{}, 0); err != nil {
+		t.Fatalf("check-in at the pinned server: %v", err)
+	}
+}
+
+// TestRealAgentRefusesPlainHTTP: the real agent refuses http:// to this
+// machine's own non-loopback address (nothing is sent: the refusal comes
+// first), and accepts it on loopback.
+func TestRealAgentRefusesPlainHTTP(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("runs on Linux, where CI runs")
+	}
+	var own string
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+				own = ipn.IP.String()
+				break
+			}
+		}
+	}
+	e := apitest.New(t)
+	dir := t.TempDir()
+	bin := build(t, dir, "cmd/patchd-agent")
+	if own != "" {
+		_, port, _ := net.SplitHostPort(e.HTTP.Listener.Addr().String())
+		out, err := exec.Command(bin, "enroll", "--state", filepath.Join(dir, "s1"), "--server", "http://"+net.JoinHostPort(own, port), "--token", e.EnrollToken).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "refusing plain http://") || !strings.Contains(string(out), "--insecure-http") {
+			t.Fatalf("plain http to %s: %v\n%s", own, err, out)
+		}
+	} else {
+		t.Log("this machine has no non-loopback IPv4 address: the refusal is proven by agent.TestCheckServerURL only")
+	}
+	out, err := exec.Command(bin, "enroll", "--state", filepath.Join(dir, "s2"), "--server", e.URL, "--token", e.EnrollToken).CombinedOutput()
+	if err != nil {
+		t.Fatalf("plain http on loopback: %v\n%s", err, out)
+	}
+	if page, err := e.Admin.ListEndpoints(context.Background(), client.EndpointQuery{}); err != nil || page.Total != 1 || page.Items[0].InsecureChannel {
+		t.Fatalf("endpoints: %+v %v", page, err)
+	}
+}
+
+// TestInsecureHTTPShownOnEndpoint: an agent enrolled with --insecure-http
+// to a server that is not on loopback reports it, and the API shows
+// insecureChannel on its endpoint. The "remote" server is the test's own,
+// reached through a dialer that goes to loopback.
+func TestInsecureHTTPShownOnEndpoint(t *testing.T) {
+	e := apitest.New(t)
+	addr := e.HTTP.Listener.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}}
+	remote := "http://patchd.invalid:" + port
+	id := &collect.Identity{MachineUID: "m-insecure", Hostname: "plain-01", Platform: "linux", OS: "Debian GNU/Linux", OSVersion: "12", Arch: "amd64"}
+	if _, err := agent.Enroll(context.Background(), agent.EnrollConfig{Server: remote, Token: e.EnrollToken, StateDir: t.TempDir(), Identity: id, HTTP: hc}); err == nil {
+		t.Fatal("plain http to a remote name enrolled without --insecure-http")
+	}
+	st, err := agent.Enroll(context.Background(), agent.EnrollConfig{Server: remote, Token: e.EnrollToken, StateDir: t.TempDir(), Identity: id, HTTP: hc, InsecureHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Admin.GetEndpoint(context.Background(), st.EndpointID)
+	if err != nil || !d.InsecureChannel {
+		t.Fatalf("endpoint: %+v %v", d.Endpoint, err)
+	}
+}
