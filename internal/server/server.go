@@ -179,6 +179,10 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 	if created {
 		printBootstrap(out, cfg, boot)
 	}
+	if setup.Pin != "" {
+		fmt.Fprintf(out, "patchd: HTTPS (%s); agents pin the CA with SHA-256 %s (carried by every enrollment token; GET %s%s)\n",
+			setup.Mode, setup.Pin, cfg.BaseURL, agentproto.PathCA)
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -254,7 +258,7 @@ patchd: first start. Organization %q was created. These secrets are shown once; 
   API base URL:        %s/api/v1
   API client_id:       %s
   API client_secret:   %s   (role Administrator)
-  Enrollment token:    %s   (for patchd-agent enroll and patchd-sim)
+  Enrollment token:    %s   (for patchd-agent enroll and patchd-sim; after the dot: the server CA's SHA-256, which agents pin)
 
   Console:             %s/console/  (first sign-in: %s/console/setup with the client_id and secret above)
 
