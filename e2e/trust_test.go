@@ -20,6 +20,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/sim"
 )
 
 // TestRealAgentPinnedCA: patchd-agent enrolls over HTTPS with the token's
@@ -185,5 +186,32 @@ func TestInsecureHTTPShownOnEndpoint(t *testing.T) {
 	d, err := e.Admin.GetEndpoint(context.Background(), st.EndpointID)
 	if err != nil || !d.InsecureChannel {
 		t.Fatalf("endpoint: %+v %v", d.Endpoint, err)
+	}
+}
+
+// TestSimPinnedCA: patchd-sim takes the pinned token as agents do: it
+// enrolls over HTTPS with the server's own CA, and refuses a server whose
+// chain lacks the pinned CA.
+func TestSimPinnedCA(t *testing.T) {
+	e := apitest.New(t, apitest.WithOwnCA())
+	other := apitest.New(t, apitest.WithOwnCA())
+	ctx := context.Background()
+	fleet, err := sim.New(sim.Config{Server: e.URL, EnrollToken: e.EnrollToken, Endpoints: 2, Seed: 3, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.Enroll(ctx); err != nil {
+		t.Fatalf("sim enroll over the pinned CA: %v", err)
+	}
+	if page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{}); err != nil || page.Total != 2 {
+		t.Fatalf("endpoints: %+v %v", page, err)
+	}
+	wrong, err := sim.New(sim.Config{Server: other.URL, EnrollToken: e.EnrollToken, Endpoints: 1, Seed: 4, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong.Enroll(ctx) // failures other than a refused token are counted, not answered
+	if page, err := other.Admin.ListEndpoints(ctx, client.EndpointQuery{}); err != nil || page.Total != 0 {
+		t.Fatalf("the sim enrolled at a server without the pinned CA: %+v %v", page, err)
 	}
 }
