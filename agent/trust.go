@@ -107,7 +107,7 @@ func fetchPinnedCA(ctx context.Context, server, pin string) (*x509.Certificate, 
 		return nil, fmt.Errorf("the server's CA certificate: %w", err)
 	}
 	if got := certSHA256(cert.Raw); got != pin {
-		return nil, fmt.Errorf("the server's CA certificate has SHA-256 %s, but the token pins %s: this is not the server the token was made for (or someone is in between); nothing was sent", got, pin)
+		return nil, fmt.Errorf("the server's CA certificate has SHA-256 %s, but the token pins %s: this is not the server the token was made for (or someone is in between); the token was not sent", got, pin)
 	}
 	return cert, nil
 }
