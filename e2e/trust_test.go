@@ -187,6 +187,11 @@ func TestInsecureHTTPShownOnEndpoint(t *testing.T) {
 	if err != nil || !d.InsecureChannel {
 		t.Fatalf("endpoint: %+v %v", d.Endpoint, err)
 	}
+	// The Agent Configuration report has a Plain HTTP column.
+	r, err := e.Admin.Report(context.Background(), "agent-configuration")
+	if err != nil || len(r.Rows) != 1 || r.Columns[len(r.Columns)-1] != "Plain HTTP" || r.Rows[0][len(r.Columns)-1] != true {
+		t.Fatalf("agent-configuration report: %+v %v", r, err)
+	}
 }
 
 // TestSimPinnedCA: patchd-sim takes the pinned token as agents do: it
