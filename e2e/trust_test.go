@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -18,6 +21,7 @@ import (
 	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/agent/collect"
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/sim"
@@ -81,7 +85,18 @@ func TestRealAgentPinnedCA(t *testing.T) {
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	// An installer server on another address, trusted through the
+	// system store (SSL_CERT_FILE), for DEPLOY_SOFTWARE below.
+	marker := filepath.Join(dir, "installer-ran")
+	installer := []byte("#!/bin/sh\necho ran > " + marker + "\n")
+	files := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(installer) }))
+	defer files.Close()
+	storeFile := filepath.Join(dir, "system-roots.pem")
+	if err := os.WriteFile(storeFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: files.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
+	run.Env = append(os.Environ(), "SSL_CERT_FILE="+storeFile)
 	var logs strings.Builder
 	run.Stdout, run.Stderr = &logs, &logs
 	if err := run.Start(); err != nil {
@@ -108,6 +123,45 @@ func TestRealAgentPinnedCA(t *testing.T) {
 			t.Fatalf("no inventory over HTTPS within 90 s: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// DEPLOY_SOFTWARE with a wrong sha256: the command fails, saying why,
+	// and the installer does not run; with the right one it runs.
+	deploy := func(sum string) apiv1.RunCommand {
+		t.Helper()
+		r, err := e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "DEPLOY_SOFTWARE", EndpointIDs: []string{st.EndpointID},
+			Payload: json.RawMessage(`{"url":"` + files.URL + `/setup.sh","sha256":"` + sum + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			cmds, err := e.Admin.RunCommands(ctx, r.RunID, client.RunQuery{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := cmds.Items[0]; c.Status == "SUCCESS" || c.Status == "FAILED" {
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("DEPLOY_SOFTWARE not done within 60 s: %+v", cmds.Items[0])
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	good := sha256.Sum256(installer)
+	wrong := strings.Repeat("0", 64)
+	if c := deploy(wrong); c.Status != "FAILED" || c.Result == nil || !strings.Contains(*c.Result, "SHA-256 mismatch: the file has "+hex.EncodeToString(good[:])+", the command expects "+wrong) {
+		t.Fatalf("wrong sha256: %s %v", c.Status, deref(c.Result))
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the installer ran despite the wrong sha256")
+	}
+	if c := deploy(hex.EncodeToString(good[:])); c.Status != "SUCCESS" {
+		t.Fatalf("right sha256: %s %v", c.Status, deref(c.Result))
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the installer did not run with the right sha256: %v", err)
 	}
 
 	// Every later call uses the pinned CA: the same state pointed at the
