@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// CA, --ca-file, or the system store), and the state's server address
 	// is checked again: a state edited to plain HTTP is refused.
 	if _, err := CheckServerURL(st.Server, st.InsecureHTTP); err != nil {
-		return err
+		return fmt.Errorf("state %s: %w; this agent was enrolled without it: enroll again", filepath.Join(cfg.StateDir, StateFileName), err)
 	}
 	if cfg.HTTP == nil {
 		if cfg.HTTP, err = st.HTTPClient(); err != nil {

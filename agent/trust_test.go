@@ -121,3 +121,18 @@ func TestEnrollCAFile(t *testing.T) {
 		t.Fatalf("pinned with --ca-file: %+v %v", st, err)
 	}
 }
+
+// TestRunRefusesPlainHTTPState: a state that names a plain-HTTP server off
+// loopback without the recorded --insecure-http (an older agent's, or an
+// edited one) is refused before anything is sent.
+func TestRunRefusesPlainHTTPState(t *testing.T) {
+	dir := t.TempDir()
+	st := &State{Server: "http://patchd.invalid:8080", EndpointID: "ep-1", AgentSecret: "s"}
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	err := Run(context.Background(), Config{StateDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "refusing plain http://") || !strings.Contains(err.Error(), "enroll again") {
+		t.Fatalf("run: %v", err)
+	}
+}

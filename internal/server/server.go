@@ -79,7 +79,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
 	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL,
-		SecureCookies: !cfg.Plain() || strings.HasPrefix(cfg.BaseURL, "https://")})
+		SecureCookies: strings.HasPrefix(cfg.BaseURL, "https://") || (cfg.Addr != "" && !cfg.Plain())})
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
 	}
