@@ -189,6 +189,7 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
 		ConnState:         srv.conns.track,
+		TLSConfig:         setup.TLS,
 	}
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr)
@@ -207,7 +208,6 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 		slog.Info("patchd serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls,
 			"tls", string(setup.Mode), "ca_sha256", setup.Pin)
 		if setup.TLS != nil {
-			hs.TLSConfig = setup.TLS
 			serveErr <- hs.ServeTLS(ln, "", "")
 		} else {
 			serveErr <- hs.Serve(ln)
@@ -252,19 +252,23 @@ func servePprof(addr string) (stop func(), err error) {
 }
 
 func printBootstrap(out io.Writer, cfg config.Config, b admin.Bootstrap) {
+	pinNote := ""
+	if b.EnrollToken.CASHA256 != "" {
+		pinNote = "; after the dot: the SHA-256 of the server's CA, which agents pin"
+	}
 	fmt.Fprintf(out, `
 patchd: first start. Organization %q was created. These secrets are shown once; keep them.
 
   API base URL:        %s/api/v1
   API client_id:       %s
   API client_secret:   %s   (role Administrator)
-  Enrollment token:    %s   (for patchd-agent enroll and patchd-sim; after the dot: the server CA's SHA-256, which agents pin)
+  Enrollment token:    %s   (for patchd-agent enroll and patchd-sim%s)
 
   Console:             %s/console/  (first sign-in: %s/console/setup with the client_id and secret above)
 
   Get a token:  curl -s -d grant_type=client_credentials -d client_id=%s -d client_secret=%s %s/api/oauth/token
 
-`, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token, cfg.BaseURL, cfg.BaseURL,
+`, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token, pinNote, cfg.BaseURL, cfg.BaseURL,
 		b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
 }
 
