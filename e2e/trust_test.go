@@ -134,7 +134,7 @@ func TestRealAgentPinnedCA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(150 * time.Second)
 		for {
 			cmds, err := e.Admin.RunCommands(ctx, r.RunID, client.RunQuery{})
 			if err != nil {
@@ -144,7 +144,7 @@ func TestRealAgentPinnedCA(t *testing.T) {
 				return c
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("DEPLOY_SOFTWARE not done within 60 s: %+v", cmds.Items[0])
+				t.Fatalf("DEPLOY_SOFTWARE not done within 150 s (a check-in long-polls up to 55 s): %+v", cmds.Items[0])
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
