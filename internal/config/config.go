@@ -34,6 +34,12 @@ type Config struct {
 	ACMEDomains   []string
 	ACMEEmail     string
 	ACMEDirectory string
+	// TLSProxy: a reverse proxy in front terminates TLS; the server speaks
+	// plain HTTP on any --addr (which only the proxy should reach).
+	TLSProxy bool
+	// AgentCA is a PEM file whose last certificate agents pin behind
+	// --tls-proxy (the proxy's private CA); empty: no pin.
+	AgentCA string
 	// ACMEHTTP is the ACME client's HTTP client (tests trust their ACME
 	// server with it); nil uses the system roots. Not a flag.
 	ACMEHTTP             *http.Client
@@ -133,6 +139,9 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.TLSKey, "tls-key", Env("PATCHD_TLS_KEY", ""), "TLS key file (env PATCHD_TLS_KEY)")
 	tlsSelf, _ := strconv.ParseBool(Env("PATCHD_TLS_SELF", "false"))
 	fs.BoolVar(&c.TLSSelf, "tls-self", tlsSelf, "serve HTTPS with the server's own CA even on a loopback --addr, where plain HTTP is the default (env PATCHD_TLS_SELF)")
+	tlsProxy, _ := strconv.ParseBool(Env("PATCHD_TLS_PROXY", "false"))
+	fs.BoolVar(&c.TLSProxy, "tls-proxy", tlsProxy, "a reverse proxy in front terminates TLS: serve plain HTTP on --addr (reachable only by the proxy); needs an https --base-url (env PATCHD_TLS_PROXY)")
+	fs.StringVar(&c.AgentCA, "agent-ca", Env("PATCHD_AGENT_CA", ""), "with --tls-proxy: PEM file whose last certificate (the proxy's CA) enrollment tokens pin; without it tokens carry no pin (env PATCHD_AGENT_CA)")
 	acmeDomains := fs.String("acme-domain", Env("PATCHD_ACME_DOMAIN", ""), "comma-separated public names to get a certificate for from an ACME directory (Let's Encrypt); the listener must be reachable on port 443 of them (env PATCHD_ACME_DOMAIN)")
 	fs.StringVar(&c.ACMEEmail, "acme-email", Env("PATCHD_ACME_EMAIL", ""), "contact e-mail of the ACME account (env PATCHD_ACME_EMAIL)")
 	fs.StringVar(&c.ACMEDirectory, "acme-directory", Env("PATCHD_ACME_DIRECTORY", ""), "ACME directory URL; default Let's Encrypt's production directory (env PATCHD_ACME_DIRECTORY)")
@@ -209,6 +218,15 @@ func ParseServe(args []string) (Config, error) {
 	if len(c.ACMEDomains) > 0 && c.TLSCert != "" {
 		return c, fmt.Errorf("--acme-domain and --tls-cert exclude each other")
 	}
+	if c.TLSProxy && (c.TLSCert != "" || len(c.ACMEDomains) > 0 || c.TLSSelf) {
+		return c, fmt.Errorf("--tls-proxy excludes --tls-cert, --acme-domain and --tls-self: the proxy holds the certificate")
+	}
+	if c.TLSProxy && !strings.HasPrefix(c.BaseURL, "https://") {
+		return c, fmt.Errorf("--tls-proxy needs --base-url https://… (the proxy's address, which agents use)")
+	}
+	if c.AgentCA != "" && !c.TLSProxy {
+		return c, fmt.Errorf("--agent-ca goes with --tls-proxy (otherwise the pin is the certificate this server presents)")
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return c, fmt.Errorf("--log-format must be text or json")
 	}
@@ -244,10 +262,10 @@ func ParseServe(args []string) (Config, error) {
 	return c, nil
 }
 
-// Plain tells whether the server speaks plain HTTP: only on a loopback
-// listener without --tls-cert, ACME or --tls-self.
+// Plain tells whether the server speaks plain HTTP: behind --tls-proxy, or
+// on a loopback listener without --tls-cert, ACME or --tls-self.
 func (c Config) Plain() bool {
-	return c.TLSCert == "" && len(c.ACMEDomains) == 0 && !c.TLSSelf && IsLoopback(c.Addr)
+	return c.TLSProxy || c.TLSCert == "" && len(c.ACMEDomains) == 0 && !c.TLSSelf && IsLoopback(c.Addr)
 }
 
 // IsLoopback tells whether a listen address (host:port) is on loopback:

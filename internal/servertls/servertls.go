@@ -41,10 +41,11 @@ import (
 type Mode string
 
 const (
-	ModePlain    Mode = "http"     // loopback listener, no TLS
-	ModeOwnCA    Mode = "own-ca"   // the server's own CA
-	ModeOperator Mode = "tls-cert" // --tls-cert/--tls-key
-	ModeACME     Mode = "acme"     // --acme-domain
+	ModePlain    Mode = "http"      // loopback listener, no TLS
+	ModeOwnCA    Mode = "own-ca"    // the server's own CA
+	ModeOperator Mode = "tls-cert"  // --tls-cert/--tls-key
+	ModeACME     Mode = "acme"      // --acme-domain
+	ModeProxy    Mode = "tls-proxy" // plain HTTP behind a TLS proxy (--tls-proxy)
 )
 
 // Lifetimes of what patchd issues itself. The CA lives long: agents pin
@@ -97,6 +98,8 @@ func New(ctx context.Context, cfg config.Config, s *store.Store) (*Setup, error)
 	var setup *Setup
 	var err error
 	switch {
+	case cfg.TLSProxy:
+		setup, err = proxySetup(cfg.AgentCA)
 	case cfg.TLSCert != "":
 		setup, err = operatorCert(cfg.TLSCert, cfg.TLSKey)
 	case len(cfg.ACMEDomains) > 0:
@@ -134,6 +137,37 @@ func operatorCert(certFile, keyFile string) (*Setup, error) {
 	if PubliclyTrusted(leaf, kp.Certificate[1:], nil) {
 		setup.Pin = ""
 	}
+	return setup, nil
+}
+
+// proxySetup: a proxy in front holds the certificate; agents pin the last
+// certificate of --agent-ca, or nothing.
+func proxySetup(agentCA string) (*Setup, error) {
+	setup := &Setup{Mode: ModeProxy}
+	if agentCA == "" {
+		return setup, nil
+	}
+	b, err := os.ReadFile(agentCA)
+	if err != nil {
+		return nil, fmt.Errorf("--agent-ca: %w", err)
+	}
+	var last []byte
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			break
+		}
+		if blk.Type == "CERTIFICATE" {
+			if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+				return nil, fmt.Errorf("--agent-ca: %w", err)
+			}
+			last = blk.Bytes
+		}
+	}
+	if last == nil {
+		return nil, fmt.Errorf("--agent-ca %s: no PEM certificate", agentCA)
+	}
+	setup.CACert, setup.Pin = last, Pin(last)
 	return setup, nil
 }
 
@@ -443,7 +477,7 @@ func (s *Setup) CAHandler() http.Handler {
 		if body == nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
-			w.Write([]byte(`{"error":"not_found","error_description":"this server has no certificate for agents to pin: it uses plain HTTP on loopback or a publicly trusted certificate"}`))
+			w.Write([]byte(`{"error":"not_found","error_description":"this server has no certificate for agents to pin: agents check its certificate against their system store (or it speaks plain HTTP on loopback)"}`))
 			return
 		}
 		w.Header().Set("Content-Type", "application/x-pem-file")

@@ -233,3 +233,33 @@ func TestOperatorCertPin(t *testing.T) {
 		t.Error("PubliclyTrusted")
 	}
 }
+
+// TestTLSProxy: behind a TLS proxy the server speaks plain HTTP on any
+// address; tokens pin the last certificate of --agent-ca, or nothing.
+func TestTLSProxy(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	setup, err := servertls.New(ctx, config.Config{Addr: "0.0.0.0:8080", TLSProxy: true, BaseURL: "https://patch.example.com"}, s)
+	if err != nil || setup.Mode != servertls.ModeProxy || setup.TLS != nil || setup.Pin != "" || setup.CACert != nil {
+		t.Fatalf("%+v %v", setup, err)
+	}
+	ca, _ := servertls.NewCA(time.Now())
+	other, _ := servertls.NewCA(time.Now())
+	f := filepath.Join(t.TempDir(), "agent-ca.pem")
+	if err := os.WriteFile(f, []byte(other.CertPEM+ca.CertPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setup, err = servertls.New(ctx, config.Config{Addr: "0.0.0.0:8080", TLSProxy: true, AgentCA: f}, s)
+	if err != nil || setup.Pin != ca.SHA256 || servertls.Pin(setup.CACert) != ca.SHA256 {
+		t.Fatalf("%+v %v", setup, err)
+	}
+	if pin, _ := s.EnrollPin(ctx); pin != ca.SHA256 {
+		t.Fatalf("recorded pin %q", pin)
+	}
+	if err := os.WriteFile(f, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := servertls.New(ctx, config.Config{Addr: "0.0.0.0:8080", TLSProxy: true, AgentCA: f}, s); err == nil {
+		t.Fatal("--agent-ca without a certificate accepted")
+	}
+}
