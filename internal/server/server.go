@@ -252,9 +252,12 @@ func servePprof(addr string) (stop func(), err error) {
 }
 
 func printBootstrap(out io.Writer, cfg config.Config, b admin.Bootstrap) {
-	pinNote := ""
-	if b.EnrollToken.CASHA256 != "" {
+	pinNote, caStep, caFlag := "", "", ""
+	if pin := b.EnrollToken.CASHA256; pin != "" {
 		pinNote = "; after the dot: the SHA-256 of the server's CA, which agents pin"
+		caStep = fmt.Sprintf("  The server's CA:  curl -sk %s%s -o patchd-ca.pem   (its DER's SHA-256 must be %s:\n"+
+			"                    openssl x509 -in patchd-ca.pem -outform der | sha256sum)\n", cfg.BaseURL, agentproto.PathCA, pin)
+		caFlag = " --cacert patchd-ca.pem"
 	}
 	fmt.Fprintf(out, `
 patchd: first start. Organization %q was created. These secrets are shown once; keep them.
@@ -266,10 +269,10 @@ patchd: first start. Organization %q was created. These secrets are shown once; 
 
   Console:             %s/console/  (first sign-in: %s/console/setup with the client_id and secret above)
 
-  Get a token:  curl -s -d grant_type=client_credentials -d client_id=%s -d client_secret=%s %s/api/oauth/token
+%s  Get a token:  curl -s%s -d grant_type=client_credentials -d client_id=%s -d client_secret=%s %s/api/oauth/token
 
 `, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token, pinNote, cfg.BaseURL, cfg.BaseURL,
-		b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
+		caStep, caFlag, b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
 }
 
 // sweepInterval is how often endpoint status transitions are recorded.
