@@ -57,9 +57,6 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	if c.HTTP == nil {
-		c.HTTP = &http.Client{Transport: http.DefaultTransport}
-	}
 	if c.Wait == 0 {
 		c.Wait = 55
 	}
@@ -123,6 +120,20 @@ func Run(ctx context.Context, cfg Config) error {
 	ob, err := newOutbox(cfg.StateDir)
 	if err != nil {
 		return err
+	}
+	// Every call to the server trusts what enrollment decided (the pinned
+	// CA, --ca-file, or the system store), and the state's server address
+	// is checked again: a state edited to plain HTTP is refused.
+	if _, err := CheckServerURL(st.Server, st.InsecureHTTP); err != nil {
+		return fmt.Errorf("state %s: %w; this agent was enrolled without it: enroll again", filepath.Join(cfg.StateDir, StateFileName), err)
+	}
+	if cfg.HTTP == nil {
+		if cfg.HTTP, err = st.HTTPClient(); err != nil {
+			return err
+		}
+	}
+	if e, ok := cfg.Executor.(*execute.Executor); ok && e.ServerHTTP == nil {
+		e.ServerBase, e.ServerHTTP = st.Server, cfg.HTTP
 	}
 	r := &runner{cfg: cfg, log: cfg.Logger, state: st, out: ob,
 		client: &Client{Base: st.Server, Secret: st.AgentSecret, HTTP: cfg.HTTP}}

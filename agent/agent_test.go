@@ -45,6 +45,7 @@ type fakeServer struct {
 	refused     atomic.Int32 // requests dropped while down
 	gzipSeen    bool
 	machineUIDs []string // of every enrollment
+	lastEnroll  agentproto.EnrollRequest
 	// longPoll: a check-in with wait > 0 and nothing to hand out is held
 	// until a command is queued (or the agent hangs up), however long.
 	longPoll bool
@@ -55,6 +56,11 @@ type fakeServer struct {
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
+	return newFakeServerTLS(t, false)
+}
+
+// newFakeServerTLS answers over HTTPS (httptest's own CA) when tls is set.
+func newFakeServerTLS(t *testing.T, tls bool) (*fakeServer, *httptest.Server) {
 	f := &fakeServer{t: t, token: "enroll-token", secret: "agent-secret-1", endpointID: "ep-1", statuses: map[string][]agentproto.CommandStatus{},
 		wake: make(chan struct{}), inventoriesAt: map[string]int{}}
 	mux := http.NewServeMux()
@@ -62,13 +68,18 @@ func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
 	mux.HandleFunc("POST "+agentproto.PathCheckin, f.checkin)
 	mux.HandleFunc("PUT "+agentproto.PathInventory, f.inventory)
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {
 			f.refused.Add(1)
 			panic(http.ErrAbortHandler) // the connection drops, as when the server is gone
 		}
 		mux.ServeHTTP(w, r)
 	}))
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return f, srv
 }
@@ -114,6 +125,9 @@ func (f *fakeServer) enroll(w http.ResponseWriter, r *http.Request) {
 	if !f.decode(w, r, &req) {
 		return
 	}
+	f.mu.Lock()
+	f.lastEnroll = req
+	f.mu.Unlock()
 	if req.EnrollToken != f.token {
 		writeJSON(w, 401, map[string]any{"error": "invalid_enroll_token", "error_description": "unknown token"})
 		return

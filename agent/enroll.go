@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -18,7 +17,13 @@ type EnrollConfig struct {
 	Server   string
 	Token    string
 	StateDir string
-	HTTP     *http.Client
+	// CAFile trusts this CA certificate (PEM) besides the system store,
+	// or, with a pinned token, must be the pinned certificate.
+	CAFile string
+	// InsecureHTTP allows plain http:// to a server not on loopback.
+	InsecureHTTP bool
+	// HTTP replaces the client built from the trust decision (tests).
+	HTTP *http.Client
 	// Identity overrides the identity read from this computer (tests).
 	Identity *collect.Identity
 }
@@ -26,9 +31,9 @@ type EnrollConfig struct {
 // Enroll registers this computer with the server and writes the state
 // file (mode 0600) with the endpoint id, the agent secret and the server.
 func Enroll(ctx context.Context, cfg EnrollConfig) (*State, error) {
-	u, err := url.Parse(cfg.Server)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("--server must be an http(s) address, got %q", cfg.Server)
+	u, err := CheckServerURL(cfg.Server, cfg.InsecureHTTP)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(cfg.Token) == "" {
 		return nil, fmt.Errorf("--token is required")
@@ -51,13 +56,25 @@ func Enroll(ctx context.Context, cfg EnrollConfig) (*State, error) {
 		}
 		return nil, fmt.Errorf("machine id: %w", err)
 	}
-	server := strings.TrimRight(cfg.Server, "/")
-	c := &Client{Base: server, HTTP: cfg.HTTP}
+	server := strings.TrimRight(u.String(), "/")
+	token, pin := agentproto.SplitEnrollToken(cfg.Token)
+	st := &State{Server: server, InsecureHTTP: cfg.InsecureHTTP}
 	ectx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	if err := trustForEnroll(ectx, st, u, pin, cfg.CAFile); err != nil {
+		return nil, fmt.Errorf("enroll: %w", err)
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		if hc, err = st.HTTPClient(); err != nil {
+			return nil, err
+		}
+	}
+	c := &Client{Base: server, HTTP: hc}
 	resp, err := c.Enroll(ectx, agentproto.EnrollRequest{
-		EnrollToken: strings.TrimSpace(cfg.Token), MachineUID: id.MachineUID, Hostname: id.Hostname,
+		EnrollToken: token, MachineUID: id.MachineUID, Hostname: id.Hostname,
 		Platform: id.Platform, OS: id.OS, OSVersion: id.OSVersion, Arch: id.Arch, AgentVersion: Version,
+		InsecureChannel: insecureChannel(u),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("enroll: %w", err)
@@ -65,8 +82,8 @@ func Enroll(ctx context.Context, cfg EnrollConfig) (*State, error) {
 	if resp.EndpointID == "" || resp.AgentSecret == "" {
 		return nil, fmt.Errorf("enroll: the server's answer lacks endpointId or agentSecret")
 	}
-	st := &State{Server: server, EndpointID: resp.EndpointID, AgentSecret: resp.AgentSecret,
-		CheckinSeconds: resp.CheckinSeconds, EnrolledAt: time.Now().UTC().Truncate(time.Second)}
+	st.EndpointID, st.AgentSecret, st.CheckinSeconds = resp.EndpointID, resp.AgentSecret, resp.CheckinSeconds
+	st.EnrolledAt = time.Now().UTC().Truncate(time.Second)
 	if err := st.Save(cfg.StateDir); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,15 @@ type State struct {
 	AgentSecret    string    `json:"agentSecret"`
 	CheckinSeconds int       `json:"checkinSeconds"`
 	EnrolledAt     time.Time `json:"enrolledAt"`
+	// CASHA256 is the pin from the enrollment token: the hex SHA-256 of
+	// CAPEM, the only certificate the server's chain may end in. Empty:
+	// the system store (plus CAPEM when --ca-file was given).
+	CASHA256 string `json:"caSha256,omitempty"`
+	// CAPEM is the pinned CA, or the --ca-file certificate.
+	CAPEM string `json:"caPem,omitempty"`
+	// InsecureHTTP records that enrollment was told --insecure-http: the
+	// agent may talk plain HTTP to a server that is not on loopback.
+	InsecureHTTP bool `json:"insecureHttp,omitempty"`
 	// InventoryHash is the hash of the last inventory the server took.
 	InventoryHash string `json:"inventoryHash,omitempty"`
 	// RebootPendingSince is the boot time at which an installation asked

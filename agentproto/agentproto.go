@@ -6,6 +6,7 @@ package agentproto
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -16,6 +17,10 @@ const (
 	PathInventory = "/agent/v1/inventory"
 	// PathCommandStatus is formatted with the command id.
 	PathCommandStatus = "/agent/v1/commands/%s/status"
+	// PathCA answers, without authentication, the certificate agents pin
+	// (PEM): the server's own CA, or the last certificate of the
+	// operator's chain; 404 when agents use their system store.
+	PathCA = "/agent/v1/ca.pem"
 )
 
 // HeaderInventoryHash carries, on PUT /agent/v1/inventory, the hash the
@@ -73,6 +78,11 @@ type EnrollRequest struct {
 	OSVersion    string `json:"osVersion"`
 	Arch         string `json:"arch"`
 	AgentVersion string `json:"agentVersion"`
+	// InsecureChannel is true when the agent talks to the server over
+	// plain HTTP to an address that is not loopback, which it does only
+	// when enrolled with --insecure-http. A patchd addition; the server
+	// shows it on the endpoint (insecureChannel).
+	InsecureChannel bool `json:"insecureChannel,omitempty"`
 }
 
 // EnrollResponse answers a successful enrollment.
@@ -155,8 +165,9 @@ type DeploySoftwarePayload struct {
 	// PackageName names a package of the OS package manager (apt, dnf) to
 	// install on Linux. Optional.
 	PackageName string `json:"packageName,omitempty"`
-	// SHA256 is the hex digest the file downloaded from URL must have.
-	// Optional; when set, a mismatch fails the command before anything runs.
+	// SHA256 is the hex digest the file downloaded from URL must have (a
+	// patchd addition). Optional; when set, a mismatch fails the command
+	// before anything runs. URL must be https.
 	SHA256 string `json:"sha256,omitempty"`
 }
 
@@ -274,4 +285,32 @@ type OK struct {
 type Error struct {
 	Error            string  `json:"error"`
 	ErrorDescription *string `json:"error_description"`
+}
+
+// SplitEnrollToken splits an enrollment token as printed by the server,
+// "<token>.<pin>", into the token and the pin: the lowercase hex SHA-256
+// of the DER of the certificate the agent must find at the end of the
+// server's chain. A token without a pin answers pin "". Tokens themselves
+// are base64url (A-Z a-z 0-9 - _) after their prefix, so '.' never occurs
+// in them.
+func SplitEnrollToken(s string) (token, pin string) {
+	s = strings.TrimSpace(s)
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 || !IsPin(s[i+1:]) {
+		return s, ""
+	}
+	return s[:i], s[i+1:]
+}
+
+// IsPin tells whether s is 64 lowercase hex digits.
+func IsPin(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

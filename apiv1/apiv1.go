@@ -78,6 +78,9 @@ type Endpoint struct {
 	LastSeenAt    *time.Time        `json:"lastSeenAt"`
 	EnrolledAt    *time.Time        `json:"enrolledAt"`
 	Comment       *string           `json:"comment"`
+	// InsecureChannel (a patchd addition): the agent talks to the server
+	// over plain HTTP across the network, enrolled with --insecure-http.
+	InsecureChannel bool `json:"insecureChannel"`
 }
 
 // EndpointDetail is an endpoint with its inventory.

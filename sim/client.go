@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/patchd/patchd/agentproto"
 )
 
 // AgentVersion is the agent version simulated endpoints report.
@@ -31,7 +37,7 @@ type client struct {
 // of them or each poll would pay a new handshake. HTTP/2 is off: real agents
 // each have their own connection, and one multiplexed connection would hit
 // the server's stream limit.
-func newTransport(conns int, insecure bool) *http.Transport {
+func newTransport(conns int, tc *tls.Config) *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
@@ -46,9 +52,49 @@ func newTransport(conns int, insecure bool) *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{InsecureSkipVerify: insecure},
+		TLSClientConfig:       tc,
 		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
 		DisableCompression:    true,
+	}
+}
+
+// simTLS is the simulated agents' TLS: any certificate with --insecure;
+// with a token that pins the server's CA ("<token>.<sha256>", as real
+// agents take it), only a chain that the pinned certificate, sent by the
+// server, verifies for the server's name; else the system store.
+func simTLS(insecure bool, token string) *tls.Config {
+	if insecure {
+		return &tls.Config{InsecureSkipVerify: true}
+	}
+	_, pin := agentproto.SplitEnrollToken(token)
+	if pin == "" {
+		return &tls.Config{}
+	}
+	return &tls.Config{
+		// The standard verification needs the CA in a pool; the pinned CA
+		// comes in the server's chain, so it is checked here instead.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("sim: the server sent no certificate")
+			}
+			pool, inter := x509.NewCertPool(), x509.NewCertPool()
+			found := false
+			for _, c := range cs.PeerCertificates {
+				sum := sha256.Sum256(c.Raw)
+				if hex.EncodeToString(sum[:]) == pin {
+					pool.AddCert(c)
+					found = true
+				} else {
+					inter.AddCert(c)
+				}
+			}
+			if !found {
+				return fmt.Errorf("sim: the server's chain lacks the pinned CA %s", pin)
+			}
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, DNSName: cs.ServerName})
+			return err
+		},
 	}
 }
 

@@ -114,7 +114,7 @@ func New(cfg Config) (*Fleet, error) {
 	f := &Fleet{cfg: cfg, stats: newCounters()}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: newTransport(cfg.Endpoints+cfg.Concurrency, cfg.InsecureTLS)}
+		hc = &http.Client{Transport: newTransport(cfg.Endpoints+cfg.Concurrency, simTLS(cfg.InsecureTLS, cfg.EnrollToken))}
 	}
 	f.client = &client{base: cfg.Server, http: hc}
 	f.agents = make([]*agent, cfg.Endpoints)

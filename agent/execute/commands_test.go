@@ -198,7 +198,17 @@ func TestRebootArgv(t *testing.T) {
 func TestDeploySoftwareArgv(t *testing.T) {
 	installer := []byte("MSI bytes")
 	sum := sha256.Sum256(installer)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	plainHits := 0
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainHits++
+		w.Write([]byte("#!/bin/sh\necho pwned\n"))
+	}))
+	defer plain.Close()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/to-plain" {
+			http.Redirect(w, r, plain.URL+"/x.sh", http.StatusFound)
+			return
+		}
 		if r.URL.Path == "/missing.msi" {
 			http.NotFound(w, r)
 			return
@@ -206,6 +216,11 @@ func TestDeploySoftwareArgv(t *testing.T) {
 		w.Write(installer)
 	}))
 	defer srv.Close()
+	defer func() {
+		if plainHits != 0 {
+			t.Errorf("the plain-HTTP server was asked %d times", plainHits)
+		}
+	}()
 	for _, tc := range []struct {
 		name, goos string
 		p          agentproto.DeploySoftwarePayload
@@ -223,14 +238,18 @@ func TestDeploySoftwareArgv(t *testing.T) {
 		{"deb", "linux", agentproto.DeploySoftwarePayload{URL: srv.URL + "/tool_1.0_amd64.deb"},
 			"apt-get update -q | apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold {DIR}tool_1.0_amd64.deb", agentproto.StatusSuccess, ""},
 		{"pkg", "darwin", agentproto.DeploySoftwarePayload{URL: srv.URL + "/Tool.pkg"}, "installer -pkg {DIR}Tool.pkg -target /", agentproto.StatusSuccess, ""},
-		{"bad sum", "windows", agentproto.DeploySoftwarePayload{URL: srv.URL + "/a.msi", SHA256: strings.Repeat("0", 64)}, "", agentproto.StatusFailed, "SHA-256 is"},
+		{"bad sum", "windows", agentproto.DeploySoftwarePayload{URL: srv.URL + "/a.msi", SHA256: strings.Repeat("0", 64)}, "", agentproto.StatusFailed,
+			"SHA-256 mismatch: the file has " + hex.EncodeToString(sum[:]) + ", the command expects " + strings.Repeat("0", 64) + "; the installer was not run"},
+		{"bad sum sh", "linux", agentproto.DeploySoftwarePayload{URL: srv.URL + "/setup.sh", SHA256: strings.Repeat("a", 64)}, "", agentproto.StatusFailed, "SHA-256 mismatch"},
+		{"plain http", "linux", agentproto.DeploySoftwarePayload{URL: plain.URL + "/setup.sh"}, "", agentproto.StatusFailed, "https only"},
+		{"redirect to http", "linux", agentproto.DeploySoftwarePayload{URL: srv.URL + "/to-plain"}, "", agentproto.StatusFailed, "https only"},
 		{"404", "windows", agentproto.DeploySoftwarePayload{URL: srv.URL + "/missing.msi"}, "", agentproto.StatusFailed, "404"},
 		{"dmg", "darwin", agentproto.DeploySoftwarePayload{URL: srv.URL + "/a.dmg"}, "", agentproto.StatusFailed, "not supported"},
 		{"nothing", "linux", agentproto.DeploySoftwarePayload{}, "", agentproto.StatusFailed, "names nothing"},
 	} {
 		r := &fakeRunner{}
 		dir := t.TempDir()
-		e := &Executor{OS: tc.goos, Runner: r, PackageManager: "apt", WingetPath: `C:\winget.exe`, TempDir: dir}
+		e := &Executor{OS: tc.goos, Runner: r, PackageManager: "apt", WingetPath: `C:\winget.exe`, TempDir: dir, HTTP: srv.Client()}
 		o := e.Execute(context.Background(), command(t, agentproto.TypeDeploySoftware, tc.p))
 		got := r.argv()
 		if normalizeDir(strings.Join(got, " | "), dir) != tc.want {

@@ -37,9 +37,15 @@ type Executor struct {
 	// AppDirs are where macOS applications are uninstalled from
 	// (/Applications by default).
 	AppDirs []string
-	HTTP    *http.Client
-	Now     func() time.Time
-	Log     *slog.Logger
+	// HTTP downloads installers from other hosts than the server (system
+	// store by default).
+	HTTP *http.Client
+	// ServerBase and ServerHTTP: downloads from the server's own address
+	// use the client that trusts what enrollment pinned.
+	ServerBase string
+	ServerHTTP *http.Client
+	Now        func() time.Time
+	Log        *slog.Logger
 }
 
 // Outcome is the terminal status of a command and what the agent should

@@ -143,13 +143,28 @@ func InstallerCmd(goos, file string, args []string, pm string) (Cmd, []int, erro
 // picks the installer); a redirect's final URL is used when it names one.
 func (e *Executor) download(ctx context.Context, rawURL, sum, dir string) (string, error) {
 	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", fmt.Errorf("not an http(s) URL")
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("refused: installers are downloaded over https only (they run with the highest privileges); nothing was run")
 	}
 	client := e.HTTP
+	if sb, err := url.Parse(e.ServerBase); err == nil && e.ServerHTTP != nil && strings.EqualFold(sb.Host, u.Host) {
+		client = e.ServerHTTP
+	}
 	if client == nil {
 		client = &http.Client{Timeout: time.Hour}
 	}
+	// A redirect may not leave https either.
+	c := *client
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" {
+			return fmt.Errorf("redirected to %s: installers are downloaded over https only", req.URL.Redacted())
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	client = &c
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return "", err
@@ -187,7 +202,7 @@ func (e *Executor) download(ctx context.Context, rawURL, sum, dir string) (strin
 	}
 	if sum != "" {
 		if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, strings.TrimSpace(sum)) {
-			return "", fmt.Errorf("SHA-256 is %s, want %s", got, sum)
+			return "", fmt.Errorf("SHA-256 mismatch: the file has %s, the command expects %s; the installer was not run", got, strings.ToLower(strings.TrimSpace(sum)))
 		}
 	}
 	return file, nil

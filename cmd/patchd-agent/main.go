@@ -1,6 +1,6 @@
 // Command patchd-agent is the agent of patchd on a managed computer:
 //
-//	patchd-agent enroll --server URL --token TOKEN [--state DIR]
+//	patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--state DIR]
 //	patchd-agent run [--state DIR]
 //	patchd-agent install [--state DIR] [--dry-run]
 //	patchd-agent uninstall [--state DIR] [--dry-run]
@@ -34,7 +34,7 @@ func main() {
 }
 
 const usage = `usage:
-  patchd-agent enroll --server URL --token TOKEN [--state DIR]
+  patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--state DIR]
   patchd-agent run [--state DIR]
   patchd-agent install [--state DIR] [--dry-run]
   patchd-agent uninstall [--state DIR] [--dry-run]
@@ -74,12 +74,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "enroll":
 		server := fs.String("server", "", "address of the patchd server, e.g. https://patchd.example.com")
-		token := fs.String("token", "", "enrollment token")
+		token := fs.String("token", "", "enrollment token, as printed by the server (<token>.<CA SHA-256> pins the server's CA)")
+		caFile := fs.String("ca-file", "", "PEM certificate of a private CA to trust besides the system store (with a pinned token: must be the pinned CA)")
+		insecure := fs.Bool("insecure-http", false, "allow a plain http:// server that is not on loopback (recorded, and shown on the endpoint)")
 		if !parse() {
 			return 2
 		}
 		var st *agent.State
-		st, err = agent.Enroll(ctx, agent.EnrollConfig{Server: *server, Token: *token, StateDir: *stateDir})
+		st, err = agent.Enroll(ctx, agent.EnrollConfig{Server: *server, Token: *token, StateDir: *stateDir, CAFile: *caFile, InsecureHTTP: *insecure})
 		if err == nil {
 			fmt.Fprintf(stdout, "enrolled as endpoint %s; state in %s\n", st.EndpointID, filepath.Join(*stateDir, agent.StateFileName))
 		}

@@ -204,8 +204,9 @@ func Parse(actionType string, payload json.RawMessage, prefix string) (Action, e
 			errs.Add(field("url"), "give either wingetId or url, not both")
 		}
 		if b.URL != "" {
-			if u, err := url.Parse(b.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				errs.Add(field("url"), "must be an http or https URL")
+			// The installer runs as root: it comes over https only.
+			if u, err := url.Parse(b.URL); err != nil || u.Scheme != "https" || u.Host == "" {
+				errs.Add(field("url"), "must be an https URL (the installer runs with the highest privileges)")
 			}
 		}
 		if b.SHA256 != "" && (len(b.SHA256) != 64 || strings.Trim(b.SHA256, "0123456789abcdef") != "") {

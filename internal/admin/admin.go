@@ -162,9 +162,15 @@ func findCredential(ctx context.Context, s *store.Store, orgRef, clientID string
 
 // NewEnrollToken is a created enrollment token; the token is shown only here.
 type NewEnrollToken struct {
-	ID        string     `json:"id"`
-	OrgID     string     `json:"orgId"`
-	Token     string     `json:"token"`
+	ID    string `json:"id"`
+	OrgID string `json:"orgId"`
+	// Token is what agents enroll with: "<secret>.<CASHA256>" when the
+	// server has a certificate for agents to pin, else the secret alone.
+	Token string `json:"token"`
+	// CASHA256 is the pin: the lowercase hex SHA-256 of the DER of the
+	// server's CA certificate (GET /agent/v1/ca.pem); omitted when agents
+	// use their system store.
+	CASHA256  string     `json:"caSha256,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt"`
 }
 
@@ -189,7 +195,14 @@ func CreateEnrollToken(ctx context.Context, s *store.Store, actor, orgRef string
 	if err != nil {
 		return NewEnrollToken{}, err
 	}
-	return NewEnrollToken{ID: t.ID, OrgID: o.ID, Token: token, ExpiresAt: expires}, nil
+	out := NewEnrollToken{ID: t.ID, OrgID: o.ID, Token: token, ExpiresAt: expires}
+	if out.CASHA256, err = s.EnrollPin(ctx); err != nil {
+		return NewEnrollToken{}, err
+	}
+	if out.CASHA256 != "" {
+		out.Token += "." + out.CASHA256
+	}
+	return out, nil
 }
 
 // UserOut is the printed form of a console user.

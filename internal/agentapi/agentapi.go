@@ -246,7 +246,10 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := a.now()
 	errToken := httpx.Errorf(http.StatusUnauthorized, "invalid_enroll_token", "unknown, revoked or expired enrollment token")
-	tokenID, orgID, err := a.store.ValidEnrollToken(r.Context(), auth.HashSecret(req.EnrollToken), now)
+	// Tokens are printed "<token>.<pin>": the pin is for the agent, which
+	// checked it before sending; the token alone is stored (as a hash).
+	token, _ := agentproto.SplitEnrollToken(req.EnrollToken)
+	tokenID, orgID, err := a.store.ValidEnrollToken(r.Context(), auth.HashSecret(token), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return errToken
 	}
@@ -256,7 +259,8 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	secret := auth.NewSecret(auth.PrefixAgentSecret)
 	id, created, err := a.store.EnrollEndpoint(r.Context(), store.Enrollment{OrgID: orgID, MachineUID: strings.TrimSpace(req.MachineUID),
 		Hostname: strings.TrimSpace(req.Hostname), Platform: req.Platform, OS: req.OS, OSVersion: req.OSVersion, Arch: req.Arch,
-		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret), TokenID: tokenID, ClientAddr: a.clientIP(r)}, now)
+		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret), TokenID: tokenID, ClientAddr: a.clientIP(r),
+		InsecureChannel: req.InsecureChannel}, now)
 	if errors.Is(err, store.ErrNotFound) {
 		return errToken // revoked or expired since it was looked up
 	}

@@ -159,6 +159,17 @@ func TestActionRunScriptStatuses(t *testing.T) {
 	if got := problemFields(err); got != "validation_failed:payload.language" {
 		t.Fatalf("bad language: %v", err)
 	}
+	// DEPLOY_SOFTWARE: the installer's url is https only; sha256 is 64 hex digits.
+	for payload, want := range map[string]string{
+		`{"url":"http://downloads.example.com/a.msi"}`:                                             "validation_failed:payload.url",
+		`{"url":"https://downloads.example.com/a.msi","sha256":"abc"}`:                             "validation_failed:payload.sha256",
+		`{"url":"https://downloads.example.com/a.msi","sha256":"` + strings.Repeat("g", 64) + `"}`: "validation_failed:payload.sha256",
+	} {
+		_, err = e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "DEPLOY_SOFTWARE", EndpointIDs: []string{w1.ID}, Payload: json.RawMessage(payload)})
+		if got := problemFields(err); got != want {
+			t.Fatalf("%s: %v %s", payload, err, got)
+		}
+	}
 	_, err = e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "TELEPORT"})
 	if got := problemFields(err); got != "validation_failed:endpointIds,type" {
 		t.Fatalf("bad type: %v %s", err, got)

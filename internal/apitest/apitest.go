@@ -6,6 +6,8 @@ package apitest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,6 +28,7 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/server"
+	"github.com/patchd/patchd/internal/servertls"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/openapi"
@@ -44,8 +47,16 @@ type Env struct {
 	Admin *client.Client
 	// HTTPClient validates every /api/ answer against the OpenAPI document.
 	HTTPClient *http.Client
-	// EnrollToken enrolls agents into Org.
+	// EnrollToken enrolls agents into Org ("<token>.<pin>" with WithOwnCA).
 	EnrollToken string
+	// TLS is the server's own CA with WithOwnCA, else nil (plain HTTP).
+	TLS *servertls.Setup
+}
+
+// WithOwnCA serves HTTPS with the server's own CA (made in the test's
+// database), as patchd serve does off loopback.
+func WithOwnCA() Option {
+	return func(c *config.Config) { c.TLSSelf, c.Addr = true, "127.0.0.1:0" }
 }
 
 // Option tunes New.
@@ -61,7 +72,33 @@ func New(t testing.TB, opts ...Option) *Env {
 		o(&cfg)
 	}
 	srv := server.New(cfg, s)
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	next := http.DefaultTransport
+	var setup *servertls.Setup
+	if cfg.TLSSelf {
+		var err error
+		if setup, err = servertls.New(context.Background(), cfg, s); err != nil {
+			t.Fatal(err)
+		}
+		srv.UseTLS(setup)
+		// httptest adds its own certificate when the configuration has
+		// none, and Go prefers it to GetCertificate without SNI (a client
+		// dialing 127.0.0.1): give it the issuer's.
+		ts.TLS = setup.TLS.Clone()
+		leaf, err := setup.Issuer.Certificate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.TLS.Certificates = []tls.Certificate{*leaf}
+		ts.StartTLS()
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(setup.CAPEM())
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+		next = tr
+	} else {
+		ts.Start()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.RunWorkers(ctx); close(done) }()
@@ -71,8 +108,8 @@ func New(t testing.TB, opts ...Option) *Env {
 		cancel()
 		<-done
 	})
-	e := &Env{T: t, Store: s, Server: srv, HTTP: ts, URL: ts.URL}
-	e.HTTPClient = &http.Client{Transport: &validating{t: t, next: http.DefaultTransport}, Timeout: 2 * time.Minute}
+	e := &Env{T: t, Store: s, Server: srv, HTTP: ts, URL: ts.URL, TLS: setup}
+	e.HTTPClient = &http.Client{Transport: &validating{t: t, next: next}, Timeout: 2 * time.Minute}
 	e.Org = e.NewOrg("Acme")
 	e.Admin = e.Client(e.Org, perm.All)
 	tok, err := admin.CreateEnrollToken(context.Background(), s, "test", e.Org.ID, 0)

@@ -43,7 +43,7 @@ func usagef(format string, args ...any) error { return errUsage{fmt.Sprintf(form
 const usage = `patchd — self-hosted patch management
 
 Usage:
-  patchd serve [--addr 127.0.0.1:8080] [--base-url URL] [--tls-cert F --tls-key F] [flags]
+  patchd serve [--addr 127.0.0.1:8080] [--base-url URL] [--tls-cert F --tls-key F | --acme-domain D | --tls-self | --tls-proxy] [flags]
   patchd migrate
   patchd admin org create --name NAME [--timezone Europe/Berlin]
   patchd admin org list
@@ -51,7 +51,7 @@ Usage:
   patchd admin credential create --org ORG --name NAME --role ROLE
   patchd admin credential list --org ORG
   patchd admin credential disable|enable|delete --org ORG --client-id ID
-  patchd admin enroll-token create --org ORG [--expires 720h]
+  patchd admin enroll-token create --org ORG [--expires 720h]   (token "<secret>.<CA SHA-256>" when agents pin the server's CA)
   patchd admin enroll-token list --org ORG
   patchd admin enroll-token revoke --org ORG --id ID
   patchd admin user create --org ORG --email E --role ROLE [--password-stdin] [--instance-operator]

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"strconv"
@@ -18,11 +20,29 @@ import (
 
 // Config is the server's configuration.
 type Config struct {
-	Addr                 string
-	DataDir              string
-	DB                   string
-	BaseURL              string
-	TLSCert, TLSKey      string
+	Addr            string
+	DataDir         string
+	DB              string
+	BaseURL         string
+	TLSCert, TLSKey string
+	// TLSSelf serves HTTPS with the server's own CA also on a loopback
+	// --addr (elsewhere it is the default without --tls-cert or ACME).
+	TLSSelf bool
+	// ACMEDomains get their certificate from an ACME directory
+	// (--acme-domain, comma-separated); ACMEEmail is the account's contact
+	// and ACMEDirectory the directory (default Let's Encrypt).
+	ACMEDomains   []string
+	ACMEEmail     string
+	ACMEDirectory string
+	// TLSProxy: a reverse proxy in front terminates TLS; the server speaks
+	// plain HTTP on any --addr (which only the proxy should reach).
+	TLSProxy bool
+	// AgentCA is a PEM file whose last certificate agents pin behind
+	// --tls-proxy (the proxy's private CA); empty: no pin.
+	AgentCA string
+	// ACMEHTTP is the ACME client's HTTP client (tests trust their ACME
+	// server with it); nil uses the system roots. Not a flag.
+	ACMEHTTP             *http.Client
 	TrustedProxies       []netip.Prefix
 	AllowPrivateWebhooks bool
 	LogLevel             slog.Level
@@ -124,6 +144,14 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.BaseURL, "base-url", Env("PATCHD_BASE_URL", ""), "public base URL, for links and agents (env PATCHD_BASE_URL); default from --addr")
 	fs.StringVar(&c.TLSCert, "tls-cert", Env("PATCHD_TLS_CERT", ""), "TLS certificate file (env PATCHD_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", Env("PATCHD_TLS_KEY", ""), "TLS key file (env PATCHD_TLS_KEY)")
+	tlsSelf, _ := strconv.ParseBool(Env("PATCHD_TLS_SELF", "false"))
+	fs.BoolVar(&c.TLSSelf, "tls-self", tlsSelf, "serve HTTPS with the server's own CA even on a loopback --addr, where plain HTTP is the default (env PATCHD_TLS_SELF)")
+	tlsProxy, _ := strconv.ParseBool(Env("PATCHD_TLS_PROXY", "false"))
+	fs.BoolVar(&c.TLSProxy, "tls-proxy", tlsProxy, "a reverse proxy in front terminates TLS: serve plain HTTP on --addr (reachable only by the proxy); needs an https --base-url (env PATCHD_TLS_PROXY)")
+	fs.StringVar(&c.AgentCA, "agent-ca", Env("PATCHD_AGENT_CA", ""), "with --tls-proxy: PEM file whose last certificate (the proxy's CA) enrollment tokens pin; without it tokens carry no pin (env PATCHD_AGENT_CA)")
+	acmeDomains := fs.String("acme-domain", Env("PATCHD_ACME_DOMAIN", ""), "comma-separated public names to get a certificate for from an ACME directory (Let's Encrypt); the listener must be reachable on port 443 of them (env PATCHD_ACME_DOMAIN)")
+	fs.StringVar(&c.ACMEEmail, "acme-email", Env("PATCHD_ACME_EMAIL", ""), "contact e-mail of the ACME account (env PATCHD_ACME_EMAIL)")
+	fs.StringVar(&c.ACMEDirectory, "acme-directory", Env("PATCHD_ACME_DIRECTORY", ""), "ACME directory URL; default Let's Encrypt's production directory (env PATCHD_ACME_DIRECTORY)")
 	proxies := fs.String("trusted-proxies", Env("PATCHD_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is trusted (env PATCHD_TRUSTED_PROXIES)")
 	allowPrivate, _ := strconv.ParseBool(Env("PATCHD_ALLOW_PRIVATE_WEBHOOKS", "false"))
 	fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", allowPrivate, "allow webhook targets on loopback/private/link-local addresses (env PATCHD_ALLOW_PRIVATE_WEBHOOKS)")
@@ -189,6 +217,26 @@ func ParseServe(args []string) (Config, error) {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, fmt.Errorf("--tls-cert and --tls-key go together")
 	}
+	for _, d := range strings.Split(*acmeDomains, ",") {
+		if d = strings.ToLower(strings.TrimSpace(d)); d != "" {
+			if net.ParseIP(d) != nil || !strings.Contains(d, ".") {
+				return c, fmt.Errorf("--acme-domain %q: ACME certifies public DNS names, not addresses or single labels", d)
+			}
+			c.ACMEDomains = append(c.ACMEDomains, d)
+		}
+	}
+	if len(c.ACMEDomains) > 0 && c.TLSCert != "" {
+		return c, fmt.Errorf("--acme-domain and --tls-cert exclude each other")
+	}
+	if c.TLSProxy && (c.TLSCert != "" || len(c.ACMEDomains) > 0 || c.TLSSelf) {
+		return c, fmt.Errorf("--tls-proxy excludes --tls-cert, --acme-domain and --tls-self: the proxy holds the certificate")
+	}
+	if c.TLSProxy && !strings.HasPrefix(c.BaseURL, "https://") {
+		return c, fmt.Errorf("--tls-proxy needs --base-url https://… (the proxy's address, which agents use)")
+	}
+	if c.AgentCA != "" && !c.TLSProxy {
+		return c, fmt.Errorf("--agent-ca goes with --tls-proxy (otherwise the pin is the certificate this server presents)")
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return c, fmt.Errorf("--log-format must be text or json")
 	}
@@ -214,12 +262,38 @@ func ParseServe(args []string) (Config, error) {
 		return c, fmt.Errorf("--max-long-polls must be 0 (from the open-files limit) or more")
 	}
 	if c.BaseURL == "" {
-		scheme := "http"
-		if c.TLSCert != "" {
-			scheme = "https"
+		switch {
+		case len(c.ACMEDomains) > 0:
+			c.BaseURL = "https://" + c.ACMEDomains[0]
+			if _, port, err := net.SplitHostPort(c.Addr); err == nil && port != "443" {
+				c.BaseURL += ":" + port
+			}
+		case c.Plain():
+			c.BaseURL = "http://" + c.Addr
+		default:
+			c.BaseURL = "https://" + c.Addr
 		}
-		c.BaseURL = scheme + "://" + c.Addr
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	return c, nil
+}
+
+// Plain tells whether the server speaks plain HTTP: behind --tls-proxy, or
+// on a loopback listener without --tls-cert, ACME or --tls-self.
+func (c Config) Plain() bool {
+	return c.TLSProxy || c.TLSCert == "" && len(c.ACMEDomains) == 0 && !c.TLSSelf && IsLoopback(c.Addr)
+}
+
+// IsLoopback tells whether a listen address (host:port) is on loopback:
+// 127.0.0.0/8, ::1 or localhost.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

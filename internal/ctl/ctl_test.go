@@ -386,7 +386,7 @@ func TestInventoryCommandsAndPaging(t *testing.T) {
 		t.Errorf("the simulated endpoint has no software")
 	}
 	out := h.ok("endpoints", "get", id)
-	for _, want := range []string{"Name:", "Front desk", "attr1:", "Berlin", "Software ("} {
+	for _, want := range []string{"Name:", "Front desk", "attr1:", "Berlin", "Software (", "Channel:", "HTTPS or loopback"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("endpoints get table lacks %q:\n%s", want, out)
 		}

@@ -38,7 +38,7 @@ func endpointPairs(e apiv1.Endpoint) [][2]string {
 		{"Domain", str(e.Domain)}, {"User", str(e.User)}, {"Model", strings.TrimSpace(str(e.Manufacturer) + " " + str(e.Model))},
 		{"Serial", str(e.SerialNumber)}, {"CPU", str(e.CPU)}, {"Cores", integer(e.Cores)}, {"RAM GB", num(e.RAMGB)},
 		{"IP addresses", strings.Join(e.IPAddresses, ", ")}, {"Antivirus", str(e.Antivirus)},
-		{"Pending reboot", yesNo(e.PendingReboot)}, {"Agent", str(e.AgentVersion)},
+		{"Pending reboot", yesNo(e.PendingReboot)}, {"Agent", str(e.AgentVersion)}, {"Channel", channel(e.InsecureChannel)},
 		{"Last boot", when(e.LastBootAt)}, {"Last seen", when(e.LastSeenAt)}, {"Enrolled", when(e.EnrolledAt)},
 		{"Comment", str(e.Comment)},
 	}
@@ -51,6 +51,14 @@ func endpointPairs(e apiv1.Endpoint) [][2]string {
 		pairs = append(pairs, [2]string{k, e.Attributes[k]})
 	}
 	return pairs
+}
+
+// channel names how the endpoint's agent talks to the server.
+func channel(insecure bool) string {
+	if insecure {
+		return "plain HTTP (enrolled with --insecure-http)"
+	}
+	return "HTTPS or loopback"
 }
 
 // attrIndex orders attr1 … attr30 numerically.

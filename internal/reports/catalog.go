@@ -308,8 +308,8 @@ var catalog = []*Definition{
 		Columns:     cols("Entry", "Description", "Device", "Path", "Default"),
 		Source:      dataset("boot-configuration", "entry", "description", "device", "path", "isDefault").source()},
 	{Key: "agent-configuration", Title: "Agent Configuration", Category: catSystem,
-		Description: "The patchd agent of each endpoint: version, connection status, last check-in and inventory, enrollment.",
-		Columns:     cols("Platform", "Agent Version", "Status", "Last Check-in", "Last Inventory", "Enrolled", "Pending Reboot"),
+		Description: "The patchd agent of each endpoint: version, connection status, last check-in and inventory, enrollment, and whether it talks plain HTTP across the network (enrolled with --insecure-http).",
+		Columns:     cols("Platform", "Agent Version", "Status", "Last Check-in", "Last Inventory", "Enrolled", "Pending Reboot", "Plain HTTP"),
 		Source:      sql("agents", "")},
 
 	// Vulnerabilities

@@ -15,11 +15,13 @@ import (
 	"net/http/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentapi"
 	"github.com/patchd/patchd/internal/api"
@@ -28,6 +30,7 @@ import (
 	"github.com/patchd/patchd/internal/console"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/presence"
+	"github.com/patchd/patchd/internal/servertls"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/worker"
@@ -46,6 +49,7 @@ type Server struct {
 	conns    *conns
 	registry *prometheus.Registry
 	handler  http.Handler
+	tls      atomic.Pointer[servertls.Setup]
 }
 
 // New assembles a server on an open store.
@@ -76,13 +80,17 @@ func New(cfg config.Config, s *store.Store) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
 	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL,
-		SecureCookies: cfg.TLSCert != "" || strings.HasPrefix(cfg.BaseURL, "https://"), TrustedProxies: cfg.TrustedProxies})
+		SecureCookies: strings.HasPrefix(cfg.BaseURL, "https://") || (cfg.Addr != "" && !cfg.Plain()),
+		TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
 	}
 	mux.Handle("/console/", con)
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.Handle("/agent/", srv.agents)
+	mux.Handle("GET "+agentproto.PathCA, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.tls.Load().CAHandler().ServeHTTP(w, r)
+	}))
 	mux.Handle("GET /healthz", httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return nil
@@ -102,6 +110,10 @@ func (s *Server) MetricsHandler() http.Handler {
 	mux.Handle("GET /metrics", metricsHandler(s.registry, s.cfg.MetricsToken))
 	return mux
 }
+
+// UseTLS tells the server how it serves TLS: GET /agent/v1/ca.pem
+// answers the certificate agents pin (404 without one).
+func (s *Server) UseTLS(setup *servertls.Setup) { s.tls.Store(setup) }
 
 // Close stops the server's writers after the HTTP server stopped: queued
 // FlushCheckins writes the check-ins batched in memory now, not at the next
@@ -217,6 +229,13 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 	if err != nil {
 		return nil, err
 	}
+	// TLS before the first start's bootstrap: its banner prints tokens
+	// with the pin.
+	setup, err := servertls.New(ctx, cfg, s)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("tls: %w", err)
+	}
 	boot, created, err := admin.BootstrapIfEmpty(ctx, s)
 	if err != nil {
 		s.Close()
@@ -224,8 +243,13 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 	}
 	run.store = s
 	run.srv = New(cfg, s)
+	run.srv.UseTLS(setup)
 	if created {
 		printBootstrap(out, cfg, boot)
+	}
+	if setup.Pin != "" {
+		fmt.Fprintf(out, "patchd: HTTPS (%s); agents pin the CA with SHA-256 %s (carried by every enrollment token; GET %s%s)\n",
+			setup.Mode, setup.Pin, cfg.BaseURL, agentproto.PathCA)
 	}
 	run.hs = &http.Server{
 		Handler:           run.srv.Handler(),
@@ -233,6 +257,7 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
 		ConnState:         run.srv.conns.track,
+		TLSConfig:         setup.TLS,
 	}
 	// Shutdown answers the agents' long polls at once instead of waiting
 	// them out (up to a minute each).
@@ -242,11 +267,12 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 	run.workers.Go(func() { run.srv.RunWorkers(workCtx) })
 
 	_, polls := run.srv.hub.LongPolls()
-	slog.Info("patchd serving", "addr", run.ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls)
+	slog.Info("patchd serving", "addr", run.ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls,
+		"tls", string(setup.Mode), "ca_sha256", setup.Pin)
 	go func() {
 		var err error
-		if cfg.TLSCert != "" {
-			err = run.hs.ServeTLS(run.ln, cfg.TLSCert, cfg.TLSKey)
+		if setup.TLS != nil {
+			err = run.hs.ServeTLS(run.ln, "", "")
 		} else {
 			err = run.hs.Serve(run.ln)
 		}
@@ -344,20 +370,27 @@ func servePprof(addr string) (stop func(), err error) {
 }
 
 func printBootstrap(out io.Writer, cfg config.Config, b admin.Bootstrap) {
+	pinNote, caStep, caFlag := "", "", ""
+	if pin := b.EnrollToken.CASHA256; pin != "" {
+		pinNote = "; after the dot: the SHA-256 of the server's CA, which agents pin"
+		caStep = fmt.Sprintf("  The server's CA:  curl -sk %s%s -o patchd-ca.pem   (its DER's SHA-256 must be %s:\n"+
+			"                    openssl x509 -in patchd-ca.pem -outform der | sha256sum)\n", cfg.BaseURL, agentproto.PathCA, pin)
+		caFlag = " --cacert patchd-ca.pem"
+	}
 	fmt.Fprintf(out, `
 patchd: first start. Organization %q was created. These secrets are shown once; keep them.
 
   API base URL:        %s/api/v1
   API client_id:       %s
   API client_secret:   %s   (role Administrator)
-  Enrollment token:    %s   (for patchd-agent enroll and patchd-sim)
+  Enrollment token:    %s   (for patchd-agent enroll and patchd-sim%s)
 
   Console:             %s/console/  (first sign-in: %s/console/setup with the client_id and secret above)
 
-  Get a token:  curl -s -d grant_type=client_credentials -d client_id=%s -d client_secret=%s %s/api/oauth/token
+%s  Get a token:  curl -s%s -d grant_type=client_credentials -d client_id=%s -d client_secret=%s %s/api/oauth/token
 
-`, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token, cfg.BaseURL, cfg.BaseURL,
-		b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
+`, b.Org.Name, cfg.BaseURL, b.Credential.ClientID, b.Credential.ClientSecret, b.EnrollToken.Token, pinNote, cfg.BaseURL, cfg.BaseURL,
+		caStep, caFlag, b.Credential.ClientID, b.Credential.ClientSecret, cfg.BaseURL)
 }
 
 // sweepInterval is how often endpoint status transitions are recorded.

@@ -31,6 +31,9 @@ type Enrollment struct {
 	// ClientAddr is the agent's address, recorded in the Audit Trail when
 	// the machine was enrolled already.
 	ClientAddr string
+	// InsecureChannel: the agent talks over plain HTTP across the network
+	// (enrolled with --insecure-http).
+	InsecureChannel bool
 }
 
 // EnrollEndpoint creates the endpoint, or, when the machine is enrolled in
@@ -53,10 +56,11 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		case errors.Is(err, sql.ErrNoRows):
 			id, created = NewID(), true
 			_, err = tx.exec(ctx, `INSERT INTO endpoints (id, org_id, machine_uid, secret_hash, hostname, sort_name, platform, os, os_version, arch,
-				agent_version, enrolled_at, last_seen_at, status, status_changed_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?)`,
+				agent_version, enrolled_at, last_seen_at, status, status_changed_at, insecure_channel)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?, ?)`,
 				id, en.OrgID, en.MachineUID, en.SecretHash, en.Hostname, strings.ToLower(en.Hostname), en.Platform,
-				nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion), nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), millis(now), millis(now))
+				nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion), nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), millis(now), millis(now),
+				en.InsecureChannel)
 			if err != nil {
 				return fmt.Errorf("store: enroll endpoint: %w", err)
 			}
@@ -70,9 +74,9 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		}
 		_, err = tx.exec(ctx, `UPDATE endpoints SET secret_hash = ?, hostname = ?, sort_name = CASE WHEN display_name IS NULL THEN ? ELSE sort_name END,
 			platform = ?, os = COALESCE(?, os), os_version = COALESCE(?, os_version), arch = COALESCE(?, arch),
-			agent_version = COALESCE(?, agent_version), last_seen_at = ? WHERE id = ?`,
+			agent_version = COALESCE(?, agent_version), last_seen_at = ?, insecure_channel = ? WHERE id = ?`,
 			en.SecretHash, en.Hostname, strings.ToLower(en.Hostname), en.Platform, nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion),
-			nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), id)
+			nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), en.InsecureChannel, id)
 		if err != nil {
 			return fmt.Errorf("store: re-enroll endpoint: %w", err)
 		}
@@ -311,7 +315,7 @@ func (tx *Tx) lockGroupsOf(ctx context.Context, batch []Checkin) error {
 
 const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, e.last_seen_at, e.os, e.os_version, e.os_build, e.type,
 	e.domain, e.ad_ou, e.logged_user, e.manufacturer, e.model, e.serial_number, e.cpu, e.cores, e.ram_gb, e.ip_addresses, e.mac_addresses,
-	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment`
+	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel`
 
 // scanEndpoint reads endpointColumns; an endpoint seen at or after
 // connectedSince is connected.
@@ -325,7 +329,7 @@ func scanEndpoint(row interface{ Scan(...any) error }, connectedSince time.Time)
 	var os, osVersion, osBuild, domain, adOU, user, manufacturer, model, serial, cpu, antivirus, agentVersion, comment sql.NullString
 	if err := row.Scan(&e.ID, &e.Name, &e.Hostname, &e.Platform, &lastSeen, &os, &osVersion, &osBuild, &e.Type,
 		&domain, &adOU, &user, &manufacturer, &model, &serial, &cpu, &cores, &ram, &ips, &macs,
-		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment); err != nil {
+		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment, &e.InsecureChannel); err != nil {
 		return e, err
 	}
 	e.OS, e.OSVersion, e.OSBuild = nullString(os), nullString(osVersion), nullString(osBuild)

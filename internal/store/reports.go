@@ -171,10 +171,10 @@ var reportSources = map[string]reportSQL{
 		},
 	},
 	"agents": {
-		kinds: []colKind{kText, kText, kText, kText, kText, kTime, kTime, kTime, kBool},
+		kinds: []colKind{kText, kText, kText, kText, kText, kTime, kTime, kTime, kBool, kBool},
 		query: func(p ReportParams) (string, []any) {
 			return `SELECT ` + endpointName + `, e.platform, e.agent_version, ` + connected + `, e.last_seen_at, e.inventory_at, e.enrolled_at,
-				e.pending_reboot, e.inventory_at FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`,
+				e.pending_reboot, e.insecure_channel, e.inventory_at FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`,
 				[]any{millis(p.ConnectedSince), p.OrgID}
 		},
 	},

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serve runs patchd serve until the test ends; it answers the banner
+// output once the listener answers.
+func serve(t *testing.T, db, addr string, args ...string) *syncBuffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	full := append([]string{"serve", "--db", db, "--addr", addr, "--log-level", "warn"}, args...)
+	go func() { done <- Main(ctx, full, IO{In: strings.NewReader(""), Out: out, Err: errOut}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("patchd serve did not stop within a minute")
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return out
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("patchd serve exited %d: %s", code, errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("patchd serve does not listen: %s", errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+var bannerToken = regexp.MustCompile(`Enrollment token:\s+(\S+)`)
+
+// TestServeOwnCA: patchd serve with its own CA serves HTTPS; the first-start
+// banner's token and enroll-token create carry the pin of
+// /agent/v1/ca.pem, whose CA verifies the server's certificate.
+func TestServeOwnCA(t *testing.T) {
+	db := storetest.URL(t)
+	addr := freeAddr(t)
+	out := serve(t, db, addr, "--tls-self")
+	base := "https://" + addr
+
+	// ca.pem is public: read it without trusting anything yet.
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second}
+	resp, err := insecure.Get(base + agentproto.PathCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	blk, _ := pem.Decode(body)
+	if resp.StatusCode != 200 || blk == nil {
+		t.Fatalf("ca.pem: %d %q", resp.StatusCode, body)
+	}
+	sum := sha256.Sum256(blk.Bytes)
+	pin := hex.EncodeToString(sum[:])
+
+	m := bannerToken.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no token in the banner:\n%s", out.String())
+	}
+	if tok, p := agentproto.SplitEnrollToken(m[1]); p != pin || strings.Contains(tok, ".") {
+		t.Fatalf("banner token %q, pin %s", m[1], pin)
+	}
+	if !strings.Contains(out.String(), "https://"+addr+"/api/v1") {
+		t.Fatalf("banner base URL:\n%s", out.String())
+	}
+
+	// The CA verifies the server certificate for 127.0.0.1.
+	ca, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	pinned := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 30 * time.Second}
+	if resp, err := pinned.Get(base + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz over the pinned CA: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	// Plain HTTP is not spoken.
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil && resp.StatusCode == 200 {
+		t.Fatal("plain HTTP answered on an HTTPS listener")
+	}
+
+	code, stdout, errOut := patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Default")
+	if code != 0 {
+		t.Fatalf("enroll-token create: %s", errOut)
+	}
+	tok := decode(t, stdout)
+	if tok["caSha256"] != pin || !strings.HasSuffix(tok["token"].(string), "."+pin) {
+		t.Fatalf("enroll-token create: %v", tok)
+	}
+	// The server takes the token with and without its pin.
+	for _, token := range []string{tok["token"].(string), strings.TrimSuffix(tok["token"].(string), "."+pin)} {
+		resp, err := pinned.Post(base+agentproto.PathEnroll, "application/json", strings.NewReader(
+			`{"enrollToken":"`+token+`","machineUid":"m-`+token[len(token)-6:]+`","hostname":"h","platform":"linux"}`))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("enroll with %q: %v %v", token, resp, err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// TestServeLoopbackPlain: the default loopback listener speaks plain HTTP
+// as before, ca.pem answers 404 and tokens carry no pin.
+func TestServeLoopbackPlain(t *testing.T) {
+	db := storetest.URL(t)
+	addr := freeAddr(t)
+	out := serve(t, db, addr)
+	resp, err := http.Get("http://" + addr + agentproto.PathCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("ca.pem on plain HTTP: %d", resp.StatusCode)
+	}
+	if m := bannerToken.FindStringSubmatch(out.String()); m == nil || strings.Contains(m[1], ".") {
+		t.Fatalf("banner: %s", out.String())
+	}
+	code, stdout, _ := patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Default")
+	if tok := decode(t, stdout); code != 0 || strings.Contains(tok["token"].(string), ".") || tok["caSha256"] != nil {
+		t.Fatalf("enroll-token create: %v", tok)
+	}
+}

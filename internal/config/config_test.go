@@ -1,0 +1,39 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestServeTLSFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		base  string
+		plain bool
+		err   string
+	}{
+		{nil, "http://127.0.0.1:8080", true, ""},
+		{[]string{"--addr", "0.0.0.0:8443"}, "https://0.0.0.0:8443", false, ""},
+		{[]string{"--addr", "127.0.0.1:8080", "--tls-self"}, "https://127.0.0.1:8080", false, ""},
+		{[]string{"--addr", ":443", "--acme-domain", "Patchd.Example.com, b.example.com"}, "https://patchd.example.com", false, ""},
+		{[]string{"--addr", ":8443", "--acme-domain", "patchd.example.com"}, "https://patchd.example.com:8443", false, ""},
+		{[]string{"--addr", ":8080", "--tls-proxy", "--base-url", "https://patch.example.com"}, "https://patch.example.com", true, ""},
+		{[]string{"--addr", ":8080", "--tls-proxy"}, "", false, "--tls-proxy needs --base-url https://"},
+		{[]string{"--tls-proxy", "--tls-self", "--base-url", "https://p.example.com"}, "", false, "--tls-proxy excludes"},
+		{[]string{"--agent-ca", "ca.pem"}, "", false, "--agent-ca goes with --tls-proxy"},
+		{[]string{"--acme-domain", "10.0.0.1"}, "", false, "--acme-domain"},
+		{[]string{"--acme-domain", "intranet"}, "", false, "--acme-domain"},
+		{[]string{"--acme-domain", "a.example.com", "--tls-cert", "c", "--tls-key", "k"}, "", false, "exclude each other"},
+	} {
+		c, err := ParseServe(tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || c.BaseURL != tc.base || c.Plain() != tc.plain {
+			t.Errorf("%v: base %q plain %v err %v", tc.args, c.BaseURL, c.Plain(), err)
+		}
+	}
+}
