@@ -5,6 +5,8 @@ import (
 	"flag"
 
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -14,6 +16,9 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		return usagef("admin needs an object and a verb, for example: patchd admin org create --name Acme")
 	}
 	object, verb, rest := args[0], args[1], args[2:]
+	if object == "agent" {
+		return runAgentAdmin(ctx, verb, rest, stdio)
+	}
 	name := "patchd admin " + object + " " + verb
 	var (
 		org, nameFlag, tz, role, perms, clientID, email, expires, id, actor, action string
@@ -74,16 +79,29 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			return admin.SetCredentialDisabled(ctx, s, admin.ActorCLI, org, clientID, verb == "disable")
 		}
 	case "enroll-token create":
+		var base string
 		define = func(fs *flag.FlagSet) {
 			str(fs, &org, "org", "organization id or name")
 			fs.StringVar(&expires, "expires", "720h", "validity, a duration such as 720h, or never")
+			fs.StringVar(&base, "base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "the server's public address, for the installers (env PATCHD_BASE_URL)")
 		}
 		do = func(s *store.Store) (any, error) {
 			d, err := parseExpires(expires)
 			if err != nil {
 				return nil, err
 			}
-			return admin.CreateEnrollToken(ctx, s, admin.ActorCLI, org, d)
+			if err := agentdist.CheckServerURL(base); err != nil {
+				return nil, usagef("--base-url: %v", err)
+			}
+			t, err := admin.CreateEnrollToken(ctx, s, admin.ActorCLI, org, d)
+			if err != nil {
+				return nil, err
+			}
+			pin, err := enrollPin(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			return enrollTokenOutput{t, agentdist.InstallersFor(base, t.Token, pin)}, nil
 		}
 	case "enroll-token list":
 		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
@@ -202,3 +220,14 @@ func nonNil[T any](list []T) []T {
 	}
 	return list
 }
+
+// enrollTokenOutput is the new token with the one-line installers that
+// carry it (installLinux, installWindows, …).
+type enrollTokenOutput struct {
+	admin.NewEnrollToken
+	agentdist.Installers
+}
+
+// enrollPin is the CA pin enrollment tokens carry ("" while the server
+// has no CA of its own: agents trust the system's CAs).
+var enrollPin = func(ctx context.Context, s *store.Store) (string, error) { return "", nil }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentapi"
+	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/config"
@@ -36,16 +38,17 @@ import (
 
 // Server is one patchd serve replica.
 type Server struct {
-	cfg      config.Config
-	store    *store.Store
-	auth     *auth.Authenticator
-	api      *api.API
-	agents   *agentapi.API
-	ingest   *store.Ingester
-	hub      *presence.Hub
-	conns    *conns
-	registry *prometheus.Registry
-	handler  http.Handler
+	cfg       config.Config
+	store     *store.Store
+	auth      *auth.Authenticator
+	api       *api.API
+	agents    *agentapi.API
+	ingest    *store.Ingester
+	hub       *presence.Hub
+	conns     *conns
+	registry  *prometheus.Registry
+	handler   http.Handler
+	agentDist *agentdist.Host
 }
 
 // New assembles a server on an open store.
@@ -74,7 +77,9 @@ func New(cfg config.Config, s *store.Store) *Server {
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
-	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL,
+	srv.agentDist = newAgentHost(cfg)
+	srv.agentDist.Register(mux)
+	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL, Agents: srv.agentDist,
 		SecureCookies: cfg.TLSCert != "" || strings.HasPrefix(cfg.BaseURL, "https://")})
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
@@ -91,6 +96,27 @@ func New(cfg config.Config, s *store.Store) *Server {
 	srv.handler = httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/")
 	return srv
 }
+
+// newAgentHost serves the agents of cfg.AgentDir (none when it is empty:
+// servers assembled by tests without a data folder).
+func newAgentHost(cfg config.Config) *agentdist.Host {
+	st := &agentdist.Store{}
+	if cfg.AgentDir != "" {
+		var err error
+		if st, err = agentdist.NewStore(cfg.AgentDir); err != nil {
+			slog.Warn("agent downloads are off", "err", err)
+			st = &agentdist.Store{}
+		}
+	}
+	pk := &agentdist.Packager{Store: st, Server: cfg.BaseURL}
+	if cfg.SignCert != "" {
+		pk.Sign = &agentdist.Signer{CertFile: cfg.SignCert, KeyFile: cfg.SignKey}
+	}
+	return &agentdist.Host{Store: st, Packages: pk, BaseURL: cfg.BaseURL}
+}
+
+// AgentDist serves the agent's downloads and installers.
+func (s *Server) AgentDist() *agentdist.Host { return s.agentDist }
 
 // Close stops the server's writers after the HTTP server stopped: queued
 // FlushCheckins writes the check-ins batched in memory now, not at the next
@@ -179,6 +205,12 @@ func Serve(ctx context.Context, cfg config.Config, out io.Writer) error {
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	workers.Go(func() { srv.RunWorkers(workCtx) })
+	if !cfg.NoAgentBuild {
+		workers.Go(func() {
+			wd, _ := os.Getwd()
+			srv.agentDist.Store.EnsureHostAgent(workCtx, wd, slog.Default())
+		})
+	}
 
 	serveErr := make(chan error, 1)
 	go func() {
