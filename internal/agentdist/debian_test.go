@@ -1,0 +1,200 @@
+package agentdist_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/agentdist"
+)
+
+// debianRoot is a throwaway copy of a minimal Debian (debootstrap
+// --variant=minbase stable, with curl), built once a day into a cache
+// folder under os.TempDir() and copied for each test. The test machine's
+// own packages are never touched: everything runs in the copy (chroot).
+func debianRoot(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the Debian root tests need root (chroot, dpkg --root)")
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		t.Skip("debootstrap is not installed (apt-get install debootstrap): the .deb and install.sh tests need a Debian root")
+	}
+	cache := filepath.Join(os.TempDir(), "patchd-debian-root-"+time.Now().UTC().Format("20060102"))
+	root := filepath.Join(cache, "root")
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/curl")); err != nil {
+		os.MkdirAll(cache, 0o755)
+		lock, err := os.OpenFile(filepath.Join(cache, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Close()
+		syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		if _, err := os.Stat(filepath.Join(root, "usr/bin/curl")); err != nil {
+			build := filepath.Join(cache, "build")
+			os.RemoveAll(build)
+			t.Logf("debootstrap --variant=minbase stable into %s (once a day; a few minutes)", build)
+			out, err := exec.Command("debootstrap", "--variant=minbase", "--include=curl,ca-certificates", "stable", build, "http://deb.debian.org/debian").CombinedOutput()
+			if err != nil {
+				t.Skipf("debootstrap cannot build a Debian root here (%v): %s", err, lastLines(string(out), 5))
+			}
+			if err := os.Rename(build, root); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "root")
+	if out, err := exec.Command("cp", "-a", root, dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the Debian root: %v %s", err, out)
+	}
+	return dir
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+func chroot(t *testing.T, root string, env []string, script string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("chroot", root, "/bin/sh", "-c", script)
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C"}, env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func exists(root, p string) bool {
+	_, err := os.Lstat(filepath.Join(root, p))
+	return err == nil
+}
+
+// TestDebInDebianRoot installs the .deb with dpkg -i into a Debian root:
+// the binary, unit, init script and state folder are where they belong,
+// postinst linked the init script (no systemd there) and said how to
+// enroll; purge removes the state.
+func TestDebInDebianRoot(t *testing.T) {
+	root := debianRoot(t)
+	_, h := newEnv(t)
+	f := filepath.Join(t.TempDir(), "patchd-agent")
+	os.WriteFile(f, fakeELF, 0o755)
+	if _, err := h.Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "deb", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "tmp"), 0o1777)
+	if out, err := exec.Command("cp", pkg.Path, filepath.Join(root, "tmp/agent.deb")).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	out, err := chroot(t, root, nil, "dpkg -i /tmp/agent.deb")
+	if err != nil {
+		t.Fatalf("dpkg -i: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "not enrolled yet") {
+		t.Errorf("postinst did not say how to enroll:\n%s", out)
+	}
+	for _, p := range []string{"usr/bin/patchd-agent", "usr/lib/systemd/system/patchd-agent.service", "etc/init.d/patchd-agent", "var/lib/patchd-agent", "etc/rc2.d/S01patchd-agent"} {
+		if !exists(root, p) {
+			t.Errorf("%s missing after dpkg -i", p)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "var/lib/patchd-agent")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("state folder mode %v", fi)
+	}
+	unit, _ := os.ReadFile(filepath.Join(root, "usr/lib/systemd/system/patchd-agent.service"))
+	if !strings.Contains(string(unit), "ExecStart=/usr/bin/patchd-agent run --state /var/lib/patchd-agent\n") {
+		t.Errorf("unit:\n%s", unit)
+	}
+	if out, err := chroot(t, root, nil, "dpkg -s patchd-agent && dpkg -L patchd-agent && ls /var/lib/dpkg/info/patchd-agent.*"); err != nil ||
+		!strings.Contains(out, "Status: install ok installed") || !strings.Contains(out, "patchd-agent.postinst") || !strings.Contains(out, "patchd-agent.prerm") || !strings.Contains(out, "patchd-agent.conffiles") {
+		t.Errorf("dpkg -s/-L: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(root, "var/lib/patchd-agent/state.json"), []byte("{}"), 0o600)
+	if out, err := chroot(t, root, nil, "dpkg --purge patchd-agent"); err != nil {
+		t.Fatalf("dpkg --purge: %v\n%s", err, out)
+	}
+	for _, p := range []string{"usr/bin/patchd-agent", "etc/init.d/patchd-agent", "var/lib/patchd-agent", "etc/rc2.d/S01patchd-agent"} {
+		if exists(root, p) {
+			t.Errorf("%s left after purge", p)
+		}
+	}
+}
+
+// TestInstallShInDebianRoot runs the served install.sh as root in a Debian
+// root against a server started here: it downloads and checks the real
+// agent, installs it, enrolls, registers the SysV service (no systemd
+// there) and starts it; the agent checks in. Running it again upgrades
+// in place and keeps the enrollment; patchd-agent uninstall removes it.
+func TestInstallShInDebianRoot(t *testing.T) {
+	root := debianRoot(t)
+	if err := syscall.Mount("proc", filepath.Join(root, "proc"), "proc", 0, ""); err != nil {
+		t.Skipf("cannot mount /proc in the Debian root: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(filepath.Join(root, "proc"), syscall.MNT_DETACH) })
+	e, h := newEnv(t)
+	src := agentdist.ModuleRoot(".")
+	if _, err := h.Store.BuildFromSource(context.Background(), src, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // the agent must not outlive a failed test
+		if b, err := os.ReadFile(filepath.Join(root, "run/patchd-agent.pid")); err == nil {
+			var pid int
+			fmt.Sscan(string(b), &pid)
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	line := "curl -fsSL " + e.URL + "/install.sh | sh -s -- --token " + e.EnrollToken
+	out, err := chroot(t, root, nil, line)
+	if err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	for _, p := range []string{"usr/local/bin/patchd-agent", "etc/init.d/patchd-agent", "var/lib/patchd-agent/state.json", "run/patchd-agent.pid"} {
+		if !exists(root, p) {
+			t.Errorf("%s missing after install.sh:\n%s", p, out)
+		}
+	}
+	ctx := context.Background()
+	var seen bool
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && !seen; time.Sleep(200 * time.Millisecond) {
+		h.Store.Lookup(agentdist.Platform{OS: "linux", Arch: "amd64"})
+		e.Server.FlushCheckins(ctx)
+		page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
+		if err == nil && page.Total == 1 && page.Items[0].LastSeenAt != nil && page.Items[0].OS != nil {
+			seen = true
+		}
+	}
+	if !seen {
+		log, _ := os.ReadFile(filepath.Join(root, "var/log/patchd-agent.log"))
+		t.Fatalf("the agent installed by install.sh never checked in:\n%s\nagent log:\n%s", out, lastLines(string(log), 20))
+	}
+	out, err = chroot(t, root, nil, line)
+	if err != nil || !strings.Contains(out, "keeping the enrollment") {
+		t.Errorf("re-running install.sh: %v\n%s", err, out)
+	}
+	if page, _ := e.Admin.ListEndpoints(ctx, client.EndpointQuery{}); page.Total != 1 {
+		t.Errorf("re-running made %d endpoints", page.Total)
+	}
+	out, err = chroot(t, root, nil, "patchd-agent uninstall")
+	if err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, out)
+	}
+	for _, p := range []string{"usr/local/bin/patchd-agent", "etc/init.d/patchd-agent", "var/lib/patchd-agent", "run/patchd-agent.pid"} {
+		if exists(root, p) {
+			t.Errorf("%s left after uninstall:\n%s", p, out)
+		}
+	}
+}
