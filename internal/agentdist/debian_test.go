@@ -143,6 +143,11 @@ func TestInstallShInDebianRoot(t *testing.T) {
 		t.Skipf("cannot mount /proc in the Debian root: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(filepath.Join(root, "proc"), syscall.MNT_DETACH) })
+	// A booted Debian has a machine id (systemd-machine-id-setup); the
+	// debootstrapped root has none yet.
+	if err := os.WriteFile(filepath.Join(root, "etc/machine-id"), []byte("0f1e2d3c4b5a69788796a5b4c3d2e1f0\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
 	e, h := newEnv(t)
 	src := agentdist.ModuleRoot(".")
 	if _, err := h.Store.BuildFromSource(context.Background(), src, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {

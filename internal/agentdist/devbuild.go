@@ -17,6 +17,10 @@ import (
 // whose go.mod is module github.com/patchd/patchd and holds
 // cmd/patchd-agent. It answers "" when there is none (an installed server).
 func ModuleRoot(dir string) string {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
 	for {
 		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module github.com/patchd/patchd\n")) {
