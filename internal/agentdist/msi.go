@@ -32,8 +32,6 @@ func msiSource(exe, server string) string {
     <Media Id="1" Cabinet="agent.cab" EmbedCab="yes"/>
     <MajorUpgrade DowngradeErrorMessage="A newer patchd agent is installed."/>
     <Property Id="SERVER" Value="` + wixEscape(server) + `"/>
-    <Property Id="TOKEN" Value=""/>
-    <Property Id="SecureCustomProperties" Value="SERVER;TOKEN"/>
     <Directory Id="TARGETDIR" Name="SourceDir">
       <Directory Id="ProgramFiles64Folder">
         <Directory Id="INSTALLDIR" Name="patchd">
@@ -80,11 +78,13 @@ func (pk *Packager) buildMSI(ctx context.Context, bin Binary, out string) error 
 		}
 	}
 	wxs := filepath.Join(tmp, "agent.wxs")
-	if err := os.WriteFile(wxs, []byte(msiSource(exe, pk.Server)), 0o644); err != nil {
+	// wixl finds sources relative to its working folder only.
+	if err := os.WriteFile(wxs, []byte(msiSource(filepath.Base(exe), pk.Server)), 0o644); err != nil {
 		return err
 	}
 	msi := filepath.Join(tmp, "agent.msi")
 	cmd := exec.CommandContext(ctx, wixl, "-a", "x64", "-o", msi, wxs)
+	cmd.Dir = tmp
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build msi: wixl: %w: %s", err, strings.TrimSpace(string(b)))
 	}
