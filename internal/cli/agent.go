@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -76,6 +77,10 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 			pk.Sign = &agentdist.Signer{CertFile: *signCert, KeyFile: *signKey}
 		}
 		pkg, err := pk.Build(ctx, agentdist.PackageRequest{Type: *typ, Arch: *arch})
+		var bad *agentdist.PackageError
+		if errors.As(err, &bad) {
+			return usagef("%s: %v", name, err)
+		}
 		if err != nil {
 			return err
 		}
