@@ -24,8 +24,12 @@ type Host struct {
 	CAPin func(ctx context.Context) (string, error)
 }
 
-// Installers are the one-line installers for token on this server.
-func (h *Host) Installers(ctx context.Context, token string) (Installers, error) {
+// Installers are the one-line installers for token on this server, at
+// base (BaseURL when empty).
+func (h *Host) Installers(ctx context.Context, base, token string) (Installers, error) {
+	if base == "" {
+		base = h.BaseURL
+	}
 	pin := ""
 	if h.CAPin != nil {
 		var err error
@@ -33,7 +37,7 @@ func (h *Host) Installers(ctx context.Context, token string) (Installers, error)
 			return Installers{}, fmt.Errorf("installers: the server's CA: %w", err)
 		}
 	}
-	return InstallersFor(h.BaseURL, token, pin), nil
+	return InstallersFor(base, token, pin), nil
 }
 
 // Published lists the published agents (nil on error: the console shows
@@ -66,7 +70,7 @@ func (h *Host) index(w http.ResponseWriter, r *http.Request) error {
 	}
 	items := make([]indexItem, 0, len(list))
 	for _, b := range list {
-		u := h.BaseURL + "/agent/v1/download/" + b.String()
+		u := h.base(r) + "/agent/v1/download/" + b.String()
 		items = append(items, indexItem{Binary: b, URL: u, SHA256URL: u + ".sha256"})
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"items": items, "total": len(items), "platforms": Platforms})
@@ -144,9 +148,25 @@ func (h *Host) pkg(w http.ResponseWriter, r *http.Request) error {
 	return serveFile(w, r, out.Path, out.Name, `"`+out.SHA256+`"`)
 }
 
+// base is the server's address: BaseURL, else the one the request came to.
+func (h *Host) base(r *http.Request) string {
+	if h.BaseURL != "" {
+		return h.BaseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
 func (h *Host) script(render func(string) string, contentType string) httpx.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		body := render(h.BaseURL)
+		base := h.base(r)
+		if err := CheckServerURL(base); err != nil {
+			return httpx.Errorf(http.StatusBadRequest, "invalid_request", err.Error())
+		}
+		body := render(base)
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", "no-cache")
 		_, err := w.Write([]byte(body))

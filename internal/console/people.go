@@ -236,7 +236,7 @@ func (c *Console) enrollTokenCreate(w http.ResponseWriter, r *http.Request, s *s
 	}
 	d.New = &t
 	if c.cfg.Agents != nil {
-		in, err := c.cfg.Agents.Installers(r.Context(), t.Token)
+		in, err := c.cfg.Agents.Installers(r.Context(), d.BaseURL, t.Token)
 		if err != nil {
 			return err
 		}
