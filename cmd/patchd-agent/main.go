@@ -35,7 +35,7 @@ var usage = `usage:
   patchd-agent enroll --server URL --token TOKEN [--state DIR]
   patchd-agent run [--state DIR]
   patchd-agent install [--state DIR] [--dry-run]
-      copies this program to `+agent.InstallPath(runtime.GOOS)+`, registers
+      copies this program to ` + agent.InstallPath(runtime.GOOS) + `, registers
       and (re)starts the service (systemd, OpenRC, SysV init, launchd, Windows)
   patchd-agent uninstall [--state DIR] [--keep-state] [--dry-run]
   patchd-agent inventory
