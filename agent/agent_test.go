@@ -553,15 +553,44 @@ func TestServicePlans(t *testing.T) {
 	}
 	un := UninstallPlan(Systemd, "/var/lib/patchd-agent", "/usr/local/bin/patchd-agent")
 	if last := un.Run[len(un.Run)-1]; last.Path != "systemctl" || last.Args[0] != "stop" || un.Remove[0] != "/var/lib/patchd-agent" ||
-		fmt.Sprint(un.Remove) != "[/var/lib/patchd-agent /etc/systemd/system/patchd-agent.service /usr/local/bin/patchd-agent]" {
+		fmt.Sprint(un.Remove) != "[/var/lib/patchd-agent /etc/systemd/system/patchd-agent.service /etc/default/patchd-agent /usr/local/bin/patchd-agent]" {
 		t.Errorf("linux uninstall must stop last: %+v", un)
 	}
-	if keep := UninstallPlan(SysV, "", ""); fmt.Sprint(keep.Remove) != "[/etc/init.d/patchd-agent]" || keep.Before[0].Args[0] != "stop" {
+	if keep := UninstallPlan(SysV, "", ""); fmt.Sprint(keep.Remove) != "[/etc/init.d/patchd-agent /etc/default/patchd-agent]" || keep.Before[0].Args[0] != "stop" {
 		t.Errorf("sysv uninstall keeping the state %+v", keep)
 	}
 	mac := UninstallPlan(Launchd, "/Library/Application Support/patchd-agent", "")
 	if mac.Remove[1] != LaunchdPath || mac.Run[0].Args[1] != "system/com.patchd.agent" {
 		t.Errorf("mac uninstall %+v", mac)
+	}
+}
+
+// TestProxyRecorded: install records the proxy of its environment for
+// the service, on every service manager.
+func TestProxyRecorded(t *testing.T) {
+	env := ProxyEnv([]string{"PATH=/bin", "https_proxy=http://proxy.example:3128", "NO_PROXY=.corp,10.0.0.0/8", "HTTP_PROXY=http://x/$(reboot)"})
+	if fmt.Sprint(env) != "[HTTPS_PROXY=http://proxy.example:3128 NO_PROXY=.corp,10.0.0.0/8]" {
+		t.Fatalf("ProxyEnv %v", env)
+	}
+	for _, m := range []Manager{Systemd, OpenRC, SysV} {
+		p := InstallPlanEnv(m, "/tmp/a", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent", env)
+		if p.Write[0].Path != EnvFile || p.Write[0].Content != "# The patchd agent's environment, written by patchd-agent install.\nHTTPS_PROXY=\"http://proxy.example:3128\"\nNO_PROXY=\".corp,10.0.0.0/8\"\n" {
+			t.Errorf("%s: %+v", m, p.Write)
+		}
+		if !strings.Contains(p.Write[1].Content, EnvFile) {
+			t.Errorf("%s service does not read %s:\n%s", m, EnvFile, p.Write[1].Content)
+		}
+	}
+	if p := InstallPlan(SysV, "/tmp/a", "/usr/local/bin/patchd-agent", "/x"); len(p.Write) != 1 {
+		t.Errorf("no proxy, yet %d files", len(p.Write))
+	}
+	mac := InstallPlanEnv(Launchd, "/tmp/a", "/usr/local/bin/patchd-agent", "/x", env)
+	if !strings.Contains(mac.Write[0].Content, "<key>EnvironmentVariables</key>\n\t<dict>\n\t\t<key>HTTPS_PROXY</key>\n\t\t<string>http://proxy.example:3128</string>") {
+		t.Errorf("plist:\n%s", mac.Write[0].Content)
+	}
+	win := InstallPlanEnv(WinSCM, `C:\a.exe`, `C:\Program Files\patchd\patchd-agent.exe`, `C:\ProgramData\patchd-agent`, env)
+	if reg := win.Run[4]; reg.Path != "reg.exe" || reg.Args[len(reg.Args)-2] != `HTTPS_PROXY=http://proxy.example:3128\0NO_PROXY=.corp,10.0.0.0/8` || win.Run[5].Args[0] != "start" {
+		t.Errorf("windows: %+v", win.Run)
 	}
 }
 

@@ -202,7 +202,18 @@ esac
 
 // LaunchdPlist is the launchd daemon that runs the agent on macOS. It is
 // kept alive unless it exits cleanly (after uninstalling itself).
-func LaunchdPlist(exe, stateDir string) string {
+func LaunchdPlist(exe, stateDir string) string { return launchdPlist(exe, stateDir, nil) }
+
+func launchdPlist(exe, stateDir string, env []string) string {
+	envDict := ""
+	if len(env) > 0 {
+		envDict = "\t<key>EnvironmentVariables</key>\n\t<dict>\n"
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			envDict += "\t\t<key>" + xmlEscape(k) + "</key>\n\t\t<string>" + xmlEscape(v) + "</string>\n"
+		}
+		envDict += "\t</dict>\n"
+	}
 	return `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">
@@ -216,7 +227,7 @@ func LaunchdPlist(exe, stateDir string) string {
 		<string>--state</string>
 		<string>` + xmlEscape(stateDir) + `</string>
 	</array>
-	<key>RunAtLoad</key>
+` + envDict + `	<key>RunAtLoad</key>
 	<true/>
 	<key>KeepAlive</key>
 	<dict>
@@ -244,11 +255,40 @@ func windowsBinPath(exe, stateDir string) string {
 	return `"` + exe + `" run --state "` + stateDir + `"`
 }
 
+// ProxyVars are the environment variables of a proxy the agent honours.
+var ProxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
+
+// ProxyEnv is the proxy settings of environ ("KEY=value", upper-case
+// keys; the lower-case spellings count too), to record for the service.
+// Values a service file cannot carry safely are left out.
+func ProxyEnv(environ []string) []string {
+	var out []string
+	for _, k := range ProxyVars {
+		for _, kv := range environ {
+			name, v, _ := strings.Cut(kv, "=")
+			if (name == k || name == strings.ToLower(k)) && v != "" && !strings.ContainsAny(v, "\"\\$`\n\r'") {
+				out = append(out, k+"="+v)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// EnvFile is where the service reads the agent's environment (the proxy)
+// on Linux: the systemd unit, the OpenRC and SysV scripts read it.
+const EnvFile = "/etc/default/patchd-agent"
+
 // InstallPlan is how the agent is installed with manager m: the binary
 // from exe is copied to dest (nothing is copied when they are the same
 // file), then the service is written, enabled and (re)started, so that
 // running it again upgrades in place.
 func InstallPlan(m Manager, exe, dest, stateDir string) Plan {
+	return InstallPlanEnv(m, exe, dest, stateDir, nil)
+}
+
+// InstallPlanEnv is InstallPlan recording env (ProxyEnv) for the service.
+func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
 	p := Plan{CopyFrom: exe, CopyTo: dest}
 	if exe == dest {
 		p.CopyFrom, p.CopyTo = "", ""
@@ -264,10 +304,15 @@ func InstallPlan(m Manager, exe, dest, stateDir string) Plan {
 			{Path: "sc.exe", Args: []string{"failure", ServiceName, "reset=", "86400", "actions=", "restart/60000/restart/60000/restart/60000"}},
 			{Path: "sc.exe", Args: []string{"start", ServiceName}},
 		}
+		if len(env) > 0 {
+			reg := execute.Cmd{Path: "reg.exe", Args: []string{"add", `HKLM\SYSTEM\CurrentControlSet\Services\` + ServiceName,
+				"/v", "Environment", "/t", "REG_MULTI_SZ", "/d", strings.Join(env, `\0`), "/f"}}
+			p.Run = append(p.Run[:4:4], reg, p.Run[4])
+		}
 		// create fails when the service exists (an upgrade): config sets it.
 		p.Tolerate = map[int]bool{0: true}
 	case Launchd:
-		p.Write = []File{{LaunchdPath, LaunchdPlist(dest, stateDir), 0o644}}
+		p.Write = []File{{LaunchdPath, launchdPlist(dest, stateDir, env), 0o644}}
 		p.Run = []execute.Cmd{
 			{Path: "launchctl", Args: []string{"bootout", "system/" + LaunchdLabel}},
 			{Path: "launchctl", Args: []string{"bootstrap", "system", LaunchdPath}},
@@ -289,6 +334,15 @@ func InstallPlan(m Manager, exe, dest, stateDir string) Plan {
 			{Path: "systemctl", Args: []string{"enable", ServiceName}},
 			{Path: "systemctl", Args: []string{"restart", ServiceName}},
 		}
+	}
+	if len(env) > 0 && (m == Systemd || m == OpenRC || m == SysV) {
+		var b strings.Builder
+		b.WriteString("# The patchd agent's environment, written by patchd-agent install.\n")
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			b.WriteString(k + `="` + v + "\"\n")
+		}
+		p.Write = append([]File{{EnvFile, b.String(), 0o644}}, p.Write...)
 	}
 	return p
 }
@@ -362,6 +416,9 @@ func UninstallPlan(m Manager, stateDir, binary string) Plan {
 			{Path: "systemctl", Args: []string{"stop", ServiceName}},
 		}
 		p.Tolerate = map[int]bool{0: true, 1: true, 2: true}
+	}
+	if m != Launchd {
+		p.Remove = append(p.Remove, EnvFile)
 	}
 	if binary != "" {
 		p.Remove = append(p.Remove, binary)
@@ -520,7 +577,7 @@ func LocalInstallPlan(stateDir string) (Plan, error) {
 	if d, err := filepath.EvalSymlinks(dest); err == nil && d == exe {
 		dest = exe
 	}
-	return InstallPlan(m, exe, dest, abs), nil
+	return InstallPlanEnv(m, exe, dest, abs, ProxyEnv(os.Environ())), nil
 }
 
 // LocalUninstallPlan removes what Install (or the package's service)

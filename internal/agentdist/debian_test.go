@@ -3,10 +3,14 @@ package agentdist_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -132,6 +136,31 @@ func TestDebInDebianRoot(t *testing.T) {
 	}
 }
 
+// TestInstallWithoutServiceManager: on a Debian root without any service
+// manager, patchd-agent install fails before writing anything and says
+// what to do.
+func TestInstallWithoutServiceManager(t *testing.T) {
+	root := debianRoot(t)
+	os.Remove(filepath.Join(root, "usr/sbin/update-rc.d"))
+	_, h := newEnv(t)
+	b, err := h.Store.BuildFromSource(context.Background(), agentdist.ModuleRoot("."), agentdist.Platform{OS: "linux", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", b.Path, filepath.Join(root, "tmp/patchd-agent")).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	out, err := chroot(t, root, nil, "/tmp/patchd-agent install")
+	if err == nil || !strings.Contains(out, "no service manager found") || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("install without a service manager: %v\n%s", err, out)
+	}
+	for _, p := range []string{"usr/local/bin/patchd-agent", "etc/init.d/patchd-agent", "etc/systemd/system/patchd-agent.service", "etc/default/patchd-agent"} {
+		if exists(root, p) {
+			t.Errorf("%s written by a failed install", p)
+		}
+	}
+}
+
 // TestInstallShInDebianRoot runs the served install.sh as root in a Debian
 // root against a server started here: it downloads and checks the real
 // agent, installs it, enrolls, registers the SysV service (no systemd
@@ -162,10 +191,40 @@ func TestInstallShInDebianRoot(t *testing.T) {
 			}
 		}
 	})
+	// A forward proxy: install.sh --proxy sends its downloads through it
+	// and records it for the service.
+	var proxied atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.URL.IsAbs() {
+			http.Error(w, "not a proxy request", http.StatusBadRequest)
+			return
+		}
+		proxied.Add(1)
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer proxy.Close()
 	line := "curl -fsSL " + e.URL + "/install.sh | sh -s -- --token " + e.EnrollToken
-	out, err := chroot(t, root, nil, line)
+	out, err := chroot(t, root, nil, line+" --proxy "+proxy.URL)
 	if err != nil {
 		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	if proxied.Load() < 2 {
+		t.Errorf("install.sh --proxy: %d requests went through the proxy", proxied.Load())
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "etc/default/patchd-agent")); !strings.Contains(string(b), `HTTPS_PROXY="`+proxy.URL+`"`) {
+		t.Errorf("the proxy is not recorded for the service: %q", b)
 	}
 	for _, p := range []string{"usr/local/bin/patchd-agent", "etc/init.d/patchd-agent", "var/lib/patchd-agent/state.json", "run/patchd-agent.pid"} {
 		if !exists(root, p) {
@@ -197,7 +256,7 @@ func TestInstallShInDebianRoot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("uninstall: %v\n%s", err, out)
 	}
-	for _, p := range []string{"usr/local/bin/patchd-agent", "etc/init.d/patchd-agent", "var/lib/patchd-agent", "run/patchd-agent.pid"} {
+	for _, p := range []string{"usr/local/bin/patchd-agent", "etc/init.d/patchd-agent", "var/lib/patchd-agent", "run/patchd-agent.pid", "etc/default/patchd-agent"} {
 		if exists(root, p) {
 			t.Errorf("%s left after uninstall:\n%s", p, out)
 		}

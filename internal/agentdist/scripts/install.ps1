@@ -11,12 +11,19 @@ param(
 	[string]$Server = '@SERVER@',
 	[string]$CaFile = '',
 	[switch]$InsecureHttp,
+	[string]$Proxy = '',
 	[switch]$Reenroll
 )
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 [Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12
 $Server = $Server.TrimEnd('/')
+if ($Proxy -ne '') {
+	# The downloads, the agent and (through patchd-agent install) its
+	# service use the proxy.
+	$env:HTTPS_PROXY = $Proxy; $env:HTTP_PROXY = $Proxy
+	[Net.WebRequest]::DefaultWebProxy = New-Object Net.WebProxy($Proxy, $true)
+}
 
 $principal = New-Object Security.Principal.WindowsPrincipal([Security.Principal.WindowsIdentity]::GetCurrent())
 if (-not $principal.IsInRole([Security.Principal.WindowsBuiltInRole]::Administrator)) {

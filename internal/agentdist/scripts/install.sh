@@ -11,7 +11,8 @@
 # Options: --token T (as printed: a token ending in .<pin> pins the
 # server's CA), --server URL, --ca-file F (a private CA to trust),
 # --insecure-http (plain http to a non-loopback server; not recommended),
-# --no-start (install and enroll, register no service), --reenroll.
+# --no-start (install and enroll, register no service), --reenroll,
+# --proxy URL (HTTPS_PROXY for the downloads and the agent's service).
 set -eu
 
 SERVER='@SERVER@'
@@ -20,6 +21,7 @@ CA_FILE=''
 INSECURE=''
 NO_START=''
 REENROLL=''
+PROXY=''
 BIN=/usr/local/bin/patchd-agent
 STATE_DIR=''
 
@@ -35,13 +37,21 @@ while [ $# -gt 0 ]; do
 		--ca-file) [ $# -ge 2 ] || die "--ca-file needs a value"; CA_FILE=$2; shift 2 ;;
 		--ca-file=*) CA_FILE=${1#*=}; shift ;;
 		--insecure-http) INSECURE=1; shift ;;
+		--proxy) [ $# -ge 2 ] || die "--proxy needs a value"; PROXY=$2; shift 2 ;;
+		--proxy=*) PROXY=${1#*=}; shift ;;
 		--no-start) NO_START=1; shift ;;
 		--reenroll) REENROLL=1; shift ;;
-		-h|--help) sed -n '2,17p' "$0" 2>/dev/null || true; exit 0 ;;
+		-h|--help) sed -n '2,18p' "$0" 2>/dev/null || true; exit 0 ;;
 		*) die "unknown option $1" ;;
 	esac
 done
 SERVER=${SERVER%/}
+if [ -n "$PROXY" ]; then
+	# curl, wget and the agent read these; patchd-agent install records
+	# them for the service.
+	HTTPS_PROXY=$PROXY; HTTP_PROXY=$PROXY; https_proxy=$PROXY; http_proxy=$PROXY
+	export HTTPS_PROXY HTTP_PROXY https_proxy http_proxy
+fi
 
 [ "$(id -u)" = 0 ] || die "run as root (curl … | sudo sh -s -- --token …)"
 
