@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/patchd/patchd/agent/execute"
 )
@@ -539,8 +541,17 @@ func copyBinary(from, to string) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("install the binary: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), to); err != nil {
-		return fmt.Errorf("install the binary: %w", err)
+	// On Windows the old binary stays locked until the stopped service's
+	// process has exited: sc.exe stop does not wait for it.
+	var rerr error
+	for i := 0; i < 60; i++ {
+		if rerr = os.Rename(tmp.Name(), to); rerr == nil || runtime.GOOS != "windows" {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if rerr != nil {
+		return fmt.Errorf("install the binary: %w", rerr)
 	}
 	return nil
 }

@@ -115,6 +115,15 @@ func TestDownloads(t *testing.T) {
 	if again, _ := filepath.Glob(filepath.Join(h.Store.Dir, ".packages", "*", "*.deb")); len(first) != 1 || len(again) != 1 {
 		t.Errorf("package cache %v %v", first, again)
 	}
+	// A new agent: a new package, and the old one leaves the cache.
+	os.WriteFile(f, append(fakeELF, "v2"...), 0o755)
+	if _, err := h.Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	_, body2 := get(t, e.URL+"/agent/v1/package/deb/amd64")
+	if now, _ := filepath.Glob(filepath.Join(h.Store.Dir, ".packages", "*", "*.deb")); len(now) != 1 || now[0] == first[0] || string(body2) == string(body) {
+		t.Errorf("package cache after a new agent: %v (was %v)", now, first)
+	}
 }
 
 func TestInstallersFor(t *testing.T) {

@@ -118,6 +118,13 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 		if err != nil {
 			return Package{}, err
 		}
+		// Packages of older binaries are not served any more.
+		old, _ := filepath.Glob(filepath.Join(dir, "*", name))
+		for _, o := range old {
+			if o != path {
+				os.RemoveAll(filepath.Dir(o))
+			}
+		}
 	}
 	sum, err := fileSHA256(path)
 	if err != nil {
