@@ -215,10 +215,22 @@ func TestInstallShInDebianRoot(t *testing.T) {
 		io.Copy(w, resp.Body)
 	}))
 	defer proxy.Close()
+	out, err := chroot(t, root, nil, "curl -fsSL "+e.URL+"/install.sh | sh -s -- --token pde_wrong")
+	if err == nil || !strings.Contains(out, "enrollment failed; nothing was installed") {
+		t.Errorf("install.sh with a wrong token: %v\n%s", err, out)
+	}
+	for _, p := range []string{"usr/local/bin/patchd-agent", "usr/local/bin/patchd-agent.new", "etc/init.d/patchd-agent", "var/lib/patchd-agent/state.json"} {
+		if exists(root, p) {
+			t.Errorf("%s left by a failed install.sh", p)
+		}
+	}
 	line := "curl -fsSL " + e.URL + "/install.sh | sh -s -- --token " + e.EnrollToken
-	out, err := chroot(t, root, nil, line+" --proxy "+proxy.URL)
+	out, err = chroot(t, root, nil, line+" --proxy "+proxy.URL)
 	if err != nil {
 		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	if exists(root, "usr/local/bin/patchd-agent.new") {
+		t.Error("install.sh left patchd-agent.new behind")
 	}
 	if proxied.Load() < 2 {
 		t.Errorf("install.sh --proxy: %d requests went through the proxy", proxied.Load())

@@ -137,8 +137,13 @@ get "$URL" "$TMP/patchd-agent" || die "cannot download $URL"
 want=$(cut -c1-64 "$TMP/patchd-agent.sha256")
 got=$(sha256_of <"$TMP/patchd-agent")
 [ "$got" = "$want" ] || die "the download's SHA-256 $got is not the server's $want; nothing was installed"
-chmod 0755 "$TMP/patchd-agent"
-"$TMP/patchd-agent" version >/dev/null || die "the downloaded agent does not run on this computer"
+# Run it from beside its final place: /tmp may be mounted noexec.
+mkdir -p "$(dirname "$BIN")"
+NEW="$BIN.new"
+cp "$TMP/patchd-agent" "$NEW"
+chmod 0755 "$NEW"
+trap 'rm -rf "$TMP"; rm -f "$NEW"' EXIT INT TERM
+"$NEW" version >/dev/null || die "the downloaded agent does not run on this computer"
 
 # Enroll unless already enrolled (an upgrade keeps the enrollment).
 if [ -f "$STATE_DIR/state.json" ] && [ -z "$REENROLL" ]; then
@@ -148,16 +153,15 @@ else
 	set -- enroll --server "$SERVER" --token "$TOKEN" --state "$STATE_DIR"
 	[ -n "$CA_FILE" ] && set -- "$@" --ca-file "$CA_FILE"
 	[ -n "$INSECURE" ] && set -- "$@" --insecure-http
-	"$TMP/patchd-agent" "$@" || die "enrollment failed; nothing was installed"
+	"$NEW" "$@" || die "enrollment failed; nothing was installed"
 fi
 
 if [ -n "$NO_START" ]; then
-	mkdir -p "$(dirname "$BIN")"
-	cp "$TMP/patchd-agent" "$BIN.new" && mv -f "$BIN.new" "$BIN"
+	mv -f "$NEW" "$BIN"
 	say "installed $BIN; no service registered (--no-start): run $BIN run"
 	exit 0
 fi
 # install copies the agent to $BIN and registers and (re)starts the service;
 # without a service manager it changes nothing and says what to do.
-"$TMP/patchd-agent" install --state "$STATE_DIR" || die "the service could not be installed (the computer is enrolled; see above)"
+"$NEW" install --state "$STATE_DIR" || die "the service could not be installed (the computer is enrolled; see above)"
 say "done: the agent runs as a service and checks in with $SERVER"
