@@ -274,3 +274,43 @@ func TestInstallShInDebianRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestDebEnrollsInDebianRoot: with /etc/patchd-agent/enroll.conf written
+// first (as config management does), dpkg -i enrolls the computer against
+// the server the package was built by, and links the service; the
+// endpoint exists on the server.
+func TestDebEnrollsInDebianRoot(t *testing.T) {
+	root := debianRoot(t)
+	os.WriteFile(filepath.Join(root, "etc/machine-id"), []byte("1f1e2d3c4b5a69788796a5b4c3d2e1f0\n"), 0o444)
+	// No service starts while dpkg runs in this root (Debian's policy-rc.d).
+	os.WriteFile(filepath.Join(root, "usr/sbin/policy-rc.d"), []byte("#!/bin/sh\nexit 101\n"), 0o755)
+	e, h := newEnv(t)
+	if _, err := h.Store.BuildFromSource(context.Background(), agentdist.ModuleRoot("."), agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "deb", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("cp", pkg.Path, filepath.Join(root, "tmp/agent.deb")).Run()
+	os.MkdirAll(filepath.Join(root, "etc/patchd-agent"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/patchd-agent/enroll.conf"), []byte("PATCHD_TOKEN="+e.EnrollToken+"\n"), 0o600)
+	out, err := chroot(t, root, nil, "dpkg -i /tmp/agent.deb")
+	if err != nil {
+		t.Fatalf("dpkg -i: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "enrolled as endpoint") || !exists(root, "var/lib/patchd-agent/state.json") || !exists(root, "etc/rc2.d/S01patchd-agent") {
+		t.Errorf("postinst did not enroll and link the service:\n%s", out)
+	}
+	page, err := e.Admin.ListEndpoints(context.Background(), client.EndpointQuery{})
+	if err != nil || page.Total != 1 {
+		t.Errorf("endpoints after dpkg -i: %v %+v", err, page)
+	}
+	// An upgrade (the same package again) keeps the enrollment.
+	if out, err := chroot(t, root, nil, "dpkg -i /tmp/agent.deb"); err != nil || strings.Contains(out, "enrolled as endpoint") {
+		t.Errorf("reinstall: %v\n%s", err, out)
+	}
+	if page, _ := e.Admin.ListEndpoints(context.Background(), client.EndpointQuery{}); page.Total != 1 {
+		t.Errorf("reinstall enrolled again: %d endpoints", page.Total)
+	}
+}
