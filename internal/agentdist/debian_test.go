@@ -2,6 +2,9 @@ package agentdist_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -312,5 +315,44 @@ func TestDebEnrollsInDebianRoot(t *testing.T) {
 	}
 	if page, _ := e.Admin.ListEndpoints(context.Background(), client.EndpointQuery{}); page.Total != 1 {
 		t.Errorf("reinstall enrolled again: %d endpoints", page.Total)
+	}
+}
+
+// TestInstallShPinnedCA: with a token carrying the pin of the server's CA,
+// install.sh fetches ca.pem, goes on only when its hash is the pin, and
+// downloads the agent verified with it; with another pin it downloads
+// nothing.
+func TestInstallShPinnedCA(t *testing.T) {
+	root := debianRoot(t)
+	e, h := newEnv(t)
+	if _, err := h.Store.BuildFromSource(context.Background(), agentdist.ModuleRoot("."), agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	var downloads atomic.Int32
+	var ts *httptest.Server
+	ts = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/agent/v1/ca.pem" {
+			pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/agent/v1/download/") {
+			downloads.Add(1)
+		}
+		e.Server.Handler().ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	h.BaseURL = ts.URL
+	sum := sha256.Sum256(ts.Certificate().Raw)
+	pin := hex.EncodeToString(sum[:])
+	script := filepath.Join(root, "tmp/install.sh")
+	os.WriteFile(script, []byte(agentdist.InstallScript(ts.URL)), 0o755)
+
+	out, err := chroot(t, root, nil, "sh /tmp/install.sh --no-start --token "+e.EnrollToken+"."+strings.Repeat("0", 64))
+	if err == nil || !strings.Contains(out, "does not match the pin") || downloads.Load() != 0 {
+		t.Errorf("wrong pin: %v, %d downloads\n%s", err, downloads.Load(), out)
+	}
+	out, _ = chroot(t, root, nil, "sh /tmp/install.sh --no-start --token "+e.EnrollToken+"."+pin)
+	if !strings.Contains(out, "the server's CA matches the token's pin") || downloads.Load() != 2 || strings.Contains(out, "SHA-256") {
+		t.Errorf("right pin: %d downloads\n%s", downloads.Load(), out)
 	}
 }
