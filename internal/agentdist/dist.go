@@ -6,6 +6,7 @@
 package agentdist
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -154,6 +155,30 @@ func (s *Store) Publish(file string, p Platform) (Binary, error) {
 		return Binary{}, fmt.Errorf("publish %s: %w", p, err)
 	}
 	return s.Lookup(p)
+}
+
+// PublishSigned is Publish signing a Windows agent with sign first
+// (Authenticode), so that the download and the MSI carry the signature.
+func (s *Store) PublishSigned(ctx context.Context, file string, p Platform, sign *Signer) (Binary, error) {
+	if sign == nil || p.OS != "windows" {
+		return s.Publish(file, p)
+	}
+	if err := checkExecutable(file, p); err != nil {
+		return Binary{}, err
+	}
+	tmp, err := os.MkdirTemp("", "patchd-publish-*")
+	if err != nil {
+		return Binary{}, err
+	}
+	defer os.RemoveAll(tmp)
+	signed := filepath.Join(tmp, p.FileName())
+	if err := copyFile(file, signed, 0o755); err != nil {
+		return Binary{}, err
+	}
+	if err := sign.SignFile(ctx, signed); err != nil {
+		return Binary{}, err
+	}
+	return s.Publish(signed, p)
 }
 
 // checkExecutable refuses a file that is not an executable of p's kind:

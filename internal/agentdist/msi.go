@@ -72,7 +72,7 @@ func (pk *Packager) buildMSI(ctx context.Context, bin Binary, out string) error 
 	if err := copyFile(bin.Path, exe, 0o644); err != nil {
 		return err
 	}
-	if pk.Sign != nil {
+	if pk.Sign != nil && !pk.Sign.Signed(ctx, exe) {
 		if err := pk.Sign.SignFile(ctx, exe); err != nil {
 			return err
 		}

@@ -97,8 +97,9 @@ func TestMSI(t *testing.T) {
 	}
 }
 
-// TestSignedMSI: with --sign-cert/--sign-key the MSI (and the binary in
-// it) carry an Authenticode signature osslsigncode verifies.
+// TestSignedMSI: with --sign-cert/--sign-key the published Windows agent,
+// the MSI and the binary in it carry an Authenticode signature
+// osslsigncode verifies.
 func TestSignedMSI(t *testing.T) {
 	need(t, "wixl", "osslsigncode", "openssl", "msiextract")
 	dir := t.TempDir()
@@ -118,7 +119,19 @@ func TestSignedMSI(t *testing.T) {
 		t.Fatalf("go build: %v %s", err, out)
 	}
 	pe, _ := os.ReadFile(filepath.Join(dir, "x.exe"))
-	publishFake(t, h, agentdist.Platform{OS: "windows", Arch: "amd64"}, pe)
+	if _, err := h.Store.PublishSigned(context.Background(), filepath.Join(dir, "x.exe"), agentdist.Platform{OS: "windows", Arch: "amd64"}, h.Packages.Sign); err != nil {
+		t.Fatal(err)
+	}
+	served, err := h.Store.Lookup(agentdist.Platform{OS: "windows", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("osslsigncode", "verify", "-CAfile", cert, "-in", served.Path).CombinedOutput(); err != nil || !strings.Contains(string(out), "Signature verification: ok") {
+		t.Errorf("the published Windows agent is not signed: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "x.exe")); string(b) != string(pe) {
+		t.Error("publishing signed the operator's file in place")
+	}
 	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "msi", Arch: "amd64"})
 	if err != nil {
 		t.Fatal(err)

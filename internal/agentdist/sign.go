@@ -34,3 +34,19 @@ func (s *Signer) SignFile(ctx context.Context, path string) error {
 	}
 	return os.Rename(out, path)
 }
+
+// Signed tells whether path already carries an Authenticode signature.
+func (s *Signer) Signed(ctx context.Context, path string) bool {
+	tool, err := exec.LookPath("osslsigncode")
+	if err != nil {
+		return false
+	}
+	tmp, err := os.CreateTemp("", "patchd-sig-*")
+	if err != nil {
+		return false
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	os.Remove(tmp.Name()) // osslsigncode refuses to overwrite
+	return exec.CommandContext(ctx, tool, "extract-signature", "-in", path, "-out", tmp.Name()).Run() == nil
+}

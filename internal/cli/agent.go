@@ -30,8 +30,8 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 	typ := fs.String("type", "", "package: deb, rpm or msi")
 	out := fs.String("out", "", "package: the file to write")
 	base := fs.String("base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "package: the server the package enrolls with by default")
-	signCert := fs.String("sign-cert", config.Env("PATCHD_SIGN_CERT", ""), "package msi: PEM certificate for Authenticode signing")
-	signKey := fs.String("sign-key", config.Env("PATCHD_SIGN_KEY", ""), "package msi: PEM key of --sign-cert")
+	signCert := fs.String("sign-cert", config.Env("PATCHD_SIGN_CERT", ""), "publish a Windows agent, package msi: PEM certificate for Authenticode signing")
+	signKey := fs.String("sign-key", config.Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert")
 	if err := fs.Parse(args); err != nil {
 		return asUsage(fmt.Errorf("%s: %w", name, err))
 	}
@@ -51,7 +51,14 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 		if err != nil {
 			return usagef("%s: %v", name, err)
 		}
-		b, err := st.Publish(fs.Arg(0), p)
+		if (*signCert == "") != (*signKey == "") {
+			return usagef("%s: --sign-cert and --sign-key go together", name)
+		}
+		var sign *agentdist.Signer
+		if *signCert != "" {
+			sign = &agentdist.Signer{CertFile: *signCert, KeyFile: *signKey}
+		}
+		b, err := st.PublishSigned(ctx, fs.Arg(0), p, sign)
 		if err != nil {
 			return err
 		}
