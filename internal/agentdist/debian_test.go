@@ -291,7 +291,7 @@ func TestDebEnrollsInDebianRoot(t *testing.T) {
 	if _, err := h.Store.BuildFromSource(context.Background(), agentdist.ModuleRoot("."), agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
 		t.Fatal(err)
 	}
-	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "deb", Arch: "amd64"})
+	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: e.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestInstallShPinnedCA(t *testing.T) {
 	}
 	var downloads atomic.Int32
 	var ts *httptest.Server
-	ts = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/agent/v1/ca.pem" {
 			pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
 			return
@@ -340,8 +340,8 @@ func TestInstallShPinnedCA(t *testing.T) {
 		}
 		e.Server.Handler().ServeHTTP(w, r)
 	}))
+	ts.StartTLS()
 	defer ts.Close()
-	h.BaseURL = ts.URL
 	sum := sha256.Sum256(ts.Certificate().Raw)
 	pin := hex.EncodeToString(sum[:])
 	script := filepath.Join(root, "tmp/install.sh")

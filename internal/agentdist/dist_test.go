@@ -25,10 +25,9 @@ var fakeELF = append([]byte{0x7f, 'E', 'L', 'F'}, []byte(strings.Repeat("patchd 
 func newEnv(t *testing.T) (*apitest.Env, *agentdist.Host) {
 	dir := t.TempDir()
 	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
-	h := e.Server.AgentDist()
-	h.BaseURL = e.URL
-	h.Packages.Server = e.URL
-	return e, h
+	// No --base-url: the installers and packages take the address the
+	// request came to (e.URL).
+	return e, e.Server.AgentDist()
 }
 
 func get(t *testing.T, url string, header ...string) (*http.Response, []byte) {
@@ -153,7 +152,7 @@ func TestPinnedOneLiner(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	var ts *httptest.Server
-	ts = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/agent/v1/ca.pem":
 			pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
@@ -163,6 +162,7 @@ func TestPinnedOneLiner(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
+	ts.StartTLS()
 	defer ts.Close()
 	sum := sha256.Sum256(ts.Certificate().Raw)
 	pin := hex.EncodeToString(sum[:])

@@ -132,7 +132,7 @@ func (h *Host) pkg(w http.ResponseWriter, r *http.Request) error {
 	if h.Packages == nil {
 		return httpx.Errorf(http.StatusNotFound, "not_found", "this server builds no packages")
 	}
-	out, err := h.Packages.Build(r.Context(), PackageRequest{Type: typ, Arch: arch})
+	out, err := h.Packages.Build(r.Context(), PackageRequest{Type: typ, Arch: arch, Server: h.base(r)})
 	var bad *PackageError
 	switch {
 	case errors.As(err, &bad):

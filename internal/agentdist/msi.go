@@ -25,13 +25,17 @@ const (
 // enrollment. Upgrades keep the state in %ProgramData%\patchd-agent.
 func msiSource(exe, server string) string {
 	state := `[CommonAppDataFolder]patchd-agent`
+	serverProp := ""
+	if server != "" { // an MSI property cannot be empty
+		serverProp = `
+    <Property Id="SERVER" Value="` + wixEscape(server) + `"/>`
+	}
 	return `<?xml version="1.0" encoding="utf-8"?>
 <Wix xmlns="http://schemas.microsoft.com/wix/2006/wi">
   <Product Id="*" Name="patchd agent" Language="1033" Version="` + agent.Version + `" Manufacturer="patchd" UpgradeCode="` + msiUpgradeCode + `">
     <Package InstallerVersion="500" Compressed="yes" InstallScope="perMachine" Description="patchd agent" Manufacturer="patchd"/>
     <Media Id="1" Cabinet="agent.cab" EmbedCab="yes"/>
-    <MajorUpgrade DowngradeErrorMessage="A newer patchd agent is installed."/>
-    <Property Id="SERVER" Value="` + wixEscape(server) + `"/>
+    <MajorUpgrade DowngradeErrorMessage="A newer patchd agent is installed."/>` + serverProp + `
     <Directory Id="TARGETDIR" Name="SourceDir">
       <Directory Id="ProgramFiles64Folder">
         <Directory Id="INSTALLDIR" Name="patchd">
@@ -58,7 +62,7 @@ func msiSource(exe, server string) string {
 
 // buildMSI builds the Windows package with wixl (Debian's msitools),
 // signing the binary first and the MSI after when a signer is set.
-func (pk *Packager) buildMSI(ctx context.Context, bin Binary, out string) error {
+func (pk *Packager) buildMSI(ctx context.Context, bin Binary, server, out string) error {
 	wixl, err := exec.LookPath("wixl")
 	if err != nil {
 		return fmt.Errorf("%w: building the MSI needs wixl (apt-get install wixl msitools)", ErrNoTool)
@@ -79,7 +83,7 @@ func (pk *Packager) buildMSI(ctx context.Context, bin Binary, out string) error 
 	}
 	wxs := filepath.Join(tmp, "agent.wxs")
 	// wixl finds sources relative to its working folder only.
-	if err := os.WriteFile(wxs, []byte(msiSource(filepath.Base(exe), pk.Server)), 0o644); err != nil {
+	if err := os.WriteFile(wxs, []byte(msiSource(filepath.Base(exe), server)), 0o644); err != nil {
 		return err
 	}
 	msi := filepath.Join(tmp, "agent.msi")

@@ -43,6 +43,9 @@ func (e *PackageError) Error() string { return e.msg }
 type PackageRequest struct {
 	Type string // deb, rpm or msi
 	Arch string // amd64 or arm64 (msi: amd64)
+	// Server is the server the package enrolls with by default
+	// (Packager.Server when empty).
+	Server string
 }
 
 // Package is a built package.
@@ -91,7 +94,16 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 		return Package{}, err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n", packageFormat, bin.SHA256, pk.Server, agent.Version, req.Type)
+	server := req.Server
+	if server == "" {
+		server = pk.Server
+	}
+	if server != "" {
+		if err := CheckServerURL(server); err != nil {
+			return Package{}, &PackageError{err.Error()}
+		}
+	}
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n", packageFormat, bin.SHA256, server, agent.Version, req.Type)
 	if pk.Sign != nil {
 		fmt.Fprintf(h, "%s\n", pk.Sign.CertFile)
 	}
@@ -111,9 +123,9 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 		}
 		switch req.Type {
 		case "msi":
-			err = pk.buildMSI(ctx, bin, path)
+			err = pk.buildMSI(ctx, bin, server, path)
 		default:
-			err = writeAtomic(path, 0o644, func(w io.Writer) error { return pk.buildLinux(req.Type, bin, w) })
+			err = writeAtomic(path, 0o644, func(w io.Writer) error { return buildLinux(req.Type, bin, server, w) })
 		}
 		if err != nil {
 			return Package{}, err
@@ -147,7 +159,7 @@ func packageName(typ, arch string) string {
 // unit, a SysV init script for systems without systemd, and maintainer
 // scripts that enroll, enable and start (postinst), stop (prerm) and
 // remove the state on purge (postrm).
-func (pk *Packager) buildLinux(typ string, bin Binary, w io.Writer) error {
+func buildLinux(typ string, bin Binary, server string, w io.Writer) error {
 	tmp, err := os.MkdirTemp("", "patchd-pkg-*")
 	if err != nil {
 		return err
@@ -160,7 +172,7 @@ func (pk *Packager) buildLinux(typ string, bin Binary, w io.Writer) error {
 	}
 	unit := write("unit", agent.SystemdUnit(PackageBin, PackageState))
 	initd := write("initd", agent.SysVScript(PackageBin, PackageState))
-	postinst := write("postinst", postinstScript(pk.Server))
+	postinst := write("postinst", postinstScript(server))
 	prerm := write("prerm", prermScript)
 	postrm := write("postrm", postrmScript)
 	mtime := bin.ModTime.UTC().Truncate(time.Second)

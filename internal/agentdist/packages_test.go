@@ -61,7 +61,7 @@ func TestMSI(t *testing.T) {
 	_, h := newEnv(t)
 	exe := append([]byte("MZ"), []byte(strings.Repeat("windows agent ", 500))...)
 	publishFake(t, h, agentdist.Platform{OS: "windows", Arch: "amd64"}, exe)
-	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "msi", Arch: "amd64"})
+	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "msi", Arch: "amd64", Server: "https://patchd.example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestMSI(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := msiinfo("export", pkg.Path, "Property"); !strings.Contains(out, "SERVER\t"+h.BaseURL) {
+	if out := msiinfo("export", pkg.Path, "Property"); !strings.Contains(out, "SERVER\thttps://patchd.example.com") {
 		t.Errorf("properties:\n%s", out)
 	}
 	if out := msiinfo("export", pkg.Path, "ServiceInstall"); !strings.Contains(out, "patchd-agent\tpatchd agent\t16\t2") || !strings.Contains(out, `run --state "[CommonAppDataFolder]patchd-agent"`) {
