@@ -30,23 +30,22 @@ if (-not $principal.IsInRole([Security.Principal.WindowsBuiltInRole]::Administra
 	throw 'patchd install: run from an elevated (administrator) PowerShell'
 }
 
-function Get-Hex([byte[]]$bytes) { -join ($bytes | ForEach-Object { $_.ToString('x2') }) }
-
 # A token printed as <token>.<64 hex> pins the SHA-256 of the server's CA
 # (DER): a server certificate is accepted only when its chain holds it.
 $pin = ''
 if ($Token -match '\.([0-9a-f]{64})$') { $pin = $Matches[1] }
 if ($pin -ne '') {
 	if (-not $Server.StartsWith('https://')) { throw 'patchd install: a pinned token needs an https:// server' }
-	$script:patchdPin = $pin
+	# A closure: the callback keeps $pin wherever it is called from.
 	[Net.ServicePointManager]::ServerCertificateValidationCallback = {
-		param($sender, $cert, $chain, $errors)
+		param($req, $cert, $chain, $policyErrors)
 		$sha = [Security.Cryptography.SHA256]::Create()
 		foreach ($el in $chain.ChainElements) {
-			if ((Get-Hex $sha.ComputeHash($el.Certificate.RawData)) -eq $script:patchdPin) { return $true }
+			$hex = -join ($sha.ComputeHash($el.Certificate.RawData) | ForEach-Object { $_.ToString('x2') })
+			if ($hex -eq $pin) { return $true }
 		}
 		return $false
-	}
+	}.GetNewClosure()
 }
 
 $arch = if ($env:PROCESSOR_ARCHITEW6432) { $env:PROCESSOR_ARCHITEW6432 } else { $env:PROCESSOR_ARCHITECTURE }
