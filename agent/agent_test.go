@@ -713,27 +713,142 @@ func TestServicePlans(t *testing.T) {
 			t.Errorf("plist lacks %q:\n%s", want, plist)
 		}
 	}
-	win := InstallPlan("windows", `C:\Program Files\patchd\patchd-agent.exe`, `C:\ProgramData\patchd-agent`)
+	win := InstallPlan(WinSCM, `C:\Users\a\Downloads\patchd-agent.exe`, `C:\Program Files\patchd\patchd-agent.exe`, `C:\ProgramData\patchd-agent`)
 	var b strings.Builder
 	win.Print(&b)
-	wantWin := `run sc.exe create patchd-agent binPath= "\"C:\\Program Files\\patchd\\patchd-agent.exe\" run --state \"C:\\ProgramData\\patchd-agent\"" start= auto DisplayName= "patchd agent"`
-	if !strings.Contains(b.String(), wantWin) || !strings.Contains(b.String(), "run sc.exe start patchd-agent") {
+	wantWin := `run sc.exe config patchd-agent binPath= "\"C:\\Program Files\\patchd\\patchd-agent.exe\" run --state \"C:\\ProgramData\\patchd-agent\"" start= auto`
+	if !strings.Contains(b.String(), wantWin) || !strings.Contains(b.String(), "run sc.exe start patchd-agent") ||
+		!strings.HasPrefix(b.String(), "run sc.exe stop patchd-agent (failure ignored)\ncopy C:\\Users\\a\\Downloads\\patchd-agent.exe to C:\\Program Files\\patchd\\patchd-agent.exe") {
 		t.Errorf("windows plan:\n%s", b.String())
 	}
 	if got := win.Run[0].Args[3]; got != `"C:\Program Files\patchd\patchd-agent.exe" run --state "C:\ProgramData\patchd-agent"` {
 		t.Errorf("binPath %s", got)
 	}
-	lin := InstallPlan("linux", "/usr/bin/patchd-agent", "/var/lib/patchd-agent")
-	if lin.Write[SystemdPath] == "" || fmt.Sprint(lin.Run) != fmt.Sprint([]execute.Cmd{{Path: "systemctl", Args: []string{"daemon-reload"}}, {Path: "systemctl", Args: []string{"enable", "--now", "patchd-agent"}}}) {
+	lin := InstallPlan(Systemd, "/home/a/patchd-agent", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
+	if lin.CopyTo != "/usr/local/bin/patchd-agent" || lin.Write[0].Path != SystemdPath || !strings.Contains(lin.Write[0].Content, "ExecStart=/usr/local/bin/patchd-agent run") ||
+		fmt.Sprint(lin.Run) != fmt.Sprint([]execute.Cmd{{Path: "systemctl", Args: []string{"daemon-reload"}}, {Path: "systemctl", Args: []string{"enable", "patchd-agent"}}, {Path: "systemctl", Args: []string{"restart", "patchd-agent"}}}) {
 		t.Errorf("linux plan %+v", lin)
 	}
-	un := UninstallPlan("linux", "/var/lib/patchd-agent")
-	if last := un.Run[len(un.Run)-1]; last.Path != "systemctl" || last.Args[0] != "stop" || un.Remove[0] != "/var/lib/patchd-agent" {
+	if same := InstallPlan(Systemd, "/usr/local/bin/patchd-agent", "/usr/local/bin/patchd-agent", "/var/lib/x"); same.CopyTo != "" {
+		t.Errorf("a binary in place is copied onto itself: %+v", same)
+	}
+	sysv := InstallPlan(SysV, "/tmp/a", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
+	if sysv.Write[0].Path != InitScript || sysv.Write[0].Mode != 0o755 || !strings.Contains(sysv.Write[0].Content, "EXE='/usr/local/bin/patchd-agent'") ||
+		sysv.Run[len(sysv.Run)-1].Path != InitScript || sysv.Run[len(sysv.Run)-1].Args[0] != "restart" {
+		t.Errorf("sysv plan %+v", sysv)
+	}
+	orc := InstallPlan(OpenRC, "/tmp/a", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
+	if !strings.HasPrefix(orc.Write[0].Content, "#!/sbin/openrc-run") || orc.Run[0].Path != "rc-update" {
+		t.Errorf("openrc plan %+v", orc)
+	}
+	un := UninstallPlan(Systemd, "/var/lib/patchd-agent", "/usr/local/bin/patchd-agent")
+	if last := un.Run[len(un.Run)-1]; last.Path != "systemctl" || last.Args[0] != "stop" || un.Remove[0] != "/var/lib/patchd-agent" ||
+		fmt.Sprint(un.Remove) != "[/var/lib/patchd-agent /etc/systemd/system/patchd-agent.service /etc/default/patchd-agent /usr/local/bin/patchd-agent]" {
 		t.Errorf("linux uninstall must stop last: %+v", un)
 	}
-	mac := UninstallPlan("darwin", "/Library/Application Support/patchd-agent")
+	if keep := UninstallPlan(SysV, "", ""); fmt.Sprint(keep.Remove) != "[/etc/init.d/patchd-agent /etc/default/patchd-agent]" || keep.Before[0].Args[0] != "stop" {
+		t.Errorf("sysv uninstall keeping the state %+v", keep)
+	}
+	mac := UninstallPlan(Launchd, "/Library/Application Support/patchd-agent", "")
 	if mac.Remove[1] != LaunchdPath || mac.Run[0].Args[1] != "system/com.patchd.agent" {
 		t.Errorf("mac uninstall %+v", mac)
+	}
+}
+
+// TestProxyRecorded: install records the proxy of its environment for
+// the service, on every service manager.
+func TestProxyRecorded(t *testing.T) {
+	env := ProxyEnv([]string{"PATH=/bin", "https_proxy=http://proxy.example:3128", "NO_PROXY=.corp,10.0.0.0/8", "HTTP_PROXY=http://x/$(reboot)"})
+	if fmt.Sprint(env) != "[HTTPS_PROXY=http://proxy.example:3128 NO_PROXY=.corp,10.0.0.0/8]" {
+		t.Fatalf("ProxyEnv %v", env)
+	}
+	for _, m := range []Manager{Systemd, OpenRC, SysV} {
+		p := InstallPlanEnv(m, "/tmp/a", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent", env)
+		if p.Write[0].Path != EnvFile || p.Write[0].Content != "# The patchd agent's environment, written by patchd-agent install.\nHTTPS_PROXY=\"http://proxy.example:3128\"\nNO_PROXY=\".corp,10.0.0.0/8\"\n" {
+			t.Errorf("%s: %+v", m, p.Write)
+		}
+		if !strings.Contains(p.Write[1].Content, EnvFile) {
+			t.Errorf("%s service does not read %s:\n%s", m, EnvFile, p.Write[1].Content)
+		}
+	}
+	if p := InstallPlan(SysV, "/tmp/a", "/usr/local/bin/patchd-agent", "/x"); len(p.Write) != 1 {
+		t.Errorf("no proxy, yet %d files", len(p.Write))
+	}
+	mac := InstallPlanEnv(Launchd, "/tmp/a", "/usr/local/bin/patchd-agent", "/x", env)
+	if !strings.Contains(mac.Write[0].Content, "<key>EnvironmentVariables</key>\n\t<dict>\n\t\t<key>HTTPS_PROXY</key>\n\t\t<string>http://proxy.example:3128</string>") {
+		t.Errorf("plist:\n%s", mac.Write[0].Content)
+	}
+	win := InstallPlanEnv(WinSCM, `C:\a.exe`, `C:\Program Files\patchd\patchd-agent.exe`, `C:\ProgramData\patchd-agent`, env)
+	if reg := win.Run[4]; reg.Path != "reg.exe" || reg.Args[len(reg.Args)-2] != `HTTPS_PROXY=http://proxy.example:3128\0NO_PROXY=.corp,10.0.0.0/8` || win.Run[5].Args[0] != "start" {
+		t.Errorf("windows: %+v", win.Run)
+	}
+}
+
+// TestDetectManager: the service manager is judged from the system's
+// files; with none, the answer is ErrNoServiceManager and a message that
+// says what to do.
+func TestDetectManager(t *testing.T) {
+	mk := func(paths ...string) string {
+		root := t.TempDir()
+		for _, p := range paths {
+			full := filepath.Join(root, p)
+			if strings.HasSuffix(p, "/") {
+				os.MkdirAll(full, 0o755)
+				continue
+			}
+			os.MkdirAll(filepath.Dir(full), 0o755)
+			os.WriteFile(full, []byte("#!/bin/sh\n"), 0o755)
+		}
+		return root
+	}
+	for _, tc := range []struct {
+		name  string
+		root  string
+		want  Manager
+		fails bool
+	}{
+		{"systemd booted", mk("run/systemd/system/", "usr/sbin/update-rc.d"), Systemd, false},
+		{"openrc", mk("sbin/openrc-run", "sbin/rc-update"), OpenRC, false},
+		{"sysv debian", mk("usr/sbin/update-rc.d"), SysV, false},
+		{"sysv red hat", mk("etc/init.d/", "sbin/chkconfig"), SysV, false},
+		{"nothing", mk("etc/init.d/", "bin/sh"), "", true},
+	} {
+		got, err := detectLinux(tc.root)
+		if got != tc.want || (err != nil) != tc.fails {
+			t.Errorf("%s: %q %v", tc.name, got, err)
+		}
+		if tc.fails && (!errors.Is(err, ErrNoServiceManager) || !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), "patchd-agent run")) {
+			t.Errorf("%s: unhelpful error %v", tc.name, err)
+		}
+	}
+	root := mk("usr/sbin/update-rc.d")
+	os.MkdirAll(filepath.Join(root, "etc/init.d"), 0o755)
+	os.WriteFile(filepath.Join(root, InitScript), []byte(OpenRCScript("/x", "/y")), 0o755)
+	if m := installedLinux(root); m != OpenRC {
+		t.Errorf("installed openrc script read as %q", m)
+	}
+}
+
+// TestPlanCopiesBinary: install copies the program to the fixed place
+// (mode 0755), replacing an older copy.
+func TestPlanCopiesBinary(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "new"), filepath.Join(dir, "usr/local/bin/patchd-agent")
+	os.WriteFile(src, []byte("new agent"), 0o600)
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	os.WriteFile(dst, []byte("old agent"), 0o755)
+	p := Plan{CopyFrom: src, CopyTo: dst}
+	if err := p.Apply(context.Background(), &recordRunner{}, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(dst)
+	fi, _ := os.Stat(dst)
+	if string(b) != "new agent" || fi.Mode().Perm() != 0o755 {
+		t.Errorf("installed %q mode %v", b, fi.Mode())
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), ".patchd-agent-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
 
@@ -743,7 +858,7 @@ func TestPlanApply(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	os.MkdirAll(state, 0o700)
 	r := &recordRunner{fail: map[string]bool{"stop": true}}
-	p := Plan{Write: map[string]string{unit: "x"}, Run: []execute.Cmd{{Path: "systemctl", Args: []string{"daemon-reload"}}}}
+	p := Plan{Write: []File{{unit, "x", 0o644}}, Run: []execute.Cmd{{Path: "systemctl", Args: []string{"daemon-reload"}}}}
 	if err := p.Apply(context.Background(), r, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 
 	"github.com/patchd/patchd/agent/execute"
 )
@@ -15,3 +16,6 @@ func setPlatformTools(e *execute.Executor) {}
 func RunAsService(run func(ctx context.Context) error) (handled bool, err error) {
 	return false, nil
 }
+
+// removeAtReboot is for Windows, where a running program cannot be deleted.
+func removeAtReboot(path string) error { return errors.ErrUnsupported }

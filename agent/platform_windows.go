@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sys/windows"
+
 	"golang.org/x/sys/windows/svc"
 
 	"github.com/patchd/patchd/agent/collect"
@@ -65,4 +67,14 @@ func (h *serviceHandler) Execute(args []string, req <-chan svc.ChangeRequest, st
 			}
 		}
 	}
+}
+
+// removeAtReboot has Windows delete path at the next restart: the running
+// agent's own binary cannot be deleted while it runs.
+func removeAtReboot(path string) error {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return err
+	}
+	return windows.MoveFileEx(p, nil, windows.MOVEFILE_DELAY_UNTIL_REBOOT)
 }

@@ -2,12 +2,15 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/patchd/patchd/agent/execute"
 )
@@ -18,14 +21,60 @@ const (
 	LaunchdLabel = "com.patchd.agent"
 	SystemdPath  = "/etc/systemd/system/patchd-agent.service"
 	LaunchdPath  = "/Library/LaunchDaemons/com.patchd.agent.plist"
+	InitScript   = "/etc/init.d/patchd-agent"
 )
 
-// Plan is what installing or uninstalling the service does: files to
-// write or remove, then commands to run, in order.
+// Manager is a service manager the agent registers itself with.
+type Manager string
+
+// The service managers the agent knows.
+const (
+	Systemd Manager = "systemd"
+	OpenRC  Manager = "openrc"
+	SysV    Manager = "sysv"
+	Launchd Manager = "launchd"
+	WinSCM  Manager = "windows"
+)
+
+// ErrNoServiceManager: this computer has none of the service managers the
+// agent knows; nothing was written.
+var ErrNoServiceManager = errors.New("no service manager found (looked for systemd, OpenRC and SysV init; nothing was changed): " +
+	"start `patchd-agent run` from whatever starts programs at boot here (a container's entry point, a supervisor), " +
+	"or install the .deb/.rpm package on a system with systemd")
+
+// InstallPath is the fixed place the agent's binary is installed to on
+// goos: install.sh, install.ps1 and `patchd-agent install` put it there.
+// Packages install theirs to /usr/bin (owned by the package manager).
+func InstallPath(goos string) string {
+	if goos == "windows" {
+		pf := os.Getenv("ProgramFiles")
+		if pf == "" {
+			pf = `C:\Program Files`
+		}
+		return pf + `\patchd\patchd-agent.exe`
+	}
+	return "/usr/local/bin/patchd-agent"
+}
+
+// File is a file a plan writes.
+type File struct {
+	Path    string
+	Content string
+	Mode    os.FileMode
+}
+
+// Plan is what installing or uninstalling the service does: the binary to
+// copy, files to write or remove, then commands to run, in order.
 type Plan struct {
-	Write  map[string]string // path → content
-	Remove []string
-	Run    []execute.Cmd
+	// Before runs first, failures tolerated (stopping a running service
+	// before its binary is replaced).
+	Before []execute.Cmd
+	// CopyFrom → CopyTo installs the binary (atomically: a temporary file
+	// renamed over the old one). Empty when it is already in place.
+	CopyFrom, CopyTo string
+	Write            []File
+	Remove           []string
+	Run              []execute.Cmd
 	// Tolerate lists commands (by index in Run) whose failure is fine:
 	// stopping a service that is not running.
 	Tolerate map[int]bool
@@ -42,6 +91,9 @@ After=network-online.target
 [Service]
 Type=simple
 ExecStart=` + systemdQuote(exe) + ` run --state ` + systemdQuote(stateDir) + `
+# HTTPS_PROXY, HTTP_PROXY and NO_PROXY for the agent, when it needs them.
+EnvironmentFile=-/etc/default/patchd-agent
+EnvironmentFile=-/etc/sysconfig/patchd-agent
 Restart=on-failure
 RestartSec=30
 # Exit code 3: the server refused the agent's secret; enroll again.
@@ -64,9 +116,106 @@ func systemdQuote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
+// shQuote quotes s for a POSIX shell.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// OpenRCScript is the OpenRC service (Alpine, Gentoo) that runs the agent.
+func OpenRCScript(exe, stateDir string) string {
+	return `#!/sbin/openrc-run
+# patchd agent: checks in with the patchd server, reports inventory and installs updates.
+description="patchd agent"
+command=` + shQuote(exe) + `
+command_args="run --state ` + strings.ReplaceAll(shQuote(stateDir), `"`, `\"`) + `"
+command_background=true
+pidfile="/run/patchd-agent.pid"
+output_log="/var/log/patchd-agent.log"
+error_log="/var/log/patchd-agent.log"
+[ -r /etc/default/patchd-agent ] && . /etc/default/patchd-agent && export HTTPS_PROXY HTTP_PROXY NO_PROXY 2>/dev/null
+
+depend() {
+	need net
+	after firewall
+}
+`
+}
+
+// SysVScript is the SysV init script that runs the agent where neither
+// systemd nor OpenRC is (older distributions, containers with sysvinit).
+// It needs nothing but a POSIX shell and kill; it uses start-stop-daemon
+// where Debian's is present.
+func SysVScript(exe, stateDir string) string {
+	return `#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          patchd-agent
+# Required-Start:    $network $remote_fs
+# Required-Stop:     $network $remote_fs
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+# Short-Description: patchd agent
+# Description:       Checks in with the patchd server, reports inventory and installs updates.
+### END INIT INFO
+# chkconfig: 2345 90 10
+
+EXE=` + shQuote(exe) + `
+STATE=` + shQuote(stateDir) + `
+PIDFILE=/run/patchd-agent.pid
+LOG=/var/log/patchd-agent.log
+[ -d /run ] || PIDFILE=/var/run/patchd-agent.pid
+[ -r /etc/default/patchd-agent ] && . /etc/default/patchd-agent
+[ -r /etc/sysconfig/patchd-agent ] && . /etc/sysconfig/patchd-agent
+export HTTPS_PROXY HTTP_PROXY NO_PROXY 2>/dev/null || true
+
+running() {
+	[ -f "$PIDFILE" ] || return 1
+	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+start() {
+	if running; then echo "patchd-agent is running"; return 0; fi
+	echo "Starting patchd-agent"
+	nohup "$EXE" run --state "$STATE" >>"$LOG" 2>&1 </dev/null &
+	echo $! >"$PIDFILE"
+}
+
+stop() {
+	if ! running; then rm -f "$PIDFILE"; echo "patchd-agent is not running"; return 0; fi
+	echo "Stopping patchd-agent"
+	pid=$(cat "$PIDFILE")
+	kill "$pid" 2>/dev/null
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 30 ]; do sleep 1; i=$((i+1)); done
+	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+	rm -f "$PIDFILE"
+	return 0
+}
+
+case "$1" in
+	start) start ;;
+	stop) stop ;;
+	restart|force-reload|reload) stop; start ;;
+	status) if running; then echo "patchd-agent is running"; exit 0; else echo "patchd-agent is not running"; exit 3; fi ;;
+	*) echo "usage: $0 {start|stop|restart|status}" >&2; exit 2 ;;
+esac
+`
+}
+
 // LaunchdPlist is the launchd daemon that runs the agent on macOS. It is
 // kept alive unless it exits cleanly (after uninstalling itself).
-func LaunchdPlist(exe, stateDir string) string {
+func LaunchdPlist(exe, stateDir string) string { return launchdPlist(exe, stateDir, nil) }
+
+func launchdPlist(exe, stateDir string, env []string) string {
+	envDict := ""
+	if len(env) > 0 {
+		envDict = "\t<key>EnvironmentVariables</key>\n\t<dict>\n"
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			envDict += "\t\t<key>" + xmlEscape(k) + "</key>\n\t\t<string>" + xmlEscape(v) + "</string>\n"
+		}
+		envDict += "\t</dict>\n"
+	}
 	return `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">
@@ -80,7 +229,7 @@ func LaunchdPlist(exe, stateDir string) string {
 		<string>--state</string>
 		<string>` + xmlEscape(stateDir) + `</string>
 	</array>
-	<key>RunAtLoad</key>
+` + envDict + `	<key>RunAtLoad</key>
 	<true/>
 	<key>KeepAlive</key>
 	<dict>
@@ -108,56 +257,187 @@ func windowsBinPath(exe, stateDir string) string {
 	return `"` + exe + `" run --state "` + stateDir + `"`
 }
 
-// InstallPlan is how the service is installed on goos.
-func InstallPlan(goos, exe, stateDir string) Plan {
-	switch goos {
-	case "windows":
-		return Plan{Run: []execute.Cmd{
-			{Path: "sc.exe", Args: []string{"create", ServiceName, "binPath=", windowsBinPath(exe, stateDir), "start=", "auto", "DisplayName=", "patchd agent"}},
+// ProxyVars are the environment variables of a proxy the agent honours.
+var ProxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
+
+// ProxyEnv is the proxy settings of environ ("KEY=value", upper-case
+// keys; the lower-case spellings count too), to record for the service.
+// Values a service file cannot carry safely are left out.
+func ProxyEnv(environ []string) []string {
+	var out []string
+	for _, k := range ProxyVars {
+		for _, kv := range environ {
+			name, v, _ := strings.Cut(kv, "=")
+			if (name == k || name == strings.ToLower(k)) && v != "" && !strings.ContainsAny(v, "\"\\$`\n\r'") {
+				out = append(out, k+"="+v)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// EnvFile is where the service reads the agent's environment (the proxy)
+// on Linux: the systemd unit, the OpenRC and SysV scripts read it.
+const EnvFile = "/etc/default/patchd-agent"
+
+// InstallPlan is how the agent is installed with manager m: the binary
+// from exe is copied to dest (nothing is copied when they are the same
+// file), then the service is written, enabled and (re)started, so that
+// running it again upgrades in place.
+func InstallPlan(m Manager, exe, dest, stateDir string) Plan {
+	return InstallPlanEnv(m, exe, dest, stateDir, nil)
+}
+
+// InstallPlanEnv is InstallPlan recording env (ProxyEnv) for the service.
+func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
+	p := Plan{CopyFrom: exe, CopyTo: dest}
+	if exe == dest {
+		p.CopyFrom, p.CopyTo = "", ""
+	}
+	switch m {
+	case WinSCM:
+		bin := windowsBinPath(dest, stateDir)
+		p.Before = []execute.Cmd{{Path: "sc.exe", Args: []string{"stop", ServiceName}}}
+		p.Run = []execute.Cmd{
+			{Path: "sc.exe", Args: []string{"create", ServiceName, "binPath=", bin, "start=", "auto", "DisplayName=", "patchd agent"}},
+			{Path: "sc.exe", Args: []string{"config", ServiceName, "binPath=", bin, "start=", "auto"}},
 			{Path: "sc.exe", Args: []string{"description", ServiceName, "Checks in with the patchd server, reports inventory and installs updates."}},
 			{Path: "sc.exe", Args: []string{"failure", ServiceName, "reset=", "86400", "actions=", "restart/60000/restart/60000/restart/60000"}},
 			{Path: "sc.exe", Args: []string{"start", ServiceName}},
-		}}
-	case "darwin":
-		return Plan{Write: map[string]string{LaunchdPath: LaunchdPlist(exe, stateDir)}, Run: []execute.Cmd{
+		}
+		if len(env) > 0 {
+			reg := execute.Cmd{Path: "reg.exe", Args: []string{"add", `HKLM\SYSTEM\CurrentControlSet\Services\` + ServiceName,
+				"/v", "Environment", "/t", "REG_MULTI_SZ", "/d", strings.Join(env, `\0`), "/f"}}
+			p.Run = append(p.Run[:4:4], reg, p.Run[4])
+		}
+		// create fails when the service exists (an upgrade): config sets it.
+		p.Tolerate = map[int]bool{0: true}
+	case Launchd:
+		p.Write = []File{{LaunchdPath, launchdPlist(dest, stateDir, env), 0o644}}
+		p.Run = []execute.Cmd{
+			{Path: "launchctl", Args: []string{"bootout", "system/" + LaunchdLabel}},
 			{Path: "launchctl", Args: []string{"bootstrap", "system", LaunchdPath}},
-		}}
+		}
+		p.Tolerate = map[int]bool{0: true}
+	case OpenRC:
+		p.Write = []File{{InitScript, OpenRCScript(dest, stateDir), 0o755}}
+		p.Run = []execute.Cmd{
+			{Path: "rc-update", Args: []string{"add", ServiceName, "default"}},
+			{Path: "rc-service", Args: []string{ServiceName, "restart"}},
+		}
+	case SysV:
+		p.Write = []File{{InitScript, SysVScript(dest, stateDir), 0o755}}
+		p.Run = []execute.Cmd{sysvEnable(), {Path: InitScript, Args: []string{"restart"}}}
 	default:
-		return Plan{Write: map[string]string{SystemdPath: SystemdUnit(exe, stateDir)}, Run: []execute.Cmd{
+		p.Write = []File{{SystemdPath, SystemdUnit(dest, stateDir), 0o644}}
+		p.Run = []execute.Cmd{
 			{Path: "systemctl", Args: []string{"daemon-reload"}},
-			{Path: "systemctl", Args: []string{"enable", "--now", ServiceName}},
-		}}
+			{Path: "systemctl", Args: []string{"enable", ServiceName}},
+			{Path: "systemctl", Args: []string{"restart", ServiceName}},
+		}
 	}
+	if len(env) > 0 && (m == Systemd || m == OpenRC || m == SysV) {
+		var b strings.Builder
+		b.WriteString("# The patchd agent's environment, written by patchd-agent install.\n")
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			b.WriteString(k + `="` + v + "\"\n")
+		}
+		p.Write = append([]File{{EnvFile, b.String(), 0o644}}, p.Write...)
+	}
+	return p
 }
 
-// UninstallPlan removes the service and the state folder. The command
-// that stops the running agent comes last: when the agent uninstalls
-// itself, that command ends it, and everything else is done by then.
-func UninstallPlan(goos, stateDir string) Plan {
-	switch goos {
-	case "windows":
-		// sc.exe delete marks the service; it goes when it stops.
-		return Plan{Remove: []string{stateDir}, Run: []execute.Cmd{
+// sysvEnable links the init script into the runlevels with the tool this
+// distribution has: update-rc.d (Debian), chkconfig (Red Hat, SUSE).
+func sysvEnable() execute.Cmd {
+	if _, err := lookPath("update-rc.d"); err != nil {
+		if _, err := lookPath("chkconfig"); err == nil {
+			return execute.Cmd{Path: "chkconfig", Args: []string{"--add", ServiceName}}
+		}
+	}
+	return execute.Cmd{Path: "update-rc.d", Args: []string{ServiceName, "defaults"}}
+}
+
+func sysvDisable() execute.Cmd {
+	if _, err := lookPath("update-rc.d"); err != nil {
+		if _, err := lookPath("chkconfig"); err == nil {
+			return execute.Cmd{Path: "chkconfig", Args: []string{"--del", ServiceName}}
+		}
+	}
+	return execute.Cmd{Path: "update-rc.d", Args: []string{"-f", ServiceName, "remove"}}
+}
+
+// UninstallPlan removes the service registered with m and the state
+// folder (unless stateDir is empty), and the binary when binary is not
+// empty. The command that stops the running agent comes last: when the
+// agent uninstalls itself, that command ends it, and everything else is
+// done by then.
+func UninstallPlan(m Manager, stateDir, binary string) Plan {
+	var p Plan
+	if stateDir != "" {
+		p.Remove = append(p.Remove, stateDir)
+	}
+	switch m {
+	case WinSCM:
+		// sc.exe delete marks the service; it goes when it stops. A
+		// running binary cannot be deleted on Windows: Apply then has it
+		// deleted at the next restart.
+		if binary != "" {
+			p.Remove = append(p.Remove, binary, filepath.Dir(binary))
+		}
+		p.Run = []execute.Cmd{
 			{Path: "sc.exe", Args: []string{"delete", ServiceName}},
 			{Path: "sc.exe", Args: []string{"stop", ServiceName}},
-		}, Tolerate: map[int]bool{1: true}}
-	case "darwin":
-		return Plan{Remove: []string{stateDir, LaunchdPath}, Run: []execute.Cmd{
-			{Path: "launchctl", Args: []string{"bootout", "system/" + LaunchdLabel}},
-		}, Tolerate: map[int]bool{0: true}}
+		}
+		p.Tolerate = map[int]bool{1: true}
+		return p
+	case Launchd:
+		p.Remove = append(p.Remove, LaunchdPath)
+		p.Run = []execute.Cmd{{Path: "launchctl", Args: []string{"bootout", "system/" + LaunchdLabel}}}
+		p.Tolerate = map[int]bool{0: true}
+	case OpenRC:
+		p.Run = []execute.Cmd{
+			{Path: "rc-update", Args: []string{"del", ServiceName, "default"}},
+			{Path: "rc-service", Args: []string{ServiceName, "stop"}},
+		}
+		p.Remove = append(p.Remove, InitScript)
+		p.Tolerate = map[int]bool{0: true, 1: true}
+	case SysV:
+		// The script stops the agent, then goes with the links.
+		p.Before = []execute.Cmd{{Path: InitScript, Args: []string{"stop"}}}
+		p.Remove = append(p.Remove, InitScript)
+		p.Run = []execute.Cmd{sysvDisable()}
+		p.Tolerate = map[int]bool{0: true}
 	default:
-		return Plan{Remove: []string{stateDir, SystemdPath}, Run: []execute.Cmd{
+		p.Remove = append(p.Remove, SystemdPath)
+		p.Run = []execute.Cmd{
 			{Path: "systemctl", Args: []string{"disable", ServiceName}},
 			{Path: "systemctl", Args: []string{"daemon-reload"}},
 			{Path: "systemctl", Args: []string{"stop", ServiceName}},
-		}, Tolerate: map[int]bool{0: true, 2: true}}
+		}
+		p.Tolerate = map[int]bool{0: true, 1: true, 2: true}
 	}
+	if m != Launchd {
+		p.Remove = append(p.Remove, EnvFile)
+	}
+	if binary != "" {
+		p.Remove = append(p.Remove, binary)
+	}
+	return p
 }
 
 // Print writes what the plan would do.
 func (p Plan) Print(w io.Writer) {
-	for path, content := range p.Write {
-		fmt.Fprintf(w, "write %s (mode 0644):\n%s\n", path, content)
+	for _, c := range p.Before {
+		fmt.Fprintf(w, "run %s (failure ignored)\n", quoteArgv(c))
+	}
+	if p.CopyTo != "" {
+		fmt.Fprintf(w, "copy %s to %s (mode 0755)\n", p.CopyFrom, p.CopyTo)
+	}
+	for _, f := range p.Write {
+		fmt.Fprintf(w, "write %s (mode %04o):\n%s\n", f.Path, f.Mode, f.Content)
 	}
 	for _, path := range p.Remove {
 		fmt.Fprintf(w, "remove %s\n", path)
@@ -178,19 +458,40 @@ func quoteArgv(c execute.Cmd) string {
 	return strings.Join(parts, " ")
 }
 
-// Apply carries the plan out: files first, then the commands.
+// Apply carries the plan out: the commands before, the binary, the
+// files, the removals, then the commands.
 func (p Plan) Apply(ctx context.Context, r execute.Runner, log *slog.Logger) error {
-	for path, content := range p.Write {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	for _, c := range p.Before {
+		if res, err := r.Run(ctx, c); err != nil || res.ExitCode != 0 {
+			log.Info("ignored", "cmd", quoteArgv(c), "exit_code", res.ExitCode, "err", err)
+		} else {
+			log.Info("ran", "cmd", quoteArgv(c))
+		}
+	}
+	if p.CopyTo != "" {
+		if err := copyBinary(p.CopyFrom, p.CopyTo); err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		log.Info("installed", "path", p.CopyTo)
+	}
+	for _, f := range p.Write {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
 			return err
 		}
-		log.Info("wrote", "path", path)
+		if err := os.WriteFile(f.Path, []byte(f.Content), f.Mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(f.Path, f.Mode); err != nil {
+			return err
+		}
+		log.Info("wrote", "path", f.Path)
 	}
 	for _, path := range p.Remove {
 		if err := os.RemoveAll(path); err != nil {
+			if removeAtReboot(path) == nil {
+				log.Info("in use: removed at the next restart", "path", path)
+				continue
+			}
 			log.Warn("could not remove", "path", path, "err", err)
 		} else {
 			log.Info("removed", "path", path)
@@ -213,8 +514,102 @@ func (p Plan) Apply(ctx context.Context, r execute.Runner, log *slog.Logger) err
 	return nil
 }
 
-// SelfUninstall removes the agent's service and state. The binary stays:
-// it belongs to whoever installed it (a package, a deployment tool).
+// copyBinary copies from to a temporary file beside to and renames it
+// over to: a running agent keeps its old file, the next start the new one.
+func copyBinary(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return fmt.Errorf("install the binary: %w", err)
+	}
+	defer src.Close()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return fmt.Errorf("install the binary: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(to), ".patchd-agent-*")
+	if err != nil {
+		return fmt.Errorf("install the binary: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install the binary: %w", err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install the binary: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("install the binary: %w", err)
+	}
+	// On Windows the old binary stays locked until the stopped service's
+	// process has exited: sc.exe stop does not wait for it.
+	var rerr error
+	for i := 0; i < 60; i++ {
+		if rerr = os.Rename(tmp.Name(), to); rerr == nil || runtime.GOOS != "windows" {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if rerr != nil {
+		return fmt.Errorf("install the binary: %w", rerr)
+	}
+	return nil
+}
+
+// Install copies the running binary to the fixed place and registers and
+// starts the service. Without a service manager it fails before writing
+// anything (ErrNoServiceManager).
+func Install(ctx context.Context, stateDir string, log *slog.Logger) error {
+	p, err := LocalInstallPlan(stateDir)
+	if err != nil {
+		return err
+	}
+	return p.Apply(ctx, execute.ExecRunner{}, log)
+}
+
+// LocalInstallPlan is Install's plan for this computer.
+func LocalInstallPlan(stateDir string) (Plan, error) {
+	m, err := DetectManager("/")
+	if err != nil {
+		return Plan{}, err
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return Plan{}, fmt.Errorf("locate this program: %w", err)
+	}
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return Plan{}, err
+	}
+	dest := InstallPath(goosForPlans())
+	if d, err := filepath.EvalSymlinks(dest); err == nil && d == exe {
+		dest = exe
+	}
+	return InstallPlanEnv(m, exe, dest, abs, ProxyEnv(os.Environ())), nil
+}
+
+// LocalUninstallPlan removes what Install (or the package's service)
+// registered on this computer; the state unless keepState, the binary at
+// the fixed place when removeBinary.
+func LocalUninstallPlan(stateDir string, keepState, removeBinary bool) Plan {
+	m := InstalledManager("/")
+	if keepState {
+		stateDir = ""
+	}
+	bin := ""
+	if removeBinary {
+		if _, err := os.Stat(InstallPath(goosForPlans())); err == nil {
+			bin = InstallPath(goosForPlans())
+		}
+	}
+	return UninstallPlan(m, stateDir, bin)
+}
+
+// SelfUninstall removes the agent's service and state (the server removed
+// the endpoint). The binary stays: it may belong to a package manager.
 func SelfUninstall(ctx context.Context, stateDir string, log *slog.Logger) error {
-	return UninstallPlan(goosForPlans(), stateDir).Apply(ctx, execute.ExecRunner{}, log)
+	return LocalUninstallPlan(stateDir, false, false).Apply(ctx, execute.ExecRunner{}, log)
 }

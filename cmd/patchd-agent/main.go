@@ -3,7 +3,7 @@
 //	patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--state DIR]
 //	patchd-agent run [--state DIR]
 //	patchd-agent install [--state DIR] [--dry-run]
-//	patchd-agent uninstall [--state DIR] [--dry-run]
+//	patchd-agent uninstall [--state DIR] [--keep-state] [--dry-run]
 //	patchd-agent inventory
 //	patchd-agent version
 //
@@ -33,11 +33,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage:
+var usage = `usage:
   patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--state DIR]
   patchd-agent run [--state DIR]
   patchd-agent install [--state DIR] [--dry-run]
-  patchd-agent uninstall [--state DIR] [--dry-run]
+      copies this program to ` + agent.InstallPath(runtime.GOOS) + `, registers
+      and (re)starts the service (systemd, OpenRC, SysV init, launchd, Windows)
+  patchd-agent uninstall [--state DIR] [--keep-state] [--dry-run]
   patchd-agent inventory
   patchd-agent version
 every command takes --debug to log at debug level too
@@ -112,23 +114,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "install", "uninstall":
 		dry := fs.Bool("dry-run", false, "print what would be done, change nothing")
+		keep := fs.Bool("keep-state", false, "uninstall: keep the enrollment (the state folder)")
 		if !parse() {
 			return 2
 		}
 		var plan agent.Plan
 		if args[0] == "install" {
-			exe, xerr := os.Executable()
-			if xerr == nil {
-				exe, xerr = filepath.EvalSymlinks(exe)
-			}
-			if xerr != nil {
-				err = fmt.Errorf("locate this program: %w", xerr)
+			// Without a service manager this fails before writing anything.
+			if plan, err = agent.LocalInstallPlan(*stateDir); err != nil {
 				break
 			}
-			abs, _ := filepath.Abs(*stateDir)
-			plan = agent.InstallPlan(runtime.GOOS, exe, abs)
 		} else {
-			plan = agent.UninstallPlan(runtime.GOOS, *stateDir)
+			plan = agent.LocalUninstallPlan(*stateDir, *keep, true)
 		}
 		if *dry {
 			plan.Print(stdout)

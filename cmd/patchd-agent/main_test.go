@@ -45,7 +45,7 @@ func TestCommands(t *testing.T) {
 		t.Errorf("version: %d %q", code, out.String())
 	}
 	out.Reset()
-	if code := run([]string{"install", "--dry-run", "--state", "/var/lib/patchd-agent"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "run --state /var/lib/patchd-agent") {
+	if code := run([]string{"install", "--dry-run", "--state", "/var/lib/patchd-agent"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "to /usr/local/bin/patchd-agent (mode 0755)") || !strings.Contains(out.String(), "/var/lib/patchd-agent") {
 		t.Errorf("install --dry-run: %d %q %q", code, out.String(), errb.String())
 	}
 	out.Reset()

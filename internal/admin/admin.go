@@ -174,6 +174,9 @@ type NewEnrollToken struct {
 	ExpiresAt *time.Time `json:"expiresAt"`
 }
 
+// Secret is the token without its pin.
+func (t NewEnrollToken) Secret() string { return strings.TrimSuffix(t.Token, "."+t.CASHA256) }
+
 // CreateEnrollToken creates an enrollment token valid for the given time
 // (0: it never expires).
 func CreateEnrollToken(ctx context.Context, s *store.Store, actor, orgRef string, valid time.Duration) (NewEnrollToken, error) {

@@ -7,6 +7,8 @@ import (
 	"os/user"
 
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -24,6 +26,9 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			return usagef("patchd admin user operator needs a verb: grant, revoke or list")
 		}
 		verb, rest = "operator "+rest[0], rest[1:]
+	}
+	if object == "agent" {
+		return runAgentAdmin(ctx, verb, rest, stdio)
 	}
 	name := "patchd admin " + object + " " + verb
 	var (
@@ -85,16 +90,26 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			return admin.SetCredentialDisabled(ctx, s, admin.ActorCLI, org, clientID, verb == "disable")
 		}
 	case "enroll-token create":
+		var base string
 		define = func(fs *flag.FlagSet) {
 			str(fs, &org, "org", "organization id or name")
 			fs.StringVar(&expires, "expires", "720h", "validity, a duration such as 720h, or never")
+			fs.StringVar(&base, "base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "the server's public address, for the installers (env PATCHD_BASE_URL)")
 		}
 		do = func(s *store.Store) (any, error) {
 			d, err := parseExpires(expires)
 			if err != nil {
 				return nil, err
 			}
-			return admin.CreateEnrollToken(ctx, s, admin.ActorCLI, org, d)
+			if err := agentdist.CheckServerURL(base); err != nil {
+				return nil, usagef("--base-url: %v", err)
+			}
+			t, err := admin.CreateEnrollToken(ctx, s, admin.ActorCLI, org, d)
+			if err != nil {
+				return nil, err
+			}
+			// The installers carry the token with its pin ("<secret>.<pin>").
+			return enrollTokenOutput{t, agentdist.InstallersFor(base, t.Secret(), t.CASHA256)}, nil
 		}
 	case "enroll-token list":
 		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
@@ -264,4 +279,11 @@ func cliActor() string {
 		return "cli:" + name
 	}
 	return "cli"
+}
+
+// enrollTokenOutput is the new token with the one-line installers that
+// carry it (installLinux, installWindows, …).
+type enrollTokenOutput struct {
+	admin.NewEnrollToken
+	agentdist.Installers
 }

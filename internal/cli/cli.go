@@ -51,7 +51,7 @@ Usage:
   patchd admin credential create --org ORG --name NAME --role ROLE
   patchd admin credential list --org ORG
   patchd admin credential disable|enable|delete --org ORG --client-id ID
-  patchd admin enroll-token create --org ORG [--expires 720h]   (token "<secret>.<CA SHA-256>" when agents pin the server's CA)
+  patchd admin enroll-token create --org ORG [--expires 720h] [--base-url URL]   (prints the one-line installers; token "<secret>.<CA SHA-256>" when agents pin the server's CA)
   patchd admin enroll-token list --org ORG
   patchd admin enroll-token revoke --org ORG --id ID
   patchd admin user create --org ORG --email E --role ROLE [--password-stdin] [--instance-operator]
@@ -77,6 +77,9 @@ Usage:
   patchd admin vuln policy --org ORG [--critical-days 15] [--high-days 30] [--medium-days 90] [--low-days 180]
   patchd vulndb import FILE…   (NVD CVE API 2.0, CISA KEV, OSV; plain, .gz or .zip; format detected)
   patchd vulndb sync [--nvd-url U] [--nvd-api-key K] [--kev-url U] [--osv-url U,U] [--nvd-since YYYY-MM-DD]
+  patchd admin agent publish [--os linux --arch amd64] [--agent-dir DIR] [--sign-cert F --sign-key F] FILE
+  patchd admin agent list [--agent-dir DIR]
+  patchd admin agent package --type deb|rpm|msi [--arch amd64] --out FILE [--base-url URL] [--sign-cert F --sign-key F]
   patchd version
 
 Every command takes --data DIR (default ./patchd-data, env PATCHD_DATA) and

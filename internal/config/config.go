@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +86,14 @@ type Config struct {
 	// it a check-in is answered at once (the agent comes back after its
 	// interval). 0 derives it from the open-files limit (MaxLongPollsFor).
 	MaxLongPolls int
+	// AgentDir holds the agents the server hosts for download
+	// ({os}-{arch}/patchd-agent[.exe]); default DataDir/agents.
+	AgentDir string
+	// SignCert and SignKey (PEM) sign the Windows agent and MSI the server
+	// builds (Authenticode, osslsigncode); empty: unsigned.
+	SignCert, SignKey string
+	// NoAgentBuild: never build the agent from source at start.
+	NoAgentBuild bool
 	// MaxInventories bounds the agents' inventories received and not yet
 	// stored; past it an inventory is refused with 503 and Retry-After.
 	MaxInventories int
@@ -152,6 +161,10 @@ func ParseServe(args []string) (Config, error) {
 	acmeDomains := fs.String("acme-domain", Env("PATCHD_ACME_DOMAIN", ""), "comma-separated public names to get a certificate for from an ACME directory (Let's Encrypt); the listener must be reachable on port 443 of them (env PATCHD_ACME_DOMAIN)")
 	fs.StringVar(&c.ACMEEmail, "acme-email", Env("PATCHD_ACME_EMAIL", ""), "contact e-mail of the ACME account (env PATCHD_ACME_EMAIL)")
 	fs.StringVar(&c.ACMEDirectory, "acme-directory", Env("PATCHD_ACME_DIRECTORY", ""), "ACME directory URL; default Let's Encrypt's production directory (env PATCHD_ACME_DIRECTORY)")
+	fs.StringVar(&c.AgentDir, "agent-dir", Env("PATCHD_AGENT_DIR", ""), "folder of the agents served for download, {os}-{arch}/patchd-agent[.exe]; default DATA/agents (env PATCHD_AGENT_DIR)")
+	fs.StringVar(&c.SignCert, "sign-cert", Env("PATCHD_SIGN_CERT", ""), "PEM certificate to sign the Windows agent and MSI with (Authenticode; env PATCHD_SIGN_CERT)")
+	fs.StringVar(&c.SignKey, "sign-key", Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert (env PATCHD_SIGN_KEY)")
+	fs.BoolVar(&c.NoAgentBuild, "no-agent-build", false, "do not build the agent for this machine from source at start when none is published")
 	proxies := fs.String("trusted-proxies", Env("PATCHD_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is trusted (env PATCHD_TRUSTED_PROXIES)")
 	allowPrivate, _ := strconv.ParseBool(Env("PATCHD_ALLOW_PRIVATE_WEBHOOKS", "false"))
 	fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", allowPrivate, "allow webhook targets on loopback/private/link-local addresses (env PATCHD_ALLOW_PRIVATE_WEBHOOKS)")
@@ -275,6 +288,12 @@ func ParseServe(args []string) (Config, error) {
 		}
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.AgentDir == "" {
+		c.AgentDir = filepath.Join(c.DataDir, "agents")
+	}
+	if (c.SignCert == "") != (c.SignKey == "") {
+		return c, fmt.Errorf("--sign-cert and --sign-key go together")
+	}
 	return c, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/agentdist"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -39,6 +40,9 @@ type Config struct {
 	CheckinInterval time.Duration
 	// BaseURL is the server's public address (install commands).
 	BaseURL string
+	// Agents serves the agent's downloads and one-line installers (nil:
+	// the enrollment page shows the token only).
+	Agents *agentdist.Host
 	// SecureCookies marks cookies Secure (the server runs TLS, or sits
 	// behind a TLS proxy).
 	SecureCookies bool

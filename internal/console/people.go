@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"github.com/patchd/patchd/internal/agentdist"
 	"net/http"
 	"strings"
 	"time"
@@ -186,11 +187,17 @@ func (c *Console) credentialChange(w http.ResponseWriter, r *http.Request, s *se
 }
 
 type enrollData struct {
-	Tokens  []store.EnrollToken
-	New     *admin.NewEnrollToken
-	BaseURL string
-	Now     time.Time
+	Tokens     []store.EnrollToken
+	New        *admin.NewEnrollToken
+	Installers *agentdist.Installers
+	BaseURL    string
+	Loopback   bool
+	Published  []agentdist.Binary
+	Packages   []packageLink
+	Now        time.Time
 }
+
+type packageLink struct{ Label, URL string }
 
 func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, error) {
 	tokens, err := c.store.ListEnrollTokens(r.Context(), s.User.OrgID)
@@ -205,7 +212,20 @@ func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, erro
 		}
 		base = scheme + "://" + r.Host
 	}
-	return &enrollData{Tokens: tokens, BaseURL: base, Now: c.now()}, nil
+	d := &enrollData{Tokens: tokens, BaseURL: base, Loopback: agentdist.IsLoopback(base), Now: c.now()}
+	if c.cfg.Agents != nil {
+		d.Published = c.cfg.Agents.Published()
+		for _, b := range d.Published {
+			if b.OS == "linux" {
+				d.Packages = append(d.Packages, packageLink{".deb " + b.Arch, base + "/agent/v1/package/deb/" + b.Arch},
+					packageLink{".rpm " + b.Arch, base + "/agent/v1/package/rpm/" + b.Arch})
+			}
+			if b.OS == "windows" && b.Arch == "amd64" {
+				d.Packages = append(d.Packages, packageLink{".msi x64 (Intune, GPO, SCCM)", base + "/agent/v1/package/msi/amd64"})
+			}
+		}
+	}
+	return d, nil
 }
 
 func (c *Console) enrollmentPage(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -238,6 +258,13 @@ func (c *Console) enrollTokenCreate(w http.ResponseWriter, r *http.Request, s *s
 		return err
 	}
 	d.New = &t
+	if c.cfg.Agents != nil {
+		in, err := c.cfg.Agents.Installers(r.Context(), d.BaseURL, t.Secret())
+		if err != nil {
+			return err
+		}
+		d.Installers = &in
+	}
 	return c.render(w, r, s, http.StatusOK, "enrollment", "", "Agent enrollment", "enrollment", d)
 }
 

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentapi"
+	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/config"
@@ -39,17 +41,18 @@ import (
 
 // Server is one patchd serve replica.
 type Server struct {
-	cfg      config.Config
-	store    *store.Store
-	auth     *auth.Authenticator
-	api      *api.API
-	agents   *agentapi.API
-	ingest   *store.Ingester
-	hub      *presence.Hub
-	conns    *conns
-	registry *prometheus.Registry
-	handler  http.Handler
-	tls      atomic.Pointer[servertls.Setup]
+	cfg       config.Config
+	store     *store.Store
+	auth      *auth.Authenticator
+	api       *api.API
+	agents    *agentapi.API
+	ingest    *store.Ingester
+	hub       *presence.Hub
+	conns     *conns
+	registry  *prometheus.Registry
+	handler   http.Handler
+	tls       atomic.Pointer[servertls.Setup]
+	agentDist *agentdist.Host
 }
 
 // New assembles a server on an open store.
@@ -79,8 +82,10 @@ func New(cfg config.Config, s *store.Store) *Server {
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", srv.api)
-	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL,
-		SecureCookies: strings.HasPrefix(cfg.BaseURL, "https://") || (cfg.Addr != "" && !cfg.Plain()),
+	srv.agentDist = newAgentHost(cfg, s)
+	srv.agentDist.Register(mux)
+	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL, Agents: srv.agentDist,
+		SecureCookies:  strings.HasPrefix(cfg.BaseURL, "https://") || (cfg.Addr != "" && !cfg.Plain()),
 		TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
@@ -114,6 +119,27 @@ func (s *Server) MetricsHandler() http.Handler {
 // UseTLS tells the server how it serves TLS: GET /agent/v1/ca.pem
 // answers the certificate agents pin (404 without one).
 func (s *Server) UseTLS(setup *servertls.Setup) { s.tls.Store(setup) }
+
+// newAgentHost serves the agents of cfg.AgentDir (none when it is empty:
+// servers assembled by tests without a data folder).
+func newAgentHost(cfg config.Config, s *store.Store) *agentdist.Host {
+	st := &agentdist.Store{}
+	if cfg.AgentDir != "" {
+		var err error
+		if st, err = agentdist.NewStore(cfg.AgentDir); err != nil {
+			slog.Warn("agent downloads are off", "err", err)
+			st = &agentdist.Store{}
+		}
+	}
+	pk := &agentdist.Packager{Store: st, Server: cfg.BaseURL}
+	if cfg.SignCert != "" {
+		pk.Sign = &agentdist.Signer{CertFile: cfg.SignCert, KeyFile: cfg.SignKey}
+	}
+	return &agentdist.Host{Store: st, Packages: pk, BaseURL: cfg.BaseURL, CAPin: s.EnrollPin}
+}
+
+// AgentDist serves the agent's downloads and installers.
+func (s *Server) AgentDist() *agentdist.Host { return s.agentDist }
 
 // Close stops the server's writers after the HTTP server stopped: queued
 // FlushCheckins writes the check-ins batched in memory now, not at the next
@@ -265,6 +291,14 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 	workCtx, stopWork := context.WithCancel(context.Background())
 	run.stopWork = stopWork
 	run.workers.Go(func() { run.srv.RunWorkers(workCtx) })
+	if !cfg.NoAgentBuild {
+		// In a source checkout (go run ./cmd/patchd serve) the agent for
+		// this machine is built once when none is published.
+		run.workers.Go(func() {
+			wd, _ := os.Getwd()
+			run.srv.agentDist.Store.EnsureHostAgent(workCtx, wd, slog.Default())
+		})
+	}
 
 	_, polls := run.srv.hub.LongPolls()
 	slog.Info("patchd serving", "addr", run.ln.Addr().String(), "base_url", cfg.BaseURL, "db", s.Engine(), "max_long_polls", polls,

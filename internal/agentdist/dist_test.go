@@ -1,0 +1,187 @@
+package agentdist_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
+)
+
+// fakeELF is enough of a Linux program for the store and the packages.
+var fakeELF = append([]byte{0x7f, 'E', 'L', 'F'}, []byte(strings.Repeat("patchd agent ", 1000))...)
+
+func newEnv(t *testing.T) (*apitest.Env, *agentdist.Host) {
+	dir := t.TempDir()
+	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
+	// No --base-url: the installers and packages take the address the
+	// request came to (e.URL).
+	return e, e.Server.AgentDist()
+}
+
+func get(t *testing.T, url string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func TestDownloads(t *testing.T) {
+	e, h := newEnv(t)
+	f := filepath.Join(t.TempDir(), "patchd-agent")
+	os.WriteFile(f, fakeELF, 0o755)
+	if _, err := h.Store.Publish(f, agentdist.Platform{OS: "windows", Arch: "amd64"}); err == nil || !strings.Contains(err.Error(), "not a windows program") {
+		t.Errorf("a Linux program published as the Windows agent: %v", err)
+	}
+	// Nothing published: 404 in the Error shape.
+	resp, body := get(t, e.URL+"/agent/v1/download/linux/amd64")
+	var apiErr struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if json.Unmarshal(body, &apiErr); resp.StatusCode != 404 || apiErr.Error != "not_found" || !strings.Contains(apiErr.Description, "patchd admin agent publish") {
+		t.Errorf("unpublished: %d %s", resp.StatusCode, body)
+	}
+	b, err := h.Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(fakeELF)
+	want := hex.EncodeToString(sum[:])
+	if b.SHA256 != want || b.Size != int64(len(fakeELF)) {
+		t.Errorf("published %+v", b)
+	}
+	resp, body = get(t, e.URL+"/agent/v1/download/linux/amd64")
+	if resp.StatusCode != 200 || string(body) != string(fakeELF) || resp.Header.Get("ETag") != `"`+want+`"` ||
+		resp.ContentLength != int64(len(fakeELF)) || resp.Header.Get("X-Checksum-Sha256") != want {
+		t.Errorf("download: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ := get(t, e.URL+"/agent/v1/download/linux/amd64", "If-None-Match", `"`+want+`"`); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("If-None-Match: %d", resp.StatusCode)
+	}
+	if resp, body := get(t, e.URL+"/agent/v1/download/linux/amd64.sha256"); resp.StatusCode != 200 || string(body) != want+"  patchd-agent\n" {
+		t.Errorf("sha256: %d %q", resp.StatusCode, body)
+	}
+	for _, p := range []string{"/agent/v1/download/linux/arm64", "/agent/v1/download/plan9/amd64", "/agent/v1/download/windows/amd64.sha256", "/agent/v1/package/zip/amd64", "/agent/v1/package/msi/arm64"} {
+		resp, body := get(t, e.URL+p)
+		if json.Unmarshal(body, &apiErr); resp.StatusCode != 404 || apiErr.Error != "not_found" {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, body)
+		}
+	}
+	resp, body = get(t, e.URL+"/agent/v1/download")
+	var idx struct {
+		Items []struct {
+			OS, Arch, SHA256, URL string
+		}
+		Total int
+	}
+	if json.Unmarshal(body, &idx); resp.StatusCode != 200 || idx.Total != 1 || idx.Items[0].SHA256 != want || idx.Items[0].URL != e.URL+"/agent/v1/download/linux/amd64" {
+		t.Errorf("index: %s", body)
+	}
+	resp, body = get(t, e.URL+"/install.sh")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "SERVER='"+e.URL+"'\n") || !strings.HasPrefix(string(body), "#!/bin/sh\n") {
+		t.Errorf("install.sh: %d %.200s", resp.StatusCode, body)
+	}
+	if resp, body := get(t, e.URL+"/install.ps1"); resp.StatusCode != 200 || !strings.Contains(string(body), "[string]$Server = '"+e.URL+"'") {
+		t.Errorf("install.ps1: %d %.200s", resp.StatusCode, body)
+	}
+	resp, body = get(t, e.URL+"/agent/v1/package/deb/amd64")
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "!<arch>\n") || !strings.Contains(resp.Header.Get("Content-Disposition"), "patchd-agent_") {
+		t.Errorf("deb download: %d %v", resp.StatusCode, resp.Header)
+	}
+	// Built once, then served from the cache.
+	first, _ := filepath.Glob(filepath.Join(h.Store.Dir, ".packages", "*", "*.deb"))
+	get(t, e.URL+"/agent/v1/package/deb/amd64")
+	if again, _ := filepath.Glob(filepath.Join(h.Store.Dir, ".packages", "*", "*.deb")); len(first) != 1 || len(again) != 1 {
+		t.Errorf("package cache %v %v", first, again)
+	}
+	// A new agent: a new package, and the old one leaves the cache.
+	os.WriteFile(f, append(fakeELF, "v2"...), 0o755)
+	if _, err := h.Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	_, body2 := get(t, e.URL+"/agent/v1/package/deb/amd64")
+	if now, _ := filepath.Glob(filepath.Join(h.Store.Dir, ".packages", "*", "*.deb")); len(now) != 1 || now[0] == first[0] || string(body2) == string(body) {
+		t.Errorf("package cache after a new agent: %v (was %v)", now, first)
+	}
+}
+
+func TestInstallersFor(t *testing.T) {
+	in := agentdist.InstallersFor("https://patchd.example.com/", "pdet_abc", "")
+	if in.Linux != "curl -fsSL https://patchd.example.com/install.sh | sudo sh -s -- --token pdet_abc" || in.Pinned || in.Loopback != "" ||
+		!strings.Contains(in.Windows, "Invoke-RestMethod 'https://patchd.example.com/install.ps1'))) -Token 'pdet_abc'") ||
+		in.Downloads["windows/arm64"] != "https://patchd.example.com/agent/v1/download/windows/arm64" || in.Packages["msi/amd64"] == "" {
+		t.Errorf("plain: %+v", in)
+	}
+	pin := strings.Repeat("ab", 32)
+	in = agentdist.InstallersFor("http://127.0.0.1:8080", "pdet_abc", pin)
+	if in.Token != "pdet_abc."+pin || !in.Pinned || !strings.Contains(in.Linux, "--cacert") || !strings.Contains(in.Windows, pin) || in.Loopback == "" {
+		t.Errorf("pinned: %+v", in)
+	}
+	for _, bad := range []string{"ftp://x", "https://x/'; rm -rf /", "https://x y"} {
+		if agentdist.CheckServerURL(bad) == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestPinnedOneLiner runs the printed line for a self-made CA against a
+// TLS server: with the right pin it fetches install.sh over the verified
+// channel and runs it; with another pin it runs nothing.
+func TestPinnedOneLiner(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	var ts *httptest.Server
+	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/agent/v1/ca.pem":
+			pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+		case "/install.sh":
+			io.WriteString(w, "echo INSTALLER-RAN \"$@\"\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	ts.StartTLS()
+	defer ts.Close()
+	sum := sha256.Sum256(ts.Certificate().Raw)
+	pin := hex.EncodeToString(sum[:])
+	run := func(pin string) (string, error) {
+		in := agentdist.InstallersFor(ts.URL, "pdet_x", pin)
+		line := strings.Replace(in.Linux, "| sudo sh", "| sh", 1) // the test runs as whoever it is
+		out, err := exec.Command("sh", "-c", line).CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(pin)
+	if err != nil || !strings.Contains(out, "INSTALLER-RAN --token pdet_x."+pin) {
+		t.Errorf("right pin: %v %s", err, out)
+	}
+	out, err = run(strings.Repeat("0", 64))
+	if err == nil || strings.Contains(out, "INSTALLER-RAN") {
+		t.Errorf("wrong pin ran the installer: %v %s", err, out)
+	}
+	// Without the line's CA check curl refuses the self-made certificate.
+	if out, err := exec.Command("sh", "-c", "curl -fsSL "+ts.URL+"/install.sh | sh").CombinedOutput(); err == nil && strings.Contains(string(out), "INSTALLER-RAN") {
+		t.Errorf("plain curl trusted the self-made CA: %s", out)
+	}
+}

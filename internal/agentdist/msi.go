@@ -1,0 +1,101 @@
+package agentdist
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/patchd/patchd/agent"
+)
+
+// MSI identities: the UpgradeCode is the product's for ever (a newer MSI
+// replaces an older one), the component's GUID is the binary's.
+const (
+	msiUpgradeCode = "6C0E8F3A-3F5E-4B8E-9A55-0D8C4A1B2E11"
+	msiComponent   = "6C0E8F3A-3F5E-4B8E-9A55-0D8C4A1B2E12"
+)
+
+// msiSource is the WiX source wixl builds. SERVER and TOKEN are public
+// properties (msiexec /i patchd-agent.msi SERVER=https://… TOKEN=… /qn):
+// with TOKEN the deferred custom action enrolls (as SYSTEM, before the
+// service starts); without it the service is installed and waits for an
+// enrollment. Upgrades keep the state in %ProgramData%\patchd-agent.
+func msiSource(exe, server string) string {
+	state := `[CommonAppDataFolder]patchd-agent`
+	serverProp := ""
+	if server != "" { // an MSI property cannot be empty
+		serverProp = `
+    <Property Id="SERVER" Value="` + wixEscape(server) + `"/>`
+	}
+	return `<?xml version="1.0" encoding="utf-8"?>
+<Wix xmlns="http://schemas.microsoft.com/wix/2006/wi">
+  <Product Id="*" Name="patchd agent" Language="1033" Version="` + agent.Version + `" Manufacturer="patchd" UpgradeCode="` + msiUpgradeCode + `">
+    <Package InstallerVersion="500" Compressed="yes" InstallScope="perMachine" Description="patchd agent" Manufacturer="patchd"/>
+    <Media Id="1" Cabinet="agent.cab" EmbedCab="yes"/>
+    <MajorUpgrade DowngradeErrorMessage="A newer patchd agent is installed."/>` + serverProp + `
+    <Directory Id="TARGETDIR" Name="SourceDir">
+      <Directory Id="ProgramFiles64Folder">
+        <Directory Id="INSTALLDIR" Name="patchd">
+          <Component Id="Agent" Guid="` + msiComponent + `" Win64="yes">
+            <File Id="AgentExe" Name="patchd-agent.exe" Source="` + wixEscape(exe) + `" KeyPath="yes"/>
+            <ServiceInstall Id="AgentService" Name="` + agent.ServiceName + `" DisplayName="patchd agent"
+              Description="Checks in with the patchd server, reports inventory and installs updates."
+              Type="ownProcess" Start="auto" ErrorControl="normal" Arguments="run --state &quot;` + state + `&quot;"/>
+            <ServiceControl Id="AgentServiceControl" Name="` + agent.ServiceName + `" Start="install" Stop="both" Remove="uninstall" Wait="no"/>
+          </Component>
+        </Directory>
+      </Directory>
+    </Directory>
+    <Feature Id="Agent" Level="1"><ComponentRef Id="Agent"/></Feature>
+    <CustomAction Id="Enroll" FileKey="AgentExe" Execute="deferred" Impersonate="no" Return="check"
+      ExeCommand="enroll --server &quot;[SERVER]&quot; --token &quot;[TOKEN]&quot; --state &quot;` + state + `&quot;"/>
+    <InstallExecuteSequence>
+      <Custom Action="Enroll" After="InstallServices">TOKEN AND NOT REMOVE</Custom>
+    </InstallExecuteSequence>
+  </Product>
+</Wix>
+`
+}
+
+// buildMSI builds the Windows package with wixl (Debian's msitools),
+// signing the binary first and the MSI after when a signer is set.
+func (pk *Packager) buildMSI(ctx context.Context, bin Binary, server, out string) error {
+	wixl, err := exec.LookPath("wixl")
+	if err != nil {
+		return fmt.Errorf("%w: building the MSI needs wixl (apt-get install wixl msitools)", ErrNoTool)
+	}
+	tmp, err := os.MkdirTemp("", "patchd-msi-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	exe := filepath.Join(tmp, "patchd-agent.exe")
+	if err := copyFile(bin.Path, exe, 0o644); err != nil {
+		return err
+	}
+	if pk.Sign != nil && !pk.Sign.Signed(ctx, exe) {
+		if err := pk.Sign.SignFile(ctx, exe); err != nil {
+			return err
+		}
+	}
+	wxs := filepath.Join(tmp, "agent.wxs")
+	// wixl finds sources relative to its working folder only.
+	if err := os.WriteFile(wxs, []byte(msiSource(filepath.Base(exe), server)), 0o644); err != nil {
+		return err
+	}
+	msi := filepath.Join(tmp, "agent.msi")
+	cmd := exec.CommandContext(ctx, wixl, "-a", "x64", "-o", msi, wxs)
+	cmd.Dir = tmp
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build msi: wixl: %w: %s", err, strings.TrimSpace(string(b)))
+	}
+	if pk.Sign != nil {
+		if err := pk.Sign.SignFile(ctx, msi); err != nil {
+			return err
+		}
+	}
+	return copyFile(msi, out, 0o644)
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// TestEnrollTokenInstallers: enroll-token create prints the one-line
+// installers with the server address given.
+func TestEnrollTokenInstallers(t *testing.T) {
+	t.Parallel()
+	db := storetest.URL(t)
+	if code, _, e := patchd(t, db, "", "admin", "org", "create", "--name", "Acme"); code != 0 {
+		t.Fatal(e)
+	}
+	code, out, e := patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Acme", "--base-url", "https://patchd.example.com")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	m := decode(t, out)
+	tok, _ := m["token"].(string)
+	if tok == "" || m["installLinux"] != "curl -fsSL https://patchd.example.com/install.sh | sudo sh -s -- --token "+tok ||
+		!strings.Contains(m["installWindows"].(string), "https://patchd.example.com/install.ps1") || m["warning"] != nil || m["agentToken"] != tok {
+		t.Errorf("enroll-token create: %v", m)
+	}
+	code, out, _ = patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Acme", "--base-url", "http://127.0.0.1:8080")
+	if m := decode(t, out); code != 0 || !strings.Contains(m["warning"].(string), "loopback") {
+		t.Errorf("loopback: %v", m)
+	}
+	if code, _, e := patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Acme", "--base-url", "https://x/';reboot"); code != 2 || !strings.Contains(e, "--base-url") {
+		t.Errorf("a base URL with shell syntax: %d %s", code, e)
+	}
+}
+
+// TestAgentPublishAndPackage: publish an agent into the folder, list it,
+// build a .deb from it.
+func TestAgentPublishAndPackage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agentFile := filepath.Join(dir, "agent")
+	os.WriteFile(agentFile, append([]byte{0x7f, 'E', 'L', 'F'}, make([]byte, 100)...), 0o755)
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+	agentDir := filepath.Join(dir, "agents")
+	if code, out, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", agentFile); code != 0 || decode(t, out)["sha256"] == "" {
+		t.Fatalf("publish: %d %s %s", code, out, e)
+	}
+	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "windows", "--arch", "amd64", agentFile); code != 1 || !strings.Contains(e, "not a windows program") {
+		t.Errorf("publish a Linux program as Windows: %d %s", code, e)
+	}
+	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "plan9", "--arch", "amd64", agentFile); code != 2 || !strings.Contains(e, "unknown platform") {
+		t.Errorf("publish for plan9: %d %s", code, e)
+	}
+	if code, out, _ := run("admin", "agent", "list", "--agent-dir", agentDir); code != 0 || decode(t, out)["total"].(float64) != 1 {
+		t.Errorf("list: %s", out)
+	}
+	deb := filepath.Join(dir, "agent.deb")
+	code, out, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "deb", "--arch", "arm64", "--out", deb, "--base-url", "https://patchd.example.com")
+	if code != 0 {
+		t.Fatalf("package: %d %s", code, e)
+	}
+	if b, _ := os.ReadFile(deb); !bytes.HasPrefix(b, []byte("!<arch>\n")) || decode(t, out)["sha256"] == "" {
+		t.Errorf("package wrote no .deb: %s", out)
+	}
+	if _, err := exec.LookPath("dpkg-deb"); err == nil {
+		info, _ := exec.Command("dpkg-deb", "-I", deb).CombinedOutput()
+		if !strings.Contains(string(info), "Architecture: arm64") || !strings.Contains(string(info), "Package: patchd-agent") {
+			t.Errorf("dpkg-deb -I:\n%s", info)
+		}
+		ctl, _ := exec.Command("dpkg-deb", "--ctrl-tarfile", deb).Output()
+		if !bytes.Contains(ctl, []byte("DEFAULT_SERVER='https://patchd.example.com'")) {
+			t.Error("the package does not default to the server given")
+		}
+	}
+	if code, _, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "deb", "--arch", "amd64", "--out", deb); code != 1 || !strings.Contains(e, "no agent published") {
+		t.Errorf("package without an agent: %d %s", code, e)
+	}
+	if code, _, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "zip", "--arch", "arm64", "--out", deb); code != 2 || !strings.Contains(e, "unknown package type") {
+		t.Errorf("package zip: %d %s", code, e)
+	}
+}

@@ -1,0 +1,53 @@
+package console_test
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// TestEnrollmentInstallers: a new token is shown with the one-line
+// installers for this server, the download links of the published agents
+// and the packages, and a warning when the address is loopback.
+func TestEnrollmentInstallers(t *testing.T) {
+	dir := t.TempDir()
+	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
+	f := filepath.Join(t.TempDir(), "a")
+	os.WriteFile(f, append([]byte{0x7f, 'E', 'L', 'F'}, make([]byte, 64)...), 0o755)
+	if _, err := e.Server.AgentDist().Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	code, page := b.get("/console/enrollment")
+	if code != 200 || !strings.Contains(page, `href="`+e.URL+`/agent/v1/download/linux/amd64"`) || !strings.Contains(page, "/agent/v1/package/deb/amd64") ||
+		!strings.Contains(page, `id="loopback-warning"`) || strings.Contains(page, "/agent/v1/download/windows/amd64\"") {
+		t.Fatalf("enrollment page: %d\n%s", code, page)
+	}
+	code, _, page = b.post("/console/enrollment", url.Values{"expires": {"7d"}})
+	if code != http.StatusOK {
+		t.Fatalf("create token: %d", code)
+	}
+	page = html.UnescapeString(page)
+	i := strings.Index(page, `<code id="enroll-token">`)
+	if i < 0 {
+		t.Fatalf("no token shown:\n%s", page)
+	}
+	tok := page[i+len(`<code id="enroll-token">`):]
+	tok = tok[:strings.Index(tok, "<")]
+	if !strings.Contains(page, "curl -fsSL "+e.URL+"/install.sh | sudo sh -s -- --token "+tok) ||
+		!strings.Contains(page, "Invoke-RestMethod '"+e.URL+"/install.ps1'))) -Token '"+tok+"'") ||
+		strings.Contains(page, "patchd-agent run --state") {
+		t.Errorf("installers missing:\n%s", page)
+	}
+}
