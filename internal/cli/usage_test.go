@@ -26,6 +26,7 @@ var threeWords = regexp.MustCompile(`^[a-z][a-z-]*(\|[a-z][a-z-]*)*$`)
 // (approval-policy was once missing.)
 func TestUsageListsEveryAdminCommand(t *testing.T) {
 	commands := append(adminSwitchCases(t), adminCommandsOutsideTheSwitch...)
+	commands = append(commands, agentVerbCases(t)...)
 	if len(commands) < 20 {
 		t.Fatalf("found only %d admin commands in admin.go: %q", len(commands), commands)
 	}
@@ -114,4 +115,47 @@ func switchTag(b *ast.BinaryExpr) string {
 		return ""
 	}
 	return x.Name + "+" + y.Name
+}
+
+// agentVerbCases answers "agent VERB" for the string cases of the switch on
+// verb in runAgentAdmin (agent.go), which runAdmin hands "agent" to.
+func agentVerbCases(t *testing.T) []string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), "agent.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		fn, ok := n.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "runAgentAdmin" {
+			return true
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			sw, ok := n.(*ast.SwitchStmt)
+			if !ok {
+				return true
+			}
+			if id, ok := sw.Tag.(*ast.Ident); !ok || id.Name != "verb" {
+				return true
+			}
+			for _, stmt := range sw.Body.List {
+				for _, e := range stmt.(*ast.CaseClause).List {
+					if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, err := strconv.Unquote(lit.Value)
+						if err != nil {
+							t.Fatal(err)
+						}
+						cases = append(cases, "agent "+v)
+					}
+				}
+			}
+			return false
+		})
+		return false
+	})
+	if len(cases) == 0 {
+		t.Fatal("found no verb of runAgentAdmin in agent.go")
+	}
+	return cases
 }
