@@ -80,15 +80,16 @@ func IsUnavailable(err error) bool {
 // 40P01), insufficient resources such as a full disk or too many
 // connections (class 53), the server shutting down or starting (57P01 to
 // 57P03), a lock not available (55P03), a statement timeout (57014 is
-// query_canceled, which pgx answers for statement_timeout), or the
-// database gone (3D000).
+// query_canceled, which pgx answers for statement_timeout), a write sent
+// to a standby (25006, during a fail-over), an I/O error (58000, 58030) or
+// the database gone (3D000).
 func pgUnavailable(code string) bool {
 	switch {
 	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
 		return true
 	}
 	switch code {
-	case "40001", "40P01", "57P01", "57P02", "57P03", "55P03", "57014", "3D000", "58000", "58030":
+	case "40001", "40P01", "57P01", "57P02", "57P03", "55P03", "57014", "3D000", "58000", "58030", "25006":
 		return true
 	}
 	return false

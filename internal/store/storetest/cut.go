@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"net"
 	"net/url"
@@ -141,4 +142,41 @@ func (r *relay) stop() {
 		c.Close()
 	}
 	clear(r.conns)
+}
+
+// FailUpdates makes every UPDATE of table in the database at u fail, as a
+// full disk fails writes while reads go on (PostgreSQL: SQLSTATE 53100
+// disk_full from a trigger; SQLite: a trigger's RAISE(ABORT)), until the
+// function it answers is called.
+func FailUpdates(t testing.TB, u, table string) (undo func()) {
+	t.Helper()
+	driver, dsn := "pgx", u
+	stmts := []string{
+		`CREATE FUNCTION fail_updates_` + table + `() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device (test)' USING ERRCODE = 'disk_full'; END $$ LANGUAGE plpgsql`,
+		`CREATE TRIGGER fail_updates BEFORE UPDATE ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION fail_updates_` + table + `()`,
+	}
+	drop := []string{`DROP TRIGGER fail_updates ON ` + table, `DROP FUNCTION fail_updates_` + table + `()`}
+	if !strings.HasPrefix(u, "postgres") {
+		driver, dsn = "sqlite", "file:"+strings.TrimPrefix(u, "sqlite:")+"?_pragma=busy_timeout(10000)"
+		stmts = []string{`CREATE TRIGGER fail_updates BEFORE UPDATE ON ` + table + ` BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`}
+		drop = []string{`DROP TRIGGER fail_updates`}
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("storetest: fail updates of %s: %v", table, err)
+		}
+	}
+	return func() {
+		t.Helper()
+		for _, q := range drop {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("storetest: stop failing updates of %s: %v", table, err)
+			}
+		}
+	}
 }
