@@ -147,18 +147,23 @@ func (r *relay) stop() {
 // FailUpdates makes every UPDATE of table in the database at u fail, as a
 // full disk fails writes while reads go on (PostgreSQL: SQLSTATE 53100
 // disk_full from a trigger; SQLite: a trigger's RAISE(ABORT)), until the
-// function it answers is called.
-func FailUpdates(t testing.TB, u, table string) (undo func()) {
+// function it answers is called. With column, only the updates that leave
+// column not null fail.
+func FailUpdates(t testing.TB, u, table string, column ...string) (undo func()) {
 	t.Helper()
 	driver, dsn := "pgx", u
+	when := ""
+	if len(column) > 0 {
+		when = ` WHEN (NEW.` + column[0] + ` IS NOT NULL)`
+	}
 	stmts := []string{
 		`CREATE FUNCTION fail_updates_` + table + `() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device (test)' USING ERRCODE = 'disk_full'; END $$ LANGUAGE plpgsql`,
-		`CREATE TRIGGER fail_updates BEFORE UPDATE ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION fail_updates_` + table + `()`,
+		`CREATE TRIGGER fail_updates BEFORE UPDATE ON ` + table + ` FOR EACH ROW` + when + ` EXECUTE FUNCTION fail_updates_` + table + `()`,
 	}
 	drop := []string{`DROP TRIGGER fail_updates ON ` + table, `DROP FUNCTION fail_updates_` + table + `()`}
 	if !strings.HasPrefix(u, "postgres") {
 		driver, dsn = "sqlite", "file:"+strings.TrimPrefix(u, "sqlite:")+"?_pragma=busy_timeout(10000)"
-		stmts = []string{`CREATE TRIGGER fail_updates BEFORE UPDATE ON ` + table + ` BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`}
+		stmts = []string{`CREATE TRIGGER fail_updates BEFORE UPDATE ON ` + table + when + ` BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`}
 		drop = []string{`DROP TRIGGER fail_updates`}
 	}
 	db, err := sql.Open(driver, dsn)
