@@ -62,7 +62,8 @@ type Error struct {
 	Code        string
 	Description string
 	Details     []apiv1.Problem
-	// RetryAfter is set from the Retry-After header of a 429.
+	// RetryAfter is set from the Retry-After header (a 429, or a 503 when
+	// the server's database is unavailable).
 	RetryAfter time.Duration
 }
 

@@ -168,9 +168,13 @@ func (a *API) automationFromBody(ctx context.Context, orgID string, b apiv1.Auto
 		au.AtTime = c.String()
 	}
 	if au.Kind == store.KindRing {
-		a.ringFromBody(ctx, &au, b, raw, &errs)
+		if err := a.ringFromBody(ctx, &au, b, raw, &errs); err != nil {
+			return au, act, err
+		}
 	} else {
-		a.targetFromBody(ctx, &au, b, &errs)
+		if err := a.targetFromBody(ctx, &au, b, &errs); err != nil {
+			return au, act, err
+		}
 		scheduleFromBody(&au, b, now, &errs)
 	}
 	if err := errs.Err(); err != nil {
@@ -190,7 +194,9 @@ func (a *API) automationFromBody(ctx context.Context, orgID string, b apiv1.Auto
 
 // targetFromBody maps targetMode all/group/endpoints to GROUP (all = the
 // built-in All endpoints group) or ENDPOINTS, and checks the targets exist.
-func (a *API) targetFromBody(ctx context.Context, au *store.Automation, b apiv1.AutomationBody, errs *valid.Errors) {
+// Field problems go to errs; the error it answers is the database failing
+// to check them, which is no problem of the request's.
+func (a *API) targetFromBody(ctx context.Context, au *store.Automation, b apiv1.AutomationBody, errs *valid.Errors) error {
 	mode := ""
 	if b.TargetMode != nil {
 		mode = strings.ToLower(strings.TrimSpace(*b.TargetMode))
@@ -206,20 +212,25 @@ func (a *API) targetFromBody(ctx context.Context, au *store.Automation, b apiv1.
 	switch mode {
 	case "all":
 		id, err := a.store.BuiltinGroupID(ctx, au.OrgID, "all")
-		if err != nil {
+		if isNotFound(err) {
 			errs.Add("targetMode", "the organization has no All endpoints group")
-			return
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		au.TargetMode, au.GroupID = store.TargetGroup, id
 	case "group":
 		au.TargetMode = store.TargetGroup
 		if b.GroupID == nil || strings.TrimSpace(*b.GroupID) == "" {
 			errs.Add("groupId", "is required when targetMode is group")
-			return
+			return nil
 		}
 		au.GroupID = strings.TrimSpace(*b.GroupID)
-		if _, err := a.store.GroupMemberIDs(ctx, au.OrgID, au.GroupID); err != nil {
+		if _, err := a.store.GroupMemberIDs(ctx, au.OrgID, au.GroupID); isNotFound(err) {
 			errs.Add("groupId", "no such group in the organization")
+		} else if err != nil {
+			return err
 		}
 	case "endpoints":
 		au.TargetMode = store.TargetEndpoints
@@ -232,16 +243,15 @@ func (a *API) targetFromBody(ctx context.Context, au *store.Automation, b apiv1.
 		}
 		if len(au.EndpointIDs) == 0 {
 			errs.Add("endpointIds", "must list at least one endpoint when targetMode is endpoints")
-			return
+			return nil
 		}
 		if len(au.EndpointIDs) > maxActionEndpoints {
 			errs.Add("endpointIds", "must list at most %d endpoints", maxActionEndpoints)
-			return
+			return nil
 		}
 		known, err := a.store.ExistingEndpoints(ctx, au.OrgID, au.EndpointIDs)
 		if err != nil {
-			errs.Add("endpointIds", "could not be checked")
-			return
+			return err
 		}
 		for i, id := range au.EndpointIDs {
 			if !known[id] {
@@ -253,6 +263,7 @@ func (a *API) targetFromBody(ctx context.Context, au *store.Automation, b apiv1.
 	default:
 		errs.Add("targetMode", "must be all, group or endpoints")
 	}
+	return nil
 }
 
 // scheduleFromBody reads scheduleKind and the fields of its kind.
@@ -331,8 +342,9 @@ func scheduleFromBody(au *store.Automation, b apiv1.AutomationBody, now time.Tim
 	}
 }
 
-// ringFromBody reads startDate, rings and the ring gate of the payload.
-func (a *API) ringFromBody(ctx context.Context, au *store.Automation, b apiv1.AutomationBody, raw []byte, errs *valid.Errors) {
+// ringFromBody reads startDate, rings and the ring gate of the payload;
+// like targetFromBody it answers only the database failing.
+func (a *API) ringFromBody(ctx context.Context, au *store.Automation, b apiv1.AutomationBody, raw []byte, errs *valid.Errors) error {
 	if b.StartDate == nil || strings.TrimSpace(*b.StartDate) == "" {
 		errs.Add("startDate", "is required for a RING automation (YYYY-MM-DD)")
 	} else if d, err := schedule.ParseDate(*b.StartDate); err != nil {
@@ -355,8 +367,10 @@ func (a *API) ringFromBody(ctx context.Context, au *store.Automation, b apiv1.Au
 		}
 		if ring.GroupID == "" {
 			errs.Add(f+"groupId", "is required")
-		} else if _, err := a.store.GroupMemberIDs(ctx, au.OrgID, ring.GroupID); err != nil {
+		} else if _, err := a.store.GroupMemberIDs(ctx, au.OrgID, ring.GroupID); isNotFound(err) {
 			errs.Add(f+"groupId", "no such group in the organization")
+		} else if err != nil {
+			return err
 		}
 		if ring.OffsetDays < 0 || ring.OffsetDays > maxRingOffset {
 			errs.Add(f+"offsetDays", "must be 0 to %d", maxRingOffset)
@@ -387,6 +401,7 @@ func (a *API) ringFromBody(ctx context.Context, au *store.Automation, b apiv1.Au
 		}
 		au.MinSuccessRate = &rate
 	}
+	return nil
 }
 
 // createAutomation is operation 14; scheduleKind NOW runs it at once, in

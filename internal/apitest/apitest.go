@@ -65,8 +65,14 @@ type Option func(*config.Config)
 // New starts a server for t and stops it when t ends.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
+	return NewOn(t, storetest.Open(t), opts...)
+}
+
+// NewOn is New on a store the test opened itself (storetest.OpenCut, to
+// take the database away under the server).
+func NewOn(t testing.TB, s *store.Store, opts ...Option) *Env {
+	t.Helper()
 	quietLogs()
-	s := storetest.Open(t)
 	cfg := config.Config{CheckinInterval: 60 * time.Second, AllowPrivateWebhooks: true}
 	for _, o := range opts {
 		o(&cfg)

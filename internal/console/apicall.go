@@ -16,6 +16,9 @@ type apiError struct {
 	Code        string          `json:"error"`
 	Description *string         `json:"error_description"`
 	Details     []valid.Problem `json:"details"`
+	// retryAfter is the answer's Retry-After (a 503: the database is
+	// unavailable), passed on to the browser.
+	retryAfter string
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("api %d %s", e.Status, e.Code) }
@@ -85,6 +88,10 @@ func (c *Console) callAPI(r *http.Request, s *session, method, path string, body
 	ae := &apiError{Status: resp.status}
 	if err := json.Unmarshal(resp.body.Bytes(), ae); err != nil || ae.Code == "" {
 		return fmt.Errorf("console: %s %s answered %d", method, path, resp.status)
+	}
+	if resp.status == http.StatusServiceUnavailable {
+		ae.retryAfter = resp.header.Get("Retry-After")
+		return ae
 	}
 	if resp.status >= 500 {
 		return fmt.Errorf("console: %s %s answered %d %s", method, path, resp.status, ae.Code)

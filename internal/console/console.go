@@ -24,6 +24,7 @@ import (
 
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -253,6 +254,10 @@ func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h 
 	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.session(w, r)
 		if err != nil {
+			if store.IsUnavailable(err) {
+				c.fail(w, r, nil, err)
+				return
+			}
 			slog.ErrorContext(r.Context(), "console session", "err", err)
 			c.renderError(w, r, nil, http.StatusInternalServerError, "The console could not read your session.")
 			return
@@ -312,8 +317,10 @@ func notFound(what string) error {
 
 func badRequest(msg string) error { return &pageError{http.StatusBadRequest, msg} }
 
-// fail shows err: a page error or an API error as it is, anything else as
-// a generic 500 whose detail goes to the log only.
+// fail shows err: a page error or an API error as it is, the database
+// being unavailable as 503 with Retry-After (nothing the user did wrong: the
+// same form may be sent again), anything else as a generic 500 whose detail
+// goes to the log only.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	var pe *pageError
 	var ae *apiError
@@ -321,9 +328,16 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	case errors.As(err, &pe):
 		c.renderError(w, r, s, pe.status, pe.msg)
 	case errors.As(err, &ae):
+		if ae.Status == http.StatusServiceUnavailable && ae.retryAfter != "" {
+			w.Header().Set("Retry-After", ae.retryAfter)
+		}
 		c.renderError(w, r, s, ae.Status, ae.Text())
 	case errors.Is(err, store.ErrNotFound):
 		c.renderError(w, r, s, http.StatusNotFound, "No such record in your organization.")
+	case store.IsUnavailable(err):
+		slog.WarnContext(r.Context(), "console page failed: database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		retryAfter(w, httpx.RetryAfterUnavailable*time.Second)
+		c.renderError(w, r, s, http.StatusServiceUnavailable, "The database is unavailable for now; nothing you did is wrong. Try again in a few seconds.")
 	default:
 		slog.ErrorContext(r.Context(), "console page failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		c.renderError(w, r, s, http.StatusInternalServerError, "The server could not complete this; its log has the detail.")

@@ -108,6 +108,9 @@ func (c *Console) feedUpload(w http.ResponseWriter, r *http.Request, s *session)
 	// The route lets instance operators only this far; the import records
 	// the change in the instance's Audit Trail.
 	res, err := vulndb.ImportFiles(r.Context(), c.store, paths, vulndb.By{Actor: s.actor(), Address: c.clientIP(r), Names: names})
+	if store.IsUnavailable(err) {
+		return err // not the files' fault: the same upload may be sent again
+	}
 	if err != nil {
 		slog.WarnContext(r.Context(), "console: feed upload failed", "files", names, "err", err)
 		msg := "The upload could not be imported: each file must be an NVD CVE API 2.0, CISA KEV or OSV document (plain, gzip or zip). The server log has the detail."

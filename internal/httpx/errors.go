@@ -14,8 +14,10 @@ import (
 )
 
 // Error is an answer in the spec's Error shape. Handlers return it (or an
-// error wrapping store.ErrNotFound or a *valid.Error); writeError maps
-// anything else to a generic 500 and logs the detail, never echoing it.
+// error wrapping store.ErrNotFound or a *valid.Error); writeError maps a
+// database that is unavailable (store.IsUnavailable) to 503 with
+// Retry-After and anything else to a generic 500, and logs the detail,
+// never echoing it.
 type Error struct {
 	Status      int             `json:"-"`
 	Code        string          `json:"error"`
@@ -59,6 +61,19 @@ func Validation(field, message string) *Error {
 		Description: Ptr(field + ": " + message), Details: []valid.Problem{{Field: field, Message: message}}}
 }
 
+// RetryAfterUnavailable is the Retry-After (seconds) of an answer refused
+// because the database is unavailable.
+const RetryAfterUnavailable = 5
+
+// Unavailable is the answer to a request the database could not serve for
+// now (unreachable, busy, full; see store.IsUnavailable): 503 with
+// Retry-After, which clients retry, where a 4xx is final.
+func Unavailable() *Error {
+	return Errorf(http.StatusServiceUnavailable, "service_unavailable",
+		"the database is unavailable for now; send the request again after Retry-After seconds").
+		WithHeader("Retry-After", itoa(RetryAfterUnavailable))
+}
+
 func Ptr[T any](v T) *T { return &v }
 
 // writeError writes err in the Error shape.
@@ -75,6 +90,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		apiErr = Errorf(499, "client_closed_request", "the request was cancelled")
+	case store.IsUnavailable(err):
+		slog.WarnContext(r.Context(), "request failed: database unavailable", "method", r.Method, "path", r.URL.Path,
+			"request_id", RequestID(r.Context()), "err", err)
+		apiErr = Unavailable()
 	default:
 		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", RequestID(r.Context()), "err", err)

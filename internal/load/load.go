@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -158,6 +159,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	rep := Report{Endpoints: cfg.Endpoints, Servers: cfg.Servers, API: map[string]OpStats{}}
 	rep.LoadAverage[0] = loadAverage()
+	if cfg.StateDir != "" {
+		// The simulators write their state files into it and only log a
+		// failure: a missing folder meant no state was ever saved. It holds
+		// agent secrets, hence 0700.
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return rep, fmt.Errorf("load: state folder: %w", err)
+		}
+	}
 
 	fleets := make([]*sim.Fleet, len(cfg.Servers))
 	first := cfg.FirstIndex
@@ -170,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			FailureRate: 0.02, Seed: cfg.Seed, FirstIndex: first, Concurrency: 64, Speed: 100, ProgressEvery: 30 * time.Second,
 			Logf: cfg.Logf}
 		if cfg.StateDir != "" {
-			sc.StatePath = fmt.Sprintf("%s/sim-%d.json", cfg.StateDir, i)
+			sc.StatePath = filepath.Join(cfg.StateDir, fmt.Sprintf("sim-%d.json", i))
 		}
 		first += n
 		f, err := sim.New(sc)

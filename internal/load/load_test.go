@@ -31,11 +31,21 @@ func TestRunAgainstServer(t *testing.T) {
 	if err := os.WriteFile(db, make([]byte, 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// --state-dir names a folder that does not exist yet: the run makes it.
+	stateDir := filepath.Join(t.TempDir(), "new", "state")
 	rep, err := load.Run(ctx, load.Config{Servers: []string{e.URL, e.URL}, EnrollToken: e.EnrollToken, ClientID: cred.ClientID,
 		ClientSecret: cred.ClientSecret, Endpoints: 30, Duration: 4 * time.Second, Checkin: time.Second, Clients: 2,
-		ActionEvery: time.Second, FanOut: 10, ServerPIDs: []int{os.Getpid()}, DB: "sqlite:" + db})
+		ActionEvery: time.Second, FanOut: 10, ServerPIDs: []int{os.Getpid()}, DB: "sqlite:" + db, StateDir: stateDir})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(stateDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("state folder: %v %v", fi, err)
+	}
+	for _, name := range []string{"sim-0.json", "sim-1.json"} {
+		if fi, err := os.Stat(filepath.Join(stateDir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("state file %s was not saved: %v", name, err)
+		}
 	}
 	enrolled := int64(0)
 	for _, f := range rep.Fleet {

@@ -53,7 +53,14 @@ type Server struct {
 	handler   http.Handler
 	tls       atomic.Pointer[servertls.Setup]
 	agentDist *agentdist.Host
+	// writeRecent is how recent a committed write must be for readiness
+	// to skip the write probe (writesRecent; tests shorten it).
+	writeRecent time.Duration
 }
+
+// writesRecent: a replica that committed a write this recently, with no
+// failure of the database since, is ready without probing.
+const writesRecent = 10 * time.Second
 
 // New assembles a server on an open store.
 func New(cfg config.Config, s *store.Store) *Server {
@@ -63,7 +70,8 @@ func New(cfg config.Config, s *store.Store) *Server {
 	if cfg.CheckinInterval <= 0 {
 		cfg.CheckinInterval = 60 * time.Second
 	}
-	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s, cfg.MaxLongPolls)}
+	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s, cfg.MaxLongPolls),
+		writeRecent: writesRecent}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls",
 		Help: "Agents' long polls this replica holds open."}, func() float64 { held, _ := srv.hub.LongPolls(); return float64(held) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls_max",
@@ -170,6 +178,15 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.Ping(ctx); err != nil {
 		slog.Warn("readiness: database unreachable", "err", err)
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+		return nil
+	}
+	// A full disk or a read-only database answers pings and reads but
+	// fails every write: check writes too (cheaply; see store.Writable).
+	wctx, wcancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer wcancel()
+	if err := s.store.Writable(wctx, s.writeRecent); err != nil {
+		slog.Warn("readiness: database refuses writes", "err", err)
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database refuses writes"})
 		return nil
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})

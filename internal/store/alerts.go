@@ -361,6 +361,19 @@ func (s *Store) ClaimDelivery(ctx context.Context, id, holder string, now, until
 	return d, true, nil
 }
 
+// ExtendDeliveryClaim pushes holder's claim on an outbox row to until, so
+// that no other replica takes the row over while holder is still recording
+// the outcome of a delivery it made. ours is false when the row is done
+// (the outcome was recorded after all), deleted, or claimed by another.
+func (s *Store) ExtendDeliveryClaim(ctx context.Context, id, holder string, until time.Time) (ours bool, err error) {
+	res, err := s.exec(ctx, `UPDATE alert_outbox SET claimed_until = ? WHERE id = ? AND claimed_by = ? AND done_at IS NULL`, millis(until), id, holder)
+	if err != nil {
+		return false, fmt.Errorf("store: extend delivery claim: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
 // FinishDelivery records the outcome of a delivery on its event ("sent",
 // "HTTP 200", or the error) and closes the outbox row: no retries.
 func (s *Store) FinishDelivery(ctx context.Context, id, holder, outcome string, now time.Time) error {

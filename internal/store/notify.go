@@ -100,35 +100,56 @@ func (s *Store) recentlyQueued(ctx context.Context, since time.Time) ([]string, 
 }
 
 func (s *Store) listenPostgres(ctx context.Context, wake func([]string)) {
-	backoff := time.Second
+	b := reconnectBackoff{min: time.Second, max: 30 * time.Second}
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, wake)
+		listened, err := s.listenOnce(ctx, wake)
 		if ctx.Err() != nil {
 			return
 		}
-		slog.Warn("store: LISTEN connection lost; reconnecting", "err", err, "in", backoff)
+		wait := b.after(listened)
+		slog.Warn("store: LISTEN connection lost; reconnecting", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, 30*time.Second)
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, wake func([]string)) error {
+// reconnectBackoff is the wait before connecting again: it doubles from
+// min to max over attempts that fail, and starts from min again after a
+// connection that worked (the back-off used to stay at its maximum after
+// the first outage, so every later drop cost 30 s of lost wake-ups).
+type reconnectBackoff struct {
+	min, max, next time.Duration
+}
+
+// after answers the wait following an attempt; listened says the attempt
+// connected and listened before it ended.
+func (b *reconnectBackoff) after(listened bool) time.Duration {
+	if listened || b.next == 0 {
+		b.next = b.min
+	}
+	wait := b.next
+	b.next = min(b.next*2, b.max)
+	return wait
+}
+
+// listenOnce listens until the connection ends; listened says it
+// connected and LISTEN succeeded.
+func (s *Store) listenOnce(ctx context.Context, wake func([]string)) (listened bool, err error) {
 	conn, err := pgx.Connect(ctx, s.url)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "LISTEN "+commandsChannel); err != nil {
-		return err
+		return false, err
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if n.Payload != "" {
 			wake(strings.Split(n.Payload, ","))

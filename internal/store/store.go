@@ -55,6 +55,8 @@ type Store struct {
 	// checkinFault, set by tests, fails the check-ins it answers an error
 	// for, as the database refusing their data would.
 	checkinFault func(Checkin) error
+	// health remembers how writes went, for readiness (Writable).
+	health writeHealth
 }
 
 // maxReadStmts bounds the read statement cache; queries whose text varies
@@ -285,7 +287,9 @@ func (s *Store) q(query string) string {
 
 // exec runs a statement on the writer outside a transaction.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.write.ExecContext(ctx, s.q(query), args...)
+	res, err := s.write.ExecContext(ctx, s.q(query), args...)
+	s.noteWrite(err)
+	return res, err
 }
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -383,20 +387,25 @@ func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	sqlTx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
+		s.noteWrite(err)
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	tx := &Tx{s: s, tx: sqlTx}
 	if err := fn(tx); err != nil {
 		sqlTx.Rollback()
+		s.noteWrite(err)
 		return err
 	}
 	if err := tx.applyCounts(ctx); err != nil {
 		sqlTx.Rollback()
+		s.noteWrite(err)
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
+		s.noteWrite(err)
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	s.noteWrite(nil)
 	titles.publish(tx.newTitles)
 	updateKeys.publish(tx.newKeys)
 	if tx.groupsChanged {

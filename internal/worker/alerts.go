@@ -79,7 +79,8 @@ const WebhookTimeout = 10 * time.Second
 
 // AlertDeliverer delivers the outbox: each row is claimed by one replica's
 // deliverer and sent once, by e-mail or webhook, without retries; the
-// outcome is recorded on the event. Deliveries run concurrently, at most
+// outcome is recorded on the event (that write is retried, under the
+// claim, until it lands: see record). Deliveries run concurrently, at most
 // Concurrency at a time, so a slow receiver holds one slot and delays
 // neither the API (which only wrote the outbox) nor other deliveries.
 type AlertDeliverer struct {
@@ -195,16 +196,60 @@ func (d *AlertDeliverer) DeliverPending(ctx context.Context) error {
 		}
 		d.wg.Go(func() {
 			defer func() { <-d.slots }()
-			outcome := d.deliver(ctx, dl)
-			// Record the outcome even when ctx ended meanwhile.
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := d.Store.FinishDelivery(fctx, dl.ID, d.Holder, outcome, time.Now()); err != nil {
-				slog.Warn("alert delivery outcome", "delivery", dl.ID, "err", err)
-			}
+			d.record(ctx, dl, d.deliver(ctx, dl))
 		})
 	}
 	return nil
+}
+
+// recordAfterStop bounds how long a stopping deliverer still tries to
+// record an outcome.
+const recordAfterStop = 10 * time.Second
+
+// record saves a delivery's outcome, trying again until it is saved: the
+// event was sent (or tried), and a claim that expired unsaved let another
+// replica send it again about a minute later. While it tries, it keeps the
+// claim, pushing claimed_until forward, so no replica takes the row over;
+// the tries back off from 250 ms to a quarter of the claim (5 s at most).
+// Once ctx ends (the replica is stopping) it tries recordAfterStop longer,
+// then leaves the row to the claim's expiry: another replica sends the
+// event again, with the same id for receivers to drop it.
+func (d *AlertDeliverer) record(ctx context.Context, dl store.Delivery, outcome string) {
+	wait, most := 250*time.Millisecond, max(min(5*time.Second, d.Claim/4), 50*time.Millisecond)
+	var stopBy time.Time
+	for attempt := 1; ; attempt++ {
+		// Each try has its own budget, even when ctx ended meanwhile.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := d.Store.FinishDelivery(fctx, dl.ID, d.Holder, outcome, time.Now())
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				slog.Info("alert delivery outcome recorded", "delivery", dl.ID, "attempts", attempt)
+			}
+			return
+		}
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ours, xerr := d.Store.ExtendDeliveryClaim(ectx, dl.ID, d.Holder, time.Now().Add(d.Claim))
+		cancel()
+		if xerr == nil && !ours {
+			// Recorded after all (the answer to the commit was lost), or
+			// the row is gone.
+			return
+		}
+		if ctx.Err() != nil {
+			if stopBy.IsZero() {
+				stopBy = time.Now().Add(recordAfterStop)
+			}
+			if time.Now().After(stopBy) {
+				slog.Error("alert delivery outcome not recorded; stopping: when the claim expires another replica sends the event again",
+					"delivery", dl.ID, "event", dl.Message.ID, "err", err)
+				return
+			}
+		}
+		slog.Warn("alert delivery outcome not recorded; trying again", "delivery", dl.ID, "attempt", attempt, "in", wait, "err", err)
+		time.Sleep(wait)
+		wait = min(wait*2, most)
+	}
 }
 
 // Wait waits for the deliveries in flight.

@@ -625,3 +625,67 @@ func TestMailerTLSModes(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestAlertOutcomeSavedOnceSent: when saving a delivery's outcome fails,
+// the deliverer tries again and keeps its claim meanwhile, so another
+// replica never sends the event a second time (it did once the claim
+// expired: the outcome save had one 10 s try).
+func TestAlertOutcomeSavedOnceSent(t *testing.T) {
+	t.Parallel()
+	s, u := storetest.OpenURL(t)
+	org, err := admin.CreateOrg(context.Background(), s, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := newReceiver(t, 0)
+	roots := x509.NewCertPool()
+	roots.AddCert(recv.srv.Certificate())
+	ctx := context.Background()
+	r := webhookRule(t, s, org, recv.srv.URL)
+	ev, err := s.TestAlertRule(ctx, org.ID, r.ID, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const claim = 6 * time.Second
+	deliverer := func(holder string) *worker.AlertDeliverer {
+		return &worker.AlertDeliverer{Store: s, Holder: holder, AllowPrivate: true, WebhookTLS: &tls.Config{RootCAs: roots},
+			Timeout: time.Second, Claim: claim}
+	}
+	a, b := deliverer("replica-a"), deliverer("replica-b")
+	// Recording the outcome (done_at set) fails until undo.
+	undo := storetest.FailUpdates(t, u, "alert_outbox", "done_at")
+	if err := a.DeliverPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claimedBy := time.Now() // a claimed the row before this, until claimedBy + claim at the latest
+	select {
+	case <-recv.calls:
+	case <-time.After(time.Minute):
+		t.Fatal("replica a did not send the event")
+	}
+	// Past a's first claim, replica b looks at the outbox.
+	for time.Now().Before(claimedBy.Add(claim + 500*time.Millisecond)) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := b.DeliverPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Wait()
+	if n := recv.count.Load(); n != 1 {
+		t.Fatalf("the event was sent %d times while its outcome could not be saved", n)
+	}
+	// The database takes the outcome again: a records it.
+	undo()
+	a.Wait()
+	evs, err := s.ListAlertEvents(ctx, org.ID, r.ID, 10)
+	if err != nil || len(evs) != 1 || evs[0].ID != ev.ID || evs[0].WebhookOutcome == nil || *evs[0].WebhookOutcome != "HTTP 204" {
+		t.Fatalf("events %+v %v", evs, err)
+	}
+	if err := b.DeliverPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Wait()
+	if n := recv.count.Load(); n != 1 {
+		t.Fatalf("the event was sent %d times", n)
+	}
+}
