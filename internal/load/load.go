@@ -270,10 +270,14 @@ type apiWorker struct {
 
 func (w *apiWorker) run(ctx context.Context) {
 	lastAction := time.Now().Add(-time.Duration(w.rng.Int64N(int64(w.cfg.ActionEvery))))
+	// Approvals and actions take turns (by their own count: the step's
+	// parity could hand every turn to one of them).
+	turns := 0
 	for step := 0; ctx.Err() == nil; step++ {
 		if time.Since(lastAction) >= w.cfg.ActionEvery {
 			lastAction = time.Now()
-			if step%2 == 0 {
+			turns++
+			if turns%2 == 1 {
 				w.approve(ctx)
 			} else {
 				w.action(ctx)
