@@ -71,6 +71,9 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		{"RunCommandList", apiv1.List[apiv1.RunCommand]{}, false},
 		{"AlertRuleList", apiv1.List[apiv1.AlertRule]{}, false},
 		{"ReportList", apiv1.List[apiv1.ReportMeta]{}, false},
+		{"Script", apiv1.Script{}, false},
+		{"ScriptParameter", apiv1.ScriptParameter{}, true},
+		{"ScriptList", apiv1.List[apiv1.Script]{}, false},
 	}
 	for _, a := range answers {
 		t.Run(a.schema, func(t *testing.T) {

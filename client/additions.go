@@ -1,0 +1,45 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/patchd/patchd/apiv1"
+)
+
+// This file covers patchd's operations beyond the specification (the
+// OpenAPI document marks them x-patchd-addition).
+
+// ListScripts reads the organization's script library.
+func (c *Client) ListScripts(ctx context.Context) (apiv1.List[apiv1.Script], error) {
+	var out apiv1.List[apiv1.Script]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/scripts", nil, nil, &out)
+	return out, err
+}
+
+// GetScript reads one script, by id or by name.
+func (c *Client) GetScript(ctx context.Context, idOrName string) (apiv1.Script, error) {
+	var out apiv1.Script
+	err := c.Do(ctx, http.MethodGet, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, nil, &out)
+	return out, err
+}
+
+// CreateScript adds a script to the library.
+func (c *Client) CreateScript(ctx context.Context, body apiv1.ScriptBody) (apiv1.Script, error) {
+	var out apiv1.Script
+	err := c.Do(ctx, http.MethodPost, "/api/v1/scripts", nil, body, &out)
+	return out, err
+}
+
+// UpdateScript changes the fields body gives of a script (by id or name).
+func (c *Client) UpdateScript(ctx context.Context, idOrName string, body apiv1.ScriptBody) (apiv1.Script, error) {
+	var out apiv1.Script
+	err := c.Do(ctx, http.MethodPatch, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, body, &out)
+	return out, err
+}
+
+// DeleteScript removes a script (by id or name).
+func (c *Client) DeleteScript(ctx context.Context, idOrName string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, nil, nil)
+}
