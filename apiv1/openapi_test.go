@@ -74,6 +74,9 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		{"Script", apiv1.Script{}, false},
 		{"ScriptParameter", apiv1.ScriptParameter{}, true},
 		{"ScriptList", apiv1.List[apiv1.Script]{}, false},
+		{"EnrollmentToken", apiv1.EnrollToken{}, false},
+		{"EnrollmentTokenList", apiv1.List[apiv1.EnrollToken]{}, false},
+		{"NewEnrollmentToken", apiv1.NewEnrollToken{}, false},
 	}
 	for _, a := range answers {
 		t.Run(a.schema, func(t *testing.T) {

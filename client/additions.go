@@ -43,3 +43,24 @@ func (c *Client) UpdateScript(ctx context.Context, idOrName string, body apiv1.S
 func (c *Client) DeleteScript(ctx context.Context, idOrName string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, nil, nil)
 }
+
+// ListEnrollTokens reads the organization's enrollment tokens (never the
+// tokens themselves) with their uses.
+func (c *Client) ListEnrollTokens(ctx context.Context) (apiv1.List[apiv1.EnrollToken], error) {
+	var out apiv1.List[apiv1.EnrollToken]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/enrollment-tokens", nil, nil, &out)
+	return out, err
+}
+
+// CreateEnrollToken creates an enrollment token; the answer is the only
+// place the token appears.
+func (c *Client) CreateEnrollToken(ctx context.Context, body apiv1.EnrollTokenBody) (apiv1.NewEnrollToken, error) {
+	var out apiv1.NewEnrollToken
+	err := c.Do(ctx, http.MethodPost, "/api/v1/enrollment-tokens", nil, body, &out)
+	return out, err
+}
+
+// RevokeEnrollToken revokes an enrollment token.
+func (c *Client) RevokeEnrollToken(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodPost, "/api/v1/enrollment-tokens/"+url.PathEscape(id)+"/revoke", nil, nil, nil)
+}

@@ -42,6 +42,9 @@ func (a *API) routes() {
 	a.route("GET /api/v1/scripts/{id}", perm.AutomationsView, a.getScript)
 	a.route("PATCH /api/v1/scripts/{id}", perm.AutomationsManage, a.updateScript)
 	a.route("DELETE /api/v1/scripts/{id}", perm.AutomationsManage, a.deleteScript)
+	a.route("GET /api/v1/enrollment-tokens", perm.EndpointsManage, a.listEnrollTokens)
+	a.route("POST /api/v1/enrollment-tokens", perm.EndpointsManage, a.createEnrollToken)
+	a.route("POST /api/v1/enrollment-tokens/{id}/revoke", perm.EndpointsManage, a.revokeEnrollToken)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

@@ -67,3 +67,43 @@ func TestScriptFormsCallTheAPI(t *testing.T) {
 		t.Fatalf("delete: %d %+v", code, l)
 	}
 }
+
+// TestEnrollmentPageCallsTheAPI: the Enrollment page creates, lists and
+// revokes tokens through the REST API's operations.
+func TestEnrollmentPageCallsTheAPI(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/enrollment")
+	code, _, page := b.post("/console/enrollment", url.Values{"expires": {"1d"}})
+	if code != http.StatusOK || !strings.Contains(page, `id="enroll-token">pde_`) {
+		t.Fatalf("create: %d\n%.2000s", code, page)
+	}
+	entries, err := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "enroll_token.create", Limit: 1})
+	if err != nil || len(entries) != 1 || !strings.Contains(entries[0].Actor, "alice@example.com") {
+		t.Fatalf("audit: %+v %v", entries, err)
+	}
+	id := entries[0].TargetID
+	list, err := e.Admin.ListEnrollTokens(ctx)
+	if err != nil || list.Total != 2 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if code, _, _ := b.post("/console/enrollment/"+id+"/revoke", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", code)
+	}
+	list, _ = e.Admin.ListEnrollTokens(ctx)
+	for _, tok := range list.Items {
+		if tok.ID == id && !tok.Revoked {
+			t.Fatalf("not revoked: %+v", tok)
+		}
+	}
+	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "enroll_token.revoke"}); len(entries) != 1 || entries[0].TargetID != id {
+		t.Fatalf("revoke audit: %+v", entries)
+	}
+	if _, page := b.get("/console/enrollment"); !strings.Contains(page, "revoked") {
+		t.Fatal("the page does not show the revoked token")
+	}
+}

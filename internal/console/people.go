@@ -3,9 +3,11 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -186,15 +188,15 @@ func (c *Console) credentialChange(w http.ResponseWriter, r *http.Request, s *se
 }
 
 type enrollData struct {
-	Tokens  []store.EnrollToken
-	New     *admin.NewEnrollToken
+	Tokens  []apiv1.EnrollToken
+	New     *apiv1.NewEnrollToken
 	BaseURL string
 	Now     time.Time
 }
 
 func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, error) {
-	tokens, err := c.store.ListEnrollTokens(r.Context(), s.User.OrgID)
-	if err != nil {
+	var tokens apiv1.List[apiv1.EnrollToken]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/enrollment-tokens", nil, &tokens); err != nil {
 		return nil, err
 	}
 	base := c.cfg.BaseURL
@@ -205,7 +207,7 @@ func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, erro
 		}
 		base = scheme + "://" + r.Host
 	}
-	return &enrollData{Tokens: tokens, BaseURL: base, Now: c.now()}, nil
+	return &enrollData{Tokens: tokens.Items, BaseURL: base, Now: c.now()}, nil
 }
 
 func (c *Console) enrollmentPage(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -217,21 +219,21 @@ func (c *Console) enrollmentPage(w http.ResponseWriter, r *http.Request, s *sess
 }
 
 func (c *Console) enrollTokenCreate(w http.ResponseWriter, r *http.Request, s *session) error {
-	var valid time.Duration
+	var body apiv1.EnrollTokenBody
 	switch r.PostFormValue("expires") {
 	case "", "never":
 	case "1d":
-		valid = 24 * time.Hour
+		body.ExpiresInHours = 24
 	case "7d":
-		valid = 7 * 24 * time.Hour
+		body.ExpiresInHours = 7 * 24
 	case "30d":
-		valid = 30 * 24 * time.Hour
+		body.ExpiresInHours = 30 * 24
 	default:
 		return c.done(w, r, "/console/enrollment", badRequest("Choose how long the token is valid."), "")
 	}
-	t, err := admin.CreateEnrollToken(r.Context(), c.store, s.actor(), s.User.OrgID, valid)
-	if err != nil {
-		return err
+	var t apiv1.NewEnrollToken
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/enrollment-tokens", body, &t); err != nil {
+		return c.done(w, r, "/console/enrollment", err, "")
 	}
 	d, err := c.enrollmentData(r, s)
 	if err != nil {
@@ -242,9 +244,8 @@ func (c *Console) enrollTokenCreate(w http.ResponseWriter, r *http.Request, s *s
 }
 
 func (c *Console) enrollTokenRevoke(w http.ResponseWriter, r *http.Request, s *session) error {
-	id := r.PathValue("id")
-	err := c.store.RevokeEnrollToken(r.Context(), s.audit("enroll_token.revoke", "enroll_token", id), s.User.OrgID, id)
-	return c.done(w, r, "/console/enrollment", adminError(err), "Enrollment token revoked.")
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/enrollment-tokens/"+url.PathEscape(r.PathValue("id"))+"/revoke", nil, nil)
+	return c.done(w, r, "/console/enrollment", err, "Enrollment token revoked.")
 }
 
 type auditData struct {

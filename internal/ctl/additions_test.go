@@ -48,3 +48,37 @@ func TestScriptsCommands(t *testing.T) {
 	h.ok("scripts", "delete", "spooler")
 	h.fail(ctl.ExitAPI, "not_found", "scripts", "get", sc.ID)
 }
+
+func TestEnrollTokenCommands(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.All)
+
+	var tok apiv1.NewEnrollToken
+	h.okJSON(&tok, "enroll-tokens", "create", "--expires", "24h")
+	if tok.ID == "" || !strings.HasPrefix(tok.Token, "pde_") || tok.ExpiresAt == nil {
+		t.Fatalf("created %+v", tok)
+	}
+	if out := h.ok("enroll-tokens", "create"); !strings.Contains(out, "Token:") || !strings.Contains(out, "pde_") {
+		t.Errorf("table create:\n%s", out)
+	}
+	var list []apiv1.EnrollToken
+	h.okJSON(&list, "enroll-tokens", "list")
+	if len(list) != 3 {
+		t.Fatalf("list %+v", list)
+	}
+	h.ok("enroll-tokens", "revoke", tok.ID)
+	rows, err := csv.NewReader(strings.NewReader(h.ok("enroll-tokens", "list", "-o", "csv"))).ReadAll()
+	if err != nil || len(rows) != 4 || rows[0][4] != "REVOKED" {
+		t.Fatalf("csv %v %v", rows, err)
+	}
+	for _, r := range rows[1:] {
+		if r[0] == tok.ID && r[4] != "true" {
+			t.Errorf("not revoked: %v", r)
+		}
+	}
+	h.fail(ctl.ExitUsage, "whole number of hours", "enroll-tokens", "create", "--expires", "90m")
+	h.fail(ctl.ExitAPI, "not_found", "enroll-tokens", "revoke", "nope")
+	h.login(perm.ReadOnly)
+	h.fail(ctl.ExitAPI, "insufficient_scope", "enroll-tokens", "list")
+}

@@ -72,6 +72,7 @@ func init() {
 	commands = append(commands, reportCommands()...)
 	commands = append(commands, alertCommands()...)
 	commands = append(commands, scriptCommands()...)
+	commands = append(commands, enrollTokenCommands()...)
 	commands = append(commands, completionCommands()...)
 }
 
