@@ -77,6 +77,8 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		{"EnrollmentToken", apiv1.EnrollToken{}, false},
 		{"EnrollmentTokenList", apiv1.List[apiv1.EnrollToken]{}, false},
 		{"NewEnrollmentToken", apiv1.NewEnrollToken{}, false},
+		{"AuditEntry", apiv1.AuditEntry{}, false},
+		{"AuditEntryPage", apiv1.Page[apiv1.AuditEntry]{}, false},
 	}
 	for _, a := range answers {
 		t.Run(a.schema, func(t *testing.T) {

@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 )
@@ -63,4 +65,42 @@ func (c *Client) CreateEnrollToken(ctx context.Context, body apiv1.EnrollTokenBo
 // RevokeEnrollToken revokes an enrollment token.
 func (c *Client) RevokeEnrollToken(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodPost, "/api/v1/enrollment-tokens/"+url.PathEscape(id)+"/revoke", nil, nil, nil)
+}
+
+// AuditQuery filters GET /api/v1/audit; zero values do not filter.
+type AuditQuery struct {
+	Actor  string
+	Action string
+	// Since (inclusive) and Until (exclusive) bound the entries' time.
+	Since time.Time
+	Until time.Time
+	PageQuery
+}
+
+func (q AuditQuery) values() url.Values {
+	v := q.PageQuery.values()
+	set(v, "actor", q.Actor)
+	set(v, "action", q.Action)
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", q.Until.UTC().Format(time.RFC3339Nano))
+	}
+	return v
+}
+
+// ListAudit reads one page of the organization's Audit Trail, newest first.
+func (c *Client) ListAudit(ctx context.Context, q AuditQuery) (apiv1.Page[apiv1.AuditEntry], error) {
+	var out apiv1.Page[apiv1.AuditEntry]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/audit", q.values(), nil, &out)
+	return out, err
+}
+
+// Audit walks every entry of the Audit Trail that q matches, page by page.
+func (c *Client) Audit(ctx context.Context, q AuditQuery) iter.Seq2[apiv1.AuditEntry, error] {
+	return walk(ctx, q.Limit, func(ctx context.Context, p PageQuery) (apiv1.Page[apiv1.AuditEntry], error) {
+		q.PageQuery = p
+		return c.ListAudit(ctx, q)
+	})
 }

@@ -58,6 +58,7 @@ var additions = []struct {
 	{"GET", "/api/v1/enrollment-tokens", "endpoints.manage"},
 	{"POST", "/api/v1/enrollment-tokens", "endpoints.manage"},
 	{"POST", "/api/v1/enrollment-tokens/{id}/revoke", "endpoints.manage"},
+	{"GET", "/api/v1/audit", "reports.view"},
 }
 
 func load(t *testing.T) *openapi3.T {

@@ -45,6 +45,7 @@ func (a *API) routes() {
 	a.route("GET /api/v1/enrollment-tokens", perm.EndpointsManage, a.listEnrollTokens)
 	a.route("POST /api/v1/enrollment-tokens", perm.EndpointsManage, a.createEnrollToken)
 	a.route("POST /api/v1/enrollment-tokens/{id}/revoke", perm.EndpointsManage, a.revokeEnrollToken)
+	a.route("GET /api/v1/audit", perm.ReportsView, a.listAudit)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

@@ -162,3 +162,11 @@ func TestScriptsLibrary(t *testing.T) {
 		t.Fatalf("delete twice: %v", err)
 	}
 }
+
+func scriptBody(name string) apiv1.ScriptBody {
+	return apiv1.ScriptBody{Name: &name, Language: str("sh"), Code: str("true")}
+}
+
+func joinStrings(s []string) string { return strings.Join(s, ",") }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -105,5 +106,33 @@ func TestEnrollmentPageCallsTheAPI(t *testing.T) {
 	}
 	if _, page := b.get("/console/enrollment"); !strings.Contains(page, "revoked") {
 		t.Fatal("the page does not show the revoked token")
+	}
+}
+
+// TestAuditPageCallsTheAPI: the Audit Trail page reads GET /api/v1/audit,
+// with its filters and its pages.
+func TestAuditPageCallsTheAPI(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	for i := range 205 {
+		en := &store.AuditEntry{OrgID: e.Org.ID, Actor: "api:bot", Action: "group.create", TargetType: "group", TargetID: fmt.Sprintf("g%03d", i)}
+		if err := e.Store.Audited(ctx, en, func(*store.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	code, page := b.get("/console/audit?actor=api:bot")
+	if code != http.StatusOK || !strings.Contains(page, "205 matching entries") || !strings.Contains(page, `rel="next"`) || !strings.Contains(page, `href="/console/audit?actor=api%3Abot&amp;offset=200"`) {
+		t.Fatalf("first page: %d\n%s", code, page[strings.Index(page, "class=\"hint\""):])
+	}
+	_, page = b.get("/console/audit?actor=api%3Abot&offset=200")
+	if strings.Count(page, "<code>group.create</code>") != 5 || strings.Contains(page, `rel="next"`) {
+		t.Fatalf("second page:\n%.3000s", page)
+	}
+	if code, _ := b.get("/console/audit?since=someday"); code != http.StatusBadRequest {
+		t.Fatalf("bad since: %d", code)
 	}
 }

@@ -2,8 +2,10 @@ package console
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -249,9 +251,13 @@ func (c *Console) enrollTokenRevoke(w http.ResponseWriter, r *http.Request, s *s
 }
 
 type auditData struct {
-	Entries              []store.AuditEntry
+	Entries              []apiv1.AuditEntry
 	Actor, Action, Since string
 	Limit                int
+	// Total counts the matching entries; Older is the query of the next
+	// page when there is one.
+	Total int
+	Older template.URL
 }
 
 // auditQuery reads the Audit Trail pages' filters.
@@ -275,12 +281,30 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return err
 	}
-	f := store.AuditFilter{Actor: d.Actor, Action: d.Action, Since: since, Limit: d.Limit}
-	entries, err := c.store.ListAudit(r.Context(), s.User.OrgID, f)
-	if err != nil {
+	q := url.Values{"limit": {strconv.Itoa(d.Limit)}}
+	for k, v := range map[string]string{"actor": d.Actor, "action": d.Action} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if !since.IsZero() {
+		q.Set("since", since.Format(time.RFC3339))
+	}
+	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	var page apiv1.Page[apiv1.AuditEntry]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/audit?"+q.Encode(), nil, &page); err != nil {
 		return err
 	}
-	d.Entries = entries
+	d.Entries, d.Total = page.Items, page.Total
+	if next := page.Offset + len(page.Items); len(page.Items) > 0 && next < page.Total {
+		older := r.URL.Query()
+		older.Set("offset", strconv.Itoa(next))
+		// The query is url.Values.Encode's: safe as it stands.
+		d.Older = template.URL("/console/audit?" + older.Encode())
+	}
 	return c.render(w, r, s, http.StatusOK, "audit", "", "Audit Trail", "audit", d)
 }
 

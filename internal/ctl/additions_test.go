@@ -82,3 +82,30 @@ func TestEnrollTokenCommands(t *testing.T) {
 	h.login(perm.ReadOnly)
 	h.fail(ctl.ExitAPI, "insufficient_scope", "enroll-tokens", "list")
 }
+
+func TestAuditCommand(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.All)
+	for _, name := range []string{"a", "b", "c"} {
+		h.ok("scripts", "create", "--name", name, "--language", "sh", "--code", "true")
+	}
+	h.ok("scripts", "delete", "b")
+	var entries []apiv1.AuditEntry
+	h.okJSON(&entries, "audit", "list", "--action", "script.create", "--since", "1h", "--page-size", "2")
+	if len(entries) != 3 || entries[0].Summary["name"] != "c" || !strings.HasPrefix(entries[0].Actor, "api:") {
+		t.Fatalf("entries %+v", entries)
+	}
+	h.okJSON(&entries, "audit", "list", "--actor", entries[0].Actor, "--limit", "1")
+	if len(entries) != 1 || entries[0].Action != "script.delete" {
+		t.Fatalf("newest of the actor: %+v", entries)
+	}
+	rows, err := csv.NewReader(strings.NewReader(h.ok("audit", "list", "--until", "2000-01-01", "-o", "csv"))).ReadAll()
+	if err != nil || len(rows) != 1 || rows[0][2] != "ACTION" {
+		t.Fatalf("csv before 2000: %v %v", rows, err)
+	}
+	if table := h.ok("audit", "list", "--action", "script.delete"); !strings.Contains(table, "script.delete") || !strings.Contains(table, `{"name":"b"}`) {
+		t.Errorf("table:\n%s", table)
+	}
+	h.fail(ctl.ExitUsage, "--since", "audit", "list", "--since", "last tuesday")
+}

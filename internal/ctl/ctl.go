@@ -73,6 +73,7 @@ func init() {
 	commands = append(commands, alertCommands()...)
 	commands = append(commands, scriptCommands()...)
 	commands = append(commands, enrollTokenCommands()...)
+	commands = append(commands, auditCommands()...)
 	commands = append(commands, completionCommands()...)
 }
 
