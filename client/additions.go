@@ -104,3 +104,25 @@ func (c *Client) Audit(ctx context.Context, q AuditQuery) iter.Seq2[apiv1.AuditE
 		return c.ListAudit(ctx, q)
 	})
 }
+
+// GetRun reads one run.
+func (c *Client) GetRun(ctx context.Context, id string) (apiv1.Run, error) {
+	var out apiv1.Run
+	err := c.Do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// StopRun stops a running run: commands not started yet are cancelled.
+func (c *Client) StopRun(ctx context.Context, id string) (apiv1.Run, error) {
+	var out apiv1.Run
+	err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/stop", nil, nil, &out)
+	return out, err
+}
+
+// RetryRun starts a new run of a run's action on the endpoints whose
+// command failed.
+func (c *Client) RetryRun(ctx context.Context, id string) (apiv1.RunStarted, error) {
+	var out apiv1.RunStarted
+	err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", nil, nil, &out)
+	return out, err
+}

@@ -59,6 +59,9 @@ var additions = []struct {
 	{"POST", "/api/v1/enrollment-tokens", "endpoints.manage"},
 	{"POST", "/api/v1/enrollment-tokens/{id}/revoke", "endpoints.manage"},
 	{"GET", "/api/v1/audit", "reports.view"},
+	{"GET", "/api/v1/runs/{id}", "automations.view"},
+	{"POST", "/api/v1/runs/{id}/stop", "automations.run"},
+	{"POST", "/api/v1/runs/{id}/retry", "automations.run"},
 }
 
 func load(t *testing.T) *openapi3.T {

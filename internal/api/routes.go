@@ -46,6 +46,9 @@ func (a *API) routes() {
 	a.route("POST /api/v1/enrollment-tokens", perm.EndpointsManage, a.createEnrollToken)
 	a.route("POST /api/v1/enrollment-tokens/{id}/revoke", perm.EndpointsManage, a.revokeEnrollToken)
 	a.route("GET /api/v1/audit", perm.ReportsView, a.listAudit)
+	a.route("GET /api/v1/runs/{id}", perm.AutomationsView, a.getRun)
+	a.route("POST /api/v1/runs/{id}/stop", perm.AutomationsRun, a.stopRun)
+	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -134,5 +136,63 @@ func TestAuditPageCallsTheAPI(t *testing.T) {
 	}
 	if code, _ := b.get("/console/audit?since=someday"); code != http.StatusBadRequest {
 		t.Fatalf("bad since: %d", code)
+	}
+}
+
+// TestRunPageCallsTheAPI: the run page reads the run through the API and
+// stops it and retries its failed endpoints through the API's operations.
+func TestRunPageCallsTheAPI(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	a1, a2 := e.Enroll("m1", "host-1", "linux"), e.Enroll("m2", "host-2", "linux")
+	started, err := e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{a1.ID, a2.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ag := range []*apitest.Agent{a1, a2} {
+		resp, _ := ag.Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.0"})
+		if len(resp.Commands) != 1 {
+			t.Fatalf("commands of %s: %+v", ag.ID, resp.Commands)
+		}
+		status := "FAILED"
+		if ag == a1 {
+			status = "SUCCESS"
+		}
+		ag.Status(resp.Commands[0].ID, status, "", nil)
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	code, page := b.get("/console/runs/" + started.RunID)
+	if code != http.StatusOK || !strings.Contains(page, "Retry failed endpoints") || !strings.Contains(page, "host-2") {
+		t.Fatalf("run page: %d\n%.3000s", code, page)
+	}
+	code, loc, _ := b.post("/console/runs/"+started.RunID+"/retry", url.Values{})
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/runs/") || loc == "/console/runs/"+started.RunID {
+		t.Fatalf("retry: %d %s", code, loc)
+	}
+	retryID := strings.TrimPrefix(loc, "/console/runs/")
+	retry, err := e.Admin.GetRun(ctx, retryID)
+	if err != nil || retry.Total != 1 || retry.Status != "RUNNING" {
+		t.Fatalf("retry run: %+v %v", retry, err)
+	}
+	if code, _, _ := b.post("/console/runs/"+retryID+"/stop", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d", code)
+	}
+	if r, _ := e.Admin.GetRun(ctx, retryID); r.Status != "STOPPED" {
+		t.Fatalf("after stop: %+v", r)
+	}
+	entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "run.stop"})
+	if len(entries) != 1 || entries[0].TargetID != retryID || !strings.Contains(entries[0].Actor, "alice@example.com") {
+		t.Fatalf("stop audit: %+v", entries)
+	}
+	// Stopping it again is refused with the API's words.
+	b.post("/console/runs/"+retryID+"/stop", url.Values{})
+	if _, page := b.get("/console/runs/" + retryID); !strings.Contains(page, "only a RUNNING run can be stopped") {
+		t.Fatal("the refusal is not shown")
+	}
+	if code, _ := b.get("/console/runs/nope"); code != http.StatusNotFound {
+		t.Fatalf("unknown run: %d", code)
 	}
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -490,17 +491,16 @@ func (c *Console) runData(r *http.Request, s *session) (runData, error) {
 	if err != nil {
 		return d, err
 	}
-	run, err := c.store.GetRun(r.Context(), s.User.OrgID, r.PathValue("id"))
-	if err != nil {
-		if isNotFound(err) {
-			return d, notFound("run")
-		}
+	var run apiv1.Run
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs/"+url.PathEscape(r.PathValue("id")), nil, &run); err != nil {
 		return d, err
 	}
-	cmds, total, err := c.store.ListRunCommands(r.Context(), store.RunQuery{OrgID: s.User.OrgID, Limit: p.Limit, Offset: p.Offset}, run.ID)
-	if err != nil {
+	var list apiv1.List[apiv1.RunCommand]
+	q := url.Values{"runId": {run.ID}, "limit": {strconv.Itoa(p.Limit)}, "offset": {strconv.Itoa(p.Offset)}}
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &list); err != nil {
 		return d, err
 	}
+	cmds, total := list.Items, list.Total
 	p.Total = total
 	d = runData{Run: run, Commands: cmds, Page: p}
 	d.Done = run.Succeeded + run.Failed
@@ -531,9 +531,20 @@ func (c *Console) runProgress(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (c *Console) runStop(w http.ResponseWriter, r *http.Request, s *session) error {
-	id := r.PathValue("id")
-	_, err := c.store.StopRun(r.Context(), s.audit("run.stop", "run", id), s.User.OrgID, id, c.now())
-	return c.done(w, r, "/console/runs/"+id, adminError(err), "Run stopped: commands not started yet were cancelled.")
+	id := url.PathEscape(r.PathValue("id"))
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/runs/"+id+"/stop", nil, nil)
+	return c.done(w, r, "/console/runs/"+id, err, "Run stopped: commands not started yet were cancelled.")
+}
+
+// runRetry starts a new run on the endpoints whose command failed, and
+// shows it.
+func (c *Console) runRetry(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := url.PathEscape(r.PathValue("id"))
+	var started apiv1.RunStarted
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/runs/"+id+"/retry", nil, &started); err != nil {
+		return c.done(w, r, "/console/runs/"+id, err, "")
+	}
+	return c.done(w, r, "/console/runs/"+url.PathEscape(started.RunID), nil, fmt.Sprintf("Retrying on %d endpoint(s).", started.Queued))
 }
 
 // ---- scripts

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/ctl"
@@ -108,4 +109,44 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("table:\n%s", table)
 	}
 	h.fail(ctl.ExitUsage, "--since", "audit", "list", "--since", "last tuesday")
+}
+
+func TestRunShowStopRetry(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.All)
+	a1, a2 := e.Enroll("m1", "host-1", "linux"), e.Enroll("m2", "host-2", "linux")
+	var started apiv1.RunStarted
+	h.okJSON(&started, "actions", "run", "--type", "REBOOT", "--endpoints", a1.ID+","+a2.ID)
+	for _, ag := range []*apitest.Agent{a1, a2} {
+		resp, _ := ag.Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.0"})
+		if len(resp.Commands) != 1 {
+			t.Fatalf("commands: %+v", resp.Commands)
+		}
+		ag.Status(resp.Commands[0].ID, "FAILED", "no", nil)
+	}
+	var run apiv1.Run
+	h.okJSON(&run, "runs", "show", started.RunID)
+	if run.Status != "FAILED" || run.Failed != 2 {
+		t.Fatalf("show: %+v", run)
+	}
+	if out := h.ok("runs", "show", started.RunID); !strings.Contains(out, "Failed:") || !strings.Contains(out, "FAILED") {
+		t.Errorf("show table:\n%s", out)
+	}
+	var retry apiv1.RunStarted
+	h.okJSON(&retry, "runs", "retry", started.RunID)
+	if retry.Queued != 2 {
+		t.Fatalf("retry %+v", retry)
+	}
+	rows, err := csv.NewReader(strings.NewReader(h.ok("runs", "stop", retry.RunID, "-o", "csv"))).ReadAll()
+	if err != nil || len(rows) != 1 || !strings.Contains(rows[0][0], "stopped") {
+		t.Fatalf("stop: %v %v", rows, err)
+	}
+	h.okJSON(&run, "runs", "show", retry.RunID)
+	if run.Status != "STOPPED" {
+		t.Fatalf("after stop %+v", run)
+	}
+	h.fail(ctl.ExitAPI, "run_not_running", "runs", "stop", retry.RunID)
+	h.fail(ctl.ExitAPI, "no_failed_endpoints", "runs", "retry", retry.RunID)
+	h.fail(ctl.ExitAPI, "not_found", "runs", "show", "nope")
 }

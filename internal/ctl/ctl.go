@@ -74,6 +74,7 @@ func init() {
 	commands = append(commands, scriptCommands()...)
 	commands = append(commands, enrollTokenCommands()...)
 	commands = append(commands, auditCommands()...)
+	commands = append(commands, runOpCommands()...)
 	commands = append(commands, completionCommands()...)
 }
 
