@@ -28,7 +28,7 @@ func TestEnrollmentTokens(t *testing.T) {
 	// A token valid a week, pinned to the server's own CA.
 	created, err := admin.CreateEnrollToken(ctx, apiv1.EnrollTokenBody{ExpiresInHours: 168})
 	if err != nil || created.ID == "" || len(created.CASHA256) != 64 || !strings.HasSuffix(created.Token, "."+created.CASHA256) ||
-		created.ExpiresAt == nil || created.ExpiresAt.Sub(time.Now()) < 167*time.Hour || created.ExpiresAt.Sub(time.Now()) > 169*time.Hour {
+		created.ExpiresAt == nil || time.Until(*created.ExpiresAt) < 167*time.Hour || time.Until(*created.ExpiresAt) > 169*time.Hour {
 		t.Fatalf("create: %+v %v", created, err)
 	}
 	if pin, err := e.Store.EnrollPin(ctx); err != nil || pin != created.CASHA256 {
