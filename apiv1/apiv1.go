@@ -6,6 +6,7 @@ package apiv1
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -494,6 +495,10 @@ type NewEnrollToken struct {
 	CASHA256  string     `json:"caSha256,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt"`
 }
+
+// Secret is the token without its CA pin (what installers that pin the CA
+// themselves take).
+func (t NewEnrollToken) Secret() string { return strings.TrimSuffix(t.Token, "."+t.CASHA256) }
 
 // AuditEntry is one line of the organization's Audit Trail (patchd addition).
 type AuditEntry struct {

@@ -31,6 +31,9 @@ func TestEnrollmentTokens(t *testing.T) {
 		created.ExpiresAt == nil || time.Until(*created.ExpiresAt) < 167*time.Hour || time.Until(*created.ExpiresAt) > 169*time.Hour {
 		t.Fatalf("create: %+v %v", created, err)
 	}
+	if created.Secret()+"."+created.CASHA256 != created.Token || strings.Contains(created.Secret(), ".") {
+		t.Fatalf("secret %q of %q", created.Secret(), created.Token)
+	}
 	if pin, err := e.Store.EnrollPin(ctx); err != nil || pin != created.CASHA256 {
 		t.Fatalf("pin %q, server's %q (%v)", created.CASHA256, pin, err)
 	}
