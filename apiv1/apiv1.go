@@ -6,6 +6,7 @@ package apiv1
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -435,4 +436,77 @@ type Report struct {
 	Rows        [][]any    `json:"rows"`
 	Total       int        `json:"total"`
 	CollectedAt *time.Time `json:"collectedAt"`
+}
+
+// ScriptParameter is a parameter a stored script declares (patchd addition).
+type ScriptParameter struct {
+	Name     string `json:"name"`
+	Default  string `json:"default"`
+	Required bool   `json:"required"`
+}
+
+// Script is a script of the organization's library, run by RUN_SCRIPT
+// actions that name it with payload.scriptId (patchd addition).
+type Script struct {
+	ID              string            `json:"id"`
+	Name            string            `json:"name"`
+	Language        string            `json:"language"`
+	Code            string            `json:"code"`
+	Parameters      []ScriptParameter `json:"parameters"`
+	RebootExitCodes []int             `json:"rebootExitCodes"`
+	TimeoutSeconds  int               `json:"timeoutSeconds"`
+	CreatedAt       time.Time         `json:"createdAt"`
+	UpdatedAt       time.Time         `json:"updatedAt"`
+}
+
+// ScriptBody creates a script (name, language and code required) or, with
+// any subset of its fields, changes one (patchd addition).
+type ScriptBody struct {
+	Name            *string            `json:"name,omitempty"`
+	Language        *string            `json:"language,omitempty"`
+	Code            *string            `json:"code,omitempty"`
+	Parameters      *[]ScriptParameter `json:"parameters,omitempty"`
+	RebootExitCodes *[]int             `json:"rebootExitCodes,omitempty"`
+	TimeoutSeconds  *int               `json:"timeoutSeconds,omitempty"`
+}
+
+// EnrollToken is an enrollment token as listed: never the secret
+// (patchd addition).
+type EnrollToken struct {
+	ID        string     `json:"id"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	Revoked   bool       `json:"revoked"`
+	Uses      int        `json:"uses"`
+	CreatedAt time.Time  `json:"createdAt"`
+}
+
+// EnrollTokenBody creates an enrollment token (patchd addition).
+type EnrollTokenBody struct {
+	// ExpiresInHours is how long the token is valid; 0 or left out: it
+	// never expires.
+	ExpiresInHours int `json:"expiresInHours,omitempty"`
+}
+
+// NewEnrollToken is a created enrollment token: the only answer that holds
+// the token (patchd addition).
+type NewEnrollToken struct {
+	ID        string     `json:"id"`
+	Token     string     `json:"token"`
+	CASHA256  string     `json:"caSha256,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
+// Secret is the token without its CA pin (what installers that pin the CA
+// themselves take).
+func (t NewEnrollToken) Secret() string { return strings.TrimSuffix(t.Token, "."+t.CASHA256) }
+
+// AuditEntry is one line of the organization's Audit Trail (patchd addition).
+type AuditEntry struct {
+	ID         string         `json:"id"`
+	At         time.Time      `json:"at"`
+	Actor      string         `json:"actor"`
+	Action     string         `json:"action"`
+	TargetType string         `json:"targetType"`
+	TargetID   *string        `json:"targetId"`
+	Summary    map[string]any `json:"summary"`
 }

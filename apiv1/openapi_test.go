@@ -71,6 +71,14 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		{"RunCommandList", apiv1.List[apiv1.RunCommand]{}, false},
 		{"AlertRuleList", apiv1.List[apiv1.AlertRule]{}, false},
 		{"ReportList", apiv1.List[apiv1.ReportMeta]{}, false},
+		{"Script", apiv1.Script{}, false},
+		{"ScriptParameter", apiv1.ScriptParameter{}, true},
+		{"ScriptList", apiv1.List[apiv1.Script]{}, false},
+		{"EnrollmentToken", apiv1.EnrollToken{}, false},
+		{"EnrollmentTokenList", apiv1.List[apiv1.EnrollToken]{}, false},
+		{"NewEnrollmentToken", apiv1.NewEnrollToken{}, false},
+		{"AuditEntry", apiv1.AuditEntry{}, false},
+		{"AuditEntryPage", apiv1.Page[apiv1.AuditEntry]{}, false},
 	}
 	for _, a := range answers {
 		t.Run(a.schema, func(t *testing.T) {

@@ -45,6 +45,25 @@ var operations = []struct {
 	{"GET", "/api/v1/openapi.json", ""},
 }
 
+// additions are patchd's operations beyond the specification, each marked
+// x-patchd-addition in the document, with the permission it needs.
+var additions = []struct {
+	method, path, permission string
+}{
+	{"GET", "/api/v1/scripts", "automations.view"},
+	{"POST", "/api/v1/scripts", "automations.manage"},
+	{"GET", "/api/v1/scripts/{id}", "automations.view"},
+	{"PATCH", "/api/v1/scripts/{id}", "automations.manage"},
+	{"DELETE", "/api/v1/scripts/{id}", "automations.manage"},
+	{"GET", "/api/v1/enrollment-tokens", "endpoints.manage"},
+	{"POST", "/api/v1/enrollment-tokens", "endpoints.manage"},
+	{"POST", "/api/v1/enrollment-tokens/{id}/revoke", "endpoints.manage"},
+	{"GET", "/api/v1/audit", "reports.view"},
+	{"GET", "/api/v1/runs/{id}", "automations.view"},
+	{"POST", "/api/v1/runs/{id}/stop", "automations.run"},
+	{"POST", "/api/v1/runs/{id}/retry", "automations.run"},
+}
+
 func load(t *testing.T) *openapi3.T {
 	t.Helper()
 	doc, err := Load()
@@ -61,6 +80,12 @@ func TestOperations(t *testing.T) {
 	for _, o := range operations {
 		want = append(want, o.method+" "+o.path)
 	}
+	if len(want) != 25 {
+		t.Fatalf("the test lists %d operations, the specification has 25", len(want))
+	}
+	for _, o := range additions {
+		want = append(want, o.method+" "+o.path)
+	}
 	var got []string
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {
@@ -69,17 +94,23 @@ func TestOperations(t *testing.T) {
 	}
 	slices.Sort(want)
 	slices.Sort(got)
-	if len(want) != 25 {
-		t.Fatalf("the test lists %d operations, the specification has 25", len(want))
-	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("operations:\n got %q\nwant %q", got, want)
 	}
 
 	ids := map[string]bool{}
-	for _, o := range operations {
+	for i, o := range append(slices.Clone(operations), additions...) {
 		t.Run(o.method+" "+o.path, func(t *testing.T) {
 			op := doc.Paths.Find(o.path).GetOperation(o.method)
+			if added := op.Extensions["x-patchd-addition"] == true; added != (i >= len(operations)) {
+				t.Errorf("x-patchd-addition is %v; it marks exactly the operations beyond the specification", added)
+			}
+			if i >= len(operations) && !strings.Contains(op.Description, "patchd addition") {
+				t.Error("the description does not say it is a patchd addition")
+			}
+			if i >= len(operations) && !strings.Contains(op.Description, "`"+o.permission+"`") {
+				t.Errorf("the description does not name the permission %s", o.permission)
+			}
 			if op.OperationID == "" || ids[op.OperationID] {
 				t.Errorf("operationId %q is empty or used twice", op.OperationID)
 			}
@@ -122,7 +153,7 @@ func TestOperations(t *testing.T) {
 				}
 			}
 			if o.method == "POST" || o.method == "PATCH" {
-				if op.Responses.Status(http.StatusUnprocessableEntity) == nil && o.path != "/api/v1/automations/{id}/run" {
+				if op.Responses.Status(http.StatusUnprocessableEntity) == nil && op.RequestBody != nil {
 					t.Error("a create, update, action or approval lists no 422")
 				}
 			}
@@ -341,7 +372,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	for _, item := range doc.Paths.Map() {
 		n += len(item.Operations())
 	}
-	if n != len(operations) {
+	if n != len(operations)+len(additions) {
 		t.Errorf("round trip has %d operations", n)
 	}
 	for _, public := range []*openapi3.Operation{

@@ -37,6 +37,14 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc, err := e.Admin.CreateScript(ctx, scriptBody("nul-script"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := e.Admin.ListEnrollTokens(ctx)
+	if err != nil || len(tokens.Items) != 1 {
+		t.Fatalf("enrollment tokens: %+v %v", tokens, err)
+	}
 	run := e.Queue(e.Org, agentproto.TypeReboot, agentproto.RebootPayload{Message: "m", TimeoutSeconds: 60}, ag)
 	resp, _ := ag.Checkin(0, agentproto.CheckinRequest{})
 	if len(resp.Commands) != 1 {
@@ -57,7 +65,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		var b strings.Builder
 		for _, p := range []string{"/api/v1/endpoints", "/api/v1/endpoints/" + ag.ID, "/api/v1/groups", "/api/v1/automations",
 			"/api/v1/automations/" + au.Automation.ID, "/api/v1/alerts", "/api/v1/updates", "/api/v1/software",
-			"/api/v1/runs", "/api/v1/runs?runId=" + run.RunID} {
+			"/api/v1/runs", "/api/v1/runs?runId=" + run.RunID, "/api/v1/scripts", "/api/v1/enrollment-tokens"} {
 			ans := rawCall(t, e, http.MethodGet, p, token, nil)
 			if ans.status != http.StatusOK {
 				t.Fatalf("snapshot %s: %d %s", p, ans.status, ans.body)
@@ -76,32 +84,42 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	const nulJSON = `"x\u0000y"`
 	ids := map[string]string{"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
 		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
-		"/api/v1/reports/{key}": "endpoints"}
+		"/api/v1/reports/{key}": "endpoints", "/api/v1/scripts/{id}": sc.ID, "/api/v1/enrollment-tokens/{id}/revoke": tokens.Items[0].ID,
+		"/api/v1/runs/{id}": run.RunID, "/api/v1/runs/{id}/stop": run.RunID, "/api/v1/runs/{id}/retry": run.RunID}
 	// A body for each operation that takes one, valid but for the NUL.
 	bodies := map[string]string{
-		"POST /api/oauth/token":             `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
-		"PATCH /api/v1/endpoints/{id}":      `{"displayName":` + nulJSON + `}`,
-		"POST /api/v1/groups":               `{"name":` + nulJSON + `}`,
-		"PATCH /api/v1/groups/{id}":         `{"name":` + nulJSON + `}`,
-		"POST /api/v1/automations":          `{"name":` + nulJSON + `,"actionType":"REBOOT","payload":{"message":"m","timeoutSeconds":60},"targetMode":"all","scheduleKind":"NOW"}`,
-		"PATCH /api/v1/automations/{id}":    `{"name":` + nulJSON + `}`,
-		"POST /api/v1/actions":              `{"actionType":"REBOOT","payload":{"message":` + nulJSON + `,"timeoutSeconds":60},"targetMode":"all"}`,
-		"POST /api/v1/updates/approvals":    `{"keys":[` + nulJSON + `],"status":"APPROVED"}`,
-		"POST /api/v1/alerts":               `{"name":` + nulJSON + `,"trigger":"NEW_ENDPOINT","emailTo":"ops@example.com"}`,
-		"POST /api/v1/automations/{id}/run": "", // takes no body
+		"POST /api/oauth/token":                      `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
+		"PATCH /api/v1/endpoints/{id}":               `{"displayName":` + nulJSON + `}`,
+		"POST /api/v1/groups":                        `{"name":` + nulJSON + `}`,
+		"PATCH /api/v1/groups/{id}":                  `{"name":` + nulJSON + `}`,
+		"POST /api/v1/automations":                   `{"name":` + nulJSON + `,"actionType":"REBOOT","payload":{"message":"m","timeoutSeconds":60},"targetMode":"all","scheduleKind":"NOW"}`,
+		"PATCH /api/v1/automations/{id}":             `{"name":` + nulJSON + `}`,
+		"POST /api/v1/actions":                       `{"actionType":"REBOOT","payload":{"message":` + nulJSON + `,"timeoutSeconds":60},"targetMode":"all"}`,
+		"POST /api/v1/updates/approvals":             `{"keys":[` + nulJSON + `],"status":"APPROVED"}`,
+		"POST /api/v1/alerts":                        `{"name":` + nulJSON + `,"trigger":"NEW_ENDPOINT","emailTo":"ops@example.com"}`,
+		"POST /api/v1/automations/{id}/run":          "", // takes no body
+		"POST /api/v1/scripts":                       `{"name":` + nulJSON + `,"language":"sh","code":"true"}`,
+		"PATCH /api/v1/scripts/{id}":                 `{"code":` + nulJSON + `}`,
+		"POST /api/v1/enrollment-tokens":             `{"expiresInHours":1,"note":` + nulJSON + `}`,
+		"POST /api/v1/enrollment-tokens/{id}/revoke": "",
+		"POST /api/v1/runs/{id}/stop":                "",
+		"POST /api/v1/runs/{id}/retry":               "",
 	}
 	// A query filter for each list.
 	queries := map[string]string{
-		"GET /api/v1/endpoints":       "q=web%00",
-		"GET /api/v1/updates":         "severity=Critical%00",
-		"GET /api/v1/software":        "q=bash%00",
-		"GET /api/v1/vulnerabilities": "endpointId=" + ag.ID + "%00",
-		"GET /api/v1/groups":          "q=%00",
-		"GET /api/v1/automations":     "q=%00",
-		"GET /api/v1/alerts":          "q=%00",
-		"GET /api/v1/runs":            "runId=" + run.RunID + "%00",
-		"GET /api/v1/reports/{key}":   "groupId=%00",
-		"GET /api/v1/openapi.json":    "x=%00",
+		"GET /api/v1/endpoints":         "q=web%00",
+		"GET /api/v1/updates":           "severity=Critical%00",
+		"GET /api/v1/software":          "q=bash%00",
+		"GET /api/v1/vulnerabilities":   "endpointId=" + ag.ID + "%00",
+		"GET /api/v1/groups":            "q=%00",
+		"GET /api/v1/automations":       "q=%00",
+		"GET /api/v1/alerts":            "q=%00",
+		"GET /api/v1/runs":              "runId=" + run.RunID + "%00",
+		"GET /api/v1/reports/{key}":     "groupId=%00",
+		"GET /api/v1/openapi.json":      "x=%00",
+		"GET /api/v1/scripts":           "q=%00",
+		"GET /api/v1/enrollment-tokens": "q=%00",
+		"GET /api/v1/audit":             "actor=api%00",
 	}
 	type probe struct{ name, method, path, body string }
 	var probes []probe
@@ -135,6 +153,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	probes = append(probes,
 		probe{"token form", http.MethodPost, "/api/oauth/token", "form:grant_type=client_credentials&client_id=a%00&client_secret=b"},
 		probe{"DELETE endpoint id", http.MethodDelete, "/api/v1/endpoints/" + ag.ID + "%00", ""},
+		probe{"DELETE script id", http.MethodDelete, "/api/v1/scripts/" + sc.ID + "%00", ""},
 	)
 	for _, p := range probes {
 		ans := rawCall(t, e, p.method, p.path, token, []byte(p.body))

@@ -7,7 +7,8 @@ import (
 )
 
 // routes is the route table: every operation of the REST API v1, numbered
-// as in section 4 of the specification, with the permission it needs.
+// as in section 4 of the specification, then patchd's additions, each with
+// the permission it needs.
 func (a *API) routes() {
 	a.public("POST /api/oauth/token", a.issueToken)                                        // 1
 	a.route("GET /api/v1/endpoints", perm.EndpointsView, a.listEndpoints)                  // 2
@@ -34,6 +35,20 @@ func (a *API) routes() {
 	a.route("GET /api/v1/runs", perm.AutomationsView, a.listRuns)                          // 23
 	a.route("GET /api/v1/reports/{key}", perm.ReportsView, a.getReport)                    // 24
 	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                                // 25
+
+	// patchd additions (docs/design-notes.md, "REST API extensions").
+	a.route("GET /api/v1/scripts", perm.AutomationsView, a.listScripts)
+	a.route("POST /api/v1/scripts", perm.AutomationsManage, a.createScript)
+	a.route("GET /api/v1/scripts/{id}", perm.AutomationsView, a.getScript)
+	a.route("PATCH /api/v1/scripts/{id}", perm.AutomationsManage, a.updateScript)
+	a.route("DELETE /api/v1/scripts/{id}", perm.AutomationsManage, a.deleteScript)
+	a.route("GET /api/v1/enrollment-tokens", perm.EndpointsManage, a.listEnrollTokens)
+	a.route("POST /api/v1/enrollment-tokens", perm.EndpointsManage, a.createEnrollToken)
+	a.route("POST /api/v1/enrollment-tokens/{id}/revoke", perm.EndpointsManage, a.revokeEnrollToken)
+	a.route("GET /api/v1/audit", perm.ReportsView, a.listAudit)
+	a.route("GET /api/v1/runs/{id}", perm.AutomationsView, a.getRun)
+	a.route("POST /api/v1/runs/{id}/stop", perm.AutomationsRun, a.stopRun)
+	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

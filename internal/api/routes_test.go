@@ -22,9 +22,13 @@ func TestRouteTableMatchesDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	var described []string
+	spec := 0
 	for path, item := range doc.Paths.Map() {
-		for method := range item.Operations() {
+		for method, op := range item.Operations() {
 			described = append(described, method+" "+path)
+			if op.Extensions["x-patchd-addition"] != true {
+				spec++
+			}
 		}
 	}
 	routed := e.Server.API().Routes()
@@ -33,8 +37,8 @@ func TestRouteTableMatchesDocument(t *testing.T) {
 	if strings.Join(described, "\n") != strings.Join(routed, "\n") {
 		t.Fatalf("route table and OpenAPI document differ\nrouted:\n%s\n\ndescribed:\n%s", strings.Join(routed, "\n"), strings.Join(described, "\n"))
 	}
-	if len(routed) != 25 {
-		t.Fatalf("%d operations routed, the spec has 25", len(routed))
+	if spec != 25 {
+		t.Fatalf("%d operations of the spec routed (the others are marked x-patchd-addition), the spec has 25", spec)
 	}
 }
 

@@ -1,9 +1,14 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/actions"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -35,5 +40,70 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, total))
+	return nil
+}
+
+// getRun answers one run (patchd addition).
+func (a *API) getRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := a.store.GetRun(r.Context(), principal(r).OrgID, r.PathValue("id"))
+	if isNotFound(err) {
+		return httpx.NotFound("run")
+	}
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, run)
+	return nil
+}
+
+// stopRun stops a running run: commands not started are cancelled, those
+// running finish and are counted (patchd addition).
+func (a *API) stopRun(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	run, err := a.store.StopRun(r.Context(), auditEntry(r, "run.stop", "run", id), principal(r).OrgID, id, time.Now())
+	switch {
+	case isNotFound(err):
+		return httpx.NotFound("run")
+	case errors.Is(err, store.ErrConflict):
+		return httpx.Errorf(http.StatusConflict, "run_not_running", "only a RUNNING run can be stopped; this one has ended")
+	case err != nil:
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, run)
+	return nil
+}
+
+// retryRun starts a new run of a run's action on the endpoints whose
+// command failed (patchd addition). The action is resolved anew: updates
+// missing now, the stored script as it is now.
+func (a *API) retryRun(w http.ResponseWriter, r *http.Request) error {
+	p := principal(r)
+	src, err := a.store.RunRetrySource(r.Context(), p.OrgID, r.PathValue("id"))
+	if isNotFound(err) {
+		return httpx.NotFound("run")
+	}
+	if err != nil {
+		return err
+	}
+	if len(src.FailedEndpoints) == 0 {
+		return httpx.Errorf(http.StatusConflict, "no_failed_endpoints", "no command of this run failed: there is nothing to retry")
+	}
+	act, err := actions.Parse(src.ActionType, src.Payload, "payload.")
+	if err != nil {
+		return fmt.Errorf("api: stored payload of run %s: %w", src.RunID, err)
+	}
+	name := strings.TrimSuffix(src.Name, " (retry)") + " (retry)"
+	e := auditEntry(r, "run.retry", "run", "")
+	e.Summary = map[string]any{"retryOf": src.RunID, "endpoints": len(src.FailedEndpoints)}
+	run, err := a.launch(r.Context(), e, store.Launch{
+		Run: store.NewRun{OrgID: p.OrgID, Name: name, CreatedBy: p.Actor(), AutomationID: src.AutomationID, AutomationName: src.AutomationName,
+			Detail: "Retry of the failed endpoints of run " + src.RunID + "."},
+		Action:      act,
+		EndpointIDs: src.FailedEndpoints,
+	})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, apiv1.RunStarted{OK: true, RunID: run.RunID, Queued: run.Queued})
 	return nil
 }

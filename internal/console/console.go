@@ -158,6 +158,7 @@ func (c *Console) routes() {
 	c.page("GET /console/runs/{id}", perm.AutomationsView, c.runDetail)
 	c.page("GET /console/runs/{id}/progress", perm.AutomationsView, c.runProgress)
 	c.page("POST /console/runs/{id}/stop", perm.AutomationsRun, c.runStop)
+	c.page("POST /console/runs/{id}/retry", perm.AutomationsRun, c.runRetry)
 
 	c.page("GET /console/scripts", perm.AutomationsView, c.scriptList)
 	c.page("POST /console/scripts", perm.AutomationsManage, c.scriptCreate)

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
-	"github.com/patchd/patchd/internal/actions"
 	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/schedule"
 	"github.com/patchd/patchd/internal/store"
@@ -491,17 +491,16 @@ func (c *Console) runData(r *http.Request, s *session) (runData, error) {
 	if err != nil {
 		return d, err
 	}
-	run, err := c.store.GetRun(r.Context(), s.User.OrgID, r.PathValue("id"))
-	if err != nil {
-		if isNotFound(err) {
-			return d, notFound("run")
-		}
+	var run apiv1.Run
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs/"+url.PathEscape(r.PathValue("id")), nil, &run); err != nil {
 		return d, err
 	}
-	cmds, total, err := c.store.ListRunCommands(r.Context(), store.RunQuery{OrgID: s.User.OrgID, Limit: p.Limit, Offset: p.Offset}, run.ID)
-	if err != nil {
+	var list apiv1.List[apiv1.RunCommand]
+	q := url.Values{"runId": {run.ID}, "limit": {strconv.Itoa(p.Limit)}, "offset": {strconv.Itoa(p.Offset)}}
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &list); err != nil {
 		return d, err
 	}
+	cmds, total := list.Items, list.Total
 	p.Total = total
 	d = runData{Run: run, Commands: cmds, Page: p}
 	d.Done = run.Succeeded + run.Failed
@@ -532,54 +531,84 @@ func (c *Console) runProgress(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (c *Console) runStop(w http.ResponseWriter, r *http.Request, s *session) error {
-	id := r.PathValue("id")
-	_, err := c.store.StopRun(r.Context(), s.audit("run.stop", "run", id), s.User.OrgID, id, c.now())
-	return c.done(w, r, "/console/runs/"+id, adminError(err), "Run stopped: commands not started yet were cancelled.")
+	id := url.PathEscape(r.PathValue("id"))
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/runs/"+id+"/stop", nil, nil)
+	return c.done(w, r, "/console/runs/"+id, err, "Run stopped: commands not started yet were cancelled.")
+}
+
+// runRetry starts a new run on the endpoints whose command failed, and
+// shows it.
+func (c *Console) runRetry(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := url.PathEscape(r.PathValue("id"))
+	var started apiv1.RunStarted
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/runs/"+id+"/retry", nil, &started); err != nil {
+		return c.done(w, r, "/console/runs/"+id, err, "")
+	}
+	return c.done(w, r, "/console/runs/"+url.PathEscape(started.RunID), nil, fmt.Sprintf("Retrying on %d endpoint(s).", started.Queued))
 }
 
 // ---- scripts
 
 func (c *Console) scriptList(w http.ResponseWriter, r *http.Request, s *session) error {
-	list, err := c.store.ListScripts(r.Context(), s.User.OrgID)
-	if err != nil {
+	var list apiv1.List[apiv1.Script]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/scripts", nil, &list); err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "scripts", "", "Scripts", "scripts", list)
+	return c.render(w, r, s, http.StatusOK, "scripts", "", "Scripts", "scripts", list.Items)
 }
 
-// scriptCreate stores a script, with the checks of patchd admin script create.
-func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *session) error {
-	sc := store.Script{OrgID: s.User.OrgID, Name: strings.TrimSpace(r.PostFormValue("name")), Code: r.PostFormValue("code"), RebootExitCodes: []int{}}
-	lang, ok := actions.Language(r.PostFormValue("language"))
-	switch {
-	case sc.Name == "":
-		return c.done(w, r, "/console/scripts", badRequest("The script needs a name."), "")
-	case !ok:
-		return c.done(w, r, "/console/scripts", badRequest("Choose a language."), "")
-	case strings.TrimSpace(sc.Code) == "":
-		return c.done(w, r, "/console/scripts", badRequest("The script needs code."), "")
-	case len(sc.Code) > actions.MaxScriptBytes:
-		return c.done(w, r, "/console/scripts", badRequest("The code is too long."), "")
-	}
-	sc.Language = lang
-	for _, f := range strings.Split(r.PostFormValue("rebootExitCodes"), ",") {
-		if f = strings.TrimSpace(f); f == "" {
+// scriptBody reads the script form: parameters one a line as NAME=DEFAULT
+// (NAME!= for a required one), reboot exit codes comma-separated.
+func scriptBody(f url.Values) (apiv1.ScriptBody, error) {
+	b := apiv1.ScriptBody{Name: ptr(f.Get("name")), Language: ptr(f.Get("language")), Code: ptr(f.Get("code"))}
+	params := []apiv1.ScriptParameter{}
+	for _, line := range strings.Split(f.Get("parameters"), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return c.done(w, r, "/console/scripts", badRequest("Reboot exit codes: "+f+" is not an integer."), "")
-		}
-		sc.RebootExitCodes = append(sc.RebootExitCodes, n)
+		name, def, _ := strings.Cut(line, "=")
+		name = strings.TrimSpace(name)
+		required := strings.HasSuffix(name, "!")
+		params = append(params, apiv1.ScriptParameter{Name: strings.TrimSuffix(name, "!"), Default: def, Required: required})
 	}
-	e := s.audit("script.create", "script", "")
-	e.Summary = map[string]any{"name": sc.Name, "language": sc.Language}
-	_, err := c.store.CreateScript(r.Context(), e, sc, c.now())
-	return c.done(w, r, "/console/scripts", adminError(err), "Script "+sc.Name+" saved.")
+	b.Parameters = &params
+	codes := []int{}
+	for _, field := range strings.Split(f.Get("rebootExitCodes"), ",") {
+		if field = strings.TrimSpace(field); field == "" {
+			continue
+		}
+		n, err := strconv.Atoi(field)
+		if err != nil {
+			return b, badRequest("Reboot exit codes: " + field + " is not an integer.")
+		}
+		codes = append(codes, n)
+	}
+	b.RebootExitCodes = &codes
+	if t := strings.TrimSpace(f.Get("timeoutSeconds")); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil {
+			return b, badRequest("The time limit must be a number of seconds.")
+		}
+		b.TimeoutSeconds = &n
+	}
+	return b, nil
+}
+
+// scriptCreate stores a script through the REST API's operation.
+func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	body, err := scriptBody(r.PostForm)
+	if err == nil {
+		err = c.callAPI(r, s, http.MethodPost, "/api/v1/scripts", body, nil)
+	}
+	return c.done(w, r, "/console/scripts", err, "Script "+strings.TrimSpace(r.PostFormValue("name"))+" saved.")
 }
 
 func (c *Console) scriptDelete(w http.ResponseWriter, r *http.Request, s *session) error {
-	id := r.PathValue("id")
-	err := c.store.DeleteScript(r.Context(), s.audit("script.delete", "script", id), s.User.OrgID, id)
-	return c.done(w, r, "/console/scripts", adminError(err), "Script deleted.")
+	err := c.callAPI(r, s, http.MethodDelete, "/api/v1/scripts/"+url.PathEscape(r.PathValue("id")), nil, nil)
+	return c.done(w, r, "/console/scripts", err, "Script deleted.")
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -2,12 +2,16 @@ package console
 
 import (
 	"errors"
-	"github.com/patchd/patchd/internal/agentdist"
+	"html/template"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -187,8 +191,8 @@ func (c *Console) credentialChange(w http.ResponseWriter, r *http.Request, s *se
 }
 
 type enrollData struct {
-	Tokens     []store.EnrollToken
-	New        *admin.NewEnrollToken
+	Tokens     []apiv1.EnrollToken
+	New        *apiv1.NewEnrollToken
 	Installers *agentdist.Installers
 	BaseURL    string
 	Loopback   bool
@@ -200,8 +204,8 @@ type enrollData struct {
 type packageLink struct{ Label, URL string }
 
 func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, error) {
-	tokens, err := c.store.ListEnrollTokens(r.Context(), s.User.OrgID)
-	if err != nil {
+	var tokens apiv1.List[apiv1.EnrollToken]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/enrollment-tokens", nil, &tokens); err != nil {
 		return nil, err
 	}
 	base := c.cfg.BaseURL
@@ -212,7 +216,7 @@ func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, erro
 		}
 		base = scheme + "://" + r.Host
 	}
-	d := &enrollData{Tokens: tokens, BaseURL: base, Loopback: agentdist.IsLoopback(base), Now: c.now()}
+	d := &enrollData{Tokens: tokens.Items, BaseURL: base, Loopback: agentdist.IsLoopback(base), Now: c.now()}
 	if c.cfg.Agents != nil {
 		d.Published = c.cfg.Agents.Published()
 		for _, b := range d.Published {
@@ -237,21 +241,21 @@ func (c *Console) enrollmentPage(w http.ResponseWriter, r *http.Request, s *sess
 }
 
 func (c *Console) enrollTokenCreate(w http.ResponseWriter, r *http.Request, s *session) error {
-	var valid time.Duration
+	var body apiv1.EnrollTokenBody
 	switch r.PostFormValue("expires") {
 	case "", "never":
 	case "1d":
-		valid = 24 * time.Hour
+		body.ExpiresInHours = 24
 	case "7d":
-		valid = 7 * 24 * time.Hour
+		body.ExpiresInHours = 7 * 24
 	case "30d":
-		valid = 30 * 24 * time.Hour
+		body.ExpiresInHours = 30 * 24
 	default:
 		return c.done(w, r, "/console/enrollment", badRequest("Choose how long the token is valid."), "")
 	}
-	t, err := admin.CreateEnrollToken(r.Context(), c.store, s.actor(), s.User.OrgID, valid)
-	if err != nil {
-		return err
+	var t apiv1.NewEnrollToken
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/enrollment-tokens", body, &t); err != nil {
+		return c.done(w, r, "/console/enrollment", err, "")
 	}
 	d, err := c.enrollmentData(r, s)
 	if err != nil {
@@ -269,15 +273,18 @@ func (c *Console) enrollTokenCreate(w http.ResponseWriter, r *http.Request, s *s
 }
 
 func (c *Console) enrollTokenRevoke(w http.ResponseWriter, r *http.Request, s *session) error {
-	id := r.PathValue("id")
-	err := c.store.RevokeEnrollToken(r.Context(), s.audit("enroll_token.revoke", "enroll_token", id), s.User.OrgID, id)
-	return c.done(w, r, "/console/enrollment", adminError(err), "Enrollment token revoked.")
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/enrollment-tokens/"+url.PathEscape(r.PathValue("id"))+"/revoke", nil, nil)
+	return c.done(w, r, "/console/enrollment", err, "Enrollment token revoked.")
 }
 
 type auditData struct {
-	Entries              []store.AuditEntry
+	Entries              []apiv1.AuditEntry
 	Actor, Action, Since string
 	Limit                int
+	// Total counts the matching entries; Older is the query of the next
+	// page when there is one.
+	Total int
+	Older template.URL
 }
 
 // auditQuery reads the Audit Trail pages' filters.
@@ -301,12 +308,30 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return err
 	}
-	f := store.AuditFilter{Actor: d.Actor, Action: d.Action, Since: since, Limit: d.Limit}
-	entries, err := c.store.ListAudit(r.Context(), s.User.OrgID, f)
-	if err != nil {
+	q := url.Values{"limit": {strconv.Itoa(d.Limit)}}
+	for k, v := range map[string]string{"actor": d.Actor, "action": d.Action} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if !since.IsZero() {
+		q.Set("since", since.Format(time.RFC3339))
+	}
+	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	var page apiv1.Page[apiv1.AuditEntry]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/audit?"+q.Encode(), nil, &page); err != nil {
 		return err
 	}
-	d.Entries = entries
+	d.Entries, d.Total = page.Items, page.Total
+	if next := page.Offset + len(page.Items); len(page.Items) > 0 && next < page.Total {
+		older := r.URL.Query()
+		older.Set("offset", strconv.Itoa(next))
+		// The query is url.Values.Encode's: safe as it stands.
+		d.Older = template.URL("/console/audit?" + older.Encode())
+	}
 	return c.render(w, r, s, http.StatusOK, "audit", "", "Audit Trail", "audit", d)
 }
 

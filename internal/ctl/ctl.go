@@ -71,6 +71,10 @@ func init() {
 	commands = append(commands, runCommands()...)
 	commands = append(commands, reportCommands()...)
 	commands = append(commands, alertCommands()...)
+	commands = append(commands, scriptCommands()...)
+	commands = append(commands, enrollTokenCommands()...)
+	commands = append(commands, auditCommands()...)
+	commands = append(commands, runOpCommands()...)
 	commands = append(commands, completionCommands()...)
 }
 

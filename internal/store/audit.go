@@ -48,16 +48,17 @@ func (tx *Tx) insertAudit(ctx context.Context, e *AuditEntry) error {
 type AuditFilter struct {
 	Actor  string
 	Action string
+	// Since (inclusive) and Until (exclusive) bound the time of the
+	// entries; zero means unbounded.
 	Since  time.Time
+	Until  time.Time
 	Limit  int
+	Offset int
 }
 
-// ListAudit lists the organization's Audit Trail, newest first.
-func (s *Store) ListAudit(ctx context.Context, orgID string, f AuditFilter) ([]AuditEntry, error) {
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	q := `SELECT id, org_id, at, actor, action, target_type, COALESCE(target_id, ''), summary FROM audit_log WHERE org_id = ?`
+// where is the filter's WHERE clause and its arguments.
+func (f AuditFilter) where(orgID string) (string, []any) {
+	q := ` WHERE org_id = ?`
 	args := []any{orgID}
 	if f.Actor != "" {
 		q += ` AND actor = ?`
@@ -71,8 +72,34 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, f AuditFilter) ([]A
 		q += ` AND at >= ?`
 		args = append(args, millis(f.Since))
 	}
-	q += ` ORDER BY at DESC, id DESC LIMIT ?`
-	args = append(args, f.Limit)
+	if !f.Until.IsZero() {
+		q += ` AND at < ?`
+		args = append(args, millis(f.Until))
+	}
+	return q, args
+}
+
+// PageAudit is one page of ListAudit with the number of entries the
+// filter matches.
+func (s *Store) PageAudit(ctx context.Context, orgID string, f AuditFilter) ([]AuditEntry, int, error) {
+	where, args := f.where(orgID)
+	var total int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM audit_log`+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count audit: %w", err)
+	}
+	entries, err := s.ListAudit(ctx, orgID, f)
+	return entries, total, err
+}
+
+// ListAudit lists the organization's Audit Trail, newest first.
+func (s *Store) ListAudit(ctx context.Context, orgID string, f AuditFilter) ([]AuditEntry, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	where, args := f.where(orgID)
+	q := `SELECT id, org_id, at, actor, action, target_type, COALESCE(target_id, ''), summary FROM audit_log` + where +
+		` ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`
+	args = append(args, f.Limit, max(f.Offset, 0))
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit: %w", err)

@@ -1,0 +1,128 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+)
+
+// This file covers patchd's operations beyond the specification (the
+// OpenAPI document marks them x-patchd-addition).
+
+// ListScripts reads the organization's script library.
+func (c *Client) ListScripts(ctx context.Context) (apiv1.List[apiv1.Script], error) {
+	var out apiv1.List[apiv1.Script]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/scripts", nil, nil, &out)
+	return out, err
+}
+
+// GetScript reads one script, by id or by name.
+func (c *Client) GetScript(ctx context.Context, idOrName string) (apiv1.Script, error) {
+	var out apiv1.Script
+	err := c.Do(ctx, http.MethodGet, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, nil, &out)
+	return out, err
+}
+
+// CreateScript adds a script to the library.
+func (c *Client) CreateScript(ctx context.Context, body apiv1.ScriptBody) (apiv1.Script, error) {
+	var out apiv1.Script
+	err := c.Do(ctx, http.MethodPost, "/api/v1/scripts", nil, body, &out)
+	return out, err
+}
+
+// UpdateScript changes the fields body gives of a script (by id or name).
+func (c *Client) UpdateScript(ctx context.Context, idOrName string, body apiv1.ScriptBody) (apiv1.Script, error) {
+	var out apiv1.Script
+	err := c.Do(ctx, http.MethodPatch, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, body, &out)
+	return out, err
+}
+
+// DeleteScript removes a script (by id or name).
+func (c *Client) DeleteScript(ctx context.Context, idOrName string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, nil, nil)
+}
+
+// ListEnrollTokens reads the organization's enrollment tokens (never the
+// tokens themselves) with their uses.
+func (c *Client) ListEnrollTokens(ctx context.Context) (apiv1.List[apiv1.EnrollToken], error) {
+	var out apiv1.List[apiv1.EnrollToken]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/enrollment-tokens", nil, nil, &out)
+	return out, err
+}
+
+// CreateEnrollToken creates an enrollment token; the answer is the only
+// place the token appears.
+func (c *Client) CreateEnrollToken(ctx context.Context, body apiv1.EnrollTokenBody) (apiv1.NewEnrollToken, error) {
+	var out apiv1.NewEnrollToken
+	err := c.Do(ctx, http.MethodPost, "/api/v1/enrollment-tokens", nil, body, &out)
+	return out, err
+}
+
+// RevokeEnrollToken revokes an enrollment token.
+func (c *Client) RevokeEnrollToken(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodPost, "/api/v1/enrollment-tokens/"+url.PathEscape(id)+"/revoke", nil, nil, nil)
+}
+
+// AuditQuery filters GET /api/v1/audit; zero values do not filter.
+type AuditQuery struct {
+	Actor  string
+	Action string
+	// Since (inclusive) and Until (exclusive) bound the entries' time.
+	Since time.Time
+	Until time.Time
+	PageQuery
+}
+
+func (q AuditQuery) values() url.Values {
+	v := q.PageQuery.values()
+	set(v, "actor", q.Actor)
+	set(v, "action", q.Action)
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", q.Until.UTC().Format(time.RFC3339Nano))
+	}
+	return v
+}
+
+// ListAudit reads one page of the organization's Audit Trail, newest first.
+func (c *Client) ListAudit(ctx context.Context, q AuditQuery) (apiv1.Page[apiv1.AuditEntry], error) {
+	var out apiv1.Page[apiv1.AuditEntry]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/audit", q.values(), nil, &out)
+	return out, err
+}
+
+// Audit walks every entry of the Audit Trail that q matches, page by page.
+func (c *Client) Audit(ctx context.Context, q AuditQuery) iter.Seq2[apiv1.AuditEntry, error] {
+	return walk(ctx, q.Limit, func(ctx context.Context, p PageQuery) (apiv1.Page[apiv1.AuditEntry], error) {
+		q.PageQuery = p
+		return c.ListAudit(ctx, q)
+	})
+}
+
+// GetRun reads one run.
+func (c *Client) GetRun(ctx context.Context, id string) (apiv1.Run, error) {
+	var out apiv1.Run
+	err := c.Do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// StopRun stops a running run: commands not started yet are cancelled.
+func (c *Client) StopRun(ctx context.Context, id string) (apiv1.Run, error) {
+	var out apiv1.Run
+	err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/stop", nil, nil, &out)
+	return out, err
+}
+
+// RetryRun starts a new run of a run's action on the endpoints whose
+// command failed.
+func (c *Client) RetryRun(ctx context.Context, id string) (apiv1.RunStarted, error) {
+	var out apiv1.RunStarted
+	err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", nil, nil, &out)
+	return out, err
+}

@@ -1,0 +1,143 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/perm"
+)
+
+func TestEnrollmentTokens(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.WithOwnCA())
+	ctx := context.Background()
+	cred := e.Credential(e.Org, perm.All)
+	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	before, err := admin.ListEnrollTokens(ctx)
+	if err != nil || before.Total != 1 {
+		t.Fatalf("list: %+v %v", before, err)
+	}
+
+	// A token valid a week, pinned to the server's own CA.
+	created, err := admin.CreateEnrollToken(ctx, apiv1.EnrollTokenBody{ExpiresInHours: 168})
+	if err != nil || created.ID == "" || len(created.CASHA256) != 64 || !strings.HasSuffix(created.Token, "."+created.CASHA256) ||
+		created.ExpiresAt == nil || time.Until(*created.ExpiresAt) < 167*time.Hour || time.Until(*created.ExpiresAt) > 169*time.Hour {
+		t.Fatalf("create: %+v %v", created, err)
+	}
+	if created.Secret()+"."+created.CASHA256 != created.Token || strings.Contains(created.Secret(), ".") {
+		t.Fatalf("secret %q of %q", created.Secret(), created.Token)
+	}
+	if pin, err := e.Store.EnrollPin(ctx); err != nil || pin != created.CASHA256 {
+		t.Fatalf("pin %q, server's %q (%v)", created.CASHA256, pin, err)
+	}
+	auditedAs(t, e, e.Org, "enroll_token.create", cred.Name, created.ID)
+	forever, err := admin.CreateEnrollToken(ctx, apiv1.EnrollTokenBody{})
+	if err != nil || forever.ExpiresAt != nil {
+		t.Fatalf("create without expiry: %+v %v", forever, err)
+	}
+
+	// Agents enroll with it; the list counts the uses and never shows a token.
+	e.EnrollToken = created.Token
+	e.Enroll("m1", "host-1", "linux")
+	e.Enroll("m2", "host-2", "linux")
+	list, err := admin.ListEnrollTokens(ctx)
+	if err != nil || list.Total != 3 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	for _, tok := range list.Items {
+		if tok.ID == created.ID && (tok.Uses != 2 || tok.Revoked || tok.ExpiresAt == nil) {
+			t.Fatalf("listed %+v", tok)
+		}
+	}
+	if raw := rawGet(t, e, "/api/v1/enrollment-tokens"); strings.Contains(raw, strings.Split(created.Token, ".")[0]) {
+		t.Fatal("the list shows a token")
+	}
+
+	// Bad input changes nothing.
+	if _, err := admin.CreateEnrollToken(ctx, apiv1.EnrollTokenBody{ExpiresInHours: -1}); problemFields(err) != "validation_failed:expiresInHours" {
+		t.Errorf("negative expiry: %v", err)
+	}
+	tok, _, err := admin.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rawCallTLS(t, e, http.MethodPost, "/api/v1/enrollment-tokens", tok, `{"expiresInHours":`); a.status != http.StatusBadRequest || a.code != "invalid_json" {
+		t.Errorf("malformed JSON: %d %s", a.status, a.body)
+	}
+	if a := rawCallTLS(t, e, http.MethodPost, "/api/v1/enrollment-tokens", tok, `{"expiresInHours":"a week"}`); a.status != http.StatusUnprocessableEntity {
+		t.Errorf("wrong type: %d %s", a.status, a.body)
+	}
+	if l, _ := admin.ListEnrollTokens(ctx); l.Total != 3 {
+		t.Fatalf("refused creations made tokens: %d", l.Total)
+	}
+
+	// Roles without endpoints.manage get 403; another organization, 404.
+	for _, perms := range []perm.Set{perm.ReadOnly, perm.Set(perm.APIAccess | perm.AutomationsManage | perm.EndpointsView)} {
+		c := e.Client(e.Org, perms)
+		if _, err := c.ListEnrollTokens(ctx); !client.IsStatus(err, http.StatusForbidden) {
+			t.Errorf("%v list: %v", perms.Names(), err)
+		}
+		if _, err := c.CreateEnrollToken(ctx, apiv1.EnrollTokenBody{}); !client.IsStatus(err, http.StatusForbidden) {
+			t.Errorf("%v create: %v", perms.Names(), err)
+		}
+		if err := c.RevokeEnrollToken(ctx, created.ID); !client.IsStatus(err, http.StatusForbidden) {
+			t.Errorf("%v revoke: %v", perms.Names(), err)
+		}
+	}
+	other := e.Client(e.NewOrg("Other"), perm.All)
+	if err := other.RevokeEnrollToken(ctx, created.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("other org revoke: %v", err)
+	}
+	if l, err := other.ListEnrollTokens(ctx); err != nil || l.Total != 0 {
+		t.Errorf("other org list: %+v %v", l, err)
+	}
+
+	// Revoked: it enrolls nothing more; enrolled agents stay.
+	if err := admin.RevokeEnrollToken(ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	auditedAs(t, e, e.Org, "enroll_token.revoke", cred.Name, created.ID)
+	ans := e.Call(http.MethodPost, agentproto.PathEnroll, "", agentproto.EnrollRequest{EnrollToken: created.Token, MachineUID: "m3",
+		Hostname: "host-3", Platform: "linux", OS: "Test OS", OSVersion: "1", Arch: "amd64", AgentVersion: "1.0.0"}, false)
+	if ans.Status != http.StatusUnauthorized {
+		t.Fatalf("enroll with a revoked token: %d %s", ans.Status, ans.Body)
+	}
+	if err := admin.RevokeEnrollToken(ctx, "nope"); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("revoke unknown: %v", err)
+	}
+	eps, err := admin.ListEndpoints(ctx, client.EndpointQuery{})
+	if err != nil || eps.Total != 2 {
+		t.Fatalf("endpoints after revoke: %+v %v", eps, err)
+	}
+}
+
+// rawCallTLS is rawCall through the Env's HTTP client (which trusts the
+// server's own CA).
+func rawCallTLS(t *testing.T, e *apitest.Env, method, path, token, body string) rawAnswer {
+	t.Helper()
+	req, err := http.NewRequest(method, e.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := e.HTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var sb strings.Builder
+	io_Copy(&sb, res)
+	a := rawAnswer{status: res.StatusCode, body: sb.String()}
+	if i := strings.Index(a.body, `"error":"`); i >= 0 {
+		a.code, _, _ = strings.Cut(a.body[i+len(`"error":"`):], `"`)
+	}
+	return a
+}

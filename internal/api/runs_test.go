@@ -1,0 +1,138 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/perm"
+)
+
+func TestRunGetStopRetry(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	cred := e.Credential(e.Org, perm.All)
+	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	a1, a2, a3 := e.Enroll("m1", "host-1", "linux"), e.Enroll("m2", "host-2", "linux"), e.Enroll("m3", "host-3", "linux")
+	started, err := admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID, a2.ID, a3.ID}, Label: "Fix it",
+		Payload: json.RawMessage(`{"script":"fix","language":"bash"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// host-1 succeeds, host-2 and host-3 fail.
+	for ag, status := range map[*apitest.Agent]string{a1: "SUCCESS", a2: "FAILED", a3: "FAILED"} {
+		c := commandOf(t, ag)
+		if ans := ag.Status(c.ID, status, "done", intp(map[string]int{"SUCCESS": 0, "FAILED": 1}[status])); ans.Status != 200 {
+			t.Fatalf("status: %d %s", ans.Status, ans.Body)
+		}
+	}
+	run, err := admin.GetRun(ctx, started.RunID)
+	if err != nil || run.ID != started.RunID || run.Name != "Fix it" || run.Total != 3 || run.Succeeded != 1 || run.Failed != 2 || run.Status != "FAILED" {
+		t.Fatalf("get: %+v %v", run, err)
+	}
+	// A finished run cannot be stopped.
+	if _, err := admin.StopRun(ctx, run.ID); !client.IsStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "run_not_running") {
+		t.Fatalf("stop a finished run: %v", err)
+	}
+
+	// Retry: a new run on the two failed endpoints, with the same action.
+	retry, err := admin.RetryRun(ctx, run.ID)
+	if err != nil || retry.Queued != 2 || retry.RunID == run.ID {
+		t.Fatalf("retry: %+v %v", retry, err)
+	}
+	again, cmds := runOf(t, admin, retry.RunID)
+	if again.Name != "Fix it (retry)" || again.Total != 2 || again.Status != "RUNNING" || again.ActionType != "RUN_SCRIPT" ||
+		cmds[a2.ID].Status != "PENDING" || cmds[a3.ID].Status != "PENDING" || again.Detail == nil || !strings.Contains(*again.Detail, run.ID) {
+		t.Fatalf("retry run: %+v %+v", again, cmds)
+	}
+	c := commandOf(t, a2)
+	var p agentproto.RunScriptPayload
+	if json.Unmarshal(c.Payload, &p); p.Script != "fix" || c.RunID != retry.RunID {
+		t.Fatalf("retried command: %+v %s", c, c.Payload)
+	}
+	if en := auditedAs(t, e, e.Org, "run.retry", cred.Name, retry.RunID); en.Summary["retryOf"] != run.ID {
+		t.Fatalf("retry audit: %+v", en)
+	}
+
+	// Stop the retry while host-2 runs its command: host-3's is cancelled.
+	if ans := a2.Status(c.ID, "RUNNING", "", nil); ans.Status != 200 {
+		t.Fatal(ans.Status)
+	}
+	stopped, err := admin.StopRun(ctx, retry.RunID)
+	if err != nil || stopped.Status != "STOPPED" || stopped.ID != retry.RunID {
+		t.Fatalf("stop: %+v %v", stopped, err)
+	}
+	auditedAs(t, e, e.Org, "run.stop", cred.Name, retry.RunID)
+	if _, cmds := runOf(t, admin, retry.RunID); cmds[a3.ID].Status != "CANCELLED" || cmds[a2.ID].Status != "RUNNING" {
+		t.Fatalf("after stop: %+v", cmds)
+	}
+	if _, err := admin.StopRun(ctx, retry.RunID); !client.IsStatus(err, http.StatusConflict) {
+		t.Fatalf("stop twice: %v", err)
+	}
+	// A run none of whose commands failed has nothing to retry.
+	if _, err := admin.RetryRun(ctx, retry.RunID); !client.IsStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "no_failed_endpoints") {
+		t.Fatalf("retry without failures: %v", err)
+	}
+
+	// Permissions: automations.view reads but neither stops nor retries;
+	// without automations.view nothing; another organization sees no run.
+	viewer := e.Client(e.Org, perm.ReadOnly)
+	if _, err := viewer.GetRun(ctx, run.ID); err != nil {
+		t.Errorf("viewer get: %v", err)
+	}
+	if _, err := viewer.RetryRun(ctx, run.ID); !client.IsStatus(err, http.StatusForbidden) {
+		t.Errorf("viewer retry: %v", err)
+	}
+	if _, err := viewer.StopRun(ctx, run.ID); !client.IsStatus(err, http.StatusForbidden) {
+		t.Errorf("viewer stop: %v", err)
+	}
+	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView)).GetRun(ctx, run.ID); !client.IsStatus(err, http.StatusForbidden) {
+		t.Errorf("get without automations.view: %v", err)
+	}
+	other := e.Client(e.NewOrg("Other"), perm.All)
+	if _, err := other.GetRun(ctx, run.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("other get: %v", err)
+	}
+	if _, err := other.StopRun(ctx, run.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("other stop: %v", err)
+	}
+	if _, err := other.RetryRun(ctx, run.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("other retry: %v", err)
+	}
+	// Malformed ids are 400; a retry whose stored script was deleted is 422.
+	tok, _, err := admin.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/api/v1/runs/%00/stop", "/api/v1/runs/%00/retry"} {
+		if a := rawCall(t, e, http.MethodPost, path, tok, nil); a.status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", path, a.status, a.body)
+		}
+	}
+	sc, err := admin.CreateScript(ctx, scriptBody("flaky"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripted, err := admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID}, Payload: json.RawMessage(`{"scriptId":"` + sc.ID + `"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := commandOf(t, a1)
+	a1.Status(c1.ID, "FAILED", "no", intp(2))
+	if err := admin.DeleteScript(ctx, sc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RetryRun(ctx, scripted.RunID); problemFields(err) != "validation_failed:payload.scriptId" {
+		t.Fatalf("retry of a deleted script: %v", err)
+	}
+	if r, _ := admin.ListRuns(ctx, client.RunQuery{}); r.Total != 3 {
+		t.Fatalf("refused calls started runs: %d", r.Total)
+	}
+}
