@@ -158,6 +158,26 @@ type SoftwareRow struct {
 	InstallType  *string `json:"installType"`
 }
 
+// SoftwareTitle is an application by name across the organization's fleet,
+// with the number of endpoints that have it and of those that have each of
+// its versions (GET /api/v1/software/titles, a patchd addition).
+type SoftwareTitle struct {
+	Name      string  `json:"name"`
+	Publisher *string `json:"publisher"`
+	// Hosts counts endpoints: one with two versions of the title counts
+	// once, and twice in Installs.
+	Hosts    int                    `json:"hosts"`
+	Installs int                    `json:"installs"`
+	Versions []SoftwareTitleVersion `json:"versions"`
+}
+
+// SoftwareTitleVersion is a version of a SoftwareTitle and the number of
+// endpoints that have it; Version is null when none was reported.
+type SoftwareTitleVersion struct {
+	Version *string `json:"version"`
+	Hosts   int     `json:"hosts"`
+}
+
 // Vulnerability is a CVE present on the fleet.
 type Vulnerability struct {
 	CVEID               string        `json:"cveId"`

@@ -35,5 +35,8 @@ func (a *API) routes() {
 	a.route("GET /api/v1/reports/{key}", perm.ReportsView, a.getReport)                    // 24
 	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                                // 25
 
+	// patchd additions (described in openapi/openapi.yaml).
+	a.route("GET /api/v1/software/titles", perm.EndpointsView, a.listSoftwareTitles)
+
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }
