@@ -166,10 +166,16 @@ type SoftwareTitle struct {
 	Publisher *string `json:"publisher"`
 	// Hosts counts endpoints: one with two versions of the title counts
 	// once, and twice in Installs.
-	Hosts    int                    `json:"hosts"`
-	Installs int                    `json:"installs"`
-	Versions []SoftwareTitleVersion `json:"versions"`
+	Hosts    int `json:"hosts"`
+	Installs int `json:"installs"`
+	// Versions are the most common versions, at most MaxTitleVersions of
+	// the VersionCount present.
+	Versions     []SoftwareTitleVersion `json:"versions"`
+	VersionCount int                    `json:"versionCount"`
 }
+
+// MaxTitleVersions bounds SoftwareTitle.Versions.
+const MaxTitleVersions = 20
 
 // SoftwareTitleVersion is a version of a SoftwareTitle and the number of
 // endpoints that have it; Version is null when none was reported.

@@ -38,7 +38,7 @@ var titleCols = []column[apiv1.SoftwareTitle]{
 	col("NAME", func(t apiv1.SoftwareTitle) string { return t.Name }),
 	col("PUBLISHER", func(t apiv1.SoftwareTitle) string { return str(t.Publisher) }),
 	numCol("HOSTS", func(t apiv1.SoftwareTitle) string { return strconv.Itoa(t.Hosts) }),
-	numCol("VERSIONS", func(t apiv1.SoftwareTitle) string { return strconv.Itoa(len(t.Versions)) }),
+	numCol("VERSIONS", func(t apiv1.SoftwareTitle) string { return strconv.Itoa(t.VersionCount) }),
 	col("TOP VERSIONS", func(t apiv1.SoftwareTitle) string {
 		var parts []string
 		for i, v := range t.Versions {

@@ -55,8 +55,7 @@ func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([
 		if err != nil {
 			return fmt.Errorf("store: list software titles: %w", err)
 		}
-		var ids []any
-		index := map[int64]int{}
+		var ids []int64
 		for rows.Next() {
 			var id int64
 			var t apiv1.SoftwareTitle
@@ -67,7 +66,6 @@ func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([
 			}
 			t.Publisher = nullString(publisher)
 			t.Versions = []apiv1.SoftwareTitleVersion{}
-			index[id] = len(out)
 			ids = append(ids, id)
 			out = append(out, t)
 		}
@@ -75,29 +73,46 @@ func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: list software titles: %w", err)
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		rows, err = r.query(ctx, `SELECT title_id, version_key, hosts FROM software_versions WHERE title_id IN (`+
-			placeholders(len(ids))+`) AND hosts > 0 ORDER BY title_id, hosts DESC, version_key`, ids...)
-		if err != nil {
-			return fmt.Errorf("store: software title versions: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var v apiv1.SoftwareTitleVersion
-			var key string
-			if err := rows.Scan(&id, &key, &v.Hosts); err != nil {
-				return fmt.Errorf("store: software title versions: %w", err)
+		// Each title's most common versions through the index (title_id,
+		// hosts DESC, version_key): a title seen in a thousand versions
+		// costs its first ones, and a count only when there are more.
+		for i, id := range ids {
+			if err := r.titleVersions(ctx, id, &out[i]); err != nil {
+				return err
 			}
-			if key != "" {
-				v.Version = &key
-			}
-			t := &out[index[id]]
-			t.Versions = append(t.Versions, v)
 		}
-		return rows.Err()
+		return nil
 	})
 	return out, total, err
+}
+
+func (r *ReadTx) titleVersions(ctx context.Context, id int64, t *apiv1.SoftwareTitle) error {
+	rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
+		ORDER BY hosts DESC, version_key LIMIT ?`, id, apiv1.MaxTitleVersions+1)
+	if err != nil {
+		return fmt.Errorf("store: software title versions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v apiv1.SoftwareTitleVersion
+		var key string
+		if err := rows.Scan(&key, &v.Hosts); err != nil {
+			return fmt.Errorf("store: software title versions: %w", err)
+		}
+		if key != "" {
+			v.Version = &key
+		}
+		t.Versions = append(t.Versions, v)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: software title versions: %w", err)
+	}
+	t.VersionCount = len(t.Versions)
+	if len(t.Versions) > apiv1.MaxTitleVersions {
+		t.Versions = t.Versions[:apiv1.MaxTitleVersions]
+		if err := r.queryRow(ctx, `SELECT COUNT(*) FROM software_versions WHERE title_id = ? AND hosts > 0`, id).Scan(&t.VersionCount); err != nil {
+			return fmt.Errorf("store: software title versions: %w", err)
+		}
+	}
+	return nil
 }

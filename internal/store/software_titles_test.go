@@ -23,7 +23,7 @@ func titlesText(items []apiv1.SoftwareTitle) string {
 		if t.Publisher != nil {
 			pub = *t.Publisher
 		}
-		fmt.Fprintf(&b, "%s/%s %d %d [", t.Name, pub, t.Hosts, t.Installs)
+		fmt.Fprintf(&b, "%s/%s %d %d %d[", t.Name, pub, t.Hosts, t.Installs, t.VersionCount)
 		for i, v := range t.Versions {
 			if i > 0 {
 				b.WriteString(" ")
@@ -111,16 +111,16 @@ func TestSoftwareTitles(t *testing.T) {
 	}
 
 	got, total := list(store.SoftwareTitleQuery{OrgID: acme.ID})
-	want := "Google Chrome/Google LLC 3 4 [120.0:2 121.0:2]\n7-Zip/Igor Pavlov 1 1 [23.01:1]\nMozilla Firefox/- 1 1 [-:1]\n"
+	want := "Google Chrome/Google LLC 3 4 2[120.0:2 121.0:2]\n7-Zip/Igor Pavlov 1 1 1[23.01:1]\nMozilla Firefox/- 1 1 1[-:1]\n"
 	if got != want || total != 3 {
 		t.Fatalf("by hosts (%d):\n%s\nwant:\n%s", total, got, want)
 	}
 	got, total = list(store.SoftwareTitleQuery{OrgID: acme.ID, Sort: store.TitlesByName})
-	if want := "7-Zip/Igor Pavlov 1 1 [23.01:1]\nGoogle Chrome/Google LLC 3 4 [120.0:2 121.0:2]\nMozilla Firefox/- 1 1 [-:1]\n"; got != want || total != 3 {
+	if want := "7-Zip/Igor Pavlov 1 1 1[23.01:1]\nGoogle Chrome/Google LLC 3 4 2[120.0:2 121.0:2]\nMozilla Firefox/- 1 1 1[-:1]\n"; got != want || total != 3 {
 		t.Fatalf("by name (%d):\n%s", total, got)
 	}
 	got, total = list(store.SoftwareTitleQuery{OrgID: acme.ID, Limit: 1, Offset: 1})
-	if got != "7-Zip/Igor Pavlov 1 1 [23.01:1]\n" || total != 3 {
+	if got != "7-Zip/Igor Pavlov 1 1 1[23.01:1]\n" || total != 3 {
 		t.Fatalf("page 2 of 1 (%d): %s", total, got)
 	}
 	for _, c := range []struct {
@@ -153,12 +153,24 @@ func TestSoftwareTitles(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, total = list(store.SoftwareTitleQuery{OrgID: acme.ID})
-	if want := "Google Chrome/Google LLC 2 2 [120.0:1 121.0:1]\nMozilla Firefox/- 1 1 [-:1]\n"; got != want || total != 2 {
+	if want := "Google Chrome/Google LLC 2 2 2[120.0:1 121.0:1]\nMozilla Firefox/- 1 1 1[-:1]\n"; got != want || total != 2 {
 		t.Fatalf("after the changes (%d):\n%s\nwant:\n%s", total, got, want)
 	}
 	got, total = list(store.SoftwareTitleQuery{OrgID: other.ID})
-	if want := "Google Chrome/Google LLC 5 5 [999.0:5]\nSecret App/Igor Pavlov 1 1 [1.0:1]\n"; got != want || total != 2 {
+	if want := "Google Chrome/Google LLC 5 5 1[999.0:5]\nSecret App/Igor Pavlov 1 1 1[1.0:1]\n"; got != want || total != 2 {
 		t.Fatalf("the other organization (%d):\n%s", total, got)
+	}
+	// A title in more versions than the list shows: the most common
+	// first (all on one endpoint here, so by version), and their number.
+	var many []agentproto.Software
+	for i := range 25 {
+		many = append(many, sw("Many Versions", fmt.Sprintf("v%02d", i), ""))
+	}
+	put(acme.ID, enroll(acme.ID, "e5"), many...)
+	items, total, err := s.ListSoftwareTitles(ctx, store.SoftwareTitleQuery{OrgID: acme.ID, Q: "many", Limit: 10})
+	if err != nil || total != 1 || items[0].Hosts != 1 || items[0].Installs != 25 || items[0].VersionCount != 25 ||
+		len(items[0].Versions) != apiv1.MaxTitleVersions || *items[0].Versions[0].Version != "v00" || *items[0].Versions[19].Version != "v19" {
+		t.Fatalf("many versions: %+v (%d) %v", items, total, err)
 	}
 	for _, org := range []string{acme.ID, other.ID} {
 		if bad, err := s.CounterMismatchesForTest(ctx, org); err != nil || len(bad) > 0 {

@@ -22,5 +22,8 @@ UPDATE software_titles SET
 INSERT INTO software_versions (title_id, version_key, hosts)
 	SELECT title_id, version_key, COUNT(*) FROM endpoint_software GROUP BY title_id, version_key;
 
+-- A title's most common versions first (the list shows the first ones).
+CREATE INDEX software_versions_hosts ON software_versions (title_id, hosts DESC, version_key);
+
 -- The list's default order, most endpoints first.
 CREATE INDEX software_titles_hosts ON software_titles (org_id, hosts DESC, id);
