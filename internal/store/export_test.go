@@ -153,3 +153,24 @@ func (s *Store) KeyShareForTest(ctx context.Context, endpointID string, held cha
 		return nil
 	})
 }
+
+// UndoMigration019ForTest takes the database back to before migration 019
+// (the software title counters), so that a test can apply it to rows that
+// exist, as an upgrade does.
+func (s *Store) UndoMigration019ForTest(ctx context.Context) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, q := range []string{
+			`DROP INDEX software_titles_hosts`,
+			`DROP INDEX software_versions_hosts`,
+			`DROP TABLE software_versions`,
+			`ALTER TABLE software_titles DROP COLUMN hosts`,
+			`ALTER TABLE software_titles DROP COLUMN publisher`,
+			`DELETE FROM schema_migrations WHERE version = 19`,
+		} {
+			if _, err := tx.exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+}

@@ -178,3 +178,61 @@ func TestSoftwareTitles(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftwareTitlesMigration: migration 019 counts the endpoints of the
+// titles and versions already stored, and takes their publisher, when it
+// upgrades a database with inventories in it.
+func TestSoftwareTitlesMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.Open(t)
+	now := time.Now()
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(v string) *string { return &v }
+	for i, vers := range [][]string{{"1.0", "2.0"}, {"1.0"}, {"3.0"}} {
+		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", i), Hostname: fmt.Sprint("h", i),
+			Platform: "windows", SecretHash: fmt.Sprint("s", i)}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := &agentproto.Inventory{CollectedAt: now, System: agentproto.System{Hostname: fmt.Sprint("h", i), Type: "workstation"}}
+		for _, v := range vers {
+			doc.Software = append(doc.Software, agentproto.Software{Name: "Widget", Version: str(v), Publisher: str("Acme Software")})
+		}
+		doc.Software = append(doc.Software, agentproto.Software{Name: fmt.Sprint("Only on ", i)})
+		n, err := inventory.Check(doc, "windows", "", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReplaceInventory(ctx, o.ID, id, n, "x", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() string {
+		t.Helper()
+		items, total, err := s.ListSoftwareTitles(ctx, store.SoftwareTitleQuery{OrgID: o.ID, Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(total, "\n", titlesText(items))
+	}
+	want := "4\nWidget/Acme Software 3 4 3[1.0:2 2.0:1 3.0:1]\nOnly on 0/- 1 1 1[-:1]\nOnly on 1/- 1 1 1[-:1]\nOnly on 2/- 1 1 1[-:1]\n"
+	if got := list(); got != want {
+		t.Fatalf("before the upgrade:\n%s\nwant:\n%s", got, want)
+	}
+	if err := s.UndoMigration019ForTest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got != want {
+		t.Fatalf("after the upgrade:\n%s\nwant:\n%s", got, want)
+	}
+	if bad, err := s.CounterMismatchesForTest(ctx, o.ID); err != nil || len(bad) > 0 {
+		t.Fatalf("counters: %v %v", bad, err)
+	}
+}
