@@ -159,6 +159,32 @@ type SoftwareRow struct {
 	InstallType  *string `json:"installType"`
 }
 
+// SoftwareTitle is an application by name across the organization's fleet,
+// with the number of endpoints that have it and of those that have each of
+// its versions (GET /api/v1/software/titles, a patchd addition).
+type SoftwareTitle struct {
+	Name      string  `json:"name"`
+	Publisher *string `json:"publisher"`
+	// Hosts counts endpoints: one with two versions of the title counts
+	// once, and twice in Installs.
+	Hosts    int `json:"hosts"`
+	Installs int `json:"installs"`
+	// Versions are the most common versions, at most MaxTitleVersions of
+	// the VersionCount present.
+	Versions     []SoftwareTitleVersion `json:"versions"`
+	VersionCount int                    `json:"versionCount"`
+}
+
+// MaxTitleVersions bounds SoftwareTitle.Versions.
+const MaxTitleVersions = 20
+
+// SoftwareTitleVersion is a version of a SoftwareTitle and the number of
+// endpoints that have it; Version is null when none was reported.
+type SoftwareTitleVersion struct {
+	Version *string `json:"version"`
+	Hosts   int     `json:"hosts"`
+}
+
 // Vulnerability is a CVE present on the fleet.
 type Vulnerability struct {
 	CVEID               string        `json:"cveId"`

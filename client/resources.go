@@ -123,6 +123,35 @@ func (c *Client) Software(ctx context.Context, q SoftwareQuery) iter.Seq2[apiv1.
 	})
 }
 
+// SoftwareTitleQuery filters GET /api/v1/software/titles (a patchd
+// addition).
+type SoftwareTitleQuery struct {
+	PageQuery
+	Q         string
+	Publisher string
+	Sort      string // "hosts" (the default) or "name"
+}
+
+// ListSoftwareTitles reads one page of the software by title, with the
+// endpoint counts of each title and of its versions.
+func (c *Client) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) (apiv1.Page[apiv1.SoftwareTitle], error) {
+	v := q.values()
+	set(v, "q", q.Q)
+	set(v, "publisher", q.Publisher)
+	set(v, "sort", q.Sort)
+	var out apiv1.Page[apiv1.SoftwareTitle]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/software/titles", v, nil, &out)
+	return out, err
+}
+
+// SoftwareTitles pages through every software title matching q.
+func (c *Client) SoftwareTitles(ctx context.Context, q SoftwareTitleQuery) iter.Seq2[apiv1.SoftwareTitle, error] {
+	return walk(ctx, q.Limit, func(ctx context.Context, p PageQuery) (apiv1.Page[apiv1.SoftwareTitle], error) {
+		q.PageQuery = p
+		return c.ListSoftwareTitles(ctx, q)
+	})
+}
+
 // UpdateQuery filters GET /api/v1/updates.
 type UpdateQuery struct {
 	PageQuery

@@ -62,6 +62,7 @@ var additions = []struct {
 	{"GET", "/api/v1/runs/{id}", "automations.view"},
 	{"POST", "/api/v1/runs/{id}/stop", "automations.run"},
 	{"POST", "/api/v1/runs/{id}/retry", "automations.run"},
+	{"GET", "/api/v1/software/titles", "endpoints.view"},
 }
 
 func load(t *testing.T) *openapi3.T {

@@ -167,4 +167,27 @@ func (a *API) listSoftware(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listSoftwareTitles pages the software by title with endpoint counts (a
+// patchd addition).
+func (a *API) listSoftwareTitles(w http.ResponseWriter, r *http.Request) error {
+	page, err := httpx.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	sort := q.Get("sort")
+	switch sort {
+	case "", store.TitlesByHosts, store.TitlesByName:
+	default:
+		return httpx.InvalidRequest("sort must be hosts or name")
+	}
+	items, total, err := a.store.ListSoftwareTitles(r.Context(), store.SoftwareTitleQuery{OrgID: principal(r).OrgID,
+		Q: strings.TrimSpace(q.Get("q")), Publisher: strings.TrimSpace(q.Get("publisher")), Sort: sort, Limit: page.Limit, Offset: page.Offset})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, httpx.NewPage(items, total, page))
+	return nil
+}
+
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -110,6 +110,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/endpoints":         "q=web%00",
 		"GET /api/v1/updates":           "severity=Critical%00",
 		"GET /api/v1/software":          "q=bash%00",
+		"GET /api/v1/software/titles":   "publisher=gnu%00",
 		"GET /api/v1/vulnerabilities":   "endpointId=" + ag.ID + "%00",
 		"GET /api/v1/groups":            "q=%00",
 		"GET /api/v1/automations":       "q=%00",

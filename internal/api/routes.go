@@ -49,6 +49,7 @@ func (a *API) routes() {
 	a.route("GET /api/v1/runs/{id}", perm.AutomationsView, a.getRun)
 	a.route("POST /api/v1/runs/{id}/stop", perm.AutomationsRun, a.stopRun)
 	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
+	a.route("GET /api/v1/software/titles", perm.EndpointsView, a.listSoftwareTitles)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

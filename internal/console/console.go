@@ -133,6 +133,7 @@ func (c *Console) routes() {
 	c.page("POST /console/endpoints/{id}/delete", perm.EndpointsManage, c.endpointDelete)
 	c.page("POST /console/actions", perm.AutomationsRun, c.actionRun)
 
+	c.page("GET /console/software", perm.EndpointsView, c.softwareList)
 	c.page("GET /console/updates", perm.UpdatesView, c.updateList)
 	c.page("POST /console/updates/approvals", perm.UpdatesManage, c.updateApprove)
 	c.page("POST /console/updates/policy", perm.UpdatesManage, c.policySet)

@@ -416,6 +416,32 @@ func TestInventoryCommandsAndPaging(t *testing.T) {
 		}
 	}
 
+	// Software by title (a patchd addition): every title once, by name,
+	// with endpoint counts that add up over its versions.
+	var titles []apiv1.SoftwareTitle
+	h.okJSON(&titles, "software", "titles", "--sort", "name", "--page-size", "2")
+	names := map[string]bool{}
+	for _, r := range sw {
+		names[r.Name] = true
+	}
+	if len(titles) != len(names) {
+		t.Errorf("software titles: %d titles, %d names in the software list", len(titles), len(names))
+	}
+	for i, ti := range titles {
+		sum := 0
+		for _, v := range ti.Versions {
+			sum += v.Hosts
+		}
+		if !names[ti.Name] || ti.Hosts < 1 || sum < ti.Hosts || (i > 0 && strings.ToLower(titles[i-1].Name) > strings.ToLower(ti.Name)) {
+			t.Errorf("software titles: %+v", ti)
+		}
+	}
+	titleTable := h.ok("software", "titles", "-q", titles[0].Name)
+	if !strings.Contains(titleTable, "HOSTS") || !strings.Contains(titleTable, titles[0].Name) {
+		t.Errorf("software titles table:\n%s", titleTable)
+	}
+	h.fail(ctl.ExitUsage, "--sort", "software", "titles", "--sort", "installs")
+
 	// Updates: list, filters, approve / decline / reset.
 	var ups []apiv1.Update
 	h.okJSON(&ups, "updates", "list", "--page-size", "3")

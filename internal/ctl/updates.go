@@ -34,6 +34,28 @@ var softwareCols = []column[apiv1.SoftwareRow]{
 	col("ENDPOINT ID", func(r apiv1.SoftwareRow) string { return r.EndpointID }),
 }
 
+var titleCols = []column[apiv1.SoftwareTitle]{
+	col("NAME", func(t apiv1.SoftwareTitle) string { return t.Name }),
+	col("PUBLISHER", func(t apiv1.SoftwareTitle) string { return str(t.Publisher) }),
+	numCol("HOSTS", func(t apiv1.SoftwareTitle) string { return strconv.Itoa(t.Hosts) }),
+	numCol("VERSIONS", func(t apiv1.SoftwareTitle) string { return strconv.Itoa(t.VersionCount) }),
+	col("TOP VERSIONS", func(t apiv1.SoftwareTitle) string {
+		var parts []string
+		for i, v := range t.Versions {
+			if i == 3 {
+				parts = append(parts, "…")
+				break
+			}
+			ver := "(none)"
+			if v.Version != nil {
+				ver = *v.Version
+			}
+			parts = append(parts, fmt.Sprintf("%s (%d)", ver, v.Hosts))
+		}
+		return strings.Join(parts, ", ")
+	}),
+}
+
 var vulnCols = []column[apiv1.Vulnerability]{
 	col("CVE", func(v apiv1.Vulnerability) string { return v.CVEID }),
 	numCol("CVSS", func(v apiv1.Vulnerability) string { return num(v.CVSSScore) }),
@@ -185,6 +207,35 @@ func inventoryCommands() []command {
 					return printList(s, softwareCols, walk(s, "software", p, func(pq client.PageQuery) (apiv1.Page[apiv1.SoftwareRow], error) {
 						sq.PageQuery = pq
 						return c.ListSoftware(s.ctx, sq)
+					}))
+				}
+			}},
+		{name: "software titles", args: "[-q NAME] [--publisher TEXT] [--sort hosts|name] [--limit N]",
+			summary: "list software by title with the number of endpoints of each title and version (patchd addition)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				var p pageFlags
+				p.register(fs)
+				q := fs.String("q", "", "only applications whose name contains `TEXT`")
+				publisher := fs.String("publisher", "", "only applications whose publisher contains `TEXT`")
+				sort := fs.String("sort", "hosts", "`ORDER`: hosts (most endpoints first) or name")
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					if err := p.check(); err != nil {
+						return err
+					}
+					if *sort != "hosts" && *sort != "name" {
+						return usagef("--sort %q: want hosts or name", *sort)
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					tq := client.SoftwareTitleQuery{Q: *q, Publisher: *publisher, Sort: *sort}
+					return printList(s, titleCols, walk(s, "software titles", p, func(pq client.PageQuery) (apiv1.Page[apiv1.SoftwareTitle], error) {
+						tq.PageQuery = pq
+						return c.ListSoftwareTitles(s.ctx, tq)
 					}))
 				}
 			}},

@@ -181,10 +181,19 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 
 // trackReboots records when each endpoint was first seen with a pending
 // reboot, and forgets those that rebooted.
+//
+// On PostgreSQL each inserted row's foreign-key check takes FOR KEY SHARE
+// on its endpoint, in the order the rows are inserted, and holds it to the
+// commit. The rows go in id order, the order every other writer locks
+// endpoint rows in (the matcher, check-in flushes, the ingester, the status
+// sweep), so that even a writer whose lock conflicts with the key share
+// (an endpoint's deletion, FOR UPDATE) waits in the same order instead of
+// in a circle; the matcher's lock no longer conflicts at all (see
+// lockFindings).
 func (s *Store) trackReboots(ctx context.Context, now time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if _, err := tx.exec(ctx, `INSERT INTO alert_reboots (endpoint_id, org_id, since)
-			SELECT id, org_id, ? FROM endpoints WHERE pending_reboot = TRUE ON CONFLICT (endpoint_id) DO NOTHING`, millis(now)); err != nil {
+			SELECT id, org_id, ? FROM endpoints WHERE pending_reboot = TRUE ORDER BY id ON CONFLICT (endpoint_id) DO NOTHING`, millis(now)); err != nil {
 			return fmt.Errorf("store: track reboots: %w", err)
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM alert_reboots WHERE endpoint_id IN (SELECT id FROM endpoints WHERE pending_reboot = FALSE)`); err != nil {

@@ -83,11 +83,16 @@ func (s *Store) ensureCatalog(ctx context.Context, invs []*preparedInventory) er
 		now time.Time
 	}
 	var names [][2]string
+	publishers := map[[2]string]*string{} // the first reported
 	keys := map[[2]string]keyOf{}
 	for _, inv := range invs {
 		for _, sw := range inv.n.Doc.Software {
-			if _, ok := titles.get([2]string{inv.orgID, sw.Name}); !ok {
-				names = append(names, [2]string{inv.orgID, sw.Name})
+			k := [2]string{inv.orgID, sw.Name}
+			if _, ok := titles.get(k); !ok {
+				names = append(names, k)
+				if p := publishers[k]; p == nil || *p == "" {
+					publishers[k] = sw.Publisher
+				}
 			}
 		}
 		for _, u := range inv.n.Updates {
@@ -108,7 +113,7 @@ func (s *Store) ensureCatalog(ctx context.Context, invs []*preparedInventory) er
 	order := slices.SortedFunc(maps.Keys(keys), comparePair)
 	return s.InTxRetry(ctx, func(tx *Tx) error {
 		for _, n := range names {
-			if _, err := tx.titleID(ctx, n[0], n[1]); err != nil {
+			if _, err := tx.titleID(ctx, n[0], n[1], publishers[n]); err != nil {
 				return err
 			}
 		}

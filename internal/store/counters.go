@@ -25,13 +25,26 @@ import (
 // without deadlocking (and each counter row gets one new version per
 // transaction, not one per inventory).
 type counts struct {
-	titles  map[int64]int
-	keys    map[[2]string]int // organization, update key
-	members map[string]int    // group id
+	titles   map[int64]int
+	hosts    map[int64]int        // endpoints of a title
+	versions map[titleVersion]int // endpoints of a title's version
+	keys     map[[2]string]int    // organization, update key
+	members  map[string]int       // group id
+}
+
+// titleVersion is a version of a software title.
+type titleVersion struct {
+	title   int64
+	version string
+}
+
+func compareTitleVersion(a, b titleVersion) int {
+	return cmp.Or(cmp.Compare(a.title, b.title), strings.Compare(a.version, b.version))
 }
 
 func (c counts) clone() counts {
-	return counts{titles: maps.Clone(c.titles), keys: maps.Clone(c.keys), members: maps.Clone(c.members)}
+	return counts{titles: maps.Clone(c.titles), hosts: maps.Clone(c.hosts), versions: maps.Clone(c.versions),
+		keys: maps.Clone(c.keys), members: maps.Clone(c.members)}
 }
 
 func (tx *Tx) countTitle(id int64, d int) {
@@ -39,6 +52,20 @@ func (tx *Tx) countTitle(id int64, d int) {
 		tx.counts.titles = map[int64]int{}
 	}
 	tx.counts.titles[id] += d
+}
+
+func (tx *Tx) countTitleHost(id int64, d int) {
+	if tx.counts.hosts == nil {
+		tx.counts.hosts = map[int64]int{}
+	}
+	tx.counts.hosts[id] += d
+}
+
+func (tx *Tx) countVersion(v titleVersion, d int) {
+	if tx.counts.versions == nil {
+		tx.counts.versions = map[titleVersion]int{}
+	}
+	tx.counts.versions[v] += d
 }
 
 func (tx *Tx) countKey(orgID, key string, d int) {
@@ -73,15 +100,42 @@ func nonZero[K cmp.Ordered](m map[K]int) []K {
 	return out
 }
 
-// applyCounts writes the collected differences: titles, then update keys,
-// then groups, each in key order, several rows per statement.
+// applyCounts writes the collected differences: titles (installs and
+// hosts in one statement), then their versions, then update keys, then
+// groups, each in key order, several rows per statement.
 func (tx *Tx) applyCounts(ctx context.Context) error {
-	var titles [][]any
-	for _, id := range nonZero(tx.counts.titles) {
-		titles = append(titles, []any{id, tx.counts.titles[id]})
+	ids := map[int64]int{}
+	for id, d := range tx.counts.titles {
+		ids[id] += abs(d)
 	}
-	if err := tx.addDeltas(ctx, "software title count", `UPDATE software_titles SET installs = installs + d.column2 FROM (VALUES %s) AS d
-		WHERE software_titles.id = d.column1`, "(CAST(? AS BIGINT), CAST(? AS INTEGER))", titles); err != nil {
+	for id, d := range tx.counts.hosts {
+		ids[id] += abs(d)
+	}
+	var titles [][]any
+	for _, id := range nonZero(ids) {
+		titles = append(titles, []any{id, tx.counts.titles[id], tx.counts.hosts[id]})
+	}
+	if err := tx.addDeltas(ctx, "software title count", `UPDATE software_titles SET installs = installs + d.column2, hosts = hosts + d.column3
+		FROM (VALUES %s) AS d WHERE software_titles.id = d.column1`, "(CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS INTEGER))", titles); err != nil {
+		return err
+	}
+	versions := make([]titleVersion, 0, len(tx.counts.versions))
+	for v, d := range tx.counts.versions {
+		if d != 0 {
+			versions = append(versions, v)
+		}
+	}
+	slices.SortFunc(versions, compareTitleVersion)
+	versionRows := make([][]any, len(versions))
+	for i, v := range versions {
+		versionRows[i] = []any{v.title, v.version, tx.counts.versions[v]}
+	}
+	// An upsert: a version's row is made by its first endpoint. WHERE true:
+	// SQLite needs it to parse an upsert whose rows come from a SELECT.
+	if err := tx.addDeltas(ctx, "software version count", `INSERT INTO software_versions (title_id, version_key, hosts)
+		SELECT d.column1, d.column2, d.column3 FROM (VALUES %s) AS d WHERE true
+		ON CONFLICT (title_id, version_key) DO UPDATE SET hosts = software_versions.hosts + excluded.hosts`,
+		"(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS INTEGER))", versionRows); err != nil {
 		return err
 	}
 	keys := make([][2]string, 0, len(tx.counts.keys))
@@ -109,6 +163,13 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 	}
 	tx.counts = counts{}
 	return nil
+}
+
+func abs(d int) int {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // addDeltas runs update, whose VALUES list is %s, on 64 rows at a time,

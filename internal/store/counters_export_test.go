@@ -12,6 +12,15 @@ func (s *Store) CounterMismatchesForTest(ctx context.Context, orgID string) ([]s
 	checks := []struct{ what, query string }{
 		{"software title installs", `SELECT t.name, t.installs, (SELECT COUNT(*) FROM endpoint_software es WHERE es.title_id = t.id)
 			FROM software_titles t WHERE t.org_id = ?`},
+		{"software title hosts", `SELECT t.name, t.hosts, (SELECT COUNT(DISTINCT es.endpoint_id) FROM endpoint_software es WHERE es.title_id = t.id)
+			FROM software_titles t WHERE t.org_id = ?`},
+		{"software version hosts", `SELECT t.name || ' ' || v.version_key, v.hosts,
+			(SELECT COUNT(*) FROM endpoint_software es WHERE es.title_id = v.title_id AND es.version_key = v.version_key)
+			FROM software_versions v JOIN software_titles t ON t.id = v.title_id WHERE t.org_id = ?`},
+		{"software version rows", `SELECT t.name || ' ' || es.version_key, COUNT(*), COALESCE(MAX(v.hosts), 0)
+			FROM endpoint_software es JOIN software_titles t ON t.id = es.title_id
+			LEFT JOIN software_versions v ON v.title_id = es.title_id AND v.version_key = es.version_key
+			WHERE t.org_id = ? GROUP BY t.name, es.version_key`},
 		{"update key endpoints", `SELECT k.key, k.endpoints, (SELECT COUNT(*) FROM endpoint_updates u WHERE u.org_id = k.org_id AND u.key = k.key)
 			FROM update_keys k WHERE k.org_id = ?`},
 		{"group members", `SELECT g.name, g.members, (SELECT COUNT(*) FROM group_members m WHERE m.group_id = g.id)

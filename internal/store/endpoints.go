@@ -630,10 +630,16 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 		} {
 			// In id order, as check-in flushes lock endpoint rows; on
 			// PostgreSQL rows another replica's sweep or a flush holds are
-			// left to the next sweep instead of waited for.
+			// left to the next sweep instead of waited for. FOR NO KEY
+			// UPDATE is the lock the UPDATE below takes anyway (it changes
+			// no key): FOR UPDATE would also skip, and block, endpoints
+			// whose rows are merely referenced meanwhile (the key-share
+			// locks of foreign-key checks: the reboot tracker's
+			// alert_reboots, group members, inventory rows), and missed
+			// their transitions for a sweep.
 			lock := ``
 			if s.engine == Postgres {
-				lock = ` FOR UPDATE SKIP LOCKED`
+				lock = ` FOR NO KEY UPDATE SKIP LOCKED`
 			}
 			rows, err := tx.query(ctx, `SELECT id, org_id, COALESCE(display_name, hostname), last_seen_at, status_changed_at FROM endpoints
 				WHERE status = ? AND `+c.cond+` ORDER BY id`+lock, c.from, millis(cutoff))

@@ -124,3 +124,53 @@ func (g *Ingester) IngestForTest(orgID string, endpointIDs []string, ns []invent
 	}
 	return out
 }
+
+// ForgetRebootsForTest empties the reboot tracker's table, so that its next
+// pass inserts (and checks the foreign keys of) every pending endpoint again.
+func (s *Store) ForgetRebootsForTest(ctx context.Context) error {
+	_, err := s.exec(ctx, `DELETE FROM alert_reboots`)
+	return err
+}
+
+// TrackedRebootsForTest counts the endpoints the reboot tracker recorded.
+func (s *Store) TrackedRebootsForTest(ctx context.Context) (int, error) {
+	var n int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM alert_reboots`).Scan(&n)
+	return n, err
+}
+
+// KeyShareForTest holds, on PostgreSQL, the key-share lock a foreign-key
+// check takes on the endpoint's row, in a transaction of its own, from when
+// held is closed until release is: as the reboot tracker does while it runs.
+func (s *Store) KeyShareForTest(ctx context.Context, endpointID string, held chan<- struct{}, release <-chan struct{}) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		var id string
+		if err := tx.queryRow(ctx, `SELECT id FROM endpoints WHERE id = ? FOR KEY SHARE`, endpointID).Scan(&id); err != nil {
+			return err
+		}
+		close(held)
+		<-release
+		return nil
+	})
+}
+
+// UndoMigration019ForTest takes the database back to before migration 019
+// (the software title counters), so that a test can apply it to rows that
+// exist, as an upgrade does.
+func (s *Store) UndoMigration019ForTest(ctx context.Context) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, q := range []string{
+			`DROP INDEX software_titles_hosts`,
+			`DROP INDEX software_versions_hosts`,
+			`DROP TABLE software_versions`,
+			`ALTER TABLE software_titles DROP COLUMN hosts`,
+			`ALTER TABLE software_titles DROP COLUMN publisher`,
+			`DELETE FROM schema_migrations WHERE version = 19`,
+		} {
+			if _, err := tx.exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+}

@@ -16,7 +16,9 @@ import (
 // titles remembers software title ids by organization and name.
 var titles = newCatalogCache[int64]()
 
-func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
+// titleID answers the id of the organization's title name, made with
+// publisher (the first one reported, kept) when it is new.
+func (tx *Tx) titleID(ctx context.Context, orgID, name string, publisher *string) (int64, error) {
 	k := [2]string{orgID, name}
 	if id, ok := titles.get(k); ok {
 		return id, nil
@@ -24,8 +26,12 @@ func (tx *Tx) titleID(ctx context.Context, orgID, name string) (int64, error) {
 	if id, ok := tx.newTitles[k]; ok {
 		return id, nil
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO software_titles (org_id, name, name_lower, installs) VALUES (?, ?, ?, 0) ON CONFLICT (org_id, name) DO NOTHING`,
-		orgID, name, strings.ToLower(name)); err != nil {
+	var pub any
+	if publisher != nil && *publisher != "" {
+		pub = *publisher
+	}
+	if _, err := tx.exec(ctx, `INSERT INTO software_titles (org_id, name, name_lower, publisher, installs) VALUES (?, ?, ?, ?, 0) ON CONFLICT (org_id, name) DO NOTHING`,
+		orgID, name, strings.ToLower(name), pub); err != nil {
 		return 0, fmt.Errorf("store: software title: %w", err)
 	}
 	var id int64
@@ -187,13 +193,19 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: inventory software: %w", err)
 	}
+	had := map[int64]bool{} // the titles the endpoint had, and has
+	for k := range old {
+		had[k.title] = true
+	}
+	has := map[int64]bool{}
 	delta := map[int64]int{}
 	var inserts [][]any
 	for _, sw := range software {
-		id, err := tx.titleID(ctx, orgID, sw.Name)
+		id, err := tx.titleID(ctx, orgID, sw.Name, sw.Publisher)
 		if err != nil {
 			return err
 		}
+		has[id] = true
 		r := swRow{titleID: id, versionKey: inventory.VersionKey(sw.Version), publisher: sw.Publisher,
 			installDate: sw.InstallDate, installedFor: sw.InstalledFor, instType: sw.InstallType, sourcePkg: sw.SourcePackage}
 		k := key{id, r.versionKey}
@@ -210,10 +222,22 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 			continue
 		}
 		delta[id]++
+		tx.countVersion(titleVersion{id, r.versionKey}, 1)
 		inserts = append(inserts, []any{endpointID, id, r.versionKey, r.publisher, r.installDate, r.installedFor, r.instType, r.sourcePkg})
+	}
+	for id := range has {
+		if !had[id] {
+			tx.countTitleHost(id, 1)
+		}
+	}
+	for id := range had {
+		if !has[id] {
+			tx.countTitleHost(id, -1)
+		}
 	}
 	for k := range old {
 		delta[k.title]--
+		tx.countVersion(titleVersion{k.title, k.ver}, -1)
 		if _, err := tx.exec(ctx, `DELETE FROM endpoint_software WHERE endpoint_id = ? AND title_id = ? AND version_key = ?`, endpointID, k.title, k.ver); err != nil {
 			return fmt.Errorf("store: inventory software: %w", err)
 		}
@@ -358,19 +382,24 @@ func (tx *Tx) replaceDatasets(ctx context.Context, orgID, endpointID string, set
 // organization's counts (before the endpoint is deleted).
 func (tx *Tx) releaseInventory(ctx context.Context, orgID, endpointID string) error {
 	tdelta := map[int64]int{}
-	rows, err := tx.query(ctx, `SELECT title_id FROM endpoint_software WHERE endpoint_id = ?`, endpointID)
+	rows, err := tx.query(ctx, `SELECT title_id, version_key FROM endpoint_software WHERE endpoint_id = ?`, endpointID)
 	if err != nil {
 		return fmt.Errorf("store: release software: %w", err)
 	}
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var ver string
+		if err := rows.Scan(&id, &ver); err != nil {
 			rows.Close()
 			return fmt.Errorf("store: release software: %w", err)
 		}
 		tdelta[id]--
+		tx.countVersion(titleVersion{id, ver}, -1)
 	}
 	rows.Close()
+	for id := range tdelta {
+		tx.countTitleHost(id, -1)
+	}
 	kdelta := map[string]int{}
 	rows, err = tx.query(ctx, `SELECT key FROM endpoint_updates WHERE endpoint_id = ?`, endpointID)
 	if err != nil {

@@ -56,9 +56,29 @@ func (s *Store) BulkSoftwareForTest(ctx context.Context, orgID string, endpoints
 				return err
 			}
 		}
-		_, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ?, last_seen_at = ? WHERE org_id = ?`, millis(at), millis(at), orgID)
-		return err
+		if _, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ?, last_seen_at = ? WHERE org_id = ?`, millis(at), millis(at), orgID); err != nil {
+			return err
+		}
+		return tx.recountTitlesForTest(ctx, orgID)
 	})
+}
+
+// recountTitlesForTest sets the organization's title host counts,
+// publishers and version counts from the rows, as migration 019 does.
+func (tx *Tx) recountTitlesForTest(ctx context.Context, orgID string) error {
+	if _, err := tx.exec(ctx, `UPDATE software_titles SET
+		hosts = (SELECT COUNT(DISTINCT es.endpoint_id) FROM endpoint_software es WHERE es.title_id = software_titles.id),
+		publisher = (SELECT MIN(es.publisher) FROM endpoint_software es WHERE es.title_id = software_titles.id AND es.publisher <> '')
+		WHERE org_id = ?`, orgID); err != nil {
+		return err
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM software_versions WHERE title_id IN (SELECT id FROM software_titles WHERE org_id = ?)`, orgID); err != nil {
+		return err
+	}
+	_, err := tx.exec(ctx, `INSERT INTO software_versions (title_id, version_key, hosts)
+		SELECT es.title_id, es.version_key, COUNT(*) FROM endpoint_software es JOIN software_titles t ON t.id = es.title_id
+		WHERE t.org_id = ? GROUP BY es.title_id, es.version_key`, orgID)
+	return err
 }
 
 // BulkDatasetsForTest stores, for endpoint i, the datasets sets[i%len(sets)].
@@ -124,7 +144,9 @@ func (s *Store) SoftwareForTest(ctx context.Context, orgID string, rows []Softwa
 				return err
 			}
 		}
-		_, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ? WHERE org_id = ?`, millis(at), orgID)
-		return err
+		if _, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ? WHERE org_id = ?`, millis(at), orgID); err != nil {
+			return err
+		}
+		return tx.recountTitlesForTest(ctx, orgID)
 	})
 }

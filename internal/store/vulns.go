@@ -378,6 +378,21 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 // lockEndpoints does: the matcher and an endpoint's deletion lock in the
 // same order) and turns synchronous_commit off for the transaction (see
 // asyncCommit). exists tells the endpoints that still exist.
+//
+// The lock is FOR NO KEY UPDATE, not FOR UPDATE. What the matcher needs is
+// that nobody else rewrites these endpoints' findings or deletes the
+// endpoints while it writes the difference it computed against what it
+// read: another matcher (a replica's) takes the same lock, and an
+// endpoint's deletion takes FOR UPDATE (lockEndpoints, then the DELETE),
+// both of which conflict with FOR NO KEY UPDATE, so the read-modify-write
+// stays serialized. What it must not do is block the foreign-key checks of
+// rows that merely reference an endpoint (alert_reboots, group_members,
+// inventory rows): those take FOR KEY SHARE, which conflicts with FOR
+// UPDATE but not with FOR NO KEY UPDATE. With FOR UPDATE, the reboot
+// tracker's INSERT INTO alert_reboots … SELECT … FROM endpoints, whose
+// key-share locks are taken in the order of its rows, and this lock, taken
+// in id order, deadlocked (issue 22). The matcher never changes an
+// endpoint's id, so the weaker lock is all it needs.
 func (tx *Tx) lockFindings(ctx context.Context, ids []string) (map[string]bool, map[string]map[vulnKey]storedFinding, error) {
 	sorted := append([]string(nil), ids...)
 	sort.Strings(sorted)
@@ -388,7 +403,7 @@ func (tx *Tx) lockFindings(ctx context.Context, ids []string) (map[string]bool, 
 		q = `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
 			SELECT e.id, ev.cve_id, ev.software, ev.version, ev.fixed_in, ev.source
 			FROM async CROSS JOIN endpoints e LEFT JOIN endpoint_vulns ev ON ev.endpoint_id = e.id
-			WHERE e.id IN (` + placeholders(len(sorted)) + `) ORDER BY e.id FOR UPDATE OF e`
+			WHERE e.id IN (` + placeholders(len(sorted)) + `) ORDER BY e.id FOR NO KEY UPDATE OF e`
 	}
 	rows, err := tx.query(ctx, q, anySlice(sorted)...)
 	if err != nil {

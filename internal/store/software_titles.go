@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/patchd/patchd/apiv1"
+)
+
+// Orders of the software list by title.
+const (
+	TitlesByHosts = "hosts" // most endpoints first, then name
+	TitlesByName  = "name"
+)
+
+// SoftwareTitleQuery filters and orders the software list by title.
+type SoftwareTitleQuery struct {
+	OrgID string
+	// Q and Publisher match a part of the title's name and publisher,
+	// ignoring case.
+	Q, Publisher  string
+	Sort          string // TitlesByHosts (the default) or TitlesByName
+	Limit, Offset int
+}
+
+// ListSoftwareTitles pages the organization's software titles present on
+// at least one endpoint, with their versions. It reads the counters the
+// inventory writer keeps (software_titles.hosts and installs,
+// software_versions): a page costs a walk of the catalog's index and one
+// look-up of the page's versions, whatever the fleet's size.
+func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([]apiv1.SoftwareTitle, int, error) {
+	out := make([]apiv1.SoftwareTitle, 0, min(q.Limit, 200))
+	total := 0
+	err := s.InReadTx(ctx, func(r *ReadTx) error {
+		where := `org_id = ? AND hosts > 0`
+		args := []any{q.OrgID}
+		if q.Q != "" {
+			where += ` AND name_lower LIKE ? ESCAPE '\'`
+			args = append(args, likePattern(q.Q))
+		}
+		if q.Publisher != "" {
+			where += ` AND LOWER(publisher) LIKE ? ESCAPE '\'`
+			args = append(args, likePattern(q.Publisher))
+		}
+		order := ` ORDER BY hosts DESC, id`
+		if q.Sort == TitlesByName {
+			order = ` ORDER BY name_lower, id`
+		}
+		if err := r.queryRow(ctx, `SELECT COUNT(*) FROM software_titles WHERE `+where, args...).Scan(&total); err != nil {
+			return fmt.Errorf("store: count software titles: %w", err)
+		}
+		rows, err := r.query(ctx, `SELECT id, name, publisher, hosts, installs FROM software_titles WHERE `+where+order+` LIMIT ? OFFSET ?`,
+			append(args, q.Limit, q.Offset)...)
+		if err != nil {
+			return fmt.Errorf("store: list software titles: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			var t apiv1.SoftwareTitle
+			var publisher sql.NullString
+			if err := rows.Scan(&id, &t.Name, &publisher, &t.Hosts, &t.Installs); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: list software titles: %w", err)
+			}
+			t.Publisher = nullString(publisher)
+			t.Versions = []apiv1.SoftwareTitleVersion{}
+			ids = append(ids, id)
+			out = append(out, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: list software titles: %w", err)
+		}
+		// Each title's most common versions through the index (title_id,
+		// hosts DESC, version_key): a title seen in a thousand versions
+		// costs its first ones, and a count only when there are more.
+		for i, id := range ids {
+			if err := r.titleVersions(ctx, id, &out[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, total, err
+}
+
+func (r *ReadTx) titleVersions(ctx context.Context, id int64, t *apiv1.SoftwareTitle) error {
+	rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
+		ORDER BY hosts DESC, version_key LIMIT ?`, id, apiv1.MaxTitleVersions+1)
+	if err != nil {
+		return fmt.Errorf("store: software title versions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v apiv1.SoftwareTitleVersion
+		var key string
+		if err := rows.Scan(&key, &v.Hosts); err != nil {
+			return fmt.Errorf("store: software title versions: %w", err)
+		}
+		if key != "" {
+			v.Version = &key
+		}
+		t.Versions = append(t.Versions, v)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: software title versions: %w", err)
+	}
+	t.VersionCount = len(t.Versions)
+	if len(t.Versions) > apiv1.MaxTitleVersions {
+		t.Versions = t.Versions[:apiv1.MaxTitleVersions]
+		if err := r.queryRow(ctx, `SELECT COUNT(*) FROM software_versions WHERE title_id = ? AND hosts > 0`, id).Scan(&t.VersionCount); err != nil {
+			return fmt.Errorf("store: software title versions: %w", err)
+		}
+	}
+	return nil
+}
