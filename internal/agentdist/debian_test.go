@@ -351,8 +351,13 @@ func TestInstallShPinnedCA(t *testing.T) {
 	if err == nil || !strings.Contains(out, "does not match the pin") || downloads.Load() != 0 {
 		t.Errorf("wrong pin: %v, %d downloads\n%s", err, downloads.Load(), out)
 	}
-	out, _ = chroot(t, root, nil, "sh /tmp/install.sh --no-start --token "+e.EnrollToken+"."+pin)
-	if !strings.Contains(out, "the server's CA matches the token's pin") || downloads.Load() != 2 || strings.Contains(out, "SHA-256") {
-		t.Errorf("right pin: %d downloads\n%s", downloads.Load(), out)
+	out, err = chroot(t, root, nil, "sh /tmp/install.sh --no-start --token "+e.EnrollToken+"."+pin)
+	if err != nil || !strings.Contains(out, "the server's CA matches the token's pin") || downloads.Load() != 2 || strings.Contains(out, "SHA-256") {
+		t.Errorf("right pin: %v, %d downloads\n%s", err, downloads.Load(), out)
+	}
+	// The agent enrolled over HTTPS, pinning the CA the token names.
+	eps, err := e.Admin.ListEndpoints(context.Background(), client.EndpointQuery{})
+	if err != nil || eps.Total != 1 {
+		t.Fatalf("endpoints after the pinned install: %+v %v\n%s", eps, err, out)
 	}
 }
