@@ -69,7 +69,9 @@ func newSSOProviders(client *http.Client) *ssoProviders {
 }
 
 // ctx carries the HTTP client go-oidc and oauth2 use.
-func (sp *ssoProviders) ctx(ctx context.Context) context.Context { return oidc.ClientContext(ctx, sp.client) }
+func (sp *ssoProviders) ctx(ctx context.Context) context.Context {
+	return oidc.ClientContext(ctx, sp.client)
+}
 
 func (sp *ssoProviders) get(ctx context.Context, issuer string) (*oidc.Provider, error) {
 	sp.mu.Lock()
