@@ -148,8 +148,8 @@ func (e *ssoEnv) configure(justInTime bool, domains ...string) {
 	secret := oidcSecret
 	_, err := admin.SetSSO(context.Background(), e.s, "test", e.org.ID, sso.Settings{ProviderName: "Test IdP", Issuer: e.issuer,
 		ClientID: "patchd", ClientSecret: &secret, AllowedDomains: domains, Scopes: []string{"groups"}, RoleClaim: "groups",
-		RoleMap:     []sso.Mapping{{Value: "patchd-admins", Role: store.RoleAdministrator}, {Value: "patchd-readers", Role: store.RoleReadOnly}},
-		JustInTime:  justInTime, Enabled: true})
+		RoleMap:    []sso.Mapping{{Value: "patchd-admins", Role: store.RoleAdministrator}, {Value: "patchd-readers", Role: store.RoleReadOnly}},
+		JustInTime: justInTime, Enabled: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}
