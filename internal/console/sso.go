@@ -46,6 +46,13 @@ const SSOLoginTTL = 10 * time.Minute
 
 const cookieSSO = "patchd_sso"
 
+// MaxSSOStarts bounds the unfinished single sign-ons of one source address
+// within SignInWindow: each start stores a row, so without a bound anyone
+// could fill the table. A sign-in that succeeds gives its start back;
+// abandoned and refused ones count until the window ends. Past the bound
+// the address gets 429 with Retry-After; other addresses are not affected.
+const MaxSSOStarts = 50
+
 // ssoProviders caches the providers' discovery documents and keys, per
 // issuer, for an hour.
 type ssoProviders struct {
@@ -253,11 +260,26 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 		c.renderSSO(w, r, http.StatusBadGateway, d)
 		return
 	}
-	state, nonce, binding, verifier := randomToken(), randomToken(), randomToken(), oauth2.GenerateVerifier()
 	now := c.now()
+	key := "console-sso-start-ip:" + c.clientIP(r)
+	n, windowStart, err := c.store.ReserveAttempt(r.Context(), key, now, SignInWindow)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	if n > MaxSSOStarts {
+		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
+		wait := max(windowStart.Add(SignInWindow).Sub(now), time.Second)
+		retryAfter(w, wait)
+		d.Error = "Too many unfinished single sign-ons from your address. Try again in " + waitText(wait) + "."
+		c.renderSSO(w, r, http.StatusTooManyRequests, d)
+		return
+	}
+	state, nonce, binding, verifier := randomToken(), randomToken(), randomToken(), oauth2.GenerateVerifier()
 	l := store.SSOLogin{StateHash: auth.HashSecret(state), BindingHash: auth.HashSecret(binding), OrgID: o.ID, Nonce: nonce,
-		PKCEVerifier: verifier, Next: safeNext(r.URL.Query().Get("next")), ExpiresAt: now.Add(SSOLoginTTL)}
+		PKCEVerifier: verifier, Next: safeNext(r.URL.Query().Get("next")), ExpiresAt: now.Add(SSOLoginTTL), ThrottleKey: key, ThrottleStart: windowStart}
 	if err := c.store.CreateSSOLogin(r.Context(), l, now); err != nil {
+		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
 		c.fail(w, r, nil, err)
 		return
 	}
@@ -334,6 +356,11 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 	if err := c.startSession(w, r, u); err != nil {
 		c.fail(w, r, nil, err)
 		return
+	}
+	if l.ThrottleKey != "" {
+		if err := c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), l.ThrottleKey, l.ThrottleStart); err != nil {
+			slog.WarnContext(r.Context(), "console: give back a single sign-on start", "err", err)
+		}
 	}
 	http.Redirect(w, r, safeNext(l.Next), http.StatusSeeOther)
 }

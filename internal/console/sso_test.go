@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -87,6 +88,18 @@ func startProvider(t *testing.T, redirectURI string) string {
 	return hello.Issuer
 }
 
+// forwardedFor sends the console's requests as a trusted proxy would,
+// with X-Forwarded-For.
+type forwardedFor struct{ from, consoleHost string }
+
+func (f forwardedFor) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host == f.consoleHost {
+		req = req.Clone(req.Context())
+		req.Header.Set("X-Forwarded-For", f.from)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
 // swapIDToken replaces the ID token of patchd's code exchange with another
 // one (a token substitution, as a compromised network path or a confused
 // provider would make it), when set.
@@ -132,7 +145,8 @@ func newSSOEnv(t *testing.T) *ssoEnv {
 		t.Fatal(err)
 	}
 	e := &ssoEnv{t: t, s: s, org: org, clk: &clock.Clock{}, swap: &swapIDToken{}}
-	con, err := console.New(console.Config{Store: s, SSOClient: &http.Client{Transport: e.swap, Timeout: time.Minute}, Now: e.clk.Now})
+	con, err := console.New(console.Config{Store: s, SSOClient: &http.Client{Transport: e.swap, Timeout: time.Minute}, Now: e.clk.Now,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,6 +450,42 @@ func TestSSOSignInAgainstOIDCProvider(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.refused(e.browser(), "nina@example.com", "user_disabled", http.StatusForbidden)
+	})
+
+	t.Run("unfinished sign-ins from one address are bounded", func(t *testing.T) {
+		e.t = t
+		e.configure(true, "example.com")
+		start := func(from string) *http.Response {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, e.url+"/console/sso/"+e.org.ID+"/start", nil)
+			req.Header.Set("X-Forwarded-For", from)
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp
+		}
+		for i := 1; i < console.MaxSSOStarts; i++ {
+			if resp := start("203.0.113.7"); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("start %d: %d", i, resp.StatusCode)
+			}
+		}
+		// A sign-in that succeeds gives its start back.
+		b := e.browser()
+		b.c.Transport = forwardedFor{from: "203.0.113.7", consoleHost: strings.TrimPrefix(e.url, "http://")}
+		if code, loc, body := b.callback(e.toCallback(b, "alice@example.com")); code != http.StatusSeeOther || loc != "/console/" {
+			t.Fatalf("a sign-in at the bound: %d %s\n%.500s", code, loc, body)
+		}
+		if resp := start("203.0.113.7"); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("the start a successful sign-in gave back: %d", resp.StatusCode)
+		}
+		if resp := start("203.0.113.7"); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("a start past the bound: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if resp := start("198.51.100.1"); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("another address: %d", resp.StatusCode)
+		}
 	})
 
 	t.Run("another organization's provider signs in nobody here", func(t *testing.T) {

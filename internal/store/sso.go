@@ -207,6 +207,10 @@ type SSOLogin struct {
 	PKCEVerifier string
 	Next         string
 	ExpiresAt    time.Time
+	// ThrottleKey and ThrottleStart name the starting address's
+	// reservation of an attempt, given back when the sign-in succeeds.
+	ThrottleKey   string
+	ThrottleStart time.Time
 }
 
 // CreateSSOLogin stores a sign-in under way, and drops the expired ones.
@@ -215,8 +219,9 @@ func (s *Store) CreateSSOLogin(ctx context.Context, l SSOLogin, now time.Time) e
 		if _, err := tx.exec(ctx, `DELETE FROM sso_logins WHERE expires_at < ?`, millis(now)); err != nil {
 			return fmt.Errorf("store: drop expired SSO sign-ins: %w", err)
 		}
-		if _, err := tx.exec(ctx, `INSERT INTO sso_logins (state_hash, binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, l.StateHash, l.BindingHash, l.OrgID, l.Nonce, l.PKCEVerifier, l.Next, millis(l.ExpiresAt)); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO sso_logins (state_hash, binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at,
+			throttle_key, throttle_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.StateHash, l.BindingHash, l.OrgID, l.Nonce, l.PKCEVerifier, l.Next,
+			millis(l.ExpiresAt), l.ThrottleKey, millis(l.ThrottleStart)); err != nil {
 			return fmt.Errorf("store: create SSO sign-in: %w", err)
 		}
 		return nil
@@ -228,11 +233,11 @@ func (s *Store) CreateSSOLogin(ctx context.Context, l SSOLogin, now time.Time) e
 // gets it and the other ErrNotFound. Expiry is the caller's to check.
 func (s *Store) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin, error) {
 	l := SSOLogin{StateHash: stateHash}
-	var expires int64
+	var expires, throttleStart int64
 	err := s.InTx(ctx, func(tx *Tx) error {
 		return tx.queryRow(ctx, `DELETE FROM sso_logins WHERE state_hash = ?
-			RETURNING binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at`, stateHash).
-			Scan(&l.BindingHash, &l.OrgID, &l.Nonce, &l.PKCEVerifier, &l.Next, &expires)
+			RETURNING binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at, throttle_key, throttle_start`, stateHash).
+			Scan(&l.BindingHash, &l.OrgID, &l.Nonce, &l.PKCEVerifier, &l.Next, &expires, &l.ThrottleKey, &throttleStart)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return SSOLogin{}, fmt.Errorf("store: SSO sign-in: %w", ErrNotFound)
@@ -240,7 +245,7 @@ func (s *Store) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin, e
 	if err != nil {
 		return SSOLogin{}, fmt.Errorf("store: take SSO sign-in: %w", err)
 	}
-	l.ExpiresAt = fromMillis(expires)
+	l.ExpiresAt, l.ThrottleStart = fromMillis(expires), fromMillis(throttleStart)
 	return l, nil
 }
 

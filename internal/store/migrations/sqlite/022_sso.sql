@@ -28,7 +28,10 @@ CREATE TABLE sso_configs (
 -- callback. state_hash is the SHA-256 of the state parameter; binding_hash
 -- the SHA-256 of the value of the short-lived cookie the starting browser
 -- got, so that only that browser can finish it. A row is deleted when the
--- callback takes it (single use) or once expired.
+-- callback takes it (single use) or once expired. throttle_key and
+-- throttle_start name the starting address's reservation in auth_throttle,
+-- given back when the sign-in succeeds: an address may have only so many
+-- unfinished sign-ins at a time.
 CREATE TABLE sso_logins (
 	state_hash    TEXT PRIMARY KEY,
 	binding_hash  TEXT NOT NULL,
@@ -36,7 +39,9 @@ CREATE TABLE sso_logins (
 	nonce         TEXT NOT NULL,
 	pkce_verifier TEXT NOT NULL,
 	next_path     TEXT NOT NULL,
-	expires_at    BIGINT NOT NULL
+	expires_at    BIGINT NOT NULL,
+	throttle_key   TEXT NOT NULL DEFAULT '',
+	throttle_start BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX sso_logins_expires ON sso_logins (expires_at);
 
