@@ -45,7 +45,7 @@ var testAccounts = map[string]any{
 // startProvider runs testdata/oidc/provider.mjs (oidc-provider, installed
 // from the pinned lock file with npm ci when missing) and answers its
 // issuer. Without node the test cannot run and says so.
-func startProvider(t *testing.T, redirectURI string) string {
+func startProvider(t *testing.T, redirectURI string, env ...string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -66,7 +66,7 @@ func startProvider(t *testing.T, redirectURI string) string {
 	accounts, _ := json.Marshal(testAccounts)
 	cmd := exec.Command(node, "provider.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "REDIRECT_URI="+redirectURI, "CLIENT_SECRET="+oidcSecret, "ACCOUNTS="+string(accounts))
+	cmd.Env = append(append(os.Environ(), "REDIRECT_URI="+redirectURI, "CLIENT_SECRET="+oidcSecret, "ACCOUNTS="+string(accounts)), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -103,12 +103,25 @@ func (f forwardedFor) RoundTrip(req *http.Request) (*http.Response, error) {
 // swapIDToken replaces the ID token of patchd's code exchange with another
 // one (a token substitution, as a compromised network path or a confused
 // provider would make it), when set.
+// It counts the UserInfo requests too.
 type swapIDToken struct {
-	mu   sync.Mutex
-	with string
+	mu       sync.Mutex
+	with     string
+	userInfo int
+}
+
+func (s *swapIDToken) userInfoCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.userInfo
 }
 
 func (s *swapIDToken) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/me" { // oidc-provider's UserInfo endpoint
+		s.mu.Lock()
+		s.userInfo++
+		s.mu.Unlock()
+	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	s.mu.Lock()
 	with := s.with
@@ -138,7 +151,7 @@ type ssoEnv struct {
 	consoleS *httptest.Server
 }
 
-func newSSOEnv(t *testing.T) *ssoEnv {
+func newSSOEnv(t *testing.T, providerEnv ...string) *ssoEnv {
 	s := storetest.Open(t)
 	org, err := admin.CreateOrg(context.Background(), s, "Acme", "UTC")
 	if err != nil {
@@ -153,7 +166,7 @@ func newSSOEnv(t *testing.T) *ssoEnv {
 	e.consoleS = httptest.NewServer(con)
 	t.Cleanup(e.consoleS.Close)
 	e.url = e.consoleS.URL
-	e.issuer = startProvider(t, e.url+sso.CallbackPath)
+	e.issuer = startProvider(t, e.url+sso.CallbackPath, providerEnv...)
 	return e
 }
 
@@ -255,6 +268,11 @@ func TestSSOSignInAgainstOIDCProvider(t *testing.T) {
 		}
 		if code, body := a.get("/console/settings/sso"); code != http.StatusOK || !strings.Contains(body, e.url+sso.CallbackPath) {
 			t.Fatalf("alice's session on the settings page: %d\n%.500s", code, body)
+		}
+		// This provider gives the e-mail address and the groups in its
+		// UserInfo answer only (the code flow's default).
+		if e.swap.userInfoCalls() == 0 {
+			t.Error("the sign-in did not read the UserInfo answer for the claims the ID token lacks")
 		}
 		if got := e.lastAudit("sso.sign_in"); got.Actor != "user:alice@example.com" || got.Summary["address"] != "127.0.0.1" {
 			t.Errorf("the sign-in's audit entry: %+v", got)
@@ -502,6 +520,23 @@ func TestSSOSignInAgainstOIDCProvider(t *testing.T) {
 			t.Fatalf("a sign-in start without a provider: %d", code)
 		}
 	})
+}
+
+// TestSSOClaimsInIDToken: a provider that puts the e-mail address and the
+// groups in the ID token (Keycloak, Entra ID) is not asked for UserInfo.
+func TestSSOClaimsInIDToken(t *testing.T) {
+	e := newSSOEnv(t, "CLAIMS_IN_ID_TOKEN=1")
+	e.configure(true, "example.com")
+	b := e.browser()
+	if code, loc, body := b.callback(e.toCallback(b, "rita@example.com")); code != http.StatusSeeOther || loc != "/console/" {
+		t.Fatalf("rita's sign-in: %d %s\n%.800s", code, loc, body)
+	}
+	if users, _ := e.s.UsersByEmail(context.Background(), "rita@example.com"); len(users) != 1 || users[0].RoleName != store.RoleReadOnly {
+		t.Fatalf("rita was made %+v, want Read-only", users)
+	}
+	if n := e.swap.userInfoCalls(); n != 0 {
+		t.Fatalf("UserInfo was asked %d times though the ID token had every claim", n)
+	}
 }
 
 func mustURL(t *testing.T, s string) *url.URL {

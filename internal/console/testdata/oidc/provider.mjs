@@ -7,6 +7,9 @@
 //   REDIRECT_URI    patchd's callback (client "patchd")
 //   CLIENT_SECRET   the secret of client "patchd" (and of "other-app")
 //   ACCOUNTS        JSON {"e-mail": {"groups": [...], "email_verified": bool}}
+//   CLAIMS_IN_ID_TOKEN  "1": the scopes' claims go in the ID token too (as
+//                   Keycloak and Entra ID do); otherwise only in the UserInfo
+//                   answer, the OpenID Connect default for the code flow
 //
 // There is no login form: the interaction signs in the account the
 // authorization request names in login_hint, and consents to what it asks.
@@ -35,6 +38,7 @@ server.listen(0, '127.0.0.1', () => {
         grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic' },
     ],
     pkce: { required: () => true },
+    conformIdTokenClaims: process.env.CLAIMS_IN_ID_TOKEN !== '1',
     scopes: ['openid', 'email', 'profile', 'groups'],
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'], groups: ['groups'] },
     features: { devInteractions: { enabled: false } },
