@@ -585,3 +585,89 @@ func idTokenFor(t *testing.T, issuer, clientID, redirectURI string) string {
 	}
 	return raw
 }
+
+func TestSSOSettingsPage(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	org, err := admin.CreateOrg(ctx, s, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateUser(ctx, s, "test", org.ID, "admin@acme.example", store.RoleAdministrator, password); err != nil {
+		t.Fatal(err)
+	}
+	con, err := console.New(console.Config{Store: s, BaseURL: "https://patchd.acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(con)
+	defer ts.Close()
+	if code, body := newBrowser(t, ts.URL).get("/console/login"); code != http.StatusOK || !strings.Contains(body, `href="/console/sso"`) {
+		t.Fatalf("the sign-in page has no single sign-on link: %d\n%.800s", code, body)
+	}
+	b := newBrowser(t, ts.URL)
+	b.signIn("admin@acme.example")
+
+	code, body := b.get("/console/settings/sso")
+	if code != http.StatusOK || !strings.Contains(body, "https://patchd.acme.example/console/sso/callback") ||
+		!strings.Contains(body, "https://patchd.acme.example/console/sso/"+org.ID) {
+		t.Fatalf("the settings page: %d\n%.800s", code, body)
+	}
+	form := url.Values{"provider_name": {"Keycloak"}, "issuer": {"https://id.acme.example/realms/acme"}, "client_id": {"patchd"},
+		"client_secret": {"s3cret-keycloak"}, "allowed_domains": {"acme.example"}, "role_claim": {"realm_access.roles"},
+		"role_map": {"patchd-admin = Administrator\r\npatchd-reader = Read-only"}, "just_in_time": {"on"}, "enabled": {"on"}}
+	bad := url.Values{}
+	for k, v := range form {
+		bad[k] = v
+	}
+	bad.Set("issuer", "http://id.acme.example")
+	bad.Set("role_map", "patchd-admin = Nope\nno equals sign")
+	code, _, body = b.post("/console/settings/sso", bad)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "issuer") || !strings.Contains(body, "is not &#34;claim value = role&#34;") {
+		t.Fatalf("a bad form: %d\n%.1500s", code, body)
+	}
+	if _, err := s.GetSSOConfig(ctx, org.ID); err == nil {
+		t.Fatal("a refused form stored a configuration")
+	}
+	bad.Set("issuer", form.Get("issuer"))
+	bad.Set("role_map", "patchd-admin = Nope")
+	if code, _, body = b.post("/console/settings/sso", bad); code != http.StatusUnprocessableEntity || !strings.Contains(body, "no role &#34;Nope&#34;") {
+		t.Fatalf("a mapping to no role: %d\n%.1500s", code, body)
+	}
+	if code, loc, body := b.post("/console/settings/sso", form); code != http.StatusSeeOther || loc != "/console/settings/sso" {
+		t.Fatalf("saving: %d %s\n%.1500s", code, loc, body)
+	}
+	cfg, err := s.GetSSOConfig(ctx, org.ID)
+	if err != nil || cfg.ClientSecret() != "s3cret-keycloak" || len(cfg.RoleMap) != 2 || cfg.RoleMap[1].RoleName != store.RoleReadOnly || !cfg.JustInTime {
+		t.Fatalf("saved %+v %v", cfg, err)
+	}
+	code, body = b.get("/console/settings/sso")
+	if code != http.StatusOK || strings.Contains(body, "s3cret-keycloak") || !strings.Contains(body, "one is stored") || !strings.Contains(body, "patchd-reader = Read-only") {
+		t.Fatalf("the page after saving: %d\n%.1500s", code, body)
+	}
+	// Saving again without a secret keeps it; turning it off is audited.
+	form.Del("client_secret")
+	form.Del("enabled")
+	if code, _, body := b.post("/console/settings/sso", form); code != http.StatusSeeOther {
+		t.Fatalf("saving again: %d\n%.800s", code, body)
+	}
+	if cfg, _ := s.GetSSOConfig(ctx, org.ID); cfg.ClientSecret() != "s3cret-keycloak" || cfg.Enabled {
+		t.Fatalf("after saving without a secret: %+v", cfg)
+	}
+	entries, _ := s.ListAudit(ctx, org.ID, store.AuditFilter{Action: "sso_config.set"})
+	if len(entries) != 2 || entries[0].Actor != "user:admin@acme.example" || entries[0].Summary["clientSecretChanged"] != false ||
+		entries[1].Summary["clientSecretChanged"] != true {
+		t.Fatalf("the Audit Trail: %+v", entries)
+	}
+	// A turned-off provider is offered to nobody.
+	if code, _ := b.get("/console/sso/" + org.ID); code != http.StatusNotFound {
+		t.Fatalf("the link of a turned-off provider: %d", code)
+	}
+	b.get("/console/settings/sso")
+	if code, _, _ := b.post("/console/settings/sso/delete", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("removing: %d", code)
+	}
+	if _, err := s.GetSSOConfig(ctx, org.ID); err == nil {
+		t.Fatal("the configuration stayed")
+	}
+}
