@@ -57,6 +57,9 @@ Usage:
   patchd admin user create --org ORG --email E --role ROLE [--password-stdin] [--instance-operator]
   patchd admin user operator grant|revoke --email E [--org ORG]   (instance operators change the vulnerability feeds)
   patchd admin user operator list
+  patchd admin sso set --org ORG [--provider-name N] [--issuer URL] [--client-id ID] [--client-secret-stdin] [--allowed-domains D,…]
+        [--scopes S,…] [--role-claim C] [--role-map VALUE=ROLE]… [--default-role R] [--just-in-time true|false] [--enabled true|false]
+  patchd admin sso show|delete --org ORG   (OpenID Connect sign-in: docs/sso.md)
   patchd admin script create|update --org ORG --name NAME --language sh|bash|powershell|python|cmd (--code TEXT | --code-file F|-)
         [--param NAME=DEFAULT]… [--reboot-exit-codes 3010,1641] [--timeout SECONDS]   (update takes --id ID|NAME)
   patchd admin script list --org ORG

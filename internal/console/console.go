@@ -50,6 +50,11 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed, as
 	// for the REST API (--trusted-proxies).
 	TrustedProxies []netip.Prefix
+	// SSOClient makes the requests to the organizations' OpenID providers
+	// (nil: a client with a 15-second timeout).
+	SSOClient *http.Client
+	// Now is the console's clock (nil: time.Now).
+	Now func() time.Time
 }
 
 // Console is the web console.
@@ -61,6 +66,8 @@ type Console struct {
 	now   func() time.Time
 	// throttle counts failed sign-ins (shared with every replica).
 	throttle *auth.Throttle
+	// sso holds the OpenID providers' discovery documents (sso.go).
+	sso *ssoProviders
 }
 
 // New builds the console and its route table.
@@ -68,7 +75,11 @@ func New(cfg Config) (*Console, error) {
 	if cfg.CheckinInterval <= 0 {
 		cfg.CheckinInterval = time.Minute
 	}
-	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now, throttle: auth.NewThrottle(cfg.Store)}
+	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now, throttle: auth.NewThrottle(cfg.Store),
+		sso: newSSOProviders(cfg.SSOClient)}
+	if cfg.Now != nil {
+		c.now = cfg.Now
+	}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
 	}
@@ -194,6 +205,7 @@ func (c *Console) routes() {
 	c.page("GET /console/feeds", feedsView, c.feedsPage)
 	c.upload("POST /console/feeds", operatorOnly, MaxFeedUpload, c.feedUpload)
 	c.page("GET /console/instance/audit", operatorOnly, c.instanceAuditPage)
+	c.ssoRoutes()
 
 	c.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")

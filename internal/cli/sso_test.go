@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+func TestAdminSSO(t *testing.T) {
+	t.Parallel()
+	db := storetest.URL(t)
+	ok := func(stdin string, args ...string) map[string]any {
+		t.Helper()
+		code, out, errOut := patchd(t, db, stdin, args...)
+		if code != 0 {
+			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
+		}
+		if strings.Contains(out, "s3cret") {
+			t.Fatalf("patchd %v printed the client secret: %s", args, out)
+		}
+		return decode(t, out)
+	}
+	fail := func(stdin, want string, args ...string) {
+		t.Helper()
+		code, _, errOut := patchd(t, db, stdin, args...)
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Fatalf("patchd %v: exit %d %q, want an error with %q", args, code, errOut, want)
+		}
+	}
+	ok("", "admin", "org", "create", "--name", "Acme")
+	fail("", "no single sign-on", "admin", "sso", "show", "--org", "Acme")
+	set := []string{"admin", "sso", "set", "--org", "Acme", "--provider-name", "Okta", "--issuer", "https://acme.okta.com",
+		"--client-id", "0oa1", "--allowed-domains", "acme.example, Corp.Example", "--scopes", "groups",
+		"--role-map", "patchd-admins=Administrator", "--role-map", "staff=Read-only", "--just-in-time", "true"}
+	fail("", "clientSecret", set...)
+	fail("s3cret-value\n", "no role \"Nope\"", append(set, "--default-role", "Nope")...)
+	fail("s3cret-value\n", "issuer", "admin", "sso", "set", "--org", "Acme", "--provider-name", "X", "--issuer", "http://idp.example",
+		"--client-id", "c", "--allowed-domains", "acme.example")
+	got := ok("s3cret-value\n", append(set, "--client-secret-stdin", "--base-url", "https://patchd.acme.example/")...)
+	if got["hasClientSecret"] != true || got["redirectUri"] != "https://patchd.acme.example/console/sso/callback" || got["justInTime"] != true ||
+		got["enabled"] != true || strings.Join(toStrings(got["allowedDomains"]), ",") != "acme.example,corp.example" {
+		t.Fatalf("sso set: %v", got)
+	}
+	// set changes what it is given and keeps the rest (the secret too).
+	got = ok("", "admin", "sso", "set", "--org", "Acme", "--enabled", "false")
+	if got["enabled"] != false || got["hasClientSecret"] != true || got["providerName"] != "Okta" || len(got["roleMap"].([]any)) != 2 {
+		t.Fatalf("sso set --enabled false: %v", got)
+	}
+	if got := ok("", "admin", "sso", "show", "--org", "Acme"); got["issuer"] != "https://acme.okta.com" || got["org"] != "Acme" {
+		t.Fatalf("sso show: %v", got)
+	}
+	fail("", "true or false", "admin", "sso", "set", "--org", "Acme", "--enabled", "maybe")
+	if got := ok("", "admin", "sso", "delete", "--org", "Acme"); got["deleted"] != true {
+		t.Fatalf("sso delete: %v", got)
+	}
+	fail("", "no single sign-on", "admin", "sso", "delete", "--org", "Acme")
+	code, out, _ := patchd(t, db, "", "admin", "audit", "list", "--org", "Acme", "--action", "sso_config.set")
+	if code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, "s3cret") || !strings.Contains(out, `"clientSecretChanged":true`) {
+		t.Fatalf("the Audit Trail of the changes: %d\n%s", code, out)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}

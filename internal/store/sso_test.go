@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// TestSSOLoginSingleUse: of many callbacks with one state at once, exactly
+// one takes the sign-in; expired rows go away with the next sign-in.
+func TestSSOLoginSingleUse(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	l := store.SSOLogin{StateHash: "state-1", BindingHash: "b", OrgID: o.ID, Nonce: "n", PKCEVerifier: "v", Next: "/console/", ExpiresAt: now.Add(time.Minute)}
+	if err := s.CreateSSOLogin(ctx, l, now); err != nil {
+		t.Fatal(err)
+	}
+	var took, missed atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := s.TakeSSOLogin(ctx, "state-1")
+			switch {
+			case err == nil && got.Nonce == "n" && got.PKCEVerifier == "v" && got.ExpiresAt.Equal(l.ExpiresAt.Truncate(time.Millisecond)):
+				took.Add(1)
+			case errors.Is(err, store.ErrNotFound):
+				missed.Add(1)
+			default:
+				t.Errorf("take: %+v %v", got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if took.Load() != 1 || missed.Load() != 7 {
+		t.Fatalf("took %d, missed %d; want 1 and 7", took.Load(), missed.Load())
+	}
+	old := l
+	old.StateHash, old.ExpiresAt = "state-old", now.Add(-time.Second)
+	if err := s.CreateSSOLogin(ctx, old, now.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	l.StateHash = "state-2"
+	if err := s.CreateSSOLogin(ctx, l, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeSSOLogin(ctx, "state-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an expired sign-in stayed: %v", err)
+	}
+}
+
+// TestSSOIdentityLinks: a provider account is linked to one user; another
+// account of the same provider with the same address is refused.
+func TestSSOIdentityLinks(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, _ := s.FindRole(ctx, o.ID, store.RoleReadOnly)
+	entry := func(action string) *store.AuditEntry {
+		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action}
+	}
+	id := store.SSOIdentity{OrgID: o.ID, Issuer: "https://idp.example", Subject: "s1", Email: "ann@acme.example"}
+	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, time.Now()); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("linking to no user: %v", err)
+	}
+	if _, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
+		store.User{OrgID: o.ID, Email: "ann@acme.example", RoleID: role.ID, PasswordHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, time.Now())
+	if err != nil || u.Email != "ann@acme.example" {
+		t.Fatalf("link: %+v %v", u, err)
+	}
+	if got, err := s.SSOUserByIdentity(ctx, id); err != nil || got.ID != u.ID {
+		t.Fatalf("by identity: %+v %v", got, err)
+	}
+	other := id
+	other.Subject = "s2"
+	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), other, time.Now()); !errors.Is(err, store.ErrSSOLinkedElsewhere) {
+		t.Fatalf("a second account of the provider for the same user: %v", err)
+	}
+	if _, err := s.CreateSSOUser(ctx, entry("user.create"), other, role.ID, time.Now()); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a new user with a taken address: %v", err)
+	}
+	newID := store.SSOIdentity{OrgID: o.ID, Issuer: "https://idp.example", Subject: "s3", Email: "bo@acme.example"}
+	nu, err := s.CreateSSOUser(ctx, entry("user.create"), newID, role.ID, time.Now())
+	if err != nil || nu.PasswordHash != "" || nu.InstanceOperator || nu.RoleName != store.RoleReadOnly {
+		t.Fatalf("a just-in-time user: %+v %v", nu, err)
+	}
+	admin, _ := s.FindRole(ctx, o.ID, store.RoleAdministrator)
+	if changed, err := s.SetSSOUserRole(ctx, entry("user.role_change"), nu.ID, admin.ID); err != nil || changed.RoleName != store.RoleAdministrator {
+		t.Fatalf("role change: %+v %v", changed, err)
+	}
+	if _, err := s.SetSSOUserRole(ctx, entry("user.role_change"), nu.ID, admin.ID); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.ListAudit(ctx, o.ID, store.AuditFilter{Action: "user.role_change"}); len(list) != 1 {
+		t.Fatalf("an unchanged role was audited: %d entries", len(list))
+	}
+}
