@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/patchd/patchd/internal/store"
 )
 
 var funcs = template.FuncMap{
@@ -26,6 +28,7 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(*f, 'f', 1, 64)
 	},
 	"join":     strings.Join,
+	"schedule": scheduleText,
 	"count":    count,
 	"pct":      pct,
 	"add":      func(a, b int) int { return a + b },
@@ -170,4 +173,46 @@ func count(v any) string {
 		return strconv.FormatInt(n, 10)
 	}
 	return "—"
+}
+
+// scheduleText says an automation's schedule as people say it: "Patch
+// Tuesday + 1 day, 23:00", "Weekly on Monday, 22:00", "Rings from
+// 2026-12-01, 22:00". RunAt (a ONCE automation) is shown in UTC.
+func scheduleText(a store.Automation) string {
+	at := ""
+	if a.AtTime != "" {
+		at = ", " + a.AtTime
+	}
+	if a.Kind == store.KindRing {
+		return "Rings from " + a.StartDate + at
+	}
+	switch a.ScheduleKind {
+	case "NOW":
+		return "Once, at creation"
+	case "ONCE":
+		return "Once, " + whenPtr(a.RunAt)
+	}
+	switch a.Freq {
+	case "DAILY":
+		return "Daily" + at
+	case "WEEKLY":
+		if a.Weekday != nil && *a.Weekday >= 0 && *a.Weekday < len(weekdays) {
+			return "Weekly on " + weekdays[*a.Weekday] + at
+		}
+		return "Weekly" + at
+	case "MONTHLY":
+		if a.MonthDay != nil {
+			return "Monthly on day " + strconv.Itoa(*a.MonthDay) + at
+		}
+		return "Monthly" + at
+	case "PATCH_TUESDAY":
+		switch {
+		case a.OffsetDays == 1:
+			return "Patch Tuesday + 1 day" + at
+		case a.OffsetDays > 1:
+			return "Patch Tuesday + " + strconv.Itoa(a.OffsetDays) + " days" + at
+		}
+		return "Patch Tuesday" + at
+	}
+	return strings.TrimSpace(a.ScheduleKind + " " + a.Freq + " " + a.AtTime)
 }

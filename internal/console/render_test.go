@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html"
 	"math"
 	"net/http/httptest"
 	"regexp"
@@ -24,7 +25,7 @@ func renderPage(t *testing.T, page, block string, data any) string {
 	if err := c.render(w, httptest.NewRequest("GET", "/console/", nil), s, 200, page, block, "T", "", data); err != nil {
 		t.Fatal(err)
 	}
-	return w.Body.String()
+	return html.UnescapeString(w.Body.String())
 }
 
 var ringOn = regexp.MustCompile(`<circle[^>]*class="ring-on"[^>]*>`)
@@ -101,6 +102,34 @@ func TestDashboardRingDrawsItsShare(t *testing.T) {
 		drawn, fromTop := ringArc(t, tag)
 		if math.Abs(drawn-float64(want)) > 0.5 || (want > 0 && !fromTop) {
 			t.Errorf("at %d%% connected the ring draws %.1f%% (from 12 o'clock: %v): %s", want, drawn, fromTop, tag)
+		}
+	}
+}
+
+// Issue 18, defect 6: the automations list and page say the whole
+// schedule, the Patch Tuesday offset included.
+func TestAutomationScheduleInPlainWords(t *testing.T) {
+	one, two, five := 1, 2, 5
+	for _, tc := range []struct {
+		a    store.Automation
+		want string
+	}{
+		{store.Automation{Kind: store.KindSimple, ScheduleKind: "RECURRING", Freq: "PATCH_TUESDAY", AtTime: "23:00", OffsetDays: 1}, "Patch Tuesday + 1 day, 23:00"},
+		{store.Automation{Kind: store.KindSimple, ScheduleKind: "RECURRING", Freq: "PATCH_TUESDAY", AtTime: "23:00", OffsetDays: 2}, "Patch Tuesday + 2 days, 23:00"},
+		{store.Automation{Kind: store.KindSimple, ScheduleKind: "RECURRING", Freq: "PATCH_TUESDAY", AtTime: "22:00"}, "Patch Tuesday, 22:00"},
+		{store.Automation{Kind: store.KindSimple, ScheduleKind: "RECURRING", Freq: "WEEKLY", AtTime: "22:00", Weekday: &one}, "Weekly on Monday, 22:00"},
+		{store.Automation{Kind: store.KindSimple, ScheduleKind: "RECURRING", Freq: "WEEKLY", AtTime: "22:00", Weekday: &two}, "Weekly on Tuesday, 22:00"},
+		{store.Automation{Kind: store.KindSimple, ScheduleKind: "RECURRING", Freq: "MONTHLY", AtTime: "03:00", MonthDay: &five}, "Monthly on day 5, 03:00"},
+		{store.Automation{Kind: store.KindRing, StartDate: "2026-12-01", AtTime: "22:00"}, "Rings from 2026-12-01, 22:00"},
+	} {
+		tc.a.ID, tc.a.Name = "a1", "Auto"
+		body := renderPage(t, "automations", "", automationsData{Items: []store.Automation{tc.a}, Groups: map[string]string{}})
+		if !strings.Contains(body, tc.want) {
+			t.Errorf("the automations list does not say %q", tc.want)
+		}
+		body = renderPage(t, "automation", "", automationEdit{A: &tc.a, TimeZone: "Europe/Berlin", Weekdays: weekdays, GroupMap: map[string]string{}})
+		if !strings.Contains(body, tc.want) {
+			t.Errorf("the automation page does not say %q", tc.want)
 		}
 	}
 }
