@@ -189,7 +189,13 @@ func (c *Console) routes() {
 	c.page("GET /console/instance/audit", operatorOnly, c.instanceAuditPage)
 
 	c.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.renderError(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
+		// A signed-in user keeps the navigation (and is not offered to sign in).
+		s, err := c.session(w, r)
+		if err != nil {
+			slog.ErrorContext(r.Context(), "console session", "err", err)
+			s = nil
+		}
+		c.renderError(w, r, s, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	}))
 }
 

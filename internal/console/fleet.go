@@ -28,6 +28,7 @@ type dashData struct {
 	Runs         []apiv1.Run
 	Overdue      int
 	OverdueKnown bool
+	FeedLoaded   bool
 	Platforms    []sevCount
 }
 
@@ -66,6 +67,12 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 			return err
 		}
 		d.Overdue, d.OverdueKnown = n, true
+		// Before any feed was loaded "0 overdue" would be a false all-clear.
+		fv, err := c.store.VulnState(ctx, store.StateFeedVersion)
+		if err != nil {
+			return err
+		}
+		d.FeedLoaded = fv > 0
 	}
 	return c.render(w, r, s, http.StatusOK, "dashboard", "", "Dashboard", "dashboard", d)
 }
