@@ -23,6 +23,7 @@ import (
 
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -320,6 +321,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	var pe *pageError
 	var ae *apiError
 	switch {
+	case httpx.ClientGone(r, err):
+		// The browser left (a live preview replaced, a page closed): nobody
+		// reads the answer, and it is not the server's failure.
+		slog.DebugContext(r.Context(), "console client gone", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.WriteHeader(httpx.StatusClientClosedRequest)
 	case errors.As(err, &pe):
 		c.renderError(w, r, s, pe.status, pe.msg)
 	case errors.As(err, &ae):

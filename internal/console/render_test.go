@@ -1,8 +1,13 @@
 package console
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"html"
+	"log/slog"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
@@ -131,5 +136,27 @@ func TestAutomationScheduleInPlainWords(t *testing.T) {
 		if !strings.Contains(body, tc.want) {
 			t.Errorf("the automation page does not say %q", tc.want)
 		}
+	}
+}
+
+// Issue 18, defect 8: a page whose browser left (a live preview replaced
+// by the next) is not logged as a server error nor answered 500.
+func TestPageClientGoneIsNotAServerError(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	c, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest("GET", "/console/groups/preview", nil).WithContext(ctx)
+	r.Header.Set("HX-Request", "true")
+	w := httptest.NewRecorder()
+	c.fail(w, r, nil, fmt.Errorf("store: preview group: %w", context.Canceled))
+	if w.Code == http.StatusInternalServerError || strings.Contains(buf.String(), "level=ERROR") {
+		t.Errorf("a cancelled preview answered %d and logged %s", w.Code, buf.String())
 	}
 }
