@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
@@ -49,4 +50,22 @@ func between(s, start, end string) string {
 		s = s[:j]
 	}
 	return s
+}
+
+// Issue 18, defect 5: the schedule preview never lists a past date as a
+// next run; it says the date is past, as the server will.
+func TestSchedulePreviewRefusesPastDates(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	code, body := b.get("/console/automations/preview?kind=SCHEDULED&scheduleKind=ONCE&runAt=2020-01-01T10:00&atTime=22:00")
+	if code != http.StatusOK || strings.Contains(body, "<li>") || !strings.Contains(body, "in the past") {
+		t.Errorf("preview of a past date: %d %s", code, body)
+	}
+	next := time.Now().AddDate(0, 0, 3).UTC().Format("2006-01-02T15:04")
+	code, body = b.get("/console/automations/preview?kind=SCHEDULED&scheduleKind=ONCE&runAt=" + next + "&atTime=22:00")
+	if code != http.StatusOK || strings.Count(body, "<li>") != 1 {
+		t.Errorf("preview of a future date: %d %s", code, body)
+	}
 }

@@ -357,6 +357,11 @@ func (c *Console) automationPreview(w http.ResponseWriter, r *http.Request, s *s
 	}
 	if au.ScheduleKind == "ONCE" {
 		if t, err := time.ParseInLocation("2006-01-02T15:04", f.Get("runAt"), loc); err == nil {
+			// The server refuses a past date: say so, as it will.
+			if t.Before(c.now().Add(-time.Minute)) {
+				d["Problem"] = "Date and time: " + t.Format("Mon 2 Jan 2006, 15:04") + " is in the past; choose a later one."
+				return c.render(w, r, s, http.StatusOK, "automation_new", "nextruns", "", "", d)
+			}
 			au.RunAt = &t
 		}
 	}
@@ -369,7 +374,11 @@ func nextRuns(au store.Automation, now time.Time, loc *time.Location, n int) []t
 	var out []time.Time
 	t := au.FirstRun(now, loc)
 	for t != nil && len(out) < n {
-		out = append(out, t.In(loc))
+		// A ONCE automation's runAt that has passed is no next run (rings
+		// keep a past slot: the scheduler starts it at once).
+		if au.Kind == store.KindRing || !t.Before(now) {
+			out = append(out, t.In(loc))
+		}
 		if au.Kind == store.KindRing {
 			au.RingNext++
 		}
