@@ -1,11 +1,15 @@
 package console_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -67,5 +71,110 @@ func TestSchedulePreviewRefusesPastDates(t *testing.T) {
 	code, body = b.get("/console/automations/preview?kind=SCHEDULED&scheduleKind=ONCE&runAt=" + next + "&atTime=22:00")
 	if code != http.StatusOK || strings.Count(body, "<li>") != 1 {
 		t.Errorf("preview of a future date: %d %s", code, body)
+	}
+}
+
+// inventoryWithout is an agent's inventory with no missing update.
+func inventoryWithout(host string) agentproto.Inventory {
+	doc := apitest.Sample(host, "windows")
+	doc.Updates = nil
+	return doc
+}
+
+// commandsOf maps a run's commands by endpoint id.
+func commandsOf(t *testing.T, e *apitest.Env, runID string) map[string]string {
+	t.Helper()
+	cmds, _, err := e.Store.ListRunCommands(context.Background(), store.RunQuery{OrgID: e.Org.ID, Limit: 100}, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range cmds {
+		out[c.MachineID] = c.ID
+	}
+	return out
+}
+
+// Issue 18, defect 3: nothing to install is its own outcome (not
+// CANCELLED, not "unfinished" grey), a run with some failures says
+// "completed with failures", and the message counts what really started.
+func TestRunOutcomeNothingToInstallAndPartialFailure(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	var ags []*apitest.Agent
+	for i := range 4 {
+		ag := e.Enroll(fmt.Sprintf("m-%d", i), fmt.Sprintf("win-%d", i), "windows")
+		if i < 3 {
+			ag.MustInventory(apitest.Sample(fmt.Sprintf("win-%d", i), "windows"))
+		} else {
+			ag.MustInventory(inventoryWithout("win-3"))
+		}
+		ags = append(ags, ag)
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/endpoints")
+	form := url.Values{"type": {"DEPLOY_UPDATES"}, "approvalMode": {"notDeclined"}, "back": {"/console/endpoints"}}
+	for _, ag := range ags {
+		form.Add("endpointIds", ag.ID)
+	}
+	code, loc, body := b.post("/console/actions", form)
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/runs/") {
+		t.Fatalf("deploy: %d %s %s", code, loc, body)
+	}
+	_, page := b.get(loc)
+	if flash := between(page, `class="flash ok"`, "</div></div>"); !strings.Contains(flash, "queued on 3 endpoints; 1 endpoint has nothing to install") {
+		t.Errorf("the message after starting: %q", flash)
+	}
+	runID := strings.TrimPrefix(loc, "/console/runs/")
+	cmds := commandsOf(t, e, runID)
+	for i, st := range []string{"SUCCESS", "SUCCESS", "FAILED"} {
+		if ans := ags[i].Status(cmds[ags[i].ID], st, "done", nil); ans.Status != http.StatusOK && ans.Status != http.StatusNoContent {
+			t.Fatalf("status %s: %d %s", st, ans.Status, ans.Body)
+		}
+	}
+	_, page = b.get(loc)
+	if got := between(page, `id="run-outcome">`, "</span></span>"); !strings.Contains(got, "Completed with failures") {
+		t.Errorf("the run's outcome reads %q", got)
+	}
+	if got := between(page, `id="run-counts">`, "</span>"); !strings.Contains(got, "<strong>1</strong> had nothing to install") || strings.Contains(got, "still to finish") {
+		t.Errorf("the run's counts read %q", got)
+	}
+	if !strings.Contains(page, `width="25" height="6" class="p-none"`) || !strings.Contains(page, `badge st-nothing">Nothing to install`) || strings.Contains(page, ">CANCELLED<") {
+		t.Errorf("the run page does not show nothing-to-install as its own outcome:\n%s", between(page, `<svg class="progress"`, "</table>"))
+	}
+	_, list := b.get("/console/runs")
+	if !strings.Contains(list, "Completed with failures") || !strings.Contains(list, "1 nothing to install") {
+		t.Errorf("the runs list: %s", between(list, "<tbody>", "</tbody>"))
+	}
+}
+
+// Issue 18, defect 7: after "Stop run" the page keeps refreshing while
+// commands already started still run, and stops when they finished.
+func TestStoppedRunRefreshesUntilCommandsFinish(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	a1, a2 := e.Enroll("m-1", "one", "linux"), e.Enroll("m-2", "two", "linux")
+	run := e.Queue(e.Org, "REBOOT", map[string]any{}, a1, a2)
+	cmds := commandsOf(t, e, run.RunID)
+	if ans := a1.Status(cmds[a1.ID], "RUNNING", "", nil); ans.Status >= 300 {
+		t.Fatalf("running: %d %s", ans.Status, ans.Body)
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/runs/" + run.RunID)
+	if code, _, body := b.post("/console/runs/"+run.RunID+"/stop", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d %s", code, body)
+	}
+	_, page := b.get("/console/runs/" + run.RunID)
+	if !strings.Contains(page, `hx-trigger="every 2s"`) || !strings.Contains(between(page, `id="run-outcome">`, "</span></span>"), "Stopping") {
+		t.Errorf("a stopped run with a command still running does not refresh: %s", between(page, `<div id="run-progress"`, "</p>"))
+	}
+	if ans := a1.Status(cmds[a1.ID], "SUCCESS", "rebooted", nil); ans.Status >= 300 {
+		t.Fatalf("success: %d %s", ans.Status, ans.Body)
+	}
+	_, page = b.get("/console/runs/" + run.RunID + "/progress")
+	if strings.Contains(page, `hx-trigger`) || !strings.Contains(page, "Stopped") {
+		t.Errorf("a stopped run whose commands finished still refreshes: %s", between(page, `<div id="run-progress"`, "</p>"))
 	}
 }

@@ -29,9 +29,11 @@ var funcs = template.FuncMap{
 	},
 	"join":     strings.Join,
 	"schedule": scheduleText,
+	"nothing":  nothingToInstall,
 	"count":    count,
 	"pct":      pct,
 	"add":      func(a, b int) int { return a + b },
+	"sub":      func(a, b int) int { return a - b },
 	"sevclass": func(s string) string { return "sev-" + strings.ToLower(s) },
 	// remclass is the badge class of a remediation status ("Due soon": rem-due-soon).
 	"remclass": func(s string) string { return "rem-" + strings.ReplaceAll(strings.ToLower(s), " ", "-") },

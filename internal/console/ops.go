@@ -203,7 +203,7 @@ type automationEdit struct {
 	TimeZone string
 	A        *store.Automation
 	Next     []time.Time
-	Runs     []apiv1.Run
+	Runs     []runView
 	Skips    []store.Skip
 	Payload  string
 	GroupMap map[string]string
@@ -400,7 +400,8 @@ func (c *Console) automationCreate(w http.ResponseWriter, r *http.Request, s *se
 		return c.done(w, r, "/console/automations/new", err, "")
 	}
 	if out.Automation.RunID != nil {
-		return c.done(w, r, "/console/runs/"+*out.Automation.RunID, nil, "Automation "+out.Automation.Name+" created and started.")
+		return c.done(w, r, "/console/runs/"+*out.Automation.RunID, nil, c.startedText(r, s, "Automation "+out.Automation.Name+" created and started",
+			*out.Automation.RunID, out.Automation.Queued))
 	}
 	return c.done(w, r, "/console/automations/"+out.Automation.ID, nil, "Automation "+out.Automation.Name+" created.")
 }
@@ -425,7 +426,11 @@ func (c *Console) automationDetail(w http.ResponseWriter, r *http.Request, s *se
 	if au.Enabled {
 		d.Next = nextRuns(au, c.now(), store.Location(o.TimeZone), 5)
 	}
-	if d.Runs, _, err = c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, AutomationID: au.ID, Limit: 20}); err != nil {
+	runs, _, err := c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, AutomationID: au.ID, Limit: 20})
+	if err != nil {
+		return err
+	}
+	if d.Runs, err = c.runViews(r, s, runs); err != nil {
 		return err
 	}
 	if d.Skips, err = c.store.ListSkips(r.Context(), s.User.OrgID, au.ID, 10); err != nil {
@@ -459,7 +464,7 @@ func (c *Console) automationRun(w http.ResponseWriter, r *http.Request, s *sessi
 	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/automations/"+id+"/run", nil, &out); err != nil {
 		return c.done(w, r, "/console/automations/"+id, err, "")
 	}
-	return c.done(w, r, "/console/runs/"+out.RunID, nil, "Run started on "+strconv.Itoa(out.Queued)+" endpoint(s).")
+	return c.done(w, r, "/console/runs/"+out.RunID, nil, c.startedText(r, s, "Run started", out.RunID, out.Queued))
 }
 
 func (c *Console) automationDelete(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -473,7 +478,7 @@ func (c *Console) automationDelete(w http.ResponseWriter, r *http.Request, s *se
 // ---- runs
 
 type runsData struct {
-	Items []apiv1.Run
+	Items []runView
 	Total int
 }
 
@@ -482,16 +487,17 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) er
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: items, Total: total})
+	views, err := c.runViews(r, s, items)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: views, Total: total})
 }
 
 type runData struct {
-	Run      apiv1.Run
+	Run      runView
 	Commands []apiv1.RunCommand
 	Page     pager
-	Done     int
-	Pending  int
-	Width    [3]int // succeeded, failed, other finished, in percent
 }
 
 func (c *Console) runData(r *http.Request, s *session) (runData, error) {
@@ -512,15 +518,11 @@ func (c *Console) runData(r *http.Request, s *session) (runData, error) {
 		return d, err
 	}
 	p.Total = total
-	d = runData{Run: run, Commands: cmds, Page: p}
-	d.Done = run.Succeeded + run.Failed
-	for _, cmd := range cmds {
-		if cmd.Status == "CANCELLED" {
-			d.Done++
-		}
+	views, err := c.runViews(r, s, []apiv1.Run{run})
+	if err != nil {
+		return d, err
 	}
-	d.Width = [3]int{pct(run.Succeeded, run.Total), pct(run.Failed, run.Total), 0}
-	return d, nil
+	return runData{Run: views[0], Commands: cmds, Page: p}, nil
 }
 
 func (c *Console) runDetail(w http.ResponseWriter, r *http.Request, s *session) error {
