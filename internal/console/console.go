@@ -146,6 +146,8 @@ func (c *Console) routes() {
 	c.page("GET /console/automations/preview", perm.AutomationsView, c.automationPreview)
 	c.page("POST /console/automations", perm.AutomationsManage, c.automationCreate)
 	c.page("GET /console/automations/{id}", perm.AutomationsView, c.automationDetail)
+	c.page("GET /console/automations/{id}/edit", perm.AutomationsManage, c.automationEditPage)
+	c.page("POST /console/automations/{id}", perm.AutomationsManage, c.automationSave)
 	c.page("POST /console/automations/{id}/enabled", perm.AutomationsManage, c.automationToggle)
 	c.page("POST /console/automations/{id}/run", perm.AutomationsRun, c.automationRun)
 	c.page("POST /console/automations/{id}/delete", perm.AutomationsManage, c.automationDelete)

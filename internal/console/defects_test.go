@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -176,5 +177,157 @@ func TestStoppedRunRefreshesUntilCommandsFinish(t *testing.T) {
 	_, page = b.get("/console/runs/" + run.RunID + "/progress")
 	if strings.Contains(page, `hx-trigger`) || !strings.Contains(page, "Stopped") {
 		t.Errorf("a stopped run whose commands finished still refreshes: %s", between(page, `<div id="run-progress"`, "</p>"))
+	}
+}
+
+// Issue 18, defect 4: a refused automation form comes back with what was
+// typed, and the problems in the form's labels, not the API's field names.
+func TestRefusedAutomationFormKeepsInput(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/automations/new")
+	form := url.Values{"name": {"Nightly reboot of the lab"}, "description": {"typed with care"}, "actionType": {"REBOOT"},
+		"message": {"Going down for patches"}, "timeoutSeconds": {"120"}, "kind": {"SCHEDULED"}, "targetMode": {"endpoints"},
+		"endpointIds": {"no-such-endpoint"}, "scheduleKind": {"RECURRING"}, "freq": {"WEEKLY"}, "weekday": {"3"}, "atTime": {"25:99"}}
+	code, loc, body := b.post("/console/automations", form)
+	if code != http.StatusUnprocessableEntity || loc != "" {
+		t.Fatalf("a refused automation: %d %s, want the form again with 422", code, loc)
+	}
+	for _, want := range []string{`value="Nightly reboot of the lab"`, `value="typed with care"`, `value="Going down for patches"`, `value="120"`,
+		`>no-such-endpoint</textarea>`, `value="3" selected`, `value="25:99"`, `value="REBOOT" selected`, `value="endpoints" selected`, `value="WEEKLY" selected`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the form shown again lost %s", want)
+		}
+	}
+	problems := between(body, `id="form-problems">`, "</div>")
+	if !strings.Contains(problems, "Time of day") || strings.Contains(problems, "atTime") {
+		t.Errorf("the problems are not in the form's words: %q", problems)
+	}
+	if list, _ := e.Store.ListAutomations(context.Background(), e.Org.ID); len(list) != 0 {
+		t.Errorf("a refused form created %d automation(s)", len(list))
+	}
+}
+
+// Issue 18, defect 11: an automation is edited in the console, through the
+// API's own replace (validated and audited alike).
+func TestEditAutomation(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/automations/new")
+	form := newAutomationForm("Patch Tuesday deploy")
+	code, loc, body := b.post("/console/automations", form)
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/automations/") {
+		t.Fatalf("create: %d %s %.2000s", code, loc, body)
+	}
+	id := strings.TrimPrefix(loc, "/console/automations/")
+	before, err := e.Store.GetAutomation(context.Background(), e.Org.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := b.get(loc)
+	if !strings.Contains(page, `href="/console/automations/`+id+`/edit"`) {
+		t.Errorf("the automation page offers no edit")
+	}
+	code, page = b.get(loc + "/edit")
+	if code != http.StatusOK || !strings.Contains(page, `value="Patch Tuesday deploy"`) || !strings.Contains(page, `id="aoff" name="offsetDays" type="number" min="0" value="1"`) ||
+		!strings.Contains(page, `value="Critical" checked`) {
+		t.Fatalf("the edit form (%d) does not show the automation", code)
+	}
+	// Save it as the page would post it, with two changes.
+	edit := newAutomationForm("Patch Tuesday + 2 deploy")
+	edit.Set("offsetDays", "2")
+	edit.Set("atTime", "23:00")
+	edit.Set("enabledShown", "1")
+	edit.Set("enabled", "true")
+	code, loc2, body := b.post(loc, edit)
+	if code != http.StatusSeeOther || loc2 != loc {
+		t.Fatalf("save: %d %s %.2000s", code, loc2, body)
+	}
+	after, err := e.Store.GetAutomation(context.Background(), e.Org.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Name != "Patch Tuesday + 2 deploy" || after.OffsetDays != 2 || after.AtTime != "23:00" || !after.Enabled || string(after.Payload) != string(before.Payload) {
+		t.Errorf("after the edit: %+v (payload %s, was %s)", after, after.Payload, before.Payload)
+	}
+	entries, _ := e.Store.ListAudit(context.Background(), e.Org.ID, store.AuditFilter{Actor: "user:alice@example.com", Action: "automation.replace"})
+	if len(entries) != 1 {
+		t.Errorf("the edit is not in the Audit Trail as user:alice@example.com: %+v", entries)
+	}
+	// Unticking Enabled disables it; a refused edit keeps what was typed.
+	edit.Del("enabled")
+	if code, _, _ := b.post(loc, edit); code != http.StatusSeeOther {
+		t.Fatalf("disable by edit: %d", code)
+	}
+	if a, _ := e.Store.GetAutomation(context.Background(), e.Org.ID, id); a.Enabled {
+		t.Errorf("unticking Enabled left the automation enabled")
+	}
+	edit.Set("atTime", "7 pm")
+	code, _, body = b.post(loc, edit)
+	if body = html.UnescapeString(body); code != http.StatusUnprocessableEntity || !strings.Contains(body, `value="7 pm"`) ||
+		!strings.Contains(body, `value="Patch Tuesday + 2 deploy"`) {
+		t.Errorf("a refused edit: %d", code)
+	}
+}
+
+func newAutomationForm(name string) url.Values {
+	return url.Values{"name": {name}, "actionType": {"DEPLOY_UPDATES"}, "approvalMode": {"approved"}, "severities": {"Critical"},
+		"kind": {"SCHEDULED"}, "targetMode": {"all"}, "scheduleKind": {"RECURRING"}, "freq": {"PATCH_TUESDAY"}, "offsetDays": {"1"}, "atTime": {"22:00"}}
+}
+
+// Issue 18, defect 4: refused alert rule and script forms come back as
+// typed, the problems in the forms' labels.
+func TestRefusedAlertAndScriptFormsKeepInput(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/alerts")
+	code, loc, body := b.post("/console/alerts", url.Values{"name": {"Critical CVEs to the SOC"}, "trigger": {"CRITICAL_VULN"}, "threshold": {"9"},
+		"emailTo": {"soc@example.com"}, "webhookUrl": {"http://hooks.example.com/x"}, "webhookSecret": {"s3cret-value"}})
+	if code < 400 || code >= 500 || loc != "" {
+		t.Fatalf("a refused alert rule: %d %s", code, loc)
+	}
+	for _, want := range []string{`value="Critical CVEs to the SOC"`, `value="CRITICAL_VULN" selected`, `value="9"`, `value="soc@example.com"`, `value="http://hooks.example.com/x"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the alert form shown again lost %s", want)
+		}
+	}
+	if strings.Contains(body, "s3cret-value") {
+		t.Errorf("the webhook secret was written back into the page")
+	}
+	if p := between(body, `id="form-problems">`, "</div>"); !strings.Contains(p, "Webhook URL") || strings.Contains(p, "webhookUrl") {
+		t.Errorf("the alert form's problems: %q", p)
+	}
+
+	// The edit form of a rule, refused, keeps what was typed too.
+	b.get("/console/alerts")
+	code, loc, body = b.post("/console/alerts", url.Values{"name": {"Offline"}, "trigger": {"ENDPOINT_OFFLINE"}, "threshold": {"3"}, "emailTo": {"ops@example.com"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("create a rule: %d %s", code, between(body, `id="form-problems">`, "</div>"))
+	}
+	b.get(loc)
+	code, _, body = b.post(loc, url.Values{"name": {"Offline for long"}, "trigger": {"ENDPOINT_OFFLINE"}, "threshold": {"3"}, "webhookUrl": {"ftp://nope"}})
+	if code < 400 || code >= 500 || !strings.Contains(body, `value="Offline for long"`) || !strings.Contains(body, `value="ftp://nope"`) ||
+		!strings.Contains(between(body, `id="form-problems">`, "</div>"), "Webhook URL") {
+		t.Errorf("a refused rule edit (%d): %s", code, between(body, `id="edit-alert"`, "</form>"))
+	}
+
+	// Scripts: a refused script keeps its name and code.
+	b.get("/console/scripts")
+	code, _, body = b.post("/console/scripts", url.Values{"name": {"Clear temp"}, "language": {"bash"}, "code": {"   "}, "rebootExitCodes": {"3010"}})
+	if code != http.StatusBadRequest || !strings.Contains(body, `value="Clear temp"`) || !strings.Contains(body, `<option selected>bash</option>`) ||
+		!strings.Contains(body, `value="3010"`) || !strings.Contains(body, "needs code") {
+		t.Errorf("a refused script (%d): %s", code, between(body, `<h2>Add a script</h2>`, "</form>"))
+	}
+	b.post("/console/scripts", url.Values{"name": {"Clear temp"}, "language": {"bash"}, "code": {"rm -rf /tmp/x"}})
+	b.get("/console/scripts")
+	code, _, body = b.post("/console/scripts", url.Values{"name": {"Clear temp"}, "language": {"sh"}, "code": {"echo second"}})
+	if code != http.StatusBadRequest || !strings.Contains(body, `>echo second</textarea>`) || !strings.Contains(body, "name is taken") {
+		t.Errorf("a script with a taken name (%d): %s", code, between(body, `<h2>Add a script</h2>`, "</form>"))
 	}
 }

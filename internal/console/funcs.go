@@ -30,6 +30,15 @@ var funcs = template.FuncMap{
 	"join":     strings.Join,
 	"schedule": scheduleText,
 	"nothing":  nothingToInstall,
+	// has tells whether a form's field holds a value (ticked boxes).
+	"has": func(f url.Values, k, v string) bool {
+		for _, x := range f[k] {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	},
 	"count":    count,
 	"pct":      pct,
 	"add":      func(a, b int) int { return a + b },

@@ -197,6 +197,16 @@ func (c *Console) automationList(w http.ResponseWriter, r *http.Request, s *sess
 }
 
 type automationEdit struct {
+	// The form (new and edit pages): its values, and the server's refusal
+	// of the last submission in the form's words.
+	F          url.Values
+	Keep       string
+	Refused    string
+	Actions    [][2]string
+	Severities []string
+	Languages  []string
+	RingRows   []int
+
 	Groups   []store.Group
 	Scripts  []store.Script
 	Weekdays []string
@@ -212,6 +222,12 @@ type automationEdit struct {
 var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
 
 func (c *Console) automationNew(w http.ResponseWriter, r *http.Request, s *session) error {
+	return c.automationFormPage(w, r, s, http.StatusOK, nil, newAutomationValues(), "", "")
+}
+
+// automationFormPage shows the automation form (new, or editing a), with
+// the values f and, after a refusal, what the server refused.
+func (c *Console) automationFormPage(w http.ResponseWriter, r *http.Request, s *session, status int, a *store.Automation, f url.Values, keep, refused string) error {
 	_, gl, err := c.groupNames(r, s)
 	if err != nil {
 		return err
@@ -224,8 +240,61 @@ func (c *Console) automationNew(w http.ResponseWriter, r *http.Request, s *sessi
 	if err != nil {
 		return err
 	}
-	d := automationEdit{Groups: gl, Scripts: scripts, Weekdays: weekdays, TimeZone: o.TimeZone}
-	return c.render(w, r, s, http.StatusOK, "automation_new", "", "New automation", "automations", d)
+	d := automationEdit{F: f, Keep: keep, Refused: refused, Actions: automationActions, Severities: formSeverities, Languages: formLanguages,
+		RingRows: ringRows(f), Groups: gl, Scripts: scripts, Weekdays: weekdays, TimeZone: o.TimeZone, A: a}
+	title := "New automation"
+	if a != nil {
+		title = "Edit " + a.Name
+	}
+	return c.render(w, r, s, status, "automation_new", "", title, "automations", d)
+}
+
+// automationEditPage is the form of an existing automation.
+func (c *Console) automationEditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("automation")
+		}
+		return err
+	}
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	f, keep := automationValues(au, store.Location(o.TimeZone))
+	return c.automationFormPage(w, r, s, http.StatusOK, &au, f, keep, "")
+}
+
+// automationSave replaces an automation with the form, through the API's
+// PATCH with the whole body (as PUT would).
+func (c *Console) automationSave(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("automation")
+		}
+		return err
+	}
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	body := automationBody(r.PostForm, store.Location(o.TimeZone))
+	if keep := r.PostForm.Get("keepPayload"); keep != "" && r.PostForm.Get("actionType") == au.ActionType && json.Valid([]byte(keep)) {
+		body["payload"] = json.RawMessage(keep)
+	}
+	if err := c.callAPI(r, s, http.MethodPatch, "/api/v1/automations/"+au.ID, body, nil); err != nil {
+		text, ok := automationLabels.refusal(err)
+		if !ok {
+			return err
+		}
+		return c.automationFormPage(w, r, s, refusedStatus(err), &au, r.PostForm, r.PostForm.Get("keepPayload"), text)
+	}
+	return c.done(w, r, "/console/automations/"+au.ID, nil, "Automation "+strings.TrimSpace(r.PostForm.Get("name"))+" saved.")
 }
 
 func atoiPtr(s string) *int {
@@ -269,13 +338,16 @@ func actionPayload(f url.Values) map[string]any {
 func automationBody(f url.Values, loc *time.Location) map[string]any {
 	b := map[string]any{"name": f.Get("name"), "actionType": f.Get("actionType"), "description": f.Get("description"),
 		"payload": actionPayload(f), "enabled": f.Get("enabled") != "false"}
+	if f.Has("enabledShown") { // the edit form's checkbox: absent when unticked
+		b["enabled"] = f.Get("enabled") == "true"
+	}
 	if n := atoiPtr(f.Get("windowMinutes")); n != nil {
 		b["windowMinutes"] = *n
 	}
 	if f.Get("kind") == "RING" {
 		b["kind"], b["startDate"], b["atTime"] = "RING", f.Get("startDate"), f.Get("atTime")
 		rings := []apiv1.Ring{}
-		for i := range 4 {
+		for i := range maxRingRows {
 			n := strconv.Itoa(i)
 			if g := f.Get("ring" + n + "group"); g != "" {
 				off := 0
@@ -344,7 +416,7 @@ func (c *Console) automationPreview(w http.ResponseWriter, r *http.Request, s *s
 	}
 	if f.Get("kind") == "RING" {
 		au.Kind, au.StartDate = store.KindRing, f.Get("startDate")
-		for i := range 4 {
+		for i := range maxRingRows {
 			n := strconv.Itoa(i)
 			if g := f.Get("ring" + n + "group"); g != "" {
 				off := 0
@@ -397,7 +469,13 @@ func (c *Console) automationCreate(w http.ResponseWriter, r *http.Request, s *se
 	}
 	var out apiv1.AutomationCreated
 	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/automations", automationBody(r.PostForm, store.Location(o.TimeZone)), &out); err != nil {
-		return c.done(w, r, "/console/automations/new", err, "")
+		// Refused: the form again, with everything typed and the problems
+		// in its own words.
+		text, ok := automationLabels.refusal(err)
+		if !ok {
+			return err
+		}
+		return c.automationFormPage(w, r, s, refusedStatus(err), nil, r.PostForm, "", text)
 	}
 	if out.Automation.RunID != nil {
 		return c.done(w, r, "/console/runs/"+*out.Automation.RunID, nil, c.startedText(r, s, "Automation "+out.Automation.Name+" created and started",
@@ -550,12 +628,34 @@ func (c *Console) runStop(w http.ResponseWriter, r *http.Request, s *session) er
 
 // ---- scripts
 
+type scriptsData struct {
+	Items []store.Script
+	// F is the new script form's values; Refused why they were refused
+	// (the form is shown again as typed).
+	F         url.Values
+	Refused   string
+	Languages []string
+}
+
 func (c *Console) scriptList(w http.ResponseWriter, r *http.Request, s *session) error {
+	return c.scriptsPage(w, r, s, http.StatusOK, url.Values{"language": {"powershell"}}, "")
+}
+
+func (c *Console) scriptsPage(w http.ResponseWriter, r *http.Request, s *session, status int, f url.Values, refused string) error {
 	list, err := c.store.ListScripts(r.Context(), s.User.OrgID)
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "scripts", "", "Scripts", "scripts", list)
+	return c.render(w, r, s, status, "scripts", "", "Scripts", "scripts", scriptsData{Items: list, F: f, Refused: refused, Languages: formLanguages})
+}
+
+// scriptAgain shows the scripts page with the refused form as typed.
+func (c *Console) scriptAgain(w http.ResponseWriter, r *http.Request, s *session, err error) error {
+	text, ok := fieldLabels{}.refusal(err)
+	if !ok {
+		return err
+	}
+	return c.scriptsPage(w, r, s, refusedStatus(err), r.PostForm, text)
 }
 
 // scriptCreate stores a script, with the checks of patchd admin script create.
@@ -564,13 +664,13 @@ func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *sessio
 	lang, ok := actions.Language(r.PostFormValue("language"))
 	switch {
 	case sc.Name == "":
-		return c.done(w, r, "/console/scripts", badRequest("The script needs a name."), "")
+		return c.scriptAgain(w, r, s, badRequest("The script needs a name."))
 	case !ok:
-		return c.done(w, r, "/console/scripts", badRequest("Choose a language."), "")
+		return c.scriptAgain(w, r, s, badRequest("Choose a language."))
 	case strings.TrimSpace(sc.Code) == "":
-		return c.done(w, r, "/console/scripts", badRequest("The script needs code."), "")
+		return c.scriptAgain(w, r, s, badRequest("The script needs code."))
 	case len(sc.Code) > actions.MaxScriptBytes:
-		return c.done(w, r, "/console/scripts", badRequest("The code is too long."), "")
+		return c.scriptAgain(w, r, s, badRequest("The code is too long."))
 	}
 	sc.Language = lang
 	for _, f := range strings.Split(r.PostFormValue("rebootExitCodes"), ",") {
@@ -579,14 +679,16 @@ func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *sessio
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil {
-			return c.done(w, r, "/console/scripts", badRequest("Reboot exit codes: "+f+" is not an integer."), "")
+			return c.scriptAgain(w, r, s, badRequest("Reboot exit codes: "+f+" is not an integer."))
 		}
 		sc.RebootExitCodes = append(sc.RebootExitCodes, n)
 	}
 	e := s.audit("script.create", "script", "")
 	e.Summary = map[string]any{"name": sc.Name, "language": sc.Language}
-	_, err := c.store.CreateScript(r.Context(), e, sc, c.now())
-	return c.done(w, r, "/console/scripts", adminError(err), "Script "+sc.Name+" saved.")
+	if _, err := c.store.CreateScript(r.Context(), e, sc, c.now()); err != nil {
+		return c.scriptAgain(w, r, s, adminError(err))
+	}
+	return c.done(w, r, "/console/scripts", nil, "Script "+sc.Name+" saved.")
 }
 
 func (c *Console) scriptDelete(w http.ResponseWriter, r *http.Request, s *session) error {
