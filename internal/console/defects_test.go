@@ -12,6 +12,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -329,5 +330,23 @@ func TestRefusedAlertAndScriptFormsKeepInput(t *testing.T) {
 	code, _, body = b.post("/console/scripts", url.Values{"name": {"Clear temp"}, "language": {"sh"}, "code": {"echo second"}})
 	if code != http.StatusBadRequest || !strings.Contains(body, `>echo second</textarea>`) || !strings.Contains(body, "name is taken") {
 		t.Errorf("a script with a taken name (%d): %s", code, between(body, `<h2>Add a script</h2>`, "</form>"))
+	}
+}
+
+// Issue 18, defect 2 (its loopback part): the Enrollment page warns when
+// the address it gives agents is this computer's loopback address.
+func TestEnrollmentWarnsOfLoopbackAddress(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		warn bool
+	}{{"", true}, {"http://localhost:8080", true}, {"https://patch.example.com", false}, {"http://10.0.0.5:8080", false}} {
+		e := apitest.New(t, func(c *config.Config) { c.BaseURL = tc.base })
+		addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+		b := newBrowser(t, e.URL)
+		b.signIn("alice@example.com")
+		code, body := b.get("/console/enrollment")
+		if code != http.StatusOK || strings.Contains(body, `id="loopback-warning"`) != tc.warn {
+			t.Errorf("base URL %q (the test server is on 127.0.0.1): %d, warning shown %v, want %v", tc.base, code, !tc.warn, tc.warn)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -190,6 +192,23 @@ type enrollData struct {
 	New     *admin.NewEnrollToken
 	BaseURL string
 	Now     time.Time
+	// Loopback: BaseURL names this computer only (127.0.0.1, ::1,
+	// localhost), which agents on other computers cannot reach.
+	Loopback bool
+}
+
+// loopbackURL tells whether an address names the local computer only.
+func loopbackURL(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, error) {
@@ -205,7 +224,7 @@ func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, erro
 		}
 		base = scheme + "://" + r.Host
 	}
-	return &enrollData{Tokens: tokens, BaseURL: base, Now: c.now()}, nil
+	return &enrollData{Tokens: tokens, BaseURL: base, Now: c.now(), Loopback: loopbackURL(base)}, nil
 }
 
 func (c *Console) enrollmentPage(w http.ResponseWriter, r *http.Request, s *session) error {
