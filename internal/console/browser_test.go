@@ -293,6 +293,13 @@ func TestBrowserJourneys(t *testing.T) {
 	if next := tb.text("#next-runs li"); !strings.Contains(next, "Wed") {
 		t.Errorf("Patch Tuesday + 1 should run on a Wednesday, the page says %q", next)
 	}
+	// Edit it: two days after Patch Tuesday, on Thursdays.
+	tb.do("edit the automation", chromedp.Click(chromedp.CSS("#edit-automation")), chromedp.WaitVisible(chromedp.CSS("#aoff")),
+		chromedp.SetValue(chromedp.CSS("#aoff"), "2"), chromedp.Submit(chromedp.CSS("#aname")), chromedp.WaitVisible(chromedp.CSS("#next-runs li")))
+	tb.screenshot("automation-edited")
+	if next := tb.text("#next-runs li"); !strings.Contains(next, "Thu") {
+		t.Errorf("after the edit Patch Tuesday + 2 should run on a Thursday, the page says %q", next)
+	}
 
 	// Run an action and watch it complete.
 	tb.visit(e.URL, "/console/endpoints", "endpoints")
