@@ -23,6 +23,10 @@ type alertsData struct {
 	Rules    []store.AlertRule
 	Triggers []alerts.Trigger
 	Reports  []string
+	// F is the new rule form's values; Refused the server's refusal of
+	// them, in the form's words (the form is shown again, as typed).
+	F       url.Values
+	Refused string
 }
 
 func (c *Console) alertList(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -30,8 +34,30 @@ func (c *Console) alertList(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return err
 	}
-	d := alertsData{Rules: rules, Triggers: alerts.Triggers, Reports: alerts.ReportKeys}
+	d := alertsData{Rules: rules, Triggers: alerts.Triggers, Reports: alerts.ReportKeys, F: url.Values{}}
 	return c.render(w, r, s, http.StatusOK, "alerts", "", "Alert rules", "alerts", d)
+}
+
+// alertFormAgain shows the alert rules page with the new rule form as it
+// was posted (the secret is not written back into the page) and why the
+// server refused it.
+func (c *Console) alertFormAgain(w http.ResponseWriter, r *http.Request, s *session, err error) error {
+	text, ok := alertLabels.refusal(err)
+	if !ok {
+		return err
+	}
+	rules, lerr := c.store.ListAlertRules(r.Context(), s.User.OrgID)
+	if lerr != nil {
+		return lerr
+	}
+	f := url.Values{}
+	for k, v := range r.PostForm {
+		if k != "webhookSecret" && k != "csrf" {
+			f[k] = v
+		}
+	}
+	d := alertsData{Rules: rules, Triggers: alerts.Triggers, Reports: alerts.ReportKeys, F: f, Refused: text}
+	return c.render(w, r, s, refusedStatus(err), "alerts", "", "Alert rules", "alerts", d)
 }
 
 // alertBody reads the rule form as the API's AlertRuleBody; a blank
@@ -41,7 +67,7 @@ func alertBody(f url.Values) (apiv1.AlertRuleBody, error) {
 	if t := strings.TrimSpace(f.Get("threshold")); t != "" {
 		n, err := strconv.Atoi(t)
 		if err != nil {
-			return b, badRequest("threshold: must be a whole number")
+			return b, badRequest("Threshold: must be a whole number")
 		}
 		b.Threshold = &n
 	}
@@ -64,11 +90,11 @@ func (c *Console) alertCreate(w http.ResponseWriter, r *http.Request, s *session
 	}
 	body, err := alertBody(r.PostForm)
 	if err != nil {
-		return c.done(w, r, "/console/alerts", err, "")
+		return c.alertFormAgain(w, r, s, err)
 	}
 	var out apiv1.AlertRuleResult
 	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/alerts", body, &out); err != nil {
-		return c.done(w, r, "/console/alerts", err, "")
+		return c.alertFormAgain(w, r, s, err)
 	}
 	return c.done(w, r, "/console/alerts/"+out.Rule.ID, nil, "Alert rule "+out.Rule.Name+" created.")
 }
@@ -82,6 +108,10 @@ type alertData struct {
 	// Pending tells whether a delivery of a shown event has no result yet:
 	// the events table then polls for them.
 	Pending bool
+	// F holds the edit form as posted when the server refused it (shown
+	// again as typed), Refused why; F is nil otherwise.
+	F       url.Values
+	Refused string
 }
 
 // alertEvents is how many of a rule's latest events its page shows.
@@ -132,7 +162,7 @@ func alertRefusal(err error) error {
 	var ve *valid.Error
 	switch {
 	case errors.As(err, &ve):
-		return badRequest(problemsText(ve))
+		return badRequest(alertLabels.lines(ve.Problems))
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("alert rule")
 	}
@@ -151,7 +181,7 @@ func (c *Console) alertSave(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	body, err := alertBody(r.PostForm)
 	if err != nil {
-		return c.done(w, r, back, err, "")
+		return c.alertEditAgain(w, r, s, err)
 	}
 	in := rule.Rule()
 	in.Name, in.Threshold, in.EmailTo, in.WebhookURL, in.ReportKey = body.Name, body.Threshold, "", "", ""
@@ -171,10 +201,34 @@ func (c *Console) alertSave(w http.ResponseWriter, r *http.Request, s *session) 
 		in.WebhookSecret = ""
 	}
 	if err := in.Check(); err != nil {
-		return c.done(w, r, back, alertRefusal(err), "")
+		return c.alertEditAgain(w, r, s, alertRefusal(err))
 	}
 	_, err = c.store.UpdateAlertRule(r.Context(), s.audit("alert.update", "alert", id), s.User.OrgID, id, in, nil, c.now())
+	var ve *valid.Error
+	if errors.As(err, &ve) {
+		return c.alertEditAgain(w, r, s, alertRefusal(err))
+	}
 	return c.done(w, r, back, alertRefusal(err), "Alert rule saved.")
+}
+
+// alertEditAgain shows the rule's page with its edit form as posted and
+// why it was refused.
+func (c *Console) alertEditAgain(w http.ResponseWriter, r *http.Request, s *session, err error) error {
+	text, ok := alertLabels.refusal(err)
+	if !ok {
+		return err
+	}
+	d, derr := c.alertData(r, s)
+	if derr != nil {
+		return derr
+	}
+	d.F, d.Refused = url.Values{}, text
+	for k, v := range r.PostForm {
+		if k != "webhookSecret" && k != "csrf" {
+			d.F[k] = v
+		}
+	}
+	return c.render(w, r, s, refusedStatus(err), "alert", "", d.Rule.Name, "alerts", d)
 }
 
 func (c *Console) alertToggle(w http.ResponseWriter, r *http.Request, s *session) error {

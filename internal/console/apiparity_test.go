@@ -50,15 +50,14 @@ func TestScriptFormsCallTheAPI(t *testing.T) {
 	}
 
 	// The API's refusal is shown, field by field, and nothing is stored.
-	b.post("/console/scripts", url.Values{"name": {"cleanup"}, "language": {"cobol"}, "code": {"x"}, "timeoutSeconds": {"-5"}})
-	_, page = b.get("/console/scripts")
-	for _, want := range []string{"language: must be", "timeoutSeconds: must be"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("the page does not say %q", want)
+	// The form comes back as typed, its problems in the form's labels.
+	code, _, page = b.post("/console/scripts", url.Values{"name": {"cleanup"}, "language": {"cobol"}, "code": {"x"}, "timeoutSeconds": {"-5"}})
+	for _, want := range []string{"Language: must be", "Time limit in seconds: must be", `name="timeoutSeconds" inputmode="numeric" value="-5"`} {
+		if code != http.StatusUnprocessableEntity || !strings.Contains(page, want) {
+			t.Errorf("refused form: %d, the page does not say %q", code, want)
 		}
 	}
-	b.post("/console/scripts", url.Values{"name": {"cleanup"}, "language": {"sh"}, "code": {"true"}})
-	if _, page = b.get("/console/scripts"); !strings.Contains(page, "name: is taken") {
+	if _, _, page = b.post("/console/scripts", url.Values{"name": {"cleanup"}, "language": {"sh"}, "code": {"true"}}); !strings.Contains(page, "Name: is taken") {
 		t.Error("the page does not say the name is taken")
 	}
 	if l, _ := e.Admin.ListScripts(ctx); l.Total != 1 {

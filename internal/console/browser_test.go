@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +83,20 @@ func newTab(t *testing.T) *tab {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
 			tb.problems = append(tb.problems, fmt.Sprintf("JavaScript exception: %s %s:%d", ev.ExceptionDetails.Text, ev.ExceptionDetails.URL, ev.ExceptionDetails.LineNumber))
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				tb.problems = append(tb.problems, "console error: "+strings.Join(args, " "))
+			}
+		case *network.EventRequestWillBeSent:
+			// A read never carries the CSRF token in its address (logs,
+			// proxies and Referer headers keep addresses).
+			if u, err := url.Parse(ev.Request.URL); err == nil && ev.Request.Method == http.MethodGet && u.Query().Has("csrf") {
+				tb.problems = append(tb.problems, "CSRF token in the query string of GET "+ev.Request.URL)
+			}
 		case *network.EventResponseReceived:
 			if st := int(ev.Response.Status); st >= 400 && !tb.expect[st] {
 				tb.problems = append(tb.problems, fmt.Sprintf("%d answer to %s", st, ev.Response.URL))
@@ -140,6 +155,16 @@ func (tb *tab) visit(base, path, name string) {
 	tb.t.Helper()
 	tb.do("open "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("main")), acceptConfirms())
 	tb.screenshot(name)
+}
+
+// burst fires three change events on a form at once, as fast typing in a
+// live-preview form does.
+func burst(form string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Evaluate[bool](`(function () { var f = document.querySelector("`+form+`");
+			for (var i = 0; i < 3; i++) { f.dispatchEvent(new Event("change", {bubbles: true})); } return true; })()`)(ctx, t)
+		return chromedp.Void{}, err
+	}
 }
 
 // acceptConfirms answers yes to the console's confirmation dialogs.
@@ -244,6 +269,10 @@ func TestBrowserJourneys(t *testing.T) {
 		preview = tb.text("#preview-count")
 		return preview == before && preview != "0"
 	})
+	// A burst of changes: the preview requests follow one another instead
+	// of cancelling each other (a cancelled request is an htmx error in the
+	// console and a client gone on the server).
+	tb.do("a burst of preview requests", burst("#group-form"), chromedp.Sleep(time.Second))
 	tb.screenshot("group-preview")
 	tb.do("create the group", chromedp.Submit(chromedp.CSS("#gname")), chromedp.WaitVisible(chromedp.CSS("#h-members")))
 	tb.screenshot("group")
@@ -257,11 +286,19 @@ func TestBrowserJourneys(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#aname"), "Patch Tuesday + 1"),
 		chromedp.SetValue(chromedp.CSS("#aoff"), "1"),
 		chromedp.WaitVisible(chromedp.CSS("#nextruns li")))
+	tb.do("a burst of schedule previews", burst("#auto-form"), chromedp.Sleep(time.Second))
 	tb.screenshot("automation-preview")
 	tb.do("create the automation", chromedp.Submit(chromedp.CSS("#aname")), chromedp.WaitVisible(chromedp.CSS("#next-runs li")), acceptConfirms())
 	tb.screenshot("automation")
 	if next := tb.text("#next-runs li"); !strings.Contains(next, "Wed") {
 		t.Errorf("Patch Tuesday + 1 should run on a Wednesday, the page says %q", next)
+	}
+	// Edit it: two days after Patch Tuesday, on Thursdays.
+	tb.do("edit the automation", chromedp.Click(chromedp.CSS("#edit-automation")), chromedp.WaitVisible(chromedp.CSS("#aoff")),
+		chromedp.SetValue(chromedp.CSS("#aoff"), "2"), chromedp.Submit(chromedp.CSS("#aname")), chromedp.WaitVisible(chromedp.CSS("#next-runs li")))
+	tb.screenshot("automation-edited")
+	if next := tb.text("#next-runs li"); !strings.Contains(next, "Thu") {
+		t.Errorf("after the edit Patch Tuesday + 2 should run on a Thursday, the page says %q", next)
 	}
 
 	// Run an action and watch it complete.

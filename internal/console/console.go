@@ -162,6 +162,8 @@ func (c *Console) routes() {
 	c.page("GET /console/automations/preview", perm.AutomationsView, c.automationPreview)
 	c.page("POST /console/automations", perm.AutomationsManage, c.automationCreate)
 	c.page("GET /console/automations/{id}", perm.AutomationsView, c.automationDetail)
+	c.page("GET /console/automations/{id}/edit", perm.AutomationsManage, c.automationEditPage)
+	c.page("POST /console/automations/{id}", perm.AutomationsManage, c.automationSave)
 	c.page("POST /console/automations/{id}/enabled", perm.AutomationsManage, c.automationToggle)
 	c.page("POST /console/automations/{id}/run", perm.AutomationsRun, c.automationRun)
 	c.page("POST /console/automations/{id}/delete", perm.AutomationsManage, c.automationDelete)
@@ -208,7 +210,13 @@ func (c *Console) routes() {
 	c.ssoRoutes()
 
 	c.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.renderError(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
+		// A signed-in user keeps the navigation (and is not offered to sign in).
+		s, err := c.session(w, r)
+		if err != nil {
+			slog.ErrorContext(r.Context(), "console session", "err", err)
+			s = nil
+		}
+		c.renderError(w, r, s, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	}))
 }
 
@@ -339,6 +347,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	var pe *pageError
 	var ae *apiError
 	switch {
+	case httpx.ClientGone(r, err):
+		// The browser left (a live preview replaced, a page closed): nobody
+		// reads the answer, and it is not the server's failure.
+		slog.DebugContext(r.Context(), "console client gone", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.WriteHeader(httpx.StatusClientClosedRequest)
 	case errors.As(err, &pe):
 		c.renderError(w, r, s, pe.status, pe.msg)
 	case errors.As(err, &ae):

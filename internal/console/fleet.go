@@ -25,9 +25,10 @@ type dashData struct {
 	Disconnected int
 	ConnPct      int
 	Severities   []sevCount
-	Runs         []apiv1.Run
+	Runs         []runView
 	Overdue      int
 	OverdueKnown bool
+	FeedLoaded   bool
 	Platforms    []sevCount
 }
 
@@ -58,7 +59,9 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 		if err != nil {
 			return err
 		}
-		d.Runs = runs
+		if d.Runs, err = c.runViews(r, s, runs); err != nil {
+			return err
+		}
 	}
 	if s.can(perm.VulnerabilitiesView) {
 		n, err := c.overdueVulns(r, s)
@@ -66,6 +69,12 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 			return err
 		}
 		d.Overdue, d.OverdueKnown = n, true
+		// Before any feed was loaded "0 overdue" would be a false all-clear.
+		fv, err := c.store.VulnState(ctx, store.StateFeedVersion)
+		if err != nil {
+			return err
+		}
+		d.FeedLoaded = fv > 0
 	}
 	return c.render(w, r, s, http.StatusOK, "dashboard", "", "Dashboard", "dashboard", d)
 }
@@ -115,7 +124,7 @@ type attrRow struct{ Key, Value string }
 type endpointData struct {
 	E       apiv1.EndpointDetail
 	Attrs   []attrRow
-	Runs    []apiv1.Run
+	Runs    []runView
 	Scripts []store.Script
 }
 
@@ -133,7 +142,11 @@ func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *sess
 		d.Attrs = append(d.Attrs, attrRow{Key: k, Value: e.Attributes[k]})
 	}
 	if s.can(perm.AutomationsView) {
-		if d.Runs, _, err = c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, EndpointID: e.ID, Limit: 20}); err != nil {
+		runs, _, err := c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, EndpointID: e.ID, Limit: 20})
+		if err != nil {
+			return err
+		}
+		if d.Runs, err = c.runViews(r, s, runs); err != nil {
 			return err
 		}
 		if d.Scripts, err = c.store.ListScripts(r.Context(), s.User.OrgID); err != nil {
@@ -216,7 +229,7 @@ func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return c.done(w, r, back, err, "")
 	}
-	return c.done(w, r, "/console/runs/"+out.RunID, nil, "Action queued on "+strconv.Itoa(out.Queued)+" endpoint(s).")
+	return c.done(w, r, "/console/runs/"+out.RunID, nil, c.startedText(r, s, "Action queued", out.RunID, out.Queued))
 }
 
 type updatesData struct {

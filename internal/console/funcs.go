@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/patchd/patchd/internal/store"
 )
 
 var funcs = template.FuncMap{
@@ -26,9 +28,21 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(*f, 'f', 1, 64)
 	},
 	"join":     strings.Join,
+	"schedule": scheduleText,
+	"nothing":  nothingToInstall,
+	// has tells whether a form's field holds a value (ticked boxes).
+	"has": func(f url.Values, k, v string) bool {
+		for _, x := range f[k] {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	},
 	"count":    count,
 	"pct":      pct,
 	"add":      func(a, b int) int { return a + b },
+	"sub":      func(a, b int) int { return a - b },
 	"sevclass": func(s string) string { return "sev-" + strings.ToLower(s) },
 	// remclass is the badge class of a remediation status ("Due soon": rem-due-soon).
 	"remclass": func(s string) string { return "rem-" + strings.ReplaceAll(strings.ToLower(s), " ", "-") },
@@ -170,4 +184,46 @@ func count(v any) string {
 		return strconv.FormatInt(n, 10)
 	}
 	return "—"
+}
+
+// scheduleText says an automation's schedule as people say it: "Patch
+// Tuesday + 1 day, 23:00", "Weekly on Monday, 22:00", "Rings from
+// 2026-12-01, 22:00". RunAt (a ONCE automation) is shown in UTC.
+func scheduleText(a store.Automation) string {
+	at := ""
+	if a.AtTime != "" {
+		at = ", " + a.AtTime
+	}
+	if a.Kind == store.KindRing {
+		return "Rings from " + a.StartDate + at
+	}
+	switch a.ScheduleKind {
+	case "NOW":
+		return "Once, at creation"
+	case "ONCE":
+		return "Once, " + whenPtr(a.RunAt)
+	}
+	switch a.Freq {
+	case "DAILY":
+		return "Daily" + at
+	case "WEEKLY":
+		if a.Weekday != nil && *a.Weekday >= 0 && *a.Weekday < len(weekdays) {
+			return "Weekly on " + weekdays[*a.Weekday] + at
+		}
+		return "Weekly" + at
+	case "MONTHLY":
+		if a.MonthDay != nil {
+			return "Monthly on day " + strconv.Itoa(*a.MonthDay) + at
+		}
+		return "Monthly" + at
+	case "PATCH_TUESDAY":
+		switch {
+		case a.OffsetDays == 1:
+			return "Patch Tuesday + 1 day" + at
+		case a.OffsetDays > 1:
+			return "Patch Tuesday + " + strconv.Itoa(a.OffsetDays) + " days" + at
+		}
+		return "Patch Tuesday" + at
+	}
+	return strings.TrimSpace(a.ScheduleKind + " " + a.Freq + " " + a.AtTime)
 }

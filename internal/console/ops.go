@@ -197,13 +197,23 @@ func (c *Console) automationList(w http.ResponseWriter, r *http.Request, s *sess
 }
 
 type automationEdit struct {
+	// The form (new and edit pages): its values, and the server's refusal
+	// of the last submission in the form's words.
+	F          url.Values
+	Keep       string
+	Refused    string
+	Actions    [][2]string
+	Severities []string
+	Languages  []string
+	RingRows   []int
+
 	Groups   []store.Group
 	Scripts  []store.Script
 	Weekdays []string
 	TimeZone string
 	A        *store.Automation
 	Next     []time.Time
-	Runs     []apiv1.Run
+	Runs     []runView
 	Skips    []store.Skip
 	Payload  string
 	GroupMap map[string]string
@@ -212,6 +222,12 @@ type automationEdit struct {
 var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
 
 func (c *Console) automationNew(w http.ResponseWriter, r *http.Request, s *session) error {
+	return c.automationFormPage(w, r, s, http.StatusOK, nil, newAutomationValues(), "", "")
+}
+
+// automationFormPage shows the automation form (new, or editing a), with
+// the values f and, after a refusal, what the server refused.
+func (c *Console) automationFormPage(w http.ResponseWriter, r *http.Request, s *session, status int, a *store.Automation, f url.Values, keep, refused string) error {
 	_, gl, err := c.groupNames(r, s)
 	if err != nil {
 		return err
@@ -224,8 +240,61 @@ func (c *Console) automationNew(w http.ResponseWriter, r *http.Request, s *sessi
 	if err != nil {
 		return err
 	}
-	d := automationEdit{Groups: gl, Scripts: scripts, Weekdays: weekdays, TimeZone: o.TimeZone}
-	return c.render(w, r, s, http.StatusOK, "automation_new", "", "New automation", "automations", d)
+	d := automationEdit{F: f, Keep: keep, Refused: refused, Actions: automationActions, Severities: formSeverities, Languages: formLanguages,
+		RingRows: ringRows(f), Groups: gl, Scripts: scripts, Weekdays: weekdays, TimeZone: o.TimeZone, A: a}
+	title := "New automation"
+	if a != nil {
+		title = "Edit " + a.Name
+	}
+	return c.render(w, r, s, status, "automation_new", "", title, "automations", d)
+}
+
+// automationEditPage is the form of an existing automation.
+func (c *Console) automationEditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("automation")
+		}
+		return err
+	}
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	f, keep := automationValues(au, store.Location(o.TimeZone))
+	return c.automationFormPage(w, r, s, http.StatusOK, &au, f, keep, "")
+}
+
+// automationSave replaces an automation with the form, through the API's
+// PATCH with the whole body (as PUT would).
+func (c *Console) automationSave(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			return notFound("automation")
+		}
+		return err
+	}
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	body := automationBody(r.PostForm, store.Location(o.TimeZone))
+	if keep := r.PostForm.Get("keepPayload"); keep != "" && r.PostForm.Get("actionType") == au.ActionType && json.Valid([]byte(keep)) {
+		body["payload"] = json.RawMessage(keep)
+	}
+	if err := c.callAPI(r, s, http.MethodPatch, "/api/v1/automations/"+au.ID, body, nil); err != nil {
+		text, ok := automationLabels.refusal(err)
+		if !ok {
+			return err
+		}
+		return c.automationFormPage(w, r, s, refusedStatus(err), &au, r.PostForm, r.PostForm.Get("keepPayload"), text)
+	}
+	return c.done(w, r, "/console/automations/"+au.ID, nil, "Automation "+strings.TrimSpace(r.PostForm.Get("name"))+" saved.")
 }
 
 func atoiPtr(s string) *int {
@@ -269,13 +338,16 @@ func actionPayload(f url.Values) map[string]any {
 func automationBody(f url.Values, loc *time.Location) map[string]any {
 	b := map[string]any{"name": f.Get("name"), "actionType": f.Get("actionType"), "description": f.Get("description"),
 		"payload": actionPayload(f), "enabled": f.Get("enabled") != "false"}
+	if f.Has("enabledShown") { // the edit form's checkbox: absent when unticked
+		b["enabled"] = f.Get("enabled") == "true"
+	}
 	if n := atoiPtr(f.Get("windowMinutes")); n != nil {
 		b["windowMinutes"] = *n
 	}
 	if f.Get("kind") == "RING" {
 		b["kind"], b["startDate"], b["atTime"] = "RING", f.Get("startDate"), f.Get("atTime")
 		rings := []apiv1.Ring{}
-		for i := range 4 {
+		for i := range maxRingRows {
 			n := strconv.Itoa(i)
 			if g := f.Get("ring" + n + "group"); g != "" {
 				off := 0
@@ -344,7 +416,7 @@ func (c *Console) automationPreview(w http.ResponseWriter, r *http.Request, s *s
 	}
 	if f.Get("kind") == "RING" {
 		au.Kind, au.StartDate = store.KindRing, f.Get("startDate")
-		for i := range 4 {
+		for i := range maxRingRows {
 			n := strconv.Itoa(i)
 			if g := f.Get("ring" + n + "group"); g != "" {
 				off := 0
@@ -357,6 +429,11 @@ func (c *Console) automationPreview(w http.ResponseWriter, r *http.Request, s *s
 	}
 	if au.ScheduleKind == "ONCE" {
 		if t, err := time.ParseInLocation("2006-01-02T15:04", f.Get("runAt"), loc); err == nil {
+			// The server refuses a past date: say so, as it will.
+			if t.Before(c.now().Add(-time.Minute)) {
+				d["Problem"] = "Date and time: " + t.Format("Mon 2 Jan 2006, 15:04") + " is in the past; choose a later one."
+				return c.render(w, r, s, http.StatusOK, "automation_new", "nextruns", "", "", d)
+			}
 			au.RunAt = &t
 		}
 	}
@@ -369,7 +446,11 @@ func nextRuns(au store.Automation, now time.Time, loc *time.Location, n int) []t
 	var out []time.Time
 	t := au.FirstRun(now, loc)
 	for t != nil && len(out) < n {
-		out = append(out, t.In(loc))
+		// A ONCE automation's runAt that has passed is no next run (rings
+		// keep a past slot: the scheduler starts it at once).
+		if au.Kind == store.KindRing || !t.Before(now) {
+			out = append(out, t.In(loc))
+		}
 		if au.Kind == store.KindRing {
 			au.RingNext++
 		}
@@ -388,10 +469,17 @@ func (c *Console) automationCreate(w http.ResponseWriter, r *http.Request, s *se
 	}
 	var out apiv1.AutomationCreated
 	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/automations", automationBody(r.PostForm, store.Location(o.TimeZone)), &out); err != nil {
-		return c.done(w, r, "/console/automations/new", err, "")
+		// Refused: the form again, with everything typed and the problems
+		// in its own words.
+		text, ok := automationLabels.refusal(err)
+		if !ok {
+			return err
+		}
+		return c.automationFormPage(w, r, s, refusedStatus(err), nil, r.PostForm, "", text)
 	}
 	if out.Automation.RunID != nil {
-		return c.done(w, r, "/console/runs/"+*out.Automation.RunID, nil, "Automation "+out.Automation.Name+" created and started.")
+		return c.done(w, r, "/console/runs/"+*out.Automation.RunID, nil, c.startedText(r, s, "Automation "+out.Automation.Name+" created and started",
+			*out.Automation.RunID, out.Automation.Queued))
 	}
 	return c.done(w, r, "/console/automations/"+out.Automation.ID, nil, "Automation "+out.Automation.Name+" created.")
 }
@@ -416,7 +504,11 @@ func (c *Console) automationDetail(w http.ResponseWriter, r *http.Request, s *se
 	if au.Enabled {
 		d.Next = nextRuns(au, c.now(), store.Location(o.TimeZone), 5)
 	}
-	if d.Runs, _, err = c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, AutomationID: au.ID, Limit: 20}); err != nil {
+	runs, _, err := c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, AutomationID: au.ID, Limit: 20})
+	if err != nil {
+		return err
+	}
+	if d.Runs, err = c.runViews(r, s, runs); err != nil {
 		return err
 	}
 	if d.Skips, err = c.store.ListSkips(r.Context(), s.User.OrgID, au.ID, 10); err != nil {
@@ -450,7 +542,7 @@ func (c *Console) automationRun(w http.ResponseWriter, r *http.Request, s *sessi
 	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/automations/"+id+"/run", nil, &out); err != nil {
 		return c.done(w, r, "/console/automations/"+id, err, "")
 	}
-	return c.done(w, r, "/console/runs/"+out.RunID, nil, "Run started on "+strconv.Itoa(out.Queued)+" endpoint(s).")
+	return c.done(w, r, "/console/runs/"+out.RunID, nil, c.startedText(r, s, "Run started", out.RunID, out.Queued))
 }
 
 func (c *Console) automationDelete(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -464,7 +556,7 @@ func (c *Console) automationDelete(w http.ResponseWriter, r *http.Request, s *se
 // ---- runs
 
 type runsData struct {
-	Items []apiv1.Run
+	Items []runView
 	Total int
 }
 
@@ -473,16 +565,17 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) er
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: items, Total: total})
+	views, err := c.runViews(r, s, items)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: views, Total: total})
 }
 
 type runData struct {
-	Run      apiv1.Run
+	Run      runView
 	Commands []apiv1.RunCommand
 	Page     pager
-	Done     int
-	Pending  int
-	Width    [3]int // succeeded, failed, other finished, in percent
 }
 
 func (c *Console) runData(r *http.Request, s *session) (runData, error) {
@@ -502,15 +595,11 @@ func (c *Console) runData(r *http.Request, s *session) (runData, error) {
 	}
 	cmds, total := list.Items, list.Total
 	p.Total = total
-	d = runData{Run: run, Commands: cmds, Page: p}
-	d.Done = run.Succeeded + run.Failed
-	for _, cmd := range cmds {
-		if cmd.Status == "CANCELLED" {
-			d.Done++
-		}
+	views, err := c.runViews(r, s, []apiv1.Run{run})
+	if err != nil {
+		return d, err
 	}
-	d.Width = [3]int{pct(run.Succeeded, run.Total), pct(run.Failed, run.Total), 0}
-	return d, nil
+	return runData{Run: views[0], Commands: cmds, Page: p}, nil
 }
 
 func (c *Console) runDetail(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -549,12 +638,34 @@ func (c *Console) runRetry(w http.ResponseWriter, r *http.Request, s *session) e
 
 // ---- scripts
 
+type scriptsData struct {
+	Items []apiv1.Script
+	// F is the new script form's values; Refused why they were refused
+	// (the form is shown again as typed).
+	F         url.Values
+	Refused   string
+	Languages []string
+}
+
 func (c *Console) scriptList(w http.ResponseWriter, r *http.Request, s *session) error {
+	return c.scriptsPage(w, r, s, http.StatusOK, url.Values{"language": {"powershell"}}, "")
+}
+
+func (c *Console) scriptsPage(w http.ResponseWriter, r *http.Request, s *session, status int, f url.Values, refused string) error {
 	var list apiv1.List[apiv1.Script]
 	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/scripts", nil, &list); err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "scripts", "", "Scripts", "scripts", list.Items)
+	return c.render(w, r, s, status, "scripts", "", "Scripts", "scripts", scriptsData{Items: list.Items, F: f, Refused: refused, Languages: formLanguages})
+}
+
+// scriptAgain shows the scripts page with the refused form as typed.
+func (c *Console) scriptAgain(w http.ResponseWriter, r *http.Request, s *session, err error) error {
+	text, ok := scriptLabels.refusal(err)
+	if !ok {
+		return err
+	}
+	return c.scriptsPage(w, r, s, refusedStatus(err), r.PostForm, text)
 }
 
 // scriptBody reads the script form: parameters one a line as NAME=DEFAULT
@@ -594,7 +705,8 @@ func scriptBody(f url.Values) (apiv1.ScriptBody, error) {
 	return b, nil
 }
 
-// scriptCreate stores a script through the REST API's operation.
+// scriptCreate stores a script through the REST API's operation; a
+// refused form comes back as typed, its problems in the form's words.
 func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *session) error {
 	if err := r.ParseForm(); err != nil {
 		return badRequest("The form could not be read.")
@@ -603,7 +715,10 @@ func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *sessio
 	if err == nil {
 		err = c.callAPI(r, s, http.MethodPost, "/api/v1/scripts", body, nil)
 	}
-	return c.done(w, r, "/console/scripts", err, "Script "+strings.TrimSpace(r.PostFormValue("name"))+" saved.")
+	if err != nil {
+		return c.scriptAgain(w, r, s, err)
+	}
+	return c.done(w, r, "/console/scripts", nil, "Script "+strings.TrimSpace(r.PostFormValue("name"))+" saved.")
 }
 
 func (c *Console) scriptDelete(w http.ResponseWriter, r *http.Request, s *session) error {

@@ -159,9 +159,10 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "alert.create", Actor: "user:alice@example.com"}); len(entries) != 1 {
 		t.Errorf("creation not audited as the user: %+v", entries)
 	}
-	if code, _, _ := b.post("/console/alerts", url.Values{"name": {""}, "trigger": {"NOPE"}}); code != http.StatusSeeOther {
+	// A refused rule: the form again, its problems in the form's labels.
+	if code, _, body := b.post("/console/alerts", url.Values{"name": {""}, "trigger": {"NOPE"}}); code != http.StatusUnprocessableEntity {
 		t.Errorf("an invalid rule: %d", code)
-	} else if _, body := b.get("/console/alerts"); !strings.Contains(body, "trigger: must be one of") {
+	} else if !strings.Contains(body, "Trigger: must be one of") {
 		t.Errorf("the API's field problems are not shown\n%.1500s", body)
 	}
 	b.get("/console/alerts/" + id)

@@ -76,6 +76,20 @@ func Unavailable() *Error {
 
 func Ptr[T any](v T) *T { return &v }
 
+// StatusClientClosedRequest is the status logged (and metered) for a
+// request whose client left before the answer (nginx's 499): not a server
+// error, so it is never logged as one.
+const StatusClientClosedRequest = 499
+
+// ClientGone tells whether err is what became of a request whose client
+// went away: its context is done (cancelled when the client closed the
+// connection, or the server is shutting down), and whatever failed after
+// that — context.Canceled, or a database driver's own "interrupted" —
+// failed because of it.
+func ClientGone(r *http.Request, err error) bool {
+	return err != nil && r.Context().Err() != nil
+}
+
 // writeError writes err in the Error shape.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
@@ -87,9 +101,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		apiErr = &Error{Status: http.StatusUnprocessableEntity, Code: "validation_failed", Description: &desc, Details: vErr.Problems}
 	case errors.Is(err, store.ErrNotFound):
 		apiErr = NotFound("resource")
-	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
+	case ClientGone(r, err):
 		// The client went away; nobody reads the answer.
-		apiErr = Errorf(499, "client_closed_request", "the request was cancelled")
+		slog.DebugContext(r.Context(), "client gone", "method", r.Method, "path", r.URL.Path,
+			"request_id", RequestID(r.Context()), "err", err)
+		apiErr = Errorf(StatusClientClosedRequest, "client_closed_request", "the request was cancelled")
 	case store.IsUnavailable(err):
 		slog.WarnContext(r.Context(), "request failed: database unavailable", "method", r.Method, "path", r.URL.Path,
 			"request_id", RequestID(r.Context()), "err", err)

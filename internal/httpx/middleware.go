@@ -134,6 +134,9 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 			if quietPrefix != "" && strings.HasPrefix(r.URL.Path, quietPrefix) {
 				level = slog.LevelDebug
 			}
+			if status == StatusClientClosedRequest {
+				level = slog.LevelDebug
+			}
 			if status >= 500 && status != http.StatusNotImplemented {
 				level = slog.LevelError
 			}

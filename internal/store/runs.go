@@ -117,3 +117,59 @@ func (s *Store) ListRunCommands(ctx context.Context, q RunQuery, runID string) (
 	}
 	return out, total, rows.Err()
 }
+
+// RunTally counts a run's commands by what became of them. Nothing counts
+// the commands CANCELLED because their endpoint had nothing to install
+// (result "Nothing to install…"), Cancelled the other cancelled ones: the
+// spec's statuses stay as they are, the console shows the difference.
+type RunTally struct {
+	Pending, Running, Succeeded, Failed, Nothing, Cancelled int
+}
+
+// Open counts the commands still to finish (pending or running).
+func (t RunTally) Open() int { return t.Pending + t.Running }
+
+// nothingToInstall is the SQL test of a command cancelled with nothing to
+// install (the result actions.Select writes).
+const nothingToInstall = `status = 'CANCELLED' AND result LIKE 'Nothing to install%'`
+
+// RunTallies counts the commands of the organization's runs among runIDs,
+// by run id; a run without commands (or of another organization) has the
+// zero tally.
+func (s *Store) RunTallies(ctx context.Context, orgID string, runIDs []string) (map[string]RunTally, error) {
+	out := make(map[string]RunTally, len(runIDs))
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.query(ctx, `SELECT run_id, status, CASE WHEN `+nothingToInstall+` THEN 1 ELSE 0 END AS no_install, COUNT(*) FROM commands
+		WHERE org_id = ? AND run_id IN (`+placeholders(len(runIDs))+`) GROUP BY run_id, status, CASE WHEN `+nothingToInstall+` THEN 1 ELSE 0 END`,
+		append([]any{orgID}, anySlice(runIDs)...)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: run tallies: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var runID, status string
+		var nothing, n int
+		if err := rows.Scan(&runID, &status, &nothing, &n); err != nil {
+			return nil, fmt.Errorf("store: run tallies: %w", err)
+		}
+		t := out[runID]
+		switch {
+		case status == CmdPending:
+			t.Pending += n
+		case status == CmdRunning:
+			t.Running += n
+		case status == CmdSuccess:
+			t.Succeeded += n
+		case status == CmdFailed:
+			t.Failed += n
+		case nothing == 1:
+			t.Nothing += n
+		default:
+			t.Cancelled += n
+		}
+		out[runID] = t
+	}
+	return out, rows.Err()
+}

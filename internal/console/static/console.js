@@ -39,8 +39,10 @@
     });
   }
   document.addEventListener("DOMContentLoaded", init);
+  // Writes carry the CSRF token in a header; reads (the live previews,
+  // polling) need none and never carry it in their query string.
   document.addEventListener("htmx:configRequest", function (ev) {
     var token = document.body.getAttribute("data-csrf");
-    if (token) { ev.detail.headers["X-CSRF-Token"] = token; }
+    if (token && ev.detail.verb !== "get") { ev.detail.headers["X-CSRF-Token"] = token; }
   });
 })();
