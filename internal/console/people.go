@@ -21,8 +21,8 @@ type usersData struct {
 	// RequireSecondFactor is the organization's setting.
 	RequireSecondFactor bool
 	Users               []store.ConsoleUser
-	Roles       []roleView
-	Credentials []store.Credential
+	Roles               []roleView
+	Credentials         []store.Credential
 	// NewCredential is set right after creation: its secret is shown once.
 	NewCredential *admin.NewCredential
 	MinPassword   int

@@ -260,7 +260,9 @@ type prefixScanner struct {
 	prefix []any
 }
 
-func (p prefixScanner) Scan(dest ...any) error { return p.row.Scan(append(append([]any(nil), p.prefix...), dest...)...) }
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.row.Scan(append(append([]any(nil), p.prefix...), dest...)...)
+}
 
 // TouchConsoleSession records the session's last use.
 func (s *Store) TouchConsoleSession(ctx context.Context, idHash string, now time.Time) error {
