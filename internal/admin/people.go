@@ -94,3 +94,47 @@ func SetRequireSecondFactor(ctx context.Context, s *store.Store, by By, orgRef s
 	return s.SetOrgRequireMFA(ctx, &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: "org.require_mfa",
 		TargetType: "org", TargetID: o.ID, Summary: map[string]any{"requireSecondFactor": on}}, o.ID, on)
 }
+
+// PersonOut is the printed form of a console user with its sign-in state.
+type PersonOut struct {
+	UserOut
+	Disabled           bool `json:"disabled"`
+	SecondFactor       bool `json:"secondFactor"`
+	MustChangePassword bool `json:"mustChangePassword"`
+}
+
+func personOut(u store.ConsoleUser) PersonOut {
+	return PersonOut{UserOut: UserOut{ID: u.ID, OrgID: u.OrgID, Email: u.Email, Role: u.RoleName, InstanceOperator: u.InstanceOperator,
+		CreatedAt: u.CreatedAt}, Disabled: u.Disabled, SecondFactor: u.SecondFactor, MustChangePassword: u.MustChangePassword}
+}
+
+// ListUsers lists the organization's console users.
+func ListUsers(ctx context.Context, s *store.Store, orgRef string) ([]PersonOut, error) {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return nil, err
+	}
+	users, err := s.ListUsers(ctx, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PersonOut, 0, len(users))
+	for _, u := range users {
+		out = append(out, personOut(u))
+	}
+	return out, nil
+}
+
+// ListedUser answers one user of the organization as ListUsers prints it.
+func ListedUser(ctx context.Context, s *store.Store, orgID, id string) (PersonOut, error) {
+	users, err := s.ListUsers(ctx, orgID)
+	if err != nil {
+		return PersonOut{}, err
+	}
+	for _, u := range users {
+		if u.ID == id {
+			return personOut(u), nil
+		}
+	}
+	return PersonOut{}, fmt.Errorf("user: %w", store.ErrNotFound)
+}
