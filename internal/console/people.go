@@ -118,7 +118,7 @@ func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session)
 		return c.done(w, r, "/console/users", err, "")
 	}
 	if target.InstanceOperator && !s.User.InstanceOperator && op != "enable" {
-		return &pageError{http.StatusForbidden, target.Email + " is an instance operator: only an instance operator may disable, reset or delete that account."}
+		return &pageError{http.StatusForbidden, target.Email + " is an instance operator: only an instance operator may change the role of, disable, reset or delete that account."}
 	}
 	by := admin.By{Actor: s.actor(), Address: s.addr}
 	var text string
