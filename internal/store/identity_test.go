@@ -62,7 +62,10 @@ func TestTOTPStepsAndRecoveryCodesSpentOnce(t *testing.T) {
 	if ok, _ := s.UseTOTPStep(ctx, u.ID, 99); ok {
 		t.Error("an older step accepted after a later one")
 	}
-	if n := race(func() bool { ok, err := s.UseRecoveryCode(ctx, entry("user.recovery_code_use"), u.ID, "h1"); return err == nil && ok }); n != 1 {
+	if n := race(func() bool {
+		ok, err := s.UseRecoveryCode(ctx, entry("user.recovery_code_use"), u.ID, "h1")
+		return err == nil && ok
+	}); n != 1 {
 		t.Errorf("one recovery code spent %d times", n)
 	}
 	if left, _ := s.CountRecoveryCodes(ctx, u.ID); left != 1 {
