@@ -35,5 +35,11 @@ func (a *API) routes() {
 	a.route("GET /api/v1/reports/{key}", perm.ReportsView, a.getReport)                    // 24
 	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                                // 25
 
+	// patchd additions: people (roles holding every permission).
+	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
+	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)
+	a.route("POST /api/v1/users/{id}/password", perm.APIAccess, a.resetUserPassword)
+	a.route("DELETE /api/v1/users/{id}/second-factor", perm.APIAccess, a.resetUserSecondFactor)
+
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

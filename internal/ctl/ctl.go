@@ -71,6 +71,7 @@ func init() {
 	commands = append(commands, runCommands()...)
 	commands = append(commands, reportCommands()...)
 	commands = append(commands, alertCommands()...)
+	commands = append(commands, userCommands()...)
 	commands = append(commands, completionCommands()...)
 }
 
