@@ -12,6 +12,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -71,10 +72,15 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		b.WriteString(strings.Repeat("a", len(audit)))
 		return b.String()
 	}
+	person, err := admin.CreateUser(ctx, e.Store, "test", e.Org.ID, "nul@example.com", store.RoleReadOnly, "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot()
 
 	const nulJSON = `"x\u0000y"`
-	ids := map[string]string{"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
+	ids := map[string]string{"/api/v1/users/{id}": person.ID, "/api/v1/users/{id}/password": person.ID, "/api/v1/users/{id}/second-factor": person.ID,
+		"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
 		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
 		"/api/v1/reports/{key}": "endpoints"}
 	// A body for each operation that takes one, valid but for the NUL.
@@ -89,6 +95,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/updates/approvals":    `{"keys":[` + nulJSON + `],"status":"APPROVED"}`,
 		"POST /api/v1/alerts":               `{"name":` + nulJSON + `,"trigger":"NEW_ENDPOINT","emailTo":"ops@example.com"}`,
 		"POST /api/v1/automations/{id}/run": "", // takes no body
+		"PATCH /api/v1/users/{id}":          `{"role":` + nulJSON + `}`,
+		"POST /api/v1/users/{id}/password":  `{"password":"a long password \u0000 with NUL"}`,
 	}
 	// A query filter for each list.
 	queries := map[string]string{
@@ -102,6 +110,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/runs":            "runId=" + run.RunID + "%00",
 		"GET /api/v1/reports/{key}":   "groupId=%00",
 		"GET /api/v1/openapi.json":    "x=%00",
+		"GET /api/v1/users":           "q=%00",
 	}
 	type probe struct{ name, method, path, body string }
 	var probes []probe
