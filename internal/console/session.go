@@ -266,7 +266,7 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u store.C
 	if len(ua) > 300 {
 		ua = ua[:300]
 	}
-	ua = strings.ToValidUTF8(ua, "")
+	ua = strings.ReplaceAll(strings.ToValidUTF8(ua, ""), "\x00", "")
 	if err := c.store.CreateConsoleSession(r.Context(), idHash, randomToken(), u, c.clientIP(r), ua, stage, c.now()); err != nil {
 		return "", err
 	}
