@@ -80,6 +80,11 @@ func (a *API) route(pattern string, p perm.Permission, h httpx.HandlerFunc) {
 			return httpx.Errorf(http.StatusForbidden, "insufficient_scope", "the credentials' role lacks the permission "+missing).
 				WithHeader("WWW-Authenticate", `Bearer realm="patchd", error="insufficient_scope", scope="`+missing+`"`)
 		}
+		if principal.Address == "" {
+			cp := *principal
+			cp.Address = a.clientIP(r)
+			principal = &cp
+		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey, principal)))
 	}))
 	a.routed = append(a.routed, pattern)
@@ -134,7 +139,7 @@ func principal(r *http.Request) *auth.Principal {
 // auditEntry starts the Audit Trail entry of a write by the caller.
 func auditEntry(r *http.Request, action, targetType, targetID string) *store.AuditEntry {
 	p := principal(r)
-	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID}
+	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID, Address: p.Address}
 }
 
 // ClientIP is the caller's address as the API reads it (the agent

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -79,10 +80,15 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		b.WriteString(strings.Repeat("a", len(audit)))
 		return b.String()
 	}
+	person, err := admin.CreateUser(ctx, e.Store, "test", e.Org.ID, "nul@example.com", store.RoleReadOnly, "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot()
 
 	const nulJSON = `"x\u0000y"`
-	ids := map[string]string{"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
+	ids := map[string]string{"/api/v1/users/{id}": person.ID, "/api/v1/users/{id}/password": person.ID, "/api/v1/users/{id}/second-factor": person.ID,
+		"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
 		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
 		"/api/v1/reports/{key}": "endpoints", "/api/v1/scripts/{id}": sc.ID, "/api/v1/enrollment-tokens/{id}/revoke": tokens.Items[0].ID,
 		"/api/v1/runs/{id}": run.RunID, "/api/v1/runs/{id}/stop": run.RunID, "/api/v1/runs/{id}/retry": run.RunID}
@@ -104,6 +110,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/enrollment-tokens/{id}/revoke": "",
 		"POST /api/v1/runs/{id}/stop":                "",
 		"POST /api/v1/runs/{id}/retry":               "",
+		"PATCH /api/v1/users/{id}":                   `{"role":` + nulJSON + `}`,
+		"POST /api/v1/users/{id}/password":           `{"password":"a long password \u0000 with NUL"}`,
 	}
 	// A query filter for each list.
 	queries := map[string]string{
@@ -121,6 +129,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/scripts":           "q=%00",
 		"GET /api/v1/enrollment-tokens": "q=%00",
 		"GET /api/v1/audit":             "actor=api%00",
+		"GET /api/v1/users":             "q=%00",
 	}
 	type probe struct{ name, method, path, body string }
 	var probes []probe

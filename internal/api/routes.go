@@ -50,6 +50,11 @@ func (a *API) routes() {
 	a.route("POST /api/v1/runs/{id}/stop", perm.AutomationsRun, a.stopRun)
 	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
 	a.route("GET /api/v1/software/titles", perm.EndpointsView, a.listSoftwareTitles)
+	// People, for roles holding every permission (checked by the handlers).
+	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
+	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)
+	a.route("POST /api/v1/users/{id}/password", perm.APIAccess, a.resetUserPassword)
+	a.route("DELETE /api/v1/users/{id}/second-factor", perm.APIAccess, a.resetUserSecondFactor)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

@@ -66,6 +66,8 @@ type Principal struct {
 	ExpiresAt      time.Time
 	// UserEmail is set when a console user acts (through API.ServeAs).
 	UserEmail string
+	// Address is the caller's client address, for the Audit Trail.
+	Address string
 }
 
 // Actor is the Audit Trail name of the caller (spec: api:<credential name>;

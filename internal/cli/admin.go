@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"os/user"
+	"strconv"
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentdist"
@@ -162,6 +163,69 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		}
 		do = func(s *store.Store) (any, error) {
 			return admin.SetOperator(ctx, s, admin.InstanceActor{Actor: cliActor()}, org, email, verb == "operator grant")
+		}
+	case "user list":
+		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
+		do = func(s *store.Store) (any, error) {
+			list, err := admin.ListUsers(ctx, s, org)
+			return map[string]any{"items": nonNil(list), "total": len(list)}, err
+		}
+	case "user role", "user disable", "user enable", "user reset-password", "user reset-mfa":
+		mustChange := true
+		define = func(fs *flag.FlagSet) {
+			str(fs, &email, "email", "the user's e-mail address")
+			str(fs, &org, "org", "organization id or name (when the address is a user of several)")
+			switch verb {
+			case "role":
+				str(fs, &role, "role", "role id or name")
+			case "reset-password":
+				fs.BoolVar(&passwordStdin, "password-stdin", false, "read the new password from standard input")
+				fs.BoolVar(&mustChange, "must-change", true, "a one-time password: the user chooses a new one at the next sign-in")
+			}
+		}
+		do = func(s *store.Store) (any, error) {
+			u, err := admin.FindUser(ctx, s, org, email)
+			if err != nil {
+				return nil, err
+			}
+			by := admin.By{Actor: admin.ActorCLI}
+			switch verb {
+			case "role":
+				if role == "" {
+					return nil, usagef("--role is required")
+				}
+				_, err = admin.ChangeRole(ctx, s, by, u, role)
+			case "disable", "enable":
+				err = admin.SetDisabled(ctx, s, by, u, verb == "disable")
+			case "reset-password":
+				pw, perr := readPassword(stdio, passwordStdin)
+				if perr != nil {
+					return nil, perr
+				}
+				err = admin.ResetPassword(ctx, s, by, u, pw, mustChange)
+			case "reset-mfa":
+				err = admin.ResetSecondFactor(ctx, s, by, u)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return admin.ListedUser(ctx, s, u.OrgID, u.ID)
+		}
+	case "org second-factor":
+		var require string
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			str(fs, &require, "require", "true: password users must have a second factor; false: it is optional")
+		}
+		do = func(s *store.Store) (any, error) {
+			on, err := strconv.ParseBool(require)
+			if err != nil {
+				return nil, usagef("--require must be true or false")
+			}
+			if err := admin.SetRequireSecondFactor(ctx, s, admin.By{Actor: admin.ActorCLI}, org, on); err != nil {
+				return nil, err
+			}
+			return map[string]any{"org": org, "requireSecondFactor": on}, nil
 		}
 	case "user operator list":
 		do = func(s *store.Store) (any, error) {

@@ -56,6 +56,12 @@ Usage:
   patchd admin enroll-token revoke --org ORG --id ID
   patchd admin user create --org ORG --email E --role ROLE [--password-stdin] [--instance-operator]
   patchd admin user operator grant|revoke --email E [--org ORG]   (instance operators change the vulnerability feeds)
+  patchd admin user list --org ORG
+  patchd admin user role --email E --role ROLE [--org ORG]
+  patchd admin user disable|enable --email E [--org ORG]   (disabling ends the user's sessions)
+  patchd admin user reset-password --email E --password-stdin [--must-change=false] [--org ORG]   (one-time by default)
+  patchd admin user reset-mfa --email E [--org ORG]   (removes the second factor and recovery codes)
+  patchd admin org second-factor --org ORG --require=true|false   (password users must set up a second factor)
   patchd admin user operator list
   patchd admin sso set --org ORG [--provider-name N] [--issuer URL] [--client-id ID] [--client-secret-stdin] [--allowed-domains D,…]
         [--scopes S,…] [--role-claim C] [--role-map VALUE=ROLE]… [--default-role R] [--just-in-time true|false] [--enabled true|false]

@@ -51,6 +51,10 @@ type Config struct {
 	MaxDBConns           int
 	// CheckinInterval is what agents are told to use between check-ins.
 	CheckinInterval time.Duration
+	// SessionIdleTimeout ends a console session unused this long;
+	// SessionMaxAge ends every console session this long after its
+	// sign-in (--session-idle-timeout, --session-max-age).
+	SessionIdleTimeout, SessionMaxAge time.Duration
 	// CommandExpiry cancels a command without a maintenance window that its
 	// endpoint did not start within it (default 7 days).
 	CommandExpiry time.Duration
@@ -190,6 +194,16 @@ func ParseServe(args []string) (Config, error) {
 		return c, fmt.Errorf("PATCHD_COMMAND_EXPIRY: %w", err)
 	}
 	fs.DurationVar(&c.CommandExpiry, "command-expiry", expiry, "cancel a command without a maintenance window that did not start within this time (env PATCHD_COMMAND_EXPIRY)")
+	idle, err := time.ParseDuration(Env("PATCHD_SESSION_IDLE_TIMEOUT", "2h"))
+	if err != nil {
+		return c, fmt.Errorf("PATCHD_SESSION_IDLE_TIMEOUT: %w", err)
+	}
+	fs.DurationVar(&c.SessionIdleTimeout, "session-idle-timeout", idle, "end a console session unused this long, at least 1m (env PATCHD_SESSION_IDLE_TIMEOUT)")
+	maxAge, err := time.ParseDuration(Env("PATCHD_SESSION_MAX_AGE", "12h"))
+	if err != nil {
+		return c, fmt.Errorf("PATCHD_SESSION_MAX_AGE: %w", err)
+	}
+	fs.DurationVar(&c.SessionMaxAge, "session-max-age", maxAge, "end every console session this long after its sign-in, whatever its use; at least --session-idle-timeout, at most 720h (env PATCHD_SESSION_MAX_AGE)")
 	syncEvery, err := time.ParseDuration(Env("PATCHD_VULNDB_SYNC_INTERVAL", "0"))
 	if err != nil {
 		return c, fmt.Errorf("PATCHD_VULNDB_SYNC_INTERVAL: %w", err)
@@ -249,6 +263,12 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.AgentCA != "" && !c.TLSProxy {
 		return c, fmt.Errorf("--agent-ca goes with --tls-proxy (otherwise the pin is the certificate this server presents)")
+	}
+	if c.SessionIdleTimeout < time.Minute {
+		return c, fmt.Errorf("--session-idle-timeout must be at least 1m")
+	}
+	if c.SessionMaxAge < c.SessionIdleTimeout || c.SessionMaxAge > 720*time.Hour {
+		return c, fmt.Errorf("--session-max-age must be at least --session-idle-timeout (%s) and at most 720h", c.SessionIdleTimeout)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return c, fmt.Errorf("--log-format must be text or json")

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServeTLSFlags(t *testing.T) {
@@ -34,6 +35,26 @@ func TestServeTLSFlags(t *testing.T) {
 		}
 		if err != nil || c.BaseURL != tc.base || c.Plain() != tc.plain {
 			t.Errorf("%v: base %q plain %v err %v", tc.args, c.BaseURL, c.Plain(), err)
+		}
+	}
+}
+
+func TestSessionTimeoutFlags(t *testing.T) {
+	c, err := ParseServe(nil)
+	if err != nil || c.SessionIdleTimeout != 2*time.Hour || c.SessionMaxAge != 12*time.Hour {
+		t.Fatalf("defaults: %s %s %v", c.SessionIdleTimeout, c.SessionMaxAge, err)
+	}
+	c, err = ParseServe([]string{"--session-idle-timeout", "15m", "--session-max-age", "8h"})
+	if err != nil || c.SessionIdleTimeout != 15*time.Minute || c.SessionMaxAge != 8*time.Hour {
+		t.Fatalf("set: %s %s %v", c.SessionIdleTimeout, c.SessionMaxAge, err)
+	}
+	for _, args := range [][]string{
+		{"--session-idle-timeout", "30s"},
+		{"--session-idle-timeout", "3h", "--session-max-age", "2h"},
+		{"--session-max-age", "1000h"},
+	} {
+		if _, err := ParseServe(args); err == nil || !strings.Contains(err.Error(), "--session-") {
+			t.Errorf("%v: %v, want a refusal", args, err)
 		}
 	}
 }

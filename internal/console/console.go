@@ -55,6 +55,10 @@ type Config struct {
 	SSOClient *http.Client
 	// Now is the console's clock (nil: time.Now).
 	Now func() time.Time
+	// IdleTimeout ends a session unused this long (0: DefaultIdleTimeout);
+	// MaxAge ends every session this long after sign-in (0:
+	// DefaultMaxAge).
+	IdleTimeout, MaxAge time.Duration
 }
 
 // Console is the web console.
@@ -74,6 +78,12 @@ type Console struct {
 func New(cfg Config) (*Console, error) {
 	if cfg.CheckinInterval <= 0 {
 		cfg.CheckinInterval = time.Minute
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
 	}
 	c := &Console{cfg: cfg, store: cfg.Store, mux: http.NewServeMux(), now: time.Now, throttle: auth.NewThrottle(cfg.Store),
 		sso: newSSOProviders(cfg.SSOClient)}
@@ -135,7 +145,8 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/login", c.login)
 	c.mux.HandleFunc("GET /console/setup", c.setupPage)
 	c.mux.HandleFunc("POST /console/setup", c.setup)
-	c.page("POST /console/logout", 0, c.logout)
+	c.staged("POST /console/logout", "", c.logout)
+	c.identityRoutes()
 
 	c.page("GET /console/{$}", 0, c.dashboard)
 	c.page("GET /console/endpoints", perm.EndpointsView, c.endpointList)
@@ -290,6 +301,16 @@ func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h 
 				return
 			}
 			c.renderError(w, r, nil, http.StatusUnauthorized, "Your session has ended. Sign in again.")
+			return
+		}
+		if s.Stage != store.StageSignedIn {
+			// Signed in with a password only: the step still to take
+			// comes first.
+			if r.Method == http.MethodGet && r.Header.Get("HX-Request") == "" {
+				http.Redirect(w, r, stagePath(s.Stage), http.StatusSeeOther)
+				return
+			}
+			c.renderError(w, r, nil, http.StatusUnauthorized, "Finish signing in first.")
 			return
 		}
 		if maxBody > 0 {
@@ -480,7 +501,7 @@ func cacheStatic(h http.Handler) http.Handler {
 // code in the process, not over the network) and the user's e-mail as actor.
 func (s *session) principal() *auth.Principal {
 	return &auth.Principal{OrgID: s.User.OrgID, RoleID: s.User.RoleID, Permissions: s.User.Permissions | perm.Set(perm.APIAccess),
-		UserEmail: s.User.Email, CredentialName: s.User.Email}
+		UserEmail: s.User.Email, CredentialName: s.User.Email, Address: s.addr}
 }
 
 // actor is the Audit Trail name of the session's user.
@@ -488,7 +509,7 @@ func (s *session) actor() string { return "user:" + s.User.Email }
 
 // audit starts an Audit Trail entry of a write by the session's user.
 func (s *session) audit(action, targetType, targetID string) *store.AuditEntry {
-	return &store.AuditEntry{OrgID: s.User.OrgID, Actor: s.actor(), Action: action, TargetType: targetType, TargetID: targetID}
+	return &store.AuditEntry{OrgID: s.User.OrgID, Actor: s.actor(), Action: action, TargetType: targetType, TargetID: targetID, Address: s.addr}
 }
 
 // connectedSince is the oldest last check-in of a connected endpoint.

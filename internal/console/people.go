@@ -22,9 +22,11 @@ type roleView struct {
 }
 
 type usersData struct {
-	Users       []store.ConsoleUser
-	Roles       []roleView
-	Credentials []store.Credential
+	// RequireSecondFactor is the organization's setting.
+	RequireSecondFactor bool
+	Users               []store.ConsoleUser
+	Roles               []roleView
+	Credentials         []store.Credential
 	// NewCredential is set right after creation: its secret is shown once.
 	NewCredential *admin.NewCredential
 	MinPassword   int
@@ -45,7 +47,11 @@ func (c *Console) usersData(r *http.Request, s *session) (*usersData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &usersData{Users: users, Credentials: creds, MinPassword: admin.MinPasswordLength, AllPerms: perm.All.Names()}
+	required, err := c.store.OrgRequiresMFA(ctx, s.User.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	d := &usersData{Users: users, Credentials: creds, MinPassword: admin.MinPasswordLength, AllPerms: perm.All.Names(), RequireSecondFactor: required}
 	for _, ro := range roles {
 		d.Roles = append(d.Roles, roleView{Role: ro, Names: ro.Permissions.Names()})
 	}
@@ -109,20 +115,42 @@ func (c *Console) userCreate(w http.ResponseWriter, r *http.Request, s *session)
 func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, op := r.PathValue("id"), r.PathValue("op")
 	if id == s.User.ID {
-		return c.done(w, r, "/console/users", badRequest("You cannot disable or delete your own account."), "")
+		return c.done(w, r, "/console/users", badRequest("You cannot change your own role, disable, reset or delete your own account here (your Account page has your password and second factor)."), "")
 	}
 	target, err := c.userOf(r, s, id)
 	if err != nil {
 		return c.done(w, r, "/console/users", err, "")
 	}
 	if target.InstanceOperator && !s.User.InstanceOperator && op != "enable" {
-		return &pageError{http.StatusForbidden, target.Email + " is an instance operator: only an instance operator may disable or delete that account."}
+		return &pageError{http.StatusForbidden, target.Email + " is an instance operator: only an instance operator may change the role of, disable, reset or delete that account."}
 	}
+	by := admin.By{Actor: s.actor(), Address: s.addr}
 	var text string
 	switch op {
 	case "disable", "enable":
-		err = c.store.SetUserDisabled(r.Context(), s.audit("user."+op, "user", id), s.User.OrgID, id, op == "disable")
+		err = admin.SetDisabled(r.Context(), c.store, by, target, op == "disable")
 		text = "User " + op + "d."
+	case "role":
+		var ro store.Role
+		if ro, err = c.roleOf(r, s, r.PostFormValue("role")); err != nil {
+			return c.done(w, r, "/console/users", err, "")
+		}
+		_, err = admin.ChangeRole(r.Context(), c.store, by, target, ro.ID)
+		text = target.Email + " now has the role " + ro.Name + "."
+	case "password":
+		password := r.PostFormValue("password")
+		if len([]rune(password)) < admin.MinPasswordLength {
+			return c.done(w, r, "/console/users", badRequest("The password must have at least 12 characters."), "")
+		}
+		mustChange := r.PostFormValue("must_change") == "on"
+		err = admin.ResetPassword(r.Context(), c.store, by, target, password, mustChange)
+		text = "The password of " + target.Email + " is reset and its sessions are signed out."
+		if mustChange {
+			text += " It is a one-time password: " + target.Email + " chooses a new one at the next sign-in."
+		}
+	case "reset-mfa":
+		err = admin.ResetSecondFactor(r.Context(), c.store, by, target)
+		text = "The second factor of " + target.Email + " is removed."
 	case "delete":
 		err = c.store.DeleteUser(r.Context(), s.audit("user.delete", "user", id), s.User.OrgID, id)
 		text = "User deleted."

@@ -20,11 +20,15 @@ import (
 	"github.com/patchd/patchd/internal/store"
 )
 
-// Session lifetimes: a session unused for IdleTimeout ends, and every
-// session ends MaxAge after sign-in.
+// Session lifetimes: a session unused for its idle timeout ends, and every
+// session ends its absolute timeout after sign-in (Config.IdleTimeout and
+// Config.MaxAge; patchd serve --session-idle-timeout and
+// --session-max-age). A sign-in waiting for its second factor or a new
+// password ends after stageTimeout.
 const (
-	IdleTimeout = 2 * time.Hour
-	MaxAge      = 12 * time.Hour
+	DefaultIdleTimeout = 2 * time.Hour
+	DefaultMaxAge      = 12 * time.Hour
+	stageTimeout       = 10 * time.Minute
 	// touchEvery bounds the writes a busy session makes to record its use.
 	touchEvery = time.Minute
 )
@@ -50,6 +54,8 @@ const (
 // session is a signed-in user's session.
 type session struct {
 	idHash string
+	// addr is the client address of the request (Audit Trail).
+	addr string
 	store.ConsoleSession
 }
 
@@ -81,7 +87,8 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (*session, err
 		return nil, err
 	}
 	now := c.now()
-	if now.Sub(cs.LastSeenAt) > IdleTimeout || now.Sub(cs.CreatedAt) > MaxAge {
+	if now.Sub(cs.LastSeenAt) > c.cfg.IdleTimeout || now.Sub(cs.CreatedAt) > c.cfg.MaxAge ||
+		cs.Stage != store.StageSignedIn && now.Sub(cs.CreatedAt) > stageTimeout {
 		if err := c.store.DeleteConsoleSession(r.Context(), idHash); err != nil {
 			return nil, err
 		}
@@ -93,7 +100,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (*session, err
 			return nil, err
 		}
 	}
-	return &session{idHash: idHash, ConsoleSession: cs}, nil
+	return &session{idHash: idHash, addr: c.clientIP(r), ConsoleSession: cs}, nil
 }
 
 // checkCSRF tells whether a write carries the session's CSRF token (form
@@ -238,32 +245,44 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	check.End()
 	if who == nil {
 		// The attempt stays counted.
+		c.auditFailedSignIn(r, users)
 		show(http.StatusUnauthorized, "The e-mail address or the password is wrong, or the account is disabled.")
 		return
 	}
 	attempt.Release(context.WithoutCancel(r.Context()))
-	if err := c.startSession(w, r, *who); err != nil {
+	if err := c.passwordSignedIn(w, r, *who, d.Next); err != nil {
 		c.fail(w, r, nil, err)
-		return
 	}
-	http.Redirect(w, r, d.Next, http.StatusSeeOther)
 }
 
-// startSession signs a user in: a new random session id (never one the
-// browser brought), stored hashed with its own CSRF token.
-func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u store.ConsoleUser) error {
+// startSession opens a session at a stage (store.StageSignedIn, or a
+// step still to take): a new random session id (never one the browser
+// brought), stored hashed with its own CSRF token. It answers the id's
+// hash.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u store.ConsoleUser, stage string) (string, error) {
 	id := randomToken()
-	if err := c.store.CreateConsoleSession(r.Context(), auth.HashSecret(id), randomToken(), u, c.clientIP(r), c.now()); err != nil {
-		return err
+	idHash := auth.HashSecret(id)
+	ua := r.UserAgent()
+	if len(ua) > 300 {
+		ua = ua[:300]
 	}
-	http.SetCookie(w, c.cookie(cookieSession, id, int(MaxAge.Seconds())))
+	ua = strings.ReplaceAll(strings.ToValidUTF8(ua, ""), "\x00", "")
+	if err := c.store.CreateConsoleSession(r.Context(), idHash, randomToken(), u, c.clientIP(r), ua, stage, c.now()); err != nil {
+		return "", err
+	}
+	http.SetCookie(w, c.cookie(cookieSession, id, int(c.cfg.MaxAge.Seconds())))
 	http.SetCookie(w, c.cookie(cookieForm, "", -1))
-	return nil
+	return idHash, nil
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) error {
 	if err := c.store.DeleteConsoleSession(r.Context(), s.idHash); err != nil {
 		return err
+	}
+	if s.Stage == store.StageSignedIn {
+		if err := c.store.RecordAudit(r.Context(), s.audit("user.sign_out", "user", s.User.ID)); err != nil {
+			slog.ErrorContext(r.Context(), "console: audit sign-out", "err", err)
+		}
 	}
 	http.SetCookie(w, c.cookie(cookieSession, "", -1))
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
@@ -347,7 +366,7 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	e := &store.AuditEntry{OrgID: cred.OrgID, Actor: "user:" + email, Action: "user.create", TargetType: "user",
+	e := &store.AuditEntry{OrgID: cred.OrgID, Actor: "user:" + email, Address: c.clientIP(r), Action: "user.create", TargetType: "user",
 		Summary: map[string]any{"email": email, "role": role.Name, "firstRun": true, "provedWith": "api:" + cred.Name}}
 	hash, err := auth.HashPassword(r.Context(), password)
 	if err != nil {
@@ -368,7 +387,7 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slog.Info("console: first administrator created", "org", cred.OrgID, "email", email, "instanceOperator", u.InstanceOperator)
-	if err := c.startSession(w, r, store.ConsoleUser{User: u, RoleName: role.Name, Permissions: role.Permissions}); err != nil {
+	if _, err := c.startSession(w, r, store.ConsoleUser{User: u, RoleName: role.Name, Permissions: role.Permissions}, store.StageSignedIn); err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}

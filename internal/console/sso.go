@@ -353,7 +353,7 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	if err := c.startSession(w, r, u); err != nil {
+	if _, err := c.startSession(w, r, u, store.StageSignedIn); err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}

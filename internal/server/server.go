@@ -94,7 +94,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	srv.agentDist.Register(mux)
 	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL, Agents: srv.agentDist,
 		SecureCookies:  strings.HasPrefix(cfg.BaseURL, "https://") || (cfg.Addr != "" && !cfg.Plain()),
-		TrustedProxies: cfg.TrustedProxies})
+		TrustedProxies: cfg.TrustedProxies, IdleTimeout: cfg.SessionIdleTimeout, MaxAge: cfg.SessionMaxAge})
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
 	}

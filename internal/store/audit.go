@@ -17,6 +17,9 @@ type AuditEntry struct {
 	TargetType string         `json:"targetType"`
 	TargetID   string         `json:"targetId,omitempty"`
 	Summary    map[string]any `json:"summary,omitempty"`
+	// Address is the client address of a console or API write (sign-ins
+	// too); empty for the command line and the server's own schedule.
+	Address string `json:"address,omitempty"`
 }
 
 func (tx *Tx) insertAudit(ctx context.Context, e *AuditEntry) error {
@@ -37,8 +40,8 @@ func (tx *Tx) insertAudit(ctx context.Context, e *AuditEntry) error {
 	if e.TargetID != "" {
 		target = e.TargetID
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO audit_log (id, org_id, at, actor, action, target_type, target_id, summary)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.OrgID, millis(e.At), e.Actor, e.Action, e.TargetType, target, string(summary)); err != nil {
+	if _, err := tx.exec(ctx, `INSERT INTO audit_log (id, org_id, at, actor, action, target_type, target_id, summary, address)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.OrgID, millis(e.At), e.Actor, e.Action, e.TargetType, target, string(summary), e.Address); err != nil {
 		return fmt.Errorf("store: write audit entry: %w", err)
 	}
 	return nil
@@ -97,7 +100,7 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, f AuditFilter) ([]A
 		f.Limit = 100
 	}
 	where, args := f.where(orgID)
-	q := `SELECT id, org_id, at, actor, action, target_type, COALESCE(target_id, ''), summary FROM audit_log` + where +
+	q := `SELECT id, org_id, at, actor, action, target_type, COALESCE(target_id, ''), summary, address FROM audit_log` + where +
 		` ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`
 	args = append(args, f.Limit, max(f.Offset, 0))
 	rows, err := s.query(ctx, q, args...)
@@ -110,7 +113,7 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, f AuditFilter) ([]A
 		var e AuditEntry
 		var at int64
 		var summary string
-		if err := rows.Scan(&e.ID, &e.OrgID, &at, &e.Actor, &e.Action, &e.TargetType, &e.TargetID, &summary); err != nil {
+		if err := rows.Scan(&e.ID, &e.OrgID, &at, &e.Actor, &e.Action, &e.TargetType, &e.TargetID, &summary, &e.Address); err != nil {
 			return nil, fmt.Errorf("store: list audit: %w", err)
 		}
 		e.At = fromMillis(at)

@@ -18,13 +18,15 @@ type ConsoleUser struct {
 	Permissions perm.Set
 }
 
-const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions`
+const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions,
+	u.totp_secret <> '', u.must_change_password`
 
 func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var u ConsoleUser
 	var created int64
 	var permText string
-	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &created, &u.PasswordHash, &u.RoleName, &permText); err != nil {
+	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &created, &u.PasswordHash, &u.RoleName, &permText,
+		&u.SecondFactor, &u.MustChangePassword); err != nil {
 		return u, err
 	}
 	u.CreatedAt = fromMillis(created)
@@ -195,18 +197,36 @@ func (s *Store) ListRoles(ctx context.Context, orgID string) ([]Role, error) {
 	return out, rows.Err()
 }
 
-// ConsoleSession is a signed-in console user's session.
+// Session stages: a session that is not yet signed in opens only the page
+// of its stage.
+const (
+	StageSignedIn = ""
+	// StageMFA waits for the second factor (a TOTP or recovery code).
+	StageMFA = "mfa"
+	// StageEnroll must set up a second factor (the organization requires
+	// one) before anything else.
+	StageEnroll = "enroll"
+	// StagePassword must choose a new password (an administrator reset it).
+	StagePassword = "password"
+)
+
+// ConsoleSession is a console user's session.
 type ConsoleSession struct {
 	CSRFToken  string
 	CreatedAt  time.Time
 	LastSeenAt time.Time
-	User       ConsoleUser
+	IP         string
+	UserAgent  string
+	Stage      string
+	// PendingTOTP is a TOTP secret being enrolled, until confirmed.
+	PendingTOTP string
+	User        ConsoleUser
 }
 
 // CreateConsoleSession stores a session under the hash of its id.
-func (s *Store) CreateConsoleSession(ctx context.Context, idHash, csrf string, u ConsoleUser, ip string, now time.Time) error {
-	_, err := s.exec(ctx, `INSERT INTO console_sessions (id_hash, user_id, org_id, csrf_token, created_at, last_seen_at, ip)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, idHash, u.ID, u.OrgID, csrf, millis(now), millis(now), ip)
+func (s *Store) CreateConsoleSession(ctx context.Context, idHash, csrf string, u ConsoleUser, ip, userAgent, stage string, now time.Time) error {
+	_, err := s.exec(ctx, `INSERT INTO console_sessions (id_hash, user_id, org_id, csrf_token, created_at, last_seen_at, ip, user_agent, stage)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, idHash, u.ID, u.OrgID, csrf, millis(now), millis(now), ip, userAgent, stage)
 	if err != nil {
 		return fmt.Errorf("store: create console session: %w", err)
 	}
@@ -218,24 +238,30 @@ func (s *Store) CreateConsoleSession(ctx context.Context, idHash, csrf string, u
 func (s *Store) GetConsoleSession(ctx context.Context, idHash string) (ConsoleSession, error) {
 	var cs ConsoleSession
 	var created, seen int64
-	var permText string
-	u := &cs.User
-	var userCreated int64
-	err := s.queryRow(ctx, `SELECT cs.csrf_token, cs.created_at, cs.last_seen_at, `+consoleUserColumns+`
+	row := s.queryRow(ctx, `SELECT cs.csrf_token, cs.created_at, cs.last_seen_at, cs.ip, cs.user_agent, cs.stage, cs.pending_totp, `+consoleUserColumns+`
 		FROM console_sessions cs JOIN users u ON u.id = cs.user_id AND u.org_id = cs.org_id JOIN roles r ON r.id = u.role_id
-		WHERE cs.id_hash = ? AND u.disabled = FALSE`, idHash).
-		Scan(&cs.CSRFToken, &created, &seen, &u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &userCreated, &u.PasswordHash, &u.RoleName, &permText)
+		WHERE cs.id_hash = ? AND u.disabled = FALSE`, idHash)
+	u, err := scanConsoleUser(prefixScanner{row, []any{&cs.CSRFToken, &created, &seen, &cs.IP, &cs.UserAgent, &cs.Stage, &cs.PendingTOTP}})
 	if errors.Is(err, sql.ErrNoRows) {
 		return cs, fmt.Errorf("store: console session: %w", ErrNotFound)
 	}
 	if err != nil {
 		return cs, fmt.Errorf("store: console session: %w", err)
 	}
-	if u.Permissions, err = perm.Parse(permText); err != nil {
-		return cs, fmt.Errorf("store: console session role: %w", err)
-	}
-	cs.CreatedAt, cs.LastSeenAt, u.CreatedAt = fromMillis(created), fromMillis(seen), fromMillis(userCreated)
+	cs.User = u
+	cs.CreatedAt, cs.LastSeenAt = fromMillis(created), fromMillis(seen)
 	return cs, nil
+}
+
+// prefixScanner scans leading columns into its own destinations, then the
+// rest into the caller's.
+type prefixScanner struct {
+	row    interface{ Scan(...any) error }
+	prefix []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.row.Scan(append(append([]any(nil), p.prefix...), dest...)...)
 }
 
 // TouchConsoleSession records the session's last use.

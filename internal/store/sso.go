@@ -360,12 +360,6 @@ func (s *Store) SetSSOUserRole(ctx context.Context, e *AuditEntry, userID, roleI
 	return s.consoleUser(ctx, userID)
 }
 
-// RecordAudit writes an Audit Trail entry of something that changed
-// nothing else (a sign-in, a refused sign-in).
-func (s *Store) RecordAudit(ctx context.Context, e *AuditEntry) error {
-	return s.InTx(ctx, func(tx *Tx) error { return tx.insertAudit(ctx, e) })
-}
-
 func (s *Store) consoleUser(ctx context.Context, id string) (ConsoleUser, error) {
 	u, err := scanConsoleUser(s.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {

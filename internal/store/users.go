@@ -18,9 +18,14 @@ type User struct {
 	// InstanceOperator says the user may change what every organization
 	// shares (the vulnerability feeds) and read the instance's Audit
 	// Trail, whatever its role in its own organization.
-	InstanceOperator bool      `json:"instanceOperator"`
-	CreatedAt        time.Time `json:"createdAt"`
-	PasswordHash     string    `json:"-"`
+	InstanceOperator bool `json:"instanceOperator"`
+	// SecondFactor says the user has a confirmed TOTP second factor.
+	SecondFactor bool `json:"secondFactor"`
+	// MustChangePassword sends the user to choose a new password at the
+	// next sign-in.
+	MustChangePassword bool      `json:"mustChangePassword"`
+	CreatedAt          time.Time `json:"createdAt"`
+	PasswordHash       string    `json:"-"`
 }
 
 // ErrLastOperator refuses a change that would leave the instance without

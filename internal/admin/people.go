@@ -1,0 +1,140 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// Managing people: a user's role, disabling, password and second-factor
+// resets. The console (administrators) and the command line share these;
+// each change is one Audit Trail entry with who made it and from where.
+
+// By names who makes a change to a user: the Audit Trail actor and the
+// client address ("" for the command line).
+type By struct {
+	Actor   string
+	Address string
+}
+
+func (by By) entry(u store.ConsoleUser, action string, summary map[string]any) *store.AuditEntry {
+	if summary == nil {
+		summary = map[string]any{}
+	}
+	summary["email"] = u.Email
+	return &store.AuditEntry{OrgID: u.OrgID, Actor: by.Actor, Address: by.Address, Action: action, TargetType: "user", TargetID: u.ID, Summary: summary}
+}
+
+// FindUser finds the console user with the e-mail address; orgRef names
+// its organization when the address is a user of several.
+func FindUser(ctx context.Context, s *store.Store, orgRef, email string) (store.ConsoleUser, error) {
+	u, _, err := findUser(ctx, s, orgRef, email)
+	return u, err
+}
+
+// ChangeRole gives the user another role of its organization (role id or
+// name).
+func ChangeRole(ctx context.Context, s *store.Store, by By, u store.ConsoleUser, roleRef string) (UserOut, error) {
+	r, err := s.FindRole(ctx, u.OrgID, roleRef)
+	if err != nil {
+		return UserOut{}, err
+	}
+	out := UserOut{ID: u.ID, OrgID: u.OrgID, Email: u.Email, Role: r.Name, InstanceOperator: u.InstanceOperator, CreatedAt: u.CreatedAt}
+	if r.ID == u.RoleID {
+		return out, nil
+	}
+	err = s.SetUserRole(ctx, by.entry(u, "user.role_change", map[string]any{"from": u.RoleName, "to": r.Name}), u.OrgID, u.ID, r.ID)
+	return out, err
+}
+
+// SetDisabled disables or enables the user; disabling ends its sessions.
+func SetDisabled(ctx context.Context, s *store.Store, by By, u store.ConsoleUser, disabled bool) error {
+	action := "user.enable"
+	if disabled {
+		action = "user.disable"
+	}
+	err := s.SetUserDisabled(ctx, by.entry(u, action, nil), u.OrgID, u.ID, disabled)
+	if errors.Is(err, store.ErrLastOperator) {
+		return fmt.Errorf("%s is the server's last enabled instance operator: grant another user first (patchd admin user operator grant --email …): %w", u.Email, err)
+	}
+	return err
+}
+
+// ResetPassword sets a new password for the user and ends its sessions.
+// With mustChange the password is a one-time one: the user chooses its
+// own at the next sign-in.
+func ResetPassword(ctx context.Context, s *store.Store, by By, u store.ConsoleUser, password string, mustChange bool) error {
+	if len([]rune(password)) < MinPasswordLength {
+		return fmt.Errorf("the password must have at least %d characters", MinPasswordLength)
+	}
+	hash, err := auth.HashPassword(ctx, password)
+	if err != nil {
+		return err
+	}
+	return s.SetUserPassword(ctx, by.entry(u, "user.password_reset", map[string]any{"mustChange": mustChange}), u.OrgID, u.ID, hash, mustChange, true, "")
+}
+
+// ResetSecondFactor removes the user's second factor and recovery codes
+// (a lost phone); when its organization requires one, the user sets up a
+// new one at the next sign-in.
+func ResetSecondFactor(ctx context.Context, s *store.Store, by By, u store.ConsoleUser) error {
+	return s.RemoveTOTP(ctx, by.entry(u, "user.mfa_reset", nil), u.OrgID, u.ID)
+}
+
+// SetRequireSecondFactor sets whether the organization requires a second
+// factor of its password users.
+func SetRequireSecondFactor(ctx context.Context, s *store.Store, by By, orgRef string, on bool) error {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return err
+	}
+	return s.SetOrgRequireMFA(ctx, &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: "org.require_mfa",
+		TargetType: "org", TargetID: o.ID, Summary: map[string]any{"requireSecondFactor": on}}, o.ID, on)
+}
+
+// PersonOut is the printed form of a console user with its sign-in state.
+type PersonOut struct {
+	UserOut
+	Disabled           bool `json:"disabled"`
+	SecondFactor       bool `json:"secondFactor"`
+	MustChangePassword bool `json:"mustChangePassword"`
+}
+
+func personOut(u store.ConsoleUser) PersonOut {
+	return PersonOut{UserOut: UserOut{ID: u.ID, OrgID: u.OrgID, Email: u.Email, Role: u.RoleName, InstanceOperator: u.InstanceOperator,
+		CreatedAt: u.CreatedAt}, Disabled: u.Disabled, SecondFactor: u.SecondFactor, MustChangePassword: u.MustChangePassword}
+}
+
+// ListUsers lists the organization's console users.
+func ListUsers(ctx context.Context, s *store.Store, orgRef string) ([]PersonOut, error) {
+	o, err := s.FindOrg(ctx, orgRef)
+	if err != nil {
+		return nil, err
+	}
+	users, err := s.ListUsers(ctx, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PersonOut, 0, len(users))
+	for _, u := range users {
+		out = append(out, personOut(u))
+	}
+	return out, nil
+}
+
+// ListedUser answers one user of the organization as ListUsers prints it.
+func ListedUser(ctx context.Context, s *store.Store, orgID, id string) (PersonOut, error) {
+	users, err := s.ListUsers(ctx, orgID)
+	if err != nil {
+		return PersonOut{}, err
+	}
+	for _, u := range users {
+		if u.ID == id {
+			return personOut(u), nil
+		}
+	}
+	return PersonOut{}, fmt.Errorf("user: %w", store.ErrNotFound)
+}

@@ -1,0 +1,156 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// People (a patchd addition under /api/v1/users): list the organization's
+// console users, change a user's role, disable or enable it, reset its
+// password or second factor. As in the console they belong to roles
+// holding every permission (Administrator), and an instance operator's
+// account is changed only by an instance operator (console or command
+// line): an organization's credential must not take over the instance.
+
+// adminOnly refuses a caller whose role lacks any permission.
+func adminOnly(r *http.Request) error {
+	if principal(r).Permissions&perm.All != perm.All {
+		return httpx.Errorf(http.StatusForbidden, "insufficient_scope", "managing console users takes a role holding every permission (Administrator)").
+			WithHeader("WWW-Authenticate", `Bearer realm="patchd", error="insufficient_scope"`)
+	}
+	return nil
+}
+
+func userOut(u store.ConsoleUser) apiv1.User {
+	return apiv1.User{ID: u.ID, Email: u.Email, Role: u.RoleName, RoleID: u.RoleID, Disabled: u.Disabled, InstanceOperator: u.InstanceOperator,
+		SecondFactor: u.SecondFactor, MustChangePassword: u.MustChangePassword, CreatedAt: u.CreatedAt}
+}
+
+func (a *API) listUsers(w http.ResponseWriter, r *http.Request) error {
+	if err := adminOnly(r); err != nil {
+		return err
+	}
+	users, err := a.store.ListUsers(r.Context(), principal(r).OrgID)
+	if err != nil {
+		return err
+	}
+	out := apiv1.List[apiv1.User]{Items: []apiv1.User{}, Total: len(users)}
+	for _, u := range users {
+		out.Items = append(out.Items, userOut(u))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// targetUser finds the user {id} of the caller's organization that the
+// caller may change.
+func (a *API) targetUser(r *http.Request) (store.ConsoleUser, admin.By, error) {
+	if err := adminOnly(r); err != nil {
+		return store.ConsoleUser{}, admin.By{}, err
+	}
+	p := principal(r)
+	users, err := a.store.ListUsers(r.Context(), p.OrgID)
+	if err != nil {
+		return store.ConsoleUser{}, admin.By{}, err
+	}
+	for _, u := range users {
+		if u.ID != r.PathValue("id") {
+			continue
+		}
+		if u.InstanceOperator {
+			return u, admin.By{}, httpx.Errorf(http.StatusForbidden, "instance_operator",
+				u.Email+" is an instance operator: only an instance operator changes that account (console, or patchd admin user …)")
+		}
+		return u, admin.By{Actor: p.Actor(), Address: p.Address}, nil
+	}
+	return store.ConsoleUser{}, admin.By{}, httpx.NotFound("user")
+}
+
+// reread answers the user as it is now.
+func (a *API) reread(w http.ResponseWriter, r *http.Request, id string) error {
+	users, err := a.store.ListUsers(r.Context(), principal(r).OrgID)
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		if u.ID == id {
+			httpx.WriteJSON(w, http.StatusOK, userOut(u))
+			return nil
+		}
+	}
+	return httpx.NotFound("user")
+}
+
+func (a *API) patchUser(w http.ResponseWriter, r *http.Request) error {
+	if err := adminOnly(r); err != nil {
+		return err
+	}
+	var body apiv1.UserPatch
+	if err := httpx.DecodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	u, by, err := a.targetUser(r)
+	if err != nil {
+		return err
+	}
+	if body.Role == nil && body.Disabled == nil {
+		return httpx.Validation("role", "give role, disabled or both")
+	}
+	if body.Role != nil {
+		if _, err := a.store.FindRole(r.Context(), u.OrgID, *body.Role); errors.Is(err, store.ErrNotFound) {
+			return httpx.Validation("role", "no such role in the organization")
+		} else if err != nil {
+			return err
+		}
+	}
+	if body.Role != nil {
+		if _, err := admin.ChangeRole(r.Context(), a.store, by, u, *body.Role); err != nil {
+			return err
+		}
+	}
+	if body.Disabled != nil && *body.Disabled != u.Disabled {
+		if err := admin.SetDisabled(r.Context(), a.store, by, u, *body.Disabled); err != nil {
+			return err
+		}
+	}
+	return a.reread(w, r, u.ID)
+}
+
+func (a *API) resetUserPassword(w http.ResponseWriter, r *http.Request) error {
+	if err := adminOnly(r); err != nil {
+		return err
+	}
+	var body apiv1.PasswordReset
+	if err := httpx.DecodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	u, by, err := a.targetUser(r)
+	if err != nil {
+		return err
+	}
+	if len([]rune(body.Password)) < admin.MinPasswordLength {
+		return httpx.Validation("password", "must have at least 12 characters")
+	}
+	mustChange := body.MustChange == nil || *body.MustChange
+	if err := admin.ResetPassword(r.Context(), a.store, by, u, body.Password, mustChange); err != nil {
+		return err
+	}
+	return a.reread(w, r, u.ID)
+}
+
+func (a *API) resetUserSecondFactor(w http.ResponseWriter, r *http.Request) error {
+	u, by, err := a.targetUser(r)
+	if err != nil {
+		return err
+	}
+	if err := admin.ResetSecondFactor(r.Context(), a.store, by, u); err != nil {
+		return err
+	}
+	return a.reread(w, r, u.ID)
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// TestPeopleCommands: patchd admin user list, role, disable|enable,
+// reset-password (one-time by default), reset-mfa and org second-factor,
+// each in the organization's Audit Trail; audit list prints the client
+// address of a console write.
+func TestPeopleCommands(t *testing.T) {
+	t.Parallel()
+	db := storetest.URL(t)
+	ok := func(stdin string, args ...string) map[string]any {
+		t.Helper()
+		code, out, errOut := patchd(t, db, stdin, args...)
+		if code != 0 {
+			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
+		}
+		return decode(t, out)
+	}
+	fail := func(want string, args ...string) {
+		t.Helper()
+		code, out, errOut := patchd(t, db, "", args...)
+		if code == 0 || !strings.Contains(errOut, want) || out != "" {
+			t.Fatalf("patchd %v: exit %d %q %q, want an error with %q", args, code, out, errOut, want)
+		}
+	}
+	ok("", "admin", "org", "create", "--name", "Acme")
+	ok("correct horse battery\n", "admin", "user", "create", "--org", "Acme", "--email", "alice@example.com", "--role", "Administrator", "--password-stdin")
+	ok("correct horse battery\n", "admin", "user", "create", "--org", "Acme", "--email", "bob@example.com", "--role", "Read-only", "--password-stdin")
+
+	if u := ok("", "admin", "user", "role", "--email", "bob@example.com", "--role", "Administrator"); u["role"] != "Administrator" {
+		t.Errorf("role: %v", u)
+	}
+	fail("not found", "admin", "user", "role", "--email", "bob@example.com", "--role", "Nope")
+	fail("--role is required", "admin", "user", "role", "--email", "bob@example.com")
+	if u := ok("", "admin", "user", "disable", "--email", "bob@example.com"); u["disabled"] != true {
+		t.Errorf("disable: %v", u)
+	}
+	if u := ok("", "admin", "user", "enable", "--email", "bob@example.com"); u["disabled"] != false {
+		t.Errorf("enable: %v", u)
+	}
+	fail("at least 12", "admin", "user", "reset-password", "--email", "bob@example.com", "--password-stdin")
+	if u := ok("a one-time password\n", "admin", "user", "reset-password", "--email", "bob@example.com", "--password-stdin"); u["mustChangePassword"] != true {
+		t.Errorf("reset-password: %v", u)
+	}
+	if u := ok("bob's new password\n", "admin", "user", "reset-password", "--email", "bob@example.com", "--password-stdin", "--must-change=false"); u["mustChangePassword"] != false {
+		t.Errorf("reset-password --must-change=false: %v", u)
+	}
+	if u := ok("", "admin", "user", "reset-mfa", "--email", "bob@example.com"); u["secondFactor"] != false {
+		t.Errorf("reset-mfa: %v", u)
+	}
+	if o := ok("", "admin", "org", "second-factor", "--org", "Acme", "--require", "true"); o["requireSecondFactor"] != true {
+		t.Errorf("second-factor: %v", o)
+	}
+	fail("--require must be true or false", "admin", "org", "second-factor", "--org", "Acme", "--require", "maybe")
+	if l := ok("", "admin", "user", "list", "--org", "Acme"); l["total"].(float64) != 2 {
+		t.Errorf("list: %v", l)
+	}
+
+	// A console write with its address.
+	ctx := context.Background()
+	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.FindOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordAudit(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "user:alice@example.com", Action: "user.sign_in", TargetType: "user", Address: "192.0.2.9"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	code, out, errOut := patchd(t, db, "", "admin", "audit", "list", "--org", "Acme", "--limit", "50")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	actions := map[string]int{}
+	var signIn map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		actions[e["action"].(string)]++
+		if e["action"] == "user.sign_in" {
+			signIn = e
+		}
+	}
+	for _, a := range []string{"user.role_change", "user.disable", "user.enable", "user.password_reset", "user.mfa_reset", "org.require_mfa"} {
+		if actions[a] == 0 {
+			t.Errorf("no %s in the Audit Trail: %v", a, actions)
+		}
+	}
+	if actions["user.password_reset"] != 2 || signIn["address"] != "192.0.2.9" {
+		t.Errorf("audit list: %v %v", actions, signIn)
+	}
+}

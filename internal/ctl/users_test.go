@@ -1,0 +1,54 @@
+package ctl_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/ctl"
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// TestUsers: patchctl users list|role|disable|enable|reset-password|reset-mfa
+// (patchd additions); a role lacking any permission is refused.
+func TestUsers(t *testing.T) {
+	e := apitest.New(t)
+	u, err := admin.CreateUser(context.Background(), e.Store, "test", e.Org.ID, "bob@example.com", store.RoleReadOnly, "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, e, e.URL)
+	h.login(perm.ReadOnly)
+	h.fail(ctl.ExitAPI, "every permission", "users", "list")
+	h.login(perm.All)
+	var list []apiv1.User
+	h.okJSON(&list, "users", "list")
+	if len(list) != 1 || list[0].Email != "bob@example.com" {
+		t.Fatalf("list: %+v", list)
+	}
+	var out apiv1.User
+	h.okJSON(&out, "users", "role", u.ID, store.RoleAdministrator)
+	if out.Role != store.RoleAdministrator {
+		t.Errorf("role: %+v", out)
+	}
+	h.okJSON(&out, "users", "disable", u.ID)
+	if !out.Disabled {
+		t.Errorf("disable: %+v", out)
+	}
+	h.okJSON(&out, "users", "enable", u.ID)
+	if out.Disabled {
+		t.Errorf("enable: %+v", out)
+	}
+	r := h.run("a one-time password\n", "users", "reset-password", u.ID, "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"mustChangePassword": true`) {
+		t.Errorf("reset-password: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	h.okJSON(&out, "users", "reset-mfa", u.ID)
+	if out.SecondFactor {
+		t.Errorf("reset-mfa: %+v", out)
+	}
+}
