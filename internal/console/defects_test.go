@@ -321,14 +321,14 @@ func TestRefusedAlertAndScriptFormsKeepInput(t *testing.T) {
 	// Scripts: a refused script keeps its name and code.
 	b.get("/console/scripts")
 	code, _, body = b.post("/console/scripts", url.Values{"name": {"Clear temp"}, "language": {"bash"}, "code": {"   "}, "rebootExitCodes": {"3010"}})
-	if code != http.StatusBadRequest || !strings.Contains(body, `value="Clear temp"`) || !strings.Contains(body, `<option selected>bash</option>`) ||
-		!strings.Contains(body, `value="3010"`) || !strings.Contains(body, "needs code") {
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, `value="Clear temp"`) || !strings.Contains(body, `<option selected>bash</option>`) ||
+		!strings.Contains(body, `value="3010"`) || !strings.Contains(body, "Code: is required") {
 		t.Errorf("a refused script (%d): %s", code, between(body, `<h2>Add a script</h2>`, "</form>"))
 	}
 	b.post("/console/scripts", url.Values{"name": {"Clear temp"}, "language": {"bash"}, "code": {"rm -rf /tmp/x"}})
 	b.get("/console/scripts")
 	code, _, body = b.post("/console/scripts", url.Values{"name": {"Clear temp"}, "language": {"sh"}, "code": {"echo second"}})
-	if code != http.StatusBadRequest || !strings.Contains(body, `>echo second</textarea>`) || !strings.Contains(body, "name is taken") {
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, `>echo second</textarea>`) || !strings.Contains(body, "Name: is taken") {
 		t.Errorf("a script with a taken name (%d): %s", code, between(body, `<h2>Add a script</h2>`, "</form>"))
 	}
 }
