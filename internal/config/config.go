@@ -117,9 +117,14 @@ type Feeds struct {
 	KEVURL    string
 	// OSVURLs is a comma-separated list of OSV files or zips.
 	OSVURLs string
+	// MSRCURL is the MSRC CVRF API; the month's id ("2025-Nov") is appended.
+	MSRCURL string
+	// MSRCSince is the first month of a first MSRC sync ("2025-01"; empty:
+	// twelve months back).
+	MSRCSince string
 }
 
-// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url and --osv-url.
+// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url, --osv-url, --msrc-url and --msrc-since.
 // An empty value skips that feed.
 func FeedFlags(fs *flag.FlagSet, f *Feeds) {
 	const osvDefault = feeds.OSVBucketURL + "Debian/all.zip," + feeds.OSVBucketURL + "Ubuntu/all.zip," +
@@ -128,6 +133,8 @@ func FeedFlags(fs *flag.FlagSet, f *Feeds) {
 	fs.StringVar(&f.NVDAPIKey, "nvd-api-key", Env("PATCHD_NVD_API_KEY", ""), "NVD API key: 50 requests per 30 s instead of 5 (env PATCHD_NVD_API_KEY)")
 	fs.StringVar(&f.KEVURL, "kev-url", Env("PATCHD_KEV_URL", feeds.KEVURL), "CISA KEV catalog address; empty skips (env PATCHD_KEV_URL)")
 	fs.StringVar(&f.OSVURLs, "osv-url", Env("PATCHD_OSV_URL", osvDefault), "comma-separated OSV files or zips; empty skips (env PATCHD_OSV_URL)")
+	fs.StringVar(&f.MSRCURL, "msrc-url", Env("PATCHD_MSRC_URL", feeds.MSRCURL), "MSRC CVRF API (the month, 2025-Nov, is appended); empty skips (env PATCHD_MSRC_URL)")
+	fs.StringVar(&f.MSRCSince, "msrc-since", Env("PATCHD_MSRC_SINCE", ""), "first month of the first MSRC sync, YYYY-MM (default twelve months back; env PATCHD_MSRC_SINCE)")
 }
 
 // Env reads a PATCHD_* variable with a default.
