@@ -169,7 +169,8 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 		return nil, nil
 	}
 	args := anySlice(ids)
-	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, ''), COALESCE(os, ''), COALESCE(os_version, '')
+	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, ''), COALESCE(os, ''), COALESCE(os_version, ''),
+		COALESCE(os_build, ''), COALESCE(arch, ''), COALESCE(type, ''), COALESCE(os_installation_type, '')
 		FROM endpoints WHERE id IN (`+placeholders(len(ids))+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: match inputs: %w", err)
@@ -178,10 +179,14 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 	var out []MatchInput
 	for rows.Next() {
 		var in MatchInput
-		var osName, osVersion string
-		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro, &osName, &osVersion); err != nil {
+		var osName, osVersion, osBuild, arch, typ, installType string
+		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro, &osName, &osVersion,
+			&osBuild, &arch, &typ, &installType); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: match inputs: %w", err)
+		}
+		if in.Endpoint.Platform == "windows" {
+			in.Endpoint.Windows = match.WindowsOS{Name: osName, Build: osBuild, Arch: arch, InstallationType: installType, Server: typ == "server"}
 		}
 		in.Endpoint.Distro = distroRelease(in.Endpoint.Distro, osName, osVersion)
 		pos[in.ID] = len(out)

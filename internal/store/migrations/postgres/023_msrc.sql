@@ -31,3 +31,8 @@ CREATE TABLE msrc_fixes (
 	PRIMARY KEY (cve_id, product_id, kb)
 );
 CREATE INDEX msrc_fixes_product ON msrc_fixes (product_id);
+
+-- Windows' installation type as the agent reports it ("Client", "Server",
+-- "Server Core"): Server Core hosts match the "(Server Core installation)"
+-- MSRC products.
+ALTER TABLE endpoints ADD COLUMN os_installation_type TEXT;
