@@ -484,7 +484,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 		args := []any{millis(q.Now), q.OrgID}
 		where := `ov.org_id = ? AND ov.endpoints_count > 0`
 		if q.MinCVSS != nil {
-			where += ` AND c.cvss >= ?`
+			where += ` AND COALESCE(c.cvss, m.cvss) >= ?`
 			args = append(args, *q.MinCVSS)
 		}
 		if q.KEVOnly {
@@ -493,15 +493,19 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 		if !q.IncludeAccepted {
 			where += ` AND x.cve_id IS NULL`
 		}
+		// A CVE the NVD has not (yet) scored takes Microsoft's score and
+		// title from the MSRC data.
 		const from = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id
+			LEFT JOIN msrc_cves m ON m.cve_id = ov.cve_id
 			LEFT JOIN vuln_exceptions x ON x.org_id = ov.org_id AND x.cve_id = ov.cve_id AND (x.expires_at IS NULL OR x.expires_at > ?) WHERE `
 		if err := r.queryRow(ctx, `SELECT COUNT(*)`+from+where, args...).Scan(&total); err != nil {
 			return fmt.Errorf("store: count vulnerabilities: %w", err)
 		}
-		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, c.cvss, c.severity, c.published, c.description,
+		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, COALESCE(c.cvss, m.cvss), c.severity,
+			COALESCE(c.published, m.released), COALESCE(c.description, m.title),
 			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE),
 			x.kind, x.reason, x.expires_at, x.created_by, x.created_at`+from+where+
-			` ORDER BY COALESCE(c.cvss, -1) DESC, ov.cve_id DESC LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+			` ORDER BY COALESCE(c.cvss, m.cvss, -1) DESC, ov.cve_id DESC LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
 		if err != nil {
 			return fmt.Errorf("store: list vulnerabilities: %w", err)
 		}

@@ -36,3 +36,6 @@ CREATE INDEX msrc_fixes_product ON msrc_fixes (product_id);
 -- "Server Core"): Server Core hosts match the "(Server Core installation)"
 -- MSRC products.
 ALTER TABLE endpoints ADD COLUMN os_installation_type TEXT;
+
+-- 'msrc_synced': the last month of MSRC documents synced (year*100+month).
+INSERT INTO vuln_state (name) VALUES ('msrc_synced');
