@@ -176,6 +176,22 @@ type Vulnerability struct {
 	// fields): the organization's active decision on the CVE, or null.
 	// CVEs with one are listed only when accepted=1 is asked.
 	RiskAccepted *RiskAcceptance `json:"riskAccepted"`
+	// RemediatedBy is a patchd addition: the updates that fix the CVE on
+	// the organization's affected endpoints, most endpoints first.
+	RemediatedBy []Remediation `json:"remediatedBy"`
+}
+
+// Remediation is one update that fixes a CVE on some of an organization's
+// endpoints: a Microsoft KB (kind "kb", key "KB5071417", fixedIn the
+// Windows build that carries it), a Linux package version (kind "package",
+// key the source package, fixedIn the distribution's fixed version) or an
+// application version (kind "application", key the product).
+type Remediation struct {
+	Kind      string  `json:"kind"`
+	Key       string  `json:"key"`
+	Software  string  `json:"software"`
+	FixedIn   *string `json:"fixedIn"`
+	Endpoints int     `json:"endpoints"`
 }
 
 // RiskAcceptance is an organization's decision to live with a CVE: an

@@ -93,6 +93,10 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	if !strings.Contains(body, "CVE-2024-4671") || strings.Contains(body, `id="CVE-2023-4863"`) || !strings.Contains(body, "Overdue") {
 		t.Errorf("minCvss=9&kev=1 should show CVE-2024-4671 (9.6) and not CVE-2023-4863 (8.8)\n%.3000s", body)
 	}
+	// "Fixed by": the version that fixes it (Vulnerability.remediatedBy).
+	if !strings.Contains(body, `Google Chrome <strong>124.0.6367.201</strong> <small>(1 endpoint)</small>`) {
+		t.Errorf("the fixing version of CVE-2024-4671 is not shown\n%.3000s", body)
+	}
 	if code, _ := b.get("/console/vulnerabilities?minCvss=11"); code != http.StatusBadRequest {
 		t.Errorf("minCvss=11: %d, want 400", code)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -550,7 +551,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 				v.RiskAccepted = &apiv1.RiskAcceptance{Kind: xKind.String, Reason: xReason.String, ExpiresAt: nullTime(xExpires),
 					AcceptedBy: xBy.String, AcceptedAt: fromMillis(xAt.Int64)}
 			}
-			v.Software, v.Endpoints = []string{}, []apiv1.EndpointRef{}
+			v.Software, v.Endpoints, v.RemediatedBy = []string{}, []apiv1.EndpointRef{}, []apiv1.Remediation{}
 			out = append(out, v)
 		}
 		rows.Close()
@@ -589,6 +590,9 @@ func (r *ReadTx) fillAffected(ctx context.Context, orgID string, page []apiv1.Vu
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: affected software: %w", err)
+	}
+	if err := r.fillRemediations(ctx, args, pos, page); err != nil {
+		return err
 	}
 	rows, err = r.query(ctx, `SELECT DISTINCT ev.cve_id, e.id, COALESCE(e.display_name, e.hostname), e.sort_name FROM endpoint_vulns ev
 		JOIN endpoints e ON e.id = ev.endpoint_id WHERE ev.org_id = ? AND ev.cve_id IN (`+placeholders(len(ids))+`)
@@ -731,4 +735,89 @@ func (s *Store) SetVulnPolicy(ctx context.Context, e *AuditEntry, orgID string, 
 		}
 		return nil
 	})
+}
+
+// isKB reports whether a finding's source is a Microsoft KB ("KB5071417",
+// the MSRC fix of a Windows finding).
+func isKB(source string) bool {
+	if len(source) < 3 || !strings.HasPrefix(source, "KB") {
+		return false
+	}
+	for _, c := range source[2:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// fillRemediations adds to a page of CVEs the updates that fix them on the
+// organization's endpoints (Vulnerability.remediatedBy): the KB of Windows
+// findings, the fixed version of Linux packages and applications. Findings
+// with no known fix add nothing.
+func (r *ReadTx) fillRemediations(ctx context.Context, args []any, pos map[string]int, page []apiv1.Vulnerability) error {
+	ids := args[1:]
+	rows, err := r.query(ctx, `SELECT ev.cve_id, ev.software, ev.source, COALESCE(ev.fixed_in, ''), e.platform, COUNT(DISTINCT ev.endpoint_id)
+		FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id
+		WHERE ev.org_id = ? AND ev.cve_id IN (`+placeholders(len(ids))+`)
+		GROUP BY ev.cve_id, ev.software, ev.source, ev.fixed_in, e.platform`, args...)
+	if err != nil {
+		return fmt.Errorf("store: remediations: %w", err)
+	}
+	defer rows.Close()
+	type key struct{ cve, kind, key, software, fixedIn string }
+	counts := map[key]int{}
+	for rows.Next() {
+		var cve, software, source, fixedIn, platform string
+		var n int
+		if err := rows.Scan(&cve, &software, &source, &fixedIn, &platform, &n); err != nil {
+			return fmt.Errorf("store: remediations: %w", err)
+		}
+		k := key{cve: cve, software: software, fixedIn: fixedIn}
+		switch {
+		case isKB(source):
+			k.kind, k.key = "kb", source
+		case fixedIn == "":
+			continue
+		case platform == "linux":
+			k.kind, k.key = "package", software
+		default:
+			k.kind, k.key = "application", software
+		}
+		counts[k] += n
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: remediations: %w", err)
+	}
+	for k, n := range counts {
+		rem := apiv1.Remediation{Kind: k.kind, Key: k.key, Software: k.software, Endpoints: n}
+		if k.fixedIn != "" {
+			f := k.fixedIn
+			rem.FixedIn = &f
+		}
+		v := &page[pos[k.cve]]
+		v.RemediatedBy = append(v.RemediatedBy, rem)
+	}
+	for i := range page {
+		slices.SortFunc(page[i].RemediatedBy, func(a, b apiv1.Remediation) int {
+			if a.Endpoints != b.Endpoints {
+				return b.Endpoints - a.Endpoints
+			}
+			if c := strings.Compare(a.Key, b.Key); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.Software, b.Software); c != 0 {
+				return c
+			}
+			var af, bf string
+			if a.FixedIn != nil {
+				af = *a.FixedIn
+			}
+			if b.FixedIn != nil {
+				bf = *b.FixedIn
+			}
+			return strings.Compare(af, bf)
+		})
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package vulndb_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -203,6 +204,19 @@ func TestMatchingWindowsBuilds(t *testing.T) {
 	if !ok || len(items) != 5 || items[k].CVSSScore == nil || *items[k].CVSSScore != 7.0 || items[k].Description == nil ||
 		*items[k].Description != "Windows Kernel Elevation of Privilege Vulnerability" || len(items[k].Endpoints) != 3 {
 		t.Errorf("list = %+v", items)
+	}
+	// Each CVE names the KB that fixes it on each affected endpoint.
+	var rems []string
+	for _, r := range items[byCVE["CVE-2025-62221"]].RemediatedBy {
+		rems = append(rems, fmt.Sprintf("%s %s %s %s %d", r.Kind, r.Key, r.Software, *r.FixedIn, r.Endpoints))
+	}
+	if want := []string{
+		"kb KB5071417 Windows 11 Version 23H2 for x64-based Systems 10.0.22631.6345 1",
+		"kb KB5071544 Windows 10 Version 1809 for x64-based Systems 10.0.17763.8146 1",
+		"kb KB5071547 Windows Server 2022 (Server Core installation) 10.0.20348.4529 1",
+		"kb KB5072033 Windows 11 Version 24H2 for ARM64-based Systems 10.0.26100.7462 1",
+	}; !slices.Equal(rems, want) {
+		t.Errorf("remediatedBy of CVE-2025-62221 = %q, want %q", rems, want)
 	}
 	min := 7.5
 	items, _, err = s.ListVulnerabilities(ctx, store.VulnQuery{OrgID: env.Org.ID, Limit: 100, MinCVSS: &min, Now: time.Now()})
