@@ -26,9 +26,16 @@ import (
 type WinBuild [4]int
 
 // ParseWinBuild reads "10.0.22631.4460" (three parts mean revision 0).
+// "22631.4460", the "OS build" Windows shows, is read as 10.0.22631.4460
+// when its build number is one of Windows 10 or later (10240 and above).
 func ParseWinBuild(s string) (WinBuild, bool) {
 	var b WinBuild
 	parts := strings.Split(strings.TrimSpace(s), ".")
+	if len(parts) == 2 {
+		if n, err := strconv.Atoi(parts[0]); err == nil && n >= 10240 {
+			parts = append([]string{"10", "0"}, parts...)
+		}
+	}
 	if len(parts) < 3 || len(parts) > 4 {
 		return b, false
 	}

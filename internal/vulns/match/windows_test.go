@@ -88,6 +88,9 @@ func TestMatchWindowsByBuild(t *testing.T) {
 		{WindowsOS{Name: pro11, Build: "10.0.22631.4460", Arch: "amd64"}, w11x64, []string{
 			"CVE-2025-62215 KB5068865 10.0.22631.6199", "CVE-2025-62218 KB5068865 10.0.22631.6199",
 			"CVE-2025-62221 KB5071417 10.0.22631.6345", "CVE-2025-62468 KB5071417 10.0.22631.6345"}},
+		// The "OS build" form, without 10.0.
+		{WindowsOS{Name: pro11, Build: "22631.6344", Arch: "amd64"}, w11x64, []string{
+			"CVE-2025-62221 KB5071417 10.0.22631.6345", "CVE-2025-62468 KB5071417 10.0.22631.6345"}},
 		// The ARM64 product of the same version.
 		{WindowsOS{Name: pro11, Build: "10.0.22631.6198", Arch: "arm64"}, w11arm, []string{
 			"CVE-2025-62215 KB5068865 10.0.22631.6199", "CVE-2025-62218 KB5068865 10.0.22631.6199",
@@ -179,7 +182,11 @@ func TestMatchWindowsWithSoftware(t *testing.T) {
 }
 
 func TestParseWinBuild(t *testing.T) {
+	if b, ok := ParseWinBuild("22631.4460"); !ok || b != (WinBuild{10, 0, 22631, 4460}) {
+		t.Errorf("OS build 22631.4460 = %v %v", b, ok)
+	}
 	for s, want := range map[string]bool{"10.0.22631.4460": true, "10.0.22631": true, "6.3.9600.22000": true, "10.0": false, "23H2": false,
+		"9600.22000": false, "22631": false,
 		"10.0.22631.x": false, "10.0.-1.2": false, "1.2.3.4.5": false} {
 		if _, ok := ParseWinBuild(s); ok != want {
 			t.Errorf("ParseWinBuild(%q) ok = %v", s, ok)
