@@ -144,6 +144,11 @@ type Update struct {
 	ReleaseDate      *time.Time `json:"releaseDate"`
 	DetectedAt       *time.Time `json:"detectedAt"`
 	Approval         string     `json:"approval"`
+	// CVEs is a patchd addition: the CVEs found on the endpoint that this
+	// update fixes (a Windows update: every CVE of the endpoint's Windows
+	// whose fixed build, in Microsoft's security update data, is at or
+	// below the build this KB brings), in CVE order.
+	CVEs []string `json:"cves"`
 }
 
 // SoftwareRow is one row per endpoint × application.

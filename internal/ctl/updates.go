@@ -23,6 +23,7 @@ var updateCols = []column[apiv1.Update]{
 	col("LATEST", func(u apiv1.Update) string { return str(u.LatestVersion) }),
 	statusCol("APPROVAL", func(u apiv1.Update) string { return u.Approval }),
 	col("ENDPOINT ID", func(u apiv1.Update) string { return u.EndpointID }),
+	col("CVES", func(u apiv1.Update) string { return strings.Join(u.CVEs, " ") }),
 }
 
 var softwareCols = []column[apiv1.SoftwareRow]{

@@ -3,8 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/vulns/feeds"
+	"github.com/patchd/patchd/internal/vulns/match"
 )
 
 // storeMSRC upserts MSRC documents: their products, CVEs and vendor fixes.
@@ -108,4 +112,118 @@ func (s *Store) MSRCCVEs(ctx context.Context, ids []string) (map[string]MSRCCVE,
 		out[c.CVEID] = c
 	}
 	return out, rows.Err()
+}
+
+// normalKB answers "KB5071417" for "KB5071417", "kb5071417" or "5071417",
+// "" for anything else.
+func normalKB(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 2 && strings.EqualFold(s[:2], "KB") {
+		s = s[2:]
+	}
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return ""
+	}
+	return "KB" + s
+}
+
+// fillUpdateCVEs adds to a page of missing updates the CVEs each fixes on
+// its endpoint (Update.cves). A Windows update fixes every Windows finding
+// of the endpoint whose fixed build is at or below the build the KB brings
+// for the endpoint's product (MSRC msrc_fixes): cumulative updates fix what
+// earlier KBs fixed.
+func (r *ReadTx) fillUpdateCVEs(ctx context.Context, orgID string, page []apiv1.Update) error {
+	kbs := map[string]bool{}
+	endpoints := map[string]bool{}
+	for _, u := range page {
+		if u.KB == nil {
+			continue
+		}
+		if kb := normalKB(*u.KB); kb != "" {
+			kbs[kb], endpoints[u.EndpointID] = true, true
+		}
+	}
+	if len(kbs) == 0 {
+		return nil
+	}
+	// The build each KB brings, per product name.
+	type kbProduct struct{ kb, product string }
+	builds := map[kbProduct]match.WinBuild{}
+	kbList := make([]string, 0, len(kbs))
+	for kb := range kbs {
+		kbList = append(kbList, kb)
+	}
+	rows, err := r.query(ctx, `SELECT f.kb, p.name, f.fixed_build FROM msrc_fixes f JOIN msrc_products p ON p.id = f.product_id
+		WHERE f.fixed_build <> '' AND f.kb IN (`+placeholders(len(kbList))+`)`, anySlice(kbList)...)
+	if err != nil {
+		return fmt.Errorf("store: update CVEs: %w", err)
+	}
+	for rows.Next() {
+		var kb, product, build string
+		if err := rows.Scan(&kb, &product, &build); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: update CVEs: %w", err)
+		}
+		b, ok := match.ParseWinBuild(build)
+		if !ok {
+			continue
+		}
+		k := kbProduct{kb, product}
+		if o, seen := builds[k]; !seen || b.Compare(o) > 0 {
+			builds[k] = b
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: update CVEs: %w", err)
+	}
+	if len(builds) == 0 {
+		return nil
+	}
+	// The Windows findings of the page's endpoints.
+	type finding struct {
+		cve, product string
+		fixed        match.WinBuild
+	}
+	ids := make([]string, 0, len(endpoints))
+	for id := range endpoints {
+		ids = append(ids, id)
+	}
+	findings := map[string][]finding{}
+	rows, err = r.query(ctx, `SELECT endpoint_id, cve_id, software, source, COALESCE(fixed_in, '') FROM endpoint_vulns
+		WHERE org_id = ? AND endpoint_id IN (`+placeholders(len(ids))+`)`, append([]any{orgID}, anySlice(ids)...)...)
+	if err != nil {
+		return fmt.Errorf("store: update CVEs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, cve, software, source, fixedIn string
+		if err := rows.Scan(&id, &cve, &software, &source, &fixedIn); err != nil {
+			return fmt.Errorf("store: update CVEs: %w", err)
+		}
+		if !isKB(source) {
+			continue
+		}
+		if b, ok := match.ParseWinBuild(fixedIn); ok {
+			findings[id] = append(findings[id], finding{cve: cve, product: software, fixed: b})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: update CVEs: %w", err)
+	}
+	for i := range page {
+		u := &page[i]
+		if u.KB == nil {
+			continue
+		}
+		kb := normalKB(*u.KB)
+		for _, f := range findings[u.EndpointID] {
+			if b, ok := builds[kbProduct{kb, f.product}]; ok && f.fixed.Compare(b) <= 0 {
+				u.CVEs = append(u.CVEs, f.cve)
+			}
+		}
+		slices.Sort(u.CVEs)
+		u.CVEs = slices.Compact(u.CVEs)
+	}
+	return nil
 }

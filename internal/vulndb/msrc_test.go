@@ -124,7 +124,12 @@ func windowsHost(host, caption, build, arch, typ, installType string) agentproto
 		doc.System.OSInstallationType = str(installType)
 	}
 	doc.Software = nil
+	doc.Updates = nil
 	return doc
+}
+
+func windowsUpdate(title, kb string) agentproto.Update {
+	return agentproto.Update{Title: title, KB: str(kb), Severity: str("Critical"), Source: "OS - Mandatory", Categories: []string{"Security Updates"}}
 }
 
 // Endpoints enrolled through the agent protocol are matched by their
@@ -182,6 +187,45 @@ func TestMatchingWindowsBuilds(t *testing.T) {
 			t.Errorf("Server Core finding = %+v", fs)
 		}
 	}
+	// Missing updates list the CVEs they fix on their endpoint. December's
+	// cumulative update fixes November's CVEs too; November's update only
+	// November's; an update Microsoft's data does not know fixes none.
+	inv := windowsHost("w11-behind", "Windows 11 Pro", "10.0.22631.6198", "amd64", "workstation", "Client")
+	inv.Updates = []agentproto.Update{
+		windowsUpdate("2025-12 Cumulative Update for Windows 11 Version 23H2 for x64-based Systems (KB5071417)", "KB5071417"),
+		windowsUpdate("2025-11 Cumulative Update for Windows 11 Version 23H2 for x64-based Systems (KB5068865)", "5068865"),
+		windowsUpdate("2025-12 Cumulative Update for Windows 10 Version 22H2 (KB5071546)", "KB5071546"), // another product's
+		windowsUpdate("Windows Malicious Software Removal Tool x64 - v5.137 (KB890830)", "KB890830"),
+	}
+	agents["w11-behind"].MustInventory(inv)
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []store.UpdateQuery{{OrgID: env.Org.ID, EndpointID: agents["w11-behind"].ID, Limit: 100}, {OrgID: env.Org.ID, Limit: 100}} {
+		ups, _, err := s.ListUpdates(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for _, u := range ups {
+			got[*u.KB] = u.CVEs
+		}
+		want := map[string][]string{
+			"KB5071417": {"CVE-2025-62215", "CVE-2025-62218", "CVE-2025-62221", "CVE-2025-62468"},
+			"5068865":   {"CVE-2025-62215", "CVE-2025-62218"},
+			"KB5071546": {},
+			"KB890830":  {},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("updates = %v", got)
+		}
+		for kb, w := range want {
+			if !slices.Equal(got[kb], w) || got[kb] == nil {
+				t.Errorf("cves of %s = %q, want %q (endpoint filter %q)", kb, got[kb], w, q.EndpointID)
+			}
+		}
+	}
+
 	// Installing December's update (a new inventory with the new build)
 	// clears the findings.
 	agents["w11-nov"].MustInventory(windowsHost("w11-nov", "Windows 11 Enterprise", "10.0.22631.6345", "amd64", "workstation", "Client"))
