@@ -83,6 +83,11 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	if _, body := b.get("/console/feeds"); !strings.Contains(body, "kev-subset.json") {
 		t.Error("the feeds page does not list the upload")
 	}
+	// Microsoft's security update data is uploaded the same way.
+	if code, body := b.upload("/console/feeds", "../vulns/testdata/msrc-2025-Nov.xml"); code != http.StatusOK ||
+		!strings.Contains(body, `id="result-msrc">3<`) || !strings.Contains(body, `id="stored-msrc">3<`) {
+		t.Errorf("MSRC upload: %d\n%.3000s", code, body)
+	}
 
 	// Vulnerabilities: the matcher finds Chrome's CVEs on pc-alpha.
 	waitFor(t, "the fleet's vulnerabilities", func() bool {
