@@ -124,6 +124,16 @@ type Feeds struct {
 	MSRCSince string
 }
 
+// Validate checks the feed flags that have a format.
+func (f Feeds) Validate() error {
+	if m := strings.TrimSpace(f.MSRCSince); m != "" {
+		if _, err := time.Parse("2006-01", m); err != nil {
+			return fmt.Errorf("--msrc-since %q: use YYYY-MM", m)
+		}
+	}
+	return nil
+}
+
 // FeedFlags registers --nvd-url, --nvd-api-key, --kev-url, --osv-url, --msrc-url and --msrc-since.
 // An empty value skips that feed.
 func FeedFlags(fs *flag.FlagSet, f *Feeds) {
@@ -271,6 +281,9 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.SMTP.TLS != "starttls" && c.SMTP.TLS != "tls" && c.SMTP.TLS != "none" {
 		return c, fmt.Errorf("--smtp-tls must be starttls, tls or none")
+	}
+	if err := c.Feeds.Validate(); err != nil {
+		return c, err
 	}
 	if c.CheckinInterval < time.Second {
 		return c, fmt.Errorf("--checkin-interval must be at least 1s")
