@@ -189,23 +189,29 @@ type Inventory struct {
 
 // System describes the computer.
 type System struct {
-	Hostname     string   `json:"hostname"`
-	OS           *string  `json:"os"`
-	OSVersion    *string  `json:"osVersion"`
-	OSBuild      *string  `json:"osBuild"`
-	Arch         string   `json:"arch"`
-	Type         string   `json:"type"` // server or workstation
-	Domain       *string  `json:"domain"`
-	ADOU         *string  `json:"adOu"`
-	Manufacturer *string  `json:"manufacturer"`
-	Model        *string  `json:"model"`
-	SerialNumber *string  `json:"serialNumber"`
-	CPU          *string  `json:"cpu"`
-	Cores        *int     `json:"cores"`
-	RAMGB        *float64 `json:"ramGB"`
-	MACAddresses []string `json:"macAddresses"`
-	Antivirus    *string  `json:"antivirus"`
-	TimeZone     *string  `json:"timeZone"`
+	Hostname  string  `json:"hostname"`
+	OS        *string `json:"os"`
+	OSVersion *string `json:"osVersion"`
+	OSBuild   *string `json:"osBuild"`
+	// OSInstallationType is Windows' installation type ("Client", "Server",
+	// "Server Core"; the registry's CurrentVersion\InstallationType), which
+	// tells a Server Core host from one with the Desktop Experience for
+	// vulnerability matching. Optional (added in protocol 1.x; servers
+	// ignore it when absent, older servers ignore the unknown field).
+	OSInstallationType *string  `json:"osInstallationType,omitempty"`
+	Arch               string   `json:"arch"`
+	Type               string   `json:"type"` // server or workstation
+	Domain             *string  `json:"domain"`
+	ADOU               *string  `json:"adOu"`
+	Manufacturer       *string  `json:"manufacturer"`
+	Model              *string  `json:"model"`
+	SerialNumber       *string  `json:"serialNumber"`
+	CPU                *string  `json:"cpu"`
+	Cores              *int     `json:"cores"`
+	RAMGB              *float64 `json:"ramGB"`
+	MACAddresses       []string `json:"macAddresses"`
+	Antivirus          *string  `json:"antivirus"`
+	TimeZone           *string  `json:"timeZone"`
 }
 
 // Disk is one drive or mount point.

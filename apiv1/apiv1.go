@@ -145,6 +145,11 @@ type Update struct {
 	ReleaseDate      *time.Time `json:"releaseDate"`
 	DetectedAt       *time.Time `json:"detectedAt"`
 	Approval         string     `json:"approval"`
+	// CVEs is a patchd addition: the CVEs found on the endpoint that this
+	// update fixes (a Windows update: every CVE of the endpoint's Windows
+	// whose fixed build, in Microsoft's security update data, is at or
+	// below the build this KB brings), in CVE order.
+	CVEs []string `json:"cves"`
 }
 
 // SoftwareRow is one row per endpoint × application.
@@ -203,6 +208,22 @@ type Vulnerability struct {
 	// fields): the organization's active decision on the CVE, or null.
 	// CVEs with one are listed only when accepted=1 is asked.
 	RiskAccepted *RiskAcceptance `json:"riskAccepted"`
+	// RemediatedBy is a patchd addition: the updates that fix the CVE on
+	// the organization's affected endpoints, most endpoints first.
+	RemediatedBy []Remediation `json:"remediatedBy"`
+}
+
+// Remediation is one update that fixes a CVE on some of an organization's
+// endpoints: a Microsoft KB (kind "kb", key "KB5071417", fixedIn the
+// Windows build that carries it), a Linux package version (kind "package",
+// key the source package, fixedIn the distribution's fixed version) or an
+// application version (kind "application", key the product).
+type Remediation struct {
+	Kind      string  `json:"kind"`
+	Key       string  `json:"key"`
+	Software  string  `json:"software"`
+	FixedIn   *string `json:"fixedIn"`
+	Endpoints int     `json:"endpoints"`
 }
 
 // RiskAcceptance is an organization's decision to live with a CVE: an

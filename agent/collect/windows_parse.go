@@ -87,6 +87,7 @@ type windowsInventory struct {
 		BuildNumber          string  `json:"buildNumber"`
 		UBR                  *int    `json:"ubr"`
 		DisplayVersion       string  `json:"displayVersion"`
+		InstallationType     string  `json:"installationType"`
 		ProductType          int     `json:"productType"`
 		OSArchitecture       string  `json:"osArchitecture"`
 		InstallDate          *string `json:"installDate"`
@@ -207,6 +208,7 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 		build += "." + strconv.Itoa(*w.OS.UBR)
 	}
 	sys.OSBuild = str(build)
+	sys.OSInstallationType = str(w.OS.InstallationType)
 	sys.Type = "workstation"
 	if w.OS.ProductType == 2 || w.OS.ProductType == 3 {
 		sys.Type = "server"

@@ -20,6 +20,7 @@ func TestParseWindowsInventory(t *testing.T) {
 		{"os", deref(s.OS), "Windows 11 Pro"},
 		{"osVersion", deref(s.OSVersion), "23H2"},
 		{"osBuild", deref(s.OSBuild), "10.0.22631.4460"},
+		{"osInstallationType", deref(s.OSInstallationType), "Client"},
 		{"type", s.Type, "workstation"},
 		{"domain", deref(s.Domain), "corp.example.com"},
 		{"manufacturer", deref(s.Manufacturer), "LENOVO"},

@@ -84,7 +84,7 @@ $procNames = @{}
 Get-Process | ForEach-Object { $procNames[[int]$_.Id] = $(if ($_.Id -le 4) { $_.ProcessName } else { $_.ProcessName + '.exe' }) }
 $out = [ordered]@{
   os = [ordered]@{ caption = $os.Caption; version = $os.Version; buildNumber = $os.BuildNumber; ubr = $cv.UBR
-    displayVersion = $cv.DisplayVersion; productType = $os.ProductType; osArchitecture = $os.OSArchitecture
+    displayVersion = $cv.DisplayVersion; installationType = $cv.InstallationType; productType = $os.ProductType; osArchitecture = $os.OSArchitecture
     installDate = (Iso $os.InstallDate); lastBootUpTime = (Iso $os.LastBootUpTime); totalVisibleMemoryKB = $os.TotalVisibleMemorySize }
   computerSystem = [ordered]@{ name = $cs.DNSHostName; domain = $cs.Domain; partOfDomain = $cs.PartOfDomain
     manufacturer = $cs.Manufacturer; model = $cs.Model; totalPhysicalMemory = $cs.TotalPhysicalMemory; userName = $cs.UserName }

@@ -63,6 +63,11 @@ func TestInstanceOperatorCommands(t *testing.T) {
 	fail("--email is required", "admin", "user", "operator", "grant")
 	fail("grant, revoke or list", "admin", "user", "operator")
 
+	// A malformed --msrc-since is refused before anything is synced.
+	if code, _, errOut := patchd(t, db, "", "vulndb", "sync", "--msrc-since", "2025", "--nvd-url", "", "--kev-url", "", "--osv-url", ""); code == 0 ||
+		!strings.Contains(errOut, "--msrc-since") {
+		t.Errorf("vulndb sync --msrc-since 2025: %d %s", code, errOut)
+	}
 	// A feed import on the command line is an instance event.
 	code, out, errOut := patchd(t, db, "", "vulndb", "import", "../vulns/testdata/kev-subset.json")
 	if code != 0 || decode(t, out)["ok"] != true {

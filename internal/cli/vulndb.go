@@ -48,6 +48,9 @@ func runVulndb(ctx context.Context, args []string, stdio IO) error {
 		return usagef("%s: unexpected argument %q", name, fs.Arg(0))
 	}
 	cfg := vulndb.ConfigFromFeeds(feedFlags)
+	if err := feedFlags.Validate(); err != nil {
+		return asUsage(err)
+	}
 	if since != "" {
 		t, err := time.Parse("2006-01-02", since)
 		if err != nil {

@@ -121,9 +121,24 @@ type Feeds struct {
 	KEVURL    string
 	// OSVURLs is a comma-separated list of OSV files or zips.
 	OSVURLs string
+	// MSRCURL is the MSRC CVRF API; the month's id ("2025-Nov") is appended.
+	MSRCURL string
+	// MSRCSince is the first month of a first MSRC sync ("2025-01"; empty:
+	// twelve months back).
+	MSRCSince string
 }
 
-// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url and --osv-url.
+// Validate checks the feed flags that have a format.
+func (f Feeds) Validate() error {
+	if m := strings.TrimSpace(f.MSRCSince); m != "" {
+		if _, err := time.Parse("2006-01", m); err != nil {
+			return fmt.Errorf("--msrc-since %q: use YYYY-MM", m)
+		}
+	}
+	return nil
+}
+
+// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url, --osv-url, --msrc-url and --msrc-since.
 // An empty value skips that feed.
 func FeedFlags(fs *flag.FlagSet, f *Feeds) {
 	const osvDefault = feeds.OSVBucketURL + "Debian/all.zip," + feeds.OSVBucketURL + "Ubuntu/all.zip," +
@@ -132,6 +147,8 @@ func FeedFlags(fs *flag.FlagSet, f *Feeds) {
 	fs.StringVar(&f.NVDAPIKey, "nvd-api-key", Env("PATCHD_NVD_API_KEY", ""), "NVD API key: 50 requests per 30 s instead of 5 (env PATCHD_NVD_API_KEY)")
 	fs.StringVar(&f.KEVURL, "kev-url", Env("PATCHD_KEV_URL", feeds.KEVURL), "CISA KEV catalog address; empty skips (env PATCHD_KEV_URL)")
 	fs.StringVar(&f.OSVURLs, "osv-url", Env("PATCHD_OSV_URL", osvDefault), "comma-separated OSV files or zips; empty skips (env PATCHD_OSV_URL)")
+	fs.StringVar(&f.MSRCURL, "msrc-url", Env("PATCHD_MSRC_URL", feeds.MSRCURL), "MSRC CVRF API (the month, 2025-Nov, is appended); empty skips (env PATCHD_MSRC_URL)")
+	fs.StringVar(&f.MSRCSince, "msrc-since", Env("PATCHD_MSRC_SINCE", ""), "first month of the first MSRC sync, YYYY-MM (default twelve months back; env PATCHD_MSRC_SINCE)")
 }
 
 // Env reads a PATCHD_* variable with a default.
@@ -284,6 +301,9 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.SMTP.TLS != "starttls" && c.SMTP.TLS != "tls" && c.SMTP.TLS != "none" {
 		return c, fmt.Errorf("--smtp-tls must be starttls, tls or none")
+	}
+	if err := c.Feeds.Validate(); err != nil {
+		return c, err
 	}
 	if c.CheckinInterval < time.Second {
 		return c, fmt.Errorf("--checkin-interval must be at least 1s")

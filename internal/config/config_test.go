@@ -58,3 +58,15 @@ func TestSessionTimeoutFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestServeMSRCFlags(t *testing.T) {
+	c, err := ParseServe([]string{"--msrc-since", "2025-01"})
+	if err != nil || c.Feeds.MSRCSince != "2025-01" || c.Feeds.MSRCURL == "" {
+		t.Fatalf("--msrc-since 2025-01: %+v %v", c.Feeds, err)
+	}
+	for _, bad := range []string{"2025", "2025-13", "Jan 2025"} {
+		if _, err := ParseServe([]string{"--msrc-since", bad}); err == nil || !strings.Contains(err.Error(), "--msrc-since") {
+			t.Errorf("--msrc-since %q: %v", bad, err)
+		}
+	}
+}

@@ -83,6 +83,11 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	if _, body := b.get("/console/feeds"); !strings.Contains(body, "kev-subset.json") {
 		t.Error("the feeds page does not list the upload")
 	}
+	// Microsoft's security update data is uploaded the same way.
+	if code, body := b.upload("/console/feeds", "../vulns/testdata/msrc-2025-Nov.xml"); code != http.StatusOK ||
+		!strings.Contains(body, `id="result-msrc">3<`) || !strings.Contains(body, `id="stored-msrc">3<`) {
+		t.Errorf("MSRC upload: %d\n%.3000s", code, body)
+	}
 
 	// Vulnerabilities: the matcher finds Chrome's CVEs on pc-alpha.
 	waitFor(t, "the fleet's vulnerabilities", func() bool {
@@ -92,6 +97,10 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	_, body = b.get("/console/vulnerabilities?minCvss=9&kev=1")
 	if !strings.Contains(body, "CVE-2024-4671") || strings.Contains(body, `id="CVE-2023-4863"`) || !strings.Contains(body, "Overdue") {
 		t.Errorf("minCvss=9&kev=1 should show CVE-2024-4671 (9.6) and not CVE-2023-4863 (8.8)\n%.3000s", body)
+	}
+	// "Fixed by": the version that fixes it (Vulnerability.remediatedBy).
+	if !strings.Contains(body, `Google Chrome <strong>124.0.6367.201</strong> <small>(1 endpoint)</small>`) {
+		t.Errorf("the fixing version of CVE-2024-4671 is not shown\n%.3000s", body)
 	}
 	if code, _ := b.get("/console/vulnerabilities?minCvss=11"); code != http.StatusBadRequest {
 		t.Errorf("minCvss=11: %d, want 400", code)

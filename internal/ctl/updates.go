@@ -23,6 +23,7 @@ var updateCols = []column[apiv1.Update]{
 	col("LATEST", func(u apiv1.Update) string { return str(u.LatestVersion) }),
 	statusCol("APPROVAL", func(u apiv1.Update) string { return u.Approval }),
 	col("ENDPOINT ID", func(u apiv1.Update) string { return u.EndpointID }),
+	col("CVES", func(u apiv1.Update) string { return strings.Join(u.CVEs, " ") }),
 }
 
 var softwareCols = []column[apiv1.SoftwareRow]{
@@ -65,6 +66,21 @@ var vulnCols = []column[apiv1.Vulnerability]{
 	col("DEADLINE", func(v apiv1.Vulnerability) string { return when(v.RemediationDeadline) }),
 	numCol("ENDPOINTS", func(v apiv1.Vulnerability) string { return strconv.Itoa(len(v.Endpoints)) }),
 	col("SOFTWARE", func(v apiv1.Vulnerability) string { return strings.Join(v.Software, "; ") }),
+	col("FIXED BY", func(v apiv1.Vulnerability) string { return fixedBy(v.RemediatedBy) }),
+}
+
+// fixedBy renders Vulnerability.remediatedBy: "KB5071417 (3); openssl
+// 3.0.15-1~deb12u1 (2)".
+func fixedBy(rs []apiv1.Remediation) string {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		p := r.Key
+		if r.Kind != "kb" && r.FixedIn != nil {
+			p += " " + *r.FixedIn
+		}
+		parts = append(parts, p+" ("+strconv.Itoa(r.Endpoints)+")")
+	}
+	return strings.Join(parts, "; ")
 }
 
 var severities = []string{"Critical", "Important", "Moderate", "Low", "Unspecified"}

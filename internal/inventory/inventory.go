@@ -77,7 +77,8 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 		return Normalized{}, bad("system.type", "must be server or workstation, not %q", sys.Type)
 	}
 	for name, p := range map[string]**string{"system.os": &sys.OS, "system.osVersion": &sys.OSVersion, "system.osBuild": &sys.OSBuild,
-		"system.domain": &sys.Domain, "system.adOu": &sys.ADOU, "system.manufacturer": &sys.Manufacturer, "system.model": &sys.Model,
+		"system.osInstallationType": &sys.OSInstallationType,
+		"system.domain":             &sys.Domain, "system.adOu": &sys.ADOU, "system.manufacturer": &sys.Manufacturer, "system.model": &sys.Model,
 		"system.serialNumber": &sys.SerialNumber, "system.cpu": &sys.CPU, "system.antivirus": &sys.Antivirus, "system.timeZone": &sys.TimeZone} {
 		if err := text(name, p); err != nil {
 			return Normalized{}, err

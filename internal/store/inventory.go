@@ -108,10 +108,10 @@ func (tx *Tx) replaceInventory(ctx context.Context, inv *preparedInventory) erro
 			distro = id
 		}
 		res, err := tx.exec(ctx, `UPDATE endpoints SET hostname = ?, sort_name = CASE WHEN display_name IS NULL THEN ? ELSE sort_name END,
-			os = ?, os_version = ?, os_build = ?, arch = ?, type = ?, domain = ?, ad_ou = ?, manufacturer = ?, model = ?, serial_number = ?,
+			os = ?, os_version = ?, os_build = ?, os_installation_type = ?, arch = ?, type = ?, domain = ?, ad_ou = ?, manufacturer = ?, model = ?, serial_number = ?,
 			cpu = ?, cores = ?, ram_gb = ?, mac_addresses = ?, antivirus = ?, time_zone = ?, distro = COALESCE(?, distro),
 			inventory_hash = ?, inventory_at = ? WHERE id = ? AND org_id = ?`,
-			sys.Hostname, strings.ToLower(sys.Hostname), sys.OS, sys.OSVersion, sys.OSBuild, nullIfEmpty(sys.Arch), sys.Type, sys.Domain, sys.ADOU,
+			sys.Hostname, strings.ToLower(sys.Hostname), sys.OS, sys.OSVersion, sys.OSBuild, sys.OSInstallationType, nullIfEmpty(sys.Arch), sys.Type, sys.Domain, sys.ADOU,
 			sys.Manufacturer, sys.Model, sys.SerialNumber, sys.CPU, sys.Cores, sys.RAMGB, string(macs), sys.Antivirus, sys.TimeZone, distro,
 			hash, millis(doc.CollectedAt), endpointID, orgID)
 		if err != nil {

@@ -60,7 +60,7 @@ func scanUpdate(rows *sql.Rows) (apiv1.Update, error) {
 	u.ReleaseDate = nullTime(release)
 	d := fromMillis(detected)
 	u.DetectedAt = &d
-	u.Categories = []string{}
+	u.Categories, u.CVEs = []string{}, []string{}
 	if err := json.Unmarshal([]byte(cats), &u.Categories); err != nil {
 		return u, fmt.Errorf("categories: %w", err)
 	}
@@ -117,7 +117,10 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 				}
 				out = append(out, u)
 			}
-			return rows.Err()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("store: list updates: %w", err)
+			}
+			return r.fillUpdateCVEs(ctx, q.OrgID, out)
 		}
 		// The key's severity, source and approval are read once here and
 		// given to its rows, instead of being joined on every row.
@@ -164,7 +167,7 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			}
 			local = 0
 		}
-		return nil
+		return r.fillUpdateCVEs(ctx, q.OrgID, out)
 	})
 	return out, total, err
 }

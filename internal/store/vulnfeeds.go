@@ -22,10 +22,18 @@ type FeedBatch struct {
 	Rejected []string
 	KEVs     []feeds.KEV
 	OSV      []feeds.OSVAdvisory
+	MSRC     []feeds.MSRCDocument
 }
 
-// Len is the number of records in the batch.
-func (b *FeedBatch) Len() int { return len(b.CVEs) + len(b.Rejected) + len(b.KEVs) + len(b.OSV) }
+// Len is the number of records in the batch (an MSRC document counts its
+// CVEs).
+func (b *FeedBatch) Len() int {
+	n := len(b.CVEs) + len(b.Rejected) + len(b.KEVs) + len(b.OSV)
+	for _, d := range b.MSRC {
+		n += len(d.Vulns)
+	}
+	return n
+}
 
 // storedRule is the compact JSON form of a feeds.CPEMatch in vuln_cves.rules.
 type storedRule struct {
@@ -123,6 +131,9 @@ func (s *Store) StoreFeeds(ctx context.Context, b FeedBatch) error {
 			[]string{"cve_id"}, rows); err != nil {
 			return err
 		}
+		if err := tx.storeMSRC(ctx, b.MSRC); err != nil {
+			return err
+		}
 		advisories := lastByKey(b.OSV, func(a feeds.OSVAdvisory) string { return a.ID + "\x00" + a.Ecosystem + "\x00" + a.Package })
 		rows = rows[:0]
 		for _, a := range advisories {
@@ -201,13 +212,15 @@ type FeedCounts struct {
 	CVEs int `json:"cves"`
 	KEV  int `json:"kev"`
 	OSV  int `json:"osv"`
+	// MSRC counts the CVEs of Microsoft's security update data.
+	MSRC int `json:"msrc"`
 }
 
 // CountFeeds counts the stored feed records.
 func (s *Store) CountFeeds(ctx context.Context) (FeedCounts, error) {
 	var c FeedCounts
-	err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM vuln_cves), (SELECT COUNT(*) FROM vuln_kev), (SELECT COUNT(*) FROM vuln_osv)`).
-		Scan(&c.CVEs, &c.KEV, &c.OSV)
+	err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM vuln_cves), (SELECT COUNT(*) FROM vuln_kev), (SELECT COUNT(*) FROM vuln_osv), (SELECT COUNT(*) FROM msrc_cves)`).
+		Scan(&c.CVEs, &c.KEV, &c.OSV, &c.MSRC)
 	if err != nil {
 		return c, fmt.Errorf("store: count feeds: %w", err)
 	}
@@ -266,6 +279,7 @@ const (
 	StateFeedVersion    = "feed_version"
 	StateMatchedVersion = "matched_version"
 	StateNVDSynced      = "nvd_synced"
+	StateMSRCSynced     = "msrc_synced"
 	LeaseMatch          = "match"
 	LeaseSync           = "sync"
 )

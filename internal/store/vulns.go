@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -169,7 +170,8 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 		return nil, nil
 	}
 	args := anySlice(ids)
-	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, ''), COALESCE(os, ''), COALESCE(os_version, '')
+	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, ''), COALESCE(os, ''), COALESCE(os_version, ''),
+		COALESCE(os_build, ''), COALESCE(arch, ''), COALESCE(type, ''), COALESCE(os_installation_type, '')
 		FROM endpoints WHERE id IN (`+placeholders(len(ids))+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: match inputs: %w", err)
@@ -178,10 +180,14 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 	var out []MatchInput
 	for rows.Next() {
 		var in MatchInput
-		var osName, osVersion string
-		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro, &osName, &osVersion); err != nil {
+		var osName, osVersion, osBuild, arch, typ, installType string
+		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro, &osName, &osVersion,
+			&osBuild, &arch, &typ, &installType); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: match inputs: %w", err)
+		}
+		if in.Endpoint.Platform == "windows" {
+			in.Endpoint.Windows = match.WindowsOS{Name: osName, Build: osBuild, Arch: arch, InstallationType: installType, Server: typ == "server"}
 		}
 		in.Endpoint.Distro = distroRelease(in.Endpoint.Distro, osName, osVersion)
 		pos[in.ID] = len(out)
@@ -494,7 +500,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 		args := []any{millis(q.Now), q.OrgID}
 		where := `ov.org_id = ? AND ov.endpoints_count > 0`
 		if q.MinCVSS != nil {
-			where += ` AND c.cvss >= ?`
+			where += ` AND COALESCE(c.cvss, m.cvss) >= ?`
 			args = append(args, *q.MinCVSS)
 		}
 		if q.KEVOnly {
@@ -503,15 +509,19 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 		if !q.IncludeAccepted {
 			where += ` AND x.cve_id IS NULL`
 		}
+		// A CVE the NVD has not (yet) scored takes Microsoft's score and
+		// title from the MSRC data.
 		const from = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id
+			LEFT JOIN msrc_cves m ON m.cve_id = ov.cve_id
 			LEFT JOIN vuln_exceptions x ON x.org_id = ov.org_id AND x.cve_id = ov.cve_id AND (x.expires_at IS NULL OR x.expires_at > ?) WHERE `
 		if err := r.queryRow(ctx, `SELECT COUNT(*)`+from+where, args...).Scan(&total); err != nil {
 			return fmt.Errorf("store: count vulnerabilities: %w", err)
 		}
-		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, c.cvss, c.severity, c.published, c.description,
+		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, COALESCE(c.cvss, m.cvss), c.severity,
+			COALESCE(c.published, m.released), COALESCE(c.description, m.title),
 			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE),
 			x.kind, x.reason, x.expires_at, x.created_by, x.created_at`+from+where+
-			` ORDER BY COALESCE(c.cvss, -1) DESC, ov.cve_id DESC LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+			` ORDER BY COALESCE(c.cvss, m.cvss, -1) DESC, ov.cve_id DESC LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
 		if err != nil {
 			return fmt.Errorf("store: list vulnerabilities: %w", err)
 		}
@@ -556,7 +566,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 				v.RiskAccepted = &apiv1.RiskAcceptance{Kind: xKind.String, Reason: xReason.String, ExpiresAt: nullTime(xExpires),
 					AcceptedBy: xBy.String, AcceptedAt: fromMillis(xAt.Int64)}
 			}
-			v.Software, v.Endpoints = []string{}, []apiv1.EndpointRef{}
+			v.Software, v.Endpoints, v.RemediatedBy = []string{}, []apiv1.EndpointRef{}, []apiv1.Remediation{}
 			out = append(out, v)
 		}
 		rows.Close()
@@ -595,6 +605,9 @@ func (r *ReadTx) fillAffected(ctx context.Context, orgID string, page []apiv1.Vu
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: affected software: %w", err)
+	}
+	if err := r.fillRemediations(ctx, args, pos, page); err != nil {
+		return err
 	}
 	rows, err = r.query(ctx, `SELECT DISTINCT ev.cve_id, e.id, COALESCE(e.display_name, e.hostname), e.sort_name FROM endpoint_vulns ev
 		JOIN endpoints e ON e.id = ev.endpoint_id WHERE ev.org_id = ? AND ev.cve_id IN (`+placeholders(len(ids))+`)
@@ -737,4 +750,89 @@ func (s *Store) SetVulnPolicy(ctx context.Context, e *AuditEntry, orgID string, 
 		}
 		return nil
 	})
+}
+
+// isKB reports whether a finding's source is a Microsoft KB ("KB5071417",
+// the MSRC fix of a Windows finding).
+func isKB(source string) bool {
+	if len(source) < 3 || !strings.HasPrefix(source, "KB") {
+		return false
+	}
+	for _, c := range source[2:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// fillRemediations adds to a page of CVEs the updates that fix them on the
+// organization's endpoints (Vulnerability.remediatedBy): the KB of Windows
+// findings, the fixed version of Linux packages and applications. Findings
+// with no known fix add nothing.
+func (r *ReadTx) fillRemediations(ctx context.Context, args []any, pos map[string]int, page []apiv1.Vulnerability) error {
+	ids := args[1:]
+	rows, err := r.query(ctx, `SELECT ev.cve_id, ev.software, ev.source, COALESCE(ev.fixed_in, ''), e.platform, COUNT(DISTINCT ev.endpoint_id)
+		FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id
+		WHERE ev.org_id = ? AND ev.cve_id IN (`+placeholders(len(ids))+`)
+		GROUP BY ev.cve_id, ev.software, ev.source, ev.fixed_in, e.platform`, args...)
+	if err != nil {
+		return fmt.Errorf("store: remediations: %w", err)
+	}
+	defer rows.Close()
+	type key struct{ cve, kind, key, software, fixedIn string }
+	counts := map[key]int{}
+	for rows.Next() {
+		var cve, software, source, fixedIn, platform string
+		var n int
+		if err := rows.Scan(&cve, &software, &source, &fixedIn, &platform, &n); err != nil {
+			return fmt.Errorf("store: remediations: %w", err)
+		}
+		k := key{cve: cve, software: software, fixedIn: fixedIn}
+		switch {
+		case isKB(source):
+			k.kind, k.key = "kb", source
+		case fixedIn == "":
+			continue
+		case platform == "linux":
+			k.kind, k.key = "package", software
+		default:
+			k.kind, k.key = "application", software
+		}
+		counts[k] += n
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: remediations: %w", err)
+	}
+	for k, n := range counts {
+		rem := apiv1.Remediation{Kind: k.kind, Key: k.key, Software: k.software, Endpoints: n}
+		if k.fixedIn != "" {
+			f := k.fixedIn
+			rem.FixedIn = &f
+		}
+		v := &page[pos[k.cve]]
+		v.RemediatedBy = append(v.RemediatedBy, rem)
+	}
+	for i := range page {
+		slices.SortFunc(page[i].RemediatedBy, func(a, b apiv1.Remediation) int {
+			if a.Endpoints != b.Endpoints {
+				return b.Endpoints - a.Endpoints
+			}
+			if c := strings.Compare(a.Key, b.Key); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.Software, b.Software); c != 0 {
+				return c
+			}
+			var af, bf string
+			if a.FixedIn != nil {
+				af = *a.FixedIn
+			}
+			if b.FixedIn != nil {
+				bf = *b.FixedIn
+			}
+			return strings.Compare(af, bf)
+		})
+	}
+	return nil
 }

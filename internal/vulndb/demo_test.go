@@ -18,11 +18,25 @@ import (
 func TestDemoFeedMatchesSimulator(t *testing.T) {
 	b := match.NewBuilder()
 	files, _ := filepath.Glob("../../demo/feeds/*.json")
-	if len(files) == 0 {
+	xmls, _ := filepath.Glob("../../demo/feeds/*.xml")
+	if len(files) == 0 || len(xmls) == 0 {
 		t.Fatal("no demo feed under demo/feeds")
 	}
-	for _, f := range files {
-		if _, err := feeds.ParseFile(f, feeds.Handler{CVE: func(c feeds.CVE) error { b.AddCVE(c); return nil }}); err != nil {
+	for _, f := range append(files, xmls...) {
+		if _, err := feeds.ParseFile(f, feeds.Handler{CVE: func(c feeds.CVE) error { b.AddCVE(c); return nil },
+			MSRC: func(d feeds.MSRCDocument) error {
+				names := map[string]string{}
+				for _, p := range d.Products {
+					names[p.ID] = p.Name
+				}
+				for _, v := range d.Vulns {
+					for _, fx := range v.Fixes {
+						b.AddMSRCFix(match.MSRCFix{CVEID: v.CVE, ProductID: fx.ProductID, ProductName: names[fx.ProductID], KB: fx.KB,
+							FixedBuild: fx.FixedBuild, Hotpatch: fx.Hotpatch()})
+					}
+				}
+				return nil
+			}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,6 +45,10 @@ func TestDemoFeedMatchesSimulator(t *testing.T) {
 	for i := range 300 {
 		doc := sim.Generate(1, i)
 		ep := match.Endpoint{Platform: sim.Platform(1, i)}
+		if ep.Platform == "windows" {
+			ep.Windows = match.WindowsOS{Name: deref(doc.System.OS), Build: deref(doc.System.OSBuild), Arch: doc.System.Arch,
+				Server: doc.System.Type == "server"}
+		}
 		for _, s := range doc.Software {
 			ep.Software = append(ep.Software, match.Software{Name: s.Name, Version: deref(s.Version), Publisher: deref(s.Publisher),
 				InstallType: deref(s.InstallType), SourcePackage: deref(s.SourcePackage)})
@@ -46,6 +64,12 @@ func TestDemoFeedMatchesSimulator(t *testing.T) {
 		"Google Chrome":   {"CVE-2024-12053", "CVE-2025-2783"},
 		"7-Zip":           {"CVE-2025-0411"},
 		"Mozilla Firefox": {"CVE-2024-9680"},
+		// Windows itself, by build (the simulator's builds are of November
+		// 2024, behind the demo's MSRC months).
+		"Windows 11 Version 24H2 for x64-based Systems": {"CVE-2025-62215", "CVE-2025-62221"},
+		"Windows 10 Version 22H2 for x64-based Systems": {"CVE-2025-62215", "CVE-2025-62221"},
+		"Windows Server 2022":                           {"CVE-2025-60713", "CVE-2025-62221"},
+		"Windows Server 2019":                           {"CVE-2025-60713", "CVE-2025-62221"},
 	} {
 		for _, c := range cves {
 			if !found[sw][c] {

@@ -26,9 +26,12 @@ type Counts struct {
 	Rejected int `json:"rejected"`
 	KEV      int `json:"kev"`
 	OSV      int `json:"osv"`
+	// MSRC counts the CVEs of MSRC CVRF documents.
+	MSRC int `json:"msrc"`
 }
 
 func (c *Counts) add(o Counts) {
+	c.MSRC += o.MSRC
 	c.CVEs += o.CVEs
 	c.Rejected += o.Rejected
 	c.KEV += o.KEV
@@ -79,6 +82,11 @@ func (w *writer) handler() feeds.Handler {
 			w.count.OSV++
 			return w.maybeFlush()
 		},
+		MSRC: func(d feeds.MSRCDocument) error {
+			w.batch.MSRC = append(w.batch.MSRC, d)
+			w.count.MSRC += len(d.Vulns)
+			return w.maybeFlush()
+		},
 	}
 }
 
@@ -93,7 +101,11 @@ func (w *writer) flush() error {
 	if err := w.store.StoreFeeds(w.ctx, w.batch); err != nil {
 		return err
 	}
-	w.stored.add(Counts{CVEs: len(w.batch.CVEs), Rejected: len(w.batch.Rejected), KEV: len(w.batch.KEVs), OSV: len(w.batch.OSV)})
+	msrc := 0
+	for _, d := range w.batch.MSRC {
+		msrc += len(d.Vulns)
+	}
+	w.stored.add(Counts{CVEs: len(w.batch.CVEs), Rejected: len(w.batch.Rejected), KEV: len(w.batch.KEVs), OSV: len(w.batch.OSV), MSRC: msrc})
 	w.batch = store.FeedBatch{}
 	return nil
 }
@@ -137,6 +149,7 @@ func recordFailure(ctx context.Context, s *store.Store, by By, action string, su
 	summary["ok"] = false
 	summary["error"] = truncate(cause.Error(), 500)
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = counts.CVEs, counts.Rejected, counts.KEV, counts.OSV
+	summary["msrc"] = counts.MSRC
 	if err := s.RecordInstanceEvent(context.WithoutCancel(ctx), by.event(action, summary)); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -194,6 +207,8 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string, by By) (Im
 			format = feeds.FormatKEV
 		case st.OSV > 0:
 			format = feeds.FormatOSV
+		case st.MSRC > 0:
+			format = feeds.FormatMSRC
 		}
 		res.Files++
 		res.Documents += st.Documents
@@ -209,6 +224,7 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string, by By) (Im
 	}
 	summary["ok"], summary["documents"], summary["stored"] = true, res.Documents, res.Stored
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
+	summary["msrc"] = res.Counts.MSRC
 	v, err := s.FinishFeedChange(ctx, by.event("vulndb.import", summary))
 	if err != nil {
 		return res, err

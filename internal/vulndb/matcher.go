@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +89,12 @@ func (m *Matcher) indexAt(ctx context.Context, v int64) (*match.Index, bool, err
 	}
 	b := match.NewBuilder()
 	if err := m.Store.ScanFeeds(ctx, b.AddCVE, b.AddOSV); err != nil {
+		return nil, false, err
+	}
+	if err := m.Store.ScanMSRCFixes(ctx, func(f store.MSRCFix) {
+		b.AddMSRCFix(match.MSRCFix{CVEID: f.CVEID, ProductID: f.ProductID, ProductName: f.ProductName, KB: f.KB, FixedBuild: f.FixedBuild,
+			Hotpatch: strings.Contains(strings.ToLower(f.SubType), "hotpatch")})
+	}); err != nil {
 		return nil, false, err
 	}
 	m.index, m.version = b.Build(nil), v

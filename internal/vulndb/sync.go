@@ -2,7 +2,9 @@ package vulndb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -37,7 +39,14 @@ type SyncConfig struct {
 	KEVURL string
 	// OSVURLs are OSV files: one record, an array, or a zip of records
 	// (feeds.OSVBucketURL + "Debian/all.zip").
-	OSVURLs    []string
+	OSVURLs []string
+	// MSRCURL is the MSRC CVRF API (feeds.MSRCURL): the document of month
+	// M is MSRCURL + "2025-Nov". Each sync fetches the months from two
+	// before the last month synced (Microsoft revises recent documents) up
+	// to the current one; the first sync starts at MSRCSince (default
+	// twelve months back). A month not published yet (404) is skipped.
+	MSRCURL    string
+	MSRCSince  time.Time
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -49,6 +58,7 @@ type SyncResult struct {
 	Counts      Counts           `json:"counts"`
 	NVDFrom     *time.Time       `json:"nvdFrom,omitempty"`
 	NVDUntil    *time.Time       `json:"nvdUntil,omitempty"`
+	MSRCMonths  []string         `json:"msrcMonths,omitempty"`
 	Stored      store.FeedCounts `json:"stored"`
 	FeedVersion int64            `json:"feedVersion"`
 }
@@ -77,6 +87,9 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 		sources = append(sources, cfg.KEVURL)
 	}
 	sources = append(sources, cfg.OSVURLs...)
+	if cfg.MSRCURL != "" {
+		sources = append(sources, cfg.MSRCURL)
+	}
 	if cfg.NVDURL != "" {
 		sources = append(sources, cfg.NVDURL)
 	}
@@ -100,6 +113,15 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 			return fail(c, fmt.Errorf("sync OSV: %w", err))
 		}
 		res.Counts.add(c)
+	}
+	if cfg.MSRCURL != "" {
+		c, months, err := syncMSRC(ctx, s, cfg, now().UTC())
+		if err != nil {
+			return fail(c, fmt.Errorf("sync MSRC: %w", err))
+		}
+		res.Counts.add(c)
+		res.MSRCMonths = months
+		summary["msrcMonths"] = months
 	}
 	if cfg.NVDURL != "" {
 		synced, err := s.VulnState(ctx, store.StateNVDSynced)
@@ -139,6 +161,7 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 	}
 	summary["ok"], summary["stored"] = true, res.Stored
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
+	summary["msrc"] = res.Counts.MSRC
 	v, err := s.FinishFeedChange(ctx, by.event("vulndb.sync", summary))
 	if err != nil {
 		return res, err
@@ -148,16 +171,65 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 	return res, nil
 }
 
+// syncMSRC downloads and stores the MSRC documents of the months due (see
+// SyncConfig.MSRCURL) and records the last month stored (vuln_state
+// msrc_synced, as year*100+month) once all are stored.
+func syncMSRC(ctx context.Context, s *store.Store, cfg SyncConfig, now time.Time) (Counts, []string, error) {
+	var total Counts
+	var months []string
+	from := cfg.MSRCSince
+	if from.IsZero() {
+		from = now.AddDate(0, -12, 0)
+	}
+	synced, err := s.VulnState(ctx, store.StateMSRCSynced)
+	if err != nil {
+		return total, nil, err
+	}
+	if synced > 0 {
+		from = time.Date(int(synced/100), time.Month(synced%100), 1, 0, 0, 0, 0, time.UTC).AddDate(0, -2, 0)
+	}
+	m := time.Date(from.Year(), from.Month(), 1, 0, 0, 0, 0, time.UTC)
+	last := int64(0)
+	for !m.After(now) {
+		id := feeds.MSRCMonth(m)
+		c, err := downloadAndImportWith(ctx, s, cfg.HTTPClient, cfg.MSRCURL+id, feeds.DownloadMSRC)
+		var se *feeds.StatusError
+		switch {
+		case errors.As(err, &se) && se.StatusCode == http.StatusNotFound:
+			// Not published (yet): the current month before its release.
+		case err != nil:
+			total.add(c)
+			return total, months, fmt.Errorf("%s: %w", id, err)
+		default:
+			total.add(c)
+			months = append(months, id)
+			last = int64(m.Year())*100 + int64(m.Month())
+		}
+		m = m.AddDate(0, 1, 0)
+	}
+	if last > synced {
+		if err := s.SetVulnState(ctx, store.StateMSRCSynced, last); err != nil {
+			return total, months, err
+		}
+	}
+	return total, months, nil
+}
+
 // downloadAndImport downloads a feed file to a temporary file (a zip needs
 // random access) and stores its records; on an error it answers the
 // records stored before it.
 func downloadAndImport(ctx context.Context, s *store.Store, client *http.Client, url string) (Counts, error) {
+	return downloadAndImportWith(ctx, s, client, url, feeds.Download)
+}
+
+func downloadAndImportWith(ctx context.Context, s *store.Store, client *http.Client, url string,
+	download func(context.Context, *http.Client, string, io.Writer) error) (Counts, error) {
 	f, err := os.CreateTemp("", "patchd-feed-*")
 	if err != nil {
 		return Counts{}, err
 	}
 	defer os.Remove(f.Name())
-	err = feeds.Download(ctx, client, url, f)
+	err = download(ctx, client, url, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -216,6 +288,10 @@ func ConfigFromFeeds(f config.Feeds) SyncConfig {
 		if u = strings.TrimSpace(u); u != "" {
 			c.OSVURLs = append(c.OSVURLs, u)
 		}
+	}
+	c.MSRCURL = strings.TrimSpace(f.MSRCURL)
+	if t, err := time.Parse("2006-01", strings.TrimSpace(f.MSRCSince)); err == nil {
+		c.MSRCSince = t
 	}
 	return c
 }

@@ -326,6 +326,30 @@ func TestMatchingAndRemediation(t *testing.T) {
 	if !mapsEqual(got, want) {
 		t.Errorf("list = %v\nwant %v", got, want)
 	}
+	// remediatedBy: the fixed package version of each distribution, the
+	// fixed application version; a finding without a known fix adds none.
+	fixes := map[string][]string{}
+	items, _, err := s.ListVulnerabilities(ctx, store.VulnQuery{OrgID: env.Org.ID, Limit: 100, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range items {
+		for _, r := range v.RemediatedBy {
+			fixed := "-"
+			if r.FixedIn != nil {
+				fixed = *r.FixedIn
+			}
+			fixes[v.CVEID] = append(fixes[v.CVEID], r.Kind+" "+r.Key+" "+fixed+" "+strconv.Itoa(r.Endpoints))
+		}
+	}
+	for cve, want := range map[string][]string{
+		"CVE-2023-5363":  {"package openssl 1:3.0.7-27.el9 1", "package openssl 3.0.11-1~deb12u2 1"},
+		"CVE-2024-12053": {"application Google Chrome 131.0.6778.108 1"},
+	} {
+		if !slices.Equal(fixes[cve], want) {
+			t.Errorf("remediatedBy of %s = %q, want %q", cve, fixes[cve], want)
+		}
+	}
 	// Due soon within 7 days of the deadline; the KEV due date counts to
 	// the end of its day.
 	at := func(y int, mo time.Month, d, h int) time.Time { return time.Date(y, mo, d, h, 0, 0, 0, time.UTC) }

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 )
 
 // ErrUnknownFormat is answered when a document is none of the feeds.
-var ErrUnknownFormat = errors.New("feeds: not an NVD CVE 2.0, CISA KEV or OSV document")
+var ErrUnknownFormat = errors.New("feeds: not an NVD CVE 2.0, CISA KEV, OSV or MSRC CVRF document")
 
 // sniffSize is how much of a document Detect needs at most.
 const sniffSize = 64 << 10
@@ -25,6 +26,13 @@ func Detect(head []byte) (Format, error) {
 		head = head[:sniffSize]
 	}
 	head = bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '<' {
+		// XML: only MSRC's CVRF documents are read.
+		if isCVRFRoot(t) {
+			return FormatMSRC, nil
+		}
+		return FormatUnknown, ErrUnknownFormat
+	}
 	dec := json.NewDecoder(bytes.NewReader(head))
 	tok, err := dec.Token()
 	if err != nil {
@@ -52,6 +60,21 @@ func Detect(head []byte) (Format, error) {
 	return FormatUnknown, ErrUnknownFormat
 }
 
+// isCVRFRoot reports whether an XML document's root element (after any
+// declaration, comments or processing instructions) is a CVRF cvrfdoc.
+func isCVRFRoot(head []byte) bool {
+	dec := xml.NewDecoder(bytes.NewReader(head))
+	for {
+		tok, err := dec.RawToken()
+		if err != nil {
+			return false
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			return se.Name.Local == "cvrfdoc"
+		}
+	}
+}
+
 // sniffObject reads the keys of an object whose '{' was consumed, until it
 // can tell the format or the input (perhaps truncated) ends.
 func sniffObject(dec *json.Decoder) Format {
@@ -74,6 +97,8 @@ func sniffObject(dec *json.Decoder) Format {
 			return FormatUnknown // the retired NVD 1.1 feeds
 		case "vulnerabilities":
 			return sniffVulnerabilities(dec)
+		case "DocumentTitle", "DocumentTracking", "ProductTree":
+			return FormatMSRC // CVRF, as the MSRC API serves it
 		case "id":
 			hasID = true
 		case "affected", "modified", "schema_version", "aliases":
@@ -121,6 +146,8 @@ type Handler struct {
 	CVE func(CVE) error
 	KEV func(KEV) error
 	OSV func(OSVAdvisory) error
+	// MSRC receives each MSRC CVRF document whole (one month is a few MB).
+	MSRC func(MSRCDocument) error
 	// Rejected is told the id of every NVD record marked Rejected.
 	Rejected func(id string) error
 }
@@ -149,6 +176,12 @@ func Parse(r io.Reader, h Handler) (Format, error) {
 			}
 		}
 		return f, nil
+	case FormatMSRC:
+		doc, err := ParseMSRC(br)
+		if err != nil || h.MSRC == nil {
+			return f, err
+		}
+		return f, h.MSRC(doc)
 	default:
 		fn := h.OSV
 		if fn == nil {

@@ -18,7 +18,19 @@ const (
 	KEVURL    = "https://www.cisa.gov/sites/default/files/feeds/known_exploited_vulnerabilities.json"
 	// OSVBucketURL + ecosystem + "/all.zip", e.g. ".../Debian/all.zip".
 	OSVBucketURL = "https://osv-vulnerabilities.storage.googleapis.com/"
+	// MSRCURL + "2025-Nov" is the MSRC CVRF document of a month.
+	MSRCURL = "https://api.msrc.microsoft.com/cvrf/v3.0/cvrf/"
 )
+
+// MSRCMonth is the document id of the month of t ("2025-Nov").
+func MSRCMonth(t time.Time) string { return t.UTC().Format("2006-Jan") }
+
+// DownloadMSRC copies the MSRC CVRF document at url into dst, asking for
+// its JSON form. A month not published yet answers a *StatusError 404.
+func DownloadMSRC(ctx context.Context, client *http.Client, url string, dst io.Writer) error {
+	_, err := get(ctx, client, url, http.Header{"Accept": {"application/json"}}, dst)
+	return err
+}
 
 // StatusError is answered when a server replies with a status other than
 // 200.

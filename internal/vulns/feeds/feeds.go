@@ -16,9 +16,10 @@ type Format string
 // The formats Detect recognises.
 const (
 	FormatUnknown Format = ""
-	FormatNVD     Format = "nvd" // NVD CVE API 2.0 / JSON 2.0 feed
-	FormatKEV     Format = "kev" // CISA KEV catalog
-	FormatOSV     Format = "osv" // one OSV record or an array of them
+	FormatNVD     Format = "nvd"  // NVD CVE API 2.0 / JSON 2.0 feed
+	FormatKEV     Format = "kev"  // CISA KEV catalog
+	FormatOSV     Format = "osv"  // one OSV record or an array of them
+	FormatMSRC    Format = "msrc" // a monthly MSRC CVRF document (JSON or XML)
 )
 
 // CVE is one vulnerability from the NVD.

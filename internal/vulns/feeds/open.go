@@ -129,6 +129,7 @@ type Stats struct {
 	KEVs      int
 	OSV       int
 	Rejected  int // NVD records marked Rejected (not stored)
+	MSRC      int // CVEs of MSRC CVRF documents
 }
 
 // ParseFile opens a file (plain, .gz or .zip) and parses every document in
@@ -145,6 +146,7 @@ func ParseFile(name string, h Handler) (Stats, error) {
 		KEV:      func(k KEV) error { st.KEVs++; return call(h.KEV, k) },
 		OSV:      func(a OSVAdvisory) error { st.OSV++; return call(h.OSV, a) },
 		Rejected: func(id string) error { st.Rejected++; return call(h.Rejected, id) },
+		MSRC:     func(d MSRCDocument) error { st.MSRC += len(d.Vulns); return call(h.MSRC, d) },
 	}
 	for {
 		doc, r, err := ff.Next()

@@ -22,6 +22,7 @@ import (
 type Builder struct {
 	products map[string]*productRules
 	osv      map[string][]osvRule
+	windows  map[string]*winProduct // MSRC product id → Windows product
 	rules    int
 	strings  map[string]string // interned CVE ids and bounds
 }
@@ -207,8 +208,8 @@ func (b *Builder) Build(catalog *Catalog) *Index {
 			return !pr.upper[i].incl && pr.upper[j].incl
 		})
 	}
-	ix := &Index{products: b.products, osv: b.osv, rules: b.rules, catalog: catalog}
-	b.products, b.osv, b.strings = nil, nil, nil
+	ix := &Index{products: b.products, osv: b.osv, windows: buildWindows(b.windows), rules: b.rules, catalog: catalog}
+	b.products, b.osv, b.windows, b.strings = nil, nil, nil, nil
 	return ix
 }
 
@@ -217,9 +218,10 @@ func (b *Builder) Build(catalog *Catalog) *Index {
 type Index struct {
 	products map[string]*productRules
 	osv      map[string][]osvRule
+	windows  windowsIndex
 	rules    int
 	catalog  *Catalog
 }
 
-// Rules answers the number of CPE and OSV rules indexed.
+// Rules answers the number of CPE, OSV and MSRC rules indexed.
 func (ix *Index) Rules() int { return ix.rules }

@@ -25,6 +25,9 @@ type Software struct {
 type Endpoint struct {
 	Platform string // "windows", "darwin" (or "macos"), "linux"
 	Distro   string // Linux distribution and release, "debian:12", "Ubuntu 22.04", "almalinux:9.3"
+	// Windows is the endpoint's Windows (name, build with revision,
+	// architecture), matched by build against the MSRC data.
+	Windows  WindowsOS
 	Software []Software
 }
 
@@ -34,7 +37,7 @@ type Finding struct {
 	Software string // the product's display name, or the source package on Linux
 	Version  string // the installed version
 	FixedIn  string // the first fixed version when the feed says it, else ""
-	Source   string // the NVD product ("google:chrome") or the OSV advisory id
+	Source   string // the NVD product ("google:chrome"), the OSV advisory id, or the KB that fixes Windows ("KB5068865")
 }
 
 // Match answers the findings of one endpoint: one per (CVE, software),
@@ -48,6 +51,15 @@ func (ix *Index) Match(ep Endpoint) []Finding {
 	scheme := version.SchemeFor(distro)
 	seen := make(map[string]bool, 16) // software names that produced findings
 	repeated := false
+	if m.platform["windows"] && ep.Windows.Build != "" {
+		// Windows itself: one group, one product, sorted by CVE.
+		m.matchWindows(ep.Windows)
+		if len(m.out) > 0 {
+			slices.SortFunc(m.out, compareFindings)
+			m.out = slices.CompactFunc(m.out, sameFinding)
+			seen[m.out[0].Software] = true
+		}
+	}
 	for _, sw := range ep.Software {
 		if strings.TrimSpace(sw.Version) == "" {
 			continue

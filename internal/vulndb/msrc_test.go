@@ -1,0 +1,270 @@
+package vulndb_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+	"github.com/patchd/patchd/internal/vulndb"
+)
+
+var msrcFixtures = []string{testdata + "msrc-2025-Nov.xml", testdata + "msrc-2025-Dec.xml"}
+
+func TestImportMSRC(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	res, err := vulndb.ImportFiles(ctx, s, msrcFixtures, vulndb.By{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts != (vulndb.Counts{MSRC: 5}) || res.Formats["msrc"] != (vulndb.Counts{MSRC: 5}) || res.Stored != (store.FeedCounts{MSRC: 5}) || res.Documents != 2 {
+		t.Fatalf("import = %+v", res)
+	}
+	fixes := 0
+	if err := s.ScanMSRCFixes(ctx, func(store.MSRCFix) { fixes++ }); err != nil {
+		t.Fatal(err)
+	}
+	// Re-importing (here the December document in its JSON form) updates
+	// in place.
+	res, err = vulndb.ImportFiles(ctx, s, []string{testdata + "msrc-2025-Dec.json", msrcFixtures[0]}, vulndb.By{Actor: "test"})
+	if err != nil || res.Stored != (store.FeedCounts{MSRC: 5}) {
+		t.Fatalf("re-import = %+v %v", res, err)
+	}
+	again := 0
+	if err := s.ScanMSRCFixes(ctx, func(store.MSRCFix) { again++ }); err != nil {
+		t.Fatal(err)
+	}
+	if fixes == 0 || again != fixes {
+		t.Errorf("fixes %d, after re-import %d", fixes, again)
+	}
+	cves, err := s.MSRCCVEs(ctx, []string{"CVE-2025-62215", "CVE-2025-62468", "CVE-2025-0000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cves["CVE-2025-62215"]
+	if len(cves) != 2 || !k.Exploited || k.CVSS == nil || *k.CVSS != 7.0 || k.Release != "2025-Nov" || k.Severity != "Important" ||
+		cves["CVE-2025-62468"].Exploited || cves["CVE-2025-62468"].Release != "2025-Dec" {
+		t.Errorf("MSRC CVEs = %+v", cves)
+	}
+}
+
+func TestSyncMSRCMonths(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	var mu sync.Mutex
+	var asked []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /cvrf/v3.0/cvrf/{month}", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.PathValue("month"))
+		mu.Unlock()
+		if r.Header.Get("Accept") != "application/json" {
+			http.Error(w, "accept", http.StatusNotAcceptable)
+			return
+		}
+		switch r.PathValue("month") {
+		case "2025-Nov":
+			http.ServeFile(w, r, testdata+"msrc-2025-Nov.xml")
+		case "2025-Dec":
+			http.ServeFile(w, r, testdata+"msrc-2025-Dec.json")
+		default:
+			http.NotFound(w, r) // not published
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	now := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	cfg := vulndb.ConfigFromFeeds(config.Feeds{MSRCURL: srv.URL + "/cvrf/v3.0/cvrf/", MSRCSince: "2025-10"})
+	cfg.Now = func() time.Time { return now }
+	res, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []string{"2025-Oct", "2025-Nov", "2025-Dec", "2026-Jan"}) || !slices.Equal(res.MSRCMonths, []string{"2025-Nov", "2025-Dec"}) ||
+		res.Counts.MSRC != 5 || res.Stored.MSRC != 5 {
+		t.Fatalf("sync asked %v: %+v", asked, res)
+	}
+	if v, _ := s.VulnState(ctx, store.StateMSRCSynced); v != 202512 {
+		t.Errorf("msrc_synced = %d", v)
+	}
+	events, err := s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"vulndb.sync"}})
+	if err != nil || len(events) != 1 || events[0].Summary["msrc"] != float64(5) {
+		t.Errorf("the sync's instance event: %+v %v", events, err)
+	}
+	// The next sync starts two months before the last one stored.
+	asked, now = nil, time.Date(2026, 2, 20, 0, 0, 0, 0, time.UTC)
+	if _, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []string{"2025-Oct", "2025-Nov", "2025-Dec", "2026-Jan", "2026-Feb"}) {
+		t.Errorf("second sync asked %v", asked)
+	}
+	// A server error is a failed sync, not a skipped month.
+	mux.HandleFunc("GET /broken/{month}", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusBadGateway) })
+	cfg.MSRCURL = srv.URL + "/broken/"
+	if _, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"}); err == nil {
+		t.Error("sync against a failing MSRC API succeeded")
+	}
+}
+
+func windowsHost(host, caption, build, arch, typ, installType string) agentproto.Inventory {
+	doc := apitest.Sample(host, "windows")
+	doc.System.OS, doc.System.OSBuild, doc.System.Arch, doc.System.Type = str(caption), str(build), arch, typ
+	if installType != "" {
+		doc.System.OSInstallationType = str(installType)
+	}
+	doc.Software = nil
+	doc.Updates = nil
+	return doc
+}
+
+func windowsUpdate(title, kb string) agentproto.Update {
+	return agentproto.Update{Title: title, KB: str(kb), Severity: str("Critical"), Source: "OS - Mandatory", Categories: []string{"Security Updates"}}
+}
+
+// Endpoints enrolled through the agent protocol are matched by their
+// reported Windows build; the finding names the KB that fixes it.
+func TestMatchingWindowsBuilds(t *testing.T) {
+	ctx := context.Background()
+	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	s := env.Store
+	if _, err := vulndb.ImportFiles(ctx, s, msrcFixtures, vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	hosts := []struct {
+		id, caption, build, arch, typ, install string
+		want                                   []string
+	}{
+		{"w11-behind", "Windows 11 Pro", "10.0.22631.6198", "amd64", "workstation", "Client", []string{
+			"CVE-2025-62215 KB5068865 10.0.22631.6199", "CVE-2025-62218 KB5068865 10.0.22631.6199",
+			"CVE-2025-62221 KB5071417 10.0.22631.6345", "CVE-2025-62468 KB5071417 10.0.22631.6345"}},
+		{"w11-nov", "Windows 11 Enterprise", "10.0.22631.6199", "amd64", "workstation", "Client", []string{
+			"CVE-2025-62221 KB5071417 10.0.22631.6345", "CVE-2025-62468 KB5071417 10.0.22631.6345"}},
+		{"w11-current", "Windows 11 Pro", "10.0.22631.6345", "amd64", "workstation", "Client", nil},
+		{"w24h2", "Windows 11 Pro", "10.0.26100.7170", "arm64", "workstation", "", []string{
+			"CVE-2025-62215 KB5068861 10.0.26100.7171", "CVE-2025-62218 KB5068861 10.0.26100.7171",
+			"CVE-2025-62221 KB5072033 10.0.26100.7462", "CVE-2025-62468 KB5072033 10.0.26100.7462"}},
+		{"ltsc2019", "Windows 10 Enterprise LTSC 2019", "10.0.17763.8027", "amd64", "workstation", "Client", []string{
+			"CVE-2025-62221 KB5071544 10.0.17763.8146"}},
+		{"srv2022-core", "Windows Server 2022 Datacenter", "10.0.20348.4404", "amd64", "server", "Server Core", []string{
+			"CVE-2025-60713 KB5068787 10.0.20348.4405", "CVE-2025-62215 KB5068787 10.0.20348.4405",
+			"CVE-2025-62221 KB5071547 10.0.20348.4529"}},
+	}
+	agents := map[string]*apitest.Agent{}
+	for _, h := range hosts {
+		a := env.Enroll("m-"+h.id, h.id, "windows")
+		a.MustInventory(windowsHost(h.id, h.caption, h.build, h.arch, h.typ, h.install))
+		agents[h.id] = a
+	}
+	m := &vulndb.Matcher{Store: s, Holder: "test"}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		fs, err := s.EndpointFindings(ctx, env.Org.ID, agents[h.id].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range fs {
+			got = append(got, f.CVEID+" "+f.Source+" "+f.FixedIn)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, h.want) {
+			t.Errorf("%s (%s): findings %q, want %q", h.id, h.build, got, h.want)
+		}
+		if h.id == "srv2022-core" && (len(fs) == 0 || fs[0].Software != "Windows Server 2022 (Server Core installation)" || fs[0].Version != "10.0.20348.4404") {
+			t.Errorf("Server Core finding = %+v", fs)
+		}
+	}
+	// Missing updates list the CVEs they fix on their endpoint. December's
+	// cumulative update fixes November's CVEs too; November's update only
+	// November's; an update Microsoft's data does not know fixes none.
+	inv := windowsHost("w11-behind", "Windows 11 Pro", "10.0.22631.6198", "amd64", "workstation", "Client")
+	inv.Updates = []agentproto.Update{
+		windowsUpdate("2025-12 Cumulative Update for Windows 11 Version 23H2 for x64-based Systems (KB5071417)", "KB5071417"),
+		windowsUpdate("2025-11 Cumulative Update for Windows 11 Version 23H2 for x64-based Systems (KB5068865)", "5068865"),
+		windowsUpdate("2025-12 Cumulative Update for Windows 10 Version 22H2 (KB5071546)", "KB5071546"), // another product's
+		windowsUpdate("Windows Malicious Software Removal Tool x64 - v5.137 (KB890830)", "KB890830"),
+	}
+	agents["w11-behind"].MustInventory(inv)
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []store.UpdateQuery{{OrgID: env.Org.ID, EndpointID: agents["w11-behind"].ID, Limit: 100}, {OrgID: env.Org.ID, Limit: 100}} {
+		ups, _, err := s.ListUpdates(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for _, u := range ups {
+			got[*u.KB] = u.CVEs
+		}
+		want := map[string][]string{
+			"KB5071417": {"CVE-2025-62215", "CVE-2025-62218", "CVE-2025-62221", "CVE-2025-62468"},
+			"5068865":   {"CVE-2025-62215", "CVE-2025-62218"},
+			"KB5071546": {},
+			"KB890830":  {},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("updates = %v", got)
+		}
+		for kb, w := range want {
+			if !slices.Equal(got[kb], w) || got[kb] == nil {
+				t.Errorf("cves of %s = %q, want %q (endpoint filter %q)", kb, got[kb], w, q.EndpointID)
+			}
+		}
+	}
+
+	// Installing December's update (a new inventory with the new build)
+	// clears the findings.
+	agents["w11-nov"].MustInventory(windowsHost("w11-nov", "Windows 11 Enterprise", "10.0.22631.6345", "amd64", "workstation", "Client"))
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fs, _ := s.EndpointFindings(ctx, env.Org.ID, agents["w11-nov"].ID); len(fs) != 0 {
+		t.Errorf("after the December update: %+v", fs)
+	}
+	// The list shows Microsoft's score and title where the NVD has none.
+	items, _, err := s.ListVulnerabilities(ctx, store.VulnQuery{OrgID: env.Org.ID, Limit: 100, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCVE := map[string]int{}
+	for i, v := range items {
+		byCVE[v.CVEID] = i
+	}
+	k, ok := byCVE["CVE-2025-62215"]
+	if !ok || len(items) != 5 || items[k].CVSSScore == nil || *items[k].CVSSScore != 7.0 || items[k].Description == nil ||
+		*items[k].Description != "Windows Kernel Elevation of Privilege Vulnerability" || len(items[k].Endpoints) != 3 {
+		t.Errorf("list = %+v", items)
+	}
+	// Each CVE names the KB that fixes it on each affected endpoint.
+	var rems []string
+	for _, r := range items[byCVE["CVE-2025-62221"]].RemediatedBy {
+		rems = append(rems, fmt.Sprintf("%s %s %s %s %d", r.Kind, r.Key, r.Software, *r.FixedIn, r.Endpoints))
+	}
+	if want := []string{
+		"kb KB5071417 Windows 11 Version 23H2 for x64-based Systems 10.0.22631.6345 1",
+		"kb KB5071544 Windows 10 Version 1809 for x64-based Systems 10.0.17763.8146 1",
+		"kb KB5071547 Windows Server 2022 (Server Core installation) 10.0.20348.4529 1",
+		"kb KB5072033 Windows 11 Version 24H2 for ARM64-based Systems 10.0.26100.7462 1",
+	}; !slices.Equal(rems, want) {
+		t.Errorf("remediatedBy of CVE-2025-62221 = %q, want %q", rems, want)
+	}
+	min := 7.5
+	items, _, err = s.ListVulnerabilities(ctx, store.VulnQuery{OrgID: env.Org.ID, Limit: 100, MinCVSS: &min, Now: time.Now()})
+	if err != nil || len(items) != 2 || items[0].CVEID != "CVE-2025-62221" || items[1].CVEID != "CVE-2025-60713" {
+		t.Errorf("minCvss 7.5 = %+v %v", items, err)
+	}
+}
