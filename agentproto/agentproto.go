@@ -90,6 +90,12 @@ type EnrollResponse struct {
 	EndpointID     string `json:"endpointId"`
 	AgentSecret    string `json:"agentSecret"`
 	CheckinSeconds int    `json:"checkinSeconds"`
+	// RefreshSeconds is how often the agent refreshes its package
+	// metadata (apt-get update, dnf makecache; on Windows and macOS the
+	// inventory's update search is online already) before collecting its
+	// inventory; each agent spreads it with jitter. A patchd addition:
+	// 0 or absent (an older server) leaves the agent's default.
+	RefreshSeconds int `json:"refreshSeconds,omitempty"`
 }
 
 // CheckinRequest is the body of POST /agent/v1/checkin.
@@ -108,6 +114,12 @@ type CheckinResponse struct {
 	CheckinSeconds  int       `json:"checkinSeconds"`
 	InventoryWanted bool      `json:"inventoryWanted"`
 	Uninstall       bool      `json:"uninstall"`
+	// RefreshSeconds: as in EnrollResponse (a patchd addition).
+	RefreshSeconds int `json:"refreshSeconds,omitempty"`
+	// ScanNow asks the agent to refresh its package metadata and send its
+	// inventory at once (a "scan now" from the API, the console or
+	// patchctl). A patchd addition; an older agent ignores it.
+	ScanNow bool `json:"scanNow,omitempty"`
 }
 
 // Command is an order for one endpoint.

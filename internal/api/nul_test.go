@@ -76,7 +76,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	const nulJSON = `"x\u0000y"`
 	ids := map[string]string{"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
 		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
-		"/api/v1/reports/{key}": "endpoints"}
+		"/api/v1/endpoints/{id}/scan": ag.ID,
+		"/api/v1/reports/{key}":       "endpoints"}
 	// A body for each operation that takes one, valid but for the NUL.
 	bodies := map[string]string{
 		"POST /api/oauth/token":             `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
@@ -89,6 +90,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/updates/approvals":    `{"keys":[` + nulJSON + `],"status":"APPROVED"}`,
 		"POST /api/v1/alerts":               `{"name":` + nulJSON + `,"trigger":"NEW_ENDPOINT","emailTo":"ops@example.com"}`,
 		"POST /api/v1/automations/{id}/run": "", // takes no body
+		"POST /api/v1/endpoints/{id}/scan":  "", // takes no body
 	}
 	// A query filter for each list.
 	queries := map[string]string{

@@ -35,5 +35,8 @@ func (a *API) routes() {
 	a.route("GET /api/v1/reports/{key}", perm.ReportsView, a.getReport)                    // 24
 	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                                // 25
 
+	// patchd additions (in the OpenAPI description).
+	a.route("POST /api/v1/endpoints/{id}/scan", perm.EndpointsManage, a.scanEndpoint)
+
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

@@ -33,8 +33,17 @@ func TestRouteTableMatchesDocument(t *testing.T) {
 	if strings.Join(described, "\n") != strings.Join(routed, "\n") {
 		t.Fatalf("route table and OpenAPI document differ\nrouted:\n%s\n\ndescribed:\n%s", strings.Join(routed, "\n"), strings.Join(described, "\n"))
 	}
-	if len(routed) != 25 {
-		t.Fatalf("%d operations routed, the spec has 25", len(routed))
+	// The 25 of the specification and the patchd additions (each described
+	// as one in the document).
+	additions := 0
+	for _, r := range routed {
+		method, path, _ := strings.Cut(r, " ")
+		if op := doc.Paths.Find(path).GetOperation(method); strings.HasPrefix(op.Description, "patchd addition") {
+			additions++
+		}
+	}
+	if len(routed)-additions != 25 || additions != 1 {
+		t.Fatalf("%d operations routed, %d of them patchd additions; the spec has 25, patchd adds 1", len(routed), additions)
 	}
 }
 
