@@ -45,6 +45,16 @@ type Config struct {
 	// update searches are online); it answers what ran. Default: the
 	// Executor's RefreshPackageLists when it is an *execute.Executor.
 	Refresh func(ctx context.Context) (string, error)
+
+	// Executable is this agent's binary, which a self-update replaces
+	// (os.Executable by default).
+	Executable string
+	// Restart starts the agent anew from exe after a self-update or a
+	// rollback (default: re-executes exe in this process, on Unix).
+	Restart func(exe string) error
+	// UpdateGrace is how long a new agent has to check in before the old
+	// one is put back (DefaultUpdateGrace).
+	UpdateGrace time.Duration
 }
 
 // DefaultRefreshInterval is how often the package metadata is refreshed
@@ -105,6 +115,20 @@ func (c *Config) defaults() {
 			c.Refresh = func(context.Context) (string, error) { return "", nil }
 		}
 	}
+	if c.Executable == "" {
+		if exe, err := os.Executable(); err == nil {
+			if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+				exe = resolved
+			}
+			c.Executable = exe
+		}
+	}
+	if c.Restart == nil {
+		c.Restart = reexec
+	}
+	if c.UpdateGrace == 0 {
+		c.UpdateGrace = DefaultUpdateGrace
+	}
 	if c.Uninstall == nil {
 		dir, log := c.StateDir, c.Logger
 		c.Uninstall = func(ctx context.Context) error { return SelfUninstall(ctx, dir, log) }
@@ -123,6 +147,7 @@ type runner struct {
 	factsAt     time.Time
 	collectedAt time.Time
 	dirty       bool // a command changed software or updates
+	warnedNoKey bool
 }
 
 // Run checks in until ctx ends, the server refuses the agent (401:
@@ -154,10 +179,14 @@ func Run(ctx context.Context, cfg Config) error {
 	r := &runner{cfg: cfg, log: cfg.Logger, state: st, out: ob,
 		client: &Client{Base: st.Server, Secret: st.AgentSecret, HTTP: cfg.HTTP}}
 	r.log.Info("patchd-agent running", "server", st.Server, "endpoint", st.EndpointID, "version", Version)
+	r.resumeUpdate()
 	backoff := cfg.MinBackoff
 	for {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if r.updateOverdue() {
+			r.rollback()
 		}
 		err := r.cycle(ctx)
 		switch {
@@ -216,6 +245,7 @@ func (r *runner) cycle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("check in: %w", err)
 	}
+	r.confirmUpdate()
 	if resp.Uninstall {
 		r.log.Warn("the server removed this endpoint: uninstalling")
 		if err := r.cfg.Uninstall(ctx); err != nil {
@@ -247,6 +277,9 @@ func (r *runner) cycle(ctx context.Context) error {
 	}
 	if invErr != nil {
 		return invErr
+	}
+	if resp.AgentTarget != "" && ctx.Err() == nil {
+		r.selfUpdate(ctx, resp.AgentTarget)
 	}
 	// A server that answers at once (no long poll) is asked again after
 	// checkinSeconds, not in a tight loop. An answer that asked for the

@@ -43,6 +43,15 @@ type State struct {
 	// NextRefreshAt is when the next refresh is due: the last one plus
 	// RefreshSeconds spread with jitter. Nil: at the next check-in.
 	NextRefreshAt *time.Time `json:"nextRefreshAt,omitempty"`
+	// ReleaseKey is the release public key pinned at enrollment
+	// (--release-key), trusted besides the built-in ReleaseKey.
+	ReleaseKey string `json:"releaseKey,omitempty"`
+	// Update is a self-update in progress: the new binary runs and has
+	// not checked in yet.
+	Update *PendingUpdate `json:"update,omitempty"`
+	// RefusedReleases are the SHA-256 of releases refused or rolled back:
+	// not tried again (a release published anew has another hash).
+	RefusedReleases []string `json:"refusedReleases,omitempty"`
 	// InventoryHash is the hash of the last inventory the server took.
 	InventoryHash string `json:"inventoryHash,omitempty"`
 	// RebootPendingSince is the boot time at which an installation asked

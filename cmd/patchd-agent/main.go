@@ -34,7 +34,7 @@ func main() {
 }
 
 var usage = `usage:
-  patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--state DIR]
+  patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--release-key KEY] [--state DIR]
   patchd-agent run [--state DIR]
   patchd-agent install [--state DIR] [--dry-run]
       copies this program to ` + agent.InstallPath(runtime.GOOS) + `, registers
@@ -79,11 +79,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		token := fs.String("token", "", "enrollment token, as printed by the server (<token>.<CA SHA-256> pins the server's CA)")
 		caFile := fs.String("ca-file", "", "PEM certificate of a private CA to trust besides the system store (with a pinned token: must be the pinned CA)")
 		insecure := fs.Bool("insecure-http", false, "allow a plain http:// server that is not on loopback (recorded, and shown on the endpoint)")
+		releaseKey := fs.String("release-key", "", "release public key (base64 Ed25519, patchd admin agent keygen) whose signed agents this agent updates itself to, besides the built-in one")
 		if !parse() {
 			return 2
 		}
 		var st *agent.State
-		st, err = agent.Enroll(ctx, agent.EnrollConfig{Server: *server, Token: *token, StateDir: *stateDir, CAFile: *caFile, InsecureHTTP: *insecure})
+		st, err = agent.Enroll(ctx, agent.EnrollConfig{Server: *server, Token: *token, StateDir: *stateDir, CAFile: *caFile, InsecureHTTP: *insecure, ReleaseKey: *releaseKey})
 		if err == nil {
 			fmt.Fprintf(stdout, "enrolled as endpoint %s; state in %s\n", st.EndpointID, filepath.Join(*stateDir, agent.StateFileName))
 		}

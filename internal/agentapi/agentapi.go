@@ -84,8 +84,38 @@ type API struct {
 
 	mu     sync.RWMutex
 	agents map[string]*cachedAgent
+	// targets caches each organization's agentTarget for policyTTL.
+	targets map[string]cachedTarget
 	// inventories holds a slot per inventory received and not yet stored.
 	inventories chan struct{}
+}
+
+// policyTTL bounds how long a replica answers a cached agent update policy.
+const policyTTL = 30 * time.Second
+
+type cachedTarget struct {
+	target string
+	loaded time.Time
+}
+
+// agentTarget is the organization's agentTarget ("" leaves agents as they
+// are), read at most every policyTTL.
+func (a *API) agentTarget(ctx context.Context, orgID string) (string, error) {
+	now := a.now()
+	a.mu.RLock()
+	c, ok := a.targets[orgID]
+	a.mu.RUnlock()
+	if ok && now.Sub(c.loaded) < policyTTL {
+		return c.target, nil
+	}
+	p, err := a.store.AgentPolicyOf(ctx, orgID)
+	if err != nil {
+		return "", err
+	}
+	a.mu.Lock()
+	a.targets[orgID] = cachedTarget{target: p.Target(), loaded: now}
+	a.mu.Unlock()
+	return p.Target(), nil
 }
 
 type cachedAgent struct {
@@ -98,7 +128,7 @@ func New(cfg Config) *API {
 	if cfg.MaxInventories <= 0 {
 		cfg.MaxInventories = DefaultMaxInventories
 	}
-	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{},
+	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{}, targets: map[string]cachedTarget{},
 		inventories: make(chan struct{}, cfg.MaxInventories)}
 	a.mux.Handle("POST "+agentproto.PathEnroll, httpx.Handle(a.enroll))
 	a.mux.Handle("POST "+agentproto.PathCheckin, httpx.Handle(a.checkin))
@@ -378,6 +408,9 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 		resp.Commands = cmds
 	}
 	resp.ScanNow = scan
+	if resp.AgentTarget, err = a.agentTarget(r.Context(), ag.OrgID); err != nil {
+		return err
+	}
 	httpx.WriteJSON(w, http.StatusOK, resp)
 	return nil
 }
