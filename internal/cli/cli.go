@@ -81,6 +81,8 @@ Usage:
   patchd admin agent publish ... --version V (--release-key KEY | --signature SIG) FILE   (a signed release agents update to)
   patchd admin agent keygen --out KEY   |   patchd admin agent sign --release-key KEY --version V [--os --arch] FILE
   patchd admin agent list [--agent-dir DIR]
+  patchd admin agent-policy set --org ORG --policy latest|none | --policy pinned --version V
+  patchd admin agent-policy get --org ORG
   patchd admin agent package --type deb|rpm|msi [--arch amd64] --out FILE [--base-url URL] [--sign-cert F --sign-key F]
   patchd version
 
