@@ -13,7 +13,8 @@ import (
 
 // adminCommandsOutsideTheSwitch are the admin commands runAdmin handles
 // before its switch on "object verb".
-var adminCommandsOutsideTheSwitch = []string{"backup"}
+// (agent: runAgentAdmin, which needs no database).
+var adminCommandsOutsideTheSwitch = []string{"backup", "agent publish", "agent list", "agent package", "agent keygen", "agent sign"}
 
 // threeWords matches a usage line's fifth word when it is the last word of a
 // three-word command (lower-case verbs, alternatives split by '|'), not a
