@@ -55,6 +55,9 @@ type Config struct {
 	// UpdateGrace is how long a new agent has to check in before the old
 	// one is put back (DefaultUpdateGrace).
 	UpdateGrace time.Duration
+	// StartWatchdog starts `old update-watchdog` for this process
+	// (default: a detached child process).
+	StartWatchdog func(old, stateDir string, pid int) error
 }
 
 // DefaultRefreshInterval is how often the package metadata is refreshed
@@ -128,6 +131,9 @@ func (c *Config) defaults() {
 	}
 	if c.UpdateGrace == 0 {
 		c.UpdateGrace = DefaultUpdateGrace
+	}
+	if c.StartWatchdog == nil {
+		c.StartWatchdog = startWatchdog
 	}
 	if c.Uninstall == nil {
 		dir, log := c.StateDir, c.Logger

@@ -10,3 +10,7 @@ import "errors"
 func reexec(exe string) error {
 	return errors.New("self-update restart is not supported on Windows yet")
 }
+
+func startWatchdog(old, stateDir string, pid int) error {
+	return errors.New("no update watchdog on Windows yet")
+}

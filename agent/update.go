@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,6 +43,10 @@ type PendingUpdate struct {
 	Exe    string    `json:"exe"` // the agent's binary, now the new one
 	Old    string    `json:"old"` // the previous binary, kept until the new one checks in
 	At     time.Time `json:"at"`
+	// Deadline is when the new agent must have checked in (At plus the
+	// grace period): then the watchdog, or the new agent itself, puts the
+	// old binary back.
+	Deadline time.Time `json:"deadline"`
 }
 
 // maxRefused bounds State.RefusedReleases.
@@ -138,8 +143,14 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 		r.log.Error("agent update: cannot put the new binary in place", "err", err)
 		return
 	}
-	r.state.Update = &PendingUpdate{From: Version, To: rel.Version, SHA256: rel.SHA256, Exe: exe, Old: old, At: time.Now().UTC()}
+	now := time.Now().UTC()
+	r.state.Update = &PendingUpdate{From: Version, To: rel.Version, SHA256: rel.SHA256, Exe: exe, Old: old, At: now, Deadline: now.Add(r.cfg.UpdateGrace)}
 	r.save()
+	// The watchdog runs from the old binary (known to work): a new agent
+	// that hangs or crashes before it checks in cannot roll itself back.
+	if err := r.cfg.StartWatchdog(old, r.cfg.StateDir, os.Getpid()); err != nil {
+		r.log.Warn("agent update: no watchdog; the new agent rolls back itself if it runs but cannot check in", "err", err)
+	}
 	r.log.Info("agent updated; restarting into it", "from", Version, "to", rel.Version)
 	if err := r.cfg.Restart(exe); err != nil {
 		r.log.Error("agent update: restart failed; the old agent stays", "err", err)
@@ -249,7 +260,7 @@ func (r *runner) resumeUpdate() {
 	switch Version {
 	case u.To:
 		r.log.Info("agent update: this is the new agent; it must check in to stay", "from", u.From, "to", u.To,
-			"by", u.At.Add(r.cfg.UpdateGrace).Round(time.Second))
+			"by", u.Deadline.Round(time.Second))
 	default:
 		r.log.Error("agent update failed: the previous agent runs again", "from", u.From, "to", u.To, "running", Version)
 		r.state.Update = nil
@@ -273,7 +284,7 @@ func (r *runner) confirmUpdate() {
 // updateOverdue tells whether the new agent missed its grace period.
 func (r *runner) updateOverdue() bool {
 	u := r.state.Update
-	return u != nil && Version == u.To && time.Since(u.At) > r.cfg.UpdateGrace
+	return u != nil && Version == u.To && time.Now().After(u.Deadline)
 }
 
 // rollback puts the old binary back and restarts into it (when this is
@@ -294,8 +305,53 @@ func (r *runner) rollback() {
 		return
 	}
 	r.save()
-	r.log.Error("agent update: the new agent did not check in in time; restarting the old one", "to", u.To, "grace", r.cfg.UpdateGrace)
+	r.log.Error("agent update: the new agent did not check in in time; restarting the old one", "to", u.To, "deadline", u.Deadline)
 	if err := r.cfg.Restart(u.Exe); err != nil {
 		r.log.Error("agent update: restart into the old agent failed", "err", err)
 	}
+}
+
+// watchdogSlack is how long after the deadline the watchdog waits for the
+// new agent to roll back by itself.
+const watchdogSlack = 15 * time.Second
+
+// Watchdog is `patchd-agent update-watchdog`, started from the old binary
+// by an update: it waits until the new agent checked in (the state's
+// update cleared) or its deadline passed; then it puts the old binary back
+// and ends the new agent's process (pid), which the service manager
+// starts again, now the old agent. It answers whether it rolled back.
+func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (bool, error) {
+	st, err := LoadState(stateDir)
+	if err != nil {
+		return false, err
+	}
+	u := st.Update
+	if u == nil {
+		return false, nil
+	}
+	for {
+		st, err := LoadState(stateDir)
+		if err == nil && (st.Update == nil || st.Update.SHA256 != u.SHA256) {
+			return false, nil // confirmed (or rolled back by the new agent)
+		}
+		if time.Now().After(u.Deadline.Add(watchdogSlack)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if _, err := os.Stat(u.Old); err != nil {
+		return false, nil // the new agent put it back itself
+	}
+	if err := os.Rename(u.Old, u.Exe); err != nil {
+		return false, fmt.Errorf("watchdog: put the old agent back: %w", err)
+	}
+	log.Error("agent update: the new agent did not check in in time; the old binary is back, ending the new agent", "to", u.To, "pid", pid)
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+	}
+	return true, nil
 }

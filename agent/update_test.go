@@ -26,7 +26,7 @@ func TestUpdateRolledBackWhenNewAgentDoesNotCheckIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now().Add(-time.Hour)}
+	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now().Add(-time.Hour), Deadline: time.Now().Add(-time.Minute)}
 	if err := st.Save(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestUpdateConfirmedAtCheckIn(t *testing.T) {
 	os.WriteFile(exe, []byte("new agent"), 0o755)
 	os.WriteFile(old, []byte("old agent"), 0o755)
 	st, _ := LoadState(dir)
-	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now()}
+	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now(), Deadline: time.Now().Add(time.Hour)}
 	st.Save(dir)
 	saved := Version
 	t.Cleanup(func() { Version = saved })

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,15 +99,23 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	id := st.EndpointID
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	run := exec.CommandContext(runCtx, exe, "run", "--state", state)
-	run.Env = env
 	logs := &syncLog{}
-	run.Stdout, run.Stderr = logs, logs
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
+	var exited chan error
+	// start runs the agent as a service manager would (and, after the
+	// watchdog ended it, runs it again).
+	start := func() {
+		run := exec.CommandContext(runCtx, exe, "run", "--state", state, "--update-grace", "20s")
+		run.Env = env
+		run.Stdout, run.Stderr = logs, logs
+		run.WaitDelay = 5 * time.Second
+		if err := run.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ch := make(chan error, 1)
+		go func() { ch <- run.Wait() }()
+		exited = ch
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- run.Wait() }()
+	start()
 	defer func() {
 		stop()
 		<-exited
@@ -176,5 +185,49 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "agent update confirmed") {
 		t.Fatal("no confirmation in the log")
+	}
+
+	// 3.0.0 starts (it answers its version) but never checks in: the
+	// watchdog, run from the 2.0.0 binary, puts 2.0.0 back and ends it;
+	// started again, 2.0.0 refuses that release and checks in.
+	v3 := []byte("#!/bin/sh\nif [ \"$1\" = version ]; then echo \"patchd-agent 3.0.0 " + p.String() + "\"; exit 0; fi\nexec sleep 600\n")
+	v3file := filepath.Join(dir, "v3")
+	os.WriteFile(v3file, v3, 0o755)
+	v3sum, _ := agentdist.FileSHA256(v3file)
+	servedPath := filepath.Join(agentDir, p.OS+"-"+p.Arch, p.FileName())
+	if err := os.Rename(v3file, servedPath); err != nil { // the release tooling refuses a script: put it there
+		t.Fatal(err)
+	}
+	if _, err := dist.SetRelease(p, "3.0.0", agentproto.SignRelease(priv, p.OS, p.Arch, "3.0.0", v3sum), []ed25519.PublicKey{pub}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for ended := false; !ended; {
+		kick()
+		select {
+		case <-exited:
+			ended = true
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("3.0.0 was not ended by the watchdog within 3 minutes")
+		}
+	}
+	if sum, _ := agentdist.FileSHA256(exe); sum != v2sum {
+		t.Fatal("the watchdog did not put 2.0.0 back")
+	}
+	start()
+	waitFor("2.0.0 back and 3.0.0 refused", func() bool {
+		st, err := agent.LoadState(state)
+		return err == nil && st.Update == nil && slices.Contains(st.RefusedReleases, v3sum) && version() == "2.0.0"
+	})
+	if !strings.Contains(logs.String(), "agent update failed: the previous agent runs again") {
+		t.Fatal("the rollback is not in the log")
+	}
+	// It does not try 3.0.0 again.
+	n = strings.Count(logs.String(), "package lists refreshed")
+	waitFor("2.0.0 working", func() bool { kick(); return strings.Count(logs.String(), "package lists refreshed") > n+1 })
+	if sum, _ := agentdist.FileSHA256(exe); sum != v2sum || strings.Count(logs.String(), "restarting into it") != 2 {
+		t.Fatal("3.0.0 was tried again")
 	}
 }

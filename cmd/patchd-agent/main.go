@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/agent/collect"
@@ -35,7 +36,7 @@ func main() {
 
 var usage = `usage:
   patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--release-key KEY] [--state DIR]
-  patchd-agent run [--state DIR]
+  patchd-agent run [--state DIR] [--update-grace 5m]
   patchd-agent install [--state DIR] [--dry-run]
       copies this program to ` + agent.InstallPath(runtime.GOOS) + `, registers
       and (re)starts the service (systemd, OpenRC, SysV init, launchd, Windows)
@@ -89,11 +90,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "enrolled as endpoint %s; state in %s\n", st.EndpointID, filepath.Join(*stateDir, agent.StateFileName))
 		}
 	case "run":
+		grace := fs.Duration("update-grace", agent.DefaultUpdateGrace, "after a self-update, how long the new agent has to check in before the old one is put back")
 		if !parse() {
 			return 2
 		}
+		if *grace < 10*time.Second {
+			fmt.Fprintln(stderr, "--update-grace must be at least 10s")
+			return 2
+		}
 		runAgent := func(ctx context.Context) error {
-			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log})
+			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log, UpdateGrace: *grace})
 		}
 		var handled bool
 		if handled, err = agent.RunAsService(runAgent); !handled && err == nil {
@@ -141,6 +147,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(inv)
+	case "update-watchdog":
+		// Started by a self-update from the old binary (not for people).
+		pid := fs.Int("pid", 0, "the updated agent's process")
+		if !parse() {
+			return 2
+		}
+		var rolledBack bool
+		rolledBack, err = agent.Watchdog(ctx, *stateDir, *pid, log)
+		if err == nil && rolledBack {
+			fmt.Fprintln(stdout, "rolled back")
+		}
 	case "version":
 		fmt.Fprintf(stdout, "patchd-agent %s %s/%s\n", agent.Version, runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "--help":

@@ -70,8 +70,8 @@ func TestAgentReleaseSigning(t *testing.T) {
 		t.Errorf("a signed release without --version: %d %s", code, e)
 	}
 	code, m, e = run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", "--version", "2.0.0", "--release-key", keyFile, agentFile)
-	if code != 0 {
-		t.Fatal(e)
+	if release, _ := m["release"].(map[string]any); code != 0 || release["version"] != "2.0.0" || release["sha256"] != sum {
+		t.Fatalf("publish a signed release: %d %v %s", code, m, e)
 	}
 	st, _ := agentdist.NewStore(agentDir)
 	p := agentdist.Platform{OS: "linux", Arch: "arm64"}
