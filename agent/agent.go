@@ -55,6 +55,10 @@ type Config struct {
 	// UpdateGrace is how long a new agent has to check in before the old
 	// one is put back (DefaultUpdateGrace).
 	UpdateGrace time.Duration
+	// ReleaseCheckEvery is how often the agent reads the published
+	// release while the server asks for the same agentTarget
+	// (DefaultReleaseCheckEvery); a new target is read at once.
+	ReleaseCheckEvery time.Duration
 	// StartWatchdog starts `old update-watchdog` for this process
 	// (default: a detached child process).
 	StartWatchdog func(old, stateDir string, pid int) error
@@ -132,6 +136,9 @@ func (c *Config) defaults() {
 	if c.UpdateGrace == 0 {
 		c.UpdateGrace = DefaultUpdateGrace
 	}
+	if c.ReleaseCheckEvery == 0 {
+		c.ReleaseCheckEvery = DefaultReleaseCheckEvery
+	}
 	if c.StartWatchdog == nil {
 		c.StartWatchdog = startWatchdog
 	}
@@ -154,6 +161,10 @@ type runner struct {
 	collectedAt time.Time
 	dirty       bool // a command changed software or updates
 	warnedNoKey bool
+	// releaseTarget and releaseAt: the agentTarget the release was last
+	// read for, and when.
+	releaseTarget string
+	releaseAt     time.Time
 }
 
 // Run checks in until ctx ends, the server refuses the agent (401:

@@ -57,6 +57,10 @@ type fakeServer struct {
 	// with the next one.
 	refreshSeconds int
 	scanNow        bool
+	// agentTarget is sent in check-in answers; releaseGets counts the
+	// agent's reads of the release (answered 404: nothing published).
+	agentTarget string
+	releaseGets atomic.Int32
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
@@ -72,6 +76,10 @@ func newFakeServerTLS(t *testing.T, tls bool) (*fakeServer, *httptest.Server) {
 	mux.HandleFunc("POST "+agentproto.PathCheckin, f.checkin)
 	mux.HandleFunc("PUT "+agentproto.PathInventory, f.inventory)
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
+	mux.HandleFunc("GET /agent/v1/release/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
+		f.releaseGets.Add(1)
+		writeJSON(w, 404, map[string]any{"error": "not_found"})
+	})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {
 			f.refused.Add(1)
@@ -180,7 +188,7 @@ func (f *fakeServer) checkin(w http.ResponseWriter, r *http.Request) {
 	scan := f.scanNow
 	f.scanNow = false
 	writeJSON(w, 200, agentproto.CheckinResponse{Commands: cmds, CheckinSeconds: 1, InventoryWanted: wanted,
-		RefreshSeconds: f.refreshSeconds, ScanNow: scan})
+		RefreshSeconds: f.refreshSeconds, ScanNow: scan, AgentTarget: f.agentTarget})
 }
 
 // requestScan hands scanNow out with the next check-in, at once to a held one.

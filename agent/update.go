@@ -35,6 +35,10 @@ var ReleaseKey = ""
 // old binary is put back.
 const DefaultUpdateGrace = 5 * time.Minute
 
+// DefaultReleaseCheckEvery is how often the published release is read
+// while the target stays the same: a fleet does not ask at every check-in.
+const DefaultReleaseCheckEvery = 15 * time.Minute
+
 // PendingUpdate is a self-update whose new binary has not checked in yet.
 type PendingUpdate struct {
 	From   string    `json:"from"`
@@ -99,6 +103,13 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 		}
 		return
 	}
+	if r.cfg.Executable == "" {
+		return
+	}
+	if target == r.releaseTarget && time.Since(r.releaseAt) < r.cfg.ReleaseCheckEvery {
+		return
+	}
+	r.releaseTarget, r.releaseAt = target, time.Now()
 	rel, err := r.fetchRelease(ctx)
 	if err != nil {
 		r.log.Warn("agent release not read", "err", err)

@@ -124,3 +124,49 @@ func TestTrial(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseReadThrottled: while the server asks for the same target the
+// release is read once per ReleaseCheckEvery, not at every check-in; a new
+// target is read at once; an agent without a release key reads nothing.
+func TestReleaseReadThrottled(t *testing.T) {
+	f, srv := newFakeServer(t)
+	f.agentTarget = "latest"
+	dir := enroll(t, srv)
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.Executable = filepath.Join(t.TempDir(), "patchd-agent")
+	cfg.ReleaseCheckEvery = time.Hour
+	checkins := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.checkins
+	}
+
+	// No key: nothing read.
+	stop, _ := start(t, cfg)
+	eventually(t, "three check-ins", func() bool { return checkins() >= 3 })
+	stop()
+	if n := f.releaseGets.Load(); n != 0 {
+		t.Fatalf("an agent without a release key read the release %d times", n)
+	}
+
+	st, _ := LoadState(dir)
+	st.ReleaseKey = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
+	st.Save(dir)
+	stop, _ = start(t, cfg)
+	before := checkins()
+	eventually(t, "four more check-ins", func() bool { return checkins() >= before+4 })
+	if n := f.releaseGets.Load(); n != 1 {
+		t.Fatalf("the release was read %d times in 4 check-ins; want once", n)
+	}
+	f.mu.Lock()
+	f.agentTarget = "2.0.0"
+	f.mu.Unlock()
+	eventually(t, "the new target read", func() bool { return f.releaseGets.Load() == 2 })
+	before = checkins()
+	eventually(t, "two more check-ins", func() bool { return checkins() >= before+2 })
+	stop()
+	if n := f.releaseGets.Load(); n != 2 {
+		t.Fatalf("read %d times", n)
+	}
+}

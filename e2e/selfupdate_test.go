@@ -104,7 +104,7 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	// start runs the agent as a service manager would (and, after the
 	// watchdog ended it, runs it again).
 	start := func() {
-		run := exec.CommandContext(runCtx, exe, "run", "--state", state, "--update-grace", "20s")
+		run := exec.CommandContext(runCtx, exe, "run", "--state", state, "--update-grace", "20s", "--release-check", "1s")
 		run.Env = env
 		run.Stdout, run.Stderr = logs, logs
 		run.WaitDelay = 5 * time.Second

@@ -36,7 +36,7 @@ func main() {
 
 var usage = `usage:
   patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--release-key KEY] [--state DIR]
-  patchd-agent run [--state DIR] [--update-grace 5m]
+  patchd-agent run [--state DIR] [--update-grace 5m] [--release-check 15m]
   patchd-agent install [--state DIR] [--dry-run]
       copies this program to ` + agent.InstallPath(runtime.GOOS) + `, registers
       and (re)starts the service (systemd, OpenRC, SysV init, launchd, Windows)
@@ -91,7 +91,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "run":
 		grace := fs.Duration("update-grace", agent.DefaultUpdateGrace, "after a self-update, how long the new agent has to check in before the old one is put back")
+		releaseEvery := fs.Duration("release-check", agent.DefaultReleaseCheckEvery, "while the server asks for the same agent version, how often the published release is read")
 		if !parse() {
+			return 2
+		}
+		if *releaseEvery < time.Second {
+			fmt.Fprintln(stderr, "--release-check must be at least 1s")
 			return 2
 		}
 		if *grace < 10*time.Second {
@@ -99,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		runAgent := func(ctx context.Context) error {
-			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log, UpdateGrace: *grace})
+			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log, UpdateGrace: *grace, ReleaseCheckEvery: *releaseEvery})
 		}
 		var handled bool
 		if handled, err = agent.RunAsService(runAgent); !handled && err == nil {
