@@ -40,7 +40,33 @@ type Config struct {
 		Execute(context.Context, agentproto.Command) execute.Outcome
 	}
 	Uninstall func(ctx context.Context) error
+	// Refresh refreshes the package metadata before a scan's inventory
+	// (apt-get update, dnf makecache; nothing on Windows and macOS, whose
+	// update searches are online); it answers what ran. Default: the
+	// Executor's RefreshPackageLists when it is an *execute.Executor.
+	Refresh func(ctx context.Context) (string, error)
+
+	// Executable is this agent's binary, which a self-update replaces
+	// (os.Executable by default).
+	Executable string
+	// Restart starts the agent anew from exe after a self-update or a
+	// rollback (default: re-executes exe in this process, on Unix).
+	Restart func(exe string) error
+	// UpdateGrace is how long a new agent has to check in before the old
+	// one is put back (DefaultUpdateGrace).
+	UpdateGrace time.Duration
+	// ReleaseCheckEvery is how often the agent reads the published
+	// release while the server asks for the same agentTarget
+	// (DefaultReleaseCheckEvery); a new target is read at once.
+	ReleaseCheckEvery time.Duration
+	// StartWatchdog starts `old update-watchdog` for this process
+	// (default: a detached child process).
+	StartWatchdog func(old, stateDir string, pid int) error
 }
+
+// DefaultRefreshInterval is how often the package metadata is refreshed
+// until the server says otherwise (refreshSeconds).
+const DefaultRefreshInterval = 4 * time.Hour
 
 // ErrUnauthorized: the server does not know this agent's secret any more.
 // The agent stops; enroll again to come back.
@@ -89,6 +115,33 @@ func (c *Config) defaults() {
 		setPlatformTools(e)
 		c.Executor = e
 	}
+	if c.Refresh == nil {
+		if e, ok := c.Executor.(*execute.Executor); ok {
+			c.Refresh = e.RefreshPackageLists
+		} else {
+			c.Refresh = func(context.Context) (string, error) { return "", nil }
+		}
+	}
+	if c.Executable == "" {
+		if exe, err := os.Executable(); err == nil {
+			if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+				exe = resolved
+			}
+			c.Executable = exe
+		}
+	}
+	if c.Restart == nil {
+		c.Restart = reexec
+	}
+	if c.UpdateGrace == 0 {
+		c.UpdateGrace = DefaultUpdateGrace
+	}
+	if c.ReleaseCheckEvery == 0 {
+		c.ReleaseCheckEvery = DefaultReleaseCheckEvery
+	}
+	if c.StartWatchdog == nil {
+		c.StartWatchdog = startWatchdog
+	}
 	if c.Uninstall == nil {
 		dir, log := c.StateDir, c.Logger
 		c.Uninstall = func(ctx context.Context) error { return SelfUninstall(ctx, dir, log) }
@@ -107,6 +160,11 @@ type runner struct {
 	factsAt     time.Time
 	collectedAt time.Time
 	dirty       bool // a command changed software or updates
+	warnedNoKey bool
+	// releaseTarget and releaseAt: the agentTarget the release was last
+	// read for, and when.
+	releaseTarget string
+	releaseAt     time.Time
 }
 
 // Run checks in until ctx ends, the server refuses the agent (401:
@@ -138,10 +196,14 @@ func Run(ctx context.Context, cfg Config) error {
 	r := &runner{cfg: cfg, log: cfg.Logger, state: st, out: ob,
 		client: &Client{Base: st.Server, Secret: st.AgentSecret, HTTP: cfg.HTTP}}
 	r.log.Info("patchd-agent running", "server", st.Server, "endpoint", st.EndpointID, "version", Version)
+	r.resumeUpdate()
 	backoff := cfg.MinBackoff
 	for {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if r.updateOverdue() {
+			r.rollback()
 		}
 		err := r.cycle(ctx)
 		switch {
@@ -200,6 +262,7 @@ func (r *runner) cycle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("check in: %w", err)
 	}
+	r.confirmUpdate()
 	if resp.Uninstall {
 		r.log.Warn("the server removed this endpoint: uninstalling")
 		if err := r.cfg.Uninstall(ctx); err != nil {
@@ -211,9 +274,18 @@ func (r *runner) cycle(ctx context.Context) error {
 		r.state.CheckinSeconds = resp.CheckinSeconds
 		r.save()
 	}
+	r.setRefreshInterval(resp.RefreshSeconds)
+	// A scan (asked now, or due at the refresh interval) refreshes the
+	// package metadata, then collects; asked, it sends even an unchanged
+	// inventory, so the server sees when it scanned.
+	wanted := resp.InventoryWanted
+	if resp.ScanNow || r.refreshDue() {
+		r.refresh(ctx, resp.ScanNow)
+		wanted = wanted || resp.ScanNow
+	}
 	// Commands run even when the inventory could not be sent: the
 	// inventory is retried, the commands would not be handed out again.
-	invErr := r.inventory(ctx, resp.InventoryWanted)
+	invErr := r.inventory(ctx, wanted)
 	for _, cmd := range resp.Commands {
 		if ctx.Err() != nil {
 			return nil
@@ -223,14 +295,77 @@ func (r *runner) cycle(ctx context.Context) error {
 	if invErr != nil {
 		return invErr
 	}
+	if resp.AgentTarget != "" && ctx.Err() == nil {
+		r.selfUpdate(ctx, resp.AgentTarget)
+	}
 	// A server that answers at once (no long poll) is asked again after
 	// checkinSeconds, not in a tight loop. An answer that asked for the
 	// inventory came at once by design: the long poll follows right away.
-	if len(resp.Commands) == 0 && !resp.InventoryWanted && time.Since(start) < time.Duration(r.cfg.Wait)*time.Second/2 {
+	if len(resp.Commands) == 0 && !resp.InventoryWanted && !resp.ScanNow && time.Since(start) < time.Duration(r.cfg.Wait)*time.Second/2 {
 		every := time.Duration(max(r.state.CheckinSeconds, 1)) * time.Second
 		sleep(ctx, every-time.Since(start))
 	}
 	return nil
+}
+
+// setRefreshInterval takes the server's refresh interval (0: an older
+// server; the current one stays); a shorter one brings the next refresh
+// forward.
+func (r *runner) setRefreshInterval(seconds int) {
+	if seconds <= 0 || seconds == r.state.RefreshSeconds {
+		return
+	}
+	r.state.RefreshSeconds = seconds
+	if next := r.state.NextRefreshAt; next != nil {
+		if latest := time.Now().Add(spread(r.refreshInterval())); next.After(latest) {
+			r.state.NextRefreshAt = &latest
+		}
+	}
+	r.save()
+}
+
+func (r *runner) refreshInterval() time.Duration {
+	if r.state.RefreshSeconds > 0 {
+		return time.Duration(r.state.RefreshSeconds) * time.Second
+	}
+	return DefaultRefreshInterval
+}
+
+// spread is d give or take a quarter, at random: agents enrolled together
+// drift apart, and a fleet does not refresh from its mirrors at once.
+func spread(d time.Duration) time.Duration {
+	q := d / 4
+	if q <= 0 {
+		return d
+	}
+	return d - q + rand.N(2*q)
+}
+
+func (r *runner) refreshDue() bool {
+	next := r.state.NextRefreshAt
+	return next == nil || !time.Now().Before(*next)
+}
+
+// refresh refreshes the package metadata and has the inventory collected
+// again; a failure is logged and the inventory read from the lists at hand.
+func (r *runner) refresh(ctx context.Context, asked bool) {
+	start := time.Now()
+	ran, err := r.cfg.Refresh(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	next := time.Now().Add(spread(r.refreshInterval()))
+	r.state.NextRefreshAt = &next
+	r.save()
+	r.dirty = true
+	switch {
+	case err != nil:
+		r.log.Warn("package lists not refreshed; the inventory uses the lists at hand", "err", err, "asked", asked)
+	case ran != "":
+		r.log.Info("package lists refreshed", "cmd", ran, "asked", asked, "in", time.Since(start).Round(time.Millisecond), "next", next.Round(time.Second))
+	default:
+		r.log.Info("scan: the update search of the inventory is online", "asked", asked, "next", next.Round(time.Second))
+	}
 }
 
 func (r *runner) checkinRequest(ctx context.Context) agentproto.CheckinRequest {

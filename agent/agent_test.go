@@ -53,6 +53,14 @@ type fakeServer struct {
 	// inventoriesAt: how many inventories the server had when it got
 	// each status (command id + " " + status).
 	inventoriesAt map[string]int
+	// refreshSeconds is sent in check-in answers; scanNow is handed out
+	// with the next one.
+	refreshSeconds int
+	scanNow        bool
+	// agentTarget is sent in check-in answers; releaseGets counts the
+	// agent's reads of the release (answered 404: nothing published).
+	agentTarget string
+	releaseGets atomic.Int32
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
@@ -68,6 +76,10 @@ func newFakeServerTLS(t *testing.T, tls bool) (*fakeServer, *httptest.Server) {
 	mux.HandleFunc("POST "+agentproto.PathCheckin, f.checkin)
 	mux.HandleFunc("PUT "+agentproto.PathInventory, f.inventory)
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
+	mux.HandleFunc("GET /agent/v1/release/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
+		f.releaseGets.Add(1)
+		writeJSON(w, 404, map[string]any{"error": "not_found"})
+	})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {
 			f.refused.Add(1)
@@ -160,7 +172,7 @@ func (f *fakeServer) checkin(w http.ResponseWriter, r *http.Request) {
 	}
 	wanted := f.invHash == "" || f.invHash != req.InventoryHash
 	cmds := f.pendingCommands()
-	if f.longPoll && len(cmds) == 0 && !wanted && r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0" {
+	if f.longPoll && len(cmds) == 0 && !wanted && !f.scanNow && r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0" {
 		wake := f.wake
 		f.mu.Unlock()
 		select {
@@ -168,9 +180,24 @@ func (f *fakeServer) checkin(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 		f.mu.Lock()
+		if r.Context().Err() != nil {
+			return // the agent hung up: hand nothing to it
+		}
 		cmds = f.pendingCommands()
 	}
-	writeJSON(w, 200, agentproto.CheckinResponse{Commands: cmds, CheckinSeconds: 1, InventoryWanted: wanted})
+	scan := f.scanNow
+	f.scanNow = false
+	writeJSON(w, 200, agentproto.CheckinResponse{Commands: cmds, CheckinSeconds: 1, InventoryWanted: wanted,
+		RefreshSeconds: f.refreshSeconds, ScanNow: scan, AgentTarget: f.agentTarget})
+}
+
+// requestScan hands scanNow out with the next check-in, at once to a held one.
+func (f *fakeServer) requestScan() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.scanNow = true
+	close(f.wake)
+	f.wake = make(chan struct{})
 }
 
 // pendingCommands are the queued commands without a status; f.mu is held.
@@ -296,6 +323,8 @@ func testConfig(t *testing.T, dir string, collects *atomic.Int32) Config {
 		},
 		Executor:  &execute.Executor{Runner: execute.ExecRunner{}, TempDir: t.TempDir()},
 		Uninstall: func(ctx context.Context) error { return errors.New("no uninstall in this test") },
+		// Never apt-get update this machine's lists from a test.
+		Refresh: func(context.Context) (string, error) { return "", nil },
 	}
 }
 

@@ -22,6 +22,9 @@ type EnrollConfig struct {
 	CAFile string
 	// InsecureHTTP allows plain http:// to a server not on loopback.
 	InsecureHTTP bool
+	// ReleaseKey is a release public key (base64 Ed25519) this agent
+	// trusts besides the one built in: an operator's own releases.
+	ReleaseKey string
 	// HTTP replaces the client built from the trust decision (tests).
 	HTTP *http.Client
 	// Identity overrides the identity read from this computer (tests).
@@ -56,9 +59,14 @@ func Enroll(ctx context.Context, cfg EnrollConfig) (*State, error) {
 		}
 		return nil, fmt.Errorf("machine id: %w", err)
 	}
+	if cfg.ReleaseKey != "" {
+		if _, err := agentproto.ParseReleaseKey(cfg.ReleaseKey); err != nil {
+			return nil, fmt.Errorf("--release-key: %w", err)
+		}
+	}
 	server := strings.TrimRight(u.String(), "/")
 	token, pin := agentproto.SplitEnrollToken(cfg.Token)
-	st := &State{Server: server, InsecureHTTP: cfg.InsecureHTTP}
+	st := &State{Server: server, InsecureHTTP: cfg.InsecureHTTP, ReleaseKey: strings.TrimSpace(cfg.ReleaseKey)}
 	ectx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := trustForEnroll(ectx, st, u, pin, cfg.CAFile); err != nil {

@@ -37,6 +37,21 @@ type State struct {
 	// InsecureHTTP records that enrollment was told --insecure-http: the
 	// agent may talk plain HTTP to a server that is not on loopback.
 	InsecureHTTP bool `json:"insecureHttp,omitempty"`
+	// RefreshSeconds is how often the server wants the package metadata
+	// refreshed before an inventory (0: DefaultRefreshInterval).
+	RefreshSeconds int `json:"refreshSeconds,omitempty"`
+	// NextRefreshAt is when the next refresh is due: the last one plus
+	// RefreshSeconds spread with jitter. Nil: at the next check-in.
+	NextRefreshAt *time.Time `json:"nextRefreshAt,omitempty"`
+	// ReleaseKey is the release public key pinned at enrollment
+	// (--release-key), trusted besides the built-in ReleaseKey.
+	ReleaseKey string `json:"releaseKey,omitempty"`
+	// Update is a self-update in progress: the new binary runs and has
+	// not checked in yet.
+	Update *PendingUpdate `json:"update,omitempty"`
+	// RefusedReleases are the SHA-256 of releases refused or rolled back:
+	// not tried again (a release published anew has another hash).
+	RefusedReleases []string `json:"refusedReleases,omitempty"`
 	// InventoryHash is the hash of the last inventory the server took.
 	InventoryHash string `json:"inventoryHash,omitempty"`
 	// RebootPendingSince is the boot time at which an installation asked

@@ -23,6 +23,34 @@ const (
 	PathCA = "/agent/v1/ca.pem"
 )
 
+// PathRelease, formatted with os and arch, answers the Release of the
+// agent the server publishes for that platform (a patchd addition, no
+// authentication: the download is public too). The binary is at
+// PathDownload.
+const (
+	PathRelease  = "/agent/v1/release/%s/%s"
+	PathDownload = "/agent/v1/download/%s/%s"
+)
+
+// Release describes a published agent binary: its version, SHA-256 and the
+// Ed25519 signature of ReleaseMessage by the release key.
+type Release struct {
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	Version   string `json:"version"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	Signature string `json:"signature"` // base64 (standard) of 64 bytes
+}
+
+// ReleaseMessage is what a release key signs: the platform, the version
+// and the binary's SHA-256 (lowercase hex), so that a signature vouches for
+// exactly one binary as exactly one version (an old signed release cannot
+// be passed off as a new one, nor one platform's as another's).
+func ReleaseMessage(goos, arch, version, sha256hex string) []byte {
+	return []byte("patchd-agent release v1\n" + goos + "/" + arch + "\n" + version + "\n" + strings.ToLower(sha256hex) + "\n")
+}
+
 // HeaderInventoryHash carries, on PUT /agent/v1/inventory, the hash the
 // agent will send as inventoryHash in its check-ins. Without it the server
 // uses the SHA-256 of the (decompressed) body.
@@ -90,6 +118,12 @@ type EnrollResponse struct {
 	EndpointID     string `json:"endpointId"`
 	AgentSecret    string `json:"agentSecret"`
 	CheckinSeconds int    `json:"checkinSeconds"`
+	// RefreshSeconds is how often the agent refreshes its package
+	// metadata (apt-get update, dnf makecache; on Windows and macOS the
+	// inventory's update search is online already) before collecting its
+	// inventory; each agent spreads it with jitter. A patchd addition:
+	// 0 or absent (an older server) leaves the agent's default.
+	RefreshSeconds int `json:"refreshSeconds,omitempty"`
 }
 
 // CheckinRequest is the body of POST /agent/v1/checkin.
@@ -108,6 +142,18 @@ type CheckinResponse struct {
 	CheckinSeconds  int       `json:"checkinSeconds"`
 	InventoryWanted bool      `json:"inventoryWanted"`
 	Uninstall       bool      `json:"uninstall"`
+	// RefreshSeconds: as in EnrollResponse (a patchd addition).
+	RefreshSeconds int `json:"refreshSeconds,omitempty"`
+	// AgentTarget is the agent version the endpoint's organization wants
+	// ("latest": whatever the server publishes for the agent's platform).
+	// The agent reads the release at PathRelease, verifies it and updates
+	// itself when it differs from its own version. A patchd addition;
+	// absent: leave the agent as it is.
+	AgentTarget string `json:"agentTarget,omitempty"`
+	// ScanNow asks the agent to refresh its package metadata and send its
+	// inventory at once (a "scan now" from the API, the console or
+	// patchctl). A patchd addition; an older agent ignores it.
+	ScanNow bool `json:"scanNow,omitempty"`
 }
 
 // Command is an order for one endpoint.

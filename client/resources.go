@@ -98,6 +98,13 @@ func (c *Client) DeleteEndpoint(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/endpoints/"+url.PathEscape(id), nil, nil, nil)
 }
 
+// ScanEndpoint asks the endpoint's agent to refresh its package metadata
+// and send its inventory now (POST /api/v1/endpoints/{id}/scan, a patchd
+// addition).
+func (c *Client) ScanEndpoint(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/scan", nil, nil, nil)
+}
+
 // SoftwareQuery filters GET /api/v1/software.
 type SoftwareQuery struct {
 	PageQuery

@@ -44,13 +44,19 @@ func TestRealAgentOnThisMachine(t *testing.T) {
 	bin := build(t, dir, "cmd/patchd-agent")
 	state := filepath.Join(dir, "state")
 
-	out, err := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken).CombinedOutput()
+	// The agent refreshes "the package lists" through a stand-in: this
+	// machine's own lists stay as they are.
+	env, _ := fakeAptGet(t, dir)
+	enroll := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
+	enroll.Env = env
+	out, err := enroll.CombinedOutput()
 	if err != nil {
 		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
+	run.Env = env
 	var logs strings.Builder
 	run.Stdout, run.Stderr = &logs, &logs
 	if err := run.Start(); err != nil {

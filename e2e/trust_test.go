@@ -96,7 +96,8 @@ func TestRealAgentPinnedCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
-	run.Env = append(os.Environ(), "SSL_CERT_FILE="+storeFile)
+	env, _ := fakeAptGet(t, dir) // this machine's package lists stay as they are
+	run.Env = append(env, "SSL_CERT_FILE="+storeFile)
 	var logs strings.Builder
 	run.Stdout, run.Stderr = &logs, &logs
 	if err := run.Start(); err != nil {

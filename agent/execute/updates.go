@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/patchd/patchd/agent/collect"
 	"github.com/patchd/patchd/agentproto"
@@ -320,3 +321,56 @@ if ($todo.Count -gt 0) {
 }
 ConvertTo-Json -InputObject $out -Depth 4 -Compress
 `
+
+// refreshTimeout bounds one refresh of the package metadata.
+const refreshTimeout = 15 * time.Minute
+
+// RefreshCmd is the command that refreshes the package metadata of the
+// package manager pm before a scan: apt-get update; dnf makecache
+// --refresh (yum makecache). ok is false for other managers: Windows Update
+// and softwareupdate search online whenever the inventory is collected.
+func RefreshCmd(pm string) (Cmd, bool) {
+	switch pm {
+	case "apt":
+		return Cmd{Path: "apt-get", Args: []string{"update", "-q"}, Env: aptEnv, Timeout: refreshTimeout}, true
+	case "dnf":
+		return Cmd{Path: "dnf", Args: []string{"makecache", "--refresh", "-q"}, Timeout: refreshTimeout}, true
+	case "yum":
+		return Cmd{Path: "yum", Args: []string{"makecache", "-q"}, Timeout: refreshTimeout}, true
+	}
+	return Cmd{}, false
+}
+
+// RefreshPackageLists refreshes the package metadata the inventory's
+// missing updates are read from (a scan): on Linux through the package
+// manager (RefreshCmd); on Windows and macOS there is nothing to do, the
+// inventory's Windows Update search and softwareupdate --list are online.
+// It answers what ran ("" when nothing) and an error when it failed.
+func (e *Executor) RefreshPackageLists(ctx context.Context) (string, error) {
+	if e.goos() == "windows" || e.goos() == "darwin" {
+		return "", nil
+	}
+	c, ok := RefreshCmd(e.packageManager())
+	if !ok {
+		return "", nil
+	}
+	res, err := e.Runner.Run(ctx, c)
+	switch {
+	case err != nil:
+		return c.String(), fmt.Errorf("refresh package lists: %w", err)
+	case res.TimedOut:
+		return c.String(), fmt.Errorf("refresh package lists: %s timed out after %s", c, c.Timeout)
+	case res.ExitCode != 0:
+		return c.String(), fmt.Errorf("refresh package lists: %s: exit code %d: %s", c, res.ExitCode, lastLines(res.Output, 5))
+	}
+	return c.String(), nil
+}
+
+// lastLines is the end of a command's output for an error message.
+func lastLines(out string, n int) string {
+	ls := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, " | ")
+}

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/agent/collect"
@@ -34,8 +35,8 @@ func main() {
 }
 
 var usage = `usage:
-  patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--state DIR]
-  patchd-agent run [--state DIR]
+  patchd-agent enroll --server URL --token TOKEN [--ca-file F] [--insecure-http] [--release-key KEY] [--state DIR]
+  patchd-agent run [--state DIR] [--update-grace 5m] [--release-check 15m]
   patchd-agent install [--state DIR] [--dry-run]
       copies this program to ` + agent.InstallPath(runtime.GOOS) + `, registers
       and (re)starts the service (systemd, OpenRC, SysV init, launchd, Windows)
@@ -79,20 +80,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 		token := fs.String("token", "", "enrollment token, as printed by the server (<token>.<CA SHA-256> pins the server's CA)")
 		caFile := fs.String("ca-file", "", "PEM certificate of a private CA to trust besides the system store (with a pinned token: must be the pinned CA)")
 		insecure := fs.Bool("insecure-http", false, "allow a plain http:// server that is not on loopback (recorded, and shown on the endpoint)")
+		releaseKey := fs.String("release-key", "", "release public key (base64 Ed25519, patchd admin agent keygen) whose signed agents this agent updates itself to, besides the built-in one")
 		if !parse() {
 			return 2
 		}
 		var st *agent.State
-		st, err = agent.Enroll(ctx, agent.EnrollConfig{Server: *server, Token: *token, StateDir: *stateDir, CAFile: *caFile, InsecureHTTP: *insecure})
+		st, err = agent.Enroll(ctx, agent.EnrollConfig{Server: *server, Token: *token, StateDir: *stateDir, CAFile: *caFile, InsecureHTTP: *insecure, ReleaseKey: *releaseKey})
 		if err == nil {
 			fmt.Fprintf(stdout, "enrolled as endpoint %s; state in %s\n", st.EndpointID, filepath.Join(*stateDir, agent.StateFileName))
 		}
 	case "run":
+		grace := fs.Duration("update-grace", agent.DefaultUpdateGrace, "after a self-update, how long the new agent has to check in before the old one is put back")
+		releaseEvery := fs.Duration("release-check", agent.DefaultReleaseCheckEvery, "while the server asks for the same agent version, how often the published release is read")
 		if !parse() {
 			return 2
 		}
+		if *releaseEvery < time.Second {
+			fmt.Fprintln(stderr, "--release-check must be at least 1s")
+			return 2
+		}
+		if *grace < 10*time.Second {
+			fmt.Fprintln(stderr, "--update-grace must be at least 10s")
+			return 2
+		}
 		runAgent := func(ctx context.Context) error {
-			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log})
+			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log, UpdateGrace: *grace, ReleaseCheckEvery: *releaseEvery})
 		}
 		var handled bool
 		if handled, err = agent.RunAsService(runAgent); !handled && err == nil {
@@ -140,6 +152,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(inv)
+	case "update-watchdog":
+		// Started by a self-update from the old binary (not for people).
+		pid := fs.Int("pid", 0, "the updated agent's process")
+		if !parse() {
+			return 2
+		}
+		var rolledBack bool
+		rolledBack, err = agent.Watchdog(ctx, *stateDir, *pid, log)
+		if err == nil && rolledBack {
+			fmt.Fprintln(stdout, "rolled back")
+		}
 	case "version":
 		fmt.Fprintf(stdout, "patchd-agent %s %s/%s\n", agent.Version, runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "--help":

@@ -41,6 +41,9 @@ type Config struct {
 	Presence *presence.Hub
 	// CheckinInterval is what agents are told to use.
 	CheckinInterval time.Duration
+	// ScanInterval is how often agents are told to refresh their package
+	// metadata before an inventory (DefaultScanInterval when zero).
+	ScanInterval time.Duration
 	// Ingester stores inventories in batches; nil stores each on its own.
 	Ingester *store.Ingester
 	// Enrolled is called after an endpoint enrolled for the first time.
@@ -64,6 +67,10 @@ type Config struct {
 // them (a fleet enrolling, a slow disk) the queue would grow without bound.
 const DefaultMaxInventories = 128
 
+// DefaultScanInterval is how often agents refresh their package metadata
+// when the server is not told otherwise.
+const DefaultScanInterval = 4 * time.Hour
+
 // inventoryRetryAfter is the Retry-After of a refused inventory, in seconds.
 const inventoryRetryAfter = 30
 
@@ -77,8 +84,38 @@ type API struct {
 
 	mu     sync.RWMutex
 	agents map[string]*cachedAgent
+	// targets caches each organization's agentTarget for policyTTL.
+	targets map[string]cachedTarget
 	// inventories holds a slot per inventory received and not yet stored.
 	inventories chan struct{}
+}
+
+// policyTTL bounds how long a replica answers a cached agent update policy.
+const policyTTL = 30 * time.Second
+
+type cachedTarget struct {
+	target string
+	loaded time.Time
+}
+
+// agentTarget is the organization's agentTarget ("" leaves agents as they
+// are), read at most every policyTTL.
+func (a *API) agentTarget(ctx context.Context, orgID string) (string, error) {
+	now := a.now()
+	a.mu.RLock()
+	c, ok := a.targets[orgID]
+	a.mu.RUnlock()
+	if ok && now.Sub(c.loaded) < policyTTL {
+		return c.target, nil
+	}
+	p, err := a.store.AgentPolicyOf(ctx, orgID)
+	if err != nil {
+		return "", err
+	}
+	a.mu.Lock()
+	a.targets[orgID] = cachedTarget{target: p.Target(), loaded: now}
+	a.mu.Unlock()
+	return p.Target(), nil
 }
 
 type cachedAgent struct {
@@ -91,7 +128,7 @@ func New(cfg Config) *API {
 	if cfg.MaxInventories <= 0 {
 		cfg.MaxInventories = DefaultMaxInventories
 	}
-	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{},
+	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{}, targets: map[string]cachedTarget{},
 		inventories: make(chan struct{}, cfg.MaxInventories)}
 	a.mux.Handle("POST "+agentproto.PathEnroll, httpx.Handle(a.enroll))
 	a.mux.Handle("POST "+agentproto.PathCheckin, httpx.Handle(a.checkin))
@@ -273,7 +310,8 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	if created && a.cfg.Enrolled != nil {
 		a.cfg.Enrolled(r.Context(), orgID, id)
 	}
-	httpx.WriteJSON(w, http.StatusOK, agentproto.EnrollResponse{EndpointID: id, AgentSecret: secret, CheckinSeconds: a.checkinSeconds()})
+	httpx.WriteJSON(w, http.StatusOK, agentproto.EnrollResponse{EndpointID: id, AgentSecret: secret, CheckinSeconds: a.checkinSeconds(),
+		RefreshSeconds: a.refreshSeconds()})
 	return nil
 }
 
@@ -294,6 +332,14 @@ func (a *API) checkinSeconds() int {
 		s = 60
 	}
 	return s
+}
+
+func (a *API) refreshSeconds() int {
+	d := a.cfg.ScanInterval
+	if d <= 0 {
+		d = DefaultScanInterval
+	}
+	return max(int(d/time.Second), 1)
 }
 
 // checkin is POST /agent/v1/checkin?wait=SECONDS.
@@ -335,12 +381,12 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 		User: req.User, IPAddresses: req.IPAddresses, AgentVersion: req.AgentVersion}
 	a.hub.Seen(seen)
 	resp := agentproto.CheckinResponse{Commands: []agentproto.Command{}, CheckinSeconds: a.checkinSeconds(),
-		InventoryWanted: ag.InventoryHash == "" || req.InventoryHash != ag.InventoryHash}
-	cmds, err := a.pending(r.Context(), ag.EndpointID)
+		InventoryWanted: ag.InventoryHash == "" || req.InventoryHash != ag.InventoryHash, RefreshSeconds: a.refreshSeconds()}
+	cmds, scan, err := a.pending(r.Context(), ag.EndpointID)
 	if err != nil {
 		return err
 	}
-	if len(cmds) == 0 && wait > 0 && !resp.InventoryWanted {
+	if len(cmds) == 0 && !scan && wait > 0 && !resp.InventoryWanted {
 		woken, err := a.hub.Wait(r.Context(), ag.EndpointID, time.Duration(wait)*time.Second)
 		if errors.Is(err, presence.ErrTooManyLongPolls) {
 			// The agent comes back after its interval: holding its idle
@@ -348,7 +394,7 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 			w.Header().Set("Connection", "close")
 		}
 		if woken {
-			if cmds, err = a.pending(r.Context(), ag.EndpointID); err != nil {
+			if cmds, scan, err = a.pending(r.Context(), ag.EndpointID); err != nil {
 				return err
 			}
 		}
@@ -361,22 +407,32 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 	if cmds != nil {
 		resp.Commands = cmds
 	}
+	resp.ScanNow = scan
+	if resp.AgentTarget, err = a.agentTarget(r.Context(), ag.OrgID); err != nil {
+		return err
+	}
 	httpx.WriteJSON(w, http.StatusOK, resp)
 	return nil
 }
 
-func (a *API) pending(ctx context.Context, endpointID string) ([]agentproto.Command, error) {
+// pending answers the endpoint's pending commands and whether a "scan
+// now" waits for it (taken: the next check-in will not see it again).
+func (a *API) pending(ctx context.Context, endpointID string) ([]agentproto.Command, bool, error) {
 	if !a.hub.MayHavePending(endpointID) {
-		return nil, nil
+		return nil, false, nil
 	}
 	cmds, err := a.store.PendingCommands(ctx, endpointID, a.now())
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	scan, err := a.store.TakeScanRequest(ctx, endpointID)
+	if err != nil {
+		return nil, false, err
 	}
 	if len(cmds) == 0 {
 		a.hub.NoPending(endpointID)
 	}
-	return cmds, nil
+	return cmds, scan, nil
 }
 
 // inventory is PUT /agent/v1/inventory.

@@ -257,5 +257,8 @@ func writeAtomic(dst string, mode os.FileMode, write func(w io.Writer) error) er
 	return os.Rename(tmp.Name(), dst)
 }
 
+// FileSHA256 is the lowercase hex SHA-256 of a file.
+func FileSHA256(path string) (string, error) { return fileSHA256(path) }
+
 // CopyOut copies a built file to dst (the command line's --out).
 func CopyOut(src, dst string) error { return copyFile(src, dst, 0o644) }

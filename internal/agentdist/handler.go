@@ -53,6 +53,7 @@ func (h *Host) Register(mux *http.ServeMux) {
 	mux.Handle("GET /agent/v1/download", httpx.Handle(h.index))
 	mux.Handle("GET /agent/v1/download/{os}/{file}", httpx.Handle(h.download))
 	mux.Handle("GET /agent/v1/package/{type}/{arch}", httpx.Handle(h.pkg))
+	mux.Handle("GET /agent/v1/release/{os}/{arch}", httpx.Handle(h.release))
 	mux.Handle("GET /install.sh", httpx.Handle(h.script(InstallScript, "text/x-shellscript; charset=utf-8")))
 	mux.Handle("GET /install.ps1", httpx.Handle(h.script(InstallPowerShell, "text/plain; charset=utf-8")))
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -146,6 +147,21 @@ func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
 	}
 	if a.cfg.EndpointRemoved != nil {
 		a.cfg.EndpointRemoved(id)
+	}
+	httpx.WriteJSON(w, http.StatusOK, apiv1.OK{OK: true})
+	return nil
+}
+
+// scanEndpoint (a patchd addition) asks the endpoint's agent to refresh
+// its package metadata and send its inventory now: at once when it holds a
+// long poll, else at its next check-in.
+func (a *API) scanEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := a.store.RequestScan(r.Context(), auditEntry(r, "endpoint.scan", "endpoint", id), principal(r).OrgID, id, time.Now()); err != nil {
+		return endpointNotFound(err)
+	}
+	if a.cfg.Queued != nil {
+		a.cfg.Queued(context.WithoutCancel(r.Context()), []string{id})
 	}
 	httpx.WriteJSON(w, http.StatusOK, apiv1.OK{OK: true})
 	return nil

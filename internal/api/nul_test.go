@@ -90,7 +90,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	ids := map[string]string{"/api/v1/users/{id}": person.ID, "/api/v1/users/{id}/password": person.ID, "/api/v1/users/{id}/second-factor": person.ID,
 		"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
 		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
-		"/api/v1/reports/{key}": "endpoints", "/api/v1/scripts/{id}": sc.ID, "/api/v1/enrollment-tokens/{id}/revoke": tokens.Items[0].ID,
+		"/api/v1/endpoints/{id}/scan": ag.ID,
+		"/api/v1/reports/{key}":       "endpoints", "/api/v1/scripts/{id}": sc.ID, "/api/v1/enrollment-tokens/{id}/revoke": tokens.Items[0].ID,
 		"/api/v1/runs/{id}": run.RunID, "/api/v1/runs/{id}/stop": run.RunID, "/api/v1/runs/{id}/retry": run.RunID}
 	// A body for each operation that takes one, valid but for the NUL.
 	bodies := map[string]string{
@@ -110,6 +111,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/enrollment-tokens/{id}/revoke": "",
 		"POST /api/v1/runs/{id}/stop":                "",
 		"POST /api/v1/runs/{id}/retry":               "",
+		"POST /api/v1/endpoints/{id}/scan":           "", // takes no body
 		"PATCH /api/v1/users/{id}":                   `{"role":` + nulJSON + `}`,
 		"POST /api/v1/users/{id}/password":           `{"password":"a long password \u0000 with NUL"}`,
 	}

@@ -50,6 +50,7 @@ func (a *API) routes() {
 	a.route("POST /api/v1/runs/{id}/stop", perm.AutomationsRun, a.stopRun)
 	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
 	a.route("GET /api/v1/software/titles", perm.EndpointsView, a.listSoftwareTitles)
+	a.route("POST /api/v1/endpoints/{id}/scan", perm.EndpointsManage, a.scanEndpoint)
 	// People, for roles holding every permission (checked by the handlers).
 	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentdist"
@@ -121,6 +123,49 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			}
 			list, err := s.ListEnrollTokens(ctx, o.ID)
 			return map[string]any{"items": nonNil(list), "total": len(list)}, err
+		}
+	case "agent-policy set":
+		var policy, version string
+		define = func(fs *flag.FlagSet) {
+			str(fs, &org, "org", "organization id or name")
+			str(fs, &policy, "policy", "latest (the published release), pinned (--version) or none (agents are left as they are)")
+			str(fs, &version, "version", "with --policy pinned: the agent version")
+		}
+		do = func(s *store.Store) (any, error) {
+			p := store.AgentPolicy{Policy: policy, Version: strings.TrimSpace(version)}
+			switch {
+			case policy == "none" && version == "":
+				p.Policy = ""
+			case policy == store.AgentPolicyLatest && version == "", policy == store.AgentPolicyPinned && p.Version != "":
+			default:
+				return nil, usagef("%s: --policy latest, --policy pinned --version V, or --policy none", name)
+			}
+			o, err := s.FindOrg(ctx, org)
+			if err != nil {
+				return nil, err
+			}
+			e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "agent_policy.set", TargetType: "org", TargetID: o.ID}
+			if err := s.SetAgentPolicy(ctx, e, o.ID, p, time.Now()); err != nil {
+				return nil, err
+			}
+			return map[string]any{"org": o.ID, "policy": policy, "version": p.Version, "agentTarget": p.Target()}, nil
+		}
+	case "agent-policy get":
+		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
+		do = func(s *store.Store) (any, error) {
+			o, err := s.FindOrg(ctx, org)
+			if err != nil {
+				return nil, err
+			}
+			p, err := s.AgentPolicyOf(ctx, o.ID)
+			if err != nil {
+				return nil, err
+			}
+			policy := p.Policy
+			if policy == "" {
+				policy = "none"
+			}
+			return map[string]any{"org": o.ID, "policy": policy, "version": p.Version, "agentTarget": p.Target()}, nil
 		}
 	case "enroll-token revoke":
 		define = func(fs *flag.FlagSet) {

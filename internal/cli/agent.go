@@ -2,13 +2,18 @@ package cli
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 
+	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/config"
 )
@@ -32,6 +37,9 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 	base := fs.String("base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "package: the server the package enrolls with by default")
 	signCert := fs.String("sign-cert", config.Env("PATCHD_SIGN_CERT", ""), "publish a Windows agent, package msi: PEM certificate for Authenticode signing")
 	signKey := fs.String("sign-key", config.Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert")
+	version := fs.String("version", "", "publish, sign: the agent's version (as it reports it)")
+	signature := fs.String("signature", "", "publish: the release signature (patchd admin agent sign)")
+	releaseKey := fs.String("release-key", config.Env("PATCHD_RELEASE_KEY", ""), "publish, sign: the release private key file (patchd admin agent keygen); publish signs with it")
 	if err := fs.Parse(args); err != nil {
 		return asUsage(fmt.Errorf("%s: %w", name, err))
 	}
@@ -58,11 +66,73 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 		if *signCert != "" {
 			sign = &agentdist.Signer{CertFile: *signCert, KeyFile: *signKey}
 		}
+		if (*signature != "" || *releaseKey != "") && *version == "" {
+			return usagef("%s: a signed release needs --version", name)
+		}
+		if *signature != "" && *releaseKey != "" {
+			return usagef("%s: give --signature or --release-key, not both", name)
+		}
 		b, err := st.PublishSigned(ctx, fs.Arg(0), p, sign)
 		if err != nil {
 			return err
 		}
-		return printJSON(stdio.Out, b)
+		if *version == "" {
+			return printJSON(stdio.Out, b)
+		}
+		sig, keys := *signature, []ed25519.PublicKey(nil)
+		if *releaseKey != "" {
+			key, err := agentdist.ReadReleaseKey(*releaseKey)
+			if err != nil {
+				return err
+			}
+			sig, keys = agentproto.SignRelease(key, p.OS, p.Arch, *version, b.SHA256), []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+		}
+		if sig == "" {
+			return usagef("%s: --version needs --signature or --release-key", name)
+		}
+		rel, err := st.SetRelease(p, *version, sig, keys)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdio.Out, map[string]any{"binary": b, "release": rel})
+	case "keygen":
+		if *out == "" {
+			return usagef("%s: --out FILE: where to write the private key", name)
+		}
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if _, err := fmt.Fprintln(f, base64.StdEncoding.EncodeToString(priv.Seed())); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return printJSON(stdio.Out, map[string]any{"privateKeyFile": *out, "publicKey": base64.StdEncoding.EncodeToString(pub)})
+	case "sign":
+		if fs.NArg() != 1 || *releaseKey == "" || *version == "" {
+			return usagef("%s: patchd admin agent sign --release-key KEY --version V [--os --arch] FILE", name)
+		}
+		p, err := agentdist.ParsePlatform(*goos, *arch)
+		if err != nil {
+			return usagef("%s: %v", name, err)
+		}
+		key, err := agentdist.ReadReleaseKey(*releaseKey)
+		if err != nil {
+			return err
+		}
+		sum, err := agentdist.FileSHA256(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		return printJSON(stdio.Out, map[string]any{"os": p.OS, "arch": p.Arch, "version": *version, "sha256": sum,
+			"signature": agentproto.SignRelease(key, p.OS, p.Arch, *version, sum)})
 	case "list":
 		list, err := st.List()
 		if err != nil {

@@ -87,7 +87,12 @@ Usage:
   patchd vulndb import FILE…   (NVD CVE API 2.0, CISA KEV, OSV; plain, .gz or .zip; format detected)
   patchd vulndb sync [--nvd-url U] [--nvd-api-key K] [--kev-url U] [--osv-url U,U] [--nvd-since YYYY-MM-DD]
   patchd admin agent publish [--os linux --arch amd64] [--agent-dir DIR] [--sign-cert F --sign-key F] FILE
+  patchd admin agent publish ... --version V (--release-key KEY | --signature SIG) FILE   (a signed release agents update to)
+  patchd admin agent keygen --out KEY   (a release key pair: the private key to KEY, the public one printed)
+  patchd admin agent sign --release-key KEY --version V [--os linux --arch amd64] FILE
   patchd admin agent list [--agent-dir DIR]
+  patchd admin agent-policy set --org ORG --policy latest|none | --policy pinned --version V
+  patchd admin agent-policy get --org ORG
   patchd admin agent package --type deb|rpm|msi [--arch amd64] --out FILE [--base-url URL] [--sign-cert F --sign-key F]
   patchd version
 

@@ -13,6 +13,7 @@ import (
 
 // adminCommandsOutsideTheSwitch are the admin commands runAdmin handles
 // before its switch on "object verb".
+// (agent: runAgentAdmin, which needs no database).
 var adminCommandsOutsideTheSwitch = []string{"backup"}
 
 // threeWords matches a usage line's fifth word when it is the last word of a

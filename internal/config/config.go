@@ -55,6 +55,9 @@ type Config struct {
 	// SessionMaxAge ends every console session this long after its
 	// sign-in (--session-idle-timeout, --session-max-age).
 	SessionIdleTimeout, SessionMaxAge time.Duration
+	// ScanInterval is how often agents are told to refresh their package
+	// metadata (apt-get update, dnf makecache) before an inventory.
+	ScanInterval time.Duration
 	// CommandExpiry cancels a command without a maintenance window that its
 	// endpoint did not start within it (default 7 days).
 	CommandExpiry time.Duration
@@ -206,6 +209,11 @@ func ParseServe(args []string) (Config, error) {
 		return c, fmt.Errorf("PATCHD_CHECKIN_INTERVAL: %w", err)
 	}
 	fs.DurationVar(&c.CheckinInterval, "checkin-interval", checkin, "interval agents are told to check in at (env PATCHD_CHECKIN_INTERVAL)")
+	scan, err := time.ParseDuration(Env("PATCHD_SCAN_INTERVAL", "4h"))
+	if err != nil {
+		return c, fmt.Errorf("PATCHD_SCAN_INTERVAL: %w", err)
+	}
+	fs.DurationVar(&c.ScanInterval, "scan-interval", scan, "interval agents refresh their package metadata at before an inventory, spread with jitter per agent (env PATCHD_SCAN_INTERVAL)")
 	expiry, err := time.ParseDuration(Env("PATCHD_COMMAND_EXPIRY", "168h"))
 	if err != nil {
 		return c, fmt.Errorf("PATCHD_COMMAND_EXPIRY: %w", err)
@@ -307,6 +315,9 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.CheckinInterval < time.Second {
 		return c, fmt.Errorf("--checkin-interval must be at least 1s")
+	}
+	if c.ScanInterval < time.Minute {
+		return c, fmt.Errorf("--scan-interval must be at least 1m")
 	}
 	if c.MaxInventories < 1 {
 		return c, fmt.Errorf("--max-inventories must be at least 1")

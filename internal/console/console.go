@@ -153,6 +153,7 @@ func (c *Console) routes() {
 	c.page("GET /console/endpoints/{id}", perm.EndpointsView, c.endpointDetail)
 	c.page("POST /console/endpoints/{id}", perm.EndpointsManage, c.endpointPatch)
 	c.page("POST /console/endpoints/{id}/delete", perm.EndpointsManage, c.endpointDelete)
+	c.page("POST /console/endpoints/{id}/scan", perm.EndpointsManage, c.endpointScan)
 	c.page("POST /console/actions", perm.AutomationsRun, c.actionRun)
 
 	c.page("GET /console/software", perm.EndpointsView, c.softwareList)

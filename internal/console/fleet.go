@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,6 +189,14 @@ func (c *Console) endpointDelete(w http.ResponseWriter, r *http.Request, s *sess
 		return c.done(w, r, "/console/endpoints/"+id, err, "")
 	}
 	return c.done(w, r, "/console/endpoints", nil, "Endpoint removed; its agent uninstalls itself at its next check-in.")
+}
+
+// endpointScan asks the endpoint's agent to refresh its package lists and
+// send its inventory (POST /api/v1/endpoints/{id}/scan).
+func (c *Console) endpointScan(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/scan", nil, nil)
+	return c.done(w, r, "/console/endpoints/"+url.PathEscape(id), err, "Scan requested: the agent refreshes its package lists and sends its inventory.")
 }
 
 // actionRun queues a one-off action (POST /api/v1/actions) on the endpoints

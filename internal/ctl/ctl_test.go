@@ -374,6 +374,14 @@ func TestInventoryCommandsAndPaging(t *testing.T) {
 
 	// get, rename, comment, set-attr.
 	id := ids[0]
+	// scan: the request waits for the agent's check-in.
+	if out := h.ok("endpoints", "scan", id); !strings.Contains(out, "Scan of endpoint "+id+" requested") {
+		t.Errorf("endpoints scan: %q", out)
+	}
+	if asked, err := e.Store.TakeScanRequest(context.Background(), id); err != nil || !asked {
+		t.Errorf("endpoints scan recorded no request: %v", err)
+	}
+	h.fail(ctl.ExitAPI, "not_found", "endpoints", "scan", "no-such-endpoint")
 	h.ok("endpoints", "rename", id, "Front desk")
 	h.ok("endpoints", "comment", id, "lobby, ground floor")
 	h.ok("endpoints", "set-attr", id, "attr1=Berlin", "attr2=Sales")

@@ -143,6 +143,22 @@ func endpointCommands() []command {
 					return patchEndpoint(s, args[0], apiv1.EndpointPatch{Attributes: attrs}, "Attributes of endpoint %s set.")
 				}
 			}},
+		{name: "endpoints scan", args: "ID", summary: "have an endpoint's agent refresh its package lists and send its inventory now",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					if err := c.ScanEndpoint(s.ctx, args[0]); err != nil {
+						return err
+					}
+					return s.done(apiv1.OK{OK: true}, "Scan of endpoint %s requested; its agent refreshes its package lists and sends its inventory at its next check-in.", args[0])
+				}
+			}},
 		{name: "endpoints remove", args: "ID [--yes]", summary: "remove an endpoint; its agent uninstalls itself at its next check-in",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				yes := fs.Bool("yes", false, "do not ask for confirmation on a terminal")

@@ -125,10 +125,11 @@ func (s *Store) PendingCommands(ctx context.Context, endpointID string, now time
 	return out, rows.Err()
 }
 
-// EndpointsWithPending lists the endpoints that have pending commands (to
-// seed a replica's in-memory view at start).
+// EndpointsWithPending lists the endpoints that have pending commands or
+// a waiting "scan now" (to seed a replica's in-memory view at start).
 func (s *Store) EndpointsWithPending(ctx context.Context) ([]string, error) {
-	rows, err := s.query(ctx, `SELECT DISTINCT endpoint_id FROM commands WHERE status = 'PENDING'`)
+	rows, err := s.query(ctx, `SELECT endpoint_id FROM commands WHERE status = 'PENDING'
+		UNION SELECT id FROM endpoints WHERE scan_requested_at IS NOT NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("store: endpoints with pending commands: %w", err)
 	}

@@ -1,0 +1,368 @@
+package agent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+)
+
+// ReleaseKey is the release public key built into the agent (base64 of an
+// Ed25519 public key), set at build time:
+//
+//	go build -ldflags "-X github.com/patchd/patchd/agent.ReleaseKey=BASE64" ./cmd/patchd-agent
+//
+// Without one (and without a key pinned at enrollment) the agent never
+// updates itself.
+var ReleaseKey = ""
+
+// DefaultUpdateGrace is how long a new agent has to check in before the
+// old binary is put back.
+const DefaultUpdateGrace = 5 * time.Minute
+
+// DefaultReleaseCheckEvery is how often the published release is read
+// while the target stays the same: a fleet does not ask at every check-in.
+const DefaultReleaseCheckEvery = 15 * time.Minute
+
+// PendingUpdate is a self-update whose new binary has not checked in yet.
+type PendingUpdate struct {
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	SHA256 string    `json:"sha256"`
+	Exe    string    `json:"exe"` // the agent's binary, now the new one
+	Old    string    `json:"old"` // the previous binary, kept until the new one checks in
+	At     time.Time `json:"at"`
+	// Deadline is when the new agent must have checked in (At plus the
+	// grace period): then the watchdog, or the new agent itself, puts the
+	// old binary back.
+	Deadline time.Time `json:"deadline"`
+}
+
+// maxRefused bounds State.RefusedReleases.
+const maxRefused = 20
+
+// releaseKeys are the keys this agent trusts releases from.
+func (r *runner) releaseKeys() []ed25519.PublicKey {
+	var keys []ed25519.PublicKey
+	for _, s := range []string{ReleaseKey, r.state.ReleaseKey} {
+		if s == "" {
+			continue
+		}
+		k, err := agentproto.ParseReleaseKey(s)
+		if err != nil {
+			r.log.Error("release key ignored", "err", err)
+			continue
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func (r *runner) refuse(sum, why string, args ...any) {
+	r.log.Error("agent update refused: "+why, args...)
+	if sum != "" && !slices.Contains(r.state.RefusedReleases, sum) {
+		r.state.RefusedReleases = append(r.state.RefusedReleases, sum)
+		if n := len(r.state.RefusedReleases); n > maxRefused {
+			r.state.RefusedReleases = r.state.RefusedReleases[n-maxRefused:]
+		}
+		r.save()
+	}
+}
+
+// selfUpdate follows the server's agentTarget: it reads the release
+// published for this platform and, when it is the target and another
+// version than this one, downloads it, checks its SHA-256 and its
+// signature by a trusted release key, checks that it starts, puts it in
+// place of this binary (keeping the old one) and restarts into it. It
+// returns only when nothing was done or the update failed (the old agent
+// keeps running).
+func (r *runner) selfUpdate(ctx context.Context, target string) {
+	if target == "" || r.state.Update != nil {
+		return
+	}
+	keys := r.releaseKeys()
+	if len(keys) == 0 {
+		if !r.warnedNoKey {
+			r.log.Warn("the server asks for an agent update, but this agent has no release key: it does not update itself", "target", target)
+			r.warnedNoKey = true
+		}
+		return
+	}
+	if r.cfg.Executable == "" {
+		return
+	}
+	if target == r.releaseTarget && time.Since(r.releaseAt) < r.cfg.ReleaseCheckEvery {
+		return
+	}
+	r.releaseTarget, r.releaseAt = target, time.Now()
+	rel, err := r.fetchRelease(ctx)
+	if err != nil {
+		r.log.Warn("agent release not read", "err", err)
+		return
+	}
+	if rel == nil || rel.Version == Version || target != "latest" && rel.Version != target ||
+		slices.Contains(r.state.RefusedReleases, rel.SHA256) {
+		return
+	}
+	if rel.OS != runtime.GOOS || rel.Arch != runtime.GOARCH {
+		r.refuse(rel.SHA256, "the release is for another platform", "release", rel.OS+"/"+rel.Arch)
+		return
+	}
+	if err := agentproto.VerifyRelease(keys, *rel); err != nil {
+		r.refuse(rel.SHA256, "bad signature", "version", rel.Version, "err", err)
+		return
+	}
+	exe := r.cfg.Executable
+	dir := filepath.Dir(exe)
+	newFile, err := r.download(ctx, dir, *rel)
+	if err != nil {
+		if errors.Is(err, errTampered) {
+			r.refuse(rel.SHA256, "the download does not match the signed release", "version", rel.Version, "err", err)
+		} else {
+			r.log.Warn("agent update not downloaded; tried again later", "version", rel.Version, "err", err)
+		}
+		return
+	}
+	defer os.Remove(newFile)
+	if err := trial(ctx, newFile, rel.Version); err != nil {
+		r.refuse(rel.SHA256, "the new agent does not start", "version", rel.Version, "err", err)
+		return
+	}
+	old := exe + ".old"
+	os.Remove(old)
+	if err := os.Rename(exe, old); err != nil {
+		r.log.Error("agent update: cannot move the running binary aside", "err", err)
+		return
+	}
+	if err := os.Rename(newFile, exe); err != nil {
+		os.Rename(old, exe)
+		r.log.Error("agent update: cannot put the new binary in place", "err", err)
+		return
+	}
+	now := time.Now().UTC()
+	r.state.Update = &PendingUpdate{From: Version, To: rel.Version, SHA256: rel.SHA256, Exe: exe, Old: old, At: now, Deadline: now.Add(r.cfg.UpdateGrace)}
+	r.save()
+	// The watchdog runs from the old binary (known to work): a new agent
+	// that hangs or crashes before it checks in cannot roll itself back.
+	if err := r.cfg.StartWatchdog(old, r.cfg.StateDir, os.Getpid()); err != nil {
+		r.log.Warn("agent update: no watchdog; the new agent rolls back itself if it runs but cannot check in", "err", err)
+	}
+	r.log.Info("agent updated; restarting into it", "from", Version, "to", rel.Version)
+	if err := r.cfg.Restart(exe); err != nil {
+		r.log.Error("agent update: restart failed; the old agent stays", "err", err)
+		r.rollback()
+	}
+}
+
+var errTampered = errors.New("tampered")
+
+func (r *runner) fetchRelease(ctx context.Context) (*agentproto.Release, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.state.Server+fmt.Sprintf(agentproto.PathRelease, runtime.GOOS, runtime.GOARCH), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.cfg.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, nil // nothing published (signed) for this platform
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET release: %s", resp.Status)
+	}
+	var rel agentproto.Release
+	if err := json.NewDecoder(io.LimitReader(resp.Body, agentproto.MaxOtherBytes)).Decode(&rel); err != nil {
+		return nil, fmt.Errorf("GET release: %w", err)
+	}
+	return &rel, nil
+}
+
+// maxAgentBytes bounds a downloaded agent.
+const maxAgentBytes = 512 << 20
+
+// download writes the release's binary into dir (where it will replace
+// this one: a rename stays on one file system) and checks its SHA-256.
+func (r *runner) download(ctx context.Context, dir string, rel agentproto.Release) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.state.Server+fmt.Sprintf(agentproto.PathDownload, runtime.GOOS, runtime.GOARCH), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := r.cfg.HTTP.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("download: %s", resp.Status)
+	}
+	f, err := os.CreateTemp(dir, ".patchd-agent-new-*")
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, maxAgentBytes+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > maxAgentBytes {
+		err = fmt.Errorf("download: larger than %d bytes", maxAgentBytes)
+	}
+	if err == nil {
+		if got := hex.EncodeToString(h.Sum(nil)); got != strings.ToLower(rel.SHA256) {
+			err = fmt.Errorf("%w: SHA-256 %s, the release says %s", errTampered, got, rel.SHA256)
+		}
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o755)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// trial runs the new binary's `version` and checks that it answers the
+// release's version: a binary that cannot start on this computer (another
+// architecture, a broken build) is not put in place.
+func trial(ctx context.Context, file, version string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, file, "version").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s version: %v: %s", file, err, strings.TrimSpace(string(out)))
+	}
+	if f := strings.Fields(string(out)); len(f) < 2 || f[0] != "patchd-agent" || f[1] != version {
+		return fmt.Errorf("%s version answered %q, not %s", file, strings.TrimSpace(string(out)), version)
+	}
+	return nil
+}
+
+// resumeUpdate runs at start. The new agent of an update (Version is its
+// target) has until the grace period's end to check in (confirmUpdate),
+// else rollback; the old agent after a rollback (Version is where it came
+// from) notes the release as refused.
+func (r *runner) resumeUpdate() {
+	u := r.state.Update
+	if u == nil {
+		return
+	}
+	switch Version {
+	case u.To:
+		r.log.Info("agent update: this is the new agent; it must check in to stay", "from", u.From, "to", u.To,
+			"by", u.Deadline.Round(time.Second))
+	default:
+		r.log.Error("agent update failed: the previous agent runs again", "from", u.From, "to", u.To, "running", Version)
+		r.state.Update = nil
+		r.refuse(u.SHA256, "rolled back", "version", u.To)
+		r.save()
+	}
+}
+
+// confirmUpdate: the new agent checked in; the old binary goes.
+func (r *runner) confirmUpdate() {
+	u := r.state.Update
+	if u == nil || Version != u.To {
+		return
+	}
+	os.Remove(u.Old)
+	r.state.Update = nil
+	r.save()
+	r.log.Info("agent update confirmed: the new agent checked in", "from", u.From, "to", u.To)
+}
+
+// updateOverdue tells whether the new agent missed its grace period.
+func (r *runner) updateOverdue() bool {
+	u := r.state.Update
+	return u != nil && Version == u.To && time.Now().After(u.Deadline)
+}
+
+// rollback puts the old binary back and restarts into it (when this is
+// the new agent); the old agent then records the failure.
+func (r *runner) rollback() {
+	u := r.state.Update
+	if u == nil {
+		return
+	}
+	if err := os.Rename(u.Old, u.Exe); err != nil {
+		r.log.Error("agent update: cannot put the old binary back", "err", err)
+		return
+	}
+	if Version != u.To {
+		// This is the old agent (its restart failed): it keeps running.
+		r.state.Update = nil
+		r.refuse(u.SHA256, "the restart into the new agent failed", "version", u.To)
+		return
+	}
+	r.save()
+	r.log.Error("agent update: the new agent did not check in in time; restarting the old one", "to", u.To, "deadline", u.Deadline)
+	if err := r.cfg.Restart(u.Exe); err != nil {
+		r.log.Error("agent update: restart into the old agent failed", "err", err)
+	}
+}
+
+// watchdogSlack is how long after the deadline the watchdog waits for the
+// new agent to roll back by itself.
+const watchdogSlack = 15 * time.Second
+
+// Watchdog is `patchd-agent update-watchdog`, started from the old binary
+// by an update: it waits until the new agent checked in (the state's
+// update cleared) or its deadline passed; then it puts the old binary back
+// and ends the new agent's process (pid), which the service manager
+// starts again, now the old agent. It answers whether it rolled back.
+func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (bool, error) {
+	st, err := LoadState(stateDir)
+	if err != nil {
+		return false, err
+	}
+	u := st.Update
+	if u == nil {
+		return false, nil
+	}
+	for {
+		st, err := LoadState(stateDir)
+		if err == nil && (st.Update == nil || st.Update.SHA256 != u.SHA256) {
+			return false, nil // confirmed (or rolled back by the new agent)
+		}
+		if time.Now().After(u.Deadline.Add(watchdogSlack)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if _, err := os.Stat(u.Old); err != nil {
+		return false, nil // the new agent put it back itself
+	}
+	if err := os.Rename(u.Old, u.Exe); err != nil {
+		return false, fmt.Errorf("watchdog: put the old agent back: %w", err)
+	}
+	log.Error("agent update: the new agent did not check in in time; the old binary is back, ending the new agent", "to", u.To, "pid", pid)
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+	}
+	return true, nil
+}

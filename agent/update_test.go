@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestUpdateRolledBackWhenNewAgentDoesNotCheckIn: the new agent of an
+// update that cannot check in within the grace period puts the old binary
+// back and restarts into it; the old agent then records the release as
+// refused and goes on.
+func TestUpdateRolledBackWhenNewAgentDoesNotCheckIn(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	bin := t.TempDir()
+	exe, old := filepath.Join(bin, "patchd-agent"), filepath.Join(bin, "patchd-agent.old")
+	os.WriteFile(exe, []byte("new agent"), 0o755)
+	os.WriteFile(old, []byte("old agent"), 0o755)
+	st, err := LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now().Add(-time.Hour), Deadline: time.Now().Add(-time.Minute)}
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	saved := Version
+	t.Cleanup(func() { Version = saved })
+	Version = "2.0.0" // this is the new agent
+
+	f.down.Store(true) // it cannot check in
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.Executable = exe
+	cfg.UpdateGrace = time.Minute
+	restarted := make(chan string, 1)
+	cfg.Restart = func(exe string) error {
+		restarted <- exe
+		return nil
+	}
+	stop, _ := start(t, cfg)
+	select {
+	case got := <-restarted:
+		if got != exe {
+			t.Fatalf("restarted into %s", got)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("no rollback")
+	}
+	stop()
+	if b, _ := os.ReadFile(exe); string(b) != "old agent" {
+		t.Fatalf("the binary after the rollback: %q", b)
+	}
+
+	// The old agent starts: it notes the failure and does not try again.
+	Version = "1.0.0"
+	f.down.Store(false)
+	stop, _ = start(t, cfg)
+	eventually(t, "the old agent's check-in", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.checkins > 0
+	})
+	stop()
+	st, _ = LoadState(dir)
+	if st.Update != nil || !slices.Contains(st.RefusedReleases, "abc") {
+		t.Fatalf("state after the rollback: update %+v, refused %v", st.Update, st.RefusedReleases)
+	}
+}
+
+// TestUpdateConfirmedAtCheckIn: the new agent that checks in removes the
+// old binary and clears the update.
+func TestUpdateConfirmedAtCheckIn(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	bin := t.TempDir()
+	exe, old := filepath.Join(bin, "patchd-agent"), filepath.Join(bin, "patchd-agent.old")
+	os.WriteFile(exe, []byte("new agent"), 0o755)
+	os.WriteFile(old, []byte("old agent"), 0o755)
+	st, _ := LoadState(dir)
+	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now(), Deadline: time.Now().Add(time.Hour)}
+	st.Save(dir)
+	saved := Version
+	t.Cleanup(func() { Version = saved })
+	Version = "2.0.0"
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.Executable = exe
+	cfg.Restart = func(string) error { t.Error("restarted"); return nil }
+	stop, _ := start(t, cfg)
+	eventually(t, "the confirmation", func() bool {
+		_, err := os.Stat(old)
+		return os.IsNotExist(err)
+	})
+	stop()
+	if st, _ := LoadState(dir); st.Update != nil {
+		t.Fatalf("update still pending: %+v", st.Update)
+	}
+	_ = f
+}
+
+// TestTrial: a new binary that does not start, or is another version
+// than its release says, is not put in place.
+func TestTrial(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, script string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("#!/bin/sh\n"+script+"\n"), 0o755)
+		return p
+	}
+	ctx := context.Background()
+	if err := trial(ctx, write("good", "echo patchd-agent 2.0.0 linux/amd64"), "2.0.0"); err != nil {
+		t.Fatalf("good binary: %v", err)
+	}
+	for name, script := range map[string]string{"crash": "exit 2", "liar": "echo patchd-agent 1.0.0 linux/amd64", "prefix": "echo patchd-agent 2.0.0.1 linux/amd64"} {
+		if err := trial(ctx, write(name, script), "2.0.0"); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestReleaseReadThrottled: while the server asks for the same target the
+// release is read once per ReleaseCheckEvery, not at every check-in; a new
+// target is read at once; an agent without a release key reads nothing.
+func TestReleaseReadThrottled(t *testing.T) {
+	f, srv := newFakeServer(t)
+	f.agentTarget = "latest"
+	dir := enroll(t, srv)
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.Executable = filepath.Join(t.TempDir(), "patchd-agent")
+	cfg.ReleaseCheckEvery = time.Hour
+	checkins := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.checkins
+	}
+
+	// No key: nothing read.
+	stop, _ := start(t, cfg)
+	eventually(t, "three check-ins", func() bool { return checkins() >= 3 })
+	stop()
+	if n := f.releaseGets.Load(); n != 0 {
+		t.Fatalf("an agent without a release key read the release %d times", n)
+	}
+
+	st, _ := LoadState(dir)
+	st.ReleaseKey = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
+	st.Save(dir)
+	stop, _ = start(t, cfg)
+	before := checkins()
+	eventually(t, "four more check-ins", func() bool { return checkins() >= before+4 })
+	if n := f.releaseGets.Load(); n != 1 {
+		t.Fatalf("the release was read %d times in 4 check-ins; want once", n)
+	}
+	f.mu.Lock()
+	f.agentTarget = "2.0.0"
+	f.mu.Unlock()
+	eventually(t, "the new target read", func() bool { return f.releaseGets.Load() == 2 })
+	before = checkins()
+	eventually(t, "two more check-ins", func() bool { return checkins() >= before+2 })
+	stop()
+	if n := f.releaseGets.Load(); n != 2 {
+		t.Fatalf("read %d times", n)
+	}
+}

@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agent"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
+)
+
+// fakeAptGet puts, first on the PATH of the environment it answers, an
+// apt-get that only records how it was called (one line to the file
+// answered): the real agent refreshes "the package lists" through it, and
+// this machine's own lists stay as they are.
+func fakeAptGet(t *testing.T, dir string) (env []string, calls string) {
+	t.Helper()
+	bin := filepath.Join(dir, "fakebin")
+	calls = filepath.Join(dir, "apt-get.calls")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"$*\" >> '" + calls + "'\n"
+	if err := os.WriteFile(filepath.Join(bin, "apt-get"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), calls
+}
+
+func aptCalls(path string) []string {
+	b, _ := os.ReadFile(path)
+	return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(b)), " ", "_"))
+}
+
+// syncLog is the agent's output, read while it runs.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRealAgentScans runs patchd-agent on this machine: it takes the
+// server's scan interval, refreshes the package lists (apt-get update, a
+// recording stand-in) before its first inventory, and again at once on a
+// "scan now" from the API, each time followed by the inventory.
+func TestRealAgentScans(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the real-machine check runs on Linux, where CI runs")
+	}
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		t.Skip("a Debian-family machine (dpkg, apt) is needed")
+	}
+	e := apitest.New(t, func(c *config.Config) { c.ScanInterval = 3 * time.Hour })
+	ctx := context.Background()
+	dir := t.TempDir()
+	bin := build(t, dir, "cmd/patchd-agent")
+	state := filepath.Join(dir, "state")
+	env, calls := fakeAptGet(t, dir)
+
+	enroll := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
+	enroll.Env = env
+	if out, err := enroll.CombinedOutput(); err != nil {
+		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
+	run.Env = env
+	logs := &syncLog{}
+	run.Stdout, run.Stderr = logs, logs
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stop()
+		run.Wait()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", logs.String())
+		}
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 2 minutes", what)
+			}
+		}
+	}
+	// refreshedThenSent tells whether the log has n refreshes, each
+	// followed by an inventory sent.
+	refreshedThenSent := func(n int) bool {
+		l := logs.String()
+		for range n {
+			i := strings.Index(l, "package lists refreshed")
+			if i < 0 {
+				return false
+			}
+			l = l[i:]
+			j := strings.Index(l, "inventory sent")
+			if j < 0 {
+				return false
+			}
+			l = l[j:]
+		}
+		return true
+	}
+
+	waitFor("the first refresh and inventory", func() bool { return refreshedThenSent(1) })
+	if got := aptCalls(calls); len(got) != 1 || got[0] != "update_-q" {
+		t.Fatalf("apt-get calls: %q; want one apt-get update -q", got)
+	}
+	st, err := agent.LoadState(state)
+	if err != nil || st.RefreshSeconds != 3*3600 || st.NextRefreshAt == nil || time.Until(*st.NextRefreshAt) < 2*time.Hour {
+		t.Fatalf("state after the first refresh: %+v %v", st, err)
+	}
+	id := st.EndpointID
+	if d, err := e.Admin.GetEndpoint(ctx, id); err != nil || len(d.Software) == 0 {
+		t.Fatalf("inventory: %v", err)
+	}
+
+	// Scan now, while the agent waits in its long poll.
+	waitFor("the agent's long poll", func() bool { return e.Server.Presence().Polling(id) })
+	if err := e.Admin.ScanEndpoint(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the scan's refresh and inventory", func() bool { return refreshedThenSent(2) })
+	if got := aptCalls(calls); len(got) != 2 || got[1] != "update_-q" {
+		t.Fatalf("apt-get calls after scan now: %q", got)
+	}
+}

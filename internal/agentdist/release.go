@@ -1,0 +1,111 @@
+package agentdist
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/httpx"
+)
+
+// ErrNoRelease: the platform's binary has no signed release (published
+// without --version and a signature, or replaced since).
+var ErrNoRelease = errors.New("the published agent has no signed release")
+
+// releaseFile sits next to the binary: its version and signature, and the
+// SHA-256 they were given for.
+const releaseFile = "release.json"
+
+func (s *Store) releasePath(p Platform) string {
+	return filepath.Join(s.Dir, p.OS+"-"+p.Arch, releaseFile)
+}
+
+// SetRelease records the version and the release signature of the binary
+// published for p. The signature must verify with one of keys over the
+// binary as it is now: a wrong version, platform, key or file is refused
+// here rather than by every agent.
+func (s *Store) SetRelease(p Platform, version, signature string, keys []ed25519.PublicKey) (agentproto.Release, error) {
+	b, err := s.Lookup(p)
+	if err != nil {
+		return agentproto.Release{}, err
+	}
+	version = strings.TrimSpace(version)
+	if version == "" || len(version) > agentproto.MaxAgentVersion || strings.ContainsAny(version, " \t\r\n\x00") {
+		return agentproto.Release{}, fmt.Errorf("release of %s: the version must be 1 to %d characters without spaces", p, agentproto.MaxAgentVersion)
+	}
+	r := agentproto.Release{OS: p.OS, Arch: p.Arch, Version: version, SHA256: b.SHA256, Size: b.Size, Signature: strings.TrimSpace(signature)}
+	if len(keys) > 0 {
+		if err := agentproto.VerifyRelease(keys, r); err != nil {
+			return agentproto.Release{}, fmt.Errorf("release of %s %s: %w", p, version, err)
+		}
+	}
+	err = writeAtomic(s.releasePath(p), 0o644, func(w io.Writer) error { return json.NewEncoder(w).Encode(r) })
+	if err != nil {
+		return agentproto.Release{}, fmt.Errorf("release of %s: %w", p, err)
+	}
+	return r, nil
+}
+
+// Release is the signed release of the binary published for p;
+// ErrNoRelease when there is none or the binary changed since.
+func (s *Store) Release(p Platform) (agentproto.Release, error) {
+	b, err := s.Lookup(p)
+	if err != nil {
+		return agentproto.Release{}, err
+	}
+	raw, err := os.ReadFile(s.releasePath(p))
+	if errors.Is(err, os.ErrNotExist) {
+		return agentproto.Release{}, fmt.Errorf("%w: %s", ErrNoRelease, p)
+	}
+	if err != nil {
+		return agentproto.Release{}, fmt.Errorf("release of %s: %w", p, err)
+	}
+	var r agentproto.Release
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return agentproto.Release{}, fmt.Errorf("release of %s: %w", p, err)
+	}
+	if r.SHA256 != b.SHA256 {
+		return agentproto.Release{}, fmt.Errorf("%w: %s was published again without a release", ErrNoRelease, p)
+	}
+	return r, nil
+}
+
+// ReadReleaseKey reads a release private key file: base64 (standard) of
+// the 32-byte Ed25519 seed (patchd admin agent keygen).
+func ReadReleaseKey(file string) (ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("release key: %w", err)
+	}
+	seed, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("release key %s: not the base64 of a 32-byte Ed25519 seed", file)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// release serves GET /agent/v1/release/{os}/{arch}.
+func (h *Host) release(w http.ResponseWriter, r *http.Request) error {
+	b, err := h.lookup(r.PathValue("os"), r.PathValue("arch"))
+	if err != nil {
+		return err
+	}
+	rel, err := h.Store.Release(b.Platform)
+	if errors.Is(err, ErrNoRelease) {
+		return httpx.Errorf(http.StatusNotFound, "not_found", err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	httpx.WriteJSON(w, http.StatusOK, rel)
+	return nil
+}
