@@ -556,4 +556,7 @@ type AuditEntry struct {
 	TargetType string         `json:"targetType"`
 	TargetID   *string        `json:"targetId"`
 	Summary    map[string]any `json:"summary"`
+	// Address is the client address of the write ("" for the command line
+	// and the server's own jobs).
+	Address string `json:"address"`
 }

@@ -50,7 +50,7 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	items := make([]apiv1.AuditEntry, len(entries))
 	for i, e := range entries {
-		items[i] = apiv1.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Summary: e.Summary}
+		items[i] = apiv1.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Summary: e.Summary, Address: e.Address}
 		if e.TargetID != "" {
 			items[i].TargetID = &e.TargetID
 		}
