@@ -51,6 +51,13 @@ func (a *API) routes() {
 	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
 	a.route("GET /api/v1/software/titles", perm.EndpointsView, a.listSoftwareTitles)
 	a.route("POST /api/v1/endpoints/{id}/scan", perm.EndpointsManage, a.scanEndpoint)
+	a.route("GET /api/v1/alerts/{id}", perm.ReportsView, a.getAlertRule)
+	a.route("PATCH /api/v1/alerts/{id}", perm.ReportsManage, a.patchAlertRule)
+	a.route("DELETE /api/v1/alerts/{id}", perm.ReportsManage, a.deleteAlertRule)
+	a.route("POST /api/v1/alerts/{id}/enable", perm.ReportsManage, a.enableAlertRule)
+	a.route("POST /api/v1/alerts/{id}/disable", perm.ReportsManage, a.disableAlertRule)
+	a.route("POST /api/v1/alerts/{id}/test", perm.ReportsManage, a.testAlertRule)
+	a.route("GET /api/v1/alerts/{id}/events", perm.ReportsView, a.listAlertEvents)
 	// People, for roles holding every permission (checked by the handlers).
 	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)
