@@ -200,6 +200,11 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 			t.Errorf("%s not audited as the user: %+v", action, entries)
 		}
 	}
+	// The test event went through POST /api/v1/alerts/{id}/test: one
+	// transaction raised it and wrote its audit entry, with the rule's name.
+	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "alert.test"}); len(entries) != 1 || entries[0].Summary["name"] != "New machines (ops)" {
+		t.Errorf("alert.test audit entry: %+v", entries)
+	}
 	if code, loc, _ := b.post("/console/alerts/"+id+"/delete", url.Values{}); code != http.StatusSeeOther || loc != "/console/alerts" {
 		t.Fatalf("delete: %d %s", code, loc)
 	}
