@@ -171,3 +171,10 @@ func (c *Client) ListAlertEvents(ctx context.Context, id string, q PageQuery) (a
 	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(id)+"/events", q.values(), nil, &out)
 	return out, err
 }
+
+// GetGroup reads one endpoint group.
+func (c *Client) GetGroup(ctx context.Context, id string) (apiv1.Group, error) {
+	var out apiv1.Group
+	err := c.Do(ctx, http.MethodGet, "/api/v1/groups/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}

@@ -64,6 +64,7 @@ var additions = []struct {
 	{"POST", "/api/v1/runs/{id}/retry", "automations.run"},
 	{"GET", "/api/v1/software/titles", "endpoints.view"},
 	{"POST", "/api/v1/endpoints/{id}/scan", "endpoints.manage"},
+	{"GET", "/api/v1/groups/{id}", "endpoints.view"},
 	{"GET", "/api/v1/alerts/{id}", "reports.view"},
 	{"PATCH", "/api/v1/alerts/{id}", "reports.manage"},
 	{"DELETE", "/api/v1/alerts/{id}", "reports.manage"},

@@ -51,6 +51,7 @@ func (a *API) routes() {
 	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
 	a.route("GET /api/v1/software/titles", perm.EndpointsView, a.listSoftwareTitles)
 	a.route("POST /api/v1/endpoints/{id}/scan", perm.EndpointsManage, a.scanEndpoint)
+	a.route("GET /api/v1/groups/{id}", perm.EndpointsView, a.getGroup)
 	a.route("GET /api/v1/alerts/{id}", perm.ReportsView, a.getAlertRule)
 	a.route("PATCH /api/v1/alerts/{id}", perm.ReportsManage, a.patchAlertRule)
 	a.route("DELETE /api/v1/alerts/{id}", perm.ReportsManage, a.deleteAlertRule)

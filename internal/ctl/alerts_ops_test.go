@@ -54,3 +54,21 @@ func TestAlertRuleCommands(t *testing.T) {
 	h.fail(ctl.ExitAPI, "not_found", "alerts", "get", id)
 	h.fail(ctl.ExitAPI, "not_found", "alerts", "events", id)
 }
+
+func TestGroupsGetCommand(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.All)
+
+	var res apiv1.GroupResult
+	h.okJSON(&res, "groups", "create", "--name", "Web servers", "--rule", "hostname:startsWith:web")
+	var g apiv1.Group
+	h.okJSON(&g, "groups", "get", res.Group.ID)
+	if g.ID != res.Group.ID || g.Name != "Web servers" || len(g.Rules) != 1 {
+		t.Fatalf("get: %+v", g)
+	}
+	if pairs := h.ok("groups", "get", res.Group.ID); !strings.Contains(pairs, "Web servers") || !strings.Contains(pairs, "startsWith") {
+		t.Errorf("get:\n%s", pairs)
+	}
+	h.fail(ctl.ExitAPI, "not_found", "groups", "get", "no-such-group")
+}
