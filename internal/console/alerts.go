@@ -10,13 +10,12 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/alerts"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/valid"
 )
 
 // The alert rules pages. A rule is created through the REST API (POST
 // /api/v1/alerts as the user), and so are enabling, disabling, deleting and
-// test events (the patchd additions on /api/v1/alerts/{id}); editing uses
-// the store functions of patchd admin alert. Each is audited as the user. Viewing needs reports.view and changing reports.manage, the
+// test events and editing (the patchd additions on /api/v1/alerts/{id}),
+// each audited as the user. Viewing needs reports.view and changing reports.manage, the
 // permissions of the API's alert operations.
 
 type alertsData struct {
@@ -157,58 +156,52 @@ func (c *Console) alertEventsPart(w http.ResponseWriter, r *http.Request, s *ses
 	return c.render(w, r, s, http.StatusOK, "alert", "events", "", "", d)
 }
 
-// alertRefusal turns a rule's field problems into a message for the user.
-func alertRefusal(err error) error {
-	var ve *valid.Error
-	switch {
-	case errors.As(err, &ve):
-		return badRequest(alertLabels.lines(ve.Problems))
-	case errors.Is(err, store.ErrNotFound):
-		return notFound("alert rule")
-	}
-	return err
-}
-
-// alertSave applies the edit form to the rule, like patchd admin alert
-// update: the trigger stays; a blank secret field keeps the secret unless
+// alertSave applies the edit form to the rule through PATCH
+// /api/v1/alerts/{id} as the user, like patchd admin alert update: the
+// trigger stays; a blank threshold is the trigger's default; a blank
+// address removes it; a blank secret field keeps the secret unless
 // "remove" is ticked.
 func (c *Console) alertSave(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
 	back := "/console/alerts/" + id
-	rule, err := c.store.GetAlertRule(r.Context(), s.User.OrgID, id)
-	if err != nil {
-		return c.done(w, r, back, alertRefusal(err), "")
+	path := "/api/v1/alerts/" + url.PathEscape(id)
+	var rule apiv1.AlertRule
+	if err := c.callAPI(r, s, http.MethodGet, path, nil, &rule); err != nil {
+		return c.done(w, r, back, alertAPIRefusal(err), "")
 	}
 	body, err := alertBody(r.PostForm)
 	if err != nil {
 		return c.alertEditAgain(w, r, s, err)
 	}
-	in := rule.Rule()
-	in.Name, in.Threshold, in.EmailTo, in.WebhookURL, in.ReportKey = body.Name, body.Threshold, "", "", ""
+	empty := ""
+	patch := apiv1.AlertRulePatch{Name: &body.Name, Threshold: body.Threshold, EmailTo: &empty, WebhookURL: &empty}
+	if patch.Threshold == nil {
+		t, _ := alerts.Lookup(rule.Trigger)
+		n := t.DefaultThreshold
+		patch.Threshold = &n
+	}
 	if body.EmailTo != nil {
-		in.EmailTo = *body.EmailTo
+		patch.EmailTo = body.EmailTo
 	}
 	if body.WebhookURL != nil {
-		in.WebhookURL = *body.WebhookURL
+		patch.WebhookURL = body.WebhookURL
 	}
-	if v := r.PostFormValue("reportKey"); rule.Trigger == alerts.ReportRows {
-		in.ReportKey = v
+	if rule.Trigger == alerts.ReportRows {
+		v := r.PostFormValue("reportKey")
+		patch.ReportKey = &v
 	}
 	switch {
 	case body.WebhookSecret != nil:
-		in.WebhookSecret = *body.WebhookSecret
+		patch.WebhookSecret = body.WebhookSecret
 	case r.PostFormValue("removeSecret") == "1":
-		in.WebhookSecret = ""
+		patch.WebhookSecret = &empty
 	}
-	if err := in.Check(); err != nil {
-		return c.alertEditAgain(w, r, s, alertRefusal(err))
+	err = c.callAPI(r, s, http.MethodPatch, path, patch, nil)
+	var ae *apiError
+	if errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusBadRequest) {
+		return c.alertEditAgain(w, r, s, err)
 	}
-	_, err = c.store.UpdateAlertRule(r.Context(), s.audit("alert.update", "alert", id), s.User.OrgID, id, in, nil, c.now())
-	var ve *valid.Error
-	if errors.As(err, &ve) {
-		return c.alertEditAgain(w, r, s, alertRefusal(err))
-	}
-	return c.done(w, r, back, alertRefusal(err), "Alert rule saved.")
+	return c.done(w, r, back, alertAPIRefusal(err), "Alert rule saved.")
 }
 
 // alertEditAgain shows the rule's page with its edit form as posted and
