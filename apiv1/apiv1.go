@@ -462,6 +462,33 @@ type AlertRuleBody struct {
 	ReportKey     *string `json:"reportKey,omitempty"`
 }
 
+// AlertRulePatch changes an alert rule (patchd addition): only the fields
+// given change; an empty string removes emailTo, webhookUrl, webhookSecret
+// or reportKey. The trigger of a rule does not change.
+type AlertRulePatch struct {
+	Name          *string `json:"name,omitempty"`
+	Threshold     *int    `json:"threshold,omitempty"`
+	EmailTo       *string `json:"emailTo,omitempty"`
+	WebhookURL    *string `json:"webhookUrl,omitempty"`
+	WebhookSecret *string `json:"webhookSecret,omitempty"`
+	ReportKey     *string `json:"reportKey,omitempty"`
+}
+
+// AlertEvent is an event an alert rule raised, with the outcome of its
+// deliveries (null while pending or when the channel is not set).
+type AlertEvent struct {
+	ID             string    `json:"id"`
+	RuleID         string    `json:"ruleId"`
+	Event          string    `json:"event"`
+	Severity       string    `json:"severity"`
+	Title          string    `json:"title"`
+	Detail         string    `json:"detail"`
+	EndpointID     *string   `json:"endpointId"`
+	RaisedAt       time.Time `json:"raisedAt"`
+	EmailOutcome   *string   `json:"emailOutcome"`
+	WebhookOutcome *string   `json:"webhookOutcome"`
+}
+
 // AlertRuleResult answers POST /api/v1/alerts.
 type AlertRuleResult struct {
 	OK   bool `json:"ok"`

@@ -126,3 +126,55 @@ func (c *Client) RetryRun(ctx context.Context, id string) (apiv1.RunStarted, err
 	err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", nil, nil, &out)
 	return out, err
 }
+
+// GetAlertRule reads one alert rule.
+func (c *Client) GetAlertRule(ctx context.Context, id string) (apiv1.AlertRule, error) {
+	var out apiv1.AlertRule
+	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// UpdateAlertRule changes the fields body gives of an alert rule.
+func (c *Client) UpdateAlertRule(ctx context.Context, id string, body apiv1.AlertRulePatch) (apiv1.AlertRule, error) {
+	var out apiv1.AlertRule
+	err := c.Do(ctx, http.MethodPatch, "/api/v1/alerts/"+url.PathEscape(id), nil, body, &out)
+	return out, err
+}
+
+// DeleteAlertRule deletes an alert rule with its events.
+func (c *Client) DeleteAlertRule(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/alerts/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// SetAlertRuleEnabled enables or disables an alert rule.
+func (c *Client) SetAlertRuleEnabled(ctx context.Context, id string, enabled bool) (apiv1.AlertRule, error) {
+	op := "/disable"
+	if enabled {
+		op = "/enable"
+	}
+	var out apiv1.AlertRule
+	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+op, nil, nil, &out)
+	return out, err
+}
+
+// TestAlertRule raises a TEST event of an alert rule, delivered like any other.
+func (c *Client) TestAlertRule(ctx context.Context, id string) (apiv1.AlertEvent, error) {
+	var out apiv1.AlertEvent
+	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+"/test", nil, nil, &out)
+	return out, err
+}
+
+// ListAlertEvents reads one page of an alert rule's events, newest first,
+// with the outcome of their deliveries.
+func (c *Client) ListAlertEvents(ctx context.Context, id string, q PageQuery) (apiv1.Page[apiv1.AlertEvent], error) {
+	var out apiv1.Page[apiv1.AlertEvent]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(id)+"/events", q.values(), nil, &out)
+	return out, err
+}
+
+// GetGroup reads one endpoint group.
+func (c *Client) GetGroup(ctx context.Context, id string) (apiv1.Group, error) {
+	var out apiv1.Group
+	err := c.Do(ctx, http.MethodGet, "/api/v1/groups/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}

@@ -64,6 +64,14 @@ var additions = []struct {
 	{"POST", "/api/v1/runs/{id}/retry", "automations.run"},
 	{"GET", "/api/v1/software/titles", "endpoints.view"},
 	{"POST", "/api/v1/endpoints/{id}/scan", "endpoints.manage"},
+	{"GET", "/api/v1/groups/{id}", "endpoints.view"},
+	{"GET", "/api/v1/alerts/{id}", "reports.view"},
+	{"PATCH", "/api/v1/alerts/{id}", "reports.manage"},
+	{"DELETE", "/api/v1/alerts/{id}", "reports.manage"},
+	{"POST", "/api/v1/alerts/{id}/enable", "reports.manage"},
+	{"POST", "/api/v1/alerts/{id}/disable", "reports.manage"},
+	{"POST", "/api/v1/alerts/{id}/test", "reports.manage"},
+	{"GET", "/api/v1/alerts/{id}/events", "reports.view"},
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},

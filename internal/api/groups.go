@@ -149,6 +149,17 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getGroup answers one group with its criteria and member count (patchd
+// addition).
+func (a *API) getGroup(w http.ResponseWriter, r *http.Request) error {
+	g, err := a.store.GetGroup(r.Context(), principal(r).OrgID, r.PathValue("id"), time.Now())
+	if err != nil {
+		return groupError(err)
+	}
+	httpx.WriteJSON(w, http.StatusOK, groupOut(g))
+	return nil
+}
+
 // createGroup is operation 10.
 func (a *API) createGroup(w http.ResponseWriter, r *http.Request) error {
 	var body groupBody

@@ -38,6 +38,10 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rule, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "nul rule", Trigger: "NEW_ENDPOINT", EmailTo: ptr("ops@example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sc, err := e.Admin.CreateScript(ctx, scriptBody("nul-script"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +70,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		var b strings.Builder
 		for _, p := range []string{"/api/v1/endpoints", "/api/v1/endpoints/" + ag.ID, "/api/v1/groups", "/api/v1/automations",
 			"/api/v1/automations/" + au.Automation.ID, "/api/v1/alerts", "/api/v1/updates", "/api/v1/software",
-			"/api/v1/runs", "/api/v1/runs?runId=" + run.RunID, "/api/v1/scripts", "/api/v1/enrollment-tokens"} {
+			"/api/v1/runs", "/api/v1/runs?runId=" + run.RunID, "/api/v1/scripts", "/api/v1/enrollment-tokens",
+			"/api/v1/alerts/" + rule.Rule.ID + "/events"} {
 			ans := rawCall(t, e, http.MethodGet, p, token, nil)
 			if ans.status != http.StatusOK {
 				t.Fatalf("snapshot %s: %d %s", p, ans.status, ans.body)
@@ -92,7 +97,9 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
 		"/api/v1/endpoints/{id}/scan": ag.ID,
 		"/api/v1/reports/{key}":       "endpoints", "/api/v1/scripts/{id}": sc.ID, "/api/v1/enrollment-tokens/{id}/revoke": tokens.Items[0].ID,
-		"/api/v1/runs/{id}": run.RunID, "/api/v1/runs/{id}/stop": run.RunID, "/api/v1/runs/{id}/retry": run.RunID}
+		"/api/v1/runs/{id}": run.RunID, "/api/v1/runs/{id}/stop": run.RunID, "/api/v1/runs/{id}/retry": run.RunID,
+		"/api/v1/alerts/{id}": rule.Rule.ID, "/api/v1/alerts/{id}/enable": rule.Rule.ID, "/api/v1/alerts/{id}/disable": rule.Rule.ID,
+		"/api/v1/alerts/{id}/test": rule.Rule.ID, "/api/v1/alerts/{id}/events": rule.Rule.ID}
 	// A body for each operation that takes one, valid but for the NUL.
 	bodies := map[string]string{
 		"POST /api/oauth/token":                      `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
@@ -110,6 +117,10 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/enrollment-tokens":             `{"expiresInHours":1,"note":` + nulJSON + `}`,
 		"POST /api/v1/enrollment-tokens/{id}/revoke": "",
 		"POST /api/v1/runs/{id}/stop":                "",
+		"PATCH /api/v1/alerts/{id}":                  `{"name":` + nulJSON + `}`,
+		"POST /api/v1/alerts/{id}/enable":            "",
+		"POST /api/v1/alerts/{id}/disable":           "",
+		"POST /api/v1/alerts/{id}/test":              "",
 		"POST /api/v1/runs/{id}/retry":               "",
 		"POST /api/v1/endpoints/{id}/scan":           "", // takes no body
 		"PATCH /api/v1/users/{id}":                   `{"role":` + nulJSON + `}`,
@@ -166,6 +177,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		probe{"token form", http.MethodPost, "/api/oauth/token", "form:grant_type=client_credentials&client_id=a%00&client_secret=b"},
 		probe{"DELETE endpoint id", http.MethodDelete, "/api/v1/endpoints/" + ag.ID + "%00", ""},
 		probe{"DELETE script id", http.MethodDelete, "/api/v1/scripts/" + sc.ID + "%00", ""},
+		probe{"DELETE alert id", http.MethodDelete, "/api/v1/alerts/" + rule.Rule.ID + "%00", ""},
 	)
 	for _, p := range probes {
 		ans := rawCall(t, e, p.method, p.path, token, []byte(p.body))

@@ -10,13 +10,12 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/alerts"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/valid"
 )
 
 // The alert rules pages. A rule is created through the REST API (POST
-// /api/v1/alerts as the user); editing, enabling, disabling, deleting and
-// test events use the store functions of patchd admin alert, each audited
-// as the user. Viewing needs reports.view and changing reports.manage, the
+// /api/v1/alerts as the user), and so are enabling, disabling, deleting and
+// test events and editing (the patchd additions on /api/v1/alerts/{id}),
+// each audited as the user. Viewing needs reports.view and changing reports.manage, the
 // permissions of the API's alert operations.
 
 type alertsData struct {
@@ -157,58 +156,52 @@ func (c *Console) alertEventsPart(w http.ResponseWriter, r *http.Request, s *ses
 	return c.render(w, r, s, http.StatusOK, "alert", "events", "", "", d)
 }
 
-// alertRefusal turns a rule's field problems into a message for the user.
-func alertRefusal(err error) error {
-	var ve *valid.Error
-	switch {
-	case errors.As(err, &ve):
-		return badRequest(alertLabels.lines(ve.Problems))
-	case errors.Is(err, store.ErrNotFound):
-		return notFound("alert rule")
-	}
-	return err
-}
-
-// alertSave applies the edit form to the rule, like patchd admin alert
-// update: the trigger stays; a blank secret field keeps the secret unless
+// alertSave applies the edit form to the rule through PATCH
+// /api/v1/alerts/{id} as the user, like patchd admin alert update: the
+// trigger stays; a blank threshold is the trigger's default; a blank
+// address removes it; a blank secret field keeps the secret unless
 // "remove" is ticked.
 func (c *Console) alertSave(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
 	back := "/console/alerts/" + id
-	rule, err := c.store.GetAlertRule(r.Context(), s.User.OrgID, id)
-	if err != nil {
-		return c.done(w, r, back, alertRefusal(err), "")
+	path := "/api/v1/alerts/" + url.PathEscape(id)
+	var rule apiv1.AlertRule
+	if err := c.callAPI(r, s, http.MethodGet, path, nil, &rule); err != nil {
+		return c.done(w, r, back, alertAPIRefusal(err), "")
 	}
 	body, err := alertBody(r.PostForm)
 	if err != nil {
 		return c.alertEditAgain(w, r, s, err)
 	}
-	in := rule.Rule()
-	in.Name, in.Threshold, in.EmailTo, in.WebhookURL, in.ReportKey = body.Name, body.Threshold, "", "", ""
+	empty := ""
+	patch := apiv1.AlertRulePatch{Name: &body.Name, Threshold: body.Threshold, EmailTo: &empty, WebhookURL: &empty}
+	if patch.Threshold == nil {
+		t, _ := alerts.Lookup(rule.Trigger)
+		n := t.DefaultThreshold
+		patch.Threshold = &n
+	}
 	if body.EmailTo != nil {
-		in.EmailTo = *body.EmailTo
+		patch.EmailTo = body.EmailTo
 	}
 	if body.WebhookURL != nil {
-		in.WebhookURL = *body.WebhookURL
+		patch.WebhookURL = body.WebhookURL
 	}
-	if v := r.PostFormValue("reportKey"); rule.Trigger == alerts.ReportRows {
-		in.ReportKey = v
+	if rule.Trigger == alerts.ReportRows {
+		v := r.PostFormValue("reportKey")
+		patch.ReportKey = &v
 	}
 	switch {
 	case body.WebhookSecret != nil:
-		in.WebhookSecret = *body.WebhookSecret
+		patch.WebhookSecret = body.WebhookSecret
 	case r.PostFormValue("removeSecret") == "1":
-		in.WebhookSecret = ""
+		patch.WebhookSecret = &empty
 	}
-	if err := in.Check(); err != nil {
-		return c.alertEditAgain(w, r, s, alertRefusal(err))
+	err = c.callAPI(r, s, http.MethodPatch, path, patch, nil)
+	var ae *apiError
+	if errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusBadRequest) {
+		return c.alertEditAgain(w, r, s, err)
 	}
-	_, err = c.store.UpdateAlertRule(r.Context(), s.audit("alert.update", "alert", id), s.User.OrgID, id, in, nil, c.now())
-	var ve *valid.Error
-	if errors.As(err, &ve) {
-		return c.alertEditAgain(w, r, s, alertRefusal(err))
-	}
-	return c.done(w, r, back, alertRefusal(err), "Alert rule saved.")
+	return c.done(w, r, back, alertAPIRefusal(err), "Alert rule saved.")
 }
 
 // alertEditAgain shows the rule's page with its edit form as posted and
@@ -231,51 +224,46 @@ func (c *Console) alertEditAgain(w http.ResponseWriter, r *http.Request, s *sess
 	return c.render(w, r, s, refusedStatus(err), "alert", "", d.Rule.Name, "alerts", d)
 }
 
+// alertToggle, alertDelete and alertTest call the API's operations on one
+// rule (POST /api/v1/alerts/{id}/enable|disable, DELETE, POST .../test) as
+// the user, in the process.
 func (c *Console) alertToggle(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
 	back := "/console/alerts/" + id
-	rule, err := c.store.GetAlertRule(r.Context(), s.User.OrgID, id)
-	if err != nil {
-		return c.done(w, r, back, alertRefusal(err), "")
-	}
 	on := r.PostFormValue("enabled") == "true"
-	action := "alert.disable"
+	op, text := "/disable", "Alert rule disabled: it raises no events until enabled again."
 	if on {
-		action = "alert.enable"
+		op, text = "/enable", "Alert rule enabled."
 	}
-	in := rule.Rule()
-	if err := in.Check(); err != nil {
-		return c.done(w, r, back, alertRefusal(err), "")
-	}
-	_, err = c.store.UpdateAlertRule(r.Context(), s.audit(action, "alert", id), s.User.OrgID, id, in, &on, c.now())
-	text := "Alert rule disabled: it raises no events until enabled again."
-	if on {
-		text = "Alert rule enabled."
-	}
-	return c.done(w, r, back, alertRefusal(err), text)
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+op, nil, nil)
+	return c.done(w, r, back, alertAPIRefusal(err), text)
 }
 
 func (c *Console) alertDelete(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
-	if err := c.store.DeleteAlertRule(r.Context(), s.audit("alert.delete", "alert", id), s.User.OrgID, id); err != nil {
-		return c.done(w, r, "/console/alerts/"+id, alertRefusal(err), "")
+	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/alerts/"+url.PathEscape(id), nil, nil); err != nil {
+		return c.done(w, r, "/console/alerts/"+id, alertAPIRefusal(err), "")
 	}
 	return c.done(w, r, "/console/alerts", nil, "Alert rule deleted with its events.")
 }
 
-// alertTest raises a TEST event of the rule, delivered like any other
-// (patchd admin alert test), and records in the Audit Trail who sent it.
+// alertTest raises a TEST event of the rule, delivered like any other, and
+// records in the Audit Trail who sent it (POST /api/v1/alerts/{id}/test).
 func (c *Console) alertTest(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
 	back := "/console/alerts/" + id
-	ev, err := c.store.TestAlertRule(r.Context(), s.User.OrgID, id, c.now())
-	if err != nil {
-		return c.done(w, r, back, alertRefusal(err), "")
-	}
-	e := s.audit("alert.test", "alert", id)
-	e.Summary = map[string]any{"event": ev.ID}
-	if err := c.store.Audited(r.Context(), e, func(*store.Tx) error { return nil }); err != nil {
-		return err
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+"/test", nil, nil); err != nil {
+		return c.done(w, r, back, alertAPIRefusal(err), "")
 	}
 	return c.done(w, r, back, nil, "Test event raised: its delivery results appear below as they come.")
+}
+
+// alertAPIRefusal turns the API's refusal into the console's: a rule of no
+// concern to the user is not found.
+func alertAPIRefusal(err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return notFound("alert rule")
+	}
+	return err
 }

@@ -183,6 +183,14 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	if err != nil || rule.Name != "New machines (ops)" || rule.EmailTo == nil || *rule.EmailTo != "ops@example.com" {
 		t.Errorf("after the edit: %+v %v", rule, err)
 	}
+	// A refused edit is PATCH /api/v1/alerts/{id}'s 422, in the form's labels; nothing changed.
+	if code, _, body := b.post("/console/alerts/"+id, url.Values{"name": {"renamed"}, "trigger": {"NEW_ENDPOINT"}, "threshold": {"-1"},
+		"emailTo": {"ops@example.com"}}); code != http.StatusUnprocessableEntity || !strings.Contains(body, "Threshold: must be") {
+		t.Errorf("a refused edit: %d\n%.1500s", code, body)
+	}
+	if rule, _ := e.Store.GetAlertRule(ctx, e.Org.ID, id); rule.Name != "New machines (ops)" {
+		t.Errorf("a refused edit changed the rule: %+v", rule)
+	}
 	if code, _, _ := b.post("/console/alerts/"+id+"/enabled", url.Values{"enabled": {"false"}}); code != http.StatusSeeOther {
 		t.Fatalf("disable: %d", code)
 	}
@@ -199,6 +207,11 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 		if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: action, Actor: "user:alice@example.com"}); len(entries) != 1 {
 			t.Errorf("%s not audited as the user: %+v", action, entries)
 		}
+	}
+	// The test event went through POST /api/v1/alerts/{id}/test: one
+	// transaction raised it and wrote its audit entry, with the rule's name.
+	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "alert.test"}); len(entries) != 1 || entries[0].Summary["name"] != "New machines (ops)" {
+		t.Errorf("alert.test audit entry: %+v", entries)
 	}
 	if code, loc, _ := b.post("/console/alerts/"+id+"/delete", url.Values{}); code != http.StatusSeeOther || loc != "/console/alerts" {
 		t.Fatalf("delete: %d %s", code, loc)

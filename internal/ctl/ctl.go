@@ -75,6 +75,7 @@ func init() {
 	commands = append(commands, enrollTokenCommands()...)
 	commands = append(commands, auditCommands()...)
 	commands = append(commands, runOpCommands()...)
+	commands = append(commands, alertOpCommands()...)
 	commands = append(commands, userCommands()...)
 	commands = append(commands, completionCommands()...)
 }

@@ -23,6 +23,16 @@ var groupCols = []column[apiv1.Group]{
 	col("RULES", func(g apiv1.Group) string { return rulesText(g) }),
 }
 
+func groupPairs(g apiv1.Group) [][2]string {
+	offline := ""
+	if g.OfflineAlertMinutes != nil {
+		offline = strconv.Itoa(*g.OfflineAlertMinutes) + " min"
+	}
+	return [][2]string{{"ID", g.ID}, {"Name", g.Name}, {"Kind", g.Kind}, {"Members", strconv.Itoa(g.Members)}, {"Built-in", yesNo(g.System)},
+		{"Description", str(g.Description)}, {"Match all", yesNo(g.MatchAll)}, {"Rules", rulesText(g)},
+		{"Offline alert", offline}, {"Online alert", yesNo(g.OnlineAlert)}}
+}
+
 func rulesText(g apiv1.Group) string {
 	var parts []string
 	for _, r := range g.Rules {
@@ -176,6 +186,23 @@ func (g *groupFlags) body(s *session) (apiv1.GroupBody, error) {
 func groupCommands() []command {
 	return []command{
 		listCommand("groups list", "list endpoint groups", groupCols, (*client.Client).ListGroups),
+		{name: "groups get", args: "ID", summary: "show a group with its criteria and member count",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					g, err := c.GetGroup(s.ctx, args[0])
+					if err != nil {
+						return err
+					}
+					return printOne(s, g, groupCols, groupPairs)
+				}
+			}},
 		{name: "groups create", args: "--name NAME [--rule F:OP:V]… [--exclude F:OP:V]… [--match-all] [--member ID]… [-f group.json]",
 			summary: "create a static (--member) or dynamic (--rule) group",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {

@@ -200,10 +200,21 @@ type AlertEvent struct {
 
 // ListAlertEvents answers a rule's latest events, newest first.
 func (s *Store) ListAlertEvents(ctx context.Context, orgID, ruleID string, limit int) ([]AlertEvent, error) {
+	evs, _, err := s.PageAlertEvents(ctx, orgID, ruleID, limit, 0)
+	return evs, err
+}
+
+// PageAlertEvents answers a page of a rule's events, newest first, with
+// the delivery outcomes, and how many events the rule has in all.
+func (s *Store) PageAlertEvents(ctx context.Context, orgID, ruleID string, limit, offset int) ([]AlertEvent, int, error) {
+	var total int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM alert_events WHERE org_id = ? AND rule_id = ?`, orgID, ruleID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count alert events: %w", err)
+	}
 	rows, err := s.query(ctx, `SELECT id, rule_id, event, severity, title, detail, endpoint_id, raised_at, email_outcome, webhook_outcome
-		FROM alert_events WHERE org_id = ? AND rule_id = ? ORDER BY raised_at DESC, id DESC LIMIT ?`, orgID, ruleID, limit)
+		FROM alert_events WHERE org_id = ? AND rule_id = ? ORDER BY raised_at DESC, id DESC LIMIT ? OFFSET ?`, orgID, ruleID, limit, offset)
 	if err != nil {
-		return nil, fmt.Errorf("store: list alert events: %w", err)
+		return nil, 0, fmt.Errorf("store: list alert events: %w", err)
 	}
 	defer rows.Close()
 	out := []AlertEvent{}
@@ -212,13 +223,13 @@ func (s *Store) ListAlertEvents(ctx context.Context, orgID, ruleID string, limit
 		var endpoint, email, hook sql.NullString
 		var raised int64
 		if err := rows.Scan(&ev.ID, &ev.RuleID, &ev.Event, &ev.Severity, &ev.Title, &ev.Detail, &endpoint, &raised, &email, &hook); err != nil {
-			return nil, fmt.Errorf("store: list alert events: %w", err)
+			return nil, 0, fmt.Errorf("store: list alert events: %w", err)
 		}
 		ev.EndpointID, ev.EmailOutcome, ev.WebhookOutcome = nullString(endpoint), nullString(email), nullString(hook)
 		ev.RaisedAt = fromMillis(raised)
 		out = append(out, ev)
 	}
-	return out, rows.Err()
+	return out, total, rows.Err()
 }
 
 // NewAlertEvent is an event to raise for a rule.
@@ -270,15 +281,28 @@ func (tx *Tx) raiseAlert(ctx context.Context, r AlertRule, ev NewAlertEvent, now
 // TestAlertRule raises a TEST event of the rule (patchd admin alert test),
 // delivered like any other.
 func (s *Store) TestAlertRule(ctx context.Context, orgID, id string, now time.Time) (AlertEvent, error) {
+	return s.TestAlertRuleAudited(ctx, nil, orgID, id, now)
+}
+
+// TestAlertRuleAudited is TestAlertRule that, when e is not nil, records
+// who sent the test in the same transaction (the API and the console).
+func (s *Store) TestAlertRuleAudited(ctx context.Context, e *AuditEntry, orgID, id string, now time.Time) (AlertEvent, error) {
 	r, err := s.GetAlertRule(ctx, orgID, id)
 	if err != nil {
 		return AlertEvent{}, err
 	}
 	key := "test:" + NewID()
 	err = s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.raiseAlert(ctx, r, NewAlertEvent{Key: key, Event: alerts.EventTest, Severity: alerts.Info,
-			Title: "Test of alert rule " + r.Name, Detail: "patchd admin alert test: if you read this, deliveries of this rule arrive."}, now)
-		return err
+		if _, err := tx.raiseAlert(ctx, r, NewAlertEvent{Key: key, Event: alerts.EventTest, Severity: alerts.Info,
+			Title: "Test of alert rule " + r.Name, Detail: "patchd admin alert test: if you read this, deliveries of this rule arrive."}, now); err != nil {
+			return err
+		}
+		if e == nil {
+			return nil
+		}
+		e.TargetID = r.ID
+		e.Summary = map[string]any{"name": r.Name, "condition": key}
+		return tx.insertAudit(ctx, e)
 	})
 	if err != nil {
 		return AlertEvent{}, err
