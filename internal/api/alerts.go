@@ -38,6 +38,9 @@ func (a *API) createAlertRule(w http.ResponseWriter, r *http.Request) error {
 			*p = *v
 		}
 	}
+	if body.WebhookRetryMinutes != nil {
+		in.WebhookRetryMinutes = *body.WebhookRetryMinutes
+	}
 	if err := in.Check(); err != nil {
 		return err
 	}
@@ -52,5 +55,6 @@ func (a *API) createAlertRule(w http.ResponseWriter, r *http.Request) error {
 func alertRuleOut(r store.AlertRule) apiv1.AlertRule {
 	created := r.CreatedAt
 	return apiv1.AlertRule{ID: r.ID, Name: r.Name, Trigger: r.Trigger, Threshold: r.Threshold, Enabled: r.Enabled, EmailTo: r.EmailTo,
-		WebhookURL: r.WebhookURL, ReportKey: r.ReportKey, HasWebhookSecret: r.HasWebhookSecret, Events: r.Events, CreatedAt: &created}
+		WebhookURL: r.WebhookURL, ReportKey: r.ReportKey, HasWebhookSecret: r.HasWebhookSecret, WebhookRetryMinutes: r.WebhookRetryMinutes,
+		Events: r.Events, CreatedAt: &created}
 }
