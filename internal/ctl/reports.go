@@ -25,6 +25,7 @@ var alertCols = []column[apiv1.AlertRule]{
 	statusCol("ENABLED", func(a apiv1.AlertRule) string { return yesNo(a.Enabled) }),
 	col("EMAIL TO", func(a apiv1.AlertRule) string { return str(a.EmailTo) }),
 	col("WEBHOOK", func(a apiv1.AlertRule) string { return str(a.WebhookURL) }),
+	numCol("RETRY MIN", func(a apiv1.AlertRule) string { return strconv.Itoa(a.WebhookRetryMinutes) }),
 	col("REPORT", func(a apiv1.AlertRule) string { return str(a.ReportKey) }),
 	numCol("EVENTS", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Events) }),
 }
@@ -109,7 +110,7 @@ func printReport(s *session, r apiv1.Report) error {
 func alertCommands() []command {
 	return []command{
 		listCommand("alerts list", "list alert rules", alertCols, (*client.Client).ListAlertRules),
-		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin]] [--report-key KEY] [-f rule.json]",
+		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin] [--retry-minutes M]] [--report-key KEY] [-f rule.json]",
 			summary: "create an alert rule delivered by email and/or HTTPS webhook",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				file := fs.String("f", "", "AlertRuleBody JSON `FILE` (- for stdin); flags override its fields")
@@ -120,6 +121,7 @@ func alertCommands() []command {
 				webhookURL := fs.String("webhook-url", "", "HTTPS webhook `URL`")
 				secretStdin := fs.Bool("webhook-secret-stdin", false, "read the webhook signing secret from the first line of stdin")
 				reportKey := fs.String("report-key", "", "REPORT_ROWS: the report `KEY`")
+				retry := fs.Int("retry-minutes", 0, "retry failed webhooks for `M` minutes with back-off (0-1440; default 0: one try, the spec's rule; a patchd addition)")
 				return func(s *session, args []string) error {
 					if err := needArgs(args); err != nil {
 						return err
@@ -148,6 +150,8 @@ func alertCommands() []command {
 							body.WebhookURL = webhookURL
 						case "report-key":
 							body.ReportKey = reportKey
+						case "retry-minutes":
+							body.WebhookRetryMinutes = retry
 						case "webhook-secret-stdin":
 							secret, err := readSecretLine(s, "--webhook-secret-stdin")
 							body.WebhookSecret, setErr = &secret, err
