@@ -107,6 +107,26 @@ func rawGet(t *testing.T, e *apitest.Env, path string) string {
 	return string(b)
 }
 
+// webhookRetryMinutes (a patchd addition) is stored and answered; absent
+// it is 0, the specification's single try.
+func TestAlertRuleWebhookRetryMinutes(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	for _, body := range []apiv1.AlertRuleBody{
+		{Name: "retried", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/a"), WebhookRetryMinutes: ptr(1440)},
+		{Name: "once", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/b")},
+	} {
+		if _, err := e.Admin.CreateAlertRule(ctx, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := e.Admin.ListAlertRules(ctx)
+	if err != nil || len(list.Items) != 2 || list.Items[0].WebhookRetryMinutes != 1440 || list.Items[1].WebhookRetryMinutes != 0 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+}
+
 func TestAlertRuleValidation(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
@@ -129,6 +149,9 @@ func TestAlertRuleValidation(t *testing.T) {
 		{"negative ignored threshold", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", Threshold: ptr(-1), EmailTo: mail}, []string{"threshold"}},
 		{"ignored threshold past 32 bits", apiv1.AlertRuleBody{Name: "x", Trigger: "GROUP_UPTIME", Threshold: ptr(1 << 31), EmailTo: mail}, []string{"threshold"}},
 		{"secret without webhook", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: mail, WebhookSecret: ptr("s")}, []string{"webhookSecret"}},
+		{"retries without webhook", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: mail, WebhookRetryMinutes: ptr(10)}, []string{"webhookRetryMinutes"}},
+		{"retries past a day", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/x"), WebhookRetryMinutes: ptr(1441)}, []string{"webhookRetryMinutes"}},
+		{"negative retries", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/x"), WebhookRetryMinutes: ptr(-1)}, []string{"webhookRetryMinutes"}},
 	} {
 		_, err := e.Admin.CreateAlertRule(ctx, tc.body)
 		var ce *client.Error
