@@ -178,7 +178,9 @@ func TestAlertWebhookRetryWaitsForBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c counter
-	d := &worker.AlertDeliverer{Store: s, Holder: "a", AllowPrivate: true, WebhookTLS: &tls.Config{RootCAs: roots}, Counted: c.count}
+	// A back-off of 20 minutes (±4) is still due within the rule's hour.
+	d := &worker.AlertDeliverer{Store: s, Holder: "a", AllowPrivate: true, WebhookTLS: &tls.Config{RootCAs: roots}, Counted: c.count,
+		RetryBase: 20 * time.Minute, RetryMax: 20 * time.Minute}
 	if err := d.DeliverPending(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func TestAlertWebhookRetryWaitsForBackoff(t *testing.T) {
 	if n, err := s.PendingRetries(ctx); err != nil || n != 1 {
 		t.Fatalf("pending retries %d %v", n, err)
 	}
-	// The default back-off is 30 s (±20 %): an immediate look finds nothing.
+	// Before the back-off ends, a look finds nothing.
 	if err := d.DeliverPending(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -199,9 +201,15 @@ func TestAlertWebhookRetryWaitsForBackoff(t *testing.T) {
 		t.Fatalf("events %+v %v", evs, err)
 	}
 	// Past the back-off, the next look delivers it.
-	ids, err := s.PendingDeliveries(ctx, time.Now().Add(time.Minute), 10)
+	if ids, err := s.PendingDeliveries(ctx, time.Now().Add(15*time.Minute), 10); err != nil || len(ids) != 0 {
+		t.Fatalf("pending before the back-off ends %v %v", ids, err)
+	}
+	ids, err := s.PendingDeliveries(ctx, time.Now().Add(25*time.Minute), 10)
 	if err != nil || len(ids) != 1 {
-		t.Fatalf("pending a minute later %v %v", ids, err)
+		t.Fatalf("pending after the back-off %v %v", ids, err)
+	}
+	if c.get("webhook/retry") != 1 {
+		t.Fatalf("counted %v", c.n)
 	}
 }
 
