@@ -467,6 +467,25 @@ type AlertRuleBody struct {
 	WebhookRetryMinutes *int `json:"webhookRetryMinutes,omitempty"`
 }
 
+// FailedDelivery is an alert delivery that failed for good (a patchd
+// addition): GET /api/v1/alerts/{id}/failed-deliveries.
+type FailedDelivery struct {
+	ID       string    `json:"id"`
+	EventID  string    `json:"eventId"`
+	Channel  string    `json:"channel"`
+	Title    string    `json:"title"`
+	RaisedAt time.Time `json:"raisedAt"`
+	Attempts int       `json:"attempts"`
+	Error    string    `json:"error"`
+	FailedAt time.Time `json:"failedAt"`
+}
+
+// DeliveryQueued answers POST /api/v1/alerts/{id}/failed-deliveries/{delivery}/resend.
+type DeliveryQueued struct {
+	OK       bool   `json:"ok"`
+	Delivery string `json:"delivery"`
+}
+
 // AlertRuleResult answers POST /api/v1/alerts.
 type AlertRuleResult struct {
 	OK   bool `json:"ok"`

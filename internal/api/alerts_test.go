@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
@@ -215,5 +216,55 @@ func TestAlertRulePermissionsAndIsolation(t *testing.T) {
 	oc := e.Client(other, perm.All)
 	if list, err := oc.ListAlertRules(ctx); err != nil || list.Total != 0 || len(list.Items) != 0 {
 		t.Fatalf("other organization sees %+v, %v", list, err)
+	}
+}
+
+// A failed delivery is listed with its error and sent again once, audited
+// (patchd additions); another organization sees neither.
+func TestAlertFailedDeliveriesAndResend(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	// Nothing listens on port 1: the delivery fails; the rule does not retry.
+	res, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "down", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://127.0.0.1:1/hook")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store.TestAlertRule(ctx, e.Org.ID, res.Rule.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var failed apiv1.List[apiv1.FailedDelivery]
+	for deadline := time.Now().Add(time.Minute); len(failed.Items) == 0; time.Sleep(100 * time.Millisecond) {
+		if failed, err = e.Admin.FailedDeliveries(ctx, res.Rule.ID); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery did not fail")
+		}
+	}
+	f := failed.Items[0]
+	if f.Channel != "webhook" || f.Attempts != 1 || !strings.HasPrefix(f.Error, "error: ") || f.EventID == "" {
+		t.Fatalf("failed %+v", f)
+	}
+	other := e.Client(e.NewOrg("Other "+apitest.NewName()), perm.All)
+	if _, err := other.FailedDeliveries(ctx, res.Rule.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("another organization: %v", err)
+	}
+	if _, err := other.ResendDelivery(ctx, res.Rule.ID, f.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("another organization resends: %v", err)
+	}
+	q, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, f.ID)
+	if err != nil || !q.OK || q.Delivery == "" {
+		t.Fatalf("resend %+v %v", q, err)
+	}
+	if _, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, f.ID); !client.IsStatus(err, http.StatusConflict) {
+		t.Fatalf("second resend: %v", err)
+	}
+	if _, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, "no-such-delivery"); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("unknown delivery: %v", err)
+	}
+	audit, err := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "alert.resend"})
+	if err != nil || len(audit) != 1 || audit[0].TargetID != res.Rule.ID {
+		t.Fatalf("audit %+v %v", audit, err)
 	}
 }

@@ -892,6 +892,11 @@ func TestReportsAndAlerts(t *testing.T) {
 	}
 	h.fail(ctl.ExitAPI, "validation_failed", "alerts", "create", "--name", "x", "--trigger", "NEW_ENDPOINT", "--webhook-url", "http://plain.example.com/")
 	h.fail(ctl.ExitUsage, "--name and --trigger", "alerts", "create", "--name", "x")
+	if table := h.ok("alerts", "failed", byName["Big report"].ID); !strings.Contains(table, "ERROR") {
+		t.Errorf("alerts failed table:\n%s", table)
+	}
+	h.fail(ctl.ExitAPI, "not_found", "alerts", "resend", byName["Big report"].ID, "no-such-delivery")
+	h.fail(ctl.ExitUsage, "DELIVERY_ID", "alerts", "resend", byName["Big report"].ID)
 	h.fail(ctl.ExitAPI, "webhookRetryMinutes", "alerts", "create", "--name", "x", "--trigger", "NEW_ENDPOINT", "--webhook-url", "https://127.0.0.1:9/hook",
 		"--retry-minutes", "1441")
 	ro := newHarness(t, e, e.URL)

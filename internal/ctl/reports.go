@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
@@ -15,6 +16,15 @@ var reportMetaCols = []column[apiv1.ReportMeta]{
 	col("CATEGORY", func(r apiv1.ReportMeta) string { return r.Category }),
 	col("TITLE", func(r apiv1.ReportMeta) string { return r.Title }),
 	col("DESCRIPTION", func(r apiv1.ReportMeta) string { return r.Description }),
+}
+
+var failedDeliveryCols = []column[apiv1.FailedDelivery]{
+	col("ID", func(f apiv1.FailedDelivery) string { return f.ID }),
+	col("FAILED", func(f apiv1.FailedDelivery) string { return f.FailedAt.UTC().Format(time.RFC3339) }),
+	col("CHANNEL", func(f apiv1.FailedDelivery) string { return f.Channel }),
+	col("EVENT", func(f apiv1.FailedDelivery) string { return f.Title }),
+	numCol("ATTEMPTS", func(f apiv1.FailedDelivery) string { return strconv.Itoa(f.Attempts) }),
+	col("ERROR", func(f apiv1.FailedDelivery) string { return f.Error }),
 }
 
 var alertCols = []column[apiv1.AlertRule]{
@@ -110,6 +120,40 @@ func printReport(s *session, r apiv1.Report) error {
 func alertCommands() []command {
 	return []command{
 		listCommand("alerts list", "list alert rules", alertCols, (*client.Client).ListAlertRules),
+		{name: "alerts failed", args: "RULE_ID", summary: "list an alert rule's failed deliveries with their error",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "RULE_ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					l, err := c.FailedDeliveries(s.ctx, args[0])
+					if err != nil {
+						return err
+					}
+					return printList(s, failedDeliveryCols, sliceSeq(l.Items))
+				}
+			}},
+		{name: "alerts resend", args: "RULE_ID DELIVERY_ID", summary: "send a failed delivery's event again (audited)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "RULE_ID", "DELIVERY_ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					res, err := c.ResendDelivery(s.ctx, args[0], args[1])
+					if err != nil {
+						return err
+					}
+					return s.done(res, "Delivery queued again: %s", res.Delivery)
+				}
+			}},
 		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin] [--retry-minutes M]] [--report-key KEY] [-f rule.json]",
 			summary: "create an alert rule delivered by email and/or HTTPS webhook",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
