@@ -438,17 +438,20 @@ type RunCommand struct {
 
 // AlertRule is a stored alert rule.
 type AlertRule struct {
-	ID               string     `json:"id"`
-	Name             string     `json:"name"`
-	Trigger          string     `json:"trigger"`
-	Threshold        int        `json:"threshold"`
-	Enabled          bool       `json:"enabled"`
-	EmailTo          *string    `json:"emailTo"`
-	WebhookURL       *string    `json:"webhookUrl"`
-	ReportKey        *string    `json:"reportKey"`
-	HasWebhookSecret bool       `json:"hasWebhookSecret"`
-	Events           int        `json:"events"`
-	CreatedAt        *time.Time `json:"createdAt"`
+	ID               string  `json:"id"`
+	Name             string  `json:"name"`
+	Trigger          string  `json:"trigger"`
+	Threshold        int     `json:"threshold"`
+	Enabled          bool    `json:"enabled"`
+	EmailTo          *string `json:"emailTo"`
+	WebhookURL       *string `json:"webhookUrl"`
+	ReportKey        *string `json:"reportKey"`
+	HasWebhookSecret bool    `json:"hasWebhookSecret"`
+	// WebhookRetryMinutes (a patchd addition): how long failed webhook
+	// deliveries are tried again; 0 is the specification's single try.
+	WebhookRetryMinutes int        `json:"webhookRetryMinutes"`
+	Events              int        `json:"events"`
+	CreatedAt           *time.Time `json:"createdAt"`
 }
 
 // AlertRuleBody creates an alert rule.
@@ -460,6 +463,27 @@ type AlertRuleBody struct {
 	WebhookURL    *string `json:"webhookUrl,omitempty"`
 	WebhookSecret *string `json:"webhookSecret,omitempty"`
 	ReportKey     *string `json:"reportKey,omitempty"`
+	// WebhookRetryMinutes (a patchd addition; default 0, no retry).
+	WebhookRetryMinutes *int `json:"webhookRetryMinutes,omitempty"`
+}
+
+// FailedDelivery is an alert delivery that failed for good (a patchd
+// addition): GET /api/v1/alerts/{id}/failed-deliveries.
+type FailedDelivery struct {
+	ID       string    `json:"id"`
+	EventID  string    `json:"eventId"`
+	Channel  string    `json:"channel"`
+	Title    string    `json:"title"`
+	RaisedAt time.Time `json:"raisedAt"`
+	Attempts int       `json:"attempts"`
+	Error    string    `json:"error"`
+	FailedAt time.Time `json:"failedAt"`
+}
+
+// DeliveryQueued answers POST /api/v1/alerts/{id}/failed-deliveries/{delivery}/resend.
+type DeliveryQueued struct {
+	OK       bool   `json:"ok"`
+	Delivery string `json:"delivery"`
 }
 
 // AlertRulePatch changes an alert rule (patchd addition): only the fields
@@ -472,6 +496,8 @@ type AlertRulePatch struct {
 	WebhookURL    *string `json:"webhookUrl,omitempty"`
 	WebhookSecret *string `json:"webhookSecret,omitempty"`
 	ReportKey     *string `json:"reportKey,omitempty"`
+	// WebhookRetryMinutes (a patchd addition): 0 for the spec's single try.
+	WebhookRetryMinutes *int `json:"webhookRetryMinutes,omitempty"`
 }
 
 // AlertEvent is an event an alert rule raised, with the outcome of its

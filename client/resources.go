@@ -340,6 +340,20 @@ func (c *Client) CreateAlertRule(ctx context.Context, body apiv1.AlertRuleBody) 
 	return out, err
 }
 
+// FailedDeliveries lists an alert rule's failed deliveries (patchd addition).
+func (c *Client) FailedDeliveries(ctx context.Context, ruleID string) (apiv1.List[apiv1.FailedDelivery], error) {
+	var out apiv1.List[apiv1.FailedDelivery]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(ruleID)+"/failed-deliveries", nil, nil, &out)
+	return out, err
+}
+
+// ResendDelivery queues a failed delivery's event again (patchd addition).
+func (c *Client) ResendDelivery(ctx context.Context, ruleID, deliveryID string) (apiv1.DeliveryQueued, error) {
+	var out apiv1.DeliveryQueued
+	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(ruleID)+"/failed-deliveries/"+url.PathEscape(deliveryID)+"/resend", nil, nil, &out)
+	return out, err
+}
+
 // ReportCatalog lists the built-in reports.
 func (c *Client) ReportCatalog(ctx context.Context) (apiv1.List[apiv1.ReportMeta], error) {
 	var out apiv1.List[apiv1.ReportMeta]

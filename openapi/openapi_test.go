@@ -62,6 +62,8 @@ var additions = []struct {
 	{"GET", "/api/v1/runs/{id}", "automations.view"},
 	{"POST", "/api/v1/runs/{id}/stop", "automations.run"},
 	{"POST", "/api/v1/runs/{id}/retry", "automations.run"},
+	{"GET", "/api/v1/alerts/{id}/failed-deliveries", "reports.view"},
+	{"POST", "/api/v1/alerts/{id}/failed-deliveries/{delivery}/resend", "reports.manage"},
 	{"GET", "/api/v1/software/titles", "endpoints.view"},
 	{"POST", "/api/v1/endpoints/{id}/scan", "endpoints.manage"},
 	{"GET", "/api/v1/groups/{id}", "endpoints.view"},

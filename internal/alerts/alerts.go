@@ -178,7 +178,14 @@ type Rule struct {
 	WebhookURL    string
 	WebhookSecret string
 	ReportKey     string
+	// WebhookRetryMinutes (a patchd addition) is how long a failed webhook
+	// delivery is tried again, with exponential back-off; 0 is the
+	// specification's rule: one try of 10 seconds, no retry.
+	WebhookRetryMinutes int
 }
+
+// MaxWebhookRetryMinutes bounds WebhookRetryMinutes (one day).
+const MaxWebhookRetryMinutes = 1440
 
 // Check normalises r (trimmed names and recipients, the trigger's default
 // threshold) and answers every field problem at once.
@@ -227,6 +234,12 @@ func (r *Rule) Check() error {
 	}
 	if len(r.WebhookSecret) > MaxSecret {
 		errs.Add("webhookSecret", "must have at most %d bytes", MaxSecret)
+	}
+	switch {
+	case r.WebhookRetryMinutes < 0 || r.WebhookRetryMinutes > MaxWebhookRetryMinutes:
+		errs.Add("webhookRetryMinutes", "must be a whole number of minutes from 0 (no retry) to %d", MaxWebhookRetryMinutes)
+	case r.WebhookRetryMinutes > 0 && r.WebhookURL == "":
+		errs.Add("webhookRetryMinutes", "retries webhook deliveries: give webhookUrl too")
 	}
 	if r.EmailTo == "" && r.WebhookURL == "" {
 		errs.Add("emailTo", "give emailTo, webhookUrl or both: an event must go somewhere")

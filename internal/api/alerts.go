@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -38,6 +39,9 @@ func (a *API) createAlertRule(w http.ResponseWriter, r *http.Request) error {
 			*p = *v
 		}
 	}
+	if body.WebhookRetryMinutes != nil {
+		in.WebhookRetryMinutes = *body.WebhookRetryMinutes
+	}
 	if err := in.Check(); err != nil {
 		return err
 	}
@@ -52,7 +56,49 @@ func (a *API) createAlertRule(w http.ResponseWriter, r *http.Request) error {
 func alertRuleOut(r store.AlertRule) apiv1.AlertRule {
 	created := r.CreatedAt
 	return apiv1.AlertRule{ID: r.ID, Name: r.Name, Trigger: r.Trigger, Threshold: r.Threshold, Enabled: r.Enabled, EmailTo: r.EmailTo,
-		WebhookURL: r.WebhookURL, ReportKey: r.ReportKey, HasWebhookSecret: r.HasWebhookSecret, Events: r.Events, CreatedAt: &created}
+		WebhookURL: r.WebhookURL, ReportKey: r.ReportKey, HasWebhookSecret: r.HasWebhookSecret, WebhookRetryMinutes: r.WebhookRetryMinutes,
+		Events: r.Events, CreatedAt: &created}
+}
+
+// listFailedDeliveries answers a rule's deliveries that failed for good,
+// latest first (patchd addition).
+func (a *API) listFailedDeliveries(w http.ResponseWriter, r *http.Request) error {
+	p := principal(r)
+	rule, err := a.store.GetAlertRule(r.Context(), p.OrgID, r.PathValue("id"))
+	if isNotFound(err) {
+		return httpx.NotFound("alert rule")
+	}
+	if err != nil {
+		return err
+	}
+	failed, err := a.store.ListFailedDeliveries(r.Context(), p.OrgID, rule.ID, 100)
+	if err != nil {
+		return err
+	}
+	items := make([]apiv1.FailedDelivery, len(failed))
+	for i, f := range failed {
+		items[i] = apiv1.FailedDelivery{ID: f.ID, EventID: f.EventID, Channel: f.Channel, Title: f.Title, RaisedAt: f.RaisedAt,
+			Attempts: f.Attempts, Error: f.Error, FailedAt: f.FailedAt}
+	}
+	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+	return nil
+}
+
+// resendDelivery queues a new delivery of a failed delivery's event,
+// audited as alert.resend (patchd addition).
+func (a *API) resendDelivery(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	queued, err := a.store.ResendDelivery(r.Context(), auditEntry(r, "alert.resend", "alert", id), principal(r).OrgID, id, r.PathValue("delivery"), time.Now())
+	switch {
+	case isNotFound(err):
+		return httpx.NotFound("failed delivery")
+	case errors.Is(err, store.ErrConflict):
+		return httpx.Errorf(http.StatusConflict, "delivery_not_failed", "this delivery did not fail or was sent again already")
+	case err != nil:
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, apiv1.DeliveryQueued{OK: true, Delivery: queued})
+	return nil
 }
 
 func alertRuleError(err error) error {
@@ -91,6 +137,9 @@ func (a *API) patchAlertRule(w http.ResponseWriter, r *http.Request) error {
 	}
 	if body.Threshold != nil {
 		in.Threshold = body.Threshold
+	}
+	if body.WebhookRetryMinutes != nil {
+		in.WebhookRetryMinutes = *body.WebhookRetryMinutes
 	}
 	for p, v := range map[*string]*string{&in.EmailTo: body.EmailTo, &in.WebhookURL: body.WebhookURL,
 		&in.WebhookSecret: body.WebhookSecret, &in.ReportKey: body.ReportKey} {

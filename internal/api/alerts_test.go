@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
@@ -107,6 +108,26 @@ func rawGet(t *testing.T, e *apitest.Env, path string) string {
 	return string(b)
 }
 
+// webhookRetryMinutes (a patchd addition) is stored and answered; absent
+// it is 0, the specification's single try.
+func TestAlertRuleWebhookRetryMinutes(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	for _, body := range []apiv1.AlertRuleBody{
+		{Name: "retried", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/a"), WebhookRetryMinutes: ptr(1440)},
+		{Name: "once", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/b")},
+	} {
+		if _, err := e.Admin.CreateAlertRule(ctx, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := e.Admin.ListAlertRules(ctx)
+	if err != nil || len(list.Items) != 2 || list.Items[0].WebhookRetryMinutes != 1440 || list.Items[1].WebhookRetryMinutes != 0 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+}
+
 func TestAlertRuleValidation(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
@@ -129,6 +150,9 @@ func TestAlertRuleValidation(t *testing.T) {
 		{"negative ignored threshold", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", Threshold: ptr(-1), EmailTo: mail}, []string{"threshold"}},
 		{"ignored threshold past 32 bits", apiv1.AlertRuleBody{Name: "x", Trigger: "GROUP_UPTIME", Threshold: ptr(1 << 31), EmailTo: mail}, []string{"threshold"}},
 		{"secret without webhook", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: mail, WebhookSecret: ptr("s")}, []string{"webhookSecret"}},
+		{"retries without webhook", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", EmailTo: mail, WebhookRetryMinutes: ptr(10)}, []string{"webhookRetryMinutes"}},
+		{"retries past a day", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/x"), WebhookRetryMinutes: ptr(1441)}, []string{"webhookRetryMinutes"}},
+		{"negative retries", apiv1.AlertRuleBody{Name: "x", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/x"), WebhookRetryMinutes: ptr(-1)}, []string{"webhookRetryMinutes"}},
 	} {
 		_, err := e.Admin.CreateAlertRule(ctx, tc.body)
 		var ce *client.Error
@@ -192,5 +216,55 @@ func TestAlertRulePermissionsAndIsolation(t *testing.T) {
 	oc := e.Client(other, perm.All)
 	if list, err := oc.ListAlertRules(ctx); err != nil || list.Total != 0 || len(list.Items) != 0 {
 		t.Fatalf("other organization sees %+v, %v", list, err)
+	}
+}
+
+// A failed delivery is listed with its error and sent again once, audited
+// (patchd additions); another organization sees neither.
+func TestAlertFailedDeliveriesAndResend(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	// Nothing listens on port 1: the delivery fails; the rule does not retry.
+	res, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "down", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://127.0.0.1:1/hook")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store.TestAlertRule(ctx, e.Org.ID, res.Rule.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var failed apiv1.List[apiv1.FailedDelivery]
+	for deadline := time.Now().Add(time.Minute); len(failed.Items) == 0; time.Sleep(100 * time.Millisecond) {
+		if failed, err = e.Admin.FailedDeliveries(ctx, res.Rule.ID); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery did not fail")
+		}
+	}
+	f := failed.Items[0]
+	if f.Channel != "webhook" || f.Attempts != 1 || !strings.HasPrefix(f.Error, "error: ") || f.EventID == "" {
+		t.Fatalf("failed %+v", f)
+	}
+	other := e.Client(e.NewOrg("Other "+apitest.NewName()), perm.All)
+	if _, err := other.FailedDeliveries(ctx, res.Rule.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("another organization: %v", err)
+	}
+	if _, err := other.ResendDelivery(ctx, res.Rule.ID, f.ID); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("another organization resends: %v", err)
+	}
+	q, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, f.ID)
+	if err != nil || !q.OK || q.Delivery == "" {
+		t.Fatalf("resend %+v %v", q, err)
+	}
+	if _, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, f.ID); !client.IsStatus(err, http.StatusConflict) {
+		t.Fatalf("second resend: %v", err)
+	}
+	if _, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, "no-such-delivery"); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("unknown delivery: %v", err)
+	}
+	audit, err := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "alert.resend"})
+	if err != nil || len(audit) != 1 || audit[0].TargetID != res.Rule.ID {
+		t.Fatalf("audit %+v %v", audit, err)
 	}
 }

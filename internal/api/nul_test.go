@@ -99,32 +99,34 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"/api/v1/reports/{key}":       "endpoints", "/api/v1/scripts/{id}": sc.ID, "/api/v1/enrollment-tokens/{id}/revoke": tokens.Items[0].ID,
 		"/api/v1/runs/{id}": run.RunID, "/api/v1/runs/{id}/stop": run.RunID, "/api/v1/runs/{id}/retry": run.RunID,
 		"/api/v1/alerts/{id}": rule.Rule.ID, "/api/v1/alerts/{id}/enable": rule.Rule.ID, "/api/v1/alerts/{id}/disable": rule.Rule.ID,
-		"/api/v1/alerts/{id}/test": rule.Rule.ID, "/api/v1/alerts/{id}/events": rule.Rule.ID}
+		"/api/v1/alerts/{id}/test": rule.Rule.ID, "/api/v1/alerts/{id}/events": rule.Rule.ID,
+		"/api/v1/alerts/{id}/failed-deliveries": rule.Rule.ID, "/api/v1/alerts/{id}/failed-deliveries/{delivery}/resend": rule.Rule.ID}
 	// A body for each operation that takes one, valid but for the NUL.
 	bodies := map[string]string{
-		"POST /api/oauth/token":                      `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
-		"PATCH /api/v1/endpoints/{id}":               `{"displayName":` + nulJSON + `}`,
-		"POST /api/v1/groups":                        `{"name":` + nulJSON + `}`,
-		"PATCH /api/v1/groups/{id}":                  `{"name":` + nulJSON + `}`,
-		"POST /api/v1/automations":                   `{"name":` + nulJSON + `,"actionType":"REBOOT","payload":{"message":"m","timeoutSeconds":60},"targetMode":"all","scheduleKind":"NOW"}`,
-		"PATCH /api/v1/automations/{id}":             `{"name":` + nulJSON + `}`,
-		"POST /api/v1/actions":                       `{"actionType":"REBOOT","payload":{"message":` + nulJSON + `,"timeoutSeconds":60},"targetMode":"all"}`,
-		"POST /api/v1/updates/approvals":             `{"keys":[` + nulJSON + `],"status":"APPROVED"}`,
-		"POST /api/v1/alerts":                        `{"name":` + nulJSON + `,"trigger":"NEW_ENDPOINT","emailTo":"ops@example.com"}`,
-		"POST /api/v1/automations/{id}/run":          "", // takes no body
-		"POST /api/v1/scripts":                       `{"name":` + nulJSON + `,"language":"sh","code":"true"}`,
-		"PATCH /api/v1/scripts/{id}":                 `{"code":` + nulJSON + `}`,
-		"POST /api/v1/enrollment-tokens":             `{"expiresInHours":1,"note":` + nulJSON + `}`,
-		"POST /api/v1/enrollment-tokens/{id}/revoke": "",
-		"POST /api/v1/runs/{id}/stop":                "",
-		"PATCH /api/v1/alerts/{id}":                  `{"name":` + nulJSON + `}`,
-		"POST /api/v1/alerts/{id}/enable":            "",
-		"POST /api/v1/alerts/{id}/disable":           "",
-		"POST /api/v1/alerts/{id}/test":              "",
-		"POST /api/v1/runs/{id}/retry":               "",
-		"POST /api/v1/endpoints/{id}/scan":           "", // takes no body
-		"PATCH /api/v1/users/{id}":                   `{"role":` + nulJSON + `}`,
-		"POST /api/v1/users/{id}/password":           `{"password":"a long password \u0000 with NUL"}`,
+		"POST /api/oauth/token":                                        `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
+		"PATCH /api/v1/endpoints/{id}":                                 `{"displayName":` + nulJSON + `}`,
+		"POST /api/v1/groups":                                          `{"name":` + nulJSON + `}`,
+		"PATCH /api/v1/groups/{id}":                                    `{"name":` + nulJSON + `}`,
+		"POST /api/v1/automations":                                     `{"name":` + nulJSON + `,"actionType":"REBOOT","payload":{"message":"m","timeoutSeconds":60},"targetMode":"all","scheduleKind":"NOW"}`,
+		"PATCH /api/v1/automations/{id}":                               `{"name":` + nulJSON + `}`,
+		"POST /api/v1/actions":                                         `{"actionType":"REBOOT","payload":{"message":` + nulJSON + `,"timeoutSeconds":60},"targetMode":"all"}`,
+		"POST /api/v1/updates/approvals":                               `{"keys":[` + nulJSON + `],"status":"APPROVED"}`,
+		"POST /api/v1/alerts":                                          `{"name":` + nulJSON + `,"trigger":"NEW_ENDPOINT","emailTo":"ops@example.com"}`,
+		"POST /api/v1/automations/{id}/run":                            "", // takes no body
+		"POST /api/v1/scripts":                                         `{"name":` + nulJSON + `,"language":"sh","code":"true"}`,
+		"PATCH /api/v1/scripts/{id}":                                   `{"code":` + nulJSON + `}`,
+		"POST /api/v1/enrollment-tokens":                               `{"expiresInHours":1,"note":` + nulJSON + `}`,
+		"POST /api/v1/enrollment-tokens/{id}/revoke":                   "",
+		"POST /api/v1/runs/{id}/stop":                                  "",
+		"PATCH /api/v1/alerts/{id}":                                    `{"name":` + nulJSON + `}`,
+		"POST /api/v1/alerts/{id}/enable":                              "",
+		"POST /api/v1/alerts/{id}/disable":                             "",
+		"POST /api/v1/alerts/{id}/test":                                "",
+		"POST /api/v1/alerts/{id}/failed-deliveries/{delivery}/resend": "",
+		"POST /api/v1/runs/{id}/retry":                                 "",
+		"POST /api/v1/endpoints/{id}/scan":                             "", // takes no body
+		"PATCH /api/v1/users/{id}":                                     `{"role":` + nulJSON + `}`,
+		"POST /api/v1/users/{id}/password":                             `{"password":"a long password \u0000 with NUL"}`,
 	}
 	// A query filter for each list.
 	queries := map[string]string{
@@ -150,10 +152,10 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		method, pattern, _ := strings.Cut(route, " ")
 		path := pattern
 		if id, ok := ids[pattern]; ok {
-			for _, param := range []string{"{id}", "{key}"} {
+			for _, param := range []string{"{id}", "{key}", "{delivery}"} {
 				path = strings.Replace(path, param, id, 1)
 			}
-			bad := strings.Replace(strings.Replace(pattern, "{id}", id+"%00", 1), "{key}", "endpoints%00", 1)
+			bad := strings.Replace(strings.Replace(strings.Replace(pattern, "{id}", id+"%00", 1), "{key}", "endpoints%00", 1), "{delivery}", id, 1)
 			probes = append(probes, probe{route + " id", method, bad, bodies[route]})
 		} else if strings.Contains(pattern, "{") {
 			t.Fatalf("%s: give this test an id for it", route)

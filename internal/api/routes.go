@@ -59,6 +59,8 @@ func (a *API) routes() {
 	a.route("POST /api/v1/alerts/{id}/disable", perm.ReportsManage, a.disableAlertRule)
 	a.route("POST /api/v1/alerts/{id}/test", perm.ReportsManage, a.testAlertRule)
 	a.route("GET /api/v1/alerts/{id}/events", perm.ReportsView, a.listAlertEvents)
+	a.route("GET /api/v1/alerts/{id}/failed-deliveries", perm.ReportsView, a.listFailedDeliveries)
+	a.route("POST /api/v1/alerts/{id}/failed-deliveries/{delivery}/resend", perm.ReportsManage, a.resendDelivery)
 	// People, for roles holding every permission (checked by the handlers).
 	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)

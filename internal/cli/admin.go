@@ -307,7 +307,7 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		if define, do, err = vulnAdmin(ctx, verb); err != nil {
 			return err
 		}
-	case "alert list", "alert events", "alert update", "alert enable", "alert disable", "alert delete", "alert test":
+	case "alert list", "alert events", "alert failed", "alert resend", "alert update", "alert enable", "alert disable", "alert delete", "alert test":
 		var err error
 		if define, do, err = alertAdmin(ctx, verb); err != nil {
 			return err

@@ -10,11 +10,11 @@ import (
 )
 
 // alertAdmin defines the flags and the action of patchd admin alert
-// list|events|update|enable|disable|delete|test. Rules are created through
+// list|events|failed|resend|update|enable|disable|delete|test. Rules are created through
 // the API (POST /api/v1/alerts); the webhook secret is never printed.
 func alertAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(s *store.Store) (any, error), error) {
-	var org, id, name, emailTo, webhook, secret, reportKey string
-	var threshold, limit int
+	var org, id, name, emailTo, webhook, secret, reportKey, delivery string
+	var threshold, limit, retryMinutes int
 	var flags *flag.FlagSet
 	define := func(fs *flag.FlagSet) {
 		flags = fs
@@ -30,7 +30,10 @@ func alertAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(
 			fs.StringVar(&webhook, "webhook-url", "", "HTTPS webhook URL; empty removes webhook delivery")
 			fs.StringVar(&secret, "webhook-secret", "", "secret the webhook body is signed with; empty removes it")
 			fs.StringVar(&reportKey, "report-key", "", "report watched by REPORT_ROWS")
-		case "events":
+			fs.IntVar(&retryMinutes, "retry-minutes", 0, "minutes a failed webhook is tried again with back-off (0-1440; 0: one try, the spec's rule; a patchd addition)")
+		case "resend":
+			fs.StringVar(&delivery, "delivery", "", "failed delivery id (patchd admin alert failed lists them)")
+		case "events", "failed":
 			fs.IntVar(&limit, "limit", 50, "how many events, newest first")
 		}
 	}
@@ -59,6 +62,24 @@ func alertAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(
 			}
 			evs, err := s.ListAlertEvents(ctx, o.ID, id, limit)
 			return map[string]any{"items": evs, "total": len(evs)}, err
+		case "failed":
+			if limit < 1 {
+				return nil, usagef("--limit must be at least 1")
+			}
+			if _, err := s.GetAlertRule(ctx, o.ID, id); err != nil {
+				return nil, err
+			}
+			failed, err := s.ListFailedDeliveries(ctx, o.ID, id, limit)
+			return map[string]any{"items": failed, "total": len(failed)}, err
+		case "resend":
+			if delivery == "" {
+				return nil, usagef("--delivery is required")
+			}
+			newID, err := s.ResendDelivery(ctx, entry(o, "alert.resend"), o.ID, id, delivery, now)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"id": id, "delivery": delivery, "queued": newID}, nil
 		case "test":
 			return s.TestAlertRule(ctx, o.ID, id, now)
 		case "delete":
@@ -93,6 +114,8 @@ func alertAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(
 					in.WebhookSecret = secret
 				case "report-key":
 					in.ReportKey = reportKey
+				case "retry-minutes":
+					in.WebhookRetryMinutes = retryMinutes
 				}
 			})
 		}
@@ -102,7 +125,7 @@ func alertAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(
 		return s.UpdateAlertRule(ctx, entry(o, action), o.ID, id, in, enabled, now)
 	}
 	switch verb {
-	case "list", "events", "update", "enable", "disable", "delete", "test":
+	case "list", "events", "failed", "resend", "update", "enable", "disable", "delete", "test":
 		return define, do, nil
 	}
 	return nil, nil, usagef("unknown admin command %q", "alert "+verb)

@@ -57,6 +57,15 @@ func TestAdminAlerts(t *testing.T) {
 	}
 	fail("webhookUrl", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--webhook-url", "http://plain.example.com")
 	fail("threshold", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--threshold", "0")
+	if up := ok("admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--retry-minutes", "120"); up["webhookRetryMinutes"].(float64) != 120 || up["threshold"].(float64) != 30 {
+		t.Fatalf("retry minutes %v", up)
+	}
+	fail("webhookRetryMinutes", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--retry-minutes", "1441")
+	if f := ok("admin", "alert", "failed", "--org", "Acme", "--id", r.ID); f["total"].(float64) != 0 {
+		t.Fatalf("failed %v", f)
+	}
+	fail("not found", "admin", "alert", "resend", "--org", "Acme", "--id", r.ID, "--delivery", "nope")
+	fail("--delivery", "admin", "alert", "resend", "--org", "Acme", "--id", r.ID)
 	if d := ok("admin", "alert", "disable", "--org", "Acme", "--id", r.ID); d["enabled"] != false {
 		t.Fatalf("disable %v", d)
 	}

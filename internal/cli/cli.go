@@ -72,8 +72,9 @@ Usage:
   patchd admin script delete --org ORG --id ID|NAME
   patchd admin run stop --org ORG --id RUN
   patchd admin alert list --org ORG
-  patchd admin alert update --org ORG --id ID [--name N] [--threshold N] [--email-to LIST] [--webhook-url URL] [--webhook-secret S] [--report-key K]
-  patchd admin alert enable|disable|delete|test|events --org ORG --id ID
+  patchd admin alert update --org ORG --id ID [--name N] [--threshold N] [--email-to LIST] [--webhook-url URL] [--webhook-secret S] [--report-key K] [--retry-minutes M]
+  patchd admin alert enable|disable|delete|test|events|failed --org ORG --id ID
+  patchd admin alert resend --org ORG --id ID --delivery DELIVERY
   patchd admin approval-policy list --org ORG
   patchd admin approval-policy set --org ORG [--severity S --source SRC [--delay-days N]] [--decline-older true|false]
   patchd admin approval-policy delete --org ORG --severity S --source SRC

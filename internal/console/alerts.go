@@ -70,6 +70,13 @@ func alertBody(f url.Values) (apiv1.AlertRuleBody, error) {
 		}
 		b.Threshold = &n
 	}
+	if t := strings.TrimSpace(f.Get("webhookRetryMinutes")); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil {
+			return b, badRequest("Retry failed webhooks for: must be a whole number of minutes")
+		}
+		b.WebhookRetryMinutes = &n
+	}
 	for p, name := range map[**string]string{&b.EmailTo: "emailTo", &b.WebhookURL: "webhookUrl", &b.WebhookSecret: "webhookSecret"} {
 		if v := strings.TrimSpace(f.Get(name)); v != "" {
 			*p = &v
@@ -102,6 +109,7 @@ type alertData struct {
 	Rule     store.AlertRule
 	Trigger  alerts.Trigger
 	Events   []store.AlertEvent
+	Failed   []store.FailedDelivery
 	Reports  []string
 	Triggers []alerts.Trigger
 	// Pending tells whether a delivery of a shown event has no result yet:
@@ -128,10 +136,15 @@ func (c *Console) alertData(r *http.Request, s *session) (alertData, error) {
 	if err != nil {
 		return alertData{}, err
 	}
+	failed, err := c.store.ListFailedDeliveries(r.Context(), s.User.OrgID, rule.ID, alertEvents)
+	if err != nil {
+		return alertData{}, err
+	}
 	t, _ := alerts.Lookup(rule.Trigger)
-	d := alertData{Rule: rule, Trigger: t, Events: evs, Reports: alerts.ReportKeys, Triggers: alerts.Triggers}
+	d := alertData{Rule: rule, Trigger: t, Events: evs, Failed: failed, Reports: alerts.ReportKeys, Triggers: alerts.Triggers}
 	for _, ev := range evs {
-		if (rule.EmailTo != nil && ev.EmailOutcome == nil) || (rule.WebhookURL != nil && ev.WebhookOutcome == nil) {
+		if (rule.EmailTo != nil && ev.EmailOutcome == nil) || (rule.WebhookURL != nil && ev.WebhookOutcome == nil) ||
+			(ev.WebhookOutcome != nil && strings.HasSuffix(*ev.WebhookOutcome, "; retrying)")) {
 			d.Pending = true
 		}
 	}
@@ -173,8 +186,11 @@ func (c *Console) alertSave(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return c.alertEditAgain(w, r, s, err)
 	}
-	empty := ""
-	patch := apiv1.AlertRulePatch{Name: &body.Name, Threshold: body.Threshold, EmailTo: &empty, WebhookURL: &empty}
+	empty, retry := "", 0
+	if body.WebhookRetryMinutes != nil {
+		retry = *body.WebhookRetryMinutes
+	}
+	patch := apiv1.AlertRulePatch{Name: &body.Name, Threshold: body.Threshold, EmailTo: &empty, WebhookURL: &empty, WebhookRetryMinutes: &retry}
 	if patch.Threshold == nil {
 		t, _ := alerts.Lookup(rule.Trigger)
 		n := t.DefaultThreshold
@@ -266,4 +282,21 @@ func alertAPIRefusal(err error) error {
 		return notFound("alert rule")
 	}
 	return err
+}
+
+// alertResend queues a new delivery of a failed delivery's event (the
+// "Send again" button), audited as the user ("alert.resend").
+func (c *Console) alertResend(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	back := "/console/alerts/" + id
+	_, err := c.store.ResendDelivery(r.Context(), s.audit("alert.resend", "alert", id), s.User.OrgID, id, r.PathValue("delivery"), c.now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return c.done(w, r, back, notFound("failed delivery"), "")
+	case errors.Is(err, store.ErrConflict):
+		return c.done(w, r, back, badRequest("That delivery was sent again already."), "")
+	case err != nil:
+		return err
+	}
+	return c.done(w, r, back, nil, "Delivery queued again: its result appears in the events below.")
 }

@@ -215,6 +215,7 @@ func (c *Console) routes() {
 	c.page("POST /console/alerts/{id}/enabled", perm.ReportsManage, c.alertToggle)
 	c.page("POST /console/alerts/{id}/delete", perm.ReportsManage, c.alertDelete)
 	c.page("POST /console/alerts/{id}/test", perm.ReportsManage, c.alertTest)
+	c.page("POST /console/alerts/{id}/deliveries/{delivery}/resend", perm.ReportsManage, c.alertResend)
 
 	c.page("GET /console/feeds", feedsView, c.feedsPage)
 	c.upload("POST /console/feeds", operatorOnly, MaxFeedUpload, c.feedUpload)

@@ -127,6 +127,7 @@ var automationLabels = fieldLabels{
 var alertLabels = fieldLabels{
 	"name": "Name", "trigger": "Trigger", "threshold": "Threshold", "emailTo": "E-mail recipients", "emailTo[]": "E-mail recipient %d",
 	"webhookUrl": "Webhook URL", "webhookSecret": "Webhook secret", "reportKey": "Report watched", "enabled": "Enabled",
+	"webhookRetryMinutes": "Retry failed webhooks for",
 }
 
 // automationActions are the actions the automation form offers.

@@ -866,7 +866,7 @@ func TestReportsAndAlerts(t *testing.T) {
 		t.Fatalf("alerts create: %+v", created)
 	}
 	r := h.run("s3cret\n", "alerts", "create", "--name", "Big report", "--trigger", "REPORT_ROWS", "--report-key", "offline-endpoints",
-		"--webhook-url", "https://127.0.0.1:9/hook", "--webhook-secret-stdin")
+		"--webhook-url", "https://127.0.0.1:9/hook", "--webhook-secret-stdin", "--retry-minutes", "45")
 	if r.code != 0 {
 		t.Fatalf("alerts create with webhook: %d %s", r.code, r.stderr)
 	}
@@ -881,7 +881,7 @@ func TestReportsAndAlerts(t *testing.T) {
 	if a := byName["Offline too long"]; a.Threshold != 30 || str(a.EmailTo) != "ops@example.com" || a.HasWebhookSecret {
 		t.Errorf("email rule: %+v", a)
 	}
-	if a := byName["Big report"]; !a.HasWebhookSecret || str(a.ReportKey) != "offline-endpoints" || str(a.WebhookURL) != "https://127.0.0.1:9/hook" {
+	if a := byName["Big report"]; a.WebhookRetryMinutes != 45 || byName["Offline too long"].WebhookRetryMinutes != 0 || !a.HasWebhookSecret || str(a.ReportKey) != "offline-endpoints" || str(a.WebhookURL) != "https://127.0.0.1:9/hook" {
 		t.Errorf("webhook rule: %+v", a)
 	}
 	if a := byName["New endpoints"]; a.Trigger != "NEW_ENDPOINT" {
@@ -892,6 +892,13 @@ func TestReportsAndAlerts(t *testing.T) {
 	}
 	h.fail(ctl.ExitAPI, "validation_failed", "alerts", "create", "--name", "x", "--trigger", "NEW_ENDPOINT", "--webhook-url", "http://plain.example.com/")
 	h.fail(ctl.ExitUsage, "--name and --trigger", "alerts", "create", "--name", "x")
+	if table := h.ok("alerts", "failed", byName["Big report"].ID); !strings.Contains(table, "ERROR") {
+		t.Errorf("alerts failed table:\n%s", table)
+	}
+	h.fail(ctl.ExitAPI, "not_found", "alerts", "resend", byName["Big report"].ID, "no-such-delivery")
+	h.fail(ctl.ExitUsage, "DELIVERY_ID", "alerts", "resend", byName["Big report"].ID)
+	h.fail(ctl.ExitAPI, "webhookRetryMinutes", "alerts", "create", "--name", "x", "--trigger", "NEW_ENDPOINT", "--webhook-url", "https://127.0.0.1:9/hook",
+		"--retry-minutes", "1441")
 	ro := newHarness(t, e, e.URL)
 	ro.login(perm.ReadOnly)
 	ro.ok("alerts", "list")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
@@ -17,6 +18,15 @@ var reportMetaCols = []column[apiv1.ReportMeta]{
 	col("DESCRIPTION", func(r apiv1.ReportMeta) string { return r.Description }),
 }
 
+var failedDeliveryCols = []column[apiv1.FailedDelivery]{
+	col("ID", func(f apiv1.FailedDelivery) string { return f.ID }),
+	col("FAILED", func(f apiv1.FailedDelivery) string { return f.FailedAt.UTC().Format(time.RFC3339) }),
+	col("CHANNEL", func(f apiv1.FailedDelivery) string { return f.Channel }),
+	col("EVENT", func(f apiv1.FailedDelivery) string { return f.Title }),
+	numCol("ATTEMPTS", func(f apiv1.FailedDelivery) string { return strconv.Itoa(f.Attempts) }),
+	col("ERROR", func(f apiv1.FailedDelivery) string { return f.Error }),
+}
+
 var alertCols = []column[apiv1.AlertRule]{
 	col("ID", func(a apiv1.AlertRule) string { return a.ID }),
 	col("NAME", func(a apiv1.AlertRule) string { return a.Name }),
@@ -25,6 +35,7 @@ var alertCols = []column[apiv1.AlertRule]{
 	statusCol("ENABLED", func(a apiv1.AlertRule) string { return yesNo(a.Enabled) }),
 	col("EMAIL TO", func(a apiv1.AlertRule) string { return str(a.EmailTo) }),
 	col("WEBHOOK", func(a apiv1.AlertRule) string { return str(a.WebhookURL) }),
+	numCol("RETRY MIN", func(a apiv1.AlertRule) string { return strconv.Itoa(a.WebhookRetryMinutes) }),
 	col("REPORT", func(a apiv1.AlertRule) string { return str(a.ReportKey) }),
 	numCol("EVENTS", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Events) }),
 }
@@ -109,7 +120,41 @@ func printReport(s *session, r apiv1.Report) error {
 func alertCommands() []command {
 	return []command{
 		listCommand("alerts list", "list alert rules", alertCols, (*client.Client).ListAlertRules),
-		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin]] [--report-key KEY] [-f rule.json]",
+		{name: "alerts failed", args: "RULE_ID", summary: "list an alert rule's failed deliveries with their error",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "RULE_ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					l, err := c.FailedDeliveries(s.ctx, args[0])
+					if err != nil {
+						return err
+					}
+					return printList(s, failedDeliveryCols, sliceSeq(l.Items))
+				}
+			}},
+		{name: "alerts resend", args: "RULE_ID DELIVERY_ID", summary: "send a failed delivery's event again (audited)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "RULE_ID", "DELIVERY_ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					res, err := c.ResendDelivery(s.ctx, args[0], args[1])
+					if err != nil {
+						return err
+					}
+					return s.done(res, "Delivery queued again: %s", res.Delivery)
+				}
+			}},
+		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin] [--retry-minutes M]] [--report-key KEY] [-f rule.json]",
 			summary: "create an alert rule delivered by email and/or HTTPS webhook",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				file := fs.String("f", "", "AlertRuleBody JSON `FILE` (- for stdin); flags override its fields")
@@ -120,6 +165,7 @@ func alertCommands() []command {
 				webhookURL := fs.String("webhook-url", "", "HTTPS webhook `URL`")
 				secretStdin := fs.Bool("webhook-secret-stdin", false, "read the webhook signing secret from the first line of stdin")
 				reportKey := fs.String("report-key", "", "REPORT_ROWS: the report `KEY`")
+				retry := fs.Int("retry-minutes", 0, "retry failed webhooks for `M` minutes with back-off (0-1440; default 0: one try, the spec's rule; a patchd addition)")
 				return func(s *session, args []string) error {
 					if err := needArgs(args); err != nil {
 						return err
@@ -148,6 +194,8 @@ func alertCommands() []command {
 							body.WebhookURL = webhookURL
 						case "report-key":
 							body.ReportKey = reportKey
+						case "retry-minutes":
+							body.WebhookRetryMinutes = retry
 						case "webhook-secret-stdin":
 							secret, err := readSecretLine(s, "--webhook-secret-stdin")
 							body.WebhookSecret, setErr = &secret, err

@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/worker"
@@ -16,6 +20,22 @@ func (s *Server) runAlertWorkers(ctx context.Context) {
 	if s.cfg.SMTP.Addr != "" {
 		mailer = &worker.Mailer{Addr: s.cfg.SMTP.Addr, User: s.cfg.SMTP.User, Password: s.cfg.SMTP.Password, From: s.cfg.SMTP.From, TLS: s.cfg.SMTP.TLS}
 	}
+	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patchd_alert_deliveries_total",
+		Help: "Alert delivery attempts of this replica by channel (email, webhook) and outcome (sent, retry: failed and queued again, failed: failed for good)."},
+		[]string{"channel", "outcome"})
+	for _, ch := range []string{store.ChannelEmail, store.ChannelWebhook} {
+		for _, o := range []string{worker.ResultSent, worker.ResultRetry, worker.ResultFailed} {
+			deliveries.WithLabelValues(ch, o)
+		}
+	}
+	if err := s.registry.Register(deliveries); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			deliveries = already.ExistingCollector.(*prometheus.CounterVec)
+		} else {
+			slog.Warn("alert delivery metrics", "err", err)
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		(&worker.AlertEvaluator{Store: s.store, DisconnectedAfter: 3 * s.cfg.CheckinInterval}).Run(ctx)
@@ -23,7 +43,7 @@ func (s *Server) runAlertWorkers(ctx context.Context) {
 	wg.Go(func() {
 		(&worker.AlertDeliverer{Store: s.store, Holder: "replica-" + store.NewID(), Mailer: mailer,
 			AllowPrivate: s.cfg.AllowPrivateWebhooks, WebhookTLS: s.cfg.WebhookTLS,
-			Claim: s.cfg.AlertClaim}).Run(ctx)
+			Claim: s.cfg.AlertClaim, Counted: func(channel, outcome string) { deliveries.WithLabelValues(channel, outcome).Inc() }}).Run(ctx)
 	})
 	wg.Wait()
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -77,6 +78,17 @@ func New(cfg config.Config, s *store.Store) *Server {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls_max",
 		Help: "The bound of long polls held at once (--max-long-polls); past it check-ins are answered at once."},
 		func() float64 { _, bound := srv.hub.LongPolls(); return float64(bound) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_alert_pending_retries",
+		Help: "Alert deliveries that failed and wait for another attempt (rules with webhookRetryMinutes)."},
+		func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			n, err := s.PendingRetries(ctx)
+			if err != nil {
+				return math.NaN()
+			}
+			return float64(n)
+		}))
 	srv.ingest = s.NewIngester()
 	srv.conns = newConns()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_http_connections",

@@ -23,33 +23,35 @@ import (
 
 // AlertRule is a stored alert rule.
 type AlertRule struct {
-	ID               string    `json:"id"`
-	OrgID            string    `json:"orgId"`
-	Name             string    `json:"name"`
-	Trigger          string    `json:"trigger"`
-	Threshold        int       `json:"threshold"`
-	Enabled          bool      `json:"enabled"`
-	EmailTo          *string   `json:"emailTo"`
-	WebhookURL       *string   `json:"webhookUrl"`
-	ReportKey        *string   `json:"reportKey"`
-	HasWebhookSecret bool      `json:"hasWebhookSecret"`
-	Events           int       `json:"events"`
-	CreatedBy        string    `json:"createdBy"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
-	secret           string
-	overThreshold    bool
+	ID               string  `json:"id"`
+	OrgID            string  `json:"orgId"`
+	Name             string  `json:"name"`
+	Trigger          string  `json:"trigger"`
+	Threshold        int     `json:"threshold"`
+	Enabled          bool    `json:"enabled"`
+	EmailTo          *string `json:"emailTo"`
+	WebhookURL       *string `json:"webhookUrl"`
+	ReportKey        *string `json:"reportKey"`
+	HasWebhookSecret bool    `json:"hasWebhookSecret"`
+	// WebhookRetryMinutes: how long failed webhooks are tried again (0: no retry).
+	WebhookRetryMinutes int       `json:"webhookRetryMinutes"`
+	Events              int       `json:"events"`
+	CreatedBy           string    `json:"createdBy"`
+	CreatedAt           time.Time `json:"createdAt"`
+	UpdatedAt           time.Time `json:"updatedAt"`
+	secret              string
+	overThreshold       bool
 }
 
 const alertRuleColumns = `id, org_id, name, trigger_kind, threshold, enabled, email_to, webhook_url, webhook_secret, report_key,
-	over_threshold, events, created_by, created_at, updated_at`
+	over_threshold, events, created_by, created_at, updated_at, webhook_retry_minutes`
 
 func scanAlertRule(row interface{ Scan(...any) error }) (AlertRule, error) {
 	var r AlertRule
 	var email, hook, secret, report sql.NullString
 	var created, updated int64
 	if err := row.Scan(&r.ID, &r.OrgID, &r.Name, &r.Trigger, &r.Threshold, &r.Enabled, &email, &hook, &secret, &report,
-		&r.overThreshold, &r.Events, &r.CreatedBy, &created, &updated); err != nil {
+		&r.overThreshold, &r.Events, &r.CreatedBy, &created, &updated, &r.WebhookRetryMinutes); err != nil {
 		return r, err
 	}
 	r.EmailTo, r.WebhookURL, r.ReportKey = nullString(email), nullString(hook), nullString(report)
@@ -64,12 +66,13 @@ func (s *Store) CreateAlertRule(ctx context.Context, e *AuditEntry, orgID string
 	id := NewID()
 	e.TargetID = id
 	e.Summary = map[string]any{"name": in.Name, "trigger": in.Trigger, "threshold": *in.Threshold,
-		"email": in.EmailTo != "", "webhook": in.WebhookURL != "", "signed": in.WebhookSecret != ""}
+		"email": in.EmailTo != "", "webhook": in.WebhookURL != "", "signed": in.WebhookSecret != "",
+		"webhookRetryMinutes": in.WebhookRetryMinutes}
 	err := s.Audited(ctx, e, func(tx *Tx) error {
 		_, err := tx.exec(ctx, `INSERT INTO alert_rules (id, org_id, name, trigger_kind, threshold, enabled, email_to, webhook_url, webhook_secret,
-			report_key, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?)`,
+			report_key, created_by, created_at, updated_at, webhook_retry_minutes) VALUES (?, ?, ?, ?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, orgID, in.Name, in.Trigger, *in.Threshold, nullIfEmpty(in.EmailTo), nullIfEmpty(in.WebhookURL), nullIfEmpty(in.WebhookSecret),
-			nullIfEmpty(in.ReportKey), e.Actor, millis(now), millis(now))
+			nullIfEmpty(in.ReportKey), e.Actor, millis(now), millis(now), in.WebhookRetryMinutes)
 		if err != nil {
 			return fmt.Errorf("store: create alert rule: %w", err)
 		}
@@ -115,7 +118,7 @@ func (s *Store) GetAlertRule(ctx context.Context, orgID, id string) (AlertRule, 
 // applies its flags to it and checks the result).
 func (r AlertRule) Rule() alerts.Rule {
 	th := r.Threshold
-	out := alerts.Rule{Name: r.Name, Trigger: r.Trigger, Threshold: &th, WebhookSecret: r.secret}
+	out := alerts.Rule{Name: r.Name, Trigger: r.Trigger, Threshold: &th, WebhookSecret: r.secret, WebhookRetryMinutes: r.WebhookRetryMinutes}
 	if r.EmailTo != nil {
 		out.EmailTo = *r.EmailTo
 	}
@@ -133,15 +136,15 @@ func (r AlertRule) Rule() alerts.Rule {
 func (s *Store) UpdateAlertRule(ctx context.Context, e *AuditEntry, orgID, id string, in alerts.Rule, enabled *bool, now time.Time) (AlertRule, error) {
 	e.TargetID = id
 	e.Summary = map[string]any{"name": in.Name, "threshold": *in.Threshold, "email": in.EmailTo != "", "webhook": in.WebhookURL != "",
-		"signed": in.WebhookSecret != ""}
+		"signed": in.WebhookSecret != "", "webhookRetryMinutes": in.WebhookRetryMinutes}
 	if enabled != nil {
 		e.Summary["enabled"] = *enabled
 	}
 	err := s.Audited(ctx, e, func(tx *Tx) error {
 		res, err := tx.exec(ctx, `UPDATE alert_rules SET name = ?, threshold = ?, email_to = ?, webhook_url = ?, webhook_secret = ?, report_key = ?,
-			enabled = COALESCE(?, enabled), updated_at = ? WHERE org_id = ? AND id = ?`,
+			webhook_retry_minutes = ?, enabled = COALESCE(?, enabled), updated_at = ? WHERE org_id = ? AND id = ?`,
 			in.Name, *in.Threshold, nullIfEmpty(in.EmailTo), nullIfEmpty(in.WebhookURL), nullIfEmpty(in.WebhookSecret), nullIfEmpty(in.ReportKey),
-			enabled, millis(now), orgID, id)
+			in.WebhookRetryMinutes, enabled, millis(now), orgID, id)
 		if err != nil {
 			return fmt.Errorf("store: update alert rule: %w", err)
 		}
@@ -332,12 +335,17 @@ type Delivery struct {
 	EmailTo string
 	Webhook string
 	Secret  string
+	// Attempts made before this one.
+	Attempts int
+	// RetryUntil is the last time a failed webhook may be tried again
+	// (zero: the rule does not retry).
+	RetryUntil time.Time
 }
 
 // PendingDeliveries answers outbox rows nobody delivered or holds a claim on.
 func (s *Store) PendingDeliveries(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	rows, err := s.query(ctx, `SELECT id FROM alert_outbox WHERE done_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)
-		ORDER BY created_at, id LIMIT ?`, millis(now), limit)
+		AND (next_at IS NULL OR next_at <= ?) ORDER BY created_at, id LIMIT ?`, millis(now), millis(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending deliveries: %w", err)
 	}
@@ -358,7 +366,7 @@ func (s *Store) PendingDeliveries(ctx context.Context, now time.Time, limit int)
 // when another holds it or it was delivered.
 func (s *Store) ClaimDelivery(ctx context.Context, id, holder string, now, until time.Time) (d Delivery, ok bool, err error) {
 	res, err := s.exec(ctx, `UPDATE alert_outbox SET claimed_by = ?, claimed_until = ? WHERE id = ? AND done_at IS NULL
-		AND (claimed_until IS NULL OR claimed_until < ?)`, holder, millis(until), id, millis(now))
+		AND (claimed_until IS NULL OR claimed_until < ?) AND (next_at IS NULL OR next_at <= ?)`, holder, millis(until), id, millis(now), millis(now))
 	if err != nil {
 		return d, false, fmt.Errorf("store: claim delivery: %w", err)
 	}
@@ -366,14 +374,15 @@ func (s *Store) ClaimDelivery(ctx context.Context, id, holder string, now, until
 		return d, false, nil
 	}
 	var email, hook, secret sql.NullString
-	var raised int64
+	var raised, queued int64
+	var retryMinutes int
 	var evID, event, severity, title, detail, orgName string
 	var rule alerts.RuleRef
 	err = s.write.QueryRowContext(ctx, s.q(`SELECT o.channel, ev.id, ev.event, ev.severity, ev.title, ev.detail, ev.raised_at, org.name,
-		r.id, r.name, r.trigger_kind, r.email_to, r.webhook_url, r.webhook_secret
+		r.id, r.name, r.trigger_kind, r.email_to, r.webhook_url, r.webhook_secret, o.attempts, o.created_at, r.webhook_retry_minutes
 		FROM alert_outbox o JOIN alert_events ev ON ev.id = o.event_id JOIN alert_rules r ON r.id = ev.rule_id JOIN orgs org ON org.id = r.org_id
 		WHERE o.id = ?`), id).Scan(&d.Channel, &evID, &event, &severity, &title, &detail, &raised, &orgName,
-		&rule.ID, &rule.Name, &rule.Trigger, &email, &hook, &secret)
+		&rule.ID, &rule.Name, &rule.Trigger, &email, &hook, &secret, &d.Attempts, &queued, &retryMinutes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, false, nil // deleted with its rule meanwhile
 	}
@@ -381,6 +390,9 @@ func (s *Store) ClaimDelivery(ctx context.Context, id, holder string, now, until
 		return d, false, fmt.Errorf("store: read delivery: %w", err)
 	}
 	d.ID, d.EmailTo, d.Webhook, d.Secret = id, email.String, hook.String, secret.String
+	if retryMinutes > 0 && d.Channel == ChannelWebhook {
+		d.RetryUntil = fromMillis(queued).Add(time.Duration(retryMinutes) * time.Minute)
+	}
 	d.Message = alerts.NewMessage(evID, event, fromMillis(raised), orgName, rule, severity, title, detail)
 	return d, true, nil
 }
@@ -399,8 +411,9 @@ func (s *Store) ExtendDeliveryClaim(ctx context.Context, id, holder string, unti
 }
 
 // FinishDelivery records the outcome of a delivery on its event ("sent",
-// "HTTP 200", or the error) and closes the outbox row: no retries.
-func (s *Store) FinishDelivery(ctx context.Context, id, holder, outcome string, now time.Time) error {
+// "HTTP 200", or the error) and closes the outbox row; failed marks it
+// failed for good (the console lists it with "Send again").
+func (s *Store) FinishDelivery(ctx context.Context, id, holder, outcome string, failed bool, now time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		var eventID, channel string
 		err := tx.queryRow(ctx, `SELECT event_id, channel FROM alert_outbox WHERE id = ? AND claimed_by = ? AND done_at IS NULL`, id, holder).Scan(&eventID, &channel)
@@ -410,19 +423,146 @@ func (s *Store) FinishDelivery(ctx context.Context, id, holder, outcome string, 
 		if err != nil {
 			return fmt.Errorf("store: finish delivery: %w", err)
 		}
-		if _, err := tx.exec(ctx, `UPDATE alert_outbox SET done_at = ? WHERE id = ?`, millis(now), id); err != nil {
+		if len(outcome) > 1000 {
+			outcome = outcome[:1000]
+		}
+		var lastError any
+		if failed {
+			lastError = outcome
+		}
+		if _, err := tx.exec(ctx, `UPDATE alert_outbox SET done_at = ?, failed = ?, last_error = COALESCE(?, last_error), attempts = attempts + 1 WHERE id = ?`,
+			millis(now), failed, lastError, id); err != nil {
 			return fmt.Errorf("store: finish delivery: %w", err)
 		}
 		column := "email_outcome"
 		if channel == ChannelWebhook {
 			column = "webhook_outcome"
 		}
-		if len(outcome) > 1000 {
-			outcome = outcome[:1000]
-		}
 		if _, err := tx.exec(ctx, `UPDATE alert_events SET `+column+` = ? WHERE id = ?`, outcome, eventID); err != nil {
 			return fmt.Errorf("store: record delivery outcome: %w", err)
 		}
 		return nil
 	})
+}
+
+// RetryDelivery records a failed attempt of holder's claimed delivery and
+// gives the row back to the outbox for another attempt at next (by any
+// replica: the claim ends here, and next_at keeps every replica off it
+// until then). The event's outcome says the delivery is being retried.
+// It answers false when the row is not holder's any more.
+func (s *Store) RetryDelivery(ctx context.Context, id, holder, outcome string, next time.Time) (bool, error) {
+	ours := false
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var eventID, channel string
+		var attempts int
+		err := tx.queryRow(ctx, `SELECT event_id, channel, attempts FROM alert_outbox WHERE id = ? AND claimed_by = ? AND done_at IS NULL`, id, holder).
+			Scan(&eventID, &channel, &attempts)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("store: retry delivery: %w", err)
+		}
+		if len(outcome) > 1000 {
+			outcome = outcome[:1000]
+		}
+		if _, err := tx.exec(ctx, `UPDATE alert_outbox SET attempts = attempts + 1, next_at = ?, last_error = ?, claimed_by = NULL, claimed_until = NULL
+			WHERE id = ?`, millis(next), outcome, id); err != nil {
+			return fmt.Errorf("store: retry delivery: %w", err)
+		}
+		column := "email_outcome"
+		if channel == ChannelWebhook {
+			column = "webhook_outcome"
+		}
+		note := fmt.Sprintf("%s (attempt %d; retrying)", outcome, attempts+1)
+		if _, err := tx.exec(ctx, `UPDATE alert_events SET `+column+` = ? WHERE id = ?`, note, eventID); err != nil {
+			return fmt.Errorf("store: record delivery outcome: %w", err)
+		}
+		ours = true
+		return nil
+	})
+	return ours, err
+}
+
+// FailedDelivery is a delivery that ended failed.
+type FailedDelivery struct {
+	ID       string    `json:"id"`
+	EventID  string    `json:"eventId"`
+	Channel  string    `json:"channel"`
+	Title    string    `json:"title"`
+	RaisedAt time.Time `json:"raisedAt"`
+	Attempts int       `json:"attempts"`
+	Error    string    `json:"error"`
+	FailedAt time.Time `json:"failedAt"`
+}
+
+// ListFailedDeliveries answers a rule's failed deliveries, latest first.
+func (s *Store) ListFailedDeliveries(ctx context.Context, orgID, ruleID string, limit int) ([]FailedDelivery, error) {
+	rows, err := s.query(ctx, `SELECT o.id, ev.id, o.channel, ev.title, ev.raised_at, o.attempts, COALESCE(o.last_error, ''), o.done_at
+		FROM alert_outbox o JOIN alert_events ev ON ev.id = o.event_id
+		WHERE ev.org_id = ? AND ev.rule_id = ? AND o.failed AND o.done_at IS NOT NULL
+		ORDER BY o.done_at DESC, o.id DESC LIMIT ?`, orgID, ruleID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list failed deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := []FailedDelivery{}
+	for rows.Next() {
+		var f FailedDelivery
+		var raised, done int64
+		if err := rows.Scan(&f.ID, &f.EventID, &f.Channel, &f.Title, &raised, &f.Attempts, &f.Error, &done); err != nil {
+			return nil, fmt.Errorf("store: list failed deliveries: %w", err)
+		}
+		f.RaisedAt, f.FailedAt = fromMillis(raised), fromMillis(done)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// ResendDelivery queues a new delivery of a failed delivery's event on the
+// same channel, audited ("alert.resend"); the event keeps its id, so a
+// receiver that got it after all can drop the copy. It answers the new
+// outbox row's id.
+func (s *Store) ResendDelivery(ctx context.Context, e *AuditEntry, orgID, ruleID, deliveryID string, now time.Time) (string, error) {
+	newID := NewID()
+	e.TargetID = ruleID
+	err := s.Audited(ctx, e, func(tx *Tx) error {
+		var eventID, channel string
+		var failed bool
+		err := tx.queryRow(ctx, `SELECT o.event_id, o.channel, o.failed FROM alert_outbox o JOIN alert_events ev ON ev.id = o.event_id
+			WHERE o.id = ? AND ev.org_id = ? AND ev.rule_id = ?`, deliveryID, orgID, ruleID).Scan(&eventID, &channel, &failed)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: delivery %s: %w", deliveryID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: resend delivery: %w", err)
+		}
+		if !failed {
+			return fmt.Errorf("store: delivery %s did not fail: %w", deliveryID, ErrConflict)
+		}
+		e.Summary = map[string]any{"event": eventID, "channel": channel, "delivery": deliveryID, "newDelivery": newID}
+		if _, err := tx.exec(ctx, `INSERT INTO alert_outbox (id, event_id, channel, created_at) VALUES (?, ?, ?, ?)`,
+			newID, eventID, channel, millis(now)); err != nil {
+			return fmt.Errorf("store: resend delivery: %w", err)
+		}
+		// The failed row is answered for once: it leaves the failed list.
+		if _, err := tx.exec(ctx, `UPDATE alert_outbox SET failed = FALSE WHERE id = ?`, deliveryID); err != nil {
+			return fmt.Errorf("store: resend delivery: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return newID, nil
+}
+
+// PendingRetries counts the deliveries waiting for another attempt (the
+// patchd_alert_pending_retries gauge).
+func (s *Store) PendingRetries(ctx context.Context) (int, error) {
+	var n int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM alert_outbox WHERE done_at IS NULL AND attempts > 0`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: pending retries: %w", err)
+	}
+	return n, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"mime"
 	"net"
 	"net/http"
@@ -107,6 +108,13 @@ type AlertDeliverer struct {
 	// Timeout plus a minute): a replica that dies holding claims gives
 	// them up to the others when they expire. It must outlive Timeout.
 	Claim time.Duration
+	// RetryBase is the first back-off of a rule's webhook retries (default
+	// 30 s); each further one doubles, up to RetryMax (default 10 min),
+	// with up to a fifth of random jitter either way.
+	RetryBase, RetryMax time.Duration
+	// Counted, when set, is told each delivery's channel and result
+	// ("sent", "retry" or "failed") for patchd_alert_deliveries_total.
+	Counted func(channel, result string)
 
 	once   sync.Once
 	client *http.Client
@@ -124,6 +132,12 @@ func (d *AlertDeliverer) init() {
 		}
 		if d.Claim <= 0 {
 			d.Claim = d.Timeout + time.Minute
+		}
+		if d.RetryBase <= 0 {
+			d.RetryBase = 30 * time.Second
+		}
+		if d.RetryMax <= 0 {
+			d.RetryMax = 10 * time.Minute
 		}
 		if d.Holder == "" {
 			d.Holder = "deliverer-" + store.NewID()
@@ -196,10 +210,76 @@ func (d *AlertDeliverer) DeliverPending(ctx context.Context) error {
 		}
 		d.wg.Go(func() {
 			defer func() { <-d.slots }()
-			d.record(ctx, dl, d.deliver(ctx, dl))
+			d.settle(ctx, dl, d.deliver(ctx, dl))
 		})
 	}
 	return nil
+}
+
+// Delivery results counted by Counted.
+const (
+	ResultSent   = "sent"
+	ResultRetry  = "retry"
+	ResultFailed = "failed"
+)
+
+// Failed tells whether a delivery outcome is a failure: an error, or a
+// webhook answered with a status other than 2xx.
+func Failed(outcome string) bool {
+	if strings.HasPrefix(outcome, "error") {
+		return true
+	}
+	var code int
+	if _, err := fmt.Sscanf(outcome, "HTTP %d", &code); err == nil {
+		return code < 200 || code > 299
+	}
+	return false
+}
+
+// backoff answers the wait before the attempt after attempts failed ones:
+// RetryBase doubled per attempt, at most RetryMax, jittered by up to a
+// fifth either way so that the retries of many events spread out.
+func (d *AlertDeliverer) backoff(attempts int) time.Duration {
+	wait := d.RetryBase
+	for i := 1; i < attempts && wait < d.RetryMax; i++ {
+		wait *= 2
+	}
+	wait = min(wait, d.RetryMax)
+	jitter := time.Duration(rand.Int64N(int64(wait)/5*2+1)) - wait/5
+	return wait + jitter
+}
+
+// settle records the outcome of one attempt: a failed webhook of a rule
+// with webhookRetryMinutes goes back to the outbox for another attempt
+// after the back-off while that attempt would start within the retry
+// window; anything else closes the row.
+func (d *AlertDeliverer) settle(ctx context.Context, dl store.Delivery, outcome string) {
+	failed := Failed(outcome)
+	result := ResultSent
+	if failed {
+		result = ResultFailed
+		if !dl.RetryUntil.IsZero() {
+			next := time.Now().Add(d.backoff(dl.Attempts + 1))
+			if !next.After(dl.RetryUntil) {
+				d.record(ctx, dl, func(ctx context.Context) error {
+					_, err := d.Store.RetryDelivery(ctx, dl.ID, d.Holder, outcome, next)
+					return err
+				})
+				d.count(dl.Channel, ResultRetry)
+				return
+			}
+		}
+	}
+	d.record(ctx, dl, func(ctx context.Context) error {
+		return d.Store.FinishDelivery(ctx, dl.ID, d.Holder, outcome, failed, time.Now())
+	})
+	d.count(dl.Channel, result)
+}
+
+func (d *AlertDeliverer) count(channel, result string) {
+	if d.Counted != nil {
+		d.Counted(channel, result)
+	}
 }
 
 // recordAfterStop bounds how long a stopping deliverer still tries to
@@ -214,13 +294,13 @@ const recordAfterStop = 10 * time.Second
 // Once ctx ends (the replica is stopping) it tries recordAfterStop longer,
 // then leaves the row to the claim's expiry: another replica sends the
 // event again, with the same id for receivers to drop it.
-func (d *AlertDeliverer) record(ctx context.Context, dl store.Delivery, outcome string) {
+func (d *AlertDeliverer) record(ctx context.Context, dl store.Delivery, save func(context.Context) error) {
 	wait, most := 250*time.Millisecond, max(min(5*time.Second, d.Claim/4), 50*time.Millisecond)
 	var stopBy time.Time
 	for attempt := 1; ; attempt++ {
 		// Each try has its own budget, even when ctx ended meanwhile.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err := d.Store.FinishDelivery(fctx, dl.ID, d.Holder, outcome, time.Now())
+		err := save(fctx)
 		cancel()
 		if err == nil {
 			if attempt > 1 {
