@@ -64,6 +64,8 @@ var additions = []struct {
 	{"POST", "/api/v1/runs/{id}/retry", "automations.run"},
 	{"GET", "/api/v1/software/titles", "endpoints.view"},
 	{"POST", "/api/v1/endpoints/{id}/scan", "endpoints.manage"},
+	{"GET", "/api/v1/agent-versions", "endpoints.view"},
+	{"PUT", "/api/v1/agent-policy", "endpoints.manage"},
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},

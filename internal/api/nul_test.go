@@ -112,6 +112,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/runs/{id}/stop":                "",
 		"POST /api/v1/runs/{id}/retry":               "",
 		"POST /api/v1/endpoints/{id}/scan":           "", // takes no body
+		"PUT /api/v1/agent-policy":                   `{"policy":"pinned","version":` + nulJSON + `}`,
 		"PATCH /api/v1/users/{id}":                   `{"role":` + nulJSON + `}`,
 		"POST /api/v1/users/{id}/password":           `{"password":"a long password \u0000 with NUL"}`,
 	}
@@ -132,6 +133,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/enrollment-tokens": "q=%00",
 		"GET /api/v1/audit":             "actor=api%00",
 		"GET /api/v1/users":             "q=%00",
+		"GET /api/v1/agent-versions":    "x=%00",
 	}
 	type probe struct{ name, method, path, body string }
 	var probes []probe

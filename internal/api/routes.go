@@ -51,6 +51,8 @@ func (a *API) routes() {
 	a.route("POST /api/v1/runs/{id}/retry", perm.AutomationsRun, a.retryRun)
 	a.route("GET /api/v1/software/titles", perm.EndpointsView, a.listSoftwareTitles)
 	a.route("POST /api/v1/endpoints/{id}/scan", perm.EndpointsManage, a.scanEndpoint)
+	a.route("GET /api/v1/agent-versions", perm.EndpointsView, a.getAgentVersions)
+	a.route("PUT /api/v1/agent-policy", perm.EndpointsManage, a.setAgentPolicy)
 	// People, for roles holding every permission (checked by the handlers).
 	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)
