@@ -46,8 +46,8 @@ type fakeServer struct {
 	gzipSeen    bool
 	machineUIDs []string // of every enrollment
 	// failures: the updateFailure of every check-in that had one.
-	failures []agentproto.UpdateFailure
-	lastEnroll  agentproto.EnrollRequest
+	failures   []agentproto.UpdateFailure
+	lastEnroll agentproto.EnrollRequest
 	// longPoll: a check-in with wait > 0 and nothing to hand out is held
 	// until a command is queued (or the agent hangs up), however long.
 	longPoll bool
