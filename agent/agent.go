@@ -262,6 +262,10 @@ func (r *runner) cycle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("check in: %w", err)
 	}
+	if req.UpdateFailure != nil && r.state.UpdateFailure == req.UpdateFailure {
+		r.state.UpdateFailure = nil // reported: not again
+		r.save()
+	}
 	r.confirmUpdate()
 	if resp.Uninstall {
 		r.log.Warn("the server removed this endpoint: uninstalling")
@@ -388,7 +392,7 @@ func (r *runner) checkinRequest(ctx context.Context) agentproto.CheckinRequest {
 		ips = []string{}
 	}
 	return agentproto.CheckinRequest{LastBootAt: f.LastBootAt, PendingReboot: pending, User: f.User,
-		IPAddresses: ips, AgentVersion: Version, InventoryHash: r.state.InventoryHash}
+		IPAddresses: ips, AgentVersion: Version, InventoryHash: r.state.InventoryHash, UpdateFailure: r.state.UpdateFailure}
 }
 
 // inventory collects when the server asks, when a command changed the

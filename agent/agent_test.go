@@ -45,7 +45,9 @@ type fakeServer struct {
 	refused     atomic.Int32 // requests dropped while down
 	gzipSeen    bool
 	machineUIDs []string // of every enrollment
-	lastEnroll  agentproto.EnrollRequest
+	// failures: the updateFailure of every check-in that had one.
+	failures   []agentproto.UpdateFailure
+	lastEnroll agentproto.EnrollRequest
 	// longPoll: a check-in with wait > 0 and nothing to hand out is held
 	// until a command is queued (or the agent hangs up), however long.
 	longPoll bool
@@ -165,6 +167,9 @@ func (f *fakeServer) checkin(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checkins++
+	if req.UpdateFailure != nil {
+		f.failures = append(f.failures, *req.UpdateFailure)
+	}
 	if f.uninstall {
 		f.uninstall, f.revoked = false, true // then every later call is 401
 		writeJSON(w, 200, agentproto.CheckinResponse{Uninstall: true, Commands: []agentproto.Command{}})

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/patchd/patchd/agentproto"
 )
 
 // Version is the agent's version, reported at enrollment and check-in.
@@ -52,6 +54,9 @@ type State struct {
 	// RefusedReleases are the SHA-256 of releases refused or rolled back:
 	// not tried again (a release published anew has another hash).
 	RefusedReleases []string `json:"refusedReleases,omitempty"`
+	// UpdateFailure is the last refused or rolled-back release not yet
+	// reported: sent with the check-ins until one is answered.
+	UpdateFailure *agentproto.UpdateFailure `json:"updateFailure,omitempty"`
 	// InventoryHash is the hash of the last inventory the server took.
 	InventoryHash string `json:"inventoryHash,omitempty"`
 	// RebootPendingSince is the boot time at which an installation asked

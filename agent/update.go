@@ -73,9 +73,12 @@ func (r *runner) releaseKeys() []ed25519.PublicKey {
 	return keys
 }
 
-func (r *runner) refuse(sum, why string, args ...any) {
-	r.log.Error("agent update refused: "+why, args...)
+// refuse notes a release (its SHA-256) as refused, not tried again, and
+// keeps the failure to report with the next check-in.
+func (r *runner) refuse(sum, version, why string, args ...any) {
+	r.log.Error("agent update refused: "+why, append([]any{"version", version}, args...)...)
 	if sum != "" && !slices.Contains(r.state.RefusedReleases, sum) {
+		r.state.UpdateFailure = &agentproto.UpdateFailure{Version: version, Reason: why, At: time.Now().UTC()}
 		r.state.RefusedReleases = append(r.state.RefusedReleases, sum)
 		if n := len(r.state.RefusedReleases); n > maxRefused {
 			r.state.RefusedReleases = r.state.RefusedReleases[n-maxRefused:]
@@ -120,11 +123,11 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 		return
 	}
 	if rel.OS != runtime.GOOS || rel.Arch != runtime.GOARCH {
-		r.refuse(rel.SHA256, "the release is for another platform", "release", rel.OS+"/"+rel.Arch)
+		r.refuse(rel.SHA256, rel.Version, "the release is for another platform", "release", rel.OS+"/"+rel.Arch)
 		return
 	}
 	if err := agentproto.VerifyRelease(keys, *rel); err != nil {
-		r.refuse(rel.SHA256, "bad signature", "version", rel.Version, "err", err)
+		r.refuse(rel.SHA256, rel.Version, "bad signature", "err", err)
 		return
 	}
 	exe := r.cfg.Executable
@@ -132,7 +135,7 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 	newFile, err := r.download(ctx, dir, *rel)
 	if err != nil {
 		if errors.Is(err, errTampered) {
-			r.refuse(rel.SHA256, "the download does not match the signed release", "version", rel.Version, "err", err)
+			r.refuse(rel.SHA256, rel.Version, "the download does not match the signed release", "err", err)
 		} else {
 			r.log.Warn("agent update not downloaded; tried again later", "version", rel.Version, "err", err)
 		}
@@ -140,7 +143,7 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 	}
 	defer os.Remove(newFile)
 	if err := trial(ctx, newFile, rel.Version); err != nil {
-		r.refuse(rel.SHA256, "the new agent does not start", "version", rel.Version, "err", err)
+		r.refuse(rel.SHA256, rel.Version, "the new agent does not start", "err", err)
 		return
 	}
 	old := exe + ".old"
@@ -275,7 +278,7 @@ func (r *runner) resumeUpdate() {
 	default:
 		r.log.Error("agent update failed: the previous agent runs again", "from", u.From, "to", u.To, "running", Version)
 		r.state.Update = nil
-		r.refuse(u.SHA256, "rolled back", "version", u.To)
+		r.refuse(u.SHA256, u.To, "rolled back: the new agent did not check in in time")
 		r.save()
 	}
 }
@@ -312,7 +315,7 @@ func (r *runner) rollback() {
 	if Version != u.To {
 		// This is the old agent (its restart failed): it keeps running.
 		r.state.Update = nil
-		r.refuse(u.SHA256, "the restart into the new agent failed", "version", u.To)
+		r.refuse(u.SHA256, u.To, "the restart into the new agent failed")
 		return
 	}
 	r.save()

@@ -62,15 +62,26 @@ func TestUpdateRolledBackWhenNewAgentDoesNotCheckIn(t *testing.T) {
 	Version = "1.0.0"
 	f.down.Store(false)
 	stop, _ = start(t, cfg)
-	eventually(t, "the old agent's check-in", func() bool {
+	eventually(t, "the old agent's check-ins", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return f.checkins > 0
+		return f.checkins > 2
 	})
 	stop()
 	st, _ = LoadState(dir)
 	if st.Update != nil || !slices.Contains(st.RefusedReleases, "abc") {
 		t.Fatalf("state after the rollback: update %+v, refused %v", st.Update, st.RefusedReleases)
+	}
+	// The rollback was reported once (the check-ins after the answered
+	// one do not repeat it), and the state no longer holds it.
+	f.mu.Lock()
+	failures := f.failures
+	f.mu.Unlock()
+	if len(failures) != 1 || failures[0].Version != "2.0.0" || !strings.Contains(failures[0].Reason, "rolled back") || failures[0].At.IsZero() {
+		t.Fatalf("failures reported: %+v", failures)
+	}
+	if st.UpdateFailure != nil {
+		t.Fatalf("reported failure still kept: %+v", st.UpdateFailure)
 	}
 }
 

@@ -76,6 +76,7 @@ const (
 	MaxUser          = 256  // CheckinRequest.User
 	MaxIPAddresses   = 256  // entries of CheckinRequest.IPAddresses, each an IP address
 	MaxInventoryHash = 128  // CheckinRequest.InventoryHash
+	MaxUpdateReason  = 512  // UpdateFailure.Reason
 	MaxDrive         = 1024 // Disk.Drive
 	MaxMACAddress    = 64   // each entry of System.MACAddresses
 )
@@ -134,6 +135,19 @@ type CheckinRequest struct {
 	IPAddresses   []string   `json:"ipAddresses"`
 	AgentVersion  string     `json:"agentVersion"`
 	InventoryHash string     `json:"inventoryHash"`
+	// UpdateFailure reports a self-update that failed or was rolled back
+	// (a patchd addition): sent with the check-ins until one is answered,
+	// then not again. An older server ignores it.
+	UpdateFailure *UpdateFailure `json:"updateFailure,omitempty"`
+}
+
+// UpdateFailure is one self-update the agent gave up: the release version
+// it tried, why (bad signature, tampered download, does not start, rolled
+// back after it did not check in in time), and when.
+type UpdateFailure struct {
+	Version string    `json:"version"`
+	Reason  string    `json:"reason"`
+	At      time.Time `json:"at"`
 }
 
 // CheckinResponse carries the endpoint's pending commands.

@@ -613,3 +613,65 @@ type AuditEntry struct {
 	// and the server's own jobs).
 	Address string `json:"address"`
 }
+
+// AgentVersions is the organization's agents: the versions its endpoints
+// run, the releases the server publishes, the target its policy sets, who
+// is behind and the recent update failures (patchd addition, GET
+// /api/v1/agent-versions).
+type AgentVersions struct {
+	// Policy is latest, pinned or none; PinnedVersion goes with pinned.
+	Policy        string  `json:"policy"`
+	PinnedVersion *string `json:"pinnedVersion"`
+	// Target is the agentTarget the check-ins answer ("latest", the pinned
+	// version) or null (agents are left as they are).
+	Target    *string             `json:"target"`
+	Releases  []AgentRelease      `json:"releases"`
+	Versions  []AgentVersionCount `json:"versions"`
+	Endpoints int                 `json:"endpoints"`
+	// Behind counts the endpoints whose agent is not the version they
+	// should run (wantedVersion of their row).
+	Behind   int                  `json:"behind"`
+	Failures []AgentUpdateFailure `json:"failures"`
+}
+
+// AgentRelease is the signed agent release published for one platform.
+type AgentRelease struct {
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+}
+
+// AgentVersionCount is how many endpoints of a platform and architecture
+// run an agent version, the version they should run (the pinned one, else
+// the release published for them; null when there is none) and whether
+// they are behind it.
+type AgentVersionCount struct {
+	Platform      string  `json:"platform"`
+	Arch          string  `json:"arch"`
+	AgentVersion  string  `json:"agentVersion"`
+	Endpoints     int     `json:"endpoints"`
+	WantedVersion *string `json:"wantedVersion"`
+	Behind        bool    `json:"behind"`
+}
+
+// AgentUpdateFailure is the last self-update an endpoint's agent reported
+// as failed or rolled back.
+type AgentUpdateFailure struct {
+	EndpointID   string    `json:"endpointId"`
+	Hostname     string    `json:"hostname"`
+	Platform     string    `json:"platform"`
+	AgentVersion string    `json:"agentVersion"`
+	Version      string    `json:"version"`
+	Reason       string    `json:"reason"`
+	At           time.Time `json:"at"`
+}
+
+// AgentPolicyBody sets the organization's agent update policy (patchd
+// addition, PUT /api/v1/agent-policy): latest, pinned (with version) or
+// none.
+type AgentPolicyBody struct {
+	Policy  string  `json:"policy"`
+	Version *string `json:"version,omitempty"`
+}

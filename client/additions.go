@@ -178,3 +178,19 @@ func (c *Client) GetGroup(ctx context.Context, id string) (apiv1.Group, error) {
 	err := c.Do(ctx, http.MethodGet, "/api/v1/groups/"+url.PathEscape(id), nil, nil, &out)
 	return out, err
 }
+
+// AgentVersions reads the organization's agent versions, the published
+// releases, its update policy, who is behind and the recent failures.
+func (c *Client) AgentVersions(ctx context.Context) (apiv1.AgentVersions, error) {
+	var out apiv1.AgentVersions
+	err := c.Do(ctx, http.MethodGet, "/api/v1/agent-versions", nil, nil, &out)
+	return out, err
+}
+
+// SetAgentPolicy sets the organization's agent update policy (latest,
+// pinned with a version, or none) and answers the agent versions under it.
+func (c *Client) SetAgentPolicy(ctx context.Context, body apiv1.AgentPolicyBody) (apiv1.AgentVersions, error) {
+	var out apiv1.AgentVersions
+	err := c.Do(ctx, http.MethodPut, "/api/v1/agent-policy", nil, body, &out)
+	return out, err
+}

@@ -157,6 +157,15 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	if v := version(); v != "1.0.0" {
 		t.Fatalf("after the tampered release the endpoint reports %q", v)
 	}
+	// reported returns whether the server lists the endpoint's last update
+	// failure as one for version with reason containing why.
+	reported := func(version, why string) bool {
+		kick()
+		v, err := e.Admin.AgentVersions(ctx)
+		return err == nil && len(v.Failures) == 1 && v.Failures[0].EndpointID == id && v.Failures[0].Version == version &&
+			strings.Contains(v.Failures[0].Reason, why)
+	}
+	waitFor("the refusal reported to the server", func() bool { return reported("2.0.0", "bad signature") })
 	if sum, _ := agentdist.FileSHA256(exe); sum == v2sum {
 		t.Fatal("the binary was replaced")
 	}
@@ -224,6 +233,7 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	if !strings.Contains(logs.String(), "agent update failed: the previous agent runs again") {
 		t.Fatal("the rollback is not in the log")
 	}
+	waitFor("the rollback reported to the server", func() bool { return reported("3.0.0", "rolled back") })
 	// It does not try 3.0.0 again.
 	n = strings.Count(logs.String(), "package lists refreshed")
 	waitFor("2.0.0 working", func() bool { kick(); return strings.Count(logs.String(), "package lists refreshed") > n+1 })

@@ -74,6 +74,8 @@ var additions = []struct {
 	{"POST", "/api/v1/alerts/{id}/disable", "reports.manage"},
 	{"POST", "/api/v1/alerts/{id}/test", "reports.manage"},
 	{"GET", "/api/v1/alerts/{id}/events", "reports.view"},
+	{"GET", "/api/v1/agent-versions", "endpoints.view"},
+	{"PUT", "/api/v1/agent-policy", "endpoints.manage"},
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},

@@ -377,6 +377,17 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 	if err := checkCheckin(&req); err != nil {
 		return err
 	}
+	if f := req.UpdateFailure; f != nil {
+		// Written before the answer: the agent sends it until a check-in
+		// is answered, so an answered report is never lost.
+		at := f.At
+		if at.IsZero() || at.After(a.now()) {
+			at = a.now()
+		}
+		if err := a.store.RecordAgentUpdateFailure(r.Context(), ag.OrgID, ag.EndpointID, f.Version, f.Reason, at, a.now()); err != nil {
+			return err
+		}
+	}
 	seen := store.Checkin{EndpointID: ag.EndpointID, At: a.now(), LastBootAt: req.LastBootAt, PendingReboot: req.PendingReboot,
 		User: req.User, IPAddresses: req.IPAddresses, AgentVersion: req.AgentVersion}
 	a.hub.Seen(seen)

@@ -74,5 +74,17 @@ func checkCheckin(req *agentproto.CheckinRequest) error {
 		}
 		req.IPAddresses[i] = addr.String()
 	}
+	if f := req.UpdateFailure; f != nil {
+		f.Version, f.Reason = strings.TrimSpace(f.Version), strings.TrimSpace(f.Reason)
+		if f.Version == "" || f.Reason == "" {
+			return invalid("updateFailure needs a version and a reason")
+		}
+		if err := checkText("updateFailure.version", f.Version, agentproto.MaxAgentVersion); err != nil {
+			return err
+		}
+		if err := checkText("updateFailure.reason", f.Reason, agentproto.MaxUpdateReason); err != nil {
+			return err
+		}
+	}
 	return nil
 }

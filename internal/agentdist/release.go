@@ -109,3 +109,20 @@ func (h *Host) release(w http.ResponseWriter, r *http.Request) error {
 	httpx.WriteJSON(w, http.StatusOK, rel)
 	return nil
 }
+
+// Releases are the signed releases of every published platform (a
+// platform without a binary or without a release is left out).
+func (s *Store) Releases() ([]agentproto.Release, error) {
+	var out []agentproto.Release
+	for _, p := range Platforms {
+		r, err := s.Release(p)
+		if errors.Is(err, ErrNotPublished) || errors.Is(err, ErrNoRelease) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -21,7 +21,10 @@ const (
 	NewEndpoint = "NEW_ENDPOINT"
 	// EndpointReenrolled (a patchd addition) is raised when an agent enrolls
 	// with the machine id of an enrolled endpoint and takes it over.
-	EndpointReenrolled    = "ENDPOINT_REENROLLED"
+	EndpointReenrolled = "ENDPOINT_REENROLLED"
+	// AgentUpdateFailed (a patchd addition) is raised when an agent reports
+	// a self-update that failed or was rolled back.
+	AgentUpdateFailed     = "AGENT_UPDATE_FAILED"
 	EndpointOffline       = "ENDPOINT_OFFLINE"
 	GroupUptime           = "GROUP_UPTIME"
 	RebootRequired        = "REBOOT_REQUIRED"
@@ -50,6 +53,7 @@ const MaxIgnored = 1<<31 - 1
 var Triggers = []Trigger{
 	{Name: NewEndpoint, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every endpoint enrolled for the first time raises one event"},
 	{Name: EndpointReenrolled, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every enrollment with the machine id of an enrolled endpoint raises one event (a patchd addition)"},
+	{Name: AgentUpdateFailed, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every self-update an agent reports as failed or rolled back raises one event (a patchd addition)"},
 	{Name: EndpointOffline, DefaultThreshold: 60, Min: 1, Max: 525600, Threshold: "minutes since the endpoint's last check-in, once it counts as disconnected (default 60)"},
 	{Name: GroupUptime, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): each group's offlineAlertMinutes and onlineAlert decide"},
 	{Name: RebootRequired, DefaultThreshold: 24, Min: 1, Max: 8760, Threshold: "hours the endpoint has been reporting a pending reboot (default 24)"},

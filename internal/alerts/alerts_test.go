@@ -53,7 +53,7 @@ func TestCheckWebhookURL(t *testing.T) {
 }
 
 func TestTriggersHaveDefaultsInRange(t *testing.T) {
-	if len(Triggers) != 8 { // the spec's seven and ENDPOINT_REENROLLED
+	if len(Triggers) != 9 { // the spec's seven, ENDPOINT_REENROLLED and AGENT_UPDATE_FAILED
 		t.Fatalf("%d triggers", len(Triggers))
 	}
 	for _, tr := range Triggers {

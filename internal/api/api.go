@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
@@ -33,6 +34,9 @@ type Config struct {
 	// Queued is told, after the commit, which endpoints got new commands
 	// (presence.Hub.Queued: it wakes their long polls on every replica).
 	Queued func(ctx context.Context, endpointIDs []string)
+	// Releases answers the signed agent releases the server publishes
+	// (GET /api/v1/agent-versions); nil: none.
+	Releases func() ([]agentproto.Release, error)
 }
 
 // API is the REST API v1.

@@ -127,6 +127,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/endpoints/{id}/scan":                             "", // takes no body
 		"PATCH /api/v1/users/{id}":                                     `{"role":` + nulJSON + `}`,
 		"POST /api/v1/users/{id}/password":                             `{"password":"a long password \u0000 with NUL"}`,
+		"PUT /api/v1/agent-policy":                                     `{"policy":"pinned","version":` + nulJSON + `}`,
 	}
 	// A query filter for each list.
 	queries := map[string]string{
@@ -145,6 +146,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/enrollment-tokens": "q=%00",
 		"GET /api/v1/audit":             "actor=api%00",
 		"GET /api/v1/users":             "q=%00",
+		"GET /api/v1/agent-versions":    "x=%00",
 	}
 	type probe struct{ name, method, path, body string }
 	var probes []probe

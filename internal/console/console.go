@@ -157,6 +157,8 @@ func (c *Console) routes() {
 	c.page("POST /console/actions", perm.AutomationsRun, c.actionRun)
 
 	c.page("GET /console/software", perm.EndpointsView, c.softwareList)
+	c.page("GET /console/agents", perm.EndpointsView, c.agentsPage)
+	c.page("POST /console/agents/policy", perm.EndpointsManage, c.agentPolicySet)
 	c.page("GET /console/updates", perm.UpdatesView, c.updateList)
 	c.page("POST /console/updates/approvals", perm.UpdatesManage, c.updateApprove)
 	c.page("POST /console/updates/policy", perm.UpdatesManage, c.policySet)

@@ -150,3 +150,42 @@ func TestRunShowStopRetry(t *testing.T) {
 	h.fail(ctl.ExitAPI, "no_failed_endpoints", "runs", "retry", retry.RunID)
 	h.fail(ctl.ExitAPI, "not_found", "runs", "show", "nope")
 }
+
+// TestAgentsCommands: patchctl agents versions shows the fleet's agent
+// versions and update failures; agents policy set sets the policy the API
+// answers, refuses a wrong combination of flags before asking, and the
+// server's refusal of a bad version is an API error.
+func TestAgentsCommands(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.All)
+	ag := e.Enroll("uid-ctl-agent", "web-ctl", "linux")
+	if _, ans := ag.Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.0", IPAddresses: []string{},
+		UpdateFailure: &agentproto.UpdateFailure{Version: "2.0.0", Reason: "the new agent does not start"}}); ans.Status != 200 {
+		t.Fatalf("check-in: %d %s", ans.Status, ans.Body)
+	}
+	e.Server.Presence().Flush(t.Context())
+
+	out := h.ok("agents", "versions")
+	for _, want := range []string{"Policy:", "none", "AGENT VERSION", "1.0.0", "web-ctl", "the new agent does not start"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("agents versions lacks %q:\n%s", want, out)
+		}
+	}
+	var v apiv1.AgentVersions
+	h.okJSON(&v, "agents", "policy", "set", "--policy", "pinned", "--version", "1.2.0")
+	if v.Policy != "pinned" || v.Target == nil || *v.Target != "1.2.0" || v.Behind != 1 || v.Endpoints != 1 {
+		t.Fatalf("policy set: %+v", v)
+	}
+	if out := h.ok("agents", "policy", "set", "--policy", "latest"); !strings.Contains(out, "set to latest") {
+		t.Errorf("policy set latest: %q", out)
+	}
+	h.okJSON(&v, "agents", "versions")
+	if v.Policy != "latest" || len(v.Failures) != 1 {
+		t.Fatalf("versions after latest: %+v", v)
+	}
+	h.fail(ctl.ExitUsage, "--policy pinned --version", "agents", "policy", "set", "--policy", "pinned")
+	h.fail(ctl.ExitUsage, "--policy pinned --version", "agents", "policy", "set", "--policy", "latest", "--version", "1")
+	h.fail(ctl.ExitAPI, "validation_failed", "agents", "policy", "set", "--policy", "pinned", "--version", "1 2")
+	h.fail(ctl.ExitUsage, "agents policy set", "agents", "policy", "--policy", "latest")
+}

@@ -66,6 +66,7 @@ func init() {
 	commands = append(commands, endpointCommands()...)
 	commands = append(commands, updateCommands()...)
 	commands = append(commands, inventoryCommands()...)
+	commands = append(commands, agentCommands()...)
 	commands = append(commands, groupCommands()...)
 	commands = append(commands, automationCommands()...)
 	commands = append(commands, runCommands()...)

@@ -40,7 +40,7 @@ var alertCols = []column[apiv1.AlertRule]{
 	numCol("EVENTS", func(a apiv1.AlertRule) string { return strconv.Itoa(a.Events) }),
 }
 
-var alertTriggers = []string{"GROUP_UPTIME", "NEW_ENDPOINT", "ENDPOINT_REENROLLED", "CRITICAL_VULN", "MISSING_CRITICAL_UPDATE", "ENDPOINT_OFFLINE", "REBOOT_REQUIRED", "REPORT_ROWS"}
+var alertTriggers = []string{"GROUP_UPTIME", "NEW_ENDPOINT", "ENDPOINT_REENROLLED", "AGENT_UPDATE_FAILED", "CRITICAL_VULN", "MISSING_CRITICAL_UPDATE", "ENDPOINT_OFFLINE", "REBOOT_REQUIRED", "REPORT_ROWS"}
 
 // cellText renders a report value: JSON numbers without exponent, null as
 // empty.
@@ -159,7 +159,7 @@ func alertCommands() []command {
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				file := fs.String("f", "", "AlertRuleBody JSON `FILE` (- for stdin); flags override its fields")
 				name := fs.String("name", "", "rule `NAME`")
-				trigger := fs.String("trigger", "", "`TRIGGER`: GROUP_UPTIME, NEW_ENDPOINT, ENDPOINT_REENROLLED, CRITICAL_VULN, MISSING_CRITICAL_UPDATE, ENDPOINT_OFFLINE, REBOOT_REQUIRED or REPORT_ROWS")
+				trigger := fs.String("trigger", "", "`TRIGGER`: GROUP_UPTIME, NEW_ENDPOINT, ENDPOINT_REENROLLED, AGENT_UPDATE_FAILED, CRITICAL_VULN, MISSING_CRITICAL_UPDATE, ENDPOINT_OFFLINE, REBOOT_REQUIRED or REPORT_ROWS")
 				threshold := fs.Int("threshold", 0, "trigger threshold `N`")
 				emailTo := fs.String("email-to", "", "comma-separated `RECIPIENTS`")
 				webhookURL := fs.String("webhook-url", "", "HTTPS webhook `URL`")

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/patchd/patchd/internal/alerts"
 )
 
 // Agent update policies of an organization.
@@ -76,4 +78,108 @@ func (s *Store) SetAgentPolicy(ctx context.Context, e *AuditEntry, orgID string,
 		}
 		return nil
 	})
+}
+
+// AgentUpdateFailure is a self-update an endpoint's agent reported as
+// failed or rolled back (the check-in's updateFailure).
+type AgentUpdateFailure struct {
+	EndpointID   string    `json:"endpointId"`
+	Hostname     string    `json:"hostname"`
+	Platform     string    `json:"platform"`
+	AgentVersion string    `json:"agentVersion"` // the version it runs now
+	Version      string    `json:"version"`      // the release it failed to update to
+	Reason       string    `json:"reason"`
+	At           time.Time `json:"at"`
+}
+
+// RecordAgentUpdateFailure stores the failure on the endpoint (the last one
+// replaces the one before) and raises AGENT_UPDATE_FAILED for the
+// organization's enabled rules, in one transaction. Each report is an
+// event of its own: the agent reports a release once.
+func (s *Store) RecordAgentUpdateFailure(ctx context.Context, orgID, endpointID, version, reason string, at, now time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		var hostname string
+		err := tx.queryRow(ctx, `SELECT hostname FROM endpoints WHERE id = ? AND org_id = ?`, endpointID, orgID).Scan(&hostname)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // removed meanwhile: nothing to record
+		}
+		if err != nil {
+			return fmt.Errorf("store: agent update failure: %w", err)
+		}
+		if _, err := tx.exec(ctx, `UPDATE endpoints SET agent_update_failed_version = ?, agent_update_failed_reason = ?, agent_update_failed_at = ? WHERE id = ?`,
+			version, reason, millis(at), endpointID); err != nil {
+			return fmt.Errorf("store: agent update failure: %w", err)
+		}
+		rules, err := tx.enabledRules(ctx, orgID, alerts.AgentUpdateFailed)
+		if err != nil || len(rules) == 0 {
+			return err
+		}
+		key := "agent-update:" + endpointID + ":" + NewID()
+		detail := fmt.Sprintf("The agent of %s did not update itself to %s: %s. It keeps running its current version and does not try that release again; publish a new one. Endpoint id %s.",
+			hostname, version, reason, endpointID)
+		for _, r := range rules {
+			if _, err := tx.raiseAlert(ctx, r, NewAlertEvent{Key: key, Event: alerts.AgentUpdateFailed, Severity: alerts.Warning,
+				Title: "Agent update of " + hostname + " failed", Detail: detail, EndpointID: endpointID}, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// AgentVersionCount is how many of an organization's endpoints of one
+// platform and architecture run one agent version.
+type AgentVersionCount struct {
+	Platform     string `json:"platform"`
+	Arch         string `json:"arch"`
+	AgentVersion string `json:"agentVersion"`
+	Endpoints    int    `json:"endpoints"`
+}
+
+// maxAgentUpdateFailures bounds AgentFleet.Failures.
+const maxAgentUpdateFailures = 50
+
+// AgentFleet is the agent versions of an organization's endpoints and
+// their most recent update failures (newest first, at most 50).
+type AgentFleet struct {
+	Versions []AgentVersionCount
+	Failures []AgentUpdateFailure
+}
+
+// AgentFleetOf answers the organization's agent versions and failures.
+func (s *Store) AgentFleetOf(ctx context.Context, orgID string) (AgentFleet, error) {
+	f := AgentFleet{Versions: []AgentVersionCount{}, Failures: []AgentUpdateFailure{}}
+	rows, err := s.query(ctx, `SELECT platform, COALESCE(arch, ''), COALESCE(agent_version, ''), COUNT(*) FROM endpoints WHERE org_id = ?
+		GROUP BY platform, COALESCE(arch, ''), COALESCE(agent_version, '') ORDER BY 1, 2, 3`, orgID)
+	if err != nil {
+		return f, fmt.Errorf("store: agent versions: %w", err)
+	}
+	for rows.Next() {
+		var c AgentVersionCount
+		if err := rows.Scan(&c.Platform, &c.Arch, &c.AgentVersion, &c.Endpoints); err != nil {
+			rows.Close()
+			return f, fmt.Errorf("store: agent versions: %w", err)
+		}
+		f.Versions = append(f.Versions, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return f, fmt.Errorf("store: agent versions: %w", err)
+	}
+	rows, err = s.query(ctx, `SELECT id, hostname, platform, COALESCE(agent_version, ''), agent_update_failed_version, COALESCE(agent_update_failed_reason, ''), agent_update_failed_at
+		FROM endpoints WHERE org_id = ? AND agent_update_failed_at IS NOT NULL ORDER BY agent_update_failed_at DESC, id LIMIT ?`, orgID, maxAgentUpdateFailures)
+	if err != nil {
+		return f, fmt.Errorf("store: agent update failures: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var x AgentUpdateFailure
+		var at int64
+		if err := rows.Scan(&x.EndpointID, &x.Hostname, &x.Platform, &x.AgentVersion, &x.Version, &x.Reason, &at); err != nil {
+			return f, fmt.Errorf("store: agent update failures: %w", err)
+		}
+		x.At = fromMillis(at)
+		f.Failures = append(f.Failures, x)
+	}
+	return f, rows.Err()
 }

@@ -108,8 +108,8 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 	if err := s.trackReboots(ctx, now); err != nil {
 		return st, err
 	}
-	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind NOT IN (?, ?) ORDER BY org_id, id`,
-		alerts.NewEndpoint, alerts.EndpointReenrolled)
+	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind NOT IN (?, ?, ?) ORDER BY org_id, id`,
+		alerts.NewEndpoint, alerts.EndpointReenrolled, alerts.AgentUpdateFailed)
 	if err != nil {
 		return st, fmt.Errorf("store: evaluate alerts: %w", err)
 	}
