@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -160,22 +161,14 @@ func findCredential(ctx context.Context, s *store.Store, orgRef, clientID string
 	return o, c, err
 }
 
-// NewEnrollToken is a created enrollment token; the token is shown only here.
+// NewEnrollToken is a created enrollment token, as the API answers it
+// (the token, pinned "<secret>.<caSha256>" when the server has a CA for
+// agents to pin; Secret is the token without the pin), with its
+// organization; the token is shown only here.
 type NewEnrollToken struct {
-	ID    string `json:"id"`
+	apiv1.NewEnrollToken
 	OrgID string `json:"orgId"`
-	// Token is what agents enroll with: "<secret>.<CASHA256>" when the
-	// server has a certificate for agents to pin, else the secret alone.
-	Token string `json:"token"`
-	// CASHA256 is the pin: the lowercase hex SHA-256 of the DER of the
-	// server's CA certificate (GET /agent/v1/ca.pem); omitted when agents
-	// use their system store.
-	CASHA256  string     `json:"caSha256,omitempty"`
-	ExpiresAt *time.Time `json:"expiresAt"`
 }
-
-// Secret is the token without its pin.
-func (t NewEnrollToken) Secret() string { return strings.TrimSuffix(t.Token, "."+t.CASHA256) }
 
 // CreateEnrollToken creates an enrollment token valid for the given time
 // (0: it never expires).
@@ -198,7 +191,7 @@ func CreateEnrollToken(ctx context.Context, s *store.Store, actor, orgRef string
 	if err != nil {
 		return NewEnrollToken{}, err
 	}
-	out := NewEnrollToken{ID: t.ID, OrgID: o.ID, Token: token, ExpiresAt: expires}
+	out := NewEnrollToken{NewEnrollToken: apiv1.NewEnrollToken{ID: t.ID, Token: token, ExpiresAt: expires}, OrgID: o.ID}
 	if out.CASHA256, err = s.EnrollPin(ctx); err != nil {
 		return NewEnrollToken{}, err
 	}

@@ -49,7 +49,7 @@ func (a *API) createEnrollToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, apiv1.NewEnrollToken{ID: t.ID, Token: t.Token, CASHA256: t.CASHA256, ExpiresAt: t.ExpiresAt})
+	httpx.WriteJSON(w, http.StatusOK, t.NewEnrollToken)
 	return nil
 }
 
