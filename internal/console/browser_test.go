@@ -54,6 +54,8 @@ type tab struct {
 	dir  string
 	shot int
 
+	axe string // axe-core's source, run on every page visited
+
 	mu       sync.Mutex
 	problems []string
 	expect   map[int]bool // statuses a step expects (a refused form)
@@ -64,7 +66,7 @@ func newTab(t *testing.T) *tab {
 	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()), chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-first-run", true),
-		chromedp.WindowSize(1440, 1000)}
+		chromedp.WindowSize(1440, 900)}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:], opts...)...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 4*time.Minute)
@@ -76,7 +78,7 @@ func newTab(t *testing.T) *tab {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tb := &tab{t: t, ctx: ctx, dir: dir}
+	tb := &tab{t: t, ctx: ctx, dir: dir, axe: axeSource(t)}
 	if err := chromedp.Listen(ctx, func(ev any) {
 		tb.mu.Lock()
 		defer tb.mu.Unlock()
@@ -150,11 +152,106 @@ func (tb *tab) screenshot(name string) {
 	}
 }
 
-// visit opens a console page, waits for it, checks it and screenshots it.
+// visit opens a console page, waits for it, checks it, runs axe-core on it
+// and screenshots it.
 func (tb *tab) visit(base, path, name string) {
 	tb.t.Helper()
 	tb.do("open "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("main")), acceptConfirms())
+	tb.accessible(path)
 	tb.screenshot(name)
+}
+
+// axeSource reads axe-core as .ci/run installs it (npm ci in
+// testdata/axe). Without it the pages are not scanned, unless CI is set,
+// where the test fails.
+func axeSource(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join("testdata", "axe", "node_modules", "axe-core", "axe.min.js"))
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("axe-core is missing and CI is set (.ci/run installs it with npm ci in internal/console/testdata/axe): %v", err)
+		}
+		t.Logf("pages are not scanned for accessibility: %v (npm ci in internal/console/testdata/axe)", err)
+	}
+	return string(b)
+}
+
+// axeViolation is what the test keeps of one axe-core finding.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// accessible runs axe-core (WCAG 2.x A and AA rules and its best
+// practices) on the page shown and fails the test on any violation.
+func (tb *tab) accessible(what string) {
+	tb.t.Helper()
+	if tb.axe == "" {
+		return
+	}
+	const run = `(function () {
+		return axe.run(document, {resultTypes: ["violations"]}).then(function (r) {
+			return r.violations.map(function (v) {
+				return {id: v.id, impact: v.impact || "", help: v.help,
+					nodes: v.nodes.slice(0, 3).map(function (n) { return n.target.join(" "); })};
+			});
+		});
+	})()`
+	var found []axeViolation
+	err := chromedp.Do(tb.ctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Evaluate[bool]("(function () { if (!window.axe) { "+tb.axe+"\n } return true; })()")(ctx, t); err != nil {
+			return chromedp.Void{}, fmt.Errorf("loading axe-core: %w", err)
+		}
+		v, err := chromedp.Evaluate[[]axeViolation](run, chromedp.EvalAwaitPromise)(ctx, t)
+		found = v
+		return chromedp.Void{}, err
+	})
+	if err != nil {
+		tb.t.Fatalf("axe-core on %s: %v", what, err)
+	}
+	for _, v := range found {
+		tb.t.Errorf("accessibility (axe-core) on %s: %s [%s, %s] at %s", what, v.Help, v.ID, v.Impact, strings.Join(v.Nodes, "; "))
+	}
+}
+
+// onPhone shows the console as a 390×844 phone does (the next pages
+// visited are laid out, scanned and screenshot at that size).
+func (tb *tab) onPhone() {
+	tb.t.Helper()
+	tb.do("phone viewport", chromedp.EmulateViewport(390, 844))
+}
+
+// fitsWidth fails the test when the page is wider than the window (a
+// table or header running off a phone screen scrolls the whole page).
+func (tb *tab) fitsWidth(what string) {
+	tb.t.Helper()
+	var over struct {
+		By    int      `json:"by"`
+		Where []string `json:"where"`
+	}
+	// The culprits are the outermost elements reaching past the window.
+	const measure = `(function () {
+		var w = window.innerWidth, where = [];
+		document.querySelectorAll("body *").forEach(function (el) {
+			if (where.length < 5 && el.getBoundingClientRect().right > w + 1 && el.parentElement.getBoundingClientRect().right <= w + 1) {
+				where.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).split(" ").join(".") : ""));
+			}
+		});
+		return {by: document.documentElement.scrollWidth - w, where: where};
+	})()`
+	tb.do("width of "+what, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		v, err := chromedp.Evaluate[struct {
+			By    int      `json:"by"`
+			Where []string `json:"where"`
+		}](measure)(ctx, t)
+		over = v
+		return chromedp.Void{}, err
+	})
+	if over.By > 0 {
+		tb.screenshot("too-wide")
+		tb.t.Errorf("%s is %d px wider than the window (at %s)", what, over.By, strings.Join(over.Where, ", "))
+	}
 }
 
 // burst fires three change events on a form at once, as fast typing in a
@@ -379,6 +476,54 @@ func TestBrowserJourneys(t *testing.T) {
 	}
 	ids := fleet.EndpointIDs()
 	tb.visit(e.URL, "/console/endpoints/"+ids[0], "endpoint")
+
+	// The same pages on a phone: nothing runs off the screen, the menu
+	// folds behind its button and opens with it.
+	tb.onPhone()
+	for _, p := range []struct{ path, name string }{{"/console/", "phone-dashboard"}, {"/console/endpoints", "phone-endpoints"},
+		{"/console/endpoints/" + ids[0], "phone-endpoint"}, {"/console/updates", "phone-updates"}, {"/console/software", "phone-software"},
+		{"/console/vulnerabilities", "phone-vulnerabilities"}, {"/console/runs", "phone-runs"}, {"/console/automations", "phone-automations"},
+		{"/console/groups", "phone-groups"}, {"/console/reports", "phone-reports"}, {"/console/alerts", "phone-alerts"},
+		{"/console/users", "phone-users"}, {"/console/audit", "phone-audit"}} {
+		tb.visit(e.URL, p.path, p.name)
+		tb.fitsWidth(p.path)
+	}
+	if tb.visible("nav.side") {
+		t.Error("on a phone the menu is open before its button is pressed")
+	}
+	tb.do("open the phone menu", chromedp.Click(chromedp.CSS(".menu-toggle")), chromedp.WaitVisible(chromedp.CSS("nav.side")))
+	if got := tb.attr(".menu-toggle", "aria-expanded"); got != "true" {
+		t.Errorf("the open menu's button says aria-expanded=%q", got)
+	}
+	tb.screenshot("phone-menu")
+	tb.do("follow the menu", chromedp.Click(chromedp.CSS(`nav.side a[href="/console/endpoints"]`)), chromedp.WaitVisible(chromedp.CSS("#main h1")))
+	if got := tb.text("nav.crumbs"); !strings.Contains(got, "Fleet") || !strings.Contains(got, "Endpoints") {
+		t.Errorf("the endpoints page's breadcrumbs say %q", got)
+	}
+}
+
+// visible tells whether an element is laid out on the page.
+func (tb *tab) visible(sel string) bool {
+	tb.t.Helper()
+	var shown bool
+	tb.do("is "+sel+" visible", func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		v, err := chromedp.Evaluate[bool](`(function () { var el = document.querySelector("`+sel+`"); return !!el && el.getClientRects().length > 0; })()`)(ctx, t)
+		shown = v
+		return chromedp.Void{}, err
+	})
+	return shown
+}
+
+// attr is an attribute of the first element sel finds.
+func (tb *tab) attr(sel, name string) string {
+	tb.t.Helper()
+	var val string
+	tb.do("attribute "+name+" of "+sel, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		v, err := chromedp.Evaluate[string](`(document.querySelector("`+sel+`") || {getAttribute: function () { return ""; }}).getAttribute("`+name+`") || ""`)(ctx, t)
+		val = v
+		return chromedp.Void{}, err
+	})
+	return val
 }
 
 // download clicks a download link, waits for the browser to finish the

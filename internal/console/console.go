@@ -400,6 +400,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 type view struct {
 	Title   string
 	Nav     string
+	Path    string // the page's address, which the menu marks as current
 	S       *session
 	CSRF    string
 	Flash   *flash
@@ -460,7 +461,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 	if !ok {
 		return fmt.Errorf("console: no template %s", page)
 	}
-	v := &view{Title: title, Nav: nav, S: s, Now: c.now().UTC(), Data: data}
+	v := &view{Title: title, Nav: nav, Path: r.URL.Path, S: s, Now: c.now().UTC(), Data: data}
 	if s != nil {
 		v.CSRF = s.CSRFToken
 	}

@@ -221,6 +221,16 @@ type automationEdit struct {
 
 var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
 
+// Trail puts the automation being edited between Automations and its
+// edit form in the breadcrumbs (the automation's own page, which shares
+// this type without a form, needs no step between).
+func (d automationEdit) Trail() []crumb {
+	if d.A == nil || d.F == nil {
+		return nil
+	}
+	return []crumb{{Label: d.A.Name, Href: "/console/automations/" + d.A.ID}}
+}
+
 func (c *Console) automationNew(w http.ResponseWriter, r *http.Request, s *session) error {
 	return c.automationFormPage(w, r, s, http.StatusOK, nil, newAutomationValues(), "", "")
 }

@@ -62,6 +62,9 @@ type reportData struct {
 	CollectedAt *time.Time
 }
 
+// Trail names the report's category in the breadcrumbs.
+func (d reportData) Trail() []crumb { return []crumb{{Label: d.Def.Category}} }
+
 // First and Last number the page's rows from 1.
 func (d reportData) First() int { return d.Offset + 1 }
 func (d reportData) Last() int  { return d.Offset + len(d.Rows) }

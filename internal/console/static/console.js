@@ -1,7 +1,17 @@
-// patchd console behaviour: confirmations, select-all boxes, fields shown by
+// patchd console behaviour: the phone menu, scrolling regions, confirmations, select-all boxes, fields shown by
 // a choice, and the CSRF header on htmx requests. No build step.
 (function () {
   "use strict";
+  // Phones fold the menu behind the "Menu" button (without JavaScript it
+  // stays open above the page).
+  document.documentElement.classList.add("js");
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest(".menu-toggle");
+    if (!btn) { return; }
+    var side = document.getElementById(btn.getAttribute("aria-controls"));
+    var open = side.classList.toggle("open");
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+  });
   document.addEventListener("submit", function (ev) {
     var btn = ev.submitter;
     var msg = (btn && btn.getAttribute("data-confirm")) || ev.target.getAttribute("data-confirm");
@@ -38,7 +48,30 @@
       if (!seen[g]) { seen[g] = true; sync(g); }
     });
   }
+  // A table or panel that scrolls (a wide table on a phone, a long list)
+  // can be scrolled from the keyboard: it takes focus while it scrolls.
+  function markScrollers() {
+    document.querySelectorAll("main table, main div, main section").forEach(function (el) {
+      var st = window.getComputedStyle(el);
+      var scrolls = (/(auto|scroll)/.test(st.overflowX) && el.scrollWidth > el.clientWidth + 1) ||
+        (/(auto|scroll)/.test(st.overflowY) && el.scrollHeight > el.clientHeight + 1);
+      if (scrolls && !el.hasAttribute("tabindex")) {
+        el.setAttribute("tabindex", "0");
+        el.setAttribute("data-scroller", "");
+      } else if (!scrolls && el.hasAttribute("data-scroller")) {
+        el.removeAttribute("tabindex");
+        el.removeAttribute("data-scroller");
+      }
+    });
+  }
+  var resizing = 0;
+  window.addEventListener("resize", function () {
+    window.clearTimeout(resizing);
+    resizing = window.setTimeout(markScrollers, 150);
+  });
+  document.addEventListener("htmx:afterSettle", markScrollers);
   document.addEventListener("DOMContentLoaded", init);
+  document.addEventListener("DOMContentLoaded", markScrollers);
   // Writes carry the CSRF token in a header; reads (the live previews,
   // polling) need none and never carry it in their query string.
   document.addEventListener("htmx:configRequest", function (ev) {
