@@ -150,6 +150,7 @@ func (c *Console) routes() {
 
 	c.page("GET /console/{$}", 0, c.dashboard)
 	c.page("GET /console/endpoints", perm.EndpointsView, c.endpointList)
+	c.page("GET /console/endpoints.csv", perm.EndpointsView, c.endpointCSV)
 	c.page("GET /console/endpoints/{id}", perm.EndpointsView, c.endpointDetail)
 	c.page("POST /console/endpoints/{id}", perm.EndpointsManage, c.endpointPatch)
 	c.page("POST /console/endpoints/{id}/delete", perm.EndpointsManage, c.endpointDelete)

@@ -100,26 +100,6 @@ func (c *Console) overdueVulns(r *http.Request, s *session) (int, error) {
 	}
 }
 
-type endpointsData struct {
-	Items []apiv1.Endpoint
-	Q     string
-	Page  pager
-}
-
-func (c *Console) endpointList(w http.ResponseWriter, r *http.Request, s *session) error {
-	p, err := newPager(r, 50)
-	if err != nil {
-		return err
-	}
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	items, total, err := c.store.ListEndpoints(r.Context(), s.User.OrgID, q, p.Limit, p.Offset, c.connectedSince())
-	if err != nil {
-		return err
-	}
-	p.Total = total
-	return c.render(w, r, s, http.StatusOK, "endpoints", "", "Endpoints", "endpoints", endpointsData{Items: items, Q: q, Page: p})
-}
-
 type attrRow struct{ Key, Value string }
 
 type endpointData struct {
@@ -231,9 +211,13 @@ func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) 
 	case "UNINSTALL_SOFTWARE":
 		payload["name"] = r.PostFormValue("name")
 	}
+	ids, err := c.selectedEndpoints(r, s)
+	if err != nil {
+		return c.done(w, r, back, err, "")
+	}
 	raw, _ := json.Marshal(payload)
 	var out apiv1.RunStarted
-	err := c.callAPI(r, s, http.MethodPost, "/api/v1/actions", map[string]any{"endpointIds": r.PostForm["endpointIds"], "type": typ,
+	err = c.callAPI(r, s, http.MethodPost, "/api/v1/actions", map[string]any{"endpointIds": ids, "type": typ,
 		"label": r.PostFormValue("label"), "payload": json.RawMessage(raw)}, &out)
 	if err != nil {
 		return c.done(w, r, back, err, "")

@@ -14,12 +14,19 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"when":      when,
-	"whenp":     func(t *time.Time) string { return whenPtr(t) },
-	"ago":       ago,
-	"str":       func(s *string) string { return deref(s) },
-	"lower":     strings.ToLower,
-	"hasPrefix": strings.HasPrefix,
+	"when":  when,
+	"whenp": func(t *time.Time) string { return whenPtr(t) },
+	"ago":   ago,
+	"str":   func(s *string) string { return deref(s) },
+	"platformName": func(p string) string {
+		if n, ok := platformNames[p]; ok {
+			return n
+		}
+		return p
+	},
+	"platformNames": func() map[string]string { return platformNames },
+	"lower":         strings.ToLower,
+	"hasPrefix":     strings.HasPrefix,
 	// score shows a CVSS score with one decimal, or — without one.
 	"score": func(f *float64) string {
 		if f == nil {
@@ -227,3 +234,6 @@ func scheduleText(a store.Automation) string {
 	}
 	return strings.TrimSpace(a.ScheduleKind + " " + a.Freq + " " + a.AtTime)
 }
+
+// platformNames are the platforms as people write them.
+var platformNames = map[string]string{"windows": "Windows", "linux": "Linux", "macos": "macOS"}

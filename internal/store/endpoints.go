@@ -381,26 +381,151 @@ func likePattern(q string) string {
 // ListEndpoints pages the organization's endpoints by name; q matches a
 // substring of the hostname or display name, case-insensitively.
 func (s *Store) ListEndpoints(ctx context.Context, orgID, q string, limit, offset int, connectedSince time.Time) ([]apiv1.Endpoint, int, error) {
+	return s.FindEndpoints(ctx, EndpointQuery{OrgID: orgID, Q: q, Limit: limit, Offset: offset, ConnectedSince: connectedSince})
+}
+
+// EndpointQuery selects, orders and pages an organization's endpoints for
+// the lists (the API's q alone; the console's filters besides).
+type EndpointQuery struct {
+	OrgID string
+	// Q matches a substring of the hostname or display name (the API's q).
+	Q string
+	// Search matches a substring of the hostname, display name, an IP
+	// address, the operating system or its version.
+	Search string
+	// Status is "connected" or "disconnected" (seen since ConnectedSince
+	// or not).
+	Status   string
+	Platform string
+	// OS matches a substring of the operating system and its version.
+	OS      string
+	GroupID string
+	// Missing is "critical" (a critical update missing), "any" (any update
+	// missing) or "none" (fully patched).
+	Missing       string
+	PendingReboot bool
+	// NotSeenSince keeps endpoints last seen before it (or never).
+	NotSeenSince time.Time
+	AgentVersion string
+	// Sort is one of EndpointSorts (default "name"); Desc reverses it.
+	Sort           string
+	Desc           bool
+	Limit, Offset  int
+	ConnectedSince time.Time
+}
+
+// EndpointSorts are the orders of the endpoint lists.
+var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSeen", "agentVersion"}
+
+// EndpointStatuses, EndpointMissing are the values the filters take.
+var (
+	EndpointStatuses = []string{"connected", "disconnected"}
+	EndpointMissing  = []string{"critical", "any", "none"}
+)
+
+// endpointWhere is the condition and arguments of q.
+func endpointWhere(q EndpointQuery) (string, []any) {
 	where := `e.org_id = ?`
-	args := []any{orgID}
-	if q != "" {
+	args := []any{q.OrgID}
+	if q.Q != "" {
 		where += ` AND (lower(e.hostname) LIKE ? ESCAPE '\' OR lower(COALESCE(e.display_name, '')) LIKE ? ESCAPE '\')`
-		p := likePattern(q)
+		p := likePattern(q.Q)
 		args = append(args, p, p)
 	}
+	if q.Search != "" {
+		where += ` AND (lower(e.hostname) LIKE ? ESCAPE '\' OR lower(COALESCE(e.display_name, '')) LIKE ? ESCAPE '\'
+			OR lower(e.ip_addresses) LIKE ? ESCAPE '\' OR lower(COALESCE(e.os, '') || ' ' || COALESCE(e.os_version, '')) LIKE ? ESCAPE '\')`
+		p := likePattern(q.Search)
+		args = append(args, p, p, p, p)
+	}
+	switch q.Status {
+	case "connected":
+		where += ` AND e.last_seen_at >= ?`
+		args = append(args, millis(q.ConnectedSince))
+	case "disconnected":
+		where += ` AND (e.last_seen_at IS NULL OR e.last_seen_at < ?)`
+		args = append(args, millis(q.ConnectedSince))
+	}
+	if q.Platform != "" {
+		where += ` AND e.platform = ?`
+		args = append(args, q.Platform)
+	}
+	if q.OS != "" {
+		where += ` AND lower(COALESCE(e.os, '') || ' ' || COALESCE(e.os_version, '')) LIKE ? ESCAPE '\'`
+		args = append(args, likePattern(q.OS))
+	}
+	if q.GroupID != "" {
+		where += ` AND EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = ? AND m.endpoint_id = e.id)`
+		args = append(args, q.GroupID)
+	}
+	switch q.Missing {
+	case "critical":
+		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.severity = 'Critical')`
+	case "any":
+		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id)`
+	case "none":
+		where += ` AND NOT EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id)`
+	}
+	if q.PendingReboot {
+		where += ` AND e.pending_reboot`
+	}
+	if !q.NotSeenSince.IsZero() {
+		where += ` AND (e.last_seen_at IS NULL OR e.last_seen_at < ?)`
+		args = append(args, millis(q.NotSeenSince))
+	}
+	if q.AgentVersion != "" {
+		where += ` AND e.agent_version = ?`
+		args = append(args, q.AgentVersion)
+	}
+	return where, args
+}
+
+// endpointOrder is the ORDER BY of a sort (the name, then the id, break
+// ties so pages never overlap).
+func endpointOrder(sort string, desc bool) string {
+	dir := ""
+	if desc {
+		dir = " DESC"
+	}
+	col := map[string]string{
+		"status":       "e.last_seen_at IS NULL, e.last_seen_at",
+		"lastSeen":     "e.last_seen_at IS NULL, e.last_seen_at",
+		"platform":     "e.platform",
+		"os":           "COALESCE(e.os, ''), COALESCE(e.os_version, '')",
+		"type":         "e.type",
+		"agentVersion": "COALESCE(e.agent_version, '')",
+	}[sort]
+	if col == "" {
+		return "e.sort_name" + dir + ", e.id" + dir
+	}
+	parts := strings.Split(col, ", ")
+	for i := range parts {
+		parts[i] += dir
+	}
+	return strings.Join(parts, ", ") + ", e.sort_name, e.id"
+}
+
+// FindEndpoints pages the endpoints q selects, in its order, with their
+// total.
+func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.Endpoint, int, error) {
+	where, args := endpointWhere(q)
 	var total int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM endpoints e WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("store: count endpoints: %w", err)
 	}
-	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE `+where+` ORDER BY e.sort_name, e.id LIMIT ? OFFSET ?`,
-		append(args, limit, offset)...)
+	limit := q.Limit
+	if limit <= 0 {
+		limit = total
+	}
+	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE `+where+` ORDER BY `+endpointOrder(q.Sort, q.Desc)+` LIMIT ? OFFSET ?`,
+		append(args, limit, q.Offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
 	}
 	defer rows.Close()
-	out := make([]apiv1.Endpoint, 0, limit)
+	out := make([]apiv1.Endpoint, 0, min(limit, 500))
 	for rows.Next() {
-		e, err := scanEndpoint(rows, connectedSince)
+		e, err := scanEndpoint(rows, q.ConnectedSince)
 		if err != nil {
 			return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
 		}
@@ -410,6 +535,29 @@ func (s *Store) ListEndpoints(ctx context.Context, orgID, q string, limit, offse
 		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
 	}
 	return out, total, nil
+}
+
+// FindEndpointIDs is the id of every endpoint q selects, its paging
+// ignored: what "select all N matching" acts on.
+func (s *Store) FindEndpointIDs(ctx context.Context, q EndpointQuery) ([]string, error) {
+	where, args := endpointWhere(q)
+	rows, err := s.query(ctx, `SELECT e.id FROM endpoints e WHERE `+where+` ORDER BY e.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: endpoint ids: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: endpoint ids: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: endpoint ids: %w", err)
+	}
+	return ids, nil
 }
 
 // GetEndpoint reads an endpoint of the organization with its inventory.

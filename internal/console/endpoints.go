@@ -1,0 +1,289 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/safecsv"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// The endpoints list: filters, sortable columns, a choice of columns kept
+// in a cookie, paging with totals, a CSV of exactly what is filtered, and
+// actions on the selected endpoints or on every endpoint matching.
+
+// endpointColumn is a column the list may show.
+type endpointColumn struct {
+	Key, Label string
+	Sort       string // the store's sort for it, empty when not sortable
+}
+
+var endpointColumns = []endpointColumn{
+	{"status", "Status", "status"},
+	{"platform", "Platform", "platform"},
+	{"os", "Operating system", "os"},
+	{"type", "Type", "type"},
+	{"ip", "IP addresses", ""},
+	{"agent", "Agent", "agentVersion"},
+	{"lastSeen", "Last seen", "lastSeen"},
+	{"reboot", "Reboot", ""},
+}
+
+var defaultEndpointColumns = []string{"status", "platform", "os", "agent", "lastSeen", "reboot"}
+
+// colsCookie keeps the columns a user chose for the endpoints list.
+const colsCookie = "patchd_endpoint_columns"
+
+// notSeenChoices are the "not seen for" filter's days.
+var notSeenChoices = []int{1, 7, 30, 90}
+
+// endpointFilterKeys are the query parameters that select endpoints
+// (paging, sorting and columns aside): what "select all N matching"
+// carries to the action.
+var endpointFilterKeys = []string{"q", "status", "platform", "os", "group", "missing", "reboot", "notSeen", "agent"}
+
+// endpointQuery reads the list's filters, sort and paging from v; a value
+// the list does not offer is refused with the filter's label.
+func (c *Console) endpointQuery(v url.Values, orgID string) (store.EndpointQuery, error) {
+	q := store.EndpointQuery{OrgID: orgID, Search: strings.TrimSpace(v.Get("q")), Status: v.Get("status"), Platform: v.Get("platform"),
+		OS: strings.TrimSpace(v.Get("os")), GroupID: v.Get("group"), Missing: v.Get("missing"), AgentVersion: strings.TrimSpace(v.Get("agent")),
+		Sort: v.Get("sort"), Desc: v.Get("order") == "desc", ConnectedSince: c.connectedSince()}
+	if q.Status != "" && !slices.Contains(store.EndpointStatuses, q.Status) {
+		return q, badRequest("Status must be connected or disconnected.")
+	}
+	if q.Platform != "" && !slices.Contains([]string{"windows", "linux", "macos"}, q.Platform) {
+		return q, badRequest("Platform must be Windows, Linux or macOS.")
+	}
+	if q.Missing != "" && !slices.Contains(store.EndpointMissing, q.Missing) {
+		return q, badRequest("Missing updates must be critical, any or none.")
+	}
+	if q.Sort != "" && !slices.Contains(store.EndpointSorts, q.Sort) {
+		return q, badRequest("The list cannot be sorted by " + strconv.Quote(q.Sort) + ".")
+	}
+	switch v.Get("reboot") {
+	case "":
+	case "pending":
+		q.PendingReboot = true
+	default:
+		return q, badRequest("Reboot must be pending or empty.")
+	}
+	if d := v.Get("notSeen"); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || !slices.Contains(notSeenChoices, n) {
+			return q, badRequest("Not seen for must be 1, 7, 30 or 90 days.")
+		}
+		q.NotSeenSince = c.now().Add(-time.Duration(n) * 24 * time.Hour)
+	}
+	return q, nil
+}
+
+// filterQuery is the part of v that selects endpoints.
+func filterQuery(v url.Values) url.Values {
+	out := url.Values{}
+	for _, k := range endpointFilterKeys {
+		if x := v.Get(k); x != "" {
+			out.Set(k, x)
+		}
+	}
+	return out
+}
+
+// chosenColumns is the columns asked for in v (and then remembered), or
+// those remembered, or the default ones.
+func chosenColumns(w http.ResponseWriter, r *http.Request) []string {
+	pick := func(keys []string) []string {
+		var out []string
+		for _, col := range endpointColumns {
+			if slices.Contains(keys, col.Key) {
+				out = append(out, col.Key)
+			}
+		}
+		return out
+	}
+	if v := r.URL.Query(); v.Has("cols") {
+		cols := pick(v["cols"])
+		http.SetCookie(w, &http.Cookie{Name: colsCookie, Value: strings.Join(cols, "."), Path: "/console/", MaxAge: 365 * 24 * 3600,
+			HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+		return cols
+	}
+	if ck, err := r.Cookie(colsCookie); err == nil {
+		return pick(strings.Split(ck.Value, "."))
+	}
+	return defaultEndpointColumns
+}
+
+type endpointsData struct {
+	Items    []apiv1.Endpoint
+	F        url.Values // the filters as asked
+	Filter   string     // the filters as a query string ("select all N matching")
+	Sort     string
+	Desc     bool
+	Cols     []string
+	Columns  []endpointColumn
+	Groups   []store.Group
+	NotSeen  []int
+	Page     pager
+	CSV      string
+	Selected int
+}
+
+// Has tells the template whether a column is shown.
+func (d endpointsData) Has(col string) bool { return slices.Contains(d.Cols, col) }
+
+// SortLink is the address of the list sorted by a column: ascending, or
+// reversed when it is sorted by that column already.
+func (d endpointsData) SortLink(sort string) string {
+	v := filterQuery(d.F)
+	if d.Page.Limit != 50 {
+		v.Set("limit", strconv.Itoa(d.Page.Limit))
+	}
+	v.Set("sort", sort)
+	if d.sortKey() == sort && !d.Desc {
+		v.Set("order", "desc")
+	}
+	return "/console/endpoints?" + v.Encode()
+}
+
+// SortState is a column's aria-sort value.
+func (d endpointsData) SortState(sort string) string {
+	switch {
+	case d.sortKey() != sort:
+		return ""
+	case d.Desc:
+		return "descending"
+	}
+	return "ascending"
+}
+
+func (d endpointsData) sortKey() string {
+	if d.Sort == "" {
+		return "name"
+	}
+	return d.Sort
+}
+
+func (c *Console) endpointList(w http.ResponseWriter, r *http.Request, s *session) error {
+	p, err := newPager(r, 50)
+	if err != nil {
+		return err
+	}
+	v := r.URL.Query()
+	q, err := c.endpointQuery(v, s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	q.Limit, q.Offset = p.Limit, p.Offset
+	items, total, err := c.store.FindEndpoints(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	_, gl, err := c.groupNames(r, s)
+	if err != nil {
+		return err
+	}
+	p.Total = total
+	delete(p.Query, "cols")
+	f := filterQuery(v)
+	d := endpointsData{Items: items, F: v, Filter: f.Encode(), Sort: q.Sort, Desc: q.Desc, Cols: chosenColumns(w, r), Columns: endpointColumns,
+		Groups: gl, NotSeen: notSeenChoices, Page: p, CSV: "/console/endpoints.csv?" + f.Encode()}
+	return c.render(w, r, s, http.StatusOK, "endpoints", "", "Endpoints", "endpoints", d)
+}
+
+// endpointCSV answers every endpoint the filters select (no paging), in
+// the list's order, with the columns chosen for the list.
+func (c *Console) endpointCSV(w http.ResponseWriter, r *http.Request, s *session) error {
+	q, err := c.endpointQuery(r.URL.Query(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	items, _, err := c.store.FindEndpoints(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	cols := chosenColumns(w, r)
+	head := []string{"id", "name", "hostname"}
+	for _, col := range endpointColumns {
+		if slices.Contains(cols, col.Key) {
+			head = append(head, col.Label)
+		}
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="endpoints.csv"`)
+	w.Header().Set("Cache-Control", "no-store")
+	cw := safecsv.NewWriter(w)
+	if err := cw.WriteText(head); err != nil {
+		return nil
+	}
+	for _, e := range items {
+		row := []string{e.ID, e.Name, e.Hostname}
+		for _, col := range endpointColumns {
+			if slices.Contains(cols, col.Key) {
+				row = append(row, endpointCell(e, col.Key))
+			}
+		}
+		if err := cw.WriteText(row); err != nil {
+			return nil // the client went away
+		}
+	}
+	cw.Flush()
+	return nil
+}
+
+// endpointCell is an endpoint's value in a CSV column.
+func endpointCell(e apiv1.Endpoint, col string) string {
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	switch col {
+	case "status":
+		return e.Status
+	case "platform":
+		return e.Platform
+	case "os":
+		return strings.TrimSpace(str(e.OS) + " " + str(e.OSVersion))
+	case "type":
+		return e.Type
+	case "ip":
+		return strings.Join(e.IPAddresses, " ")
+	case "agent":
+		return str(e.AgentVersion)
+	case "lastSeen":
+		if e.LastSeenAt == nil {
+			return ""
+		}
+		return e.LastSeenAt.UTC().Format(time.RFC3339)
+	case "reboot":
+		if e.PendingReboot {
+			return "pending"
+		}
+		return ""
+	}
+	panic(fmt.Sprintf("console: no endpoint column %q", col))
+}
+
+// selectedEndpoints is what an action on the endpoints list acts on: the
+// endpoints ticked, or with "all" every endpoint the carried filters
+// select.
+func (c *Console) selectedEndpoints(r *http.Request, s *session) ([]string, error) {
+	if r.PostFormValue("all") != "1" {
+		return r.PostForm["endpointIds"], nil
+	}
+	v, err := url.ParseQuery(r.PostFormValue("filter"))
+	if err != nil {
+		return nil, badRequest("The list's filters could not be read.")
+	}
+	q, err := c.endpointQuery(v, s.User.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	return c.store.FindEndpointIDs(r.Context(), q)
+}
