@@ -58,16 +58,47 @@ func walk[T any](ctx context.Context, limit int, fetch func(ctx context.Context,
 	}
 }
 
-// EndpointQuery filters GET /api/v1/endpoints.
+// EndpointQuery filters GET /api/v1/endpoints. Q is the specification's;
+// the other filters and the order are patchd additions.
 type EndpointQuery struct {
 	PageQuery
 	Q string
+	// Search matches the hostname, display name, an IP address or the
+	// operating system.
+	Search        string
+	Status        string // connected, disconnected
+	Platform      string // windows, linux, macos
+	OS            string
+	GroupID       string
+	Missing       string // critical, any, none
+	PendingReboot bool
+	NotSeenDays   int
+	AgentVersion  string
+	Sort          string // name, status, platform, os, type, lastSeen, agentVersion
+	Desc          bool
 }
 
 // ListEndpoints reads one page of endpoints.
 func (c *Client) ListEndpoints(ctx context.Context, q EndpointQuery) (apiv1.Page[apiv1.Endpoint], error) {
 	v := q.values()
 	set(v, "q", q.Q)
+	set(v, "search", q.Search)
+	set(v, "status", q.Status)
+	set(v, "platform", q.Platform)
+	set(v, "os", q.OS)
+	set(v, "groupId", q.GroupID)
+	set(v, "missing", q.Missing)
+	set(v, "agentVersion", q.AgentVersion)
+	set(v, "sort", q.Sort)
+	if q.PendingReboot {
+		v.Set("pendingReboot", "1")
+	}
+	if q.NotSeenDays > 0 {
+		v.Set("notSeenDays", strconv.Itoa(q.NotSeenDays))
+	}
+	if q.Desc {
+		v.Set("order", "desc")
+	}
 	var out apiv1.Page[apiv1.Endpoint]
 	err := c.Do(ctx, http.MethodGet, "/api/v1/endpoints", v, nil, &out)
 	return out, err

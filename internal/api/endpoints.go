@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/endpointq"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
@@ -27,8 +28,14 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	items, total, err := a.store.ListEndpoints(r.Context(), principal(r).OrgID, q, page.Limit, page.Offset, a.connectedSince())
+	// q is the specification's; the other filters and the order are patchd
+	// additions, read as the console reads them.
+	q, err := endpointq.Parse(r.URL.Query(), principal(r).OrgID, time.Now(), a.connectedSince())
+	if err != nil {
+		return httpx.InvalidRequest(err.Error())
+	}
+	q.Limit, q.Offset = page.Limit, page.Offset
+	items, total, err := a.store.FindEndpoints(r.Context(), q)
 	if err != nil {
 		return err
 	}

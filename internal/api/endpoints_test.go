@@ -250,3 +250,62 @@ func TestSoftwareList(t *testing.T) {
 		t.Fatalf("without endpoints.view: %v", err)
 	}
 }
+
+// TestListEndpointsFilters: the patchd-addition filters and order of GET
+// /api/v1/endpoints select and sort as the console's list does, a value
+// outside those listed answers 400 in the Error shape, and another
+// organization's endpoints never match.
+func TestListEndpointsFilters(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	w1 := e.Enroll("uid-w1", "WS-01", "windows")
+	w1.MustInventory(apitest.Sample("WS-01", "windows"))
+	w2 := e.Enroll("uid-w2", "WS-02", "windows")
+	w2.MustInventory(apitest.Sample("WS-02", "windows"))
+	e.Enroll("uid-l1", "db-01", "linux")
+	other := e.NewOrg("Other")
+	oc := e.Client(other, perm.All)
+	names := func(q client.EndpointQuery) []string {
+		t.Helper()
+		page, err := e.Admin.ListEndpoints(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ep := range page.Items {
+			out = append(out, ep.Hostname)
+		}
+		if page.Total != len(out) {
+			t.Errorf("%+v: total %d for %d items", q, page.Total, len(out))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    client.EndpointQuery
+		want string
+	}{
+		{client.EndpointQuery{Platform: "windows"}, "WS-01 WS-02"},
+		{client.EndpointQuery{Platform: "windows", Desc: true}, "WS-02 WS-01"},
+		{client.EndpointQuery{Sort: "platform"}, "db-01 WS-01 WS-02"},
+		{client.EndpointQuery{Missing: "any"}, "WS-01 WS-02"},
+		{client.EndpointQuery{Missing: "none"}, "db-01"},
+		{client.EndpointQuery{Status: "connected"}, "db-01 WS-01 WS-02"},
+		{client.EndpointQuery{NotSeenDays: 1}, ""},
+		{client.EndpointQuery{Search: "db-"}, "db-01"},
+		{client.EndpointQuery{Q: "ws", Platform: "linux"}, ""},
+	} {
+		if got := strings.Join(names(tc.q), " "); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	for _, q := range []string{"status=asleep", "platform=plan9", "missing=some", "sort=secret", "order=up", "pendingReboot=yes", "notSeenDays=0"} {
+		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, token(t, e.Admin))
+		if desc, _ := out["error_description"].(string); r.StatusCode != 400 || out["error"] != "invalid_request" || desc == "" {
+			t.Errorf("%s: %d %v", q, r.StatusCode, out)
+		}
+	}
+	if page, err := oc.ListEndpoints(ctx, client.EndpointQuery{Platform: "windows"}); err != nil || page.Total != 0 {
+		t.Errorf("another organization: %+v %v", page, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/endpointq"
 	"github.com/patchd/patchd/internal/safecsv"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -43,55 +44,14 @@ const colsCookie = "patchd_endpoint_columns"
 // notSeenChoices are the "not seen for" filter's days.
 var notSeenChoices = []int{1, 7, 30, 90}
 
-// endpointFilterKeys are the query parameters that select endpoints
-// (paging, sorting and columns aside): what "select all N matching"
-// carries to the action.
-var endpointFilterKeys = []string{"q", "status", "platform", "os", "group", "missing", "reboot", "notSeen", "agent"}
-
-// endpointQuery reads the list's filters, sort and paging from v; a value
-// the list does not offer is refused with the filter's label.
+// endpointQuery reads the list's filters, sort and order from v as the
+// API reads them; a value the list does not offer is refused.
 func (c *Console) endpointQuery(v url.Values, orgID string) (store.EndpointQuery, error) {
-	q := store.EndpointQuery{OrgID: orgID, Search: strings.TrimSpace(v.Get("q")), Status: v.Get("status"), Platform: v.Get("platform"),
-		OS: strings.TrimSpace(v.Get("os")), GroupID: v.Get("group"), Missing: v.Get("missing"), AgentVersion: strings.TrimSpace(v.Get("agent")),
-		Sort: v.Get("sort"), Desc: v.Get("order") == "desc", ConnectedSince: c.connectedSince()}
-	if q.Status != "" && !slices.Contains(store.EndpointStatuses, q.Status) {
-		return q, badRequest("Status must be connected or disconnected.")
-	}
-	if q.Platform != "" && !slices.Contains([]string{"windows", "linux", "macos"}, q.Platform) {
-		return q, badRequest("Platform must be Windows, Linux or macOS.")
-	}
-	if q.Missing != "" && !slices.Contains(store.EndpointMissing, q.Missing) {
-		return q, badRequest("Missing updates must be critical, any or none.")
-	}
-	if q.Sort != "" && !slices.Contains(store.EndpointSorts, q.Sort) {
-		return q, badRequest("The list cannot be sorted by " + strconv.Quote(q.Sort) + ".")
-	}
-	switch v.Get("reboot") {
-	case "":
-	case "pending":
-		q.PendingReboot = true
-	default:
-		return q, badRequest("Reboot must be pending or empty.")
-	}
-	if d := v.Get("notSeen"); d != "" {
-		n, err := strconv.Atoi(d)
-		if err != nil || !slices.Contains(notSeenChoices, n) {
-			return q, badRequest("Not seen for must be 1, 7, 30 or 90 days.")
-		}
-		q.NotSeenSince = c.now().Add(-time.Duration(n) * 24 * time.Hour)
+	q, err := endpointq.Parse(v, orgID, c.now(), c.connectedSince())
+	if err != nil {
+		return q, badRequest("The list cannot show that: " + err.Error() + ".")
 	}
 	return q, nil
-}
-
-// filterQuery is the part of v that selects endpoints.
-func filterQuery(v url.Values) url.Values {
-	out := url.Values{}
-	for _, k := range endpointFilterKeys {
-		if x := v.Get(k); x != "" {
-			out.Set(k, x)
-		}
-	}
-	return out
 }
 
 // chosenColumns is the columns asked for in v (and then remembered), or
@@ -139,7 +99,7 @@ func (d endpointsData) Has(col string) bool { return slices.Contains(d.Cols, col
 // SortLink is the address of the list sorted by a column: ascending, or
 // reversed when it is sorted by that column already.
 func (d endpointsData) SortLink(sort string) string {
-	v := filterQuery(d.F)
+	v := endpointq.Filters(d.F)
 	if d.Page.Limit != 50 {
 		v.Set("limit", strconv.Itoa(d.Page.Limit))
 	}
@@ -189,7 +149,7 @@ func (c *Console) endpointList(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	p.Total = total
 	delete(p.Query, "cols")
-	f := filterQuery(v)
+	f := endpointq.Filters(v)
 	d := endpointsData{Items: items, F: v, Filter: f.Encode(), Sort: q.Sort, Desc: q.Desc, Cols: chosenColumns(w, r), Columns: endpointColumns,
 		Groups: gl, NotSeen: notSeenChoices, Page: p, CSV: "/console/endpoints.csv?" + f.Encode()}
 	return c.render(w, r, s, http.StatusOK, "endpoints", "", "Endpoints", "endpoints", d)

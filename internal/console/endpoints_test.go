@@ -51,10 +51,10 @@ func TestEndpointListFiltersSortColumnsCSVAndSelectAll(t *testing.T) {
 	if _, body = b.get("/console/endpoints?missing=none"); !slices.Equal(rows(body), []string{"lin-a"}) {
 		t.Errorf("fully patched: %v", rows(body))
 	}
-	if _, body = b.get("/console/endpoints?q=lin"); !slices.Equal(rows(body), []string{"lin-a"}) {
+	if _, body = b.get("/console/endpoints?search=lin"); !slices.Equal(rows(body), []string{"lin-a"}) {
 		t.Errorf("search: %v", rows(body))
 	}
-	for _, bad := range []string{"platform=solaris", "status=asleep", "sort=secret", "notSeen=3", "missing=some", "reboot=yes"} {
+	for _, bad := range []string{"platform=solaris", "status=asleep", "sort=secret", "notSeenDays=0", "missing=some", "pendingReboot=yes"} {
 		if code, _ := b.get("/console/endpoints?" + bad); code != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", bad, code)
 		}

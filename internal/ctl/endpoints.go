@@ -70,11 +70,24 @@ func attrIndex(k string) int {
 
 func endpointCommands() []command {
 	return []command{
-		{name: "endpoints list", args: "[-q TEXT] [--limit N]", summary: "list endpoints (every page, or up to --limit)",
+		{name: "endpoints list", args: "[-q TEXT] [--search TEXT] [--status S] [--platform P] [--os TEXT] [--group ID] [--missing critical|any|none] [--reboot-pending] [--not-seen-days N] [--agent-version V] [--sort COL] [--desc] [--limit N]",
+			summary: "list endpoints (every page, or up to --limit), filtered and sorted as the console's list",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var p pageFlags
 				p.register(fs)
+				var eq client.EndpointQuery
 				q := fs.String("q", "", "only endpoints whose hostname or name contains `TEXT`")
+				fs.StringVar(&eq.Search, "search", "", "only endpoints whose name, hostname, an IP address or OS contains `TEXT`")
+				fs.StringVar(&eq.Status, "status", "", "`connected` or disconnected")
+				fs.StringVar(&eq.Platform, "platform", "", "`windows`, linux or macos")
+				fs.StringVar(&eq.OS, "os", "", "only endpoints whose operating system contains `TEXT`")
+				fs.StringVar(&eq.GroupID, "group", "", "only members of the group `ID`")
+				fs.StringVar(&eq.Missing, "missing", "", "`critical` (a critical update missing), any, or none (fully patched)")
+				fs.BoolVar(&eq.PendingReboot, "reboot-pending", false, "only endpoints waiting for a reboot")
+				fs.IntVar(&eq.NotSeenDays, "not-seen-days", 0, "only endpoints not seen for `N` days")
+				fs.StringVar(&eq.AgentVersion, "agent-version", "", "only endpoints whose agent is version `V`")
+				fs.StringVar(&eq.Sort, "sort", "", "order by `COL`: name, status, platform, os, type, lastSeen, agentVersion")
+				fs.BoolVar(&eq.Desc, "desc", false, "reverse the order")
 				return func(s *session, args []string) error {
 					if err := needArgs(args); err != nil {
 						return err
@@ -87,7 +100,8 @@ func endpointCommands() []command {
 						return err
 					}
 					return printList(s, endpointCols, walk(s, "endpoints", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Endpoint], error) {
-						return c.ListEndpoints(s.ctx, client.EndpointQuery{PageQuery: pq, Q: *q})
+						eq.PageQuery, eq.Q = pq, *q
+						return c.ListEndpoints(s.ctx, eq)
 					}))
 				}
 			}},

@@ -378,12 +378,6 @@ func likePattern(q string) string {
 	return "%" + r.Replace(strings.ToLower(q)) + "%"
 }
 
-// ListEndpoints pages the organization's endpoints by name; q matches a
-// substring of the hostname or display name, case-insensitively.
-func (s *Store) ListEndpoints(ctx context.Context, orgID, q string, limit, offset int, connectedSince time.Time) ([]apiv1.Endpoint, int, error) {
-	return s.FindEndpoints(ctx, EndpointQuery{OrgID: orgID, Q: q, Limit: limit, Offset: offset, ConnectedSince: connectedSince})
-}
-
 // EndpointQuery selects, orders and pages an organization's endpoints for
 // the lists (the API's q alone; the console's filters besides).
 type EndpointQuery struct {
