@@ -325,11 +325,18 @@ func (c *Client) RunAction(ctx context.Context, body apiv1.ActionBody) (apiv1.Ru
 	return out, err
 }
 
-// RunQuery filters GET /api/v1/runs.
+// RunQuery filters GET /api/v1/runs. Failed (runs), Status and Search (a
+// run's results) are patchd additions.
 type RunQuery struct {
 	AutomationID string
 	EndpointID   string
 	Limit        int
+	// Failed keeps the runs with a failed command.
+	Failed bool
+	// Status keeps a run's results of that status (FAILED…); Search those
+	// whose endpoint name or log contains the text.
+	Status string
+	Search string
 }
 
 // ListRuns reads the most recent runs.
@@ -337,6 +344,9 @@ func (c *Client) ListRuns(ctx context.Context, q RunQuery) (apiv1.List[apiv1.Run
 	v := url.Values{}
 	set(v, "automationId", q.AutomationID)
 	set(v, "endpointId", q.EndpointID)
+	if q.Failed {
+		v.Set("failed", "1")
+	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
@@ -349,6 +359,8 @@ func (c *Client) ListRuns(ctx context.Context, q RunQuery) (apiv1.List[apiv1.Run
 func (c *Client) RunCommands(ctx context.Context, runID string, q RunQuery) (apiv1.List[apiv1.RunCommand], error) {
 	v := url.Values{"runId": {runID}}
 	set(v, "endpointId", q.EndpointID)
+	set(v, "status", q.Status)
+	set(v, "search", q.Search)
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,18 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	rq := store.RunQuery{OrgID: principal(r).OrgID, AutomationID: strings.TrimSpace(q.Get("automationId")),
 		EndpointID: strings.TrimSpace(q.Get("endpointId")), Limit: page.Limit, Offset: page.Offset}
+	// failed, status and search are patchd additions.
+	switch q.Get("failed") {
+	case "", "0":
+	case "1":
+		rq.WithFailures = true
+	default:
+		return httpx.InvalidRequest("failed must be 1 or 0")
+	}
+	rq.CommandStatus, rq.Search = q.Get("status"), strings.TrimSpace(q.Get("search"))
+	if rq.CommandStatus != "" && !slices.Contains(store.CommandStatuses, rq.CommandStatus) {
+		return httpx.InvalidRequest("status must be one of " + strings.Join(store.CommandStatuses, ", "))
+	}
 	if runID := strings.TrimSpace(q.Get("runId")); runID != "" {
 		items, total, err := a.store.ListRunCommands(r.Context(), rq, runID)
 		if isNotFound(err) {
@@ -34,6 +47,9 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 		}
 		httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, total))
 		return nil
+	}
+	if rq.CommandStatus != "" || rq.Search != "" {
+		return httpx.InvalidRequest("status and search filter the results of one run: give runId")
 	}
 	items, total, err := a.store.ListRuns(r.Context(), rq)
 	if err != nil {

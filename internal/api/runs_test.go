@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,5 +135,82 @@ func TestRunGetStopRetry(t *testing.T) {
 	}
 	if r, _ := admin.ListRuns(ctx, client.RunQuery{}); r.Total != 3 {
 		t.Fatalf("refused calls started runs: %d", r.Total)
+	}
+}
+
+// TestRunFilters: failed=1 keeps the runs with a failed command; status and
+// search select a run's results; a status the spec does not know, failed
+// other than 1/0, or status/search without runId are 400 (patchd additions).
+func TestRunFilters(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	admin := e.Client(e.Org, perm.All)
+	a1, a2, a3 := e.Enroll("m1", "web-1", "linux"), e.Enroll("m2", "web-2", "linux"), e.Enroll("m3", "db-1", "linux")
+	bad, err := admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID, a2.ID, a3.ID}, Label: "Mixed",
+		Payload: json.RawMessage(`{"script":"x","language":"bash"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ag, res := range map[*apitest.Agent][2]string{a1: {"SUCCESS", "all good"}, a2: {"FAILED", "disk FULL on /var"}, a3: {"FAILED", "timeout"}} {
+		if ans := ag.Status(commandOf(t, ag).ID, res[0], res[1], intp(map[string]int{"SUCCESS": 0, "FAILED": 1}[res[0]])); ans.Status != 200 {
+			t.Fatalf("status: %d %s", ans.Status, ans.Body)
+		}
+	}
+	good, err := admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID}, Label: "Fine",
+		Payload: json.RawMessage(`{"script":"y","language":"bash"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1.Status(commandOf(t, a1).ID, "SUCCESS", "", intp(0))
+
+	if all, err := admin.ListRuns(ctx, client.RunQuery{}); err != nil || all.Total != 2 {
+		t.Fatalf("all runs: %+v %v", all, err)
+	}
+	failed, err := admin.ListRuns(ctx, client.RunQuery{Failed: true})
+	if err != nil || failed.Total != 1 || failed.Items[0].ID != bad.RunID {
+		t.Fatalf("failed runs: %+v %v", failed, err)
+	}
+	ids := func(q client.RunQuery) []string {
+		t.Helper()
+		l, err := admin.RunCommands(ctx, bad.RunID, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range l.Items {
+			out = append(out, c.Endpoint)
+		}
+		slices.Sort(out)
+		if l.Total != len(out) {
+			t.Fatalf("total %d for %d items", l.Total, len(out))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    client.RunQuery
+		want []string
+	}{
+		{client.RunQuery{Status: "FAILED"}, []string{"db-1", "web-2"}},
+		{client.RunQuery{Status: "SUCCESS"}, []string{"web-1"}},
+		{client.RunQuery{Status: "CANCELLED"}, nil},
+		{client.RunQuery{Search: "WEB"}, []string{"web-1", "web-2"}},
+		{client.RunQuery{Search: "disk full"}, []string{"web-2"}},
+		{client.RunQuery{Status: "FAILED", Search: "web"}, []string{"web-2"}},
+		{client.RunQuery{Search: "100%"}, nil}, // % is a character, not a wildcard
+	} {
+		if got := ids(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	tok, _, err := admin.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/api/v1/runs?failed=yes", "/api/v1/runs?status=FAILED", "/api/v1/runs?search=web",
+		"/api/v1/runs?runId=" + good.RunID + "&status=failed", "/api/v1/runs?runId=" + good.RunID + "&status=DONE"} {
+		if a := rawCall(t, e, http.MethodGet, path, tok, nil); a.status != http.StatusBadRequest || a.code != "invalid_request" {
+			t.Errorf("%s: %d %s", path, a.status, a.body)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -193,5 +194,54 @@ func TestRunPageCallsTheAPI(t *testing.T) {
 	}
 	if code, _ := b.get("/console/runs/nope"); code != http.StatusNotFound {
 		t.Fatalf("unknown run: %d", code)
+	}
+}
+
+// TestRunListsFilter: the runs list keeps the runs with failures when asked
+// and links to their failures; a run's page shows the results of one status
+// or those whose endpoint or log contains a text, and the poll keeps them.
+func TestRunListsFilter(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	a1, a2 := e.Enroll("m1", "web-1", "linux"), e.Enroll("m2", "db-1", "linux")
+	mixed, err := e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID, a2.ID}, Label: "Mixed",
+		Payload: json.RawMessage(`{"script":"x","language":"bash"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ag, res := range map[*apitest.Agent]string{a1: "SUCCESS", a2: "FAILED"} {
+		resp, _ := ag.Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.0"})
+		ag.Status(resp.Commands[0].ID, res, "log of "+res+" here", nil)
+	}
+	if _, err := e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{a1.ID}, Label: "Clean"}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	_, page := b.get("/console/runs")
+	if !strings.Contains(page, ">Mixed<") || !strings.Contains(page, ">Clean<") || !strings.Contains(page, "2 run(s)") {
+		t.Fatalf("runs:\n%.3000s", page)
+	}
+	_, page = b.get("/console/runs?failed=1")
+	if !strings.Contains(page, ">Mixed<") || strings.Contains(page, ">Clean<") || !strings.Contains(page, "1 run(s) with failures") ||
+		!strings.Contains(page, `href="/console/runs/`+mixed.RunID+`?status=FAILED"`) {
+		t.Fatalf("failed runs:\n%.3000s", page)
+	}
+	_, page = b.get("/console/runs/" + mixed.RunID + "?status=FAILED")
+	if !strings.Contains(page, ">db-1<") || strings.Contains(page, ">web-1<") || !strings.Contains(page, `<option value="FAILED" selected>`) {
+		t.Fatalf("failed results:\n%.5000s", page)
+	}
+	_, page = b.get("/console/runs/" + mixed.RunID + "?search=SUCCESS+here")
+	if strings.Contains(page, ">db-1<") || !strings.Contains(page, ">web-1<") || !strings.Contains(page, "<details open>") {
+		t.Fatalf("searched results:\n%.5000s", page)
+	}
+	_, page = b.get("/console/runs/" + mixed.RunID + "?status=CANCELLED")
+	if !strings.Contains(page, "No result matches the filter.") {
+		t.Fatalf("no result:\n%.5000s", page)
+	}
+	if code, _ := b.get("/console/runs/" + mixed.RunID + "?status=DONE"); code != http.StatusBadRequest {
+		t.Fatalf("unknown status: %d", code)
 	}
 }

@@ -25,8 +25,17 @@ var funcs = template.FuncMap{
 		return p
 	},
 	"platformNames": func() map[string]string { return platformNames },
-	"lower":         strings.ToLower,
-	"hasPrefix":     strings.HasPrefix,
+	"actionName": func(typ string) string {
+		for _, a := range automationActions {
+			if a[0] == typ {
+				return a[1]
+			}
+		}
+		return typ
+	},
+	"plain":     plain,
+	"lower":     strings.ToLower,
+	"hasPrefix": strings.HasPrefix,
 	// score shows a CVSS score with one decimal, or — without one.
 	"score": func(f *float64) string {
 		if f == nil {
@@ -237,3 +246,18 @@ func scheduleText(a store.Automation) string {
 
 // platformNames are the platforms as people write them.
 var platformNames = map[string]string{"windows": "Windows", "linux": "Linux", "macos": "macOS"}
+
+// plainWords are the words the console shows for the API's enum values.
+var plainWords = map[string]string{
+	"PENDING": "Waiting", "RUNNING": "Running", "SUCCESS": "Succeeded", "FAILED": "Failed",
+	"CANCELLED": "Cancelled", "STOPPED": "Stopped", "COMPLETED": "Completed",
+}
+
+// plain is the word shown for an enum value, or the value itself when it
+// has none.
+func plain(v string) string {
+	if w, ok := plainWords[v]; ok {
+		return w
+	}
+	return v
+}

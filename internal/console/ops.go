@@ -566,28 +566,46 @@ func (c *Console) automationDelete(w http.ResponseWriter, r *http.Request, s *se
 // ---- runs
 
 type runsData struct {
-	Items []runView
-	Total int
+	Items  []runView
+	Page   pager
+	Failed bool
 }
 
+// runList pages the runs, newest first; failed=1 keeps those with a
+// failed command.
 func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) error {
-	items, total, err := c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, Limit: 100})
+	p, err := newPager(r, 50)
 	if err != nil {
 		return err
 	}
-	views, err := c.runViews(r, s, items)
+	v := url.Values{"limit": {strconv.Itoa(p.Limit)}, "offset": {strconv.Itoa(p.Offset)}}
+	failed := r.URL.Query().Get("failed") == "1"
+	if failed {
+		v.Set("failed", "1")
+	}
+	var list apiv1.List[apiv1.Run]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+v.Encode(), nil, &list); err != nil {
+		return err
+	}
+	views, err := c.runViews(r, s, list.Items)
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: views, Total: total})
+	p.Total = list.Total
+	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: views, Page: p, Failed: failed})
 }
 
 type runData struct {
 	Run      runView
 	Commands []apiv1.RunCommand
 	Page     pager
+	Status   string // the results shown: one status, or all
+	Search   string
+	Statuses []string
 }
 
+// runData reads the run and the page of its results the filters select
+// (status, search in endpoint names and logs), through the API.
 func (c *Console) runData(r *http.Request, s *session) (runData, error) {
 	var d runData
 	p, err := newPager(r, 100)
@@ -599,7 +617,14 @@ func (c *Console) runData(r *http.Request, s *session) (runData, error) {
 		return d, err
 	}
 	var list apiv1.List[apiv1.RunCommand]
+	status, search := r.URL.Query().Get("status"), strings.TrimSpace(r.URL.Query().Get("search"))
 	q := url.Values{"runId": {run.ID}, "limit": {strconv.Itoa(p.Limit)}, "offset": {strconv.Itoa(p.Offset)}}
+	if status != "" {
+		q.Set("status", status)
+	}
+	if search != "" {
+		q.Set("search", search)
+	}
 	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &list); err != nil {
 		return d, err
 	}
@@ -609,7 +634,7 @@ func (c *Console) runData(r *http.Request, s *session) (runData, error) {
 	if err != nil {
 		return d, err
 	}
-	return runData{Run: views[0], Commands: cmds, Page: p}, nil
+	return runData{Run: views[0], Commands: cmds, Page: p, Status: status, Search: search, Statuses: store.CommandStatuses}, nil
 }
 
 func (c *Console) runDetail(w http.ResponseWriter, r *http.Request, s *session) error {

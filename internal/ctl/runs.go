@@ -96,10 +96,11 @@ func runCommands() []command {
 					return startedRun(s, res, w)
 				}
 			}},
-		{name: "runs list", args: "[--automation ID] [--endpoint ID] [--limit N]", summary: "list the most recent runs of automations and actions",
+		{name: "runs list", args: "[--automation ID] [--endpoint ID] [--failed] [--limit N]", summary: "list the most recent runs of automations and actions",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				automation := fs.String("automation", "", "only the runs of automation `ID`")
 				endpoint := fs.String("endpoint", "", "only the runs that reached endpoint `ID`")
+				failed := fs.Bool("failed", false, "only the runs where a command failed")
 				limit := fs.Int("limit", 0, "at most `N` runs, 1 to 500 (default: the server's, 100)")
 				return func(s *session, args []string) error {
 					if err := needArgs(args); err != nil {
@@ -112,17 +113,19 @@ func runCommands() []command {
 					if err != nil {
 						return err
 					}
-					l, err := c.ListRuns(s.ctx, client.RunQuery{AutomationID: *automation, EndpointID: *endpoint, Limit: *limit})
+					l, err := c.ListRuns(s.ctx, client.RunQuery{AutomationID: *automation, EndpointID: *endpoint, Limit: *limit, Failed: *failed})
 					if err != nil {
 						return err
 					}
 					return printList(s, runCols, sliceSeq(l.Items))
 				}
 			}},
-		{name: "runs get", args: "RUN_ID [--endpoint ID] [--watch [--interval 2s] [--timeout D]]",
+		{name: "runs get", args: "RUN_ID [--endpoint ID] [--status S] [--search TEXT] [--watch [--interval 2s] [--timeout D]]",
 			summary: "show the per-endpoint results of a run, or follow it to its end",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				endpoint := fs.String("endpoint", "", "only the result of endpoint `ID`")
+				status := fs.String("status", "", "only the results of status `S` (FAILED, SUCCESS, RUNNING, PENDING, CANCELLED)")
+				search := fs.String("search", "", "only the results whose endpoint name or log contains `TEXT`")
 				var w watchFlags
 				w.register(fs)
 				return func(s *session, args []string) error {
@@ -136,7 +139,7 @@ func runCommands() []command {
 					if err != nil {
 						return err
 					}
-					l, err := c.RunCommands(s.ctx, args[0], client.RunQuery{EndpointID: *endpoint, Limit: 500})
+					l, err := c.RunCommands(s.ctx, args[0], client.RunQuery{EndpointID: *endpoint, Limit: 500, Status: *status, Search: *search})
 					if err != nil {
 						return err
 					}

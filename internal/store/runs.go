@@ -14,9 +14,19 @@ type RunQuery struct {
 	OrgID        string
 	AutomationID string
 	EndpointID   string
-	Limit        int
-	Offset       int
+	// WithFailures keeps the runs with at least one failed command.
+	WithFailures bool
+	// CommandStatus keeps a run's commands of that status (PENDING,
+	// RUNNING, SUCCESS, FAILED, CANCELLED); Search those whose endpoint
+	// name or log contains it, case-insensitively.
+	CommandStatus string
+	Search        string
+	Limit         int
+	Offset        int
 }
+
+// CommandStatuses are the statuses of a run's commands (spec §3).
+var CommandStatuses = []string{"PENDING", "RUNNING", "SUCCESS", "FAILED", "CANCELLED"}
 
 const runColumns = `r.id, r.name, r.action_type, r.status, r.started_at, r.finished_at, r.total, r.succeeded, r.failed, r.created_by,
 	r.automation_id, r.automation_name, r.detail`
@@ -46,6 +56,9 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]apiv1.Run, int, err
 	if q.EndpointID != "" {
 		where += ` AND EXISTS (SELECT 1 FROM commands c WHERE c.run_id = r.id AND c.endpoint_id = ?)`
 		args = append(args, q.EndpointID)
+	}
+	if q.WithFailures {
+		where += ` AND r.failed > 0`
 	}
 	var total int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM runs r WHERE `+where, args...).Scan(&total); err != nil {
@@ -91,6 +104,15 @@ func (s *Store) ListRunCommands(ctx context.Context, q RunQuery, runID string) (
 	if q.EndpointID != "" {
 		where += ` AND endpoint_id = ?`
 		args = append(args, q.EndpointID)
+	}
+	if q.CommandStatus != "" {
+		where += ` AND status = ?`
+		args = append(args, q.CommandStatus)
+	}
+	if q.Search != "" {
+		where += ` AND (lower(endpoint_name) LIKE ? ESCAPE '\' OR lower(COALESCE(result, '')) LIKE ? ESCAPE '\')`
+		p := likePattern(q.Search)
+		args = append(args, p, p)
 	}
 	var total int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM commands WHERE `+where, args...).Scan(&total); err != nil {
