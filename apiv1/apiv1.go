@@ -675,3 +675,20 @@ type AgentPolicyBody struct {
 	Policy  string  `json:"policy"`
 	Version *string `json:"version,omitempty"`
 }
+
+// ComplianceDay is an organization's fleet on one UTC day, as last recorded
+// that day (patchd addition, GET /api/v1/compliance/history): of its
+// endpoints, those missing no update, those missing a critical one and
+// those missing only others; the CVEs on the fleet of critical severity
+// and those overdue for remediation (accepted risks and compensating
+// controls left out).
+type ComplianceDay struct {
+	Date            string    `json:"date"`
+	Endpoints       int       `json:"endpoints"`
+	FullyPatched    int       `json:"fullyPatched"`
+	MissingCritical int       `json:"missingCritical"`
+	MissingOther    int       `json:"missingOther"`
+	CriticalCVEs    int       `json:"criticalCves"`
+	OverdueCVEs     int       `json:"overdueCves"`
+	RecordedAt      time.Time `json:"recordedAt"`
+}

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
@@ -192,5 +193,17 @@ func (c *Client) AgentVersions(ctx context.Context) (apiv1.AgentVersions, error)
 func (c *Client) SetAgentPolicy(ctx context.Context, body apiv1.AgentPolicyBody) (apiv1.AgentVersions, error) {
 	var out apiv1.AgentVersions
 	err := c.Do(ctx, http.MethodPut, "/api/v1/agent-policy", nil, body, &out)
+	return out, err
+}
+
+// ComplianceHistory reads the organization's recorded compliance of the
+// last days (1 to 400; 0 for the server's default, 30), oldest first.
+func (c *Client) ComplianceHistory(ctx context.Context, days int) (apiv1.List[apiv1.ComplianceDay], error) {
+	var out apiv1.List[apiv1.ComplianceDay]
+	v := url.Values{}
+	if days != 0 {
+		v.Set("days", strconv.Itoa(days))
+	}
+	err := c.Do(ctx, http.MethodGet, "/api/v1/compliance/history", v, nil, &out)
 	return out, err
 }

@@ -70,7 +70,7 @@ type EndpointQuery struct {
 	Platform      string // windows, linux, macos
 	OS            string
 	GroupID       string
-	Missing       string // critical, any, none
+	Missing       string // critical, other (none critical), any, none
 	PendingReboot bool
 	NotSeenDays   int
 	AgentVersion  string
@@ -255,12 +255,16 @@ type VulnerabilityQuery struct {
 	PageQuery
 	MinCVSS string
 	KEV     bool
+	// Remediation keeps one remediation status: Overdue, Due soon, Due
+	// later (a patchd addition).
+	Remediation string
 }
 
 // ListVulnerabilities reads one page of vulnerabilities.
 func (c *Client) ListVulnerabilities(ctx context.Context, q VulnerabilityQuery) (apiv1.Page[apiv1.Vulnerability], error) {
 	v := q.values()
 	set(v, "minCvss", q.MinCVSS)
+	set(v, "remediation", q.Remediation)
 	if q.KEV {
 		v.Set("kev", "1")
 	}

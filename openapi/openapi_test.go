@@ -76,6 +76,7 @@ var additions = []struct {
 	{"GET", "/api/v1/alerts/{id}/events", "reports.view"},
 	{"GET", "/api/v1/agent-versions", "endpoints.view"},
 	{"PUT", "/api/v1/agent-policy", "endpoints.manage"},
+	{"GET", "/api/v1/compliance/history", "endpoints.view"},
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},
@@ -284,8 +285,9 @@ func TestReportKeys(t *testing.T) {
 		t.Fatal("no key parameter")
 	}
 	path := keyParam.Schema.Value.Enum
-	// _list plus the 87 report keys of the specification.
-	if len(path) != 88 || path[0] != "_list" {
+	// _list, the 87 report keys of the specification and patchd's
+	// compliance-history.
+	if len(path) != 89 || path[0] != "_list" || path[len(path)-1] != "compliance-history" {
 		t.Fatalf("key enum has %d values starting with %v", len(path), path[0])
 	}
 	schema := doc.Components.Schemas["ReportKey"].Value.Enum

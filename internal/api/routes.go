@@ -63,6 +63,7 @@ func (a *API) routes() {
 	a.route("POST /api/v1/alerts/{id}/failed-deliveries/{delivery}/resend", perm.ReportsManage, a.resendDelivery)
 	a.route("GET /api/v1/agent-versions", perm.EndpointsView, a.getAgentVersions)
 	a.route("PUT /api/v1/agent-policy", perm.EndpointsManage, a.setAgentPolicy)
+	a.route("GET /api/v1/compliance/history", perm.EndpointsView, a.complianceHistory)
 	// People, for roles holding every permission (checked by the handlers).
 	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)

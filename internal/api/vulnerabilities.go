@@ -9,6 +9,7 @@ import (
 
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/vulns"
 )
 
 // listVulns is operation 8. The list is a query of the results
@@ -35,6 +36,12 @@ func (a *API) listVulns(w http.ResponseWriter, r *http.Request) error {
 	}
 	if q.IncludeAccepted, err = flagParam(v.Get("accepted"), "accepted"); err != nil {
 		return err
+	}
+	// remediation is a patchd addition.
+	switch q.Remediation = strings.TrimSpace(v.Get("remediation")); q.Remediation {
+	case "", vulns.StatusOverdue, vulns.StatusDueSoon, vulns.StatusDueLater:
+	default:
+		return httpx.InvalidRequest("remediation must be one of " + strings.Join(vulns.Statuses, ", "))
 	}
 	items, total, err := a.store.ListVulnerabilities(r.Context(), q)
 	if err != nil {

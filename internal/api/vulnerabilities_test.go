@@ -130,6 +130,13 @@ func TestVulnerabilitiesList(t *testing.T) {
 		{"kev=1&minCvss=9", []string{"CVE-2024-4671"}},
 		{"limit=2&offset=1", []string{"CVE-2024-4671", "CVE-2024-12053"}},
 		{"offset=10", nil},
+		// remediation (a patchd addition), under the 3-day Critical policy.
+		{"remediation=Overdue", []string{"CVE-2024-4671", "CVE-2023-4863", "CVE-2025-2783"}},
+		{"remediation=Due+soon", []string{"CVE-2023-47359"}},
+		{"remediation=Due+later", []string{"CVE-2024-12053", "CVE-2023-40031"}},
+		{"remediation=Overdue&limit=1&offset=1", []string{"CVE-2023-4863"}},
+		{"remediation=Overdue&offset=3", nil},
+		{"remediation=Overdue&minCvss=9", []string{"CVE-2024-4671"}},
 	}
 	for _, c := range cases {
 		q, _ := url.ParseQuery(c.query)
@@ -144,6 +151,18 @@ func TestVulnerabilitiesList(t *testing.T) {
 		if !slices.Equal(ids, c.want) {
 			t.Errorf("%s: %v, want %v", c.query, ids, c.want)
 		}
+	}
+
+	if page, err := vulnPage(t, env.Admin, url.Values{"remediation": {"Overdue"}, "limit": {"1"}}); err != nil || page.Total != 3 || len(page.Items) != 1 {
+		t.Errorf("remediation total: %+v %v", page, err)
+	}
+	if _, err := vulnPage(t, env.Admin, url.Values{"remediation": {"late"}}); !client.IsStatus(err, http.StatusBadRequest) {
+		t.Errorf("remediation=late: %v", err)
+	}
+	// The compliance the server records counts the same CVEs: critical
+	// (CVE-2023-47359, CVE-2024-4671) and overdue.
+	if d, err := env.Store.Compliance(ctx, env.Org.ID, time.Now()); err != nil || d.CriticalCVEs != 2 || d.OverdueCVEs != 3 || d.Endpoints != 2 {
+		t.Errorf("compliance: %+v %v", d, err)
 	}
 
 	// Accepting the risk hides a CVE unless accepted=1.

@@ -67,6 +67,7 @@ func init() {
 	commands = append(commands, updateCommands()...)
 	commands = append(commands, inventoryCommands()...)
 	commands = append(commands, agentCommands()...)
+	commands = append(commands, complianceCommands()...)
 	commands = append(commands, groupCommands()...)
 	commands = append(commands, automationCommands()...)
 	commands = append(commands, runCommands()...)

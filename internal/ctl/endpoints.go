@@ -70,7 +70,7 @@ func attrIndex(k string) int {
 
 func endpointCommands() []command {
 	return []command{
-		{name: "endpoints list", args: "[-q TEXT] [--search TEXT] [--status S] [--platform P] [--os TEXT] [--group ID] [--missing critical|any|none] [--reboot-pending] [--not-seen-days N] [--agent-version V] [--sort COL] [--desc] [--limit N]",
+		{name: "endpoints list", args: "[-q TEXT] [--search TEXT] [--status S] [--platform P] [--os TEXT] [--group ID] [--missing critical|other|any|none] [--reboot-pending] [--not-seen-days N] [--agent-version V] [--sort COL] [--desc] [--limit N]",
 			summary: "list endpoints (every page, or up to --limit), filtered and sorted as the console's list",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var p pageFlags
@@ -82,7 +82,7 @@ func endpointCommands() []command {
 				fs.StringVar(&eq.Platform, "platform", "", "`windows`, linux or macos")
 				fs.StringVar(&eq.OS, "os", "", "only endpoints whose operating system contains `TEXT`")
 				fs.StringVar(&eq.GroupID, "group", "", "only members of the group `ID`")
-				fs.StringVar(&eq.Missing, "missing", "", "`critical` (a critical update missing), any, or none (fully patched)")
+				fs.StringVar(&eq.Missing, "missing", "", "`critical` (a critical update missing), other (updates missing, none critical), any, or none (fully patched)")
 				fs.BoolVar(&eq.PendingReboot, "reboot-pending", false, "only endpoints waiting for a reboot")
 				fs.IntVar(&eq.NotSeenDays, "not-seen-days", 0, "only endpoints not seen for `N` days")
 				fs.StringVar(&eq.AgentVersion, "agent-version", "", "only endpoints whose agent is version `V`")

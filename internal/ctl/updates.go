@@ -255,12 +255,13 @@ func inventoryCommands() []command {
 					}))
 				}
 			}},
-		{name: "vulns list", args: "[--min-cvss N] [--kev] [--limit N]", summary: "list vulnerabilities present on the fleet",
+		{name: "vulns list", args: "[--min-cvss N] [--kev] [--remediation overdue|due-soon|due-later] [--limit N]", summary: "list vulnerabilities present on the fleet",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var p pageFlags
 				p.register(fs)
 				minCVSS := fs.String("min-cvss", "", "only CVSS scores of at least `SCORE`")
 				kev := fs.Bool("kev", false, "only known exploited vulnerabilities (CISA KEV)")
+				remediation := fs.String("remediation", "", "only the vulnerabilities of remediation status `S`: overdue, due-soon or due-later")
 				return func(s *session, args []string) error {
 					if err := needArgs(args); err != nil {
 						return err
@@ -273,11 +274,15 @@ func inventoryCommands() []command {
 							return usagef("--min-cvss %q: want a score from 0 to 10", *minCVSS)
 						}
 					}
+					rem, ok := remediationStatuses[*remediation]
+					if !ok {
+						return usagef("--remediation %q: want overdue, due-soon or due-later", *remediation)
+					}
 					c, err := s.client()
 					if err != nil {
 						return err
 					}
-					vq := client.VulnerabilityQuery{MinCVSS: *minCVSS, KEV: *kev}
+					vq := client.VulnerabilityQuery{MinCVSS: *minCVSS, KEV: *kev, Remediation: rem}
 					return printList(s, vulnCols, walk(s, "vulnerabilities", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Vulnerability], error) {
 						vq.PageQuery = pq
 						return c.ListVulnerabilities(s.ctx, vq)
@@ -286,3 +291,7 @@ func inventoryCommands() []command {
 			}},
 	}
 }
+
+// remediationStatuses are the --remediation values and the statuses the
+// API names.
+var remediationStatuses = map[string]string{"": "", "overdue": "Overdue", "due-soon": "Due soon", "due-later": "Due later"}

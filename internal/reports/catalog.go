@@ -440,4 +440,9 @@ var catalog = []*Definition{
 		Description: "Endpoints with the Action1 agent, and whether CVE-2025-5480 (local privilege escalation) affects them.",
 		Columns:     cols("Platform", "Software", "Version", "Fixed In", "Status", "First Detected"),
 		Source:      sql("cve-status", "CVE-2025-5480", "action1")},
+	// patchd addition: the days the server recorded (GET /api/v1/compliance/history).
+	{Key: "compliance-history", Title: "Compliance History", Category: catCompliance,
+		Description: "Day by day, as last recorded that day: endpoints fully patched, missing critical updates and missing only others; critical and overdue CVEs on the fleet.",
+		Columns:     []string{"Date", "Endpoints", "Fully Patched", "Compliant %", "Missing Critical", "Missing Other", "Critical CVEs", "Overdue CVEs"},
+		Source:      sql("compliance-days", "")},
 }

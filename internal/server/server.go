@@ -213,6 +213,7 @@ func (s *Server) RunWorkers(ctx context.Context) {
 	wg.Go(func() { s.hub.Run(ctx) })
 	wg.Go(func() { s.sweepStatus(ctx) })
 	wg.Go(func() { s.applyDueApprovals(ctx) })
+	wg.Go(func() { s.recordCompliance(ctx) })
 	wg.Go(func() {
 		(&worker.Scheduler{Store: s.store, Queued: s.hub.Queued, Interval: s.cfg.SchedulerInterval, CommandExpiry: s.cfg.CommandExpiry}).Run(ctx)
 	})

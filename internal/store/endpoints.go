@@ -414,7 +414,7 @@ var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSe
 // EndpointStatuses, EndpointMissing are the values the filters take.
 var (
 	EndpointStatuses = []string{"connected", "disconnected"}
-	EndpointMissing  = []string{"critical", "any", "none"}
+	EndpointMissing  = []string{"critical", "other", "any", "none"}
 )
 
 // endpointWhere is the condition and arguments of q.
@@ -455,6 +455,9 @@ func endpointWhere(q EndpointQuery) (string, []any) {
 	switch q.Missing {
 	case "critical":
 		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.severity = 'Critical')`
+	case "other": // missing updates, none of them critical
+		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id)
+			AND NOT EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.severity = 'Critical')`
 	case "any":
 		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id)`
 	case "none":

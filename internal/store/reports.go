@@ -362,6 +362,14 @@ var reportSources = map[string]reportSQL{
 		},
 		fix: severityFix(3, 4),
 	},
+	"compliance-days": {
+		kinds: []colKind{kText, kInt, kInt, kFloat, kInt, kInt, kInt, kInt},
+		query: func(p ReportParams) (string, []any) {
+			return `SELECT day, endpoints, fully_patched, CASE WHEN endpoints > 0 THEN 100.0 * fully_patched / endpoints END,
+				missing_critical, missing_other, critical_cves, overdue_cves, recorded_at
+				FROM compliance_days WHERE org_id = ? ORDER BY day`, []any{p.OrgID}
+		},
+	},
 	"vulnerable-software": {
 		kinds: []colKind{kText, kText, kInt, kInt, kFloat, kInt, kText},
 		query: func(p ReportParams) (string, []any) {

@@ -480,10 +480,92 @@ type VulnQuery struct {
 	// IncludeAccepted also lists CVEs with an active accepted risk or
 	// compensating control (left out by default).
 	IncludeAccepted bool
-	Limit, Offset   int
+	// Remediation keeps the CVEs of one remediation status (vulns.StatusOverdue,
+	// StatusDueSoon, StatusDueLater), evaluated at Now.
+	Remediation   string
+	Limit, Offset int
 	// Now evaluates remediation statuses and exception expiries.
 	Now time.Time
 }
+
+// vulnFrom is what the vulnerability list reads: the fleet's CVEs with the
+// NVD's record (or, for a CVE the NVD has not scored yet, Microsoft's score
+// and title), the KEV entry and the active exception, if any (one per
+// organization and CVE; its expiry is the first argument).
+const vulnFrom = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id
+	LEFT JOIN msrc_cves m ON m.cve_id = ov.cve_id
+	LEFT JOIN vuln_exceptions x ON x.org_id = ov.org_id AND x.cve_id = ov.cve_id AND (x.expires_at IS NULL OR x.expires_at > ?) WHERE `
+
+// vulnOrder is the list's order: highest CVSS first, unscored last, then
+// by CVE id.
+const vulnOrder = ` ORDER BY COALESCE(c.cvss, m.cvss, -1) DESC, ov.cve_id DESC`
+
+// vulnWhere is the condition and arguments (after vulnFrom's) of q.
+func vulnWhere(q VulnQuery) (string, []any) {
+	args := []any{millis(q.Now), q.OrgID}
+	where := `ov.org_id = ? AND ov.endpoints_count > 0`
+	if q.MinCVSS != nil {
+		where += ` AND COALESCE(c.cvss, m.cvss) >= ?`
+		args = append(args, *q.MinCVSS)
+	}
+	if q.KEVOnly {
+		where += ` AND k.cve_id IS NOT NULL`
+	}
+	if !q.IncludeAccepted {
+		where += ` AND x.cve_id IS NULL`
+	}
+	return where, args
+}
+
+// remediationOf is a CVE's display severity (the NVD's, else from its
+// score) and remediation deadline under the policy (zero when it has none).
+func remediationOf(cveID string, cvss *float64, nvdSeverity string, kev bool, due sql.NullInt64, first int64, policy vulns.Policy) (string, time.Time) {
+	sev := vulns.DisplaySeverity(nvdSeverity)
+	if sev == "" {
+		sev = vulns.SeverityFromCVSS(cvss)
+	}
+	var k *feeds.KEV
+	if kev && due.Valid {
+		k = &feeds.KEV{CVEID: cveID, DueDate: fromMillis(due.Int64)}
+	}
+	return sev, vulns.Deadline(k, fromMillis(first), sev, policy)
+}
+
+// vulnStatuses answers, in the list's order, the CVEs q selects (paging
+// aside) with their severity and remediation status at q.Now.
+func (r *ReadTx) vulnStatuses(ctx context.Context, q VulnQuery, policy vulns.Policy) ([]vulnStatus, error) {
+	where, args := vulnWhere(q)
+	rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, COALESCE(c.cvss, m.cvss), c.severity, k.cve_id IS NOT NULL, k.due_date`+
+		vulnFrom+where+vulnOrder, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: vulnerability statuses: %w", err)
+	}
+	defer rows.Close()
+	var out []vulnStatus
+	for rows.Next() {
+		var v vulnStatus
+		var first int64
+		var cvss sql.NullFloat64
+		var severity sql.NullString
+		var kev bool
+		var due sql.NullInt64
+		if err := rows.Scan(&v.CVEID, &first, &cvss, &severity, &kev, &due); err != nil {
+			return nil, fmt.Errorf("store: vulnerability statuses: %w", err)
+		}
+		var score *float64
+		if cvss.Valid {
+			score = &cvss.Float64
+		}
+		var deadline time.Time
+		v.Severity, deadline = remediationOf(v.CVEID, score, severity.String, kev, due, first, policy)
+		v.Status = vulns.Status(deadline, q.Now)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// vulnStatus is one CVE of the fleet: its severity and remediation status.
+type vulnStatus struct{ CVEID, Severity, Status string }
 
 // ListVulnerabilities pages the CVEs present on the organization's fleet,
 // highest CVSS first (unscored last), then by CVE id, with every field of
@@ -496,32 +578,38 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 		if err != nil {
 			return err
 		}
-		// The active exception, if any (one per organization and CVE).
-		args := []any{millis(q.Now), q.OrgID}
-		where := `ov.org_id = ? AND ov.endpoints_count > 0`
-		if q.MinCVSS != nil {
-			where += ` AND COALESCE(c.cvss, m.cvss) >= ?`
-			args = append(args, *q.MinCVSS)
-		}
-		if q.KEVOnly {
-			where += ` AND k.cve_id IS NOT NULL`
-		}
-		if !q.IncludeAccepted {
-			where += ` AND x.cve_id IS NULL`
-		}
-		// A CVE the NVD has not (yet) scored takes Microsoft's score and
-		// title from the MSRC data.
-		const from = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id
-			LEFT JOIN msrc_cves m ON m.cve_id = ov.cve_id
-			LEFT JOIN vuln_exceptions x ON x.org_id = ov.org_id AND x.cve_id = ov.cve_id AND (x.expires_at IS NULL OR x.expires_at > ?) WHERE `
-		if err := r.queryRow(ctx, `SELECT COUNT(*)`+from+where, args...).Scan(&total); err != nil {
+		where, args := vulnWhere(q)
+		paging := ` LIMIT ? OFFSET ?`
+		pageArgs := []any{q.Limit, q.Offset}
+		if q.Remediation != "" {
+			// The status depends on the organization's policy and the
+			// time: the CVEs of that status are chosen here, and the page
+			// is read by id.
+			all, err := r.vulnStatuses(ctx, q, policy)
+			if err != nil {
+				return err
+			}
+			var ids []any
+			for _, v := range all {
+				if v.Status == q.Remediation {
+					ids = append(ids, v.CVEID)
+				}
+			}
+			total = len(ids)
+			ids = ids[min(q.Offset, len(ids)):min(q.Offset+q.Limit, len(ids))]
+			if len(ids) == 0 {
+				return nil
+			}
+			where += ` AND ov.cve_id IN (` + placeholders(len(ids)) + `)`
+			args = append(args, ids...)
+			paging, pageArgs = "", nil
+		} else if err := r.queryRow(ctx, `SELECT COUNT(*)`+vulnFrom+where, args...).Scan(&total); err != nil {
 			return fmt.Errorf("store: count vulnerabilities: %w", err)
 		}
 		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, COALESCE(c.cvss, m.cvss), c.severity,
 			COALESCE(c.published, m.released), COALESCE(c.description, m.title),
 			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE),
-			x.kind, x.reason, x.expires_at, x.created_by, x.created_at`+from+where+
-			` ORDER BY COALESCE(c.cvss, m.cvss, -1) DESC, ov.cve_id DESC LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+			x.kind, x.reason, x.expires_at, x.created_by, x.created_at`+vulnFrom+where+vulnOrder+paging, append(args, pageArgs...)...)
 		if err != nil {
 			return fmt.Errorf("store: list vulnerabilities: %w", err)
 		}
@@ -542,10 +630,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 				score := cvss.Float64
 				v.CVSSScore = &score
 			}
-			sev := vulns.DisplaySeverity(severity.String)
-			if sev == "" {
-				sev = vulns.SeverityFromCVSS(v.CVSSScore)
-			}
+			sev, d := remediationOf(v.CVEID, v.CVSSScore, severity.String, v.CISAKEV, due, first, policy)
 			if sev != "" {
 				v.Severity = &sev
 			}
@@ -553,11 +638,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 			v.Description = nullString(description)
 			url := "https://nvd.nist.gov/vuln/detail/" + v.CVEID
 			v.NVDURL = &url
-			var kev *feeds.KEV
-			if v.CISAKEV && due.Valid {
-				kev = &feeds.KEV{CVEID: v.CVEID, DueDate: fromMillis(due.Int64)}
-			}
-			if d := vulns.Deadline(kev, fromMillis(first), sev, policy); !d.IsZero() {
+			if !d.IsZero() {
 				v.RemediationDeadline = &d
 				status := vulns.Status(d, q.Now)
 				v.RemediationStatus = &status

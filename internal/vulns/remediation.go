@@ -18,6 +18,9 @@ const (
 	StatusDueLater = "Due later"
 )
 
+// Statuses are the remediation statuses, most urgent first.
+var Statuses = []string{StatusOverdue, StatusDueSoon, StatusDueLater}
+
 // DueSoonWindow is how close a deadline must be to count as "Due soon".
 const DueSoonWindow = 7 * 24 * time.Hour
 
