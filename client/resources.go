@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 )
@@ -335,8 +336,10 @@ type RunQuery struct {
 	AutomationID string
 	EndpointID   string
 	Limit        int
-	// Failed keeps the runs with a failed command.
+	// Failed keeps the runs with a failed command; Since those started at
+	// or after it.
 	Failed bool
+	Since  time.Time
 	// Status keeps a run's results of that status (FAILED…); Search those
 	// whose endpoint name or log contains the text.
 	Status string
@@ -350,6 +353,9 @@ func (c *Client) ListRuns(ctx context.Context, q RunQuery) (apiv1.List[apiv1.Run
 	set(v, "endpointId", q.EndpointID)
 	if q.Failed {
 		v.Set("failed", "1")
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))

@@ -25,7 +25,12 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	rq := store.RunQuery{OrgID: principal(r).OrgID, AutomationID: strings.TrimSpace(q.Get("automationId")),
 		EndpointID: strings.TrimSpace(q.Get("endpointId")), Limit: page.Limit, Offset: page.Offset}
-	// failed, status and search are patchd additions.
+	// failed, since, status and search are patchd additions.
+	if v := q.Get("since"); v != "" {
+		if rq.Since, err = parseAuditTime("since", v); err != nil {
+			return err
+		}
+	}
 	switch q.Get("failed") {
 	case "", "0":
 	case "1":

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
@@ -171,6 +172,12 @@ func TestRunFilters(t *testing.T) {
 	if err != nil || failed.Total != 1 || failed.Items[0].ID != bad.RunID {
 		t.Fatalf("failed runs: %+v %v", failed, err)
 	}
+	if l, err := admin.ListRuns(ctx, client.RunQuery{Since: time.Now().Add(time.Hour)}); err != nil || l.Total != 0 {
+		t.Fatalf("runs since an hour from now: %+v %v", l, err)
+	}
+	if l, err := admin.ListRuns(ctx, client.RunQuery{Since: time.Now().Add(-time.Hour), Failed: true}); err != nil || l.Total != 1 {
+		t.Fatalf("failed runs of the last hour: %+v %v", l, err)
+	}
 	ids := func(q client.RunQuery) []string {
 		t.Helper()
 		l, err := admin.RunCommands(ctx, bad.RunID, q)
@@ -207,7 +214,7 @@ func TestRunFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"/api/v1/runs?failed=yes", "/api/v1/runs?status=FAILED", "/api/v1/runs?search=web",
+	for _, path := range []string{"/api/v1/runs?failed=yes", "/api/v1/runs?since=last+week", "/api/v1/runs?status=FAILED", "/api/v1/runs?search=web",
 		"/api/v1/runs?runId=" + good.RunID + "&status=failed", "/api/v1/runs?runId=" + good.RunID + "&status=DONE"} {
 		if a := rawCall(t, e, http.MethodGet, path, tok, nil); a.status != http.StatusBadRequest || a.code != "invalid_request" {
 			t.Errorf("%s: %d %s", path, a.status, a.body)

@@ -27,15 +27,47 @@ type dashData struct {
 	ConnPct      int
 	Severities   []sevCount
 	Runs         []runView
-	Overdue      int
+	Platforms    []sevCount
+	// Compliance is the fleet now; Donut its three parts (fully patched,
+	// missing other updates, missing a critical one).
+	Compliance     apiv1.ComplianceDay
+	ShowCompliance bool
+	Donut          []donutPart
+	// Trend is the recorded days of the last TrendDays (30 or 90).
+	Trend     trendChart
+	TrendDays int
+	// NotSeen counts the endpoints not seen for notSeenDays days.
+	NotSeen, NotSeenDays int
+	// FailedRuns counts the runs with a failed command started in the last
+	// week.
+	FailedRuns   int
+	Agents       []sevCount
 	OverdueKnown bool
 	FeedLoaded   bool
-	Platforms    []sevCount
 }
+
+// donutPart is one arc of the compliance ring: its share in percent of the
+// circumference and where it starts, as a rotation in degrees.
+type donutPart struct {
+	Class, Label, Href string
+	N, Pct             int
+	Rotate             float64
+}
+
+// notSeenDays is the dashboard's "not seen for" threshold.
+const notSeenDays = 7
 
 func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) error {
 	ctx := r.Context()
-	var d dashData
+	now := c.now()
+	d := dashData{TrendDays: 30, NotSeenDays: notSeenDays}
+	switch r.URL.Query().Get("trend") {
+	case "", "30":
+	case "90":
+		d.TrendDays = 90
+	default:
+		return badRequest("The trend covers 30 or 90 days.")
+	}
 	if s.can(perm.EndpointsView) {
 		f, err := c.store.FleetSummary(ctx, s.User.OrgID, c.connectedSince())
 		if err != nil {
@@ -54,6 +86,29 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 			d.Platforms = append(d.Platforms, sevCount{Severity: p, Missing: n, Width: pct(n, f.Endpoints)})
 		}
 		sort.Slice(d.Platforms, func(i, j int) bool { return d.Platforms[i].Severity < d.Platforms[j].Severity })
+		_, d.NotSeen, err = c.store.FindEndpoints(ctx, store.EndpointQuery{OrgID: s.User.OrgID, NotSeenSince: now.AddDate(0, 0, -notSeenDays), Limit: 1})
+		if err != nil {
+			return err
+		}
+		if d.Agents, err = c.agentVersionCounts(r, s); err != nil {
+			return err
+		}
+		if s.can(perm.UpdatesView) {
+			if d.Compliance, err = c.store.Compliance(ctx, s.User.OrgID, now); err != nil {
+				return err
+			}
+			d.ShowCompliance = d.Compliance.Endpoints > 0
+			d.Donut = donut(d.Compliance)
+			hist, err := c.store.ComplianceHistory(ctx, s.User.OrgID, now.AddDate(0, 0, 1-d.TrendDays), now)
+			if err != nil {
+				return err
+			}
+			// Today as it is now, not as last recorded.
+			if n := len(hist); n > 0 && hist[n-1].Date == d.Compliance.Date {
+				hist = hist[:n-1]
+			}
+			d.Trend = newTrend(append(hist, d.Compliance), now, d.TrendDays, s.can(perm.VulnerabilitiesView))
+		}
 	}
 	if s.can(perm.AutomationsView) {
 		runs, _, err := c.store.ListRuns(ctx, store.RunQuery{OrgID: s.User.OrgID, Limit: 8})
@@ -63,13 +118,19 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 		if d.Runs, err = c.runViews(r, s, runs); err != nil {
 			return err
 		}
-	}
-	if s.can(perm.VulnerabilitiesView) {
-		n, err := c.overdueVulns(r, s)
-		if err != nil {
+		if _, d.FailedRuns, err = c.store.ListRuns(ctx, store.RunQuery{OrgID: s.User.OrgID, WithFailures: true, Since: now.AddDate(0, 0, -7), Limit: 1}); err != nil {
 			return err
 		}
-		d.Overdue, d.OverdueKnown = n, true
+	}
+	if s.can(perm.VulnerabilitiesView) {
+		if !d.ShowCompliance {
+			cd, err := c.store.Compliance(ctx, s.User.OrgID, now)
+			if err != nil {
+				return err
+			}
+			d.Compliance.CriticalCVEs, d.Compliance.OverdueCVEs = cd.CriticalCVEs, cd.OverdueCVEs
+		}
+		d.OverdueKnown = true
 		// Before any feed was loaded "0 overdue" would be a false all-clear.
 		fv, err := c.store.VulnState(ctx, store.StateFeedVersion)
 		if err != nil {
@@ -80,24 +141,50 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 	return c.render(w, r, s, http.StatusOK, "dashboard", "", "Dashboard", "dashboard", d)
 }
 
-// overdueVulns counts the fleet's vulnerabilities whose remediation is
-// overdue, reading the stored results page by page as the API does.
-func (c *Console) overdueVulns(r *http.Request, s *session) (int, error) {
-	n := 0
-	for offset := 0; ; offset += 500 {
-		items, total, err := c.store.ListVulnerabilities(r.Context(), store.VulnQuery{OrgID: s.User.OrgID, Limit: 500, Offset: offset, Now: c.now()})
-		if err != nil {
-			return 0, err
-		}
-		for _, v := range items {
-			if v.RemediationStatus != nil && *v.RemediationStatus == "Overdue" {
-				n++
-			}
-		}
-		if offset+len(items) >= total || len(items) == 0 {
-			return n, nil
+// donut divides the compliance ring: fully patched, missing only other
+// updates, missing a critical one; each arc starts where the last ended,
+// from the top.
+func donut(cd apiv1.ComplianceDay) []donutPart {
+	parts := []donutPart{
+		{Class: "seg-ok", Label: "Fully patched", Href: "/console/endpoints?missing=none", N: cd.FullyPatched},
+		{Class: "seg-other", Label: "Missing other updates", Href: "/console/endpoints?missing=other", N: cd.MissingOther},
+		{Class: "seg-crit", Label: "Missing critical updates", Href: "/console/endpoints?missing=critical", N: cd.MissingCritical},
+	}
+	at := 0.0
+	for i := range parts {
+		parts[i].Pct = pct(parts[i].N, cd.Endpoints)
+		parts[i].Rotate = -90 + at*3.6
+		if cd.Endpoints > 0 {
+			at += float64(parts[i].N) * 100 / float64(cd.Endpoints)
 		}
 	}
+	return parts
+}
+
+// agentVersionCounts are the organization's endpoints by agent version
+// (platforms together), most endpoints first.
+func (c *Console) agentVersionCounts(r *http.Request, s *session) ([]sevCount, error) {
+	f, err := c.store.AgentFleetOf(r.Context(), s.User.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]int{}
+	total := 0
+	for _, v := range f.Versions {
+		by[v.AgentVersion] += v.Endpoints
+		total += v.Endpoints
+	}
+	out := make([]sevCount, 0, len(by))
+	for v, n := range by {
+		out = append(out, sevCount{Severity: v, Missing: n, Width: pct(n, total)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Missing != out[j].Missing {
+			return out[i].Missing > out[j].Missing
+		}
+		return out[i].Severity > out[j].Severity
+	})
+	return out, nil
 }
 
 type attrRow struct{ Key, Value string }

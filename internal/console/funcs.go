@@ -57,6 +57,14 @@ var funcs = template.FuncMap{
 	},
 	"count":    count,
 	"pct":      pct,
+	// ratio is n of total in percent with two decimals (an SVG arc's
+	// length on a ring of circumference 100).
+	"ratio": func(n, total int) string {
+		if total <= 0 {
+			return "0"
+		}
+		return strconv.FormatFloat(float64(n)*100/float64(total), 'f', 2, 64)
+	},
 	"add":      func(a, b int) int { return a + b },
 	"sub":      func(a, b int) int { return a - b },
 	"sevclass": func(s string) string { return "sev-" + strings.ToLower(s) },

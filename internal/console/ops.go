@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -569,7 +570,13 @@ type runsData struct {
 	Items  []runView
 	Page   pager
 	Failed bool
+	Days   int // started in the last Days days; 0 for any time
+	// DayChoices are the periods offered.
+	DayChoices []int
 }
+
+// runDays are the "started in the last" choices of the runs list.
+var runDays = []int{1, 7, 30, 90}
 
 // runList pages the runs, newest first; failed=1 keeps those with a
 // failed command.
@@ -583,6 +590,13 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) er
 	if failed {
 		v.Set("failed", "1")
 	}
+	days := 0
+	if d := r.URL.Query().Get("days"); d != "" {
+		if days, err = strconv.Atoi(d); err != nil || !slices.Contains(runDays, days) {
+			return badRequest("Choose a period the list offers.")
+		}
+		v.Set("since", c.now().AddDate(0, 0, -days).UTC().Format(time.RFC3339))
+	}
 	var list apiv1.List[apiv1.Run]
 	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+v.Encode(), nil, &list); err != nil {
 		return err
@@ -592,7 +606,7 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) er
 		return err
 	}
 	p.Total = list.Total
-	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: views, Page: p, Failed: failed})
+	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: views, Page: p, Failed: failed, Days: days, DayChoices: runDays})
 }
 
 type runData struct {

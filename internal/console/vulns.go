@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
+	"github.com/patchd/patchd/internal/vulns"
 )
 
 // The vulnerabilities page: the CVEs on the organization's fleet (the
@@ -30,7 +32,10 @@ type vulnsData struct {
 	MinCVSS    string
 	KEV        bool
 	Accepted   bool
-	Exceptions map[string]store.VulnException
+	// Remediation keeps one remediation status; Statuses are the choices.
+	Remediation string
+	Statuses    []string
+	Exceptions  map[string]store.VulnException
 	// ExceptionList is every exception, expired ones included.
 	ExceptionList []store.VulnException
 }
@@ -45,8 +50,13 @@ func (c *Console) vulnList(w http.ResponseWriter, r *http.Request, s *session) e
 		return err
 	}
 	qv := r.URL.Query()
-	d := vulnsData{Page: p, MinCVSS: strings.TrimSpace(qv.Get("minCvss")), KEV: qv.Get("kev") == "1", Accepted: qv.Get("accepted") == "1"}
-	q := store.VulnQuery{OrgID: s.User.OrgID, KEVOnly: d.KEV, IncludeAccepted: d.Accepted, Limit: p.Limit, Offset: p.Offset, Now: c.now()}
+	d := vulnsData{Page: p, MinCVSS: strings.TrimSpace(qv.Get("minCvss")), KEV: qv.Get("kev") == "1", Accepted: qv.Get("accepted") == "1",
+		Remediation: qv.Get("remediation"), Statuses: vulns.Statuses}
+	if d.Remediation != "" && !slices.Contains(vulns.Statuses, d.Remediation) {
+		return badRequest("Remediation must be one of " + strings.Join(vulns.Statuses, ", ") + ".")
+	}
+	q := store.VulnQuery{OrgID: s.User.OrgID, KEVOnly: d.KEV, IncludeAccepted: d.Accepted, Remediation: d.Remediation,
+		Limit: p.Limit, Offset: p.Offset, Now: c.now()}
 	if d.MinCVSS != "" {
 		f, err := strconv.ParseFloat(d.MinCVSS, 64)
 		if err != nil || math.IsNaN(f) || f < 0 || f > 10 {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 )
@@ -16,6 +17,8 @@ type RunQuery struct {
 	EndpointID   string
 	// WithFailures keeps the runs with at least one failed command.
 	WithFailures bool
+	// Since, when set, keeps the runs started at or after it.
+	Since time.Time
 	// CommandStatus keeps a run's commands of that status (PENDING,
 	// RUNNING, SUCCESS, FAILED, CANCELLED); Search those whose endpoint
 	// name or log contains it, case-insensitively.
@@ -59,6 +62,10 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]apiv1.Run, int, err
 	}
 	if q.WithFailures {
 		where += ` AND r.failed > 0`
+	}
+	if !q.Since.IsZero() {
+		where += ` AND r.started_at >= ?`
+		args = append(args, millis(q.Since))
 	}
 	var total int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM runs r WHERE `+where, args...).Scan(&total); err != nil {
