@@ -55,8 +55,8 @@ var funcs = template.FuncMap{
 		}
 		return false
 	},
-	"count":    count,
-	"pct":      pct,
+	"count": count,
+	"pct":   pct,
 	// ratio is n of total in percent with two decimals (an SVG arc's
 	// length on a ring of circumference 100).
 	"ratio": func(n, total int) string {

@@ -27,11 +27,11 @@ import (
 // and credentials, they belong to administrators.
 
 type vulnsData struct {
-	Items      []apiv1.Vulnerability
-	Page       pager
-	MinCVSS    string
-	KEV        bool
-	Accepted   bool
+	Items    []apiv1.Vulnerability
+	Page     pager
+	MinCVSS  string
+	KEV      bool
+	Accepted bool
 	// Remediation keeps one remediation status; Statuses are the choices.
 	Remediation string
 	Statuses    []string
