@@ -75,8 +75,13 @@ type EndpointQuery struct {
 	PendingReboot bool
 	NotSeenDays   int
 	AgentVersion  string
-	Sort          string // name, status, platform, os, type, lastSeen, agentVersion
-	Desc          bool
+	UpdateKey     string // missing this update
+	CVE           string // affected by this CVE
+	// Software keeps the endpoints with this software title (exact name);
+	// SoftwareVersion, with it, that version.
+	Software, SoftwareVersion string
+	Sort                      string // name, status, platform, os, type, lastSeen, agentVersion
+	Desc                      bool
 }
 
 // ListEndpoints reads one page of endpoints.
@@ -90,6 +95,10 @@ func (c *Client) ListEndpoints(ctx context.Context, q EndpointQuery) (apiv1.Page
 	set(v, "groupId", q.GroupID)
 	set(v, "missing", q.Missing)
 	set(v, "agentVersion", q.AgentVersion)
+	set(v, "updateKey", q.UpdateKey)
+	set(v, "cve", q.CVE)
+	set(v, "software", q.Software)
+	set(v, "softwareVersion", q.SoftwareVersion)
 	set(v, "sort", q.Sort)
 	if q.PendingReboot {
 		v.Set("pendingReboot", "1")

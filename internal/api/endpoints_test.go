@@ -294,12 +294,19 @@ func TestListEndpointsFilters(t *testing.T) {
 		{client.EndpointQuery{NotSeenDays: 1}, ""},
 		{client.EndpointQuery{Search: "db-"}, "db-01"},
 		{client.EndpointQuery{Q: "ws", Platform: "linux"}, ""},
+		{client.EndpointQuery{UpdateKey: "KB5048685"}, "WS-01 WS-02"},
+		{client.EndpointQuery{UpdateKey: "KB1"}, ""},
+		{client.EndpointQuery{Software: "Google Chrome"}, "WS-01 WS-02"},
+		{client.EndpointQuery{Software: "Google Chrome", SoftwareVersion: "131.0.6778.86"}, "WS-01 WS-02"},
+		{client.EndpointQuery{Software: "Google Chrome", SoftwareVersion: "1.0"}, ""},
+		{client.EndpointQuery{Software: "google chrome"}, ""},
+		{client.EndpointQuery{CVE: "CVE-2023-4863"}, ""},
 	} {
 		if got := strings.Join(names(tc.q), " "); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.q, got, tc.want)
 		}
 	}
-	for _, q := range []string{"status=asleep", "platform=plan9", "missing=some", "sort=secret", "order=up", "pendingReboot=yes", "notSeenDays=0"} {
+	for _, q := range []string{"status=asleep", "platform=plan9", "missing=some", "sort=secret", "order=up", "pendingReboot=yes", "notSeenDays=0", "softwareVersion=1.0"} {
 		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, token(t, e.Admin))
 		if desc, _ := out["error_description"].(string); r.StatusCode != 400 || out["error"] != "invalid_request" || desc == "" {
 			t.Errorf("%s: %d %v", q, r.StatusCode, out)

@@ -158,10 +158,12 @@ func (c *Console) routes() {
 	c.page("POST /console/actions", perm.AutomationsRun, c.actionRun)
 
 	c.page("GET /console/software", perm.EndpointsView, c.softwareList)
+	c.page("GET /console/software/title", perm.EndpointsView, c.softwareTitle)
 	c.page("GET /console/agents", perm.EndpointsView, c.agentsPage)
 	c.page("POST /console/agents/policy", perm.EndpointsManage, c.agentPolicySet)
 	c.page("GET /console/updates", perm.UpdatesView, c.updateList)
 	c.page("POST /console/updates/approvals", perm.UpdatesManage, c.updateApprove)
+	c.page("GET /console/updates/{key...}", perm.UpdatesView, c.updateDetail)
 	c.page("POST /console/updates/policy", perm.UpdatesManage, c.policySet)
 
 	c.page("GET /console/groups", perm.EndpointsView, c.groupList)
@@ -207,6 +209,7 @@ func (c *Console) routes() {
 	c.page("GET /console/reports/{file}", perm.ReportsView, c.reportFile)
 
 	c.page("GET /console/vulnerabilities", perm.VulnerabilitiesView, c.vulnList)
+	c.page("GET /console/vulnerabilities/{cve}", perm.VulnerabilitiesView, c.vulnDetail)
 	c.page("POST /console/vulnerabilities/{cve}/exception", adminOnly, c.vulnAccept)
 	c.page("POST /console/vulnerabilities/{cve}/revoke", adminOnly, c.vulnRevoke)
 

@@ -194,6 +194,11 @@ type endpointData struct {
 	Attrs   []attrRow
 	Runs    []runView
 	Scripts []store.Script
+	// Keys are the update keys of the missing updates, by their id.
+	Keys map[string]string
+	// Findings are the endpoint's CVEs (with vulnerabilities.view).
+	Findings     []store.EndpointFinding
+	ShowFindings bool
 }
 
 func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -208,6 +213,15 @@ func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *sess
 	for i := 1; i <= 30; i++ {
 		k := "attr" + strconv.Itoa(i)
 		d.Attrs = append(d.Attrs, attrRow{Key: k, Value: e.Attributes[k]})
+	}
+	if d.Keys, err = c.store.EndpointUpdateKeys(r.Context(), s.User.OrgID, e.ID); err != nil {
+		return err
+	}
+	if s.can(perm.VulnerabilitiesView) {
+		d.ShowFindings = true
+		if d.Findings, err = c.store.EndpointFindings(r.Context(), s.User.OrgID, e.ID); err != nil {
+			return err
+		}
 	}
 	if s.can(perm.AutomationsView) {
 		runs, _, err := c.store.ListRuns(r.Context(), store.RunQuery{OrgID: s.User.OrgID, EndpointID: e.ID, Limit: 20})
@@ -373,6 +387,8 @@ func (c *Console) updateApprove(w http.ResponseWriter, r *http.Request, s *sessi
 	back := "/console/updates"
 	if q := r.PostFormValue("back"); strings.HasPrefix(q, "?") {
 		back += q
+	} else if strings.HasPrefix(q, "/console/updates/") {
+		back = safeNext(q) // an update's own page
 	}
 	keys := r.PostForm["key"]
 	if len(keys) == 0 {

@@ -44,6 +44,7 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(*f, 'f', 1, 64)
 	},
 	"join":     strings.Join,
+	"pathesc":  url.PathEscape,
 	"schedule": scheduleText,
 	"nothing":  nothingToInstall,
 	// has tells whether a form's field holds a value (ticked boxes).
@@ -259,6 +260,7 @@ var platformNames = map[string]string{"windows": "Windows", "linux": "Linux", "m
 var plainWords = map[string]string{
 	"PENDING": "Waiting", "RUNNING": "Running", "SUCCESS": "Succeeded", "FAILED": "Failed",
 	"CANCELLED": "Cancelled", "STOPPED": "Stopped", "COMPLETED": "Completed",
+	"NEW": "New", "APPROVED": "Approved", "DECLINED": "Declined",
 }
 
 // plain is the word shown for an enum value, or the value itself when it

@@ -70,7 +70,7 @@ func attrIndex(k string) int {
 
 func endpointCommands() []command {
 	return []command{
-		{name: "endpoints list", args: "[-q TEXT] [--search TEXT] [--status S] [--platform P] [--os TEXT] [--group ID] [--missing critical|other|any|none] [--reboot-pending] [--not-seen-days N] [--agent-version V] [--sort COL] [--desc] [--limit N]",
+		{name: "endpoints list", args: "[-q TEXT] [--search TEXT] [--status S] [--platform P] [--os TEXT] [--group ID] [--missing critical|other|any|none] [--reboot-pending] [--not-seen-days N] [--agent-version V] [--update KEY] [--cve ID] [--software NAME [--software-version V]] [--sort COL] [--desc] [--limit N]",
 			summary: "list endpoints (every page, or up to --limit), filtered and sorted as the console's list",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var p pageFlags
@@ -86,6 +86,10 @@ func endpointCommands() []command {
 				fs.BoolVar(&eq.PendingReboot, "reboot-pending", false, "only endpoints waiting for a reboot")
 				fs.IntVar(&eq.NotSeenDays, "not-seen-days", 0, "only endpoints not seen for `N` days")
 				fs.StringVar(&eq.AgentVersion, "agent-version", "", "only endpoints whose agent is version `V`")
+				fs.StringVar(&eq.UpdateKey, "update", "", "only endpoints missing the update of key `KEY`")
+				fs.StringVar(&eq.CVE, "cve", "", "only endpoints the CVE `ID` affects")
+				fs.StringVar(&eq.Software, "software", "", "only endpoints with the software title `NAME` (exact)")
+				fs.StringVar(&eq.SoftwareVersion, "software-version", "", "with --software: only that version `V`")
 				fs.StringVar(&eq.Sort, "sort", "", "order by `COL`: name, status, platform, os, type, lastSeen, agentVersion")
 				fs.BoolVar(&eq.Desc, "desc", false, "reverse the order")
 				return func(s *session, args []string) error {

@@ -16,7 +16,8 @@ import (
 
 // Keys are the parameters that select endpoints (paging, order and the
 // console's columns aside), in the order a link writes them.
-var Keys = []string{"q", "search", "status", "platform", "os", "groupId", "missing", "pendingReboot", "notSeenDays", "agentVersion"}
+var Keys = []string{"q", "search", "status", "platform", "os", "groupId", "missing", "pendingReboot", "notSeenDays", "agentVersion",
+	"updateKey", "cve", "software", "softwareVersion"}
 
 // Platforms are the values of platform.
 var Platforms = []string{"windows", "linux", "macos"}
@@ -37,7 +38,12 @@ func (e *Error) Error() string { return e.Param + ": " + e.Message }
 func Parse(v url.Values, orgID string, now, connectedSince time.Time) (store.EndpointQuery, error) {
 	q := store.EndpointQuery{OrgID: orgID, Q: strings.TrimSpace(v.Get("q")), Search: strings.TrimSpace(v.Get("search")),
 		Status: v.Get("status"), Platform: v.Get("platform"), OS: strings.TrimSpace(v.Get("os")), GroupID: v.Get("groupId"),
-		Missing: v.Get("missing"), AgentVersion: strings.TrimSpace(v.Get("agentVersion")), Sort: v.Get("sort"), ConnectedSince: connectedSince}
+		Missing: v.Get("missing"), AgentVersion: strings.TrimSpace(v.Get("agentVersion")), Sort: v.Get("sort"), ConnectedSince: connectedSince,
+		UpdateKey: strings.TrimSpace(v.Get("updateKey")), CVE: strings.ToUpper(strings.TrimSpace(v.Get("cve"))),
+		Software: v.Get("software"), SoftwareVersion: v.Get("softwareVersion")}
+	if q.SoftwareVersion != "" && q.Software == "" {
+		return q, &Error{"softwareVersion", "goes with software (the title's name)"}
+	}
 	oneOf := func(param, val string, allowed []string) error {
 		if val == "" || slices.Contains(allowed, val) {
 			return nil

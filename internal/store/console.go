@@ -366,6 +366,7 @@ type UpdateKeyQuery struct {
 	Severity string
 	Sources  []string
 	Approval string // NEW, APPROVED or DECLINED; empty: any
+	Key      string // exactly this key
 	Limit    int
 	Offset   int
 }
@@ -393,6 +394,10 @@ func (s *Store) ListUpdateKeys(ctx context.Context, q UpdateKeyQuery) ([]UpdateK
 	if q.Approval != "" {
 		where += ` AND COALESCE(a.status, 'NEW') = ?`
 		args = append(args, q.Approval)
+	}
+	if q.Key != "" {
+		where += ` AND k.key = ?`
+		args = append(args, q.Key)
 	}
 	from := ` FROM update_keys k LEFT JOIN update_approvals a ON a.org_id = k.org_id AND a.key = k.key WHERE ` + where
 	var total int

@@ -401,6 +401,13 @@ type EndpointQuery struct {
 	// NotSeenSince keeps endpoints last seen before it (or never).
 	NotSeenSince time.Time
 	AgentVersion string
+	// UpdateKey keeps the endpoints missing that update; CVE those a CVE
+	// affects.
+	UpdateKey string
+	CVE       string
+	// Software keeps the endpoints with that software title (its exact
+	// name); with SoftwareVersion, that version of it.
+	Software, SoftwareVersion string
 	// Sort is one of EndpointSorts (default "name"); Desc reverses it.
 	Sort           string
 	Desc           bool
@@ -465,6 +472,24 @@ func endpointWhere(q EndpointQuery) (string, []any) {
 	}
 	if q.PendingReboot {
 		where += ` AND e.pending_reboot`
+	}
+	if q.UpdateKey != "" {
+		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.org_id = e.org_id AND u.key = ? AND u.endpoint_id = e.id)`
+		args = append(args, q.UpdateKey)
+	}
+	if q.Software != "" {
+		cond := ``
+		args = append(args, q.Software)
+		if q.SoftwareVersion != "" {
+			cond = ` AND es.version_key = ?`
+			args = append(args, q.SoftwareVersion)
+		}
+		where += ` AND EXISTS (SELECT 1 FROM software_titles t JOIN endpoint_software es ON es.title_id = t.id
+			WHERE t.org_id = e.org_id AND t.name = ? AND es.endpoint_id = e.id` + cond + `)`
+	}
+	if q.CVE != "" {
+		where += ` AND EXISTS (SELECT 1 FROM endpoint_vulns v WHERE v.org_id = e.org_id AND v.cve_id = ? AND v.endpoint_id = e.id)`
+		args = append(args, q.CVE)
 	}
 	if !q.NotSeenSince.IsZero() {
 		where += ` AND (e.last_seen_at IS NULL OR e.last_seen_at < ?)`

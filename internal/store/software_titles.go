@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/patchd/patchd/apiv1"
@@ -115,4 +116,55 @@ func (r *ReadTx) titleVersions(ctx context.Context, id int64, t *apiv1.SoftwareT
 		}
 	}
 	return nil
+}
+
+// MaxTitlePageVersions bounds the versions SoftwareTitleByName answers.
+const MaxTitlePageVersions = 500
+
+// SoftwareTitleByName answers the organization's software title of that
+// exact name with its versions, most endpoints first (at most
+// MaxTitlePageVersions; VersionCount counts them all), or ErrNotFound when
+// no endpoint has it.
+func (s *Store) SoftwareTitleByName(ctx context.Context, orgID, name string) (apiv1.SoftwareTitle, error) {
+	var t apiv1.SoftwareTitle
+	err := s.InReadTx(ctx, func(r *ReadTx) error {
+		var id int64
+		var publisher sql.NullString
+		err := r.queryRow(ctx, `SELECT id, name, publisher, hosts, installs FROM software_titles WHERE org_id = ? AND name = ? AND hosts > 0`,
+			orgID, name).Scan(&id, &t.Name, &publisher, &t.Hosts, &t.Installs)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("store: software title: %w", err)
+		}
+		t.Publisher = nullString(publisher)
+		rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
+			ORDER BY hosts DESC, version_key LIMIT ?`, id, MaxTitlePageVersions)
+		if err != nil {
+			return fmt.Errorf("store: software title versions: %w", err)
+		}
+		defer rows.Close()
+		t.Versions = []apiv1.SoftwareTitleVersion{}
+		for rows.Next() {
+			var v apiv1.SoftwareTitleVersion
+			var key string
+			if err := rows.Scan(&key, &v.Hosts); err != nil {
+				return fmt.Errorf("store: software title versions: %w", err)
+			}
+			if key != "" {
+				v.Version = &key
+			}
+			t.Versions = append(t.Versions, v)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: software title versions: %w", err)
+		}
+		t.VersionCount = len(t.Versions)
+		if t.VersionCount == MaxTitlePageVersions {
+			return r.queryRow(ctx, `SELECT COUNT(*) FROM software_versions WHERE title_id = ? AND hosts > 0`, id).Scan(&t.VersionCount)
+		}
+		return nil
+	})
+	return t, err
 }

@@ -480,6 +480,8 @@ type VulnQuery struct {
 	// IncludeAccepted also lists CVEs with an active accepted risk or
 	// compensating control (left out by default).
 	IncludeAccepted bool
+	// CVEID keeps that CVE alone.
+	CVEID string
 	// Remediation keeps the CVEs of one remediation status (vulns.StatusOverdue,
 	// StatusDueSoon, StatusDueLater), evaluated at Now.
 	Remediation   string
@@ -510,6 +512,10 @@ func vulnWhere(q VulnQuery) (string, []any) {
 	}
 	if q.KEVOnly {
 		where += ` AND k.cve_id IS NOT NULL`
+	}
+	if q.CVEID != "" {
+		where += ` AND ov.cve_id = ?`
+		args = append(args, q.CVEID)
 	}
 	if !q.IncludeAccepted {
 		where += ` AND x.cve_id IS NULL`
