@@ -51,7 +51,8 @@ func TestSoftwareByTitle(t *testing.T) {
 	}
 	// Most endpoints first: the sample's three applications and the
 	// widget, on three endpoints each; the widget's versions counted.
-	for _, want := range []string{`href="/console/software" aria-current="page"`, "4 application(s)", "Acme Widget", "1.0 (2)", "2.0 (1)", "Acme Software", "Google Chrome"} {
+	for _, want := range []string{`href="/console/software" aria-current="page"`, "4 application(s)", "Acme Widget", `&amp;version=1.0">1.0</a> (2)`,
+		`&amp;version=2.0">2.0</a> (1)`, `href="/console/software/title?name=Acme%20Widget"`, "Acme Software", "Google Chrome"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("software page lacks %q", want)
 		}

@@ -22,14 +22,12 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 func (s *Store) Compliance(ctx context.Context, orgID string, now time.Time) (apiv1.ComplianceDay, error) {
 	d := apiv1.ComplianceDay{Date: day(now), RecordedAt: now.UTC().Truncate(time.Millisecond)}
 	err := s.InReadTx(ctx, func(r *ReadTx) error {
-		// One pass over the endpoints: the worst severity each misses.
+		// One pass over the endpoints' counters of missing updates.
 		if err := r.queryRow(ctx, `SELECT COUNT(*),
-			COALESCE(SUM(CASE WHEN m.n IS NULL THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN m.crit > 0 THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN m.n > 0 AND m.crit = 0 THEN 1 ELSE 0 END), 0)
-			FROM endpoints e LEFT JOIN (SELECT endpoint_id, COUNT(*) AS n, SUM(CASE WHEN severity = 'Critical' THEN 1 ELSE 0 END) AS crit
-				FROM endpoint_updates WHERE org_id = ? GROUP BY endpoint_id) m ON m.endpoint_id = e.id
-			WHERE e.org_id = ?`, orgID, orgID).Scan(&d.Endpoints, &d.FullyPatched, &d.MissingCritical, &d.MissingOther); err != nil {
+			COALESCE(SUM(CASE WHEN `+missingTotal+` = 0 THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN e.missing_critical > 0 THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN `+missingTotal+` > 0 AND e.missing_critical = 0 THEN 1 ELSE 0 END), 0)
+			FROM endpoints e WHERE e.org_id = ?`, orgID).Scan(&d.Endpoints, &d.FullyPatched, &d.MissingCritical, &d.MissingOther); err != nil {
 			return fmt.Errorf("store: compliance: %w", err)
 		}
 		policy, err := readPolicy(ctx, r.queryRow, orgID)

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/updates"
 )
 
 // ConsoleUser is a console user with its role.
@@ -307,10 +309,17 @@ type FleetSummary struct {
 func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince time.Time) (FleetSummary, error) {
 	f := FleetSummary{MissingBySeverity: map[string]int{}, EndpointsBySeverity: map[string]int{}, Platforms: map[string]int{}}
 	err := s.InReadTx(ctx, func(r *ReadTx) error {
+		// One pass over the endpoints, missing updates included: the
+		// counters the inventory writer keeps per endpoint (migration 030).
+		var c, e [5]int
 		if err := r.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN last_seen_at >= ? THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN pending_reboot THEN 1 ELSE 0 END), 0) FROM endpoints WHERE org_id = ?`,
-			millis(connectedSince), orgID).Scan(&f.Endpoints, &f.Connected, &f.PendingReboot); err != nil {
+			COALESCE(SUM(CASE WHEN pending_reboot THEN 1 ELSE 0 END), 0), `+missingSums+` FROM endpoints WHERE org_id = ?`,
+			millis(connectedSince), orgID).Scan(&f.Endpoints, &f.Connected, &f.PendingReboot,
+			&c[0], &e[0], &c[1], &e[1], &c[2], &e[2], &c[3], &e[3], &c[4], &e[4]); err != nil {
 			return err
+		}
+		for i, sev := range updates.Severities {
+			f.MissingBySeverity[sev], f.EndpointsBySeverity[sev] = c[i], e[i]
 		}
 		rows, err := r.query(ctx, `SELECT platform, COUNT(*) FROM endpoints WHERE org_id = ? GROUP BY platform`, orgID)
 		if err != nil {
@@ -326,20 +335,6 @@ func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince t
 			f.Platforms[p] = n
 		}
 		rows.Close()
-		rows, err = r.query(ctx, `SELECT k.severity, COUNT(*), COUNT(DISTINCT eu.endpoint_id) FROM endpoint_updates eu
-			JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key WHERE eu.org_id = ? GROUP BY k.severity`, orgID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var sev string
-			var n, e int
-			if err := rows.Scan(&sev, &n, &e); err != nil {
-				return err
-			}
-			f.MissingBySeverity[sev], f.EndpointsBySeverity[sev] = n, e
-		}
 		return rows.Err()
 	})
 	if err != nil {
@@ -347,6 +342,26 @@ func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince t
 	}
 	return f, nil
 }
+
+// missingSums are, per severity in the order of updates.Severities, the
+// missing updates and the endpoints missing one, from the endpoints'
+// counters.
+var missingSums = func() string {
+	var b strings.Builder
+	for i, col := range missingColumns {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "COALESCE(SUM(%s), 0), COALESCE(SUM(CASE WHEN %s > 0 THEN 1 ELSE 0 END), 0)", col, col)
+	}
+	return b.String()
+}()
+
+// missingColumns are the endpoints' counters of missing updates, in the
+// order of updates.Severities; missingTotal is their sum.
+var missingColumns = []string{"missing_critical", "missing_important", "missing_moderate", "missing_low", "missing_unspecified"}
+
+const missingTotal = `(e.missing_critical + e.missing_important + e.missing_moderate + e.missing_low + e.missing_unspecified)`
 
 // UpdateKeyRow is one update across the fleet: a key of the catalog with
 // the number of endpoints missing it and its approval.

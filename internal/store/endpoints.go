@@ -459,16 +459,16 @@ func endpointWhere(q EndpointQuery) (string, []any) {
 		where += ` AND EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = ? AND m.endpoint_id = e.id)`
 		args = append(args, q.GroupID)
 	}
+	// The endpoints' counters of missing updates (migration 030).
 	switch q.Missing {
 	case "critical":
-		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.severity = 'Critical')`
+		where += ` AND e.missing_critical > 0`
 	case "other": // missing updates, none of them critical
-		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id)
-			AND NOT EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.severity = 'Critical')`
+		where += ` AND ` + missingTotal + ` > 0 AND e.missing_critical = 0`
 	case "any":
-		where += ` AND EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id)`
+		where += ` AND ` + missingTotal + ` > 0`
 	case "none":
-		where += ` AND NOT EXISTS (SELECT 1 FROM endpoint_updates u WHERE u.endpoint_id = e.id)`
+		where += ` AND ` + missingTotal + ` = 0`
 	}
 	if q.PendingReboot {
 		where += ` AND e.pending_reboot`

@@ -77,6 +77,17 @@ func (s *Store) BulkUpdatesForTest(ctx context.Context, orgID string, endpoints 
 			return err
 		}
 	}
+	// The endpoints' counters, as migration 030 computes them.
+	if _, err := s.exec(ctx, `UPDATE endpoints SET
+		missing_critical = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.severity = 'Critical'),
+		missing_important = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.severity = 'Important'),
+		missing_moderate = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.severity = 'Moderate'),
+		missing_low = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.severity = 'Low'),
+		missing_unspecified = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id
+			AND u.severity NOT IN ('Critical', 'Important', 'Moderate', 'Low'))
+		WHERE org_id = ?`, orgID); err != nil {
+		return err
+	}
 	return s.InTx(ctx, func(tx *Tx) error {
 		krows := make([][]any, len(keys))
 		for i, k := range keys {
@@ -172,5 +183,49 @@ func (s *Store) UndoMigration019ForTest(ctx context.Context) error {
 			}
 		}
 		return nil
+	})
+}
+
+// BulkVulnsForTest records cves CVEs on the organization's fleet (CVSS
+// spread from 2.0 to 9.9, first detected days ago) and makes endpoint i
+// affected by the CVEs cvesOf(i) answers, as the matcher would.
+func (s *Store) BulkVulnsForTest(ctx context.Context, orgID string, endpoints []string, cves int, cvesOf func(i int) []int, now time.Time) error {
+	id := func(k int) string { return fmt.Sprintf("CVE-2026-%05d", 10000+k) }
+	counts := make([]int, cves)
+	var rows [][]any
+	flush := func() error {
+		err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.insertRows(ctx, "endpoint_vulns", []string{"org_id", "endpoint_id", "cve_id", "software", "version", "fixed_in", "source", "first_seen_at"}, rows)
+		})
+		rows = rows[:0]
+		return err
+	}
+	for i, ep := range endpoints {
+		for _, k := range cvesOf(i) {
+			counts[k]++
+			rows = append(rows, []any{orgID, ep, id(k), fmt.Sprintf("App %d", k%50), "1.0", "2.0", "vendor:app", millis(now)})
+		}
+		if len(rows) >= 20000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rows) > 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return s.InTx(ctx, func(tx *Tx) error {
+		crows, orows := make([][]any, cves), make([][]any, cves)
+		for k := range cves {
+			score := 2.0 + float64(k%80)/10
+			crows[k] = []any{id(k), millis(now.AddDate(-1, 0, 0)), "Generated CVE " + id(k), score}
+			orows[k] = []any{orgID, id(k), counts[k], millis(now.AddDate(0, 0, -(k % 120))), millis(now)}
+		}
+		if err := tx.insertRows(ctx, "vuln_cves", []string{"id", "published", "description", "cvss"}, crows); err != nil {
+			return err
+		}
+		return tx.insertRows(ctx, "org_vulns", []string{"org_id", "cve_id", "endpoints_count", "first_detected_at", "last_detected_at"}, orows)
 	})
 }

@@ -296,11 +296,16 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: inventory updates: %w", err)
 	}
+	var before, after missingCounts
+	for _, r := range old {
+		before.add(r.severity)
+	}
 	delta := map[string]int{}
 	var inserts [][]any
 	var fresh []newUpdateKey
 	for _, u := range ups {
 		r := updRowOf(u)
+		after.add(r.severity)
 		if prev, ok := old[u.Key]; ok {
 			delete(old, u.Key)
 			if prev.title == r.title && prev.severity == r.severity && prev.source == r.source && prev.categories == r.categories &&
@@ -337,7 +342,33 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 		return err
 	}
 	tx.applyKeyDelta(orgID, delta)
+	if after != before {
+		if _, err := tx.exec(ctx, `UPDATE endpoints SET missing_critical = ?, missing_important = ?, missing_moderate = ?, missing_low = ?,
+			missing_unspecified = ? WHERE id = ?`, after[0], after[1], after[2], after[3], after[4], endpointID); err != nil {
+			return fmt.Errorf("store: inventory update counts: %w", err)
+		}
+	}
 	return tx.afterNewUpdateKeys(ctx, orgID, fresh, now)
+}
+
+// missingCounts counts an endpoint's missing updates by severity, in the
+// order of updates.Severities (endpoints.missing_critical …
+// missing_unspecified).
+type missingCounts [5]int
+
+func (c *missingCounts) add(severity string) {
+	switch severity {
+	case "Critical":
+		c[0]++
+	case "Important":
+		c[1]++
+	case "Moderate":
+		c[2]++
+	case "Low":
+		c[3]++
+	default:
+		c[4]++
+	}
 }
 
 // applyKeyDelta counts endpoint-count changes of update keys, written
