@@ -113,7 +113,6 @@ func TestConsolePerformance(t *testing.T) {
 	}
 }
 
-
 type consoleClient struct {
 	url string
 	c   *http.Client
