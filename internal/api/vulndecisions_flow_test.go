@@ -7,6 +7,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/vulndb"
@@ -73,5 +74,32 @@ func TestVulnDecisionsThroughTheAPIChangeTheList(t *testing.T) {
 	}
 	if v := listed(); v == nil {
 		t.Fatal("revoked CVE not listed again")
+	}
+}
+
+// TestApprovalPolicyThroughTheAPIApprovesAtIngestion: a rule set with PUT
+// /api/v1/approval-policy approves the matching updates an inventory
+// brings (Critical OS at once), and leaves the others NEW.
+func TestApprovalPolicyThroughTheAPIApprovesAtIngestion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := apitest.New(t)
+	if _, err := env.Admin.SetApprovalPolicy(ctx, apiv1.ApprovalPolicy{Rules: []apiv1.ApprovalPolicyRule{{Severity: "Critical", Source: "OS", DelayDays: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	a := env.Enroll("ap-1", "pc-ap", "windows")
+	a.MustInventory(apitest.Sample("pc-ap", "windows"))
+	page, err := env.Admin.ListUpdates(ctx, client.UpdateQuery{EndpointID: a.ID})
+	if err != nil || len(page.Items) < 2 {
+		t.Fatalf("updates: %+v %v", page, err)
+	}
+	for _, u := range page.Items {
+		want := "NEW"
+		if u.Severity == "Critical" && (u.Source == "OS - Mandatory" || u.Source == "OS - Optional") {
+			want = "APPROVED"
+		}
+		if u.Approval != want {
+			t.Errorf("%s (%s, %s): %s, want %s", u.Title, u.Severity, u.Source, u.Approval, want)
+		}
 	}
 }
