@@ -692,3 +692,65 @@ type ComplianceDay struct {
 	OverdueCVEs     int       `json:"overdueCves"`
 	RecordedAt      time.Time `json:"recordedAt"`
 }
+
+// ApprovalPolicy is the organization's automatic approval policy (patchd
+// addition, GET and PUT /api/v1/approval-policy): updates matching a rule
+// are approved delayDays after they are first seen; declineOlder declines
+// the older versions an approved update supersedes.
+type ApprovalPolicy struct {
+	DeclineOlder bool                 `json:"declineOlder"`
+	Rules        []ApprovalPolicyRule `json:"rules"`
+}
+
+// ApprovalPolicyRule is one rule of the approval policy: severity (one of
+// the spec's, or ANY) and source (OS, THIRD_PARTY or ANY).
+type ApprovalPolicyRule struct {
+	Severity  string `json:"severity"`
+	Source    string `json:"source"`
+	DelayDays int    `json:"delayDays"`
+}
+
+// ApprovalPolicyBody replaces the organization's approval policy: every
+// rule and the declineOlder setting, both required.
+type ApprovalPolicyBody struct {
+	DeclineOlder *bool                 `json:"declineOlder"`
+	Rules        *[]ApprovalPolicyRule `json:"rules"`
+}
+
+// VulnException is a decision about a CVE (patchd addition, GET
+// /api/v1/vulnerability-exceptions): its risk accepted (kind accepted) or
+// a compensating control in place (compensating_control), with the reason,
+// who decided and until when; active is false once it expired.
+// endpoints counts the organization's endpoints that have the CVE now.
+type VulnException struct {
+	ID        string     `json:"id"`
+	CVEID     string     `json:"cveId"`
+	Kind      string     `json:"kind"`
+	Reason    string     `json:"reason"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	CreatedBy string     `json:"createdBy"`
+	CreatedAt time.Time  `json:"createdAt"`
+	Active    bool       `json:"active"`
+	Endpoints int        `json:"endpoints"`
+}
+
+// VulnExceptionBody records a decision about a CVE (POST
+// /api/v1/vulnerabilities/{cve}/exception): kind and reason, and at most
+// one of expiresAt and validDays (neither: no expiry).
+type VulnExceptionBody struct {
+	Kind      string     `json:"kind"`
+	Reason    string     `json:"reason"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	ValidDays *int       `json:"validDays,omitempty"`
+}
+
+// RemediationPolicy is the organization's remediation periods in days by
+// CVSS severity (patchd addition, GET and PUT
+// /api/v1/remediation-policy): a CVE is overdue that many days after it
+// was first seen on the fleet.
+type RemediationPolicy struct {
+	CriticalDays int `json:"criticalDays"`
+	HighDays     int `json:"highDays"`
+	MediumDays   int `json:"mediumDays"`
+	LowDays      int `json:"lowDays"`
+}

@@ -88,6 +88,11 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		{"NewEnrollmentToken", apiv1.NewEnrollToken{}, false},
 		{"AuditEntry", apiv1.AuditEntry{}, false},
 		{"AuditEntryPage", apiv1.Page[apiv1.AuditEntry]{}, false},
+		{"ApprovalPolicy", apiv1.ApprovalPolicy{}, false},
+		{"ApprovalPolicyRule", apiv1.ApprovalPolicyRule{}, false},
+		{"VulnerabilityException", apiv1.VulnException{}, false},
+		{"VulnerabilityExceptionList", apiv1.List[apiv1.VulnException]{}, false},
+		{"RemediationPolicy", apiv1.RemediationPolicy{}, false},
 	}
 	for _, a := range answers {
 		t.Run(a.schema, func(t *testing.T) {

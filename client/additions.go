@@ -207,3 +207,61 @@ func (c *Client) ComplianceHistory(ctx context.Context, days int) (apiv1.List[ap
 	err := c.Do(ctx, http.MethodGet, "/api/v1/compliance/history", v, nil, &out)
 	return out, err
 }
+
+// ApprovalPolicy reads the organization's automatic approval policy.
+func (c *Client) ApprovalPolicy(ctx context.Context) (apiv1.ApprovalPolicy, error) {
+	var out apiv1.ApprovalPolicy
+	err := c.Do(ctx, http.MethodGet, "/api/v1/approval-policy", nil, nil, &out)
+	return out, err
+}
+
+// SetApprovalPolicy replaces the organization's automatic approval policy
+// (every rule and declineOlder) and answers it as stored.
+func (c *Client) SetApprovalPolicy(ctx context.Context, p apiv1.ApprovalPolicy) (apiv1.ApprovalPolicy, error) {
+	rules := p.Rules
+	if rules == nil {
+		rules = []apiv1.ApprovalPolicyRule{}
+	}
+	var out apiv1.ApprovalPolicy
+	err := c.Do(ctx, http.MethodPut, "/api/v1/approval-policy", nil, apiv1.ApprovalPolicyBody{DeclineOlder: &p.DeclineOlder, Rules: &rules}, &out)
+	return out, err
+}
+
+// VulnExceptions lists the organization's accepted risks and compensating
+// controls (kind "" for both), expired ones included (active false).
+func (c *Client) VulnExceptions(ctx context.Context, kind string) (apiv1.List[apiv1.VulnException], error) {
+	var out apiv1.List[apiv1.VulnException]
+	v := url.Values{}
+	if kind != "" {
+		v.Set("kind", kind)
+	}
+	err := c.Do(ctx, http.MethodGet, "/api/v1/vulnerability-exceptions", v, nil, &out)
+	return out, err
+}
+
+// AcceptVulnRisk records (or replaces) the organization's decision about a
+// CVE: its risk accepted or a compensating control in place.
+func (c *Client) AcceptVulnRisk(ctx context.Context, cve string, body apiv1.VulnExceptionBody) (apiv1.VulnException, error) {
+	var out apiv1.VulnException
+	err := c.Do(ctx, http.MethodPost, "/api/v1/vulnerabilities/"+url.PathEscape(cve)+"/exception", nil, body, &out)
+	return out, err
+}
+
+// RevokeVulnRisk deletes the organization's decision about a CVE.
+func (c *Client) RevokeVulnRisk(ctx context.Context, cve string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/vulnerabilities/"+url.PathEscape(cve)+"/exception", nil, nil, nil)
+}
+
+// RemediationPolicy reads the organization's remediation periods.
+func (c *Client) RemediationPolicy(ctx context.Context) (apiv1.RemediationPolicy, error) {
+	var out apiv1.RemediationPolicy
+	err := c.Do(ctx, http.MethodGet, "/api/v1/remediation-policy", nil, nil, &out)
+	return out, err
+}
+
+// SetRemediationPolicy sets the organization's four remediation periods.
+func (c *Client) SetRemediationPolicy(ctx context.Context, p apiv1.RemediationPolicy) (apiv1.RemediationPolicy, error) {
+	var out apiv1.RemediationPolicy
+	err := c.Do(ctx, http.MethodPut, "/api/v1/remediation-policy", nil, p, &out)
+	return out, err
+}

@@ -77,12 +77,20 @@ var additions = []struct {
 	{"GET", "/api/v1/agent-versions", "endpoints.view"},
 	{"PUT", "/api/v1/agent-policy", "endpoints.manage"},
 	{"GET", "/api/v1/compliance/history", "endpoints.view"},
+	{"GET", "/api/v1/approval-policy", "updates.view"},
+	{"PUT", "/api/v1/approval-policy", "updates.manage"},
+	{"GET", "/api/v1/vulnerability-exceptions", "vulnerabilities.view"},
+	{"GET", "/api/v1/remediation-policy", "vulnerabilities.view"},
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},
 	{"PATCH", "/api/v1/users/{id}", "api.access"},
 	{"POST", "/api/v1/users/{id}/password", "api.access"},
 	{"DELETE", "/api/v1/users/{id}/second-factor", "api.access"},
+	// Decisions about CVEs and the remediation periods, for the same roles.
+	{"POST", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
+	{"DELETE", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
+	{"PUT", "/api/v1/remediation-policy", "api.access"},
 }
 
 func load(t *testing.T) *openapi3.T {

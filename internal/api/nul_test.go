@@ -100,7 +100,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"/api/v1/runs/{id}": run.RunID, "/api/v1/runs/{id}/stop": run.RunID, "/api/v1/runs/{id}/retry": run.RunID,
 		"/api/v1/alerts/{id}": rule.Rule.ID, "/api/v1/alerts/{id}/enable": rule.Rule.ID, "/api/v1/alerts/{id}/disable": rule.Rule.ID,
 		"/api/v1/alerts/{id}/test": rule.Rule.ID, "/api/v1/alerts/{id}/events": rule.Rule.ID,
-		"/api/v1/alerts/{id}/failed-deliveries": rule.Rule.ID, "/api/v1/alerts/{id}/failed-deliveries/{delivery}/resend": rule.Rule.ID}
+		"/api/v1/alerts/{id}/failed-deliveries": rule.Rule.ID, "/api/v1/alerts/{id}/failed-deliveries/{delivery}/resend": rule.Rule.ID,
+		"/api/v1/vulnerabilities/{cve}/exception": "CVE-2023-4863"}
 	// A body for each operation that takes one, valid but for the NUL.
 	bodies := map[string]string{
 		"POST /api/oauth/token":                                        `{"grant_type":"client_credentials","client_id":` + nulJSON + `,"client_secret":"s"}`,
@@ -128,26 +129,32 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"PATCH /api/v1/users/{id}":                                     `{"role":` + nulJSON + `}`,
 		"POST /api/v1/users/{id}/password":                             `{"password":"a long password \u0000 with NUL"}`,
 		"PUT /api/v1/agent-policy":                                     `{"policy":"pinned","version":` + nulJSON + `}`,
+		"PUT /api/v1/approval-policy":                                  `{"declineOlder":false,"rules":[{"severity":` + nulJSON + `,"source":"OS","delayDays":0}]}`,
+		"POST /api/v1/vulnerabilities/{cve}/exception":                 `{"kind":"accepted","reason":` + nulJSON + `}`,
+		"PUT /api/v1/remediation-policy":                               `{"criticalDays":1,"highDays":2,"mediumDays":3,"lowDays":4,"x":` + nulJSON + `}`,
 	}
 	// A query filter for each list.
 	queries := map[string]string{
-		"GET /api/v1/endpoints":          "q=web%00",
-		"GET /api/v1/updates":            "severity=Critical%00",
-		"GET /api/v1/software":           "q=bash%00",
-		"GET /api/v1/software/titles":    "publisher=gnu%00",
-		"GET /api/v1/vulnerabilities":    "endpointId=" + ag.ID + "%00",
-		"GET /api/v1/groups":             "q=%00",
-		"GET /api/v1/automations":        "q=%00",
-		"GET /api/v1/alerts":             "q=%00",
-		"GET /api/v1/runs":               "runId=" + run.RunID + "%00",
-		"GET /api/v1/reports/{key}":      "groupId=%00",
-		"GET /api/v1/openapi.json":       "x=%00",
-		"GET /api/v1/scripts":            "q=%00",
-		"GET /api/v1/enrollment-tokens":  "q=%00",
-		"GET /api/v1/audit":              "actor=api%00",
-		"GET /api/v1/users":              "q=%00",
-		"GET /api/v1/agent-versions":     "x=%00",
-		"GET /api/v1/compliance/history": "days=%00",
+		"GET /api/v1/endpoints":                "q=web%00",
+		"GET /api/v1/updates":                  "severity=Critical%00",
+		"GET /api/v1/software":                 "q=bash%00",
+		"GET /api/v1/software/titles":          "publisher=gnu%00",
+		"GET /api/v1/vulnerabilities":          "endpointId=" + ag.ID + "%00",
+		"GET /api/v1/groups":                   "q=%00",
+		"GET /api/v1/automations":              "q=%00",
+		"GET /api/v1/alerts":                   "q=%00",
+		"GET /api/v1/runs":                     "runId=" + run.RunID + "%00",
+		"GET /api/v1/reports/{key}":            "groupId=%00",
+		"GET /api/v1/openapi.json":             "x=%00",
+		"GET /api/v1/scripts":                  "q=%00",
+		"GET /api/v1/enrollment-tokens":        "q=%00",
+		"GET /api/v1/audit":                    "actor=api%00",
+		"GET /api/v1/users":                    "q=%00",
+		"GET /api/v1/agent-versions":           "x=%00",
+		"GET /api/v1/compliance/history":       "days=%00",
+		"GET /api/v1/approval-policy":          "x=%00",
+		"GET /api/v1/remediation-policy":       "x=%00",
+		"GET /api/v1/vulnerability-exceptions": "kind=accepted%00",
 	}
 	type probe struct{ name, method, path, body string }
 	var probes []probe
@@ -155,10 +162,11 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		method, pattern, _ := strings.Cut(route, " ")
 		path := pattern
 		if id, ok := ids[pattern]; ok {
-			for _, param := range []string{"{id}", "{key}", "{delivery}"} {
+			for _, param := range []string{"{id}", "{key}", "{delivery}", "{cve}"} {
 				path = strings.Replace(path, param, id, 1)
 			}
 			bad := strings.Replace(strings.Replace(strings.Replace(pattern, "{id}", id+"%00", 1), "{key}", "endpoints%00", 1), "{delivery}", id, 1)
+			bad = strings.Replace(bad, "{cve}", id+"%00", 1)
 			probes = append(probes, probe{route + " id", method, bad, bodies[route]})
 		} else if strings.Contains(pattern, "{") {
 			t.Fatalf("%s: give this test an id for it", route)
@@ -183,6 +191,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		probe{"DELETE endpoint id", http.MethodDelete, "/api/v1/endpoints/" + ag.ID + "%00", ""},
 		probe{"DELETE script id", http.MethodDelete, "/api/v1/scripts/" + sc.ID + "%00", ""},
 		probe{"DELETE alert id", http.MethodDelete, "/api/v1/alerts/" + rule.Rule.ID + "%00", ""},
+		probe{"DELETE exception cve", http.MethodDelete, "/api/v1/vulnerabilities/CVE-2023-4863%00/exception", ""},
 	)
 	for _, p := range probes {
 		ans := rawCall(t, e, p.method, p.path, token, []byte(p.body))

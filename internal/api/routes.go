@@ -64,11 +64,19 @@ func (a *API) routes() {
 	a.route("GET /api/v1/agent-versions", perm.EndpointsView, a.getAgentVersions)
 	a.route("PUT /api/v1/agent-policy", perm.EndpointsManage, a.setAgentPolicy)
 	a.route("GET /api/v1/compliance/history", perm.EndpointsView, a.complianceHistory)
+	a.route("GET /api/v1/approval-policy", perm.UpdatesView, a.getApprovalPolicy)
+	a.route("PUT /api/v1/approval-policy", perm.UpdatesManage, a.setApprovalPolicy)
+	a.route("GET /api/v1/vulnerability-exceptions", perm.VulnerabilitiesView, a.listVulnExceptions)
+	a.route("GET /api/v1/remediation-policy", perm.VulnerabilitiesView, a.getRemediationPolicy)
 	// People, for roles holding every permission (checked by the handlers).
 	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)
 	a.route("POST /api/v1/users/{id}/password", perm.APIAccess, a.resetUserPassword)
 	a.route("DELETE /api/v1/users/{id}/second-factor", perm.APIAccess, a.resetUserSecondFactor)
+	// Vulnerability decisions and remediation periods, for the same roles.
+	a.route("POST /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.acceptVulnRisk)
+	a.route("DELETE /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.revokeVulnRisk)
+	a.route("PUT /api/v1/remediation-policy", perm.APIAccess, a.setRemediationPolicy)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

@@ -19,9 +19,13 @@ import (
 // line): an organization's credential must not take over the instance.
 
 // adminOnly refuses a caller whose role lacks any permission.
-func adminOnly(r *http.Request) error {
+func adminOnly(r *http.Request) error { return everyPermission(r, "managing console users") }
+
+// everyPermission refuses a caller whose role lacks any permission; what
+// names the operation in the error's description.
+func everyPermission(r *http.Request, what string) error {
 	if principal(r).Permissions&perm.All != perm.All {
-		return httpx.Errorf(http.StatusForbidden, "insufficient_scope", "managing console users takes a role holding every permission (Administrator)").
+		return httpx.Errorf(http.StatusForbidden, "insufficient_scope", what+" takes a role holding every permission (Administrator)").
 			WithHeader("WWW-Authenticate", `Bearer realm="patchd", error="insufficient_scope"`)
 	}
 	return nil

@@ -78,6 +78,7 @@ func init() {
 	commands = append(commands, auditCommands()...)
 	commands = append(commands, runOpCommands()...)
 	commands = append(commands, alertOpCommands()...)
+	commands = append(commands, policyCommands()...)
 	commands = append(commands, userCommands()...)
 	commands = append(commands, completionCommands()...)
 }

@@ -621,10 +621,13 @@ func (s *Store) GetApprovalPolicy(ctx context.Context, orgID string) (ApprovalPo
 }
 
 // PolicyChange changes an organization's policy: Rule, when set, is added
-// or replaces the rule of its severity and source; DeclineOlder, when
-// set, turns that setting on or off.
+// or replaces the rule of its severity and source; with ReplaceRules,
+// Rules (checked, one per severity and source) replace every rule instead;
+// DeclineOlder, when set, turns that setting on or off.
 type PolicyChange struct {
 	Rule         *updates.PolicyRule
+	ReplaceRules bool
+	Rules        []updates.PolicyRule
 	DeclineOlder *bool
 }
 
@@ -633,6 +636,18 @@ func (s *Store) SetApprovalPolicy(ctx context.Context, e *AuditEntry, orgID stri
 	p := ApprovalPolicy{OrgID: orgID}
 	err := s.Audited(ctx, e, func(tx *Tx) error {
 		summary := map[string]any{}
+		if c.ReplaceRules {
+			if _, err := tx.exec(ctx, `DELETE FROM approval_policies WHERE org_id = ?`, orgID); err != nil {
+				return fmt.Errorf("store: replace approval policy: %w", err)
+			}
+			for _, r := range c.Rules {
+				if _, err := tx.exec(ctx, `INSERT INTO approval_policies (id, org_id, severity, source, delay_days, action, created_at)
+					VALUES (?, ?, ?, ?, ?, 'APPROVE', ?)`, NewID(), orgID, r.Severity, r.Source, r.DelayDays, millis(time.Now())); err != nil {
+					return fmt.Errorf("store: replace approval policy: %w", err)
+				}
+			}
+			summary["rules"] = append([]updates.PolicyRule{}, c.Rules...)
+		}
 		if c.Rule != nil {
 			if _, err := tx.exec(ctx, `INSERT INTO approval_policies (id, org_id, severity, source, delay_days, action, created_at)
 				VALUES (?, ?, ?, ?, ?, 'APPROVE', ?) ON CONFLICT (org_id, severity, source) DO UPDATE SET delay_days = excluded.delay_days`,
