@@ -470,6 +470,37 @@ func TestBrowserJourneys(t *testing.T) {
 		t.Errorf("the alert rules list does not show the new rule: %q", list)
 	}
 
+	// The drill-downs, each ending in its action: a CVE's page; an
+	// update's page and its deployment to the endpoints missing it; a
+	// software title's versions and endpoints; a dashboard number leads
+	// to a list of exactly that many.
+	tb.visit(e.URL, "/console/vulnerabilities", "vulnerabilities-list")
+	tb.do("open a CVE", chromedp.Click(chromedp.CSS(`#vulns tbody td > a[href^="/console/vulnerabilities/"]`)), chromedp.WaitVisible(chromedp.CSS("#vuln-facts")))
+	tb.accessible("a CVE's page")
+	tb.screenshot("vulnerability")
+	if got := tb.text("#main h1"); !strings.HasPrefix(got, "CVE-") {
+		t.Errorf("the CVE page's heading is %q", got)
+	}
+	tb.visit(e.URL, "/console/updates?severity=Critical", "updates-critical")
+	tb.do("open an update", chromedp.Click(chromedp.CSS(`table.list tbody td a[href^="/console/updates/"]`)), chromedp.WaitVisible(chromedp.CSS("#update-facts")), acceptConfirms())
+	tb.accessible("an update's page")
+	tb.screenshot("update")
+	tb.do("deploy it", chromedp.Click(chromedp.CSS("#deploy-update button")), chromedp.WaitVisible(chromedp.CSS("#run-progress")))
+	tb.screenshot("update-deployed")
+	if got := tb.text("#main h1"); !strings.HasPrefix(got, "Deploy ") {
+		t.Errorf("deploying from the update's page opened %q", got)
+	}
+	tb.visit(e.URL, "/console/software", "software")
+	tb.do("open a title", chromedp.Click(chromedp.CSS(`#software-titles tbody td a[href^="/console/software/title"]`)), chromedp.WaitVisible(chromedp.CSS("#title-versions")))
+	tb.accessible("a software title's page")
+	tb.screenshot("software-title")
+	tb.visit(e.URL, "/console/", "dashboard-compliance")
+	want := tb.text("#compliance dd a")
+	tb.do("follow a dashboard number", chromedp.Click(chromedp.CSS("#compliance dd a")), chromedp.WaitVisible(chromedp.CSS("#endpoint-total")))
+	if got := tb.text("#endpoint-total strong"); got != want {
+		t.Errorf("the dashboard says %s fully patched, the list it links to holds %s", want, got)
+	}
+
 	for _, p := range []struct{ path, name string }{{"/console/", "dashboard-after"}, {"/console/runs", "runs"}, {"/console/groups", "groups"},
 		{"/console/automations", "automations"}, {"/console/scripts", "scripts"}, {"/console/enrollment", "enrollment"}, {"/console/audit", "audit"}} {
 		tb.visit(e.URL, p.path, p.name)
@@ -482,7 +513,7 @@ func TestBrowserJourneys(t *testing.T) {
 	tb.onPhone()
 	for _, p := range []struct{ path, name string }{{"/console/", "phone-dashboard"}, {"/console/endpoints", "phone-endpoints"},
 		{"/console/endpoints/" + ids[0], "phone-endpoint"}, {"/console/updates", "phone-updates"}, {"/console/software", "phone-software"},
-		{"/console/vulnerabilities", "phone-vulnerabilities"}, {"/console/runs", "phone-runs"}, {"/console/automations", "phone-automations"},
+		{"/console/vulnerabilities", "phone-vulnerabilities"}, {"/console/runs", "phone-runs"}, {"/console/runs?failed=1", "phone-runs-failed"}, {"/console/automations", "phone-automations"},
 		{"/console/groups", "phone-groups"}, {"/console/reports", "phone-reports"}, {"/console/alerts", "phone-alerts"},
 		{"/console/users", "phone-users"}, {"/console/audit", "phone-audit"}} {
 		tb.visit(e.URL, p.path, p.name)
