@@ -77,11 +77,12 @@ func ResetPassword(ctx context.Context, s *store.Store, by By, u store.ConsoleUs
 	return s.SetUserPassword(ctx, by.entry(u, "user.password_reset", map[string]any{"mustChange": mustChange}), u.OrgID, u.ID, hash, mustChange, true, "")
 }
 
-// ResetSecondFactor removes the user's second factor and recovery codes
-// (a lost phone); when its organization requires one, the user sets up a
-// new one at the next sign-in.
+// ResetSecondFactor removes every second factor of the user (its
+// authenticator app, recovery codes and passkeys: a lost phone or key);
+// when its organization requires one, the user sets up a new one at the
+// next sign-in.
 func ResetSecondFactor(ctx context.Context, s *store.Store, by By, u store.ConsoleUser) error {
-	return s.RemoveTOTP(ctx, by.entry(u, "user.mfa_reset", nil), u.OrgID, u.ID)
+	return s.ResetSecondFactor(ctx, by.entry(u, "user.mfa_reset", nil), u.OrgID, u.ID)
 }
 
 // SetRequireSecondFactor sets whether the organization requires a second
