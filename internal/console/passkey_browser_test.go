@@ -206,6 +206,28 @@ func TestPasskeyBrowser(t *testing.T) {
 	if l, _ := e.Store.ListPasskeys(ctx, e.Org.ID, rita.ID); len(l) != 0 {
 		t.Errorf("rita's passkeys after the removal: %+v", l)
 	}
+	tb.signOut()
+
+	// The organization requires a second factor: a user without one adds a
+	// passkey at the sign-in step and is signed in.
+	if err := e.Store.SetOrgRequireMFA(ctx, &store.AuditEntry{OrgID: e.Org.ID, Actor: "test", Action: "org.require_mfa", TargetType: "org"}, e.Org.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, e, e.Org, "erin@example.com", store.RoleReadOnly)
+	tb.signInWithPassword(base, "erin@example.com", "/console/groups", "#h-enroll-passkey")
+	tb.accessible("the enrollment step")
+	tb.screenshot("passkey-enroll")
+	tb.do("add a passkey at the enrollment step",
+		chromedp.SendKeys(chromedp.CSS("#pkname"), "Erin's laptop"),
+		chromedp.Click(chromedp.CSS(`#passkey-register button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("header.top")))
+	if got := tb.text("#main h1"); got != "Groups" {
+		t.Errorf("after the enrollment step the page is %q, want Groups", got)
+	}
+	erin := findUser(t, e, "erin@example.com")
+	if l, _ := e.Store.ListPasskeys(ctx, e.Org.ID, erin.ID); len(l) != 1 {
+		t.Errorf("erin's passkeys: %+v", l)
+	}
 }
 
 func findUser(t *testing.T, e *apitest.Env, email string) store.ConsoleUser {

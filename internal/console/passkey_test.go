@@ -366,3 +366,53 @@ func TestPasskeySecondFactorReset(t *testing.T) {
 		t.Errorf("after the reset carol's password signs in to %s", loc)
 	}
 }
+
+// TestPasskeyEnrollStage: a user whose organization requires a second
+// factor, and who has none, may add a passkey at the sign-in step instead
+// of an authenticator app, and is then signed in.
+func TestPasskeyEnrollStage(t *testing.T) {
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "admin@example.com", store.RoleAdministrator)
+	addUser(t, e, e.Org, "dan@example.com", store.RoleReadOnly)
+	base := localhost(e)
+	a := newBrowser(t, base)
+	a.signIn("admin@example.com")
+	a.get("/console/users")
+	if code, _, _ := a.post("/console/settings/second-factor", url.Values{"require": {"on"}}); code != http.StatusSeeOther {
+		t.Fatalf("require a second factor: %d", code)
+	}
+	d := newBrowser(t, base)
+	if loc := d.passwordOnly("dan@example.com"); !strings.HasPrefix(loc, "/console/signin/enroll") {
+		t.Fatalf("after the password: %s, want the enrollment step", loc)
+	}
+	_, page := d.get("/console/signin/enroll?method=password&next=%2Fconsole%2Fgroups")
+	if !strings.Contains(page, `action="/console/signin/enroll/passkey/options"`) {
+		t.Fatalf("the enrollment step offers no passkey:\n%.2000s", page)
+	}
+	// Before the step is done, the Account page's own endpoints stay shut.
+	if code, _ := d.postJSON("/console/account/passkeys/options", "application/json", []byte(`{"name": "Key"}`)); code != http.StatusUnauthorized {
+		t.Errorf("the Account page's passkey options before the second factor: %d", code)
+	}
+	key := newSoftKey(t)
+	o := d.ceremony("/console/signin/enroll/passkey/options", `{"name": "Dan's key"}`)
+	code, body := d.postJSON("/console/signin/enroll/passkey?next=%2Fconsole%2Fgroups&method=password", "application/json", key.register(o, base))
+	if code != http.StatusOK || !strings.Contains(body, `"next":"/console/groups"`) {
+		t.Fatalf("a passkey at the enrollment step: %d\n%.500s", code, body)
+	}
+	if code, _ := d.get("/console/groups"); code != http.StatusOK {
+		t.Errorf("after adding the passkey a page answered %d", code)
+	}
+	dan := findUser(t, e, "dan@example.com")
+	if l, _ := e.Store.ListPasskeys(ctx, e.Org.ID, dan.ID); len(l) != 1 || l[0].Name != "Dan's key" {
+		t.Errorf("dan's passkeys: %+v", l)
+	}
+	ins := audited(t, e, e.Org.ID, "user.sign_in")
+	if len(ins) == 0 || ins[0].Actor != "user:dan@example.com" || ins[0].Summary["enrolled"] != "passkey" {
+		t.Errorf("dan's sign-in audit: %+v", ins[:min(1, len(ins))])
+	}
+	// The next sign-in asks for the passkey.
+	if loc := newBrowser(t, base).passwordOnly("dan@example.com"); !strings.HasPrefix(loc, "/console/signin/code") {
+		t.Errorf("dan's next sign-in goes to %s", loc)
+	}
+}

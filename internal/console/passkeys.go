@@ -45,6 +45,8 @@ func (c *Console) passkeyRoutes() {
 	c.page("POST /console/account/passkeys", 0, c.passkeyRegister)
 	c.page("POST /console/account/passkeys/{id}/rename", 0, c.passkeyRename)
 	c.page("POST /console/account/passkeys/{id}/remove", 0, c.passkeyRemove)
+	c.staged("POST /console/signin/enroll/passkey/options", store.StageEnroll, c.passkeyRegisterOptions)
+	c.staged("POST /console/signin/enroll/passkey", store.StageEnroll, c.passkeyEnroll)
 	c.staged("POST /console/signin/passkey/options", store.StageMFA, c.passkeySignInOptions)
 	c.staged("POST /console/signin/passkey", store.StageMFA, c.passkeySignIn)
 }
@@ -276,34 +278,62 @@ func (c *Console) passkeyRegisterOptions(w http.ResponseWriter, r *http.Request,
 	return writeJSON(w, opts)
 }
 
-// passkeyRegister finishes a registration with the browser's answer (the
-// PublicKeyCredential as JSON) and stores the passkey.
+// passkeyRegister finishes a registration on the Account page.
 func (c *Console) passkeyRegister(w http.ResponseWriter, r *http.Request, s *session) error {
-	b, err := ceremonyBody(w, r)
+	name, err := c.finishRegistration(w, r, s)
 	if err != nil {
 		return err
 	}
-	cer, err := c.takeCeremony(r.Context(), s, "register")
+	setFlash(w, c, "ok", "The passkey "+name+" is added: it signs you in after your password.")
+	return writeJSON(w, map[string]string{"next": "/console/account"})
+}
+
+// passkeyEnroll finishes a registration at the sign-in step of a user
+// whose organization requires a second factor: the passkey is it, and the
+// user is signed in.
+func (c *Console) passkeyEnroll(w http.ResponseWriter, r *http.Request, s *session) error {
+	if _, err := c.finishRegistration(w, r, s); err != nil {
+		return err
+	}
+	u := s.User
+	u.SecondFactor = true
+	u.Passkeys++
+	to, err := c.openStage(w, r, s, u, store.StageSignedIn, stageQuery(r).Method, r.URL.Query().Get("next"), map[string]any{"enrolled": "passkey"})
 	if err != nil {
 		return err
+	}
+	return writeJSON(w, map[string]string{"next": to})
+}
+
+// finishRegistration checks the browser's answer to the session's
+// registration (the PublicKeyCredential as JSON) and stores the passkey;
+// it answers the passkey's name.
+func (c *Console) finishRegistration(w http.ResponseWriter, r *http.Request, s *session) (string, error) {
+	b, err := ceremonyBody(w, r)
+	if err != nil {
+		return "", err
+	}
+	cer, err := c.takeCeremony(r.Context(), s, "register")
+	if err != nil {
+		return "", err
 	}
 	parsed, err := protocol.ParseCredentialCreationResponseBytes(b)
 	if err != nil {
 		slog.InfoContext(r.Context(), "console: passkey registration answer unreadable", "user", s.User.Email, "err", webauthnDetail(err))
-		return badRequest("The browser's answer is not a passkey registration.")
+		return "", badRequest("The browser's answer is not a passkey registration.")
 	}
 	rp, err := c.relyingParty(r)
 	if err != nil {
-		return passkeyUnavailable(err)
+		return "", passkeyUnavailable(err)
 	}
 	wu, _, err := c.webauthnUser(r.Context(), s.User)
 	if err != nil {
-		return err
+		return "", err
 	}
 	cred, err := rp.CreateCredential(wu, cer.Session, parsed)
 	if err != nil {
 		slog.InfoContext(r.Context(), "console: passkey registration refused", "user", s.User.Email, "err", webauthnDetail(err))
-		return badRequest("The passkey was not accepted: its answer does not match this request or this server's address (" + c.originText(r) + ").")
+		return "", badRequest("The passkey was not accepted: its answer does not match this request or this server's address (" + c.originText(r) + ").")
 	}
 	var transports []string
 	for _, t := range cred.Transport {
@@ -312,15 +342,13 @@ func (c *Console) passkeyRegister(w http.ResponseWriter, r *http.Request, s *ses
 	p := store.Passkey{OrgID: s.User.OrgID, UserID: s.User.ID, CredentialID: cred.ID, PublicKey: cred.PublicKey, SignCount: cred.Authenticator.SignCount,
 		Flags: byte(cred.Flags.ProtocolValue()), AAGUID: aaguidText(cred.Authenticator.AAGUID), Transports: transports,
 		AttestationType: cred.AttestationType, AttestationFormat: cred.AttestationFormat, Name: cer.Name}
-	e := s.audit("user.passkey_add", "user", s.User.ID)
-	e.Summary = map[string]any{"aaguid": p.AAGUID}
+	e := c.userAudit(r, s.User, "user.passkey_add", map[string]any{"aaguid": p.AAGUID})
 	if _, err := c.store.AddPasskey(r.Context(), e, p); errors.Is(err, store.ErrConflict) {
-		return &pageError{http.StatusConflict, "This passkey is registered already, or you have the most passkeys one may have."}
+		return "", &pageError{http.StatusConflict, "This passkey is registered already, or you have the most passkeys one may have."}
 	} else if err != nil {
-		return err
+		return "", err
 	}
-	setFlash(w, c, "ok", "The passkey "+cer.Name+" is added: it signs you in after your password.")
-	return writeJSON(w, map[string]string{"next": "/console/account"})
+	return cer.Name, nil
 }
 
 // originText names the origin passkeys belong to, for a refusal.

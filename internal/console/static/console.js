@@ -159,10 +159,10 @@
     var options = form.getAttribute("action");
     var finish = options.replace(/\/options$/, "");
     var body = {};
-    if (kind === "register") {
-      body.name = form.elements.name.value;
-    } else if (form.elements.next) {
-      finish += "?next=" + encodeURIComponent(form.elements.next.value);
+    if (kind === "register") { body.name = form.elements.name.value; }
+    if (form.elements.next) {
+      finish += "?next=" + encodeURIComponent(form.elements.next.value) +
+        (form.elements.method ? "&method=" + encodeURIComponent(form.elements.method.value) : "");
     }
     shown.hidden = true;
     button.disabled = true;
