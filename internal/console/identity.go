@@ -194,7 +194,7 @@ type stageData struct {
 func stageQuery(r *http.Request) stageData {
 	method := r.FormValue("method")
 	switch method {
-	case "password", "password+totp", "password+recovery_code", "password+passkey":
+	case "password", "password+totp", "password+recovery_code", "password+passkey", "passkey":
 	default:
 		method = "password"
 	}
@@ -434,9 +434,11 @@ func (c *Console) enrollStageSubmit(w http.ResponseWriter, r *http.Request, s *s
 type accountData struct {
 	Sessions []sessionView
 	// TOTP: the user has an authenticator app.
-	TOTP           bool
-	Passkeys       []passkeyView
-	PasskeyName    string
+	TOTP     bool
+	Passkeys []passkeyView
+	// PasswordUser: the user signs in with a password (passkeys are for
+	// those; single sign-on users have their provider's factors).
+	PasswordUser   bool
 	CodesLeft      int
 	Required       bool
 	Enroll         *enrollView
@@ -472,7 +474,7 @@ func (c *Console) accountData(r *http.Request, s *session) (*accountData, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &accountData{TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
+	d := &accountData{TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), PasswordUser: s.User.PasswordHash != "", CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
 		MaxAge: c.cfg.MaxAge, RecoveryTotal: auth.RecoveryCodes}
 	for _, si := range list {
 		exp := si.LastSeenAt.Add(c.cfg.IdleTimeout)

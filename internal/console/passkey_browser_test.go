@@ -23,17 +23,20 @@ func localhost(e *apitest.Env) string {
 // virtualAuthenticator gives the tab a platform authenticator (CTAP2,
 // internal transport, resident keys, user verification that succeeds and
 // presence simulated), as a laptop's fingerprint reader is.
-func (tb *tab) virtualAuthenticator() {
+func (tb *tab) virtualAuthenticator() cdpwebauthn.AuthenticatorID {
 	tb.t.Helper()
+	var id cdpwebauthn.AuthenticatorID
 	tb.do("add a virtual authenticator", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		if _, err := chromedp.Call(ctx, cdpwebauthn.Enable, cdpwebauthn.EnableParams{}); err != nil {
 			return err
 		}
-		_, err := chromedp.Call(ctx, cdpwebauthn.AddVirtualAuthenticator, cdpwebauthn.AddVirtualAuthenticatorParams{
+		res, err := chromedp.Call(ctx, cdpwebauthn.AddVirtualAuthenticator, cdpwebauthn.AddVirtualAuthenticatorParams{
 			Options: &cdpwebauthn.VirtualAuthenticatorOptions{Protocol: cdpwebauthn.AuthenticatorProtocolCtap2, Transport: cdpwebauthn.AuthenticatorTransportInternal,
 				HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true}})
+		id = res.AuthenticatorID
 		return err
 	}))
+	return id
 }
 
 // signInWithPassword fills in the sign-in page (with next) and waits for
@@ -81,7 +84,7 @@ func TestPasskeyBrowser(t *testing.T) {
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
 	addUser(t, e, e.Org, "rita@example.com", store.RoleReadOnly)
 	base := localhost(e)
-	tb.virtualAuthenticator()
+	authenticator := tb.virtualAuthenticator()
 	alice := findUser(t, e, "alice@example.com")
 
 	tb.signInWithPassword(base, "alice@example.com", "/console/account", "#h-passkeys")
@@ -227,6 +230,32 @@ func TestPasskeyBrowser(t *testing.T) {
 	erin := findUser(t, e, "erin@example.com")
 	if l, _ := e.Store.ListPasskeys(ctx, e.Org.ID, erin.ID); len(l) != 1 {
 		t.Errorf("erin's passkeys: %+v", l)
+	}
+
+	// Passwordless: with only erin's passkey on the authenticator, "Sign
+	// in with a passkey" on the sign-in page signs her in.
+	tb.do("keep only erin's passkey on the authenticator", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		res, err := chromedp.Call(ctx, cdpwebauthn.GetCredentials, cdpwebauthn.GetCredentialsParams{AuthenticatorID: authenticator})
+		if err != nil {
+			return err
+		}
+		for _, c := range res.Credentials {
+			if string(c.UserHandle) != erin.ID {
+				if _, err := chromedp.Call(ctx, cdpwebauthn.RemoveCredential, cdpwebauthn.RemoveCredentialParams{AuthenticatorID: authenticator, CredentialID: c.CredentialID}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+	tb.signOut()
+	tb.visit(base, "/console/login?next=%2Fconsole%2Faccount", "login-passwordless")
+	tb.do("sign in with a passkey alone",
+		chromedp.Click(chromedp.CSS(`#passkey-login button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#h-passkeys")))
+	tb.screenshot("passwordless-signed-in")
+	if ins := audited(t, e, e.Org.ID, "user.sign_in"); len(ins) == 0 || ins[0].Actor != "user:erin@example.com" || ins[0].Summary["method"] != "passkey" {
+		t.Errorf("erin's passwordless sign-in audit: %+v", ins[:min(1, len(ins))])
 	}
 }
 

@@ -91,13 +91,18 @@ func (k *softKey) register(o options, origin string) []byte {
 	return b
 }
 
-// assert answers request options, with the signature counter count.
+// assert answers request options, with the signature counter count, as
+// an authenticator that verified its user.
 func (k *softKey) assert(o options, origin string, count uint32, userID string) []byte {
+	return k.assertFlags(o, origin, count, userID, 0x05)
+}
+
+func (k *softKey) assertFlags(o options, origin string, count uint32, userID string, flags byte) []byte {
 	k.t.Helper()
 	rp := sha256.Sum256([]byte(o.PublicKey.RPID))
 	var auth bytes.Buffer
 	auth.Write(rp[:])
-	auth.WriteByte(0x05)
+	auth.WriteByte(flags)
 	binary.Write(&auth, binary.BigEndian, count)
 	cd := clientData("webauthn.get", o.PublicKey.Challenge, origin)
 	h := sha256.Sum256(cd)
@@ -414,5 +419,120 @@ func TestPasskeyEnrollStage(t *testing.T) {
 	// The next sign-in asks for the passkey.
 	if loc := newBrowser(t, base).passwordOnly("dan@example.com"); !strings.HasPrefix(loc, "/console/signin/code") {
 		t.Errorf("dan's next sign-in goes to %s", loc)
+	}
+}
+
+// TestPasskeyPasswordless: "Sign in with a passkey" on the sign-in page
+// signs in the passkey's owner without the password when the passkey
+// verified its user; an unknown passkey, one that did not verify its
+// user, a disabled account, another browser's ceremony or a stale page is
+// refused, and bad input is a 4xx on the error page.
+func TestPasskeyPasswordless(t *testing.T) {
+	e := apitest.New(t, behindProxy)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	addUser(t, e, e.Org, "bob@example.com", store.RoleReadOnly)
+	base := localhost(e)
+	key := newSoftKey(t)
+	{
+		b := newBrowser(t, base)
+		b.signIn("bob@example.com")
+		b.get("/console/account")
+		o := b.ceremony("/console/account/passkeys/options", `{"name": "Key"}`)
+		if code, body := b.postJSON("/console/account/passkeys", "application/json", key.register(o, base)); code != http.StatusOK {
+			t.Fatalf("bob registers: %d\n%.300s", code, body)
+		}
+	}
+	alice, bob := findUser(t, e, "alice@example.com"), findUser(t, e, "bob@example.com")
+
+	login := func(from string) *browser {
+		b := newBrowser(t, base)
+		b.from = from
+		b.get("/console/login?next=%2Fconsole%2Fgroups")
+		return b
+	}
+	start := func(b *browser) options { return b.ceremony("/console/login/passkey/options", `{}`) }
+
+	// Bob's passkey signs bob in, without the password.
+	b := login("203.0.113.40")
+	o := start(b)
+	code, body := b.postJSON("/console/login/passkey?next=%2Fconsole%2Fgroups", "application/json", key.assert(o, base, 1, bob.ID))
+	if code != http.StatusOK || !strings.Contains(body, `"next":"/console/groups"`) {
+		t.Fatalf("a passwordless sign-in: %d\n%.500s", code, body)
+	}
+	if code, _ := b.get("/console/groups"); code != http.StatusOK {
+		t.Errorf("signed in with a passkey alone, a page answered %d", code)
+	}
+	if ins := audited(t, e, e.Org.ID, "user.sign_in"); len(ins) == 0 || ins[0].Summary["method"] != "passkey" || ins[0].Address != "203.0.113.40" {
+		t.Errorf("the passwordless sign-in's audit: %+v", ins[:min(1, len(ins))])
+	}
+
+	for _, tc := range []struct {
+		what   string
+		answer func(o options) []byte
+		csrf   string
+		status int
+		reason string
+	}{
+		{"an unknown passkey", func(o options) []byte { return newSoftKey(t).assert(o, base, 1, bob.ID) }, "", http.StatusUnauthorized, ""},
+		{"no user verification", func(o options) []byte { return key.assertFlags(o, base, 5, bob.ID, 0x01) }, "", http.StatusUnauthorized, "invalid assertion"},
+		{"another user's handle", func(o options) []byte { return key.assert(o, base, 6, alice.ID) }, "", http.StatusUnauthorized, "invalid assertion"},
+		{"another origin", func(o options) []byte { return key.assert(o, "https://patchd.example.net", 7, bob.ID) }, "", http.StatusUnauthorized, "invalid assertion"},
+		{"a replayed counter", func(o options) []byte { return key.assert(o, base, 1, bob.ID) }, "", http.StatusUnauthorized, "signature counter did not increase"},
+		{"not JSON", func(options) []byte { return []byte(`{"id":`) }, "", http.StatusBadRequest, ""},
+		{"not an assertion", func(options) []byte { return []byte(`{"id": "x"}`) }, "", http.StatusBadRequest, ""},
+		{"a stale page", func(o options) []byte { return key.assert(o, base, 8, bob.ID) }, "not-the-form-token-of-this-browser-at-all-xx", http.StatusForbidden, ""},
+	} {
+		before := len(audited(t, e, e.Org.ID, "user.sign_in_failed"))
+		b := login("203.0.113.41")
+		o := start(b)
+		if tc.csrf != "" {
+			b.csrf = tc.csrf
+		}
+		code, body := b.postJSON("/console/login/passkey", "application/json", tc.answer(o))
+		if code != tc.status || !errorPage(body) {
+			t.Errorf("%s: %d, want %d on the error page\n%.500s", tc.what, code, tc.status, body)
+		}
+		failed := audited(t, e, e.Org.ID, "user.sign_in_failed")
+		if tc.reason == "" && len(failed) != before || tc.reason != "" && (len(failed) != before+1 || failed[0].Summary["detail"] != tc.reason || failed[0].Address != "203.0.113.41") {
+			t.Errorf("%s: failed sign-ins audited %+v", tc.what, failed[:min(1, len(failed))])
+		}
+		if code, _ := b.get("/console/groups"); code == http.StatusOK {
+			t.Errorf("%s signed in", tc.what)
+		}
+	}
+
+	// A ceremony is bound to its browser and answered once.
+	b1, b2 := login("203.0.113.42"), login("203.0.113.43")
+	o = start(b1)
+	if code, _ := b2.postJSON("/console/login/passkey", "application/json", key.assert(o, base, 20, bob.ID)); code != http.StatusBadRequest {
+		t.Errorf("another browser's ceremony: %d", code)
+	}
+	if code, _ := b1.postJSON("/console/login/passkey", "application/json", key.assert(o, base, 21, bob.ID)); code != http.StatusOK {
+		t.Errorf("the ceremony's own browser: %d", code)
+	}
+	b3 := login("203.0.113.44")
+	b3.csrf = b1.csrf
+	if code, _ := b3.postJSON("/console/login/passkey", "application/json", key.assert(o, base, 22, bob.ID)); code != http.StatusForbidden {
+		t.Errorf("a finished ceremony answered again from elsewhere: %d", code)
+	}
+
+	// A disabled account does not sign in.
+	a := newBrowser(t, base)
+	a.signIn("alice@example.com")
+	a.get("/console/users")
+	if code, _, _ := a.post("/console/users/"+bob.ID+"/disable", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("disable bob: %d", code)
+	}
+	b = login("203.0.113.45")
+	o = start(b)
+	if code, _ := b.postJSON("/console/login/passkey", "application/json", key.assert(o, base, 30, bob.ID)); code != http.StatusUnauthorized {
+		t.Errorf("a disabled account's passkey: %d", code)
+	}
+	if f := audited(t, e, e.Org.ID, "user.sign_in_failed"); len(f) == 0 || f[0].Summary["detail"] != "account disabled" {
+		t.Errorf("the disabled account's refusal audit: %+v", f[:min(1, len(f))])
+	}
+	if k, _ := e.Store.ListPasskeys(ctx, e.Org.ID, bob.ID); len(k) != 1 || k[0].SignCount != 21 {
+		t.Errorf("bob's passkey after the sign-ins: %+v", k)
 	}
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,8 @@ func (c *Console) passkeyRoutes() {
 	c.page("POST /console/account/passkeys/{id}/remove", 0, c.passkeyRemove)
 	c.staged("POST /console/signin/enroll/passkey/options", store.StageEnroll, c.passkeyRegisterOptions)
 	c.staged("POST /console/signin/enroll/passkey", store.StageEnroll, c.passkeyEnroll)
+	c.mux.HandleFunc("POST /console/login/passkey/options", c.passkeyLoginOptions)
+	c.mux.HandleFunc("POST /console/login/passkey", c.passkeyLogin)
 	c.staged("POST /console/signin/passkey/options", store.StageMFA, c.passkeySignInOptions)
 	c.staged("POST /console/signin/passkey", store.StageMFA, c.passkeySignIn)
 }
@@ -547,6 +550,160 @@ func (c *Console) passkeySignIn(w http.ResponseWriter, r *http.Request, s *sessi
 		return err
 	}
 	to, err := c.openStage(w, r, s, s.User, stage, method, next, map[string]any{"passkeyId": key.ID, "passkey": key.Name})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, map[string]string{"next": to})
+}
+
+// Passwordless sign-in ("Sign in with a passkey" on the sign-in page): a
+// discoverable passkey that verifies its user (a PIN or a biometric) is
+// two factors on its own, so it signs in without the password. There is no
+// session yet: the ceremony is kept under the hash of the sign-in form's
+// cookie (only the browser that started can finish), and the form's CSRF
+// token comes in the X-CSRF-Token header.
+
+// loginFormToken tells whether a JSON request of the sign-in page carries
+// its form token (header X-CSRF-Token, equal to the form cookie), and
+// answers the cookie.
+func loginFormToken(r *http.Request) (string, bool) {
+	ck, err := r.Cookie(cookieForm)
+	token := r.Header.Get("X-CSRF-Token")
+	if err != nil || len(ck.Value) < 40 || !sameOrigin(r) || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(token)) != 1 {
+		return "", false
+	}
+	return ck.Value, true
+}
+
+func (c *Console) passkeyLoginOptions(w http.ResponseWriter, r *http.Request) {
+	cookie, ok := loginFormToken(r)
+	if !ok {
+		c.renderError(w, r, nil, http.StatusForbidden, "The sign-in page was stale. Reload it and try again.")
+		return
+	}
+	if _, err := ceremonyBody(w, r); err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	rp, err := c.relyingParty(r)
+	if err != nil {
+		c.fail(w, r, nil, passkeyUnavailable(err))
+		return
+	}
+	opts, sd, err := rp.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
+	if err != nil {
+		c.fail(w, r, nil, fmt.Errorf("console: begin passwordless sign-in: %w", err))
+		return
+	}
+	b, err := json.Marshal(ceremony{Kind: "login", Session: *sd})
+	if err == nil {
+		err = c.store.PutPasskeyLogin(r.Context(), auth.HashSecret(cookie), string(b), c.now().Add(ceremonyTimeout), c.now())
+	}
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	if err := writeJSON(w, opts); err != nil {
+		c.fail(w, r, nil, err)
+	}
+}
+
+// passkeyLogin checks a passwordless sign-in: the passkey names its user,
+// whose account must be enabled, and must have verified the user. Wrong
+// answers count against the address as wrong passwords do.
+func (c *Console) passkeyLogin(w http.ResponseWriter, r *http.Request) {
+	if err := c.passkeyLoginErr(w, r); err != nil {
+		c.fail(w, r, nil, err)
+	}
+}
+
+func (c *Console) passkeyLoginErr(w http.ResponseWriter, r *http.Request) error {
+	cookie, ok := loginFormToken(r)
+	if !ok {
+		return &pageError{http.StatusForbidden, "The sign-in page was stale. Reload it and try again."}
+	}
+	b, err := ceremonyBody(w, r)
+	if err != nil {
+		return err
+	}
+	data, err := c.store.TakePasskeyLogin(r.Context(), auth.HashSecret(cookie), c.now())
+	if err != nil {
+		return err
+	}
+	var cer ceremony
+	if data == "" || json.Unmarshal([]byte(data), &cer) != nil || cer.Kind != "login" {
+		return badRequest("No passkey sign-in is under way (or it was answered already): start again.")
+	}
+	parsed, err := protocol.ParseCredentialRequestResponseBytes(b)
+	if err != nil {
+		slog.InfoContext(r.Context(), "console: passkey sign-in answer unreadable", "err", webauthnDetail(err))
+		return badRequest("The browser's answer is not a passkey sign-in.")
+	}
+	attempt, err := c.throttle.Begin(r.Context(), c.now(), auth.Key{Name: "console-passkey-ip:" + c.clientIP(r),
+		Limit: auth.Limit{Max: MaxAddressSignInFailures, Window: SignInWindow}})
+	var limited *auth.RateLimitedError
+	if errors.As(err, &limited) {
+		retryAfter(w, limited.RetryAfter)
+		return &pageError{http.StatusTooManyRequests, "Too many failed sign-ins from your address. Try again in " + waitText(limited.RetryAfter) + "."}
+	}
+	if err != nil {
+		return err
+	}
+	refused := &pageError{http.StatusUnauthorized, "That passkey did not sign you in: it is not a passkey of an enabled account of this server (" + c.originText(r) +
+		"), or it did not verify you. Sign in with your password."}
+	u, key, err := c.store.PasskeyUser(r.Context(), parsed.RawID)
+	if errors.Is(err, store.ErrNotFound) {
+		slog.InfoContext(r.Context(), "console: passwordless sign-in with an unknown passkey", "address", c.clientIP(r))
+		return refused
+	}
+	if err != nil {
+		attempt.Release(context.WithoutCancel(r.Context()))
+		return err
+	}
+	refuse := func(reason string, detail error) error {
+		slog.InfoContext(r.Context(), "console: passwordless sign-in refused", "user", u.Email, "reason", reason, "err", webauthnDetail(detail))
+		c.record(r, c.userAudit(r, u, "user.sign_in_failed", map[string]any{"reason": "passkey", "detail": reason, "passwordless": true, "disabled": u.Disabled}))
+		return refused
+	}
+	if u.Disabled {
+		return refuse("account disabled", errors.New("disabled"))
+	}
+	rp, err := c.relyingParty(r)
+	if err != nil {
+		attempt.Release(context.WithoutCancel(r.Context()))
+		return passkeyUnavailable(err)
+	}
+	wu, _, err := c.webauthnUser(r.Context(), u)
+	if err != nil {
+		attempt.Release(context.WithoutCancel(r.Context()))
+		return err
+	}
+	cred, err := rp.ValidateDiscoverableLogin(func(rawID, userHandle []byte) (webauthn.User, error) {
+		if string(userHandle) != u.ID {
+			return nil, errors.New("the user handle is not the passkey's owner")
+		}
+		return wu, nil
+	}, cer.Session, parsed)
+	if err != nil {
+		return refuse("invalid assertion", err)
+	}
+	if !parsed.Response.AuthenticatorData.Flags.HasUserVerified() {
+		return refuse("user not verified", errors.New("no UV flag"))
+	}
+	fresh, err := c.store.UsePasskey(r.Context(), key.ID, cred.Authenticator.SignCount, byte(cred.Flags.ProtocolValue()), c.now())
+	if err != nil {
+		attempt.Release(context.WithoutCancel(r.Context()))
+		return err
+	}
+	if !fresh || cred.Authenticator.CloneWarning {
+		return refuse("signature counter did not increase", errors.New("counter"))
+	}
+	attempt.Release(context.WithoutCancel(r.Context()))
+	stage, err := c.nextStage(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	to, err := c.openStage(w, r, nil, u, stage, "passkey", r.URL.Query().Get("next"), map[string]any{"passkeyId": key.ID, "passkey": key.Name})
 	if err != nil {
 		return err
 	}

@@ -272,3 +272,54 @@ func (s *Store) ResetSecondFactor(ctx context.Context, e *AuditEntry, orgID, use
 		return nil
 	})
 }
+
+// PasskeyUser answers the console user who owns the passkey with the
+// credential id (ErrNotFound when nobody does).
+func (s *Store) PasskeyUser(ctx context.Context, credentialID []byte) (ConsoleUser, Passkey, error) {
+	p, err := scanPasskey(s.queryRow(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE credential_id = ?`, b64.EncodeToString(credentialID)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ConsoleUser{}, p, fmt.Errorf("store: passkey: %w", ErrNotFound)
+	}
+	if err != nil {
+		return ConsoleUser{}, p, fmt.Errorf("store: read passkey: %w", err)
+	}
+	u, err := s.consoleUser(ctx, p.UserID)
+	return u, p, err
+}
+
+// PutPasskeyLogin keeps a passwordless sign-in under way for the browser
+// bindingHash names (replacing its earlier one), until expires; expired
+// ones of every browser go.
+func (s *Store) PutPasskeyLogin(ctx context.Context, bindingHash, data string, expires, now time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.exec(ctx, `DELETE FROM passkey_logins WHERE expires_at < ?`, millis(now)); err != nil {
+			return fmt.Errorf("store: expire passkey sign-ins: %w", err)
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO passkey_logins (binding_hash, data, expires_at) VALUES (?, ?, ?)
+			ON CONFLICT (binding_hash) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at`, bindingHash, data, millis(expires)); err != nil {
+			return fmt.Errorf("store: keep passkey sign-in: %w", err)
+		}
+		return nil
+	})
+}
+
+// TakePasskeyLogin answers the browser's passwordless sign-in under way
+// and deletes it, atomically ("": none, expired, or taken already).
+func (s *Store) TakePasskeyLogin(ctx context.Context, bindingHash string, now time.Time) (string, error) {
+	var data string
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var expires int64
+		err := tx.queryRow(ctx, `DELETE FROM passkey_logins WHERE binding_hash = ? RETURNING data, expires_at`, bindingHash).Scan(&data, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("store: take passkey sign-in: %w", err)
+		}
+		if expires < millis(now) {
+			data = ""
+		}
+		return nil
+	})
+	return data, err
+}

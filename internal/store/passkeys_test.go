@@ -210,3 +210,78 @@ func audited(t *testing.T, s *store.Store, orgID, action string) []store.AuditEn
 	}
 	return entries
 }
+
+// TestPasskeyLoginsAndOwner: a passwordless sign-in under way is taken
+// once, by its browser only, never after it expired; a credential id
+// names its owner.
+func TestPasskeyLoginsAndOwner(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := s.FindRole(ctx, o.ID, store.RoleReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
+		store.User{OrgID: o.ID, Email: "a@example.com", RoleID: role.ID, PasswordHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.AddPasskey(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.passkey_add", TargetType: "user"},
+		store.Passkey{OrgID: o.ID, UserID: u.ID, CredentialID: []byte("cred-1"), PublicKey: []byte{1}, Name: "Key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, key, err := s.PasskeyUser(ctx, []byte("cred-1"))
+	if err != nil || owner.ID != u.ID || owner.RoleName != store.RoleReadOnly || key.ID != p.ID || owner.Passkeys != 1 {
+		t.Errorf("the owner of cred-1: %+v %+v %v", owner, key, err)
+	}
+	if _, _, err := s.PasskeyUser(ctx, []byte("cred-2")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the owner of an unknown credential: %v", err)
+	}
+
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	if err := s.PutPasskeyLogin(ctx, "browser-a", "first", now.Add(5*time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPasskeyLogin(ctx, "browser-a", "second", now.Add(5*time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.TakePasskeyLogin(ctx, "browser-b", now); err != nil || d != "" {
+		t.Errorf("another browser took %q %v", d, err)
+	}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if d, err := s.TakePasskeyLogin(ctx, "browser-a", now); err == nil && d == "second" {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Errorf("a sign-in taken %d times", wins.Load())
+	}
+	if err := s.PutPasskeyLogin(ctx, "browser-c", "late", now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.TakePasskeyLogin(ctx, "browser-c", now.Add(2*time.Minute)); err != nil || d != "" {
+		t.Errorf("an expired sign-in answered %q %v", d, err)
+	}
+	// Expired rows of any browser go when another starts.
+	if err := s.PutPasskeyLogin(ctx, "browser-d", "old", now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPasskeyLogin(ctx, "browser-e", "new", now.Add(10*time.Minute), now.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := s.TakePasskeyLogin(ctx, "browser-d", now); d != "" {
+		t.Errorf("an expired row outlived a later start: %q", d)
+	}
+}

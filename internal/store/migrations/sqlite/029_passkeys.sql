@@ -33,3 +33,15 @@ CREATE INDEX user_passkeys_user ON user_passkeys (user_id);
 -- server expects back, as JSON; it is taken (emptied) when the answer comes,
 -- so that a challenge is used once.
 ALTER TABLE console_sessions ADD COLUMN pending_webauthn TEXT NOT NULL DEFAULT '';
+
+-- passkey_logins: a passwordless sign-in under way ("Sign in with a
+-- passkey" on the sign-in page, before there is a session): the ceremony
+-- as JSON, keyed by the SHA-256 of the sign-in form's cookie, so that only
+-- the browser that started it can finish it. A row is deleted when the
+-- answer takes it (single use) or once expired.
+CREATE TABLE passkey_logins (
+	binding_hash TEXT PRIMARY KEY,
+	data         TEXT NOT NULL,
+	expires_at   BIGINT NOT NULL
+);
+CREATE INDEX passkey_logins_expires ON passkey_logins (expires_at);
