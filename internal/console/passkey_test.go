@@ -19,6 +19,7 @@ import (
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
 
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/console"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -517,6 +518,25 @@ func TestPasskeyPasswordless(t *testing.T) {
 		t.Errorf("a finished ceremony answered again from elsewhere: %d", code)
 	}
 
+	// One address has at most MaxPasskeyStarts unfinished passwordless
+	// sign-ins; one that signs in gives its start back.
+	b = login("203.0.113.61")
+	o = start(b)
+	if code, _ := b.postJSON("/console/login/passkey", "application/json", key.assert(o, base, 25, bob.ID)); code != http.StatusOK {
+		t.Fatalf("a passwordless sign-in: %d", code)
+	}
+	b = login("203.0.113.61")
+	for i := range console.MaxPasskeyStarts {
+		if code, body := b.postJSON("/console/login/passkey/options", "application/json", []byte(`{}`)); code != http.StatusOK {
+			t.Fatalf("start %d: %d\n%.300s", i+1, code, body)
+		}
+	}
+	code, body = b.postJSON("/console/login/passkey/options", "application/json", []byte(`{}`))
+	if code != http.StatusTooManyRequests || !errorPage(body) {
+		t.Errorf("one start too many: %d", code)
+	}
+	start(login("203.0.113.62"))
+
 	// A disabled account does not sign in.
 	a := newBrowser(t, base)
 	a.signIn("alice@example.com")
@@ -532,7 +552,7 @@ func TestPasskeyPasswordless(t *testing.T) {
 	if f := audited(t, e, e.Org.ID, "user.sign_in_failed"); len(f) == 0 || f[0].Summary["detail"] != "account disabled" {
 		t.Errorf("the disabled account's refusal audit: %+v", f[:min(1, len(f))])
 	}
-	if k, _ := e.Store.ListPasskeys(ctx, e.Org.ID, bob.ID); len(k) != 1 || k[0].SignCount != 21 {
+	if k, _ := e.Store.ListPasskeys(ctx, e.Org.ID, bob.ID); len(k) != 1 || k[0].SignCount != 25 {
 		t.Errorf("bob's passkey after the sign-ins: %+v", k)
 	}
 }

@@ -39,6 +39,10 @@ const (
 	maxCeremonyBody = 64 << 10
 	// maxPasskeyName bounds a passkey's name, in characters.
 	maxPasskeyName = 60
+	// MaxPasskeyStarts bounds the unfinished passwordless sign-ins of one
+	// source address within SignInWindow (each keeps a row until it
+	// expires); a sign-in that succeeds gives its start back.
+	MaxPasskeyStarts = 50
 )
 
 func (c *Console) passkeyRoutes() {
@@ -142,6 +146,10 @@ type ceremony struct {
 	Kind    string               `json:"kind"`
 	Name    string               `json:"name,omitempty"`
 	Session webauthn.SessionData `json:"session"`
+	// ThrottleKey and ThrottleStart name a passwordless start's
+	// reservation, given back when it signs in.
+	ThrottleKey   string    `json:"throttleKey,omitempty"`
+	ThrottleStart time.Time `json:"throttleStart,omitzero"`
 }
 
 func (c *Console) keepCeremony(ctx context.Context, s *session, cer ceremony) error {
@@ -590,16 +598,32 @@ func (c *Console) passkeyLoginOptions(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, passkeyUnavailable(err))
 		return
 	}
+	now := c.now()
+	key := "console-passkey-start-ip:" + c.clientIP(r)
+	n, windowStart, err := c.store.ReserveAttempt(r.Context(), key, now, SignInWindow)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	if n > MaxPasskeyStarts {
+		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
+		wait := max(windowStart.Add(SignInWindow).Sub(now), time.Second)
+		retryAfter(w, wait)
+		c.renderError(w, r, nil, http.StatusTooManyRequests, "Too many unfinished passkey sign-ins from your address. Try again in "+waitText(wait)+".")
+		return
+	}
 	opts, sd, err := rp.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
+		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
 		c.fail(w, r, nil, fmt.Errorf("console: begin passwordless sign-in: %w", err))
 		return
 	}
-	b, err := json.Marshal(ceremony{Kind: "login", Session: *sd})
+	b, err := json.Marshal(ceremony{Kind: "login", Session: *sd, ThrottleKey: key, ThrottleStart: windowStart})
 	if err == nil {
-		err = c.store.PutPasskeyLogin(r.Context(), auth.HashSecret(cookie), string(b), c.now().Add(ceremonyTimeout), c.now())
+		err = c.store.PutPasskeyLogin(r.Context(), auth.HashSecret(cookie), string(b), now.Add(ceremonyTimeout), now)
 	}
 	if err != nil {
+		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
 		c.fail(w, r, nil, err)
 		return
 	}
@@ -706,6 +730,11 @@ func (c *Console) passkeyLoginErr(w http.ResponseWriter, r *http.Request) error 
 	to, err := c.openStage(w, r, nil, u, stage, "passkey", r.URL.Query().Get("next"), map[string]any{"passkeyId": key.ID, "passkey": key.Name})
 	if err != nil {
 		return err
+	}
+	if cer.ThrottleKey != "" {
+		if err := c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), cer.ThrottleKey, cer.ThrottleStart); err != nil {
+			slog.WarnContext(r.Context(), "console: give back a passkey sign-in start", "err", err)
+		}
 	}
 	return writeJSON(w, map[string]string{"next": to})
 }
