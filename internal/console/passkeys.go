@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -60,11 +61,12 @@ func (c *Console) passkeyRoutes() {
 
 // relyingParty is the WebAuthn relying party: the RP ID is the host of the
 // server's base URL (--base-url) and the only origin accepted is the base
-// URL's. Without a base URL, the address the browser used (as for single
-// sign-on's redirect URI).
+// URL's. Without a base URL naming a domain (none, or the default made of
+// --addr such as http://127.0.0.1:8080), the address the browser used, as
+// for single sign-on's redirect URI.
 func (c *Console) relyingParty(r *http.Request) (*webauthn.WebAuthn, error) {
 	origin := strings.TrimRight(c.cfg.BaseURL, "/")
-	if origin == "" {
+	if u, err := url.Parse(origin); err != nil || !namesHost(u.Hostname()) {
 		scheme := "http"
 		if r.TLS != nil || c.cfg.SecureCookies {
 			scheme = "https"
@@ -86,6 +88,15 @@ func (c *Console) relyingParty(r *http.Request) (*webauthn.WebAuthn, error) {
 			Registration: webauthn.TimeoutConfig{Enforce: true, Timeout: ceremonyTimeout, TimeoutUVD: ceremonyTimeout},
 		},
 	})
+}
+
+// namesHost tells whether a base URL's host is a domain name, which a
+// passkey can belong to (browsers refuse IP addresses as RP IDs: a base
+// URL made of --addr, such as http://127.0.0.1:8080, leaves the choice to
+// the address the browser used).
+func namesHost(host string) bool {
+	_, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return host != "" && err != nil
 }
 
 // passkeyUnavailable answers a server whose address cannot be a WebAuthn
