@@ -67,7 +67,11 @@ func clientData(kind, challenge, origin string) []byte {
 // register answers creation options with a "none" attestation.
 func (k *softKey) register(o options, origin string) []byte {
 	k.t.Helper()
-	x, y := k.key.PublicKey.X.FillBytes(make([]byte, 32)), k.key.PublicKey.Y.FillBytes(make([]byte, 32))
+	pub, err := k.key.PublicKey.Bytes() // 0x04 || X || Y
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	x, y := pub[1:33], pub[33:]
 	cose, err := webauthncbor.Marshal(map[int]any{1: 2, 3: -7, -1: 1, -2: x, -3: y})
 	if err != nil {
 		k.t.Fatal(err)
