@@ -99,14 +99,16 @@ func SetRequireSecondFactor(ctx context.Context, s *store.Store, by By, orgRef s
 // PersonOut is the printed form of a console user with its sign-in state.
 type PersonOut struct {
 	UserOut
-	Disabled           bool `json:"disabled"`
-	SecondFactor       bool `json:"secondFactor"`
+	Disabled     bool `json:"disabled"`
+	SecondFactor bool `json:"secondFactor"`
+	// Passkeys counts the user's passkeys (part of SecondFactor).
+	Passkeys           int  `json:"passkeys"`
 	MustChangePassword bool `json:"mustChangePassword"`
 }
 
 func personOut(u store.ConsoleUser) PersonOut {
 	return PersonOut{UserOut: UserOut{ID: u.ID, OrgID: u.OrgID, Email: u.Email, Role: u.RoleName, InstanceOperator: u.InstanceOperator,
-		CreatedAt: u.CreatedAt}, Disabled: u.Disabled, SecondFactor: u.SecondFactor, MustChangePassword: u.MustChangePassword}
+		CreatedAt: u.CreatedAt}, Disabled: u.Disabled, SecondFactor: u.SecondFactor, Passkeys: u.Passkeys, MustChangePassword: u.MustChangePassword}
 }
 
 // ListUsers lists the organization's console users.
