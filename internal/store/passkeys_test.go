@@ -200,6 +200,13 @@ func TestPasskeysStored(t *testing.T) {
 			t.Fatalf("passkey %d of bob: %v", i+1, err)
 		}
 	}
+	// Deleting a user deletes its passkeys.
+	if err := s.DeleteUser(ctx, entry(alice, "user.delete"), o.ID, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.PasskeyUser(ctx, []byte{0, 0xbb}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a deleted user's passkey still names its owner: %v", err)
+	}
 }
 
 func audited(t *testing.T, s *store.Store, orgID, action string) []store.AuditEntry {
