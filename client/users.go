@@ -29,7 +29,8 @@ func (c *Client) ResetUserPassword(ctx context.Context, id string, body apiv1.Pa
 	return out, err
 }
 
-// ResetUserSecondFactor removes a user's second factor and recovery codes.
+// ResetUserSecondFactor removes a user's second factors (TOTP app,
+// recovery codes and passkeys).
 func (c *Client) ResetUserSecondFactor(ctx context.Context, id string) (apiv1.User, error) {
 	var out apiv1.User
 	err := c.Do(ctx, http.MethodDelete, "/api/v1/users/"+url.PathEscape(id)+"/second-factor", nil, nil, &out)

@@ -77,11 +77,12 @@ func ResetPassword(ctx context.Context, s *store.Store, by By, u store.ConsoleUs
 	return s.SetUserPassword(ctx, by.entry(u, "user.password_reset", map[string]any{"mustChange": mustChange}), u.OrgID, u.ID, hash, mustChange, true, "")
 }
 
-// ResetSecondFactor removes the user's second factor and recovery codes
-// (a lost phone); when its organization requires one, the user sets up a
-// new one at the next sign-in.
+// ResetSecondFactor removes every second factor of the user (its
+// authenticator app, recovery codes and passkeys: a lost phone or key);
+// when its organization requires one, the user sets up a new one at the
+// next sign-in.
 func ResetSecondFactor(ctx context.Context, s *store.Store, by By, u store.ConsoleUser) error {
-	return s.RemoveTOTP(ctx, by.entry(u, "user.mfa_reset", nil), u.OrgID, u.ID)
+	return s.ResetSecondFactor(ctx, by.entry(u, "user.mfa_reset", nil), u.OrgID, u.ID)
 }
 
 // SetRequireSecondFactor sets whether the organization requires a second
@@ -98,14 +99,16 @@ func SetRequireSecondFactor(ctx context.Context, s *store.Store, by By, orgRef s
 // PersonOut is the printed form of a console user with its sign-in state.
 type PersonOut struct {
 	UserOut
-	Disabled           bool `json:"disabled"`
-	SecondFactor       bool `json:"secondFactor"`
+	Disabled     bool `json:"disabled"`
+	SecondFactor bool `json:"secondFactor"`
+	// Passkeys counts the user's passkeys (part of SecondFactor).
+	Passkeys           int  `json:"passkeys"`
 	MustChangePassword bool `json:"mustChangePassword"`
 }
 
 func personOut(u store.ConsoleUser) PersonOut {
 	return PersonOut{UserOut: UserOut{ID: u.ID, OrgID: u.OrgID, Email: u.Email, Role: u.RoleName, InstanceOperator: u.InstanceOperator,
-		CreatedAt: u.CreatedAt}, Disabled: u.Disabled, SecondFactor: u.SecondFactor, MustChangePassword: u.MustChangePassword}
+		CreatedAt: u.CreatedAt}, Disabled: u.Disabled, SecondFactor: u.SecondFactor, Passkeys: u.Passkeys, MustChangePassword: u.MustChangePassword}
 }
 
 // ListUsers lists the organization's console users.

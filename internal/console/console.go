@@ -147,6 +147,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/setup", c.setup)
 	c.staged("POST /console/logout", "", c.logout)
 	c.identityRoutes()
+	c.passkeyRoutes()
 
 	c.page("GET /console/{$}", 0, c.dashboard)
 	c.page("GET /console/endpoints", perm.EndpointsView, c.endpointList)

@@ -149,35 +149,52 @@ func (c *Console) nextStage(ctx context.Context, u store.ConsoleUser) (string, e
 // sign-in the Audit Trail records (with method: how the user proved who
 // it is).
 func (c *Console) enterStage(w http.ResponseWriter, r *http.Request, old *session, u store.ConsoleUser, stage, method, next string) error {
+	to, err := c.openStage(w, r, old, u, stage, method, next, nil)
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// openStage is enterStage without the redirect: it answers where the
+// browser goes next (a passkey's sign-in answers it as JSON). summary
+// adds to the Audit Trail entry of a completed sign-in.
+func (c *Console) openStage(w http.ResponseWriter, r *http.Request, old *session, u store.ConsoleUser, stage, method, next string, summary map[string]any) (string, error) {
 	if old != nil {
 		if err := c.store.DeleteConsoleSession(r.Context(), old.idHash); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if _, err := c.startSession(w, r, u, stage); err != nil {
-		return err
+		return "", err
 	}
 	next = safeNext(next)
 	if stage == store.StageSignedIn {
-		c.record(r, c.userAudit(r, u, "user.sign_in", map[string]any{"method": method}))
-		http.Redirect(w, r, next, http.StatusSeeOther)
-		return nil
+		if summary == nil {
+			summary = map[string]any{}
+		}
+		summary["method"] = method
+		c.record(r, c.userAudit(r, u, "user.sign_in", summary))
+		return next, nil
 	}
-	http.Redirect(w, r, stagePath(stage)+"?method="+urlQueryEscape(method)+"&next="+urlQueryEscape(next), http.StatusSeeOther)
-	return nil
+	return stagePath(stage) + "?method=" + urlQueryEscape(method) + "&next=" + urlQueryEscape(next), nil
 }
 
 type stageData struct {
 	Next, Method, Error string
 	MinPassword         int
-	Enroll              *enrollView
-	RecoveryCodes       []string
+	// TOTP and Passkeys say which second factors the user may answer
+	// with (the code page).
+	TOTP, Passkeys bool
+	Enroll         *enrollView
+	RecoveryCodes  []string
 }
 
 func stageQuery(r *http.Request) stageData {
 	method := r.FormValue("method")
 	switch method {
-	case "password", "password+totp", "password+recovery_code":
+	case "password", "password+totp", "password+recovery_code", "password+passkey", "passkey":
 	default:
 		method = "password"
 	}
@@ -185,7 +202,14 @@ func stageQuery(r *http.Request) stageData {
 }
 
 func (c *Console) codePage(w http.ResponseWriter, r *http.Request, s *session) error {
-	return c.render(w, r, nil, http.StatusOK, "signin_code", "", "Second factor", "", withCSRF(stageQuery(r), s))
+	return c.render(w, r, nil, http.StatusOK, "signin_code", "", "Second factor", "", withCSRF(c.codeQuery(r, s), s))
+}
+
+// codeQuery is the code page's data: the factors the user has.
+func (c *Console) codeQuery(r *http.Request, s *session) stageData {
+	d := stageQuery(r)
+	d.TOTP, d.Passkeys = s.User.TOTP, s.User.Passkeys > 0
+	return d
 }
 
 // withCSRF hands a sign-in step's page the session's CSRF token (it has
@@ -241,7 +265,7 @@ func (c *Console) checkSecondFactor(r *http.Request, u store.ConsoleUser, code s
 }
 
 func (c *Console) codeSubmit(w http.ResponseWriter, r *http.Request, s *session) error {
-	d := stageQuery(r)
+	d := c.codeQuery(r, s)
 	method, err := c.checkSecondFactor(r, s.User, r.PostFormValue("code"))
 	var limited *auth.RateLimitedError
 	if errors.As(err, &limited) {
@@ -391,7 +415,7 @@ func (c *Console) enrollStageSubmit(w http.ResponseWriter, r *http.Request, s *s
 		return err
 	}
 	u := s.User
-	u.SecondFactor = true
+	u.SecondFactor, u.TOTP = true, true
 	idHash, err := c.startSession(w, r, u, store.StageSignedIn)
 	if err != nil {
 		return err
@@ -408,8 +432,13 @@ func (c *Console) enrollStageSubmit(w http.ResponseWriter, r *http.Request, s *s
 // The Account page.
 
 type accountData struct {
-	Sessions       []sessionView
-	SecondFactor   bool
+	Sessions []sessionView
+	// TOTP: the user has an authenticator app.
+	TOTP     bool
+	Passkeys []passkeyView
+	// PasswordUser: the user signs in with a password (passkeys are for
+	// those; single sign-on users have their provider's factors).
+	PasswordUser   bool
 	CodesLeft      int
 	Required       bool
 	Enroll         *enrollView
@@ -441,7 +470,11 @@ func (c *Console) accountData(r *http.Request, s *session) (*accountData, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &accountData{SecondFactor: s.User.SecondFactor, CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
+	keys, err := c.store.ListPasskeys(r.Context(), s.User.OrgID, s.User.ID)
+	if err != nil {
+		return nil, err
+	}
+	d := &accountData{TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), PasswordUser: s.User.PasswordHash != "", CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
 		MaxAge: c.cfg.MaxAge, RecoveryTotal: auth.RecoveryCodes}
 	for _, si := range list {
 		exp := si.LastSeenAt.Add(c.cfg.IdleTimeout)
@@ -471,8 +504,8 @@ func (c *Console) accountPage(w http.ResponseWriter, r *http.Request, s *session
 // totpBegin starts setting up an authenticator app: a new secret kept on
 // the session until a code of it confirms it.
 func (c *Console) totpBegin(w http.ResponseWriter, r *http.Request, s *session) error {
-	if s.User.SecondFactor {
-		return c.done(w, r, "/console/account", badRequest("You have a second factor: remove it first to set up another."), "")
+	if s.User.TOTP {
+		return c.done(w, r, "/console/account", badRequest("You have an authenticator app: remove it first to set up another."), "")
 	}
 	secret := auth.NewTOTPSecret()
 	if err := c.store.SetPendingTOTP(r.Context(), s.idHash, secret); err != nil {
@@ -482,8 +515,8 @@ func (c *Console) totpBegin(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (c *Console) totpConfirm(w http.ResponseWriter, r *http.Request, s *session) error {
-	if s.User.SecondFactor {
-		return c.done(w, r, "/console/account", badRequest("You have a second factor already."), "")
+	if s.User.TOTP {
+		return c.done(w, r, "/console/account", badRequest("You have an authenticator app already."), "")
 	}
 	codes, err := c.confirmTOTP(r, s)
 	if err != nil {
@@ -495,22 +528,22 @@ func (c *Console) totpConfirm(w http.ResponseWriter, r *http.Request, s *session
 			d.Error = "That code is wrong: check the phone's clock, and enter the code the app shows now."
 		})
 	}
-	s.User.SecondFactor = true
+	s.User.SecondFactor, s.User.TOTP = true, true
 	return c.renderAccount(w, r, s, http.StatusOK, func(d *accountData) { d.RecoveryCodes = codes })
 }
 
-// totpRemove turns the user's second factor off; it takes a current code
-// (or a recovery code), and an organization that requires a second factor
-// refuses it.
+// totpRemove removes the user's authenticator app; it takes a current
+// code (or a recovery code), and an organization that requires a second
+// factor refuses it unless the user keeps a passkey.
 func (c *Console) totpRemove(w http.ResponseWriter, r *http.Request, s *session) error {
-	if !s.User.SecondFactor {
-		return c.done(w, r, "/console/account", badRequest("You have no second factor."), "")
+	if !s.User.TOTP {
+		return c.done(w, r, "/console/account", badRequest("You have no authenticator app."), "")
 	}
 	required, err := c.store.OrgRequiresMFA(r.Context(), s.User.OrgID)
 	if err != nil {
 		return err
 	}
-	if required {
+	if required && s.User.Passkeys == 0 {
 		return c.done(w, r, "/console/account", &pageError{http.StatusForbidden, "Your organization requires a second factor: an administrator can reset it if you lost your phone."}, "")
 	}
 	if err := c.reprove(w, r, s); err != nil {
@@ -540,8 +573,8 @@ func (c *Console) reprove(w http.ResponseWriter, r *http.Request, s *session) er
 }
 
 func (c *Console) recoveryRenew(w http.ResponseWriter, r *http.Request, s *session) error {
-	if !s.User.SecondFactor {
-		return c.done(w, r, "/console/account", badRequest("You have no second factor."), "")
+	if !s.User.TOTP {
+		return c.done(w, r, "/console/account", badRequest("Recovery codes come with an authenticator app, and you have none."), "")
 	}
 	if err := c.reprove(w, r, s); err != nil {
 		return c.done(w, r, "/console/account", err, "")

@@ -150,7 +150,7 @@ func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session)
 		}
 	case "reset-mfa":
 		err = admin.ResetSecondFactor(r.Context(), c.store, by, target)
-		text = "The second factor of " + target.Email + " is removed."
+		text = "The second factors of " + target.Email + " (authenticator app, recovery codes and passkeys) are removed."
 	case "delete":
 		err = c.store.DeleteUser(r.Context(), s.audit("user.delete", "user", id), s.User.OrgID, id)
 		text = "User deleted."

@@ -90,7 +90,7 @@ func userCommands() []command {
 					return c.ResetUserPassword(s.ctx, id, apiv1.PasswordReset{Password: pw, MustChange: mustChange})
 				}
 			}, "The password of %s is reset."),
-		userCommand("users reset-mfa", "ID", "remove a user's second factor and recovery codes (a lost phone)", func(fs *flag.FlagSet) func(*session, *client.Client, string, []string) (apiv1.User, error) {
+		userCommand("users reset-mfa", "ID", "remove a user's second factors: authenticator app, recovery codes and passkeys (a lost phone or key)", func(fs *flag.FlagSet) func(*session, *client.Client, string, []string) (apiv1.User, error) {
 			return func(s *session, c *client.Client, id string, rest []string) (apiv1.User, error) {
 				if err := needArgs(rest); err != nil {
 					return apiv1.User{}, err

@@ -21,16 +21,17 @@ type ConsoleUser struct {
 }
 
 const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions,
-	u.totp_secret <> '', u.must_change_password`
+	u.totp_secret <> '', u.must_change_password, (SELECT COUNT(*) FROM user_passkeys pk WHERE pk.user_id = u.id)`
 
 func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var u ConsoleUser
 	var created int64
 	var permText string
 	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &created, &u.PasswordHash, &u.RoleName, &permText,
-		&u.SecondFactor, &u.MustChangePassword); err != nil {
+		&u.TOTP, &u.MustChangePassword, &u.Passkeys); err != nil {
 		return u, err
 	}
+	u.SecondFactor = u.TOTP || u.Passkeys > 0
 	u.CreatedAt = fromMillis(created)
 	p, err := perm.Parse(permText)
 	if err != nil {

@@ -19,8 +19,11 @@ type User struct {
 	// shares (the vulnerability feeds) and read the instance's Audit
 	// Trail, whatever its role in its own organization.
 	InstanceOperator bool `json:"instanceOperator"`
-	// SecondFactor says the user has a confirmed TOTP second factor.
+	// SecondFactor says the user has a second factor: a confirmed TOTP
+	// app (TOTP) or at least one passkey (Passkeys counts them).
 	SecondFactor bool `json:"secondFactor"`
+	TOTP         bool `json:"-"`
+	Passkeys     int  `json:"-"`
 	// MustChangePassword sends the user to choose a new password at the
 	// next sign-in.
 	MustChangePassword bool      `json:"mustChangePassword"`

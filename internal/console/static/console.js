@@ -1,5 +1,5 @@
 // patchd console behaviour: the phone menu, scrolling regions, confirmations, select-all boxes, fields shown by
-// a choice, and the CSRF header on htmx requests. No build step.
+// a choice, the CSRF header on htmx requests, and the passkey ceremonies (WebAuthn). No build step.
 (function () {
   "use strict";
   // Phones fold the menu behind the "Menu" button (without JavaScript it
@@ -77,5 +77,105 @@
   document.addEventListener("htmx:configRequest", function (ev) {
     var token = document.body.getAttribute("data-csrf");
     if (token && ev.detail.verb !== "get") { ev.detail.headers["X-CSRF-Token"] = token; }
+  });
+  // Passkeys. A form with data-passkey="register" (the Account page) or
+  // "signin" (the second-factor step) runs a WebAuthn ceremony instead of
+  // posting: it asks its action for the options (JSON), hands them to
+  // navigator.credentials, and posts the authenticator's answer as JSON to
+  // the address without "/options". The server answers {"next": address},
+  // or an error page whose message is shown beside the form.
+  function fromB64u(s) {
+    var b = window.atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));
+    var out = new Uint8Array(b.length);
+    for (var i = 0; i < b.length; i++) { out[i] = b.charCodeAt(i); }
+    return out.buffer;
+  }
+  function toB64u(buf) {
+    var bytes = new Uint8Array(buf), b = "";
+    for (var i = 0; i < bytes.length; i++) { b += String.fromCharCode(bytes[i]); }
+    return window.btoa(b).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+  function descriptors(list) {
+    return (list || []).map(function (d) { return {type: d.type, id: fromB64u(d.id), transports: d.transports}; });
+  }
+  function postJSON(url, csrf, body) {
+    return window.fetch(url, {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf}, body: JSON.stringify(body)});
+  }
+  // answer reads the server's answer: {next} on success, else the message
+  // of its error page.
+  function answer(resp) {
+    if (resp.ok) { return resp.json(); }
+    return resp.text().then(function (html) {
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      var el = doc.querySelector("[role=alert]");
+      throw new Error(el ? el.textContent.trim() : "The server answered " + resp.status + ".");
+    });
+  }
+  function createOptions(o) {
+    var pk = o.publicKey;
+    pk.challenge = fromB64u(pk.challenge);
+    pk.user.id = fromB64u(pk.user.id);
+    pk.excludeCredentials = descriptors(pk.excludeCredentials);
+    return {publicKey: pk};
+  }
+  function getOptions(o) {
+    var pk = o.publicKey;
+    pk.challenge = fromB64u(pk.challenge);
+    pk.allowCredentials = descriptors(pk.allowCredentials);
+    return {publicKey: pk};
+  }
+  function credentialJSON(cred) {
+    var r = cred.response, out = {id: cred.id, rawId: toB64u(cred.rawId), type: cred.type,
+      authenticatorAttachment: cred.authenticatorAttachment || undefined,
+      clientExtensionResults: cred.getClientExtensionResults ? cred.getClientExtensionResults() : {}, response: {clientDataJSON: toB64u(r.clientDataJSON)}};
+    if (r.attestationObject) {
+      out.response.attestationObject = toB64u(r.attestationObject);
+      out.response.transports = r.getTransports ? r.getTransports() : [];
+    } else {
+      out.response.authenticatorData = toB64u(r.authenticatorData);
+      out.response.signature = toB64u(r.signature);
+      if (r.userHandle) { out.response.userHandle = toB64u(r.userHandle); }
+    }
+    return out;
+  }
+  function ceremonyProblem(err) {
+    if (err && err.name === "NotAllowedError") { return "The passkey request was cancelled or timed out, or no passkey of yours is on this device. Try again."; }
+    if (err && err.name === "InvalidStateError") { return "This authenticator holds one of your passkeys already."; }
+    return (err && err.message) || "The passkey request failed.";
+  }
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target, kind = form.getAttribute && form.getAttribute("data-passkey");
+    if (!kind || ev.defaultPrevented) { return; }
+    ev.preventDefault();
+    var shown = document.getElementById("passkey-error");
+    var button = form.querySelector("button[type=submit]");
+    if (!window.PublicKeyCredential || !navigator.credentials) {
+      shown.textContent = "This browser has no passkey support.";
+      shown.hidden = false;
+      return;
+    }
+    var csrf = form.elements.csrf.value;
+    var options = form.getAttribute("action");
+    var finish = options.replace(/\/options$/, "");
+    var body = {};
+    if (kind === "register") { body.name = form.elements.name.value; }
+    if (form.elements.next) {
+      finish += "?next=" + encodeURIComponent(form.elements.next.value) +
+        (form.elements.method ? "&method=" + encodeURIComponent(form.elements.method.value) : "");
+    }
+    shown.hidden = true;
+    button.disabled = true;
+    postJSON(options, csrf, body).then(answer).then(function (o) {
+      return kind === "register" ? navigator.credentials.create(createOptions(o)) : navigator.credentials.get(getOptions(o));
+    }).then(function (cred) {
+      return postJSON(finish, csrf, credentialJSON(cred)).then(answer);
+    }).then(function (done) {
+      window.location.assign(done.next);
+    }).catch(function (err) {
+      shown.textContent = ceremonyProblem(err);
+      shown.hidden = false;
+      button.disabled = false;
+    });
   });
 })();
