@@ -245,3 +245,57 @@ func TestRunListsFilter(t *testing.T) {
 		t.Fatalf("unknown status: %d", code)
 	}
 }
+
+// TestPolicyFormsCallTheAPI: the remediation periods, the approval policy
+// and the decisions on CVEs are set from the console through the API's
+// operations (their validation, their Audit Trail); a Read-only user sees
+// the periods but cannot set them.
+func TestPolicyFormsCallTheAPI(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	addUser(t, e, e.Org, "reader@example.com", store.RoleReadOnly)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/vulnerabilities")
+	code, loc, _ := b.post("/console/vulnerabilities/policy", url.Values{"criticalDays": {"3"}, "highDays": {"20"}, "mediumDays": {"60"}, "lowDays": {"120"}})
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/vulnerabilities") {
+		t.Fatalf("set the periods: %d %s", code, loc)
+	}
+	var p apiv1.RemediationPolicy
+	if err := e.Admin.Do(ctx, http.MethodGet, "/api/v1/remediation-policy", nil, nil, &p); err != nil || p != (apiv1.RemediationPolicy{CriticalDays: 3, HighDays: 20, MediumDays: 60, LowDays: 120}) {
+		t.Fatalf("periods: %+v %v", p, err)
+	}
+	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "vulnerability.policy"}); len(entries) != 1 || !strings.Contains(entries[0].Actor, "alice@example.com") {
+		t.Errorf("periods audit: %+v", entries)
+	}
+	// The API's refusal is shown and nothing changes.
+	b.post("/console/vulnerabilities/policy", url.Values{"criticalDays": {"0"}, "highDays": {"20"}, "mediumDays": {"60"}, "lowDays": {"120"}})
+	if _, page := b.get("/console/vulnerabilities"); !strings.Contains(page, "criticalDays: ") || !strings.Contains(page, `name="criticalDays" type="number" min="1" max="3650" value="3"`) {
+		t.Errorf("refused periods:\n%s", between(page, `id="h-policy"`, "</section>"))
+	}
+	// The approval policy: add a rule, turn declineOlder on, remove the rule.
+	for _, f := range []url.Values{{"op": {"set"}, "severity": {"Critical"}, "source": {"OS"}, "delayDays": {"2"}}, {"op": {"decline-older"}, "on": {"true"}}} {
+		if code, _, _ := b.post("/console/updates/policy", f); code != http.StatusSeeOther {
+			t.Fatalf("policy %v: %d", f, code)
+		}
+	}
+	var ap apiv1.ApprovalPolicy
+	if err := e.Admin.Do(ctx, http.MethodGet, "/api/v1/approval-policy", nil, nil, &ap); err != nil || !ap.DeclineOlder || len(ap.Rules) != 1 || ap.Rules[0].DelayDays != 2 {
+		t.Fatalf("approval policy: %+v %v", ap, err)
+	}
+	b.post("/console/updates/policy", url.Values{"op": {"delete"}, "severity": {"Critical"}, "source": {"OS"}})
+	if err := e.Admin.Do(ctx, http.MethodGet, "/api/v1/approval-policy", nil, nil, &ap); err != nil || len(ap.Rules) != 0 || !ap.DeclineOlder {
+		t.Fatalf("after removing the rule: %+v %v", ap, err)
+	}
+	// A Read-only user reads the periods, without the form.
+	rd := newBrowser(t, e.URL)
+	rd.signIn("reader@example.com")
+	if _, page := rd.get("/console/vulnerabilities"); strings.Contains(page, `id="remediation-policy"`) || !strings.Contains(page, "Critical 3 days") {
+		t.Errorf("read-only periods:\n%s", between(page, `id="h-policy"`, "</section>"))
+	}
+	if code, _, _ := rd.post("/console/vulnerabilities/policy", url.Values{"criticalDays": {"1"}, "highDays": {"1"}, "mediumDays": {"1"}, "lowDays": {"1"}}); code != http.StatusForbidden {
+		t.Errorf("read-only set: %d", code)
+	}
+}

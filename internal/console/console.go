@@ -19,6 +19,7 @@ import (
 	"mime"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,8 @@ type Console struct {
 	cfg   Config
 	store *store.Store
 	mux   *http.ServeMux
+	// patterns are the routes registered on mux (Routes).
+	patterns []string
 	pages map[string]*template.Template
 	now   func() time.Time
 	// throttle counts failed sign-ins (shared with every replica).
@@ -140,11 +143,11 @@ func formText(r *http.Request) string {
 // needs (perm.All: administrators only).
 func (c *Console) routes() {
 	static, _ := fs.Sub(assets, "static")
-	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", cacheStatic(http.FileServerFS(static))))
-	c.mux.HandleFunc("GET /console/login", c.loginPage)
-	c.mux.HandleFunc("POST /console/login", c.login)
-	c.mux.HandleFunc("GET /console/setup", c.setupPage)
-	c.mux.HandleFunc("POST /console/setup", c.setup)
+	c.handle("GET /console/static/", http.StripPrefix("/console/static/", cacheStatic(http.FileServerFS(static))))
+	c.handleFunc("GET /console/login", c.loginPage)
+	c.handleFunc("POST /console/login", c.login)
+	c.handleFunc("GET /console/setup", c.setupPage)
+	c.handleFunc("POST /console/setup", c.setup)
 	c.staged("POST /console/logout", "", c.logout)
 	c.identityRoutes()
 	c.passkeyRoutes()
@@ -213,6 +216,7 @@ func (c *Console) routes() {
 	c.page("GET /console/vulnerabilities/{cve}", perm.VulnerabilitiesView, c.vulnDetail)
 	c.page("POST /console/vulnerabilities/{cve}/exception", adminOnly, c.vulnAccept)
 	c.page("POST /console/vulnerabilities/{cve}/revoke", adminOnly, c.vulnRevoke)
+	c.page("POST /console/vulnerabilities/policy", adminOnly, c.vulnPolicySet)
 
 	c.page("GET /console/alerts", perm.ReportsView, c.alertList)
 	c.page("POST /console/alerts", perm.ReportsManage, c.alertCreate)
@@ -229,7 +233,7 @@ func (c *Console) routes() {
 	c.page("GET /console/instance/audit", operatorOnly, c.instanceAuditPage)
 	c.ssoRoutes()
 
-	c.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A signed-in user keeps the navigation (and is not offered to sign in).
 		s, err := c.session(w, r)
 		if err != nil {
@@ -285,6 +289,21 @@ type handler func(w http.ResponseWriter, r *http.Request, s *session) error
 // POST also needs the session's CSRF token.
 func (c *Console) page(pattern string, p perm.Permission, h handler) { c.pageLimit(pattern, p, 0, h) }
 
+// handle and handleFunc register a route of the console's mux and keep its
+// pattern for Routes.
+func (c *Console) handle(pattern string, h http.Handler) {
+	c.patterns = append(c.patterns, pattern)
+	c.mux.Handle(pattern, h)
+}
+
+func (c *Console) handleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	c.handle(pattern, http.HandlerFunc(h))
+}
+
+// Routes are the console's route patterns ("POST /console/groups"), in
+// the order they were registered.
+func (c *Console) Routes() []string { return slices.Clone(c.patterns) }
+
 // upload routes a page that takes a multipart upload of at most maxBody
 // bytes, read (and refused when larger) before the CSRF check reads its
 // token from it.
@@ -293,7 +312,7 @@ func (c *Console) upload(pattern string, p perm.Permission, maxBody int64, h han
 }
 
 func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h handler) {
-	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	c.handleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.session(w, r)
 		if err != nil {
 			if store.IsUnavailable(err) {

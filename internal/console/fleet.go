@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -406,33 +407,35 @@ func (c *Console) updateApprove(w http.ResponseWriter, r *http.Request, s *sessi
 // policySet adds or removes a rule of the automatic approval policy, with
 // the same code as patchd admin approval-policy.
 func (c *Console) policySet(w http.ResponseWriter, r *http.Request, s *session) error {
-	e := s.audit("", "approval_policy", s.User.OrgID)
-	var err error
+	const back = "/console/updates"
+	// The form changes one rule or the declineOlder setting; the API's PUT
+	// replaces the policy: read it, change it, put it back.
+	var cur apiv1.ApprovalPolicy
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/approval-policy", nil, &cur); err != nil {
+		return c.done(w, r, back, err, "")
+	}
+	severity, source := r.PostFormValue("severity"), r.PostFormValue("source")
+	same := func(x apiv1.ApprovalPolicyRule) bool {
+		return strings.EqualFold(x.Severity, severity) && strings.EqualFold(x.Source, source)
+	}
+	rules := slices.DeleteFunc(slices.Clone(cur.Rules), same)
+	declineOlder := cur.DeclineOlder
 	switch r.PostFormValue("op") {
 	case "set":
-		delay, convErr := strconv.Atoi(r.PostFormValue("delayDays"))
-		if convErr != nil {
-			return c.done(w, r, "/console/updates", badRequest("The delay must be a number of days."), "")
+		delay, err := strconv.Atoi(r.PostFormValue("delayDays"))
+		if err != nil {
+			return c.done(w, r, back, badRequest("The delay must be a number of days."), "")
 		}
-		rule, checkErr := updates.CheckPolicyRule(updates.PolicyRule{Severity: r.PostFormValue("severity"), Source: r.PostFormValue("source"), DelayDays: delay})
-		if checkErr != nil {
-			return c.done(w, r, "/console/updates", badRequest(checkErr.Error()), "")
-		}
-		e.Action = "approval_policy.set"
-		_, err = c.store.SetApprovalPolicy(r.Context(), e, s.User.OrgID, store.PolicyChange{Rule: &rule})
+		rules = append(rules, apiv1.ApprovalPolicyRule{Severity: severity, Source: source, DelayDays: delay})
 	case "delete":
-		rule, checkErr := updates.CheckPolicyRule(updates.PolicyRule{Severity: r.PostFormValue("severity"), Source: r.PostFormValue("source")})
-		if checkErr != nil {
-			return c.done(w, r, "/console/updates", badRequest(checkErr.Error()), "")
+		if len(rules) == len(cur.Rules) {
+			return c.done(w, r, back, notFound("rule"), "")
 		}
-		e.Action = "approval_policy.delete"
-		_, err = c.store.DeleteApprovalPolicyRule(r.Context(), e, s.User.OrgID, rule.Severity, rule.Source)
 	case "decline-older":
-		on := r.PostFormValue("on") == "true"
-		e.Action = "approval_policy.set"
-		_, err = c.store.SetApprovalPolicy(r.Context(), e, s.User.OrgID, store.PolicyChange{DeclineOlder: &on})
+		declineOlder = r.PostFormValue("on") == "true"
 	default:
 		return notFound("operation")
 	}
-	return c.done(w, r, "/console/updates", adminError(err), "Approval policy saved.")
+	err := c.callAPI(r, s, http.MethodPut, "/api/v1/approval-policy", apiv1.ApprovalPolicyBody{DeclineOlder: &declineOlder, Rules: &rules}, nil)
+	return c.done(w, r, back, err, "Approval policy saved.")
 }

@@ -261,6 +261,7 @@ var plainWords = map[string]string{
 	"PENDING": "Waiting", "RUNNING": "Running", "SUCCESS": "Succeeded", "FAILED": "Failed",
 	"CANCELLED": "Cancelled", "STOPPED": "Stopped", "COMPLETED": "Completed",
 	"NEW": "New", "APPROVED": "Approved", "DECLINED": "Declined",
+	"connected": "Connected", "disconnected": "Disconnected",
 }
 
 // plain is the word shown for an enum value, or the value itself when it

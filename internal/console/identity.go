@@ -59,7 +59,7 @@ func stagePath(stage string) string {
 // (any stage when stage is "", which is sign-out's) and, for a POST, the
 // session's CSRF token.
 func (c *Console) staged(pattern, stage string, h handler) {
-	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	c.handleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.session(w, r)
 		if err != nil {
 			slog.ErrorContext(r.Context(), "console session", "err", err)

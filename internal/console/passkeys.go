@@ -53,8 +53,8 @@ func (c *Console) passkeyRoutes() {
 	c.page("POST /console/account/passkeys/{id}/remove", 0, c.passkeyRemove)
 	c.staged("POST /console/signin/enroll/passkey/options", store.StageEnroll, c.passkeyRegisterOptions)
 	c.staged("POST /console/signin/enroll/passkey", store.StageEnroll, c.passkeyEnroll)
-	c.mux.HandleFunc("POST /console/login/passkey/options", c.passkeyLoginOptions)
-	c.mux.HandleFunc("POST /console/login/passkey", c.passkeyLogin)
+	c.handleFunc("POST /console/login/passkey/options", c.passkeyLoginOptions)
+	c.handleFunc("POST /console/login/passkey", c.passkeyLogin)
 	c.staged("POST /console/signin/passkey/options", store.StageMFA, c.passkeySignInOptions)
 	c.staged("POST /console/signin/passkey", store.StageMFA, c.passkeySignIn)
 }

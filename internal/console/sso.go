@@ -100,11 +100,11 @@ func (sp *ssoProviders) get(ctx context.Context, issuer string) (*oidc.Provider,
 }
 
 func (c *Console) ssoRoutes() {
-	c.mux.HandleFunc("GET /console/sso", c.ssoPage)
-	c.mux.HandleFunc("POST /console/sso", c.ssoFind)
-	c.mux.HandleFunc("GET /console/sso/callback", c.ssoCallback)
-	c.mux.HandleFunc("GET /console/sso/{org}", c.ssoOrgPage)
-	c.mux.HandleFunc("GET /console/sso/{org}/start", c.ssoStart)
+	c.handleFunc("GET /console/sso", c.ssoPage)
+	c.handleFunc("POST /console/sso", c.ssoFind)
+	c.handleFunc("GET /console/sso/callback", c.ssoCallback)
+	c.handleFunc("GET /console/sso/{org}", c.ssoOrgPage)
+	c.handleFunc("GET /console/sso/{org}/start", c.ssoStart)
 	c.page("GET /console/settings/sso", adminOnly, c.ssoSettingsPage)
 	c.page("POST /console/settings/sso", adminOnly, c.ssoSettingsSave)
 	c.page("POST /console/settings/sso/delete", adminOnly, c.ssoSettingsDelete)

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"math"
 	"net/http"
 	"net/url"
@@ -11,9 +10,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
-	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/valid"
 	"github.com/patchd/patchd/internal/vulns"
 )
 
@@ -36,6 +33,8 @@ type vulnsData struct {
 	Remediation string
 	Statuses    []string
 	Exceptions  map[string]store.VulnException
+	// Policy is the remediation periods.
+	Policy apiv1.RemediationPolicy
 	// ExceptionList is every exception, expired ones included.
 	ExceptionList []store.VulnException
 }
@@ -67,6 +66,9 @@ func (c *Console) vulnList(w http.ResponseWriter, r *http.Request, s *session) e
 	if d.Items, d.Page.Total, err = c.store.ListVulnerabilities(r.Context(), q); err != nil {
 		return err
 	}
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/remediation-policy", nil, &d.Policy); err != nil {
+		return err
+	}
 	if d.ExceptionList, err = c.store.ListVulnExceptions(r.Context(), s.User.OrgID, "", c.now()); err != nil {
 		return err
 	}
@@ -96,13 +98,15 @@ func (c *Console) vulnAccept(w http.ResponseWriter, r *http.Request, s *session)
 		return c.done(w, r, back, badRequest("Choose how long the decision holds."), "")
 	}
 	kind := r.PostFormValue("kind")
-	x, err := admin.AcceptVulnRisk(r.Context(), c.store, s.actor(), s.User.OrgID, r.PathValue("cve"), kind, r.PostFormValue("reason"), validFor, c.now())
-	var ve *valid.Error
-	if errors.As(err, &ve) {
-		return c.done(w, r, back, badRequest(problemsText(ve)), "")
+	body := apiv1.VulnExceptionBody{Kind: kind, Reason: r.PostFormValue("reason")}
+	if validFor > 0 {
+		days := int(validFor / (24 * time.Hour))
+		body.ValidDays = &days
 	}
+	var x apiv1.VulnException
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/vulnerabilities/"+url.PathEscape(r.PathValue("cve"))+"/exception", body, &x)
 	if err != nil {
-		return err
+		return c.done(w, r, back, err, "")
 	}
 	text := x.CVEID + ": risk accepted."
 	if kind == store.ExceptionCompensatingControl {
@@ -111,26 +115,30 @@ func (c *Console) vulnAccept(w http.ResponseWriter, r *http.Request, s *session)
 	return c.done(w, r, back, nil, text+" It is left out of the list unless you show accepted ones.")
 }
 
+// vulnRevoke revokes the decision on a CVE through the API's operation.
 func (c *Console) vulnRevoke(w http.ResponseWriter, r *http.Request, s *session) error {
 	back := vulnBack(r)
-	cve, err := admin.RevokeVulnRisk(r.Context(), c.store, s.actor(), s.User.OrgID, r.PathValue("cve"))
-	var ve *valid.Error
-	switch {
-	case errors.As(err, &ve):
-		return c.done(w, r, back, badRequest("That is not a CVE id."), "")
-	case errors.Is(err, store.ErrNotFound):
-		return c.done(w, r, back, notFound("accepted risk or compensating control"), "")
-	case err != nil:
-		return err
+	cve := strings.ToUpper(r.PathValue("cve"))
+	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/vulnerabilities/"+url.PathEscape(cve)+"/exception", nil, nil); err != nil {
+		return c.done(w, r, back, err, "")
 	}
 	return c.done(w, r, back, nil, cve+": the exception was revoked; the CVE counts again.")
 }
 
-// problemsText is a validation error as lines a person reads.
-func problemsText(ve *valid.Error) string {
-	lines := make([]string, len(ve.Problems))
-	for i, p := range ve.Problems {
-		lines[i] = p.Field + ": " + p.Message
+// vulnPolicySet sets the remediation periods through the API's operation.
+func (c *Console) vulnPolicySet(w http.ResponseWriter, r *http.Request, s *session) error {
+	const back = "/console/vulnerabilities#h-policy"
+	var p apiv1.RemediationPolicy
+	for _, f := range []struct {
+		name string
+		to   *int
+	}{{"criticalDays", &p.CriticalDays}, {"highDays", &p.HighDays}, {"mediumDays", &p.MediumDays}, {"lowDays", &p.LowDays}} {
+		n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue(f.name)))
+		if err != nil {
+			return c.done(w, r, back, badRequest("Each period is a whole number of days."), "")
+		}
+		*f.to = n
 	}
-	return strings.Join(lines, "\n")
+	err := c.callAPI(r, s, http.MethodPut, "/api/v1/remediation-policy", p, nil)
+	return c.done(w, r, back, err, "Remediation periods saved: deadlines and statuses follow them now.")
 }

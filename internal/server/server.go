@@ -46,6 +46,7 @@ type Server struct {
 	store     *store.Store
 	auth      *auth.Authenticator
 	api       *api.API
+	console   *console.Console
 	agents    *agentapi.API
 	ingest    *store.Ingester
 	hub       *presence.Hub
@@ -111,6 +112,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	if err != nil {
 		panic(err) // the embedded templates do not parse: a build defect, caught by every test
 	}
+	srv.console = con
 	mux.Handle("/console/", con)
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.Handle("/agent/", srv.agents)
@@ -178,6 +180,9 @@ func (s *Server) Auth() *auth.Authenticator { return s.auth }
 
 // API is the REST API (tests read its route table).
 func (s *Server) API() *api.API { return s.api }
+
+// Console is the web console (tests read its route table).
+func (s *Server) Console() *console.Console { return s.console }
 
 // Agents is the agent protocol's handler (tests move its clock).
 func (s *Server) Agents() *agentapi.API { return s.agents }
