@@ -35,7 +35,9 @@ const (
 
 // Trigger describes one trigger: its threshold's default, range and meaning.
 type Trigger struct {
-	Name             string
+	Name string
+	// Label is the trigger as people say it (the console shows it).
+	Label            string
 	DefaultThreshold int
 	// Min and Max bound the threshold of a trigger that uses it; a trigger
 	// that ignores it (Ignored) takes any value from 0 to MaxIgnored.
@@ -51,15 +53,15 @@ const MaxIgnored = 1<<31 - 1
 
 // Triggers lists every trigger, in the order of the documentation.
 var Triggers = []Trigger{
-	{Name: NewEndpoint, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every endpoint enrolled for the first time raises one event"},
-	{Name: EndpointReenrolled, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every enrollment with the machine id of an enrolled endpoint raises one event (a patchd addition)"},
-	{Name: AgentUpdateFailed, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every self-update an agent reports as failed or rolled back raises one event (a patchd addition)"},
-	{Name: EndpointOffline, DefaultThreshold: 60, Min: 1, Max: 525600, Threshold: "minutes since the endpoint's last check-in, once it counts as disconnected (default 60)"},
-	{Name: GroupUptime, Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): each group's offlineAlertMinutes and onlineAlert decide"},
-	{Name: RebootRequired, DefaultThreshold: 24, Min: 1, Max: 8760, Threshold: "hours the endpoint has been reporting a pending reboot (default 24)"},
-	{Name: CriticalVuln, DefaultThreshold: 9, Min: 0, Max: 10, Threshold: "minimum CVSS base score, in whole points (default 9 = 9.0); a CVE in the CISA KEV catalog always qualifies"},
-	{Name: MissingCriticalUpdate, DefaultThreshold: 7, Min: 0, Max: 3650, Threshold: "days since a Critical update was first found missing on the endpoint (default 7)"},
-	{Name: ReportRows, DefaultThreshold: 1, Min: 1, Max: 1000000, Threshold: "minimum number of rows of the report reportKey (default 1)"},
+	{Name: NewEndpoint, Label: "New endpoint", Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every endpoint enrolled for the first time raises one event"},
+	{Name: EndpointReenrolled, Label: "Endpoint enrolled again", Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every enrollment with the machine id of an enrolled endpoint raises one event (a patchd addition)"},
+	{Name: AgentUpdateFailed, Label: "Agent update failed", Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): every self-update an agent reports as failed or rolled back raises one event (a patchd addition)"},
+	{Name: EndpointOffline, Label: "Endpoint offline", DefaultThreshold: 60, Min: 1, Max: 525600, Threshold: "minutes since the endpoint's last check-in, once it counts as disconnected (default 60)"},
+	{Name: GroupUptime, Label: "Group goes offline or back online", Ignored: true, Threshold: "ignored (any value from 0 is kept as given; default 0): each group's offlineAlertMinutes and onlineAlert decide"},
+	{Name: RebootRequired, Label: "Reboot pending too long", DefaultThreshold: 24, Min: 1, Max: 8760, Threshold: "hours the endpoint has been reporting a pending reboot (default 24)"},
+	{Name: CriticalVuln, Label: "Critical vulnerability found", DefaultThreshold: 9, Min: 0, Max: 10, Threshold: "minimum CVSS base score, in whole points (default 9 = 9.0); a CVE in the CISA KEV catalog always qualifies"},
+	{Name: MissingCriticalUpdate, Label: "Critical update missing too long", DefaultThreshold: 7, Min: 0, Max: 3650, Threshold: "days since a Critical update was first found missing on the endpoint (default 7)"},
+	{Name: ReportRows, Label: "Report has rows", DefaultThreshold: 1, Min: 1, Max: 1000000, Threshold: "minimum number of rows of the report reportKey (default 1)"},
 }
 
 // Lookup finds a trigger by name.

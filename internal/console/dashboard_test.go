@@ -26,12 +26,7 @@ import (
 func TestDashboardNumbersLeadToTheirLists(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
-	if _, err := vulndb.ImportFiles(ctx, e.Store, []string{"../vulns/testdata/nvd-subset.json", "../vulns/testdata/kev-subset.json",
-		"../vulns/testdata/osv-debian12.json"}, vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	e := withFeeds(t)
 	crit, other, clean := e.Enroll("m1", "win-crit", "windows"), e.Enroll("m2", "deb-other", "linux"), e.Enroll("m3", "win-clean", "windows")
 	doc := apitest.Sample("win-crit", "windows")
 	doc.Software = append(doc.Software, agentproto.Software{Name: "VLC media player", Publisher: ptr("VideoLAN"), Version: ptr("3.0.18"), InstallType: ptr("msi")})
@@ -144,3 +139,16 @@ func TestDashboardNumbersLeadToTheirLists(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// withFeeds is a server whose vulnerability feeds are the project's
+// fixtures, matched every 50 ms, with the administrator alice@example.com.
+func withFeeds(t *testing.T) *apitest.Env {
+	t.Helper()
+	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
+	if _, err := vulndb.ImportFiles(context.Background(), e.Store, []string{"../vulns/testdata/nvd-subset.json", "../vulns/testdata/kev-subset.json",
+		"../vulns/testdata/osv-debian12.json"}, vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	return e
+}

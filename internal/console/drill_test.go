@@ -13,9 +13,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/vulndb"
 )
 
 // formOf reads the hidden and selected values of the form with that id,
@@ -46,12 +44,7 @@ func formOf(t *testing.T, page, id string) url.Values {
 func TestDrillDownsEndInAnAction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
-	if _, err := vulndb.ImportFiles(ctx, e.Store, []string{"../vulns/testdata/nvd-subset.json", "../vulns/testdata/kev-subset.json",
-		"../vulns/testdata/osv-debian12.json"}, vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	e := withFeeds(t)
 	debian := func(host, latest string) *apitest.Agent {
 		ag := e.Enroll("m-"+host, host, "linux")
 		doc := apitest.Sample(host, "linux")
@@ -177,6 +170,45 @@ func TestDrillDownsEndInAnAction(t *testing.T) {
 	} {
 		if code, _ := b.get(path); code != want {
 			t.Errorf("%s: %d, want %d", path, code, want)
+		}
+	}
+}
+
+// TestUpdatesListSorts: the updates list sorts by its column headers both
+// ways (aria-sort tells which), keeps its filters in the links, and
+// refuses an order it does not know.
+func TestUpdatesListSorts(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	e.Enroll("m1", "pc-1", "windows").MustInventory(apitest.Sample("pc-1", "windows")) // KB5048685 (Critical), Mozilla Firefox
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	first := func(q string) string {
+		t.Helper()
+		code, page := b.get("/console/updates?" + q)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d", q, code)
+		}
+		m := regexp.MustCompile(`<a href="/console/updates/[^"]+">([^<]+)</a>`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("%s: no update listed", q)
+		}
+		return m[1]
+	}
+	for q, want := range map[string]string{"sort=severity": "2026-11 Cumulative", "sort=severity&order=desc": "Mozilla Firefox",
+		"sort=title": "2026-11 Cumulative", "sort=title&order=desc": "Mozilla Firefox"} {
+		if got := first(q); !strings.HasPrefix(got, want) {
+			t.Errorf("%s: first %q, want %q", q, got, want)
+		}
+	}
+	_, page := b.get("/console/updates?source=OS&sort=severity")
+	if !strings.Contains(page, `aria-sort="ascending"><a href="/console/updates?order=desc&amp;sort=severity&amp;source=OS">Severity</a>`) {
+		t.Errorf("severity header:\n%s", between(page, "<thead>", "</thead>"))
+	}
+	for _, q := range []string{"sort=secret", "order=up"} {
+		if code, _ := b.get("/console/updates?" + q); code != http.StatusBadRequest {
+			t.Errorf("%s: %d", q, code)
 		}
 	}
 }

@@ -328,6 +328,7 @@ func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 type updatesData struct {
+	sorter
 	Items    []store.UpdateKeyRow
 	Page     pager
 	Q        string
@@ -367,6 +368,14 @@ func (c *Console) updateList(w http.ResponseWriter, r *http.Request, s *session)
 	default:
 		return badRequest("Unknown approval status.")
 	}
+	d.sorter = newSorter("/console/updates", v, []string{"q", "severity", "source", "approval"}, "endpoints", true)
+	if d.Key != "" && !slices.Contains(store.UpdateKeySorts, d.Key) {
+		return badRequest("Sort by endpoints, severity, released or title.")
+	}
+	if o := v.Get("order"); o != "" && o != "asc" && o != "desc" {
+		return badRequest("The order is asc or desc.")
+	}
+	q.Sort, q.Desc = d.Key, d.Desc
 	items, total, err := c.store.ListUpdateKeys(r.Context(), q)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/internal/alerts"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -33,7 +34,13 @@ var funcs = template.FuncMap{
 		}
 		return typ
 	},
-	"plain":     plain,
+	"plain": plain,
+	"triggerLabel": func(name string) string {
+		if t, ok := alerts.Lookup(name); ok && t.Label != "" {
+			return t.Label
+		}
+		return name
+	},
 	"lower":     strings.ToLower,
 	"hasPrefix": strings.HasPrefix,
 	// score shows a CVSS score with one decimal, or — without one.
@@ -262,6 +269,7 @@ var plainWords = map[string]string{
 	"CANCELLED": "Cancelled", "STOPPED": "Stopped", "COMPLETED": "Completed",
 	"NEW": "New", "APPROVED": "Approved", "DECLINED": "Declined",
 	"connected": "Connected", "disconnected": "Disconnected",
+	"ANY": "Any", "OS": "Operating system", "THIRD_PARTY": "Applications",
 }
 
 // plain is the word shown for an enum value, or the value itself when it

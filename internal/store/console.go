@@ -383,12 +383,39 @@ type UpdateKeyQuery struct {
 	Sources  []string
 	Approval string // NEW, APPROVED or DECLINED; empty: any
 	Key      string // exactly this key
+	// Sort is one of UpdateKeySorts (default "endpoints", most first);
+	// Desc reverses the ascending order.
+	Sort     string
+	Desc     bool
 	Limit    int
 	Offset   int
 }
 
+// UpdateKeySorts are the orders of the updates list.
+var UpdateKeySorts = []string{"endpoints", "severity", "released", "title"}
+
+// updateKeyOrder is the ORDER BY of a sort, ascending or not; ties by key.
+func updateKeyOrder(sort string, desc bool) string {
+	dir := " ASC"
+	if desc {
+		dir = " DESC"
+	}
+	switch sort {
+	case "severity":
+		return ` ORDER BY CASE k.severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END` + dir + `, k.endpoints DESC, k.key`
+	case "released":
+		return ` ORDER BY CASE WHEN k.release_date IS NULL THEN 1 ELSE 0 END, k.release_date` + dir + `, k.key`
+	case "title":
+		return ` ORDER BY lower(k.title)` + dir + `, k.key`
+	}
+	if sort == "" {
+		dir = " DESC" // the default: most widespread first
+	}
+	return ` ORDER BY k.endpoints` + dir + `, k.key`
+}
+
 // ListUpdateKeys pages the updates missing somewhere in the fleet, one row
-// per key, most widespread first.
+// per key, most widespread first (or as q.Sort says).
 func (s *Store) ListUpdateKeys(ctx context.Context, q UpdateKeyQuery) ([]UpdateKeyRow, int, error) {
 	where := `k.org_id = ? AND k.endpoints > 0`
 	args := []any{q.OrgID}
@@ -421,7 +448,7 @@ func (s *Store) ListUpdateKeys(ctx context.Context, q UpdateKeyQuery) ([]UpdateK
 		return nil, 0, fmt.Errorf("store: count update keys: %w", err)
 	}
 	rows, err := s.query(ctx, `SELECT k.key, k.title, COALESCE(k.kb, ''), k.severity, k.source, k.reboot_required, k.endpoints,
-		COALESCE(a.status, 'NEW'), k.release_date, k.first_seen_at`+from+` ORDER BY k.endpoints DESC, k.key LIMIT ? OFFSET ?`,
+		COALESCE(a.status, 'NEW'), k.release_date, k.first_seen_at`+from+updateKeyOrder(q.Sort, q.Desc)+` LIMIT ? OFFSET ?`,
 		append(args, q.Limit, q.Offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list update keys: %w", err)

@@ -88,32 +88,45 @@ func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([
 }
 
 func (r *ReadTx) titleVersions(ctx context.Context, id int64, t *apiv1.SoftwareTitle) error {
-	rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
-		ORDER BY hosts DESC, version_key LIMIT ?`, id, apiv1.MaxTitleVersions+1)
+	vs, err := r.readTitleVersions(ctx, id, apiv1.MaxTitleVersions+1)
 	if err != nil {
-		return fmt.Errorf("store: software title versions: %w", err)
+		return err
+	}
+	t.Versions, t.VersionCount = vs, len(vs)
+	if len(t.Versions) > apiv1.MaxTitleVersions {
+		t.Versions = t.Versions[:apiv1.MaxTitleVersions]
+		return r.countTitleVersions(ctx, id, &t.VersionCount)
+	}
+	return nil
+}
+
+// readTitleVersions reads a title's first limit versions, most endpoints
+// first, through the index (title_id, hosts DESC, version_key).
+func (r *ReadTx) readTitleVersions(ctx context.Context, id int64, limit int) ([]apiv1.SoftwareTitleVersion, error) {
+	rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
+		ORDER BY hosts DESC, version_key LIMIT ?`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: software title versions: %w", err)
 	}
 	defer rows.Close()
+	out := []apiv1.SoftwareTitleVersion{}
 	for rows.Next() {
 		var v apiv1.SoftwareTitleVersion
 		var key string
 		if err := rows.Scan(&key, &v.Hosts); err != nil {
-			return fmt.Errorf("store: software title versions: %w", err)
+			return nil, fmt.Errorf("store: software title versions: %w", err)
 		}
 		if key != "" {
 			v.Version = &key
 		}
-		t.Versions = append(t.Versions, v)
+		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
+	return out, rows.Err()
+}
+
+func (r *ReadTx) countTitleVersions(ctx context.Context, id int64, n *int) error {
+	if err := r.queryRow(ctx, `SELECT COUNT(*) FROM software_versions WHERE title_id = ? AND hosts > 0`, id).Scan(n); err != nil {
 		return fmt.Errorf("store: software title versions: %w", err)
-	}
-	t.VersionCount = len(t.Versions)
-	if len(t.Versions) > apiv1.MaxTitleVersions {
-		t.Versions = t.Versions[:apiv1.MaxTitleVersions]
-		if err := r.queryRow(ctx, `SELECT COUNT(*) FROM software_versions WHERE title_id = ? AND hosts > 0`, id).Scan(&t.VersionCount); err != nil {
-			return fmt.Errorf("store: software title versions: %w", err)
-		}
 	}
 	return nil
 }
@@ -139,30 +152,12 @@ func (s *Store) SoftwareTitleByName(ctx context.Context, orgID, name string) (ap
 			return fmt.Errorf("store: software title: %w", err)
 		}
 		t.Publisher = nullString(publisher)
-		rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
-			ORDER BY hosts DESC, version_key LIMIT ?`, id, MaxTitlePageVersions)
-		if err != nil {
-			return fmt.Errorf("store: software title versions: %w", err)
-		}
-		defer rows.Close()
-		t.Versions = []apiv1.SoftwareTitleVersion{}
-		for rows.Next() {
-			var v apiv1.SoftwareTitleVersion
-			var key string
-			if err := rows.Scan(&key, &v.Hosts); err != nil {
-				return fmt.Errorf("store: software title versions: %w", err)
-			}
-			if key != "" {
-				v.Version = &key
-			}
-			t.Versions = append(t.Versions, v)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("store: software title versions: %w", err)
+		if t.Versions, err = r.readTitleVersions(ctx, id, MaxTitlePageVersions); err != nil {
+			return err
 		}
 		t.VersionCount = len(t.Versions)
 		if t.VersionCount == MaxTitlePageVersions {
-			return r.queryRow(ctx, `SELECT COUNT(*) FROM software_versions WHERE title_id = ? AND hosts > 0`, id).Scan(&t.VersionCount)
+			return r.countTitleVersions(ctx, id, &t.VersionCount)
 		}
 		return nil
 	})
