@@ -385,10 +385,10 @@ type UpdateKeyQuery struct {
 	Key      string // exactly this key
 	// Sort is one of UpdateKeySorts (default "endpoints", most first);
 	// Desc reverses the ascending order.
-	Sort     string
-	Desc     bool
-	Limit    int
-	Offset   int
+	Sort   string
+	Desc   bool
+	Limit  int
+	Offset int
 }
 
 // UpdateKeySorts are the orders of the updates list.
