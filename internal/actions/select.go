@@ -2,6 +2,8 @@ package actions
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/patchd/patchd/agentproto"
@@ -45,7 +47,20 @@ type Filters struct {
 	Severities []string `json:"severities"`
 	Types      []string `json:"types"`
 	Sources    []string `json:"sources"`
+	// CVEs keeps the updates that fix one of these CVEs on the endpoint;
+	// KEV those that fix a CVE in CISA's KEV catalog (patchd additions).
+	CVEs []string `json:"cves,omitempty"`
+	KEV  bool     `json:"kev,omitempty"`
 }
+
+// NeedsFixes tells whether the filters select by the CVEs an update fixes
+// (Missing.CVEs and KEV must then be filled in).
+func (s Selection) NeedsFixes() bool {
+	return s.Mode == ModeFilters && (len(s.Filters.CVEs) > 0 || s.Filters.KEV)
+}
+
+// cveID is a CVE id such as CVE-2023-4863.
+var cveID = regexp.MustCompile(`^CVE-\d{4}-\d{4,}$`)
 
 // Selection is a validated DEPLOY_UPDATES payload.
 type Selection struct {
@@ -146,6 +161,17 @@ func (b selectionBody) check(prefix string) (Selection, []valid.Problem) {
 			}
 			s.Filters.Types = append(s.Filters.Types, strings.TrimSpace(v))
 		}
+		for i, v := range b.Filters.CVEs {
+			id := strings.ToUpper(strings.TrimSpace(v))
+			if !cveID.MatchString(id) {
+				errs.Add(fmt.Sprintf("%sfilters.cves[%d]", prefix, i), "must be a CVE id such as CVE-2023-4863")
+				continue
+			}
+			if !contains(s.Filters.CVEs, id) {
+				s.Filters.CVEs = append(s.Filters.CVEs, id)
+			}
+		}
+		s.Filters.KEV = b.Filters.KEV
 		for i, v := range b.Filters.Sources {
 			list, ok := sourceSpellings[strings.ToLower(strings.TrimSpace(v))]
 			if !ok {
@@ -200,6 +226,10 @@ type Missing struct {
 	// FixesVulnerability is the severity of the worst known vulnerability
 	// this (application) update fixes, or "" when it fixes none known.
 	FixesVulnerability string
+	// CVEs are the CVEs of the endpoint this update fixes; KEV is set when
+	// one of them is in CISA's KEV catalog (read when NeedsFixes).
+	CVEs []string
+	KEV  bool
 }
 
 // HasSource tells whether the agent has a way to install the update: a
@@ -260,6 +290,12 @@ func (s Selection) matches(m Missing) bool {
 	case ModeFilters:
 		f := s.Filters
 		if len(f.Sources) > 0 && !contains(f.Sources, m.Source) {
+			return false
+		}
+		if f.KEV && !m.KEV {
+			return false
+		}
+		if len(f.CVEs) > 0 && !slices.ContainsFunc(m.CVEs, func(c string) bool { return contains(f.CVEs, c) }) {
 			return false
 		}
 		if len(f.Severities) > 0 && !containsFold(f.Severities, s.severity(m)) {

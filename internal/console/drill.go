@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"net/url"
-	"slices"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
@@ -78,8 +77,6 @@ type vulnData struct {
 	V         apiv1.Vulnerability
 	Endpoints affected
 	Fixes     []store.UpdateFix
-	// FixKeys are the keys of Fixes, once each.
-	FixKeys []string
 }
 
 // vulnDetail is one CVE on the fleet: its record, remediation and
@@ -107,11 +104,6 @@ func (c *Console) vulnDetail(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	if d.Fixes, err = c.store.FixingUpdates(r.Context(), s.User.OrgID, cve); err != nil {
 		return err
-	}
-	for _, f := range d.Fixes {
-		if !slices.Contains(d.FixKeys, f.Key) {
-			d.FixKeys = append(d.FixKeys, f.Key)
-		}
 	}
 	return c.render(w, r, s, http.StatusOK, "vuln", "", cve, "vulns", d)
 }

@@ -91,7 +91,7 @@ func TestDrillDownsEndInAnAction(t *testing.T) {
 		t.Fatalf("no fixing update:\n%s", between(page, `id="vuln-fixes"`, "</table>"))
 	}
 	fix := formOf(t, page, "deploy-fix")
-	if fix.Get("filter") != "cve=CVE-2023-5363" || fix.Get("type") != "DEPLOY_UPDATES" || len(fix["keys"]) != 1 {
+	if fix.Get("filter") != "cve=CVE-2023-5363" || fix.Get("type") != "DEPLOY_UPDATES" || fix.Get("cves") != "CVE-2023-5363" {
 		t.Fatalf("deploy form: %v", fix)
 	}
 	code, loc, _ := b.post("/console/actions", fix)

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/patchd/patchd/apiv1"
 	vver "github.com/patchd/patchd/internal/vulns/version"
 )
 
@@ -30,28 +32,68 @@ func (s *Store) FixedCVEs(ctx context.Context, orgID, key string) ([]UpdateFix, 
 	return s.updateFixes(ctx, orgID, `eu.key = ?`, key)
 }
 
-// updateFixes pairs an endpoint's CVE findings with its missing updates
-// that fix them: the Microsoft KB of a Windows finding, the update of the
-// vulnerable Linux package or application (by package name, or by title
-// for an application) whose latest version reaches the fixed version.
+// updateFixes counts, per update and CVE, the endpoints on which the
+// update fixes the CVE (fixPairs), most endpoints first.
 func (s *Store) updateFixes(ctx context.Context, orgID, cond string, arg string) ([]UpdateFix, error) {
-	rows, err := s.query(ctx, `SELECT eu.key, eu.title, COALESCE(eu.kb, ''), eu.severity, ev.cve_id, ev.endpoint_id, ev.source,
-		COALESCE(ev.fixed_in, ''), COALESCE(eu.latest_version, ''), e.platform, COALESCE(e.os, '')
+	pairs, err := fixPairs(ctx, s.query, orgID, cond, arg)
+	if err != nil {
+		return nil, err
+	}
+	type pair struct{ key, cve string }
+	fixes := map[pair]*UpdateFix{}
+	for _, p := range pairs {
+		k := pair{p.Key, p.CVEID}
+		if fixes[k] == nil {
+			fixes[k] = &UpdateFix{Key: p.Key, Title: p.Title, KB: p.KB, Severity: p.Severity, CVEID: p.CVEID}
+		}
+		fixes[k].Endpoints++
+	}
+	out := make([]UpdateFix, 0, len(fixes))
+	for _, f := range fixes {
+		out = append(out, *f)
+	}
+	slices.SortFunc(out, func(a, b UpdateFix) int {
+		if a.Endpoints != b.Endpoints {
+			return b.Endpoints - a.Endpoints
+		}
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.CVEID, b.CVEID)
+	})
+	return out, nil
+}
+
+// fixPair is one missing update of an endpoint that fixes one of its CVEs.
+type fixPair struct {
+	EndpointID, Key, Title, KB, Severity, CVEID string
+	KEV                                         bool
+}
+
+// fixPairs pairs endpoints' CVE findings with their missing updates that
+// fix them, once per endpoint, update and CVE: the Microsoft KB of a
+// Windows finding, the update of the vulnerable Linux package or
+// application (by package name, or by title for an application) whose
+// latest version reaches the fixed version. cond selects the findings
+// (on ev, the finding, and eu, the update).
+func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), orgID, cond string, args ...any) ([]fixPair, error) {
+	rows, err := query(ctx, `SELECT eu.key, eu.title, COALESCE(eu.kb, ''), eu.severity, ev.cve_id, ev.endpoint_id, ev.source,
+		COALESCE(ev.fixed_in, ''), COALESCE(eu.latest_version, ''), e.platform, COALESCE(e.os, ''), k.cve_id IS NOT NULL
 		FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id
 		JOIN endpoint_updates eu ON eu.org_id = ev.org_id AND eu.endpoint_id = ev.endpoint_id
 			AND (eu.kb = ev.source OR eu.package_name = ev.software OR lower(eu.title) = lower(ev.software))
-		WHERE ev.org_id = ? AND `+cond, orgID, arg)
+		LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
+		WHERE ev.org_id = ? AND `+cond, append([]any{orgID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: fixing updates: %w", err)
 	}
 	defer rows.Close()
-	type pair struct{ key, cve string }
-	fixes := map[pair]*UpdateFix{}
+	var out []fixPair
 	seen := map[[3]string]bool{}
 	for rows.Next() {
-		var f UpdateFix
-		var endpoint, source, fixedIn, latest, platform, osName string
-		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &endpoint, &source, &fixedIn, &latest, &platform, &osName); err != nil {
+		var f fixPair
+		var source, fixedIn, latest, platform, osName string
+		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV); err != nil {
 			return nil, fmt.Errorf("store: fixing updates: %w", err)
 		}
 		if !isKB(source) || f.KB != source {
@@ -68,34 +110,13 @@ func (s *Store) updateFixes(ctx context.Context, orgID, cond string, arg string)
 				continue
 			}
 		}
-		k := pair{f.Key, f.CVEID}
-		if seen[[3]string{f.Key, f.CVEID, endpoint}] {
-			continue
+		id := [3]string{f.Key, f.CVEID, f.EndpointID}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, f)
 		}
-		seen[[3]string{f.Key, f.CVEID, endpoint}] = true
-		if fixes[k] == nil {
-			f.Endpoints = 0
-			fixes[k] = &f
-		}
-		fixes[k].Endpoints++
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: fixing updates: %w", err)
-	}
-	out := make([]UpdateFix, 0, len(fixes))
-	for _, f := range fixes {
-		out = append(out, *f)
-	}
-	slices.SortFunc(out, func(a, b UpdateFix) int {
-		if a.Endpoints != b.Endpoints {
-			return b.Endpoints - a.Endpoints
-		}
-		if c := strings.Compare(a.Key, b.Key); c != 0 {
-			return c
-		}
-		return strings.Compare(a.CVEID, b.CVEID)
-	})
-	return out, nil
+	return out, rows.Err()
 }
 
 // EndpointUpdateKeys answers the update key of each of an endpoint's
@@ -115,4 +136,43 @@ func (s *Store) EndpointUpdateKeys(ctx context.Context, orgID, endpointID string
 		out[id] = key
 	}
 	return out, rows.Err()
+}
+
+// fillAllUpdateCVEs fills Update.cves of a page of missing updates: the
+// Windows findings each KB fixes through Microsoft's data (cumulative
+// updates included, fillUpdateCVEs), and the findings a Linux package or
+// application update fixes by reaching the fixed version (fixPairs).
+func (r *ReadTx) fillAllUpdateCVEs(ctx context.Context, orgID string, page []apiv1.Update) error {
+	if err := r.fillUpdateCVEs(ctx, orgID, page); err != nil {
+		return err
+	}
+	if len(page) == 0 {
+		return nil
+	}
+	var ids []any
+	seen := map[string]bool{}
+	for _, u := range page {
+		if !seen[u.EndpointID] {
+			seen[u.EndpointID] = true
+			ids = append(ids, u.EndpointID)
+		}
+	}
+	pairs, err := fixPairs(ctx, r.query, orgID, `eu.kb IS NULL AND ev.endpoint_id IN (`+placeholders(len(ids))+`)`, ids...)
+	if err != nil {
+		return err
+	}
+	type at struct{ endpoint, key string }
+	fixes := map[at][]string{}
+	for _, p := range pairs {
+		fixes[at{p.EndpointID, p.Key}] = append(fixes[at{p.EndpointID, p.Key}], p.CVEID)
+	}
+	for i := range page {
+		for _, c := range fixes[at{page[i].EndpointID, page[i].Key}] {
+			if !slices.Contains(page[i].CVEs, c) {
+				page[i].CVEs = append(page[i].CVEs, c)
+			}
+		}
+		slices.Sort(page[i].CVEs)
+	}
+	return nil
 }

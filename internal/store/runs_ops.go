@@ -235,6 +235,21 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 		if err := rows.Close(); err != nil {
 			return 0, fmt.Errorf("store: missing updates: %w", err)
 		}
+		if sel.NeedsFixes() {
+			// The CVEs each missing update fixes on its endpoint.
+			pairs, err := fixPairs(ctx, tx.query, orgID, `ev.endpoint_id IN (`+placeholders(len(part))+`)`, args[1:]...)
+			if err != nil {
+				return 0, err
+			}
+			for _, p := range pairs {
+				for i := range missing[p.EndpointID] {
+					if m := &missing[p.EndpointID][i]; m.Key == p.Key {
+						m.CVEs = append(m.CVEs, p.CVEID)
+						m.KEV = m.KEV || p.KEV
+					}
+				}
+			}
+		}
 	}
 	installs := 0
 	for i := range cmds {

@@ -120,7 +120,7 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			if err := rows.Err(); err != nil {
 				return fmt.Errorf("store: list updates: %w", err)
 			}
-			return r.fillUpdateCVEs(ctx, q.OrgID, out)
+			return r.fillAllUpdateCVEs(ctx, q.OrgID, out)
 		}
 		// The key's severity, source and approval are read once here and
 		// given to its rows, instead of being joined on every row.
@@ -167,7 +167,7 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			}
 			local = 0
 		}
-		return r.fillUpdateCVEs(ctx, q.OrgID, out)
+		return r.fillAllUpdateCVEs(ctx, q.OrgID, out)
 	})
 	return out, total, err
 }
