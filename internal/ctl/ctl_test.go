@@ -599,6 +599,15 @@ func TestActionsAutomationsAndRuns(t *testing.T) {
 	if started.RunID == "" || started.Queued != 1 {
 		t.Fatalf("actions run: %+v", started)
 	}
+	// --fix-cve and --fix-kev: the server pairs updates with CVEs; this fleet has no CVE data, so
+	// nothing fixes them: 422, nothing queued. Used with another type: a usage error.
+	if r := h.run("", "actions", "run", "--type", "DEPLOY_UPDATES", "--endpoints", ids[0], "--fix-cve", "CVE-2024-4671", "--fix-kev"); r.code == 0 ||
+		!strings.Contains(r.stderr, "422") {
+		t.Errorf("actions run --fix-cve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := h.run("", "actions", "run", "--type", "REBOOT", "--endpoints", ids[0], "--fix-kev"); r.code == 0 || !strings.Contains(r.stderr, "--fix-kev") {
+		t.Errorf("actions run REBOOT --fix-kev: exit %d\n%s", r.code, r.stderr)
+	}
 	var cmds apiv1.List[apiv1.RunCommand]
 	h.okJSON(&cmds, "runs", "get", started.RunID, "--watch", "--interval", "100ms", "--timeout", "1m")
 	if cmds.Total != 1 || cmds.Items[0].Status != "SUCCESS" || cmds.Items[0].MachineID != ids[2] {

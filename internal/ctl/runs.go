@@ -54,7 +54,7 @@ func finished(status string) bool {
 
 func runCommands() []command {
 	return []command{
-		{name: "actions run", args: "--type TYPE --endpoints ID,… [--payload JSON | --payload-file F | --script TEXT] [--watch]",
+		{name: "actions run", args: "--type TYPE --endpoints ID,… [--payload JSON | --payload-file F | --script TEXT | --fix-cve ID… | --fix-kev] [--watch]",
 			summary: "queue a one-off action on endpoints",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				typ := fs.String("type", "", "action `TYPE`: "+strings.Join(actionTypes, ", "))
@@ -65,6 +65,9 @@ func runCommands() []command {
 				payloadFile := fs.String("payload-file", "", "action payload JSON `FILE` (- for stdin)")
 				script := fs.String("script", "", "RUN_SCRIPT: the script `TEXT`")
 				language := fs.String("language", "", "RUN_SCRIPT: the script `LANGUAGE` (powershell, cmd, bash, sh…)")
+				var fixCVEs listFlag
+				fs.Var(&fixCVEs, "fix-cve", "DEPLOY_UPDATES: on each endpoint, the updates that fix the CVE `IDS` (comma-separated or repeated; a patchd addition)")
+				fixKEV := fs.Bool("fix-kev", false, "DEPLOY_UPDATES: on each endpoint, the updates that fix a CVE in CISA's KEV catalog (a patchd addition)")
 				var w watchFlags
 				w.register(fs)
 				return func(s *session, args []string) error {
@@ -82,7 +85,19 @@ func runCommands() []command {
 					}
 					body := apiv1.ActionBody{EndpointIDs: endpoints, Type: *typ, Label: *label}
 					var err error
-					if body.Payload, err = actionPayload(s, *typ, *payload, *payloadFile, *script, *language); err != nil {
+					if len(fixCVEs) > 0 || *fixKEV {
+						if *typ != "DEPLOY_UPDATES" || *payload != "" || *payloadFile != "" {
+							return usagef("--fix-cve and --fix-kev go with --type DEPLOY_UPDATES, without --payload")
+						}
+						filters := map[string]any{}
+						if len(fixCVEs) > 0 {
+							filters["cves"] = []string(fixCVEs)
+						}
+						if *fixKEV {
+							filters["kev"] = true
+						}
+						body.Payload, _ = json.Marshal(map[string]any{"mode": "filters", "filters": filters})
+					} else if body.Payload, err = actionPayload(s, *typ, *payload, *payloadFile, *script, *language); err != nil {
 						return err
 					}
 					c, err := s.client()
