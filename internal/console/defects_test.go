@@ -233,6 +233,10 @@ func TestEditAutomation(t *testing.T) {
 	if !strings.Contains(page, `href="/console/automations/`+id+`/edit"`) {
 		t.Errorf("the automation page offers no edit")
 	}
+	// The list says the schedule as people say it, in the organization's zone.
+	if _, list := b.get("/console/automations"); !strings.Contains(html.UnescapeString(list), "Patch Tuesday + 1 day, 22:00 <small>UTC</small>") {
+		t.Errorf("the automations list does not say the schedule: %s", between(list, "<tbody>", "</tbody>"))
+	}
 	code, page = b.get(loc + "/edit")
 	if code != http.StatusOK || !strings.Contains(page, `value="Patch Tuesday deploy"`) || !strings.Contains(page, `id="aoff" name="offsetDays" type="number" min="0" value="1"`) ||
 		!strings.Contains(page, `value="Critical" checked`) {

@@ -171,6 +171,8 @@ func (c *Console) groupDelete(w http.ResponseWriter, r *http.Request, s *session
 type automationsData struct {
 	Items  []store.Automation
 	Groups map[string]string
+	// TimeZone is the organization's, in which schedules run.
+	TimeZone string
 }
 
 func (c *Console) groupNames(r *http.Request, s *session) (map[string]string, []store.Group, error) {
@@ -194,7 +196,11 @@ func (c *Console) automationList(w http.ResponseWriter, r *http.Request, s *sess
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "automations", "", "Automations", "automations", automationsData{Items: list, Groups: names})
+	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "automations", "", "Automations", "automations", automationsData{Items: list, Groups: names, TimeZone: o.TimeZone})
 }
 
 type automationEdit struct {
