@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -494,6 +495,24 @@ func TestBrowserJourneys(t *testing.T) {
 	tb.do("open a title", chromedp.Click(chromedp.CSS(`#software-titles tbody td a[href^="/console/software/title"]`)), chromedp.WaitVisible(chromedp.CSS("#title-versions")))
 	tb.accessible("a software title's page")
 	tb.screenshot("software-title")
+	// The endpoints list: a filter, a sort, the CSV of exactly what is
+	// filtered, and an action on all N matching.
+	tb.visit(e.URL, "/console/endpoints", "endpoints-all")
+	tb.do("filter the Windows endpoints", chromedp.SetValue(chromedp.CSS("#f-platform"), "windows"), chromedp.Submit(chromedp.CSS("#endpoint-filters")),
+		chromedp.WaitReady(chromedp.CSS(`#f-platform option[value="windows"][selected]`)))
+	windows := tb.text("#endpoint-total strong")
+	tb.do("sort them by last seen", chromedp.Click(chromedp.CSS(`#endpoints thead a[href*="sort=lastSeen"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#endpoints th[aria-sort] a[href*="sort=lastSeen"]`)), acceptConfirms())
+	tb.accessible("the filtered, sorted endpoints list")
+	tb.screenshot("endpoints-windows")
+	if rows := tb.download("#endpoints-csv"); strconv.Itoa(len(rows)-1) != windows || windows == "0" {
+		t.Errorf("the CSV of the %s Windows endpoints has %d rows", windows, len(rows)-1)
+	}
+	tb.do("reboot all matching", chromedp.Click(chromedp.CSS("#select-all-matching")), chromedp.SetValue(chromedp.CSS("#bulk-type"), "REBOOT"),
+		chromedp.Click(chromedp.CSS(`#bulk button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#run-progress")))
+	if runs, err := e.Admin.ListRuns(ctx, client.RunQuery{Limit: 1}); err != nil || len(runs.Items) != 1 || strconv.Itoa(runs.Items[0].Total) != windows {
+		t.Errorf("rebooting all %s matching started %+v %v", windows, runs.Items, err)
+	}
 	tb.visit(e.URL, "/console/", "dashboard-compliance")
 	want := tb.text("#compliance dd a")
 	tb.do("follow a dashboard number", chromedp.Click(chromedp.CSS("#compliance dd a")), chromedp.WaitVisible(chromedp.CSS("#endpoint-total")))
