@@ -754,3 +754,46 @@ type RemediationPolicy struct {
 	MediumDays   int `json:"mediumDays"`
 	LowDays      int `json:"lowDays"`
 }
+
+// SSO is the organization's single sign-on provider (patchd addition, GET
+// and PUT /api/v1/sso); the client secret is never answered, only whether
+// one is stored.
+type SSO struct {
+	ProviderName    string           `json:"providerName"`
+	Issuer          string           `json:"issuer"`
+	ClientID        string           `json:"clientId"`
+	HasClientSecret bool             `json:"hasClientSecret"`
+	AllowedDomains  []string         `json:"allowedDomains"`
+	Scopes          []string         `json:"scopes"`
+	RoleClaim       string           `json:"roleClaim"`
+	RoleMap         []SSORoleMapping `json:"roleMap"`
+	DefaultRole     string           `json:"defaultRole"`
+	JustInTime      bool             `json:"justInTime"`
+	Enabled         bool             `json:"enabled"`
+	UpdatedBy       string           `json:"updatedBy"`
+	UpdatedAt       time.Time        `json:"updatedAt"`
+}
+
+// SSORoleMapping gives the users whose role claim holds Value the role
+// named Role.
+type SSORoleMapping struct {
+	Value string `json:"value"`
+	Role  string `json:"role"`
+}
+
+// SSOBody sets the organization's single sign-on provider (PUT
+// /api/v1/sso): every field but clientSecret, which, when absent, keeps
+// the stored one (a new provider needs it).
+type SSOBody struct {
+	ProviderName   string           `json:"providerName"`
+	Issuer         string           `json:"issuer"`
+	ClientID       string           `json:"clientId"`
+	ClientSecret   *string          `json:"clientSecret,omitempty"`
+	AllowedDomains []string         `json:"allowedDomains"`
+	Scopes         []string         `json:"scopes"`
+	RoleClaim      string           `json:"roleClaim"`
+	RoleMap        []SSORoleMapping `json:"roleMap"`
+	DefaultRole    string           `json:"defaultRole"`
+	JustInTime     bool             `json:"justInTime"`
+	Enabled        bool             `json:"enabled"`
+}

@@ -265,3 +265,23 @@ func (c *Client) SetRemediationPolicy(ctx context.Context, p apiv1.RemediationPo
 	err := c.Do(ctx, http.MethodPut, "/api/v1/remediation-policy", nil, p, &out)
 	return out, err
 }
+
+// SSO reads the organization's single sign-on provider (roles holding
+// every permission); a 404 when none is set up.
+func (c *Client) SSO(ctx context.Context) (apiv1.SSO, error) {
+	var out apiv1.SSO
+	err := c.Do(ctx, http.MethodGet, "/api/v1/sso", nil, nil, &out)
+	return out, err
+}
+
+// SetSSO sets the organization's single sign-on provider.
+func (c *Client) SetSSO(ctx context.Context, body apiv1.SSOBody) (apiv1.SSO, error) {
+	var out apiv1.SSO
+	err := c.Do(ctx, http.MethodPut, "/api/v1/sso", nil, body, &out)
+	return out, err
+}
+
+// DeleteSSO removes the organization's single sign-on provider.
+func (c *Client) DeleteSSO(ctx context.Context) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/sso", nil, nil, nil)
+}

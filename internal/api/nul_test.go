@@ -132,6 +132,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"PUT /api/v1/approval-policy":                                  `{"declineOlder":false,"rules":[{"severity":` + nulJSON + `,"source":"OS","delayDays":0}]}`,
 		"POST /api/v1/vulnerabilities/{cve}/exception":                 `{"kind":"accepted","reason":` + nulJSON + `}`,
 		"PUT /api/v1/remediation-policy":                               `{"criticalDays":1,"highDays":2,"mediumDays":3,"lowDays":4,"x":` + nulJSON + `}`,
+		"PUT /api/v1/sso":                                              `{"providerName":` + nulJSON + `,"issuer":"https://id.example.com","clientId":"patchd"}`,
 	}
 	// A query filter for each list.
 	queries := map[string]string{
@@ -155,6 +156,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/approval-policy":          "x=%00",
 		"GET /api/v1/remediation-policy":       "x=%00",
 		"GET /api/v1/vulnerability-exceptions": "kind=accepted%00",
+		"GET /api/v1/sso":                      "x=%00",
 	}
 	type probe struct{ name, method, path, body string }
 	var probes []probe

@@ -64,6 +64,11 @@ func (a *API) routes() {
 	a.route("GET /api/v1/agent-versions", perm.EndpointsView, a.getAgentVersions)
 	a.route("PUT /api/v1/agent-policy", perm.EndpointsManage, a.setAgentPolicy)
 	a.route("GET /api/v1/compliance/history", perm.EndpointsView, a.complianceHistory)
+	// The single sign-on provider, for roles holding every permission
+	// (checked by the handlers).
+	a.route("GET /api/v1/sso", perm.APIAccess, a.getSSO)
+	a.route("PUT /api/v1/sso", perm.APIAccess, a.setSSO)
+	a.route("DELETE /api/v1/sso", perm.APIAccess, a.deleteSSO)
 	a.route("GET /api/v1/approval-policy", perm.UpdatesView, a.getApprovalPolicy)
 	a.route("PUT /api/v1/approval-policy", perm.UpdatesManage, a.setApprovalPolicy)
 	a.route("GET /api/v1/vulnerability-exceptions", perm.VulnerabilitiesView, a.listVulnExceptions)

@@ -44,6 +44,8 @@ var consoleForms = map[string]string{
 	"POST /console/alerts/{id}/delete":                       "DELETE /api/v1/alerts/{id}",
 	"POST /console/alerts/{id}/test":                         "POST /api/v1/alerts/{id}/test",
 	"POST /console/alerts/{id}/deliveries/{delivery}/resend": "POST /api/v1/alerts/{id}/failed-deliveries/{delivery}/resend",
+	"POST /console/settings/sso":                             "PUT /api/v1/sso",
+	"POST /console/settings/sso/delete":                      "DELETE /api/v1/sso",
 }
 
 // consoleOwn are the console's forms that are not an operation on the
@@ -73,8 +75,6 @@ var consoleGaps = map[string]string{
 	"POST /console/credentials":            "POST /api/v1/credentials",
 	"POST /console/credentials/{id}/{op}":  "PATCH, DELETE /api/v1/credentials/{id}",
 	"POST /console/settings/second-factor": "PUT /api/v1/sign-in-policy",
-	"POST /console/settings/sso":           "PUT /api/v1/sso",
-	"POST /console/settings/sso/delete":    "DELETE /api/v1/sso",
 }
 
 // TestEveryConsoleFormHasAnAPIOperation compares the console's route

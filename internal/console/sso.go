@@ -16,6 +16,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/sso"
@@ -620,21 +621,32 @@ func (c *Console) ssoSettingsSave(w http.ResponseWriter, r *http.Request, s *ses
 		}
 		in.RoleMap = append(in.RoleMap, sso.Mapping{Value: value, Role: role})
 	}
-	var out admin.SSOOut
-	err := error(sso.Problems(bad))
-	if len(bad) == 0 {
-		out, err = admin.SetSSO(r.Context(), c.store, s.actor(), s.User.OrgID, in)
+	var out apiv1.SSO
+	var refused string
+	if len(bad) > 0 {
+		refused = strings.Join(bad, "\n")
+	} else {
+		body := apiv1.SSOBody{ProviderName: in.ProviderName, Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecret,
+			AllowedDomains: in.AllowedDomains, Scopes: in.Scopes, RoleClaim: in.RoleClaim, RoleMap: []apiv1.SSORoleMapping{},
+			DefaultRole: in.DefaultRole, JustInTime: in.JustInTime, Enabled: in.Enabled}
+		for _, m := range in.RoleMap {
+			body.RoleMap = append(body.RoleMap, apiv1.SSORoleMapping{Value: m.Value, Role: m.Role})
+		}
+		err := c.callAPI(r, s, http.MethodPut, "/api/v1/sso", body, &out)
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae) && ae.Status == http.StatusUnprocessableEntity:
+			refused = ae.Text()
+		case err != nil:
+			return err
+		}
 	}
-	var problems sso.Problems
-	if errors.As(err, &problems) {
-		d := ssoSettingsData{Form: f, Error: strings.Join(problems, "\n")}
+	if refused != "" {
+		d := ssoSettingsData{Form: f, Error: refused}
 		if cfg, err := c.store.GetSSOConfig(r.Context(), s.User.OrgID); err == nil {
 			d.Config = &cfg
 		}
 		return c.ssoSettings(w, r, s, http.StatusUnprocessableEntity, d)
-	}
-	if err != nil {
-		return err
 	}
 	setFlash(w, c, "ok", "Single sign-on with "+out.ProviderName+" saved.")
 	http.Redirect(w, r, "/console/settings/sso", http.StatusSeeOther)
@@ -642,7 +654,8 @@ func (c *Console) ssoSettingsSave(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 func (c *Console) ssoSettingsDelete(w http.ResponseWriter, r *http.Request, s *session) error {
-	if _, err := admin.DeleteSSO(r.Context(), c.store, s.actor(), s.User.OrgID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	var ae *apiError
+	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/sso", nil, nil); err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusNotFound) {
 		return err
 	}
 	setFlash(w, c, "ok", "Single sign-on removed: the organization's users sign in with passwords only.")

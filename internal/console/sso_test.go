@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/clock"
 	"github.com/patchd/patchd/internal/console"
@@ -158,7 +159,7 @@ func newSSOEnv(t *testing.T, providerEnv ...string) *ssoEnv {
 		t.Fatal(err)
 	}
 	e := &ssoEnv{t: t, s: s, org: org, clk: &clock.Clock{}, swap: &swapIDToken{}}
-	con, err := console.New(console.Config{Store: s, SSOClient: &http.Client{Transport: e.swap, Timeout: time.Minute}, Now: e.clk.Now,
+	con, err := console.New(console.Config{Store: s, API: api.New(api.Config{Store: s}), SSOClient: &http.Client{Transport: e.swap, Timeout: time.Minute}, Now: e.clk.Now,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		t.Fatal(err)
@@ -596,7 +597,7 @@ func TestSSOSettingsPage(t *testing.T) {
 	if _, err := admin.CreateUser(ctx, s, "test", org.ID, "admin@acme.example", store.RoleAdministrator, password); err != nil {
 		t.Fatal(err)
 	}
-	con, err := console.New(console.Config{Store: s, BaseURL: "https://patchd.acme.example"})
+	con, err := console.New(console.Config{Store: s, API: api.New(api.Config{Store: s}), BaseURL: "https://patchd.acme.example"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,7 @@ func init() {
 	commands = append(commands, inventoryCommands()...)
 	commands = append(commands, agentCommands()...)
 	commands = append(commands, complianceCommands()...)
+	commands = append(commands, ssoCommands()...)
 	commands = append(commands, groupCommands()...)
 	commands = append(commands, automationCommands()...)
 	commands = append(commands, runCommands()...)

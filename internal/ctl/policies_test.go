@@ -104,3 +104,32 @@ func TestVulnDecisionCommands(t *testing.T) {
 	h.ok("vulns", "exceptions", "list")
 	h.fail(ctl.ExitAPI, "insufficient_scope", "vulns", "accept", "CVE-2023-4863", "--reason", "r")
 }
+
+// TestSSOCommands: patchctl sso set, get and delete drive the single
+// sign-on provider through the API.
+func TestSSOCommands(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.All)
+	f := writeTemp(t, `{"providerName":"Okta","issuer":"https://acme.okta.com","clientId":"patchd","clientSecret":"okta-secret","allowedDomains":["acme.example"],
+		"roleClaim":"groups","roleMap":[{"value":"patchd-admins","role":"Administrator"}],"defaultRole":"Read-only","justInTime":true,"enabled":true}`)
+	if out := h.ok("sso", "set", "-f", f); !strings.Contains(out, "Single sign-on with Okta saved (enabled)") {
+		t.Errorf("sso set: %q", out)
+	}
+	out := h.ok("sso", "get")
+	for _, want := range []string{"https://acme.okta.com", "stored", "patchd-admins = Administrator", "Read-only"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sso get lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "okta-secret") {
+		t.Error("sso get shows the secret")
+	}
+	if r := h.run("", "sso", "set", "-f", writeTemp(t, `{"providerName":"X","issuer":"http://insecure.example","clientId":"c"}`)); r.code == 0 || !strings.Contains(r.stderr, "issuer") {
+		t.Errorf("a bad provider: %d %s", r.code, r.stderr)
+	}
+	h.ok("sso", "delete", "--yes")
+	if r := h.run("", "sso", "get"); r.code == 0 {
+		t.Errorf("sso get after delete: %d %s", r.code, r.stdout)
+	}
+}
