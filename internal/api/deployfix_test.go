@@ -72,6 +72,23 @@ func TestDeployUpdatesByCVE(t *testing.T) {
 			}
 		}
 	}
+	// The report names the update available for each finding.
+	rep, err := e.Admin.Report(ctx, "vulnerabilities-by-endpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, row := range rep.Rows {
+		if row[0] == "deb-01" && row[2] == "CVE-2023-5363" {
+			found = true
+			if u, _ := row[len(row)-1].(string); !strings.Contains(u, "openssl@3.0.11-1~deb12u2") {
+				t.Errorf("deb-01's CVE-2023-5363: update available %v", row[len(row)-1])
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the report has no row of deb-01's CVE-2023-5363: %v", rep.Rows)
+	}
 	deploy := func(filters string) (apiv1.RunStarted, error) {
 		return e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "DEPLOY_UPDATES", EndpointIDs: []string{fixed.ID, short.ID},
 			Payload: json.RawMessage(`{"mode":"filters","filters":` + filters + `}`)})

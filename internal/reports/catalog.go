@@ -339,7 +339,7 @@ var catalog = []*Definition{
 		Source:      sql("cisa-kev", "")},
 	{Key: "vulnerabilities-by-endpoint", Title: "Vulnerabilities by Endpoint", Category: catVulns,
 		Description: "Every CVE found on every endpoint, with the software and version it was found in and the fixed version.",
-		Columns:     cols("CVE", "Severity", "CVSS", "CISA KEV", "Software", "Version", "Fixed In", "First Detected"),
+		Columns:     cols("CVE", "Severity", "CVSS", "CISA KEV", "Software", "Version", "Fixed In", "First Detected", "Update Available"),
 		Source:      sql("vuln-findings", "")},
 
 	// Compliance
@@ -430,7 +430,7 @@ var catalog = []*Definition{
 		Source:      dataset("disk-quotas", "volume", "user", "limitMB", "warningMB", "usedMB", "status").source()},
 	{Key: "all-critical-vulnerabilities", Title: "All Critical Vulnerabilities", Category: catVulns,
 		Description: "Every critical CVE found on every endpoint, with the software it was found in and the fixed version.",
-		Columns:     cols("CVE", "Severity", "CVSS", "CISA KEV", "Software", "Version", "Fixed In", "First Detected"),
+		Columns:     cols("CVE", "Severity", "CVSS", "CISA KEV", "Software", "Version", "Fixed In", "First Detected", "Update Available"),
 		Source:      sql("vuln-findings", "critical")},
 	{Key: "vulnerability-summary", Title: "Vulnerability Summary", Category: catVulns,
 		Description: "CVEs, findings, affected endpoints and KEV-listed CVEs by severity.",

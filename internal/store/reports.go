@@ -348,14 +348,19 @@ var reportSources = map[string]reportSQL{
 	},
 	// vuln-findings: one row per endpoint × CVE × product.
 	"vuln-findings": {
-		kinds: []colKind{kText, kText, kText, kText, kFloat, kBool, kText, kText, kText, kTime},
+		kinds: []colKind{kText, kText, kText, kText, kFloat, kBool, kText, kText, kText, kTime, kText},
 		query: func(p ReportParams) (string, []any) {
 			cond := ""
 			if p.Arg == "critical" {
 				cond = ` AND (upper(c.severity) = 'CRITICAL' OR (c.severity IS NULL AND c.cvss >= 9))`
 			}
+			// Update Available: the endpoint's missing update of the
+			// finding's KB, package or application (as fixPairs pairs
+			// them; its version beside Fixed In tells whether it reaches
+			// the fix).
 			return `SELECT ` + endpointName + `, ev.cve_id, c.severity, c.cvss, k.cve_id IS NOT NULL, ev.software, ev.version, ev.fixed_in,
-				ev.first_seen_at, e.inventory_at
+				ev.first_seen_at, (SELECT MIN(eu.key) FROM endpoint_updates eu WHERE eu.endpoint_id = ev.endpoint_id
+					AND (eu.kb = ev.source OR eu.package_name = ev.software OR lower(eu.title) = lower(ev.software))), e.inventory_at
 				FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id LEFT JOIN vuln_cves c ON c.id = ev.cve_id
 				LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
 				WHERE ev.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, COALESCE(c.cvss, -1) DESC, ev.cve_id, ev.software`, []any{p.OrgID}
