@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -232,8 +231,8 @@ func (r *runner) download(ctx context.Context, dir string, rel agentproto.Releas
 		err = fmt.Errorf("download: larger than %d bytes", maxAgentBytes)
 	}
 	if err == nil {
-		if got := hex.EncodeToString(h.Sum(nil)); got != strings.ToLower(rel.SHA256) {
-			err = fmt.Errorf("%w: SHA-256 %s, the release says %s", errTampered, got, rel.SHA256)
+		if verr := agentproto.VerifyDownload(rel, h.Sum(nil)); verr != nil {
+			err = fmt.Errorf("%w: %w", errTampered, verr)
 		}
 	}
 	if err == nil {
