@@ -146,6 +146,7 @@ func (s *Store) AgentRolloutOf(ctx context.Context, orgID string, now time.Time)
 // advanceRollout sets each ring's State, writing the moves of this
 // evaluation.
 func (s *Store) advanceRollout(ctx context.Context, orgID string, r *AgentRollout, now time.Time) error {
+	now = fromMillis(millis(now)) // as stored
 	set := func(column string, position int) error {
 		_, err := s.exec(ctx, `UPDATE agent_update_rings SET `+column+` = ? WHERE org_id = ? AND position = ? AND `+column+` IS NULL`,
 			millis(now), orgID, position)
