@@ -218,4 +218,3 @@ func sumEndpoints(rings []apiv1.AgentRing) int {
 }
 
 func ptr[T any](v T) *T { return &v }
-
