@@ -218,3 +218,92 @@ func sumEndpoints(rings []apiv1.AgentRing) int {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSimRefusesUntrustedRelease: patchd-sim's agents verify a release as
+// the real agent does: a release signed by a key they do not trust is
+// refused, reported once as an update failure ("bad signature"), and no
+// endpoint runs it.
+func TestSimRefusesUntrustedRelease(t *testing.T) {
+	agentDir := t.TempDir()
+	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir; c.CheckinInterval = time.Second })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trusted, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist, err := agentdist.NewStore(agentDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Any linux/amd64 program serves: the simulated agents never run it.
+	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
+	b, err := dist.Publish("/bin/true", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dist.SetRelease(p, "2.0.0", agentproto.SignRelease(other, p.OS, p.Arch, "2.0.0", b.SHA256), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Admin.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "latest"}); err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := sim.New(sim.Config{Server: e.URL, EnrollToken: e.EnrollToken, Endpoints: 30, Seed: 5, Speed: 1000,
+		Checkin: time.Second, Wait: -1, ReleaseKey: base64.StdEncoding.EncodeToString(trusted)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- fleet.Run(ctx) }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if err := e.Server.FlushCheckins(ctx); err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.Admin.AgentVersions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		linux := 0
+		for _, c := range v.Versions {
+			if c.AgentVersion != sim.AgentVersion {
+				t.Fatalf("an endpoint runs %s: %+v", c.AgentVersion, v.Versions)
+			}
+			if c.Platform == "linux" {
+				linux += c.Endpoints
+			}
+		}
+		if v.Endpoints == 30 && linux > 0 && len(v.Failures) == linux {
+			for _, f := range v.Failures {
+				if f.Platform != "linux" || f.Version != "2.0.0" || f.Reason != "bad signature" {
+					t.Fatalf("failure: %+v", f)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("failures %+v; sim %+v", v.Failures, fleet.Stats())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // more check-ins: a refused release is not tried again
+	cancel()
+	<-ran
+	s := fleet.Stats()
+	if s.AgentUpdates != 0 || s.AgentUpdateFailures != int64(len(mustFailures(t, e))) {
+		t.Fatalf("sim: %d updates, %d failures", s.AgentUpdates, s.AgentUpdateFailures)
+	}
+}
+
+func mustFailures(t *testing.T, e *apitest.Env) []apiv1.AgentUpdateFailure {
+	t.Helper()
+	v, err := e.Admin.AgentVersions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Failures
+}
