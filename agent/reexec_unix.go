@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // reexec replaces this process with exe, same arguments and environment:
@@ -22,4 +24,40 @@ func startWatchdog(old, stateDir string, pid int) error {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd.Start()
+}
+
+// startAgent starts exe with args in its own session (the watchdog's
+// output for its output) and answers its pid; it is not waited for.
+func startAgent(exe string, args []string) (int, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Release()
+	return pid, nil
+}
+
+// waitEnded waits until the process p is gone (or a zombie its parent has
+// not reaped), at most d.
+func waitEnded(p *os.Process, d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if p.Signal(syscall.Signal(0)) != nil || zombie(p.Pid) {
+			return
+		}
+	}
+}
+
+// zombie tells whether pid has ended and waits for its parent (Linux's
+// /proc; elsewhere false).
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

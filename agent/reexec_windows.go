@@ -2,7 +2,11 @@
 
 package agent
 
-import "errors"
+import (
+	"errors"
+	"os"
+	"time"
+)
 
 // reexec: Windows cannot replace a running process's image; a self-update
 // there needs the service to restart the agent, which is not done yet, so
@@ -14,3 +18,9 @@ func reexec(exe string) error {
 func startWatchdog(old, stateDir string, pid int) error {
 	return errors.New("no update watchdog on Windows yet")
 }
+
+func startAgent(exe string, args []string) (int, error) {
+	return 0, errors.New("no update watchdog on Windows yet")
+}
+
+func waitEnded(p *os.Process, d time.Duration) {}

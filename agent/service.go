@@ -128,11 +128,15 @@ func OpenRCScript(exe, stateDir string) string {
 description="patchd agent"
 command=` + shQuote(exe) + `
 command_args="run --state ` + strings.ReplaceAll(shQuote(stateDir), `"`, `\"`) + `"
-command_background=true
+supervisor=supervise-daemon
+respawn_delay=5
+respawn_max=0
 pidfile="/run/patchd-agent.pid"
 output_log="/var/log/patchd-agent.log"
 error_log="/var/log/patchd-agent.log"
 [ -r /etc/default/patchd-agent ] && . /etc/default/patchd-agent && export HTTPS_PROXY HTTP_PROXY NO_PROXY 2>/dev/null
+# supervise-daemon starts the agent again when its process ends (a self-update's watchdog ended it).
+export PATCHD_AGENT_SUPERVISED=1
 
 depend() {
 	need net
@@ -176,7 +180,9 @@ running() {
 start() {
 	if running; then echo "patchd-agent is running"; return 0; fi
 	echo "Starting patchd-agent"
-	nohup "$EXE" run --state "$STATE" >>"$LOG" 2>&1 </dev/null &
+	# Nothing restarts the agent here: a self-update's watchdog that ends a
+	# new agent starts the old one itself and writes its pid here.
+	PATCHD_AGENT_PIDFILE="$PIDFILE" nohup "$EXE" run --state "$STATE" >>"$LOG" 2>&1 </dev/null &
 	echo $! >"$PIDFILE"
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +51,22 @@ type PendingUpdate struct {
 	// grace period): then the watchdog, or the new agent itself, puts the
 	// old binary back.
 	Deadline time.Time `json:"deadline"`
+	// Supervised: a service manager starts the agent again when its
+	// process ends (systemd, OpenRC's supervise-daemon: Supervised). Else
+	// (SysV init, OpenRC without a supervisor) the watchdog that ends the
+	// new agent starts the old one itself, with Args, and writes its pid
+	// into PIDFile (the init script's, PATCHD_AGENT_PIDFILE) when set.
+	Supervised bool     `json:"supervised,omitempty"`
+	Args       []string `json:"args,omitempty"`
+	PIDFile    string   `json:"pidFile,omitempty"`
+}
+
+// Supervised tells whether a service manager starts this agent again when
+// its process ends: under systemd (INVOCATION_ID, the unit has
+// Restart=on-failure) or where the service says so
+// (PATCHD_AGENT_SUPERVISED=1: the OpenRC script under supervise-daemon).
+func Supervised() bool {
+	return os.Getenv("INVOCATION_ID") != "" || os.Getenv("PATCHD_AGENT_SUPERVISED") == "1"
 }
 
 // maxRefused bounds State.RefusedReleases.
@@ -158,7 +174,8 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 		return
 	}
 	now := time.Now().UTC()
-	r.state.Update = &PendingUpdate{From: Version, To: rel.Version, SHA256: rel.SHA256, Exe: exe, Old: old, At: now, Deadline: now.Add(r.cfg.UpdateGrace)}
+	r.state.Update = &PendingUpdate{From: Version, To: rel.Version, SHA256: rel.SHA256, Exe: exe, Old: old, At: now, Deadline: now.Add(r.cfg.UpdateGrace),
+		Supervised: Supervised(), Args: slices.Clone(os.Args[1:]), PIDFile: os.Getenv("PATCHD_AGENT_PIDFILE")}
 	r.save()
 	// The watchdog runs from the old binary (known to work): a new agent
 	// that hangs or crashes before it checks in cannot roll itself back.
@@ -232,8 +249,8 @@ func (r *runner) download(ctx context.Context, dir string, rel agentproto.Releas
 		err = fmt.Errorf("download: larger than %d bytes", maxAgentBytes)
 	}
 	if err == nil {
-		if got := hex.EncodeToString(h.Sum(nil)); got != strings.ToLower(rel.SHA256) {
-			err = fmt.Errorf("%w: SHA-256 %s, the release says %s", errTampered, got, rel.SHA256)
+		if verr := agentproto.VerifyDownload(rel, h.Sum(nil)); verr != nil {
+			err = fmt.Errorf("%w: %w", errTampered, verr)
 		}
 	}
 	if err == nil {
@@ -366,6 +383,20 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 	log.Error("agent update: the new agent did not check in in time; the old binary is back, ending the new agent", "to", u.To, "pid", pid)
 	if p, err := os.FindProcess(pid); err == nil {
 		p.Kill()
+		waitEnded(p, 10*time.Second)
+	}
+	if u.Supervised || len(u.Args) == 0 {
+		return true, nil // the service manager starts the old agent
+	}
+	newPID, err := startAgent(u.Exe, u.Args)
+	if err != nil {
+		return true, fmt.Errorf("watchdog: start the old agent again: %w", err)
+	}
+	log.Info("agent update: no service manager restarts the agent; the watchdog started the old one", "pid", newPID)
+	if u.PIDFile != "" {
+		if err := os.WriteFile(u.PIDFile, []byte(strconv.Itoa(newPID)+"\n"), 0o644); err != nil {
+			log.Warn("agent update: the pid file keeps the ended agent's pid", "file", u.PIDFile, "err", err)
+		}
 	}
 	return true, nil
 }

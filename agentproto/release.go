@@ -3,6 +3,7 @@ package agentproto
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,4 +43,16 @@ func VerifyRelease(keys []ed25519.PublicKey, r Release) error {
 		}
 	}
 	return ErrBadSignature
+}
+
+// ErrTampered: a downloaded binary is not the one the release was signed for.
+var ErrTampered = errors.New("the download does not match the signed release")
+
+// VerifyDownload checks that sum, the SHA-256 of a downloaded binary, is
+// the release's (VerifyRelease checked the release's signature).
+func VerifyDownload(r Release, sum []byte) error {
+	if got := hex.EncodeToString(sum); got != strings.ToLower(r.SHA256) {
+		return fmt.Errorf("%w: SHA-256 %s, the release says %s", ErrTampered, got, r.SHA256)
+	}
+	return nil
 }

@@ -619,12 +619,15 @@ type AuditEntry struct {
 // is behind and the recent update failures (patchd addition, GET
 // /api/v1/agent-versions).
 type AgentVersions struct {
-	// Policy is latest, pinned or none; PinnedVersion goes with pinned.
+	// Policy is latest, pinned, staged or none; PinnedVersion goes with
+	// pinned, Rollout with staged.
 	Policy        string  `json:"policy"`
 	PinnedVersion *string `json:"pinnedVersion"`
 	// Target is the agentTarget the check-ins answer ("latest", the pinned
-	// version) or null (agents are left as they are).
+	// or staged version; under staged only the rings rolling out or done
+	// get it) or null (agents are left as they are).
 	Target    *string             `json:"target"`
+	Rollout   *AgentRollout       `json:"rollout,omitempty"`
 	Releases  []AgentRelease      `json:"releases"`
 	Versions  []AgentVersionCount `json:"versions"`
 	Endpoints int                 `json:"endpoints"`
@@ -669,11 +672,43 @@ type AgentUpdateFailure struct {
 }
 
 // AgentPolicyBody sets the organization's agent update policy (patchd
-// addition, PUT /api/v1/agent-policy): latest, pinned (with version) or
-// none.
+// addition, PUT /api/v1/agent-policy): latest, pinned (with version),
+// staged (with version, rings, delayHours and successRate) or none.
 type AgentPolicyBody struct {
 	Policy  string  `json:"policy"`
 	Version *string `json:"version,omitempty"`
+	// Rings are endpoint group ids in order; the endpoints in none of them
+	// form the last ring.
+	Rings       []string `json:"rings,omitempty"`
+	DelayHours  *int     `json:"delayHours,omitempty"`
+	SuccessRate *int     `json:"successRate,omitempty"`
+}
+
+// AgentRollout is a staged agent update: the version, the gate and each
+// ring's state (patchd addition, in AgentVersions).
+type AgentRollout struct {
+	Version     string      `json:"version"`
+	DelayHours  int         `json:"delayHours"`
+	SuccessRate int         `json:"successRate"`
+	Rings       []AgentRing `json:"rings"`
+}
+
+// AgentRing is one ring of a staged agent update. GroupID and GroupName
+// are null for the last ring, the endpoints in none of the groups. State
+// is waiting, rolling_out, done or halted; Updated counts the ring's
+// endpoints that run the version, Failed those that reported an update
+// failure of it.
+type AgentRing struct {
+	Position  int        `json:"position"`
+	GroupID   *string    `json:"groupId"`
+	GroupName *string    `json:"groupName"`
+	State     string     `json:"state"`
+	StartedAt *time.Time `json:"startedAt"`
+	DoneAt    *time.Time `json:"doneAt"`
+	HaltedAt  *time.Time `json:"haltedAt"`
+	Endpoints int        `json:"endpoints"`
+	Updated   int        `json:"updated"`
+	Failed    int        `json:"failed"`
 }
 
 // ComplianceDay is an organization's fleet on one UTC day, as last recorded

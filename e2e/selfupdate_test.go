@@ -105,7 +105,8 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	// watchdog ended it, runs it again).
 	start := func() {
 		run := exec.CommandContext(runCtx, exe, "run", "--state", state, "--update-grace", "20s", "--release-check", "1s")
-		run.Env = env
+		// This test restarts the agent as systemd does: the watchdog leaves that to it.
+		run.Env = append(env, "PATCHD_AGENT_SUPERVISED=1")
 		run.Stdout, run.Stderr = logs, logs
 		run.WaitDelay = 5 * time.Second
 		if err := run.Start(); err != nil {

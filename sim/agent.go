@@ -38,6 +38,14 @@ type agent struct {
 	checkinSecs   int
 	pending       []agentproto.Command
 	outbox        []statusReport
+	// Self-update (selfupdate.go): the version it runs, the target whose
+	// release it read last and when, the releases (SHA-256) it refused, and
+	// the failure to report with the next check-in.
+	version       string
+	releaseTarget string
+	releaseAt     time.Time
+	refused       []string
+	updateFailure *agentproto.UpdateFailure
 }
 
 type statusReport struct {
@@ -55,6 +63,7 @@ func newAgent(f *Fleet, index int) *agent {
 		rng:           newRand(f.cfg.Seed, index, "agent"),
 		lastBoot:      time.Now().Add(-p.bootAgo).UTC().Truncate(time.Second),
 		pendingReboot: p.rebootDue,
+		version:       AgentVersion,
 	}
 }
 
@@ -109,7 +118,7 @@ func (a *agent) enroll(ctx context.Context) error {
 	req := agentproto.EnrollRequest{
 		EnrollToken: a.f.cfg.EnrollToken, MachineUID: p.machineUID, Hostname: p.hostname,
 		Platform: p.platform, OS: p.osName, OSVersion: *inv.System.OSVersion, Arch: p.arch(),
-		AgentVersion: AgentVersion,
+		AgentVersion: a.agentVersion(),
 	}
 	var resp agentproto.EnrollResponse
 	start := time.Now()
@@ -160,7 +169,7 @@ func (a *agent) checkin(ctx context.Context, wait int) (agentproto.CheckinRespon
 	boot := a.lastBoot
 	req := agentproto.CheckinRequest{
 		LastBootAt: &boot, PendingReboot: a.pendingReboot, IPAddresses: []string{p.ip},
-		AgentVersion: AgentVersion, InventoryHash: a.invHash,
+		AgentVersion: a.version, InventoryHash: a.invHash, UpdateFailure: a.updateFailure,
 	}
 	a.mu.Unlock()
 	if p.hasUser {
@@ -190,6 +199,9 @@ func (a *agent) checkin(ctx context.Context, wait int) (agentproto.CheckinRespon
 		}
 	}
 	a.mu.Lock()
+	if a.updateFailure == req.UpdateFailure {
+		a.updateFailure = nil // answered: the server has it
+	}
 	if resp.CheckinSeconds > 0 {
 		a.checkinSecs = resp.CheckinSeconds
 	}
@@ -325,13 +337,20 @@ func (a *agent) loop(ctx context.Context) {
 			continue
 		}
 		began := time.Now()
-		if _, err := a.checkin(ctx, a.longPollWait()); err != nil {
+		resp, err := a.checkin(ctx, a.longPollWait())
+		if err != nil {
 			if errors.Is(err, errStopped) || !fail() {
 				return
 			}
 			continue
 		}
 		backoff = time.Second
+		if a.selfUpdate(ctx, resp.AgentTarget) {
+			// the new agent checks in at once, as the restarted real one does
+			if _, err := a.checkin(ctx, 0); errors.Is(err, errStopped) {
+				return
+			}
+		}
 		if a.runPending(ctx) {
 			// report the new state at once and pick up what was queued meanwhile
 			if err := a.settle(ctx); err == nil {

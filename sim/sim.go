@@ -8,6 +8,7 @@ package sim
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"math"
@@ -48,6 +49,21 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// ProgressEvery is the interval of progress lines; default 10s.
 	ProgressEvery time.Duration
+	// ReleaseKey (base64 of an Ed25519 public key, as the agent is built
+	// with) makes the agents follow the check-in's agentTarget: they
+	// download the signed release from the server and verify it as the
+	// real agent does, then report its version. Without one they stay at
+	// AgentVersion, as a real agent without a release key does.
+	ReleaseKey string
+	// UpdateFailureRate is the share of endpoints whose update to a release
+	// fails as a new agent that does not start (reported as the check-in's
+	// updateFailure); each endpoint's lot is drawn per release.
+	UpdateFailureRate float64
+	// ReleaseCheckEvery is how often an agent reads the published release
+	// while its target stays the same; default 15 minutes, as the agent.
+	ReleaseCheckEvery time.Duration
+	// MaxDownloads bounds the fleet's simultaneous agent downloads; default 16.
+	MaxDownloads int
 }
 
 func (c *Config) validate() error {
@@ -64,6 +80,14 @@ func (c *Config) validate() error {
 	}
 	if c.FailureRate < 0 || c.FailureRate > 1 {
 		problems = append(problems, "failure rate must be between 0 and 1")
+	}
+	if c.UpdateFailureRate < 0 || c.UpdateFailureRate > 1 {
+		problems = append(problems, "update failure rate must be between 0 and 1")
+	}
+	if c.ReleaseKey != "" {
+		if _, err := parseReleaseKeys(c.ReleaseKey); err != nil {
+			problems = append(problems, "release key: "+err.Error())
+		}
 	}
 	if c.Checkin < 0 {
 		problems = append(problems, "check-in interval must not be negative")
@@ -86,6 +110,12 @@ func (c *Config) validate() error {
 	if c.ProgressEvery <= 0 {
 		c.ProgressEvery = 10 * time.Second
 	}
+	if c.ReleaseCheckEvery <= 0 {
+		c.ReleaseCheckEvery = 15 * time.Minute
+	}
+	if c.MaxDownloads <= 0 {
+		c.MaxDownloads = 16
+	}
 	c.Server = strings.TrimRight(c.Server, "/")
 	return nil
 }
@@ -96,6 +126,11 @@ type Fleet struct {
 	client *client
 	agents []*agent
 	stats  *counters
+
+	// releaseKeys are the release keys the agents trust (Config.ReleaseKey).
+	releaseKeys []ed25519.PublicKey
+	// downloads holds a slot per agent download in progress.
+	downloads chan struct{}
 
 	enrollOnce sync.Once
 	enrollErr  error
@@ -111,7 +146,8 @@ func New(cfg Config) (*Fleet, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	f := &Fleet{cfg: cfg, stats: newCounters()}
+	keys, _ := parseReleaseKeys(cfg.ReleaseKey) // checked by validate
+	f := &Fleet{cfg: cfg, stats: newCounters(), releaseKeys: keys, downloads: make(chan struct{}, cfg.MaxDownloads)}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: newTransport(cfg.Endpoints+cfg.Concurrency, simTLS(cfg.InsecureTLS, cfg.EnrollToken))}

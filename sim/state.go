@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -31,6 +32,9 @@ type endpointState struct {
 	PendingReboot bool      `json:"pendingReboot"`
 	Stopped       bool      `json:"stopped,omitempty"`
 	Changes       changes   `json:"changes"`
+	// AgentVersion and RefusedReleases: where self-update left the agent.
+	AgentVersion    string   `json:"agentVersion,omitempty"`
+	RefusedReleases []string `json:"refusedReleases,omitempty"`
 }
 
 func (f *Fleet) loadState() error {
@@ -62,6 +66,10 @@ func (f *Fleet) loadState() error {
 		}
 		a.endpointID, a.secret, a.invHash = e.EndpointID, e.AgentSecret, e.InventoryHash
 		a.lastBoot, a.pendingReboot, a.stopped, a.ch = e.LastBootAt, e.PendingReboot, e.Stopped, e.Changes
+		if e.AgentVersion != "" {
+			a.version = e.AgentVersion
+		}
+		a.refused = e.RefusedReleases
 		f.stats.resumed.Add(1)
 	}
 	return nil
@@ -82,7 +90,7 @@ func (f *Fleet) saveState() error {
 				Index: a.index, MachineUID: a.prof.machineUID, Hostname: a.prof.hostname,
 				EndpointID: a.endpointID, AgentSecret: a.secret, InventoryHash: a.invHash,
 				LastBootAt: a.lastBoot, PendingReboot: a.pendingReboot, Stopped: a.stopped,
-				Changes: a.ch,
+				Changes: a.ch, AgentVersion: a.version, RefusedReleases: slices.Clone(a.refused),
 			}
 			if a.invDirty {
 				e.InventoryHash = "" // unsent changes: the next run sends a fresh inventory

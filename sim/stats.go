@@ -30,6 +30,10 @@ type Stats struct {
 	StatusReports     int64 `json:"statusReports"`
 	Uninstalled       int64 `json:"uninstalled"`
 	Unauthorized      int64 `json:"unauthorized"`
+	// AgentUpdates counts agents that updated themselves to a release,
+	// AgentUpdateFailures the releases refused or failed.
+	AgentUpdates        int64 `json:"agentUpdates"`
+	AgentUpdateFailures int64 `json:"agentUpdateFailures"`
 	// Errors counts failed calls by "call: kind" (kind: http_500, timeout, connection…).
 	Errors map[string]int64 `json:"errors"`
 	// EnrollInventorySeconds is how long Enroll took to enroll every endpoint
@@ -116,6 +120,7 @@ func round2(f float64) float64 { return math.Round(f*100) / 100 }
 type counters struct {
 	active, enrolled, resumed, inventories, inventoryBytes, checkins, wakeups atomic.Int64
 	received, succeeded, failed, statusReports, uninstalled, unauthorized     atomic.Int64
+	agentUpdates, agentUpdateFailures                                         atomic.Int64
 
 	checkinLatency, enrollLatency, inventoryLatency, pickup histogram
 
@@ -153,6 +158,8 @@ func (c *counters) snapshot(endpoints int) Stats {
 		StatusReports:          c.statusReports.Load(),
 		Uninstalled:            c.uninstalled.Load(),
 		Unauthorized:           c.unauthorized.Load(),
+		AgentUpdates:           c.agentUpdates.Load(),
+		AgentUpdateFailures:    c.agentUpdateFailures.Load(),
 		EnrollInventorySeconds: round2(math.Float64frombits(c.enrollSeconds.Load())),
 		CheckinLatencyMs:       c.checkinLatency.percentiles(),
 		EnrollLatencyMs:        c.enrollLatency.percentiles(),

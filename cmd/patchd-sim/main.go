@@ -60,6 +60,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long; 0 runs until interrupted")
 	fs.BoolVar(&o.enrollOnly, "enroll-only", false, "stop once every endpoint is enrolled and has sent its inventory")
 	fs.DurationVar(&o.cfg.ProgressEvery, "progress", 10*time.Second, "interval of progress lines")
+	fs.StringVar(&o.cfg.ReleaseKey, "release-key", os.Getenv("PATCHD_RELEASE_KEY"),
+		"release public `key` (base64) the agents trust: with it they update themselves to the check-in's agentTarget, verified as the real agent does (env PATCHD_RELEASE_KEY)")
+	fs.Float64Var(&o.cfg.UpdateFailureRate, "update-failure-rate", 0, "share of endpoints whose self-update to a release fails (reported as updateFailure)")
+	fs.DurationVar(&o.cfg.ReleaseCheckEvery, "release-check", 15*time.Minute, "how often an agent reads the published release while its target stays the same")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -85,7 +85,8 @@ type API struct {
 	mu     sync.RWMutex
 	agents map[string]*cachedAgent
 	// targets caches each organization's agentTarget for policyTTL.
-	targets map[string]cachedTarget
+	targets       map[string]cachedTarget
+	loadingTarget sync.Mutex
 	// inventories holds a slot per inventory received and not yet stored.
 	inventories chan struct{}
 }
@@ -94,28 +95,54 @@ type API struct {
 const policyTTL = 30 * time.Second
 
 type cachedTarget struct {
-	target string
-	loaded time.Time
+	target  string
+	rollout *store.AgentRollout // a staged policy's rings
+	loaded  time.Time
 }
 
-// agentTarget is the organization's agentTarget ("" leaves agents as they
-// are), read at most every policyTTL.
-func (a *API) agentTarget(ctx context.Context, orgID string) (string, error) {
+func (c cachedTarget) of(endpointID string) string {
+	if c.rollout != nil {
+		return c.rollout.Target(endpointID)
+	}
+	return c.target
+}
+
+// agentTarget is the endpoint's agentTarget ("" leaves its agent as it
+// is): its organization's policy, under a staged policy its ring's state,
+// read (and the rollout moved on) at most every policyTTL.
+func (a *API) agentTarget(ctx context.Context, orgID, endpointID string) (string, error) {
 	now := a.now()
 	a.mu.RLock()
 	c, ok := a.targets[orgID]
 	a.mu.RUnlock()
 	if ok && now.Sub(c.loaded) < policyTTL {
-		return c.target, nil
+		return c.of(endpointID), nil
+	}
+	// One load at a time: when the cache runs out under a fleet checking
+	// in, one check-in reads the policy (and evaluates the rollout), the
+	// others take its result.
+	a.loadingTarget.Lock()
+	defer a.loadingTarget.Unlock()
+	a.mu.RLock()
+	c, ok = a.targets[orgID]
+	a.mu.RUnlock()
+	if ok && now.Sub(c.loaded) < policyTTL {
+		return c.of(endpointID), nil
 	}
 	p, err := a.store.AgentPolicyOf(ctx, orgID)
 	if err != nil {
 		return "", err
 	}
+	c = cachedTarget{target: p.Target(), loaded: now}
+	if p.Policy == store.AgentPolicyStaged {
+		if c.rollout, err = a.store.AgentRolloutOf(ctx, orgID, now); err != nil {
+			return "", err
+		}
+	}
 	a.mu.Lock()
-	a.targets[orgID] = cachedTarget{target: p.Target(), loaded: now}
+	a.targets[orgID] = c
 	a.mu.Unlock()
-	return p.Target(), nil
+	return c.of(endpointID), nil
 }
 
 type cachedAgent struct {
@@ -419,7 +446,7 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 		resp.Commands = cmds
 	}
 	resp.ScanNow = scan
-	if resp.AgentTarget, err = a.agentTarget(r.Context(), ag.OrgID); err != nil {
+	if resp.AgentTarget, err = a.agentTarget(r.Context(), ag.OrgID, ag.EndpointID); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, resp)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/clock"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -47,7 +48,12 @@ type API struct {
 	mux   *http.ServeMux
 	// routed lists the patterns of the route table, in order.
 	routed []string
+	// clock is the time of staged agent updates (tests move it).
+	clock clock.Clock
 }
+
+// SetClock replaces the clock of staged agent updates (tests).
+func (a *API) SetClock(now func() time.Time) { a.clock.Set(now) }
 
 // New builds the API and its route table.
 func New(cfg Config) *API {

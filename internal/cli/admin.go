@@ -165,6 +165,11 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			if policy == "" {
 				policy = "none"
 			}
+			if p.Policy == store.AgentPolicyStaged {
+				// The target depends on each endpoint's ring: patchctl agents versions shows them.
+				return map[string]any{"org": o.ID, "policy": policy, "version": p.Version, "rings": p.Rings,
+					"delayHours": int(p.Delay / time.Hour), "successRate": p.SuccessRate}, nil
+			}
 			return map[string]any{"org": o.ID, "policy": policy, "version": p.Version, "agentTarget": p.Target()}, nil
 		}
 	case "enroll-token revoke":

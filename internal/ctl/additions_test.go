@@ -188,4 +188,22 @@ func TestAgentsCommands(t *testing.T) {
 	h.fail(ctl.ExitUsage, "--policy pinned --version", "agents", "policy", "set", "--policy", "latest", "--version", "1")
 	h.fail(ctl.ExitAPI, "validation_failed", "agents", "policy", "set", "--policy", "pinned", "--version", "1 2")
 	h.fail(ctl.ExitUsage, "agents policy set", "agents", "policy", "--policy", "latest")
+
+	// Staged through the group "Pilot" (by name), then the rest.
+	h.ok("groups", "create", "--name", "Pilot", "--member", ag.ID)
+	h.okJSON(&v, "agents", "policy", "set", "--policy", "staged", "--version", "3.0.0", "--ring", "Pilot", "--delay", "2d", "--success-rate", "90")
+	if v.Policy != "staged" || v.Rollout == nil || v.Rollout.DelayHours != 48 || v.Rollout.SuccessRate != 90 || len(v.Rollout.Rings) != 2 ||
+		*v.Rollout.Rings[0].GroupName != "Pilot" || v.Rollout.Rings[0].State != "rolling_out" || v.Rollout.Rings[1].State != "waiting" {
+		t.Fatalf("staged: %+v", v.Rollout)
+	}
+	out = h.ok("agents", "versions")
+	for _, want := range []string{"Staged rollout of 3.0.0", "48 hours", "Pilot", "rolling out", "(all other endpoints)", "waiting"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("agents versions lacks %q:\n%s", want, out)
+		}
+	}
+	h.fail(ctl.ExitUsage, "--policy staged --version V --ring", "agents", "policy", "set", "--policy", "staged", "--version", "2", "--ring", "Pilot")
+	h.fail(ctl.ExitUsage, "--policy staged --version V --ring", "agents", "policy", "set", "--policy", "latest", "--ring", "Pilot")
+	h.fail(ctl.ExitUsage, "--delay wants hours or days", "agents", "policy", "set", "--policy", "staged", "--version", "2", "--ring", "Pilot", "--delay", "soon", "--success-rate", "5")
+	h.fail(ctl.ExitAPI, "validation_failed", "agents", "policy", "set", "--policy", "staged", "--version", "2", "--ring", "Nope", "--delay", "1h", "--success-rate", "5")
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/patchd/patchd/internal/alerts"
@@ -14,17 +15,27 @@ import (
 const (
 	AgentPolicyLatest = "latest"
 	AgentPolicyPinned = "pinned"
+	// AgentPolicyStaged rolls Version out ring by ring (AgentRollout).
+	AgentPolicyStaged = "staged"
 )
 
 // AgentPolicy is what agent version an organization's endpoints are told
 // to run; the zero value (no policy) leaves agents as they are.
 type AgentPolicy struct {
-	Policy  string // "", AgentPolicyLatest or AgentPolicyPinned
-	Version string // with AgentPolicyPinned
+	Policy  string // "", AgentPolicyLatest, AgentPolicyPinned or AgentPolicyStaged
+	Version string // with AgentPolicyPinned and AgentPolicyStaged
+	// With AgentPolicyStaged: the groups whose endpoints form the rings in
+	// order (an endpoint belongs to the first that holds it; those in none
+	// form the last ring), how long a ring runs the version before the next
+	// gets it, and the percent of a ring's endpoints that must run it.
+	Rings       []string
+	Delay       time.Duration
+	SuccessRate int
 }
 
 // Target is the check-in's agentTarget: "latest", the pinned version, or
-// "" (leave agents as they are).
+// "" (leave agents as they are). A staged policy's target depends on the
+// endpoint's ring: AgentRollout.Target.
 func (p AgentPolicy) Target() string {
 	switch p.Policy {
 	case AgentPolicyLatest:
@@ -39,7 +50,9 @@ func (p AgentPolicy) Target() string {
 func (s *Store) AgentPolicyOf(ctx context.Context, orgID string) (AgentPolicy, error) {
 	var p AgentPolicy
 	var v sql.NullString
-	err := s.queryRow(ctx, `SELECT policy, version FROM agent_update_policy WHERE org_id = ?`, orgID).Scan(&p.Policy, &v)
+	var delay int64
+	err := s.queryRow(ctx, `SELECT policy, version, delay_seconds, success_rate FROM agent_update_policy WHERE org_id = ?`, orgID).
+		Scan(&p.Policy, &v, &delay, &p.SuccessRate)
 	if errors.Is(err, sql.ErrNoRows) {
 		return AgentPolicy{}, nil
 	}
@@ -47,23 +60,57 @@ func (s *Store) AgentPolicyOf(ctx context.Context, orgID string) (AgentPolicy, e
 		return AgentPolicy{}, fmt.Errorf("store: agent update policy: %w", err)
 	}
 	p.Version = v.String
+	p.Delay = time.Duration(delay) * time.Second
+	if p.Policy == AgentPolicyStaged {
+		rows, err := s.query(ctx, `SELECT group_id FROM agent_update_rings WHERE org_id = ? AND group_id IS NOT NULL ORDER BY position`, orgID)
+		if err != nil {
+			return AgentPolicy{}, fmt.Errorf("store: agent update rings: %w", err)
+		}
+		defer rows.Close()
+		p.Rings = []string{}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return AgentPolicy{}, fmt.Errorf("store: agent update rings: %w", err)
+			}
+			p.Rings = append(p.Rings, id)
+		}
+		if err := rows.Err(); err != nil {
+			return AgentPolicy{}, fmt.Errorf("store: agent update rings: %w", err)
+		}
+	}
 	return p, nil
 }
 
 // SetAgentPolicy sets the organization's agent update policy; the zero
-// policy removes it.
+// policy removes it. Setting a staged policy (again) starts its rollout
+// over: the first ring gets the version now, the others wait. Ring groups
+// must be the organization's (the caller checks; the database refuses a
+// group that does not exist).
 func (s *Store) SetAgentPolicy(ctx context.Context, e *AuditEntry, orgID string, p AgentPolicy, now time.Time) error {
+	staged := p.Policy == AgentPolicyStaged
 	switch {
+	case !staged && (len(p.Rings) > 0 || p.Delay != 0 || p.SuccessRate != 0):
+		return errors.New("store: agent update policy: rings, delay and success rate go only with staged")
 	case p.Policy == "":
 	case p.Policy == AgentPolicyLatest && p.Version == "":
 	case p.Policy == AgentPolicyPinned && p.Version != "":
+	case staged && p.Version != "" && len(p.Rings) > 0 && p.Delay >= 0 && p.SuccessRate >= 0 && p.SuccessRate <= 100:
 	default:
-		return errors.New("store: agent update policy: latest goes without a version, pinned with one")
+		return errors.New("store: agent update policy: latest goes without a version, pinned with one, staged with a version, rings, a delay and a success rate of 0 to 100")
 	}
 	e.Summary = map[string]any{"policy": p.Policy, "version": p.Version}
+	if staged {
+		e.Summary["rings"] = p.Rings
+		e.Summary["delayHours"] = p.Delay.Hours()
+		e.Summary["successRate"] = p.SuccessRate
+	}
 	return s.Audited(ctx, e, func(tx *Tx) error {
 		if _, err := tx.exec(ctx, `DELETE FROM agent_update_policy WHERE org_id = ?`, orgID); err != nil {
 			return fmt.Errorf("store: agent update policy: %w", err)
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM agent_update_rings WHERE org_id = ?`, orgID); err != nil {
+			return fmt.Errorf("store: agent update rings: %w", err)
 		}
 		if p.Policy == "" {
 			return nil
@@ -72,9 +119,25 @@ func (s *Store) SetAgentPolicy(ctx context.Context, e *AuditEntry, orgID string,
 		if p.Version != "" {
 			version = p.Version
 		}
-		if _, err := tx.exec(ctx, `INSERT INTO agent_update_policy (org_id, policy, version, updated_at) VALUES (?, ?, ?, ?)`,
-			orgID, p.Policy, version, millis(now)); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO agent_update_policy (org_id, policy, version, updated_at, delay_seconds, success_rate) VALUES (?, ?, ?, ?, ?, ?)`,
+			orgID, p.Policy, version, millis(now), int64(p.Delay/time.Second), p.SuccessRate); err != nil {
 			return fmt.Errorf("store: agent update policy: %w", err)
+		}
+		if !staged {
+			return nil
+		}
+		for i, g := range append(slices.Clone(p.Rings), "") {
+			var group, started any
+			if g != "" {
+				group = g
+			}
+			if i == 0 {
+				started = millis(now)
+			}
+			if _, err := tx.exec(ctx, `INSERT INTO agent_update_rings (org_id, position, group_id, started_at) VALUES (?, ?, ?, ?)`,
+				orgID, i, group, started); err != nil {
+				return fmt.Errorf("store: agent update rings: %w", err)
+			}
 		}
 		return nil
 	})
