@@ -55,7 +55,7 @@ var consoleOwn = []string{
 	"POST /console/signin/enroll/passkey/options", "POST /console/signin/enroll/passkey",
 	"POST /console/signin/passkey/options", "POST /console/signin/passkey",
 	"POST /console/login/passkey/options", "POST /console/login/passkey",
-	"POST /console/account/totp", "POST /console/account/totp/confirm", "POST /console/account/totp/remove",
+	"POST /console/account/password", "POST /console/account/totp", "POST /console/account/totp/confirm", "POST /console/account/totp/remove",
 	"POST /console/account/recovery-codes", "POST /console/account/sessions/{id}/revoke", "POST /console/account/sessions/revoke",
 	"POST /console/account/passkeys/options", "POST /console/account/passkeys",
 	"POST /console/account/passkeys/{id}/rename", "POST /console/account/passkeys/{id}/remove",
