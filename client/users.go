@@ -36,3 +36,16 @@ func (c *Client) ResetUserSecondFactor(ctx context.Context, id string) (apiv1.Us
 	err := c.Do(ctx, http.MethodDelete, "/api/v1/users/"+url.PathEscape(id)+"/second-factor", nil, nil, &out)
 	return out, err
 }
+
+// CreateUser creates a console user with a one-time password, or an
+// invitation whose link the answer holds (shown once).
+func (c *Client) CreateUser(ctx context.Context, body apiv1.UserCreate) (apiv1.NewUser, error) {
+	var out apiv1.NewUser
+	err := c.Do(ctx, http.MethodPost, "/api/v1/users", nil, body, &out)
+	return out, err
+}
+
+// DeleteUser deletes a console user with its sessions and invitation.
+func (c *Client) DeleteUser(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/users/"+url.PathEscape(id), nil, nil, nil)
+}

@@ -84,6 +84,8 @@ var additions = []struct {
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},
+	{"POST", "/api/v1/users", "api.access"},
+	{"DELETE", "/api/v1/users/{id}", "api.access"},
 	{"PATCH", "/api/v1/users/{id}", "api.access"},
 	{"POST", "/api/v1/users/{id}/password", "api.access"},
 	{"DELETE", "/api/v1/users/{id}/second-factor", "api.access"},

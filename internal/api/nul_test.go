@@ -127,6 +127,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/runs/{id}/retry":                                 "",
 		"POST /api/v1/endpoints/{id}/scan":                             "", // takes no body
 		"PATCH /api/v1/users/{id}":                                     `{"role":` + nulJSON + `}`,
+		"POST /api/v1/users":                                           `{"email":"new@example.com","role":` + nulJSON + `,"invite":true}`,
 		"POST /api/v1/users/{id}/password":                             `{"password":"a long password \u0000 with NUL"}`,
 		"PUT /api/v1/agent-policy":                                     `{"policy":"pinned","version":` + nulJSON + `}`,
 		"PUT /api/v1/approval-policy":                                  `{"declineOlder":false,"rules":[{"severity":` + nulJSON + `,"source":"OS","delayDays":0}]}`,

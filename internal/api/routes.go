@@ -70,6 +70,8 @@ func (a *API) routes() {
 	a.route("GET /api/v1/remediation-policy", perm.VulnerabilitiesView, a.getRemediationPolicy)
 	// People, for roles holding every permission (checked by the handlers).
 	a.route("GET /api/v1/users", perm.APIAccess, a.listUsers)
+	a.route("POST /api/v1/users", perm.APIAccess, a.createUser)
+	a.route("DELETE /api/v1/users/{id}", perm.APIAccess, a.deleteUser)
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)
 	a.route("POST /api/v1/users/{id}/password", perm.APIAccess, a.resetUserPassword)
 	a.route("DELETE /api/v1/users/{id}/second-factor", perm.APIAccess, a.resetUserSecondFactor)

@@ -69,8 +69,8 @@ type Console struct {
 	mux   *http.ServeMux
 	// patterns are the routes registered on mux (Routes).
 	patterns []string
-	pages map[string]*template.Template
-	now   func() time.Time
+	pages    map[string]*template.Template
+	now      func() time.Time
 	// throttle counts failed sign-ins (shared with every replica).
 	throttle *auth.Throttle
 	// sso holds the OpenID providers' discovery documents (sso.go).
@@ -150,6 +150,7 @@ func (c *Console) routes() {
 	c.handleFunc("POST /console/setup", c.setup)
 	c.staged("POST /console/logout", "", c.logout)
 	c.identityRoutes()
+	c.invitationRoutes()
 	c.passkeyRoutes()
 
 	c.page("GET /console/{$}", 0, c.dashboard)

@@ -12,6 +12,7 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -29,6 +30,9 @@ type usersData struct {
 	Credentials         []store.Credential
 	// NewCredential is set right after creation: its secret is shown once.
 	NewCredential *admin.NewCredential
+	// NewInvitation is set right after an invitation: its link is shown
+	// once.
+	NewInvitation *apiv1.NewUser
 	MinPassword   int
 	AllPerms      []string
 }
@@ -92,24 +96,41 @@ func (c *Console) roleOf(r *http.Request, s *session, id string) (store.Role, er
 	return ro, err
 }
 
+// userCreate creates a user with a one-time password, or invites one and
+// shows the invitation's link once, through POST /api/v1/users.
 func (c *Console) userCreate(w http.ResponseWriter, r *http.Request, s *session) error {
-	email, err := admin.CheckEmail(r.PostFormValue("email"))
-	if err != nil {
-		return c.done(w, r, "/console/users", badRequest("The e-mail address is not valid."), "")
+	body := apiv1.UserCreate{Email: r.PostFormValue("email"), Role: r.PostFormValue("role")}
+	switch r.PostFormValue("how") {
+	case "invite":
+		body.Invite = true
+		if h := r.PostFormValue("expires_hours"); h != "" {
+			n, err := strconv.Atoi(h)
+			if err != nil {
+				return c.done(w, r, "/console/users", badRequest("Choose how long the invitation works."), "")
+			}
+			body.ExpiresInHours = n
+		}
+	case "", "password":
+		body.Password = r.PostFormValue("password")
+	default:
+		return c.done(w, r, "/console/users", badRequest("Choose a one-time password or an invitation."), "")
 	}
-	ro, err := c.roleOf(r, s, r.PostFormValue("role"))
-	if err != nil {
+	var nu apiv1.NewUser
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/users", body, &nu); err != nil {
 		return c.done(w, r, "/console/users", err, "")
 	}
-	password := r.PostFormValue("password")
-	if len([]rune(password)) < admin.MinPasswordLength {
-		return c.done(w, r, "/console/users", badRequest("The password must have at least 12 characters."), "")
+	if nu.Invitation == nil {
+		return c.done(w, r, "/console/users", nil, "User "+nu.Email+" created with the role "+nu.Role+"; the password is a one-time one: "+nu.Email+" chooses a new one at the first sign-in.")
 	}
-	_, err = admin.CreateUser(r.Context(), c.store, s.actor(), s.User.OrgID, email, ro.ID, password)
-	if errors.Is(err, store.ErrConflict) {
-		err = badRequest("A user with that e-mail address exists.")
+	if c.cfg.BaseURL != "" {
+		nu.Invitation.URL = strings.TrimRight(c.cfg.BaseURL, "/") + api.InvitationPath + "?token=" + url.QueryEscape(nu.Invitation.Token)
 	}
-	return c.done(w, r, "/console/users", adminError(err), "User "+email+" created with the role "+ro.Name+".")
+	d, err := c.usersData(r, s)
+	if err != nil {
+		return err
+	}
+	d.NewInvitation = &nu
+	return c.render(w, r, s, http.StatusOK, "users", "", "Users & API Credentials", "users", d)
 }
 
 func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session) error {

@@ -52,3 +52,43 @@ func TestUsers(t *testing.T) {
 		t.Errorf("reset-mfa: %+v", out)
 	}
 }
+
+// TestUsersCreateInviteDelete: patchctl users create (one-time password on
+// standard input), users invite (prints the link) and users delete.
+func TestUsersCreateInviteDelete(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.ReadOnly)
+	h.fail(ctl.ExitAPI, "every permission", "users", "invite", "--email", "x@example.com", "--role", store.RoleReadOnly)
+	h.login(perm.All)
+	r := h.run("a one-time password 7\n", "users", "create", "--email", "erik@example.com", "--role", store.RoleReadOnly, "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"mustChangePassword": true`) {
+		t.Fatalf("create: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = h.run("", "users", "invite", "--email", "dana@example.com", "--role", store.RoleAdministrator, "--expires-hours", "24")
+	if r.code != 0 || !strings.Contains(r.stdout, "/console/invitation?token=") || !strings.Contains(r.stdout, "Invited dana@example.com") {
+		t.Fatalf("invite: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = h.run("", "users", "invite", "--email", "fay@example.com", "--role", store.RoleReadOnly, "--expires-hours", "0")
+	if r.code == 0 {
+		t.Errorf("an invitation valid 0 hours: %s", r.stdout)
+	}
+	var list []apiv1.User
+	h.okJSON(&list, "users", "list")
+	var dana string
+	for _, u := range list {
+		if u.Email == "dana@example.com" && u.InvitationExpiresAt != nil {
+			dana = u.ID
+		}
+	}
+	if len(list) != 2 || dana == "" {
+		t.Fatalf("list: %+v", list)
+	}
+	if r := h.run("", "users", "delete", dana); r.code != 0 || !strings.Contains(r.stdout, "deleted") {
+		t.Errorf("delete: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	h.okJSON(&list, "users", "list")
+	if len(list) != 1 {
+		t.Errorf("after delete: %+v", list)
+	}
+}
