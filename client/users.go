@@ -49,3 +49,29 @@ func (c *Client) CreateUser(ctx context.Context, body apiv1.UserCreate) (apiv1.N
 func (c *Client) DeleteUser(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/users/"+url.PathEscape(id), nil, nil, nil)
 }
+
+// ListRoles lists the organization's roles with what holds them.
+func (c *Client) ListRoles(ctx context.Context) (apiv1.List[apiv1.Role], error) {
+	var out apiv1.List[apiv1.Role]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/roles", nil, nil, &out)
+	return out, err
+}
+
+// CreateRole creates a custom role from the spec's permissions.
+func (c *Client) CreateRole(ctx context.Context, body apiv1.RoleBody) (apiv1.Role, error) {
+	var out apiv1.Role
+	err := c.Do(ctx, http.MethodPost, "/api/v1/roles", nil, body, &out)
+	return out, err
+}
+
+// PatchRole renames a custom role or sets its permissions.
+func (c *Client) PatchRole(ctx context.Context, idOrName string, body apiv1.RolePatch) (apiv1.Role, error) {
+	var out apiv1.Role
+	err := c.Do(ctx, http.MethodPatch, "/api/v1/roles/"+url.PathEscape(idOrName), nil, body, &out)
+	return out, err
+}
+
+// DeleteRole deletes a custom role nothing holds.
+func (c *Client) DeleteRole(ctx context.Context, idOrName string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/roles/"+url.PathEscape(idOrName), nil, nil, nil)
+}

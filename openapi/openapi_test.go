@@ -89,6 +89,10 @@ var additions = []struct {
 	{"PATCH", "/api/v1/users/{id}", "api.access"},
 	{"POST", "/api/v1/users/{id}/password", "api.access"},
 	{"DELETE", "/api/v1/users/{id}/second-factor", "api.access"},
+	{"GET", "/api/v1/roles", "api.access"},
+	{"POST", "/api/v1/roles", "api.access"},
+	{"PATCH", "/api/v1/roles/{id}", "api.access"},
+	{"DELETE", "/api/v1/roles/{id}", "api.access"},
 	// Decisions about CVEs and the remediation periods, for the same roles.
 	{"POST", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
 	{"DELETE", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},

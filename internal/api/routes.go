@@ -75,6 +75,10 @@ func (a *API) routes() {
 	a.route("PATCH /api/v1/users/{id}", perm.APIAccess, a.patchUser)
 	a.route("POST /api/v1/users/{id}/password", perm.APIAccess, a.resetUserPassword)
 	a.route("DELETE /api/v1/users/{id}/second-factor", perm.APIAccess, a.resetUserSecondFactor)
+	a.route("GET /api/v1/roles", perm.APIAccess, a.listRoles)
+	a.route("POST /api/v1/roles", perm.APIAccess, a.createRole)
+	a.route("PATCH /api/v1/roles/{id}", perm.APIAccess, a.patchRole)
+	a.route("DELETE /api/v1/roles/{id}", perm.APIAccess, a.deleteRole)
 	// Vulnerability decisions and remediation periods, for the same roles.
 	a.route("POST /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.acceptVulnRisk)
 	a.route("DELETE /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.revokeVulnRisk)
