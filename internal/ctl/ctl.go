@@ -80,6 +80,7 @@ func init() {
 	commands = append(commands, alertOpCommands()...)
 	commands = append(commands, policyCommands()...)
 	commands = append(commands, userCommands()...)
+	commands = append(commands, roleCommands()...)
 	commands = append(commands, completionCommands()...)
 }
 

@@ -92,3 +92,31 @@ func TestUsersCreateInviteDelete(t *testing.T) {
 		t.Errorf("after delete: %+v", list)
 	}
 }
+
+// TestRoles: patchctl roles list|create|update|delete.
+func TestRoles(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.ReadOnly)
+	h.fail(ctl.ExitAPI, "every permission", "roles", "list")
+	h.login(perm.All)
+	var r apiv1.Role
+	h.okJSON(&r, "roles", "create", "--name", "Patchers", "--permissions", "api.access, updates.view,updates.manage")
+	if r.Name != "Patchers" || len(r.Permissions) != 3 {
+		t.Fatalf("create: %+v", r)
+	}
+	h.fail(ctl.ExitAPI, "permissions[0]", "roles", "create", "--name", "Bad", "--permissions", "updates.approve")
+	h.okJSON(&r, "roles", "update", "Patchers", "--permissions", "api.access,updates.view")
+	if len(r.Permissions) != 2 {
+		t.Errorf("update: %+v", r)
+	}
+	h.fail(ctl.ExitAPI, "built-in", "roles", "update", store.RoleReadOnly, "--name", "Readers")
+	out := h.ok("roles", "list")
+	if !strings.Contains(out, "Patchers") || !strings.Contains(out, store.RoleAdministrator) {
+		t.Errorf("list:\n%s", out)
+	}
+	h.ok("roles", "delete", "Patchers")
+	if out := h.ok("roles", "list"); strings.Contains(out, "Patchers") {
+		t.Errorf("after delete:\n%s", out)
+	}
+}
