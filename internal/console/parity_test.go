@@ -33,6 +33,8 @@ var consoleForms = map[string]string{
 	"POST /console/scripts":                                  "POST /api/v1/scripts",
 	"POST /console/scripts/{id}/delete":                      "DELETE /api/v1/scripts/{id}",
 	"POST /console/users":                                    "POST /api/v1/users",
+	"POST /console/roles":                                    "POST /api/v1/roles",
+	"POST /console/roles/{id}/{op}":                          "PATCH /api/v1/roles/{id}",
 	"POST /console/users/{id}/{op}":                          "PATCH /api/v1/users/{id}",
 	"POST /console/enrollment":                               "POST /api/v1/enrollment-tokens",
 	"POST /console/enrollment/{id}/revoke":                   "POST /api/v1/enrollment-tokens/{id}/revoke",

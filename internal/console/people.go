@@ -35,6 +35,8 @@ type usersData struct {
 	NewInvitation *apiv1.NewUser
 	MinPassword   int
 	AllPerms      []string
+	// RoleUse is each role with what holds it (GET /api/v1/roles).
+	RoleUse []apiv1.Role
 }
 
 func (c *Console) usersData(r *http.Request, s *session) (*usersData, error) {
@@ -55,7 +57,12 @@ func (c *Console) usersData(r *http.Request, s *session) (*usersData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &usersData{Users: users, Credentials: creds, MinPassword: admin.MinPasswordLength, AllPerms: perm.All.Names(), RequireSecondFactor: required}
+	var roleUse apiv1.List[apiv1.Role]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/roles", nil, &roleUse); err != nil {
+		return nil, err
+	}
+	d := &usersData{Users: users, Credentials: creds, MinPassword: admin.MinPasswordLength, AllPerms: perm.All.Names(), RequireSecondFactor: required,
+		RoleUse: roleUse.Items}
 	for _, ro := range roles {
 		d.Roles = append(d.Roles, roleView{Role: ro, Names: ro.Permissions.Names()})
 	}
@@ -131,6 +138,35 @@ func (c *Console) userCreate(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	d.NewInvitation = &nu
 	return c.render(w, r, s, http.StatusOK, "users", "", "Users & API Credentials", "users", d)
+}
+
+// roleCreate creates a custom role through POST /api/v1/roles.
+func (c *Console) roleCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	body := apiv1.RoleBody{Name: r.PostFormValue("name"), Permissions: r.PostForm["perm"]}
+	var ro apiv1.Role
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/roles", body, &ro)
+	return c.done(w, r, "/console/users#h-roles", err, "Role "+ro.Name+" created.")
+}
+
+// roleChange renames a custom role and sets its permissions (PATCH), or
+// deletes it (DELETE /api/v1/roles/{id}).
+func (c *Console) roleChange(w http.ResponseWriter, r *http.Request, s *session) error {
+	path := "/api/v1/roles/" + url.PathEscape(r.PathValue("id"))
+	switch r.PathValue("op") {
+	case "delete":
+		err := c.callAPI(r, s, http.MethodDelete, path, nil, nil)
+		return c.done(w, r, "/console/users#h-roles", err, "Role deleted.")
+	case "update":
+	default:
+		return notFound("operation")
+	}
+	name, perms := r.PostFormValue("name"), r.PostForm["perm"]
+	if perms == nil {
+		perms = []string{}
+	}
+	var ro apiv1.Role
+	err := c.callAPI(r, s, http.MethodPatch, path, apiv1.RolePatch{Name: &name, Permissions: &perms}, &ro)
+	return c.done(w, r, "/console/users#h-roles", err, "Role "+ro.Name+" saved.")
 }
 
 func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session) error {
