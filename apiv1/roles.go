@@ -29,3 +29,40 @@ type RolePatch struct {
 	Name        *string   `json:"name,omitempty"`
 	Permissions *[]string `json:"permissions,omitempty"`
 }
+
+// Credential is an API credential of the organization (a patchd addition:
+// /api/v1/credentials); its secret is never answered after creation.
+type Credential struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	ClientID  string    `json:"clientId"`
+	Role      string    `json:"role"`
+	RoleID    string    `json:"roleId"`
+	Disabled  bool      `json:"disabled"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// CredentialBody creates an API credential with a role (id or name) that
+// holds api.access.
+type CredentialBody struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// NewCredential is a created credential with its secret, shown only here.
+type NewCredential struct {
+	Credential
+	ClientSecret string `json:"clientSecret"`
+}
+
+// CredentialPatch disables or enables a credential.
+type CredentialPatch struct {
+	Disabled *bool `json:"disabled"`
+}
+
+// SignInPolicy is the organization's sign-in policy: RequireSecondFactor
+// makes password users without a second factor set one up at their next
+// sign-in.
+type SignInPolicy struct {
+	RequireSecondFactor *bool `json:"requireSecondFactor"`
+}

@@ -75,3 +75,46 @@ func (c *Client) PatchRole(ctx context.Context, idOrName string, body apiv1.Role
 func (c *Client) DeleteRole(ctx context.Context, idOrName string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/roles/"+url.PathEscape(idOrName), nil, nil, nil)
 }
+
+// ListCredentials lists the organization's API credentials (never their
+// secrets).
+func (c *Client) ListCredentials(ctx context.Context) (apiv1.List[apiv1.Credential], error) {
+	var out apiv1.List[apiv1.Credential]
+	err := c.Do(ctx, http.MethodGet, "/api/v1/credentials", nil, nil, &out)
+	return out, err
+}
+
+// CreateCredential creates an API credential; its secret is in the answer
+// only.
+func (c *Client) CreateCredential(ctx context.Context, body apiv1.CredentialBody) (apiv1.NewCredential, error) {
+	var out apiv1.NewCredential
+	err := c.Do(ctx, http.MethodPost, "/api/v1/credentials", nil, body, &out)
+	return out, err
+}
+
+// SetCredentialDisabled disables (its tokens stop working) or enables an
+// API credential.
+func (c *Client) SetCredentialDisabled(ctx context.Context, id string, disabled bool) (apiv1.Credential, error) {
+	var out apiv1.Credential
+	err := c.Do(ctx, http.MethodPatch, "/api/v1/credentials/"+url.PathEscape(id), nil, apiv1.CredentialPatch{Disabled: &disabled}, &out)
+	return out, err
+}
+
+// DeleteCredential deletes an API credential.
+func (c *Client) DeleteCredential(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/credentials/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// SignInPolicy reads the organization's sign-in policy.
+func (c *Client) SignInPolicy(ctx context.Context) (apiv1.SignInPolicy, error) {
+	var out apiv1.SignInPolicy
+	err := c.Do(ctx, http.MethodGet, "/api/v1/sign-in-policy", nil, nil, &out)
+	return out, err
+}
+
+// SetSignInPolicy sets the organization's sign-in policy.
+func (c *Client) SetSignInPolicy(ctx context.Context, requireSecondFactor bool) (apiv1.SignInPolicy, error) {
+	var out apiv1.SignInPolicy
+	err := c.Do(ctx, http.MethodPut, "/api/v1/sign-in-policy", nil, apiv1.SignInPolicy{RequireSecondFactor: &requireSecondFactor}, &out)
+	return out, err
+}

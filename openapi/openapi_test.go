@@ -93,6 +93,12 @@ var additions = []struct {
 	{"POST", "/api/v1/roles", "api.access"},
 	{"PATCH", "/api/v1/roles/{id}", "api.access"},
 	{"DELETE", "/api/v1/roles/{id}", "api.access"},
+	{"GET", "/api/v1/credentials", "api.access"},
+	{"POST", "/api/v1/credentials", "api.access"},
+	{"PATCH", "/api/v1/credentials/{id}", "api.access"},
+	{"DELETE", "/api/v1/credentials/{id}", "api.access"},
+	{"GET", "/api/v1/sign-in-policy", "api.access"},
+	{"PUT", "/api/v1/sign-in-policy", "api.access"},
 	// Decisions about CVEs and the remediation periods, for the same roles.
 	{"POST", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
 	{"DELETE", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},

@@ -79,6 +79,12 @@ func (a *API) routes() {
 	a.route("POST /api/v1/roles", perm.APIAccess, a.createRole)
 	a.route("PATCH /api/v1/roles/{id}", perm.APIAccess, a.patchRole)
 	a.route("DELETE /api/v1/roles/{id}", perm.APIAccess, a.deleteRole)
+	a.route("GET /api/v1/credentials", perm.APIAccess, a.listCredentials)
+	a.route("POST /api/v1/credentials", perm.APIAccess, a.createCredential)
+	a.route("PATCH /api/v1/credentials/{id}", perm.APIAccess, a.patchCredential)
+	a.route("DELETE /api/v1/credentials/{id}", perm.APIAccess, a.deleteCredential)
+	a.route("GET /api/v1/sign-in-policy", perm.APIAccess, a.getSignInPolicy)
+	a.route("PUT /api/v1/sign-in-policy", perm.APIAccess, a.putSignInPolicy)
 	// Vulnerability decisions and remediation periods, for the same roles.
 	a.route("POST /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.acceptVulnRisk)
 	a.route("DELETE /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.revokeVulnRisk)
