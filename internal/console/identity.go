@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/store"
@@ -695,7 +696,7 @@ func (c *Console) sessionsRevoke(w http.ResponseWriter, r *http.Request, s *sess
 // password users" (administrators).
 func (c *Console) requireSecondFactor(w http.ResponseWriter, r *http.Request, s *session) error {
 	on := r.PostFormValue("require") == "on"
-	err := admin.SetRequireSecondFactor(r.Context(), c.store, admin.By{Actor: s.actor(), Address: s.addr}, s.User.OrgID, on)
+	err := c.callAPI(r, s, http.MethodPut, "/api/v1/sign-in-policy", apiv1.SignInPolicy{RequireSecondFactor: &on}, nil)
 	text := "Password users without a second factor now set one up at their next sign-in."
 	if !on {
 		text = "A second factor is optional again."

@@ -29,7 +29,7 @@ type usersData struct {
 	Roles               []roleView
 	Credentials         []store.Credential
 	// NewCredential is set right after creation: its secret is shown once.
-	NewCredential *admin.NewCredential
+	NewCredential *apiv1.NewCredential
 	// NewInvitation is set right after an invitation: its link is shown
 	// once.
 	NewInvitation *apiv1.NewUser
@@ -234,21 +234,13 @@ func (c *Console) userOf(r *http.Request, s *session, id string) (store.ConsoleU
 	return store.ConsoleUser{}, notFound("user")
 }
 
+// credentialCreate creates an API credential through POST
+// /api/v1/credentials and shows its secret once.
 func (c *Console) credentialCreate(w http.ResponseWriter, r *http.Request, s *session) error {
-	name := strings.TrimSpace(r.PostFormValue("name"))
-	if name == "" || len(name) > 200 {
-		return c.done(w, r, "/console/users", badRequest("Give the credential a name (at most 200 characters)."), "")
-	}
-	ro, err := c.roleOf(r, s, r.PostFormValue("role"))
-	if err != nil {
+	var nc apiv1.NewCredential
+	body := apiv1.CredentialBody{Name: r.PostFormValue("name"), Role: r.PostFormValue("role")}
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/credentials", body, &nc); err != nil {
 		return c.done(w, r, "/console/users", err, "")
-	}
-	if !ro.Permissions.Has(perm.APIAccess) {
-		return c.done(w, r, "/console/users", badRequest("The role "+ro.Name+" lacks api.access: API credentials need it."), "")
-	}
-	nc, err := admin.CreateCredential(r.Context(), c.store, s.actor(), s.User.OrgID, name, ro.ID)
-	if err != nil {
-		return c.done(w, r, "/console/users", adminError(err), "")
 	}
 	d, err := c.usersData(r, s)
 	if err != nil {
@@ -258,21 +250,28 @@ func (c *Console) credentialCreate(w http.ResponseWriter, r *http.Request, s *se
 	return c.render(w, r, s, http.StatusOK, "users", "", "Users & API Credentials", "users", d)
 }
 
+// credentialChange disables or enables (PATCH) or deletes (DELETE
+// /api/v1/credentials/{id}) an API credential.
 func (c *Console) credentialChange(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, op := r.PathValue("id"), r.PathValue("op")
-	cred, err := c.store.FindCredential(r.Context(), s.User.OrgID, id)
-	if err != nil {
-		return c.done(w, r, "/console/users", adminError(err), "")
-	}
+	path := "/api/v1/credentials/" + url.PathEscape(id)
+	var cred apiv1.Credential
+	var err error
 	switch op {
 	case "disable", "enable":
-		_, err = admin.SetCredentialDisabled(r.Context(), c.store, s.actor(), s.User.OrgID, cred.ClientID, op == "disable")
+		disabled := op == "disable"
+		err = c.callAPI(r, s, http.MethodPatch, path, apiv1.CredentialPatch{Disabled: &disabled}, &cred)
 	case "delete":
-		_, err = admin.DeleteCredential(r.Context(), c.store, s.actor(), s.User.OrgID, cred.ClientID)
+		err = c.callAPI(r, s, http.MethodDelete, path, nil, nil)
+		cred.Name = "deleted"
 	default:
 		return notFound("operation")
 	}
-	return c.done(w, r, "/console/users", adminError(err), "Credential "+cred.Name+": "+op+"d.")
+	text := "Credential " + cred.Name + ": " + op + "d."
+	if op == "delete" {
+		text = "Credential deleted."
+	}
+	return c.done(w, r, "/console/users", err, text)
 }
 
 type enrollData struct {

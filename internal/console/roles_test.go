@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -140,5 +141,87 @@ func TestReadOnlyReachesNoPeopleManagement(t *testing.T) {
 	}
 	if got, err := e.Store.FindRole(ctx, e.Org.ID, custom.ID); err != nil || got.Name != "Custom" || got.Permissions != perm.Set(perm.APIAccess) {
 		t.Errorf("the custom role changed: %+v %v", got, err)
+	}
+}
+
+var newClientSecret = regexp.MustCompile(`<code id="new-client-secret">([^<]+)</code>`)
+
+// TestConsoleCredentialsAndSignInPolicy: the Users page creates an API
+// credential (the secret shown once, and it works), disables, enables and
+// deletes it, and sets "require a second factor", all through the API's
+// operations; a Read-only user reaches none of it.
+func TestConsoleCredentialsAndSignInPolicy(t *testing.T) {
+	e := apitest.New(t, behindProxy)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	addUser(t, e, e.Org, "reader@example.com", store.RoleReadOnly)
+	ro, _ := e.Store.FindRole(ctx, e.Org.ID, store.RoleReadOnly)
+	noAPI, err := e.Store.CreateRole(ctx, e.Org.ID, "Console only", perm.Set(perm.EndpointsView))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newBrowser(t, e.URL)
+	a.from = "192.0.2.9"
+	a.signIn("alice@example.com")
+	a.get("/console/users")
+	a.post("/console/credentials", url.Values{"name": {"no-api"}, "role": {noAPI.ID}})
+	if _, body := a.get("/console/users"); !strings.Contains(body, "lacks api.access") {
+		t.Error("a role without api.access: no refusal shown")
+	}
+	code, _, body := a.post("/console/credentials", url.Values{"name": {"nightly"}, "role": {ro.ID}})
+	m := newClientSecret.FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("create credential: %d", code)
+	}
+	cred, err := e.Store.FindCredential(ctx, e.Org.ID, "nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nightly := client.New(e.URL, cred.ClientID, m[1], client.WithHTTPClient(e.HTTPClient))
+	if _, err := nightly.ListEndpoints(ctx, client.EndpointQuery{}); err != nil {
+		t.Fatalf("the new credential does not work: %v", err)
+	}
+	if _, body := a.get("/console/users"); strings.Contains(body, m[1]) {
+		t.Error("the secret is shown again")
+	}
+	if en := audited(t, e, e.Org.ID, "credential.create"); len(en) == 0 || en[0].Actor != "user:alice@example.com" || en[0].Address != "192.0.2.9" {
+		t.Errorf("create audit: %+v", en)
+	}
+	a.post("/console/credentials/"+cred.ID+"/disable", url.Values{})
+	if _, err := nightly.ListEndpoints(ctx, client.EndpointQuery{}); err == nil {
+		t.Error("a disabled credential's token still works")
+	}
+	a.post("/console/credentials/"+cred.ID+"/enable", url.Values{})
+	if c, _ := e.Store.FindCredential(ctx, e.Org.ID, cred.ID); c.Disabled {
+		t.Error("enable did not enable")
+	}
+
+	// Read-only: nothing.
+	r := newBrowser(t, e.URL)
+	r.signIn("reader@example.com")
+	r.get("/console/account")
+	for _, p := range []string{"/console/credentials/" + cred.ID + "/disable", "/console/credentials/" + cred.ID + "/delete", "/console/settings/second-factor"} {
+		if code, _, _ := r.post(p, url.Values{"require": {"on"}}); code != http.StatusForbidden {
+			t.Errorf("Read-only POST %s: %d, want 403", p, code)
+		}
+	}
+	if on, _ := e.Store.OrgRequiresMFA(ctx, e.Org.ID); on {
+		t.Fatal("a Read-only user set the sign-in policy")
+	}
+
+	if code, _, _ := a.post("/console/settings/second-factor", url.Values{"require": {"on"}}); code != http.StatusSeeOther {
+		t.Fatalf("require a second factor: %d", code)
+	}
+	if on, _ := e.Store.OrgRequiresMFA(ctx, e.Org.ID); !on {
+		t.Error("the policy is not set")
+	}
+	if en := audited(t, e, e.Org.ID, "org.require_mfa"); len(en) != 1 || en[0].Address != "192.0.2.9" {
+		t.Errorf("policy audit: %+v", en)
+	}
+	if code, _, _ := a.post("/console/credentials/"+cred.ID+"/delete", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("delete: %d", code)
+	}
+	if _, err := e.Store.FindCredential(ctx, e.Org.ID, cred.ID); err == nil {
+		t.Error("the credential was not deleted")
 	}
 }
