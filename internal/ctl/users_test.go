@@ -120,3 +120,44 @@ func TestRoles(t *testing.T) {
 		t.Errorf("after delete:\n%s", out)
 	}
 }
+
+// TestCredentialsAndSignInPolicy: patchctl credentials
+// list|create|disable|enable|delete and sign-in-policy get|set.
+func TestCredentialsAndSignInPolicy(t *testing.T) {
+	e := apitest.New(t)
+	h := newHarness(t, e, e.URL)
+	h.login(perm.ReadOnly)
+	h.fail(ctl.ExitAPI, "every permission", "credentials", "list")
+	h.fail(ctl.ExitAPI, "every permission", "sign-in-policy", "set", "--require-second-factor=true")
+	h.login(perm.All)
+	out := h.ok("credentials", "create", "--name", "nightly", "--role", store.RoleReadOnly)
+	if !strings.Contains(out, "client_secret: pds_") {
+		t.Fatalf("create:\n%s", out)
+	}
+	h.fail(ctl.ExitAPI, "name", "credentials", "create", "--name", "nightly", "--role", store.RoleReadOnly)
+	var c apiv1.Credential
+	h.okJSON(&c, "credentials", "disable", "nightly")
+	if !c.Disabled {
+		t.Errorf("disable: %+v", c)
+	}
+	h.okJSON(&c, "credentials", "enable", "nightly")
+	if c.Disabled {
+		t.Errorf("enable: %+v", c)
+	}
+	if out := h.ok("credentials", "list"); !strings.Contains(out, "nightly") {
+		t.Errorf("list:\n%s", out)
+	}
+	h.ok("credentials", "delete", "nightly")
+	if out := h.ok("credentials", "list"); strings.Contains(out, "nightly") {
+		t.Errorf("after delete:\n%s", out)
+	}
+	if out := h.ok("sign-in-policy", "set", "--require-second-factor=true"); !strings.Contains(out, "second factor: true") {
+		t.Errorf("set:\n%s", out)
+	}
+	var p apiv1.SignInPolicy
+	h.okJSON(&p, "sign-in-policy", "get")
+	if p.RequireSecondFactor == nil || !*p.RequireSecondFactor {
+		t.Errorf("get: %+v", p)
+	}
+	h.fail(ctl.ExitUsage, "true or false", "sign-in-policy", "set", "--require-second-factor=maybe")
+}
