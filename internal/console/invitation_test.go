@@ -64,7 +64,7 @@ func TestConsoleInviteUser(t *testing.T) {
 		t.Fatalf("invite: %d\n%.1500s", code, body)
 	}
 	link, err := url.Parse(html.UnescapeString(m[1]))
-	if err != nil || link.Path != "/console/invitation" {
+	if err != nil || link.Path != "/console/invitation" || link.Scheme+"://"+link.Host != e.URL {
 		t.Fatalf("invitation link %q", m[1])
 	}
 	if _, body = a.get("/console/users"); strings.Contains(body, link.Query().Get("token")) || !strings.Contains(body, ">invited<") {

@@ -129,9 +129,9 @@ func (c *Console) userCreate(w http.ResponseWriter, r *http.Request, s *session)
 	if nu.Invitation == nil {
 		return c.done(w, r, "/console/users", nil, "User "+nu.Email+" created with the role "+nu.Role+"; the password is a one-time one: "+nu.Email+" chooses a new one at the first sign-in.")
 	}
-	if c.cfg.BaseURL != "" {
-		nu.Invitation.URL = strings.TrimRight(c.cfg.BaseURL, "/") + api.InvitationPath + "?token=" + url.QueryEscape(nu.Invitation.Token)
-	}
+	// The in-process call has no host of its own: the link is built on
+	// the address the browser reached.
+	nu.Invitation.URL = c.baseURL(r) + api.InvitationPath + "?token=" + url.QueryEscape(nu.Invitation.Token)
 	d, err := c.usersData(r, s)
 	if err != nil {
 		return err
@@ -287,19 +287,25 @@ type enrollData struct {
 
 type packageLink struct{ Label, URL string }
 
+// baseURL is the server's public address: --base-url, else the address
+// the browser reached.
+func (c *Console) baseURL(r *http.Request) string {
+	if c.cfg.BaseURL != "" {
+		return c.cfg.BaseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
 func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, error) {
 	var tokens apiv1.List[apiv1.EnrollToken]
 	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/enrollment-tokens", nil, &tokens); err != nil {
 		return nil, err
 	}
-	base := c.cfg.BaseURL
-	if base == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		base = scheme + "://" + r.Host
-	}
+	base := c.baseURL(r)
 	d := &enrollData{Tokens: tokens.Items, BaseURL: base, Loopback: agentdist.IsLoopback(base), Now: c.now()}
 	if c.cfg.Agents != nil {
 		d.Published = c.cfg.Agents.Published()
