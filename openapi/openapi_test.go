@@ -87,9 +87,21 @@ var additions = []struct {
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},
+	{"POST", "/api/v1/users", "api.access"},
+	{"DELETE", "/api/v1/users/{id}", "api.access"},
 	{"PATCH", "/api/v1/users/{id}", "api.access"},
 	{"POST", "/api/v1/users/{id}/password", "api.access"},
 	{"DELETE", "/api/v1/users/{id}/second-factor", "api.access"},
+	{"GET", "/api/v1/roles", "api.access"},
+	{"POST", "/api/v1/roles", "api.access"},
+	{"PATCH", "/api/v1/roles/{id}", "api.access"},
+	{"DELETE", "/api/v1/roles/{id}", "api.access"},
+	{"GET", "/api/v1/credentials", "api.access"},
+	{"POST", "/api/v1/credentials", "api.access"},
+	{"PATCH", "/api/v1/credentials/{id}", "api.access"},
+	{"DELETE", "/api/v1/credentials/{id}", "api.access"},
+	{"GET", "/api/v1/sign-in-policy", "api.access"},
+	{"PUT", "/api/v1/sign-in-policy", "api.access"},
 	// Decisions about CVEs and the remediation periods, for the same roles.
 	{"POST", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
 	{"DELETE", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},

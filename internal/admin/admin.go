@@ -85,6 +85,12 @@ type NewCredential struct {
 
 // CreateCredential creates an API credential with a role of the organization.
 func CreateCredential(ctx context.Context, s *store.Store, actor, orgRef, name, roleRef string) (NewCredential, error) {
+	return CreateCredentialBy(ctx, s, By{Actor: actor}, orgRef, name, roleRef)
+}
+
+// CreateCredentialBy is CreateCredential with the client address of who
+// makes it (the console and the API).
+func CreateCredentialBy(ctx context.Context, s *store.Store, by By, orgRef, name, roleRef string) (NewCredential, error) {
 	o, err := s.FindOrg(ctx, orgRef)
 	if err != nil {
 		return NewCredential{}, err
@@ -98,7 +104,7 @@ func CreateCredential(ctx context.Context, s *store.Store, actor, orgRef, name, 
 		return NewCredential{}, err
 	}
 	secret := auth.NewSecret(auth.PrefixClientSecret)
-	c, err := s.CreateCredential(ctx, &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "credential.create", TargetType: "credential",
+	c, err := s.CreateCredential(ctx, &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: "credential.create", TargetType: "credential",
 		Summary: map[string]any{"name": name, "role": r.Name}},
 		store.Credential{OrgID: o.ID, Name: name, ClientID: auth.NewClientID(), SecretHash: auth.HashSecret(secret), RoleID: r.ID})
 	if err != nil {
@@ -119,6 +125,12 @@ type CredentialState struct {
 // SetCredentialDisabled disables or enables a credential; disabling revokes
 // its tokens at once on every replica.
 func SetCredentialDisabled(ctx context.Context, s *store.Store, actor, orgRef, clientID string, disabled bool) (CredentialState, error) {
+	return SetCredentialDisabledBy(ctx, s, By{Actor: actor}, orgRef, clientID, disabled)
+}
+
+// SetCredentialDisabledBy is SetCredentialDisabled with the client address
+// of who makes the change.
+func SetCredentialDisabledBy(ctx context.Context, s *store.Store, by By, orgRef, clientID string, disabled bool) (CredentialState, error) {
 	o, c, err := findCredential(ctx, s, orgRef, clientID)
 	if err != nil {
 		return CredentialState{}, err
@@ -127,7 +139,7 @@ func SetCredentialDisabled(ctx context.Context, s *store.Store, actor, orgRef, c
 	if disabled {
 		action = "credential.disable"
 	}
-	e := &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: action, TargetType: "credential", TargetID: c.ID,
+	e := &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: action, TargetType: "credential", TargetID: c.ID,
 		Summary: map[string]any{"name": c.Name}}
 	if err := s.SetCredentialDisabled(ctx, e, o.ID, c.ID, disabled); err != nil {
 		return CredentialState{}, err
@@ -137,11 +149,17 @@ func SetCredentialDisabled(ctx context.Context, s *store.Store, actor, orgRef, c
 
 // DeleteCredential deletes a credential and revokes its tokens.
 func DeleteCredential(ctx context.Context, s *store.Store, actor, orgRef, clientID string) (CredentialState, error) {
+	return DeleteCredentialBy(ctx, s, By{Actor: actor}, orgRef, clientID)
+}
+
+// DeleteCredentialBy is DeleteCredential with the client address of who
+// deletes it.
+func DeleteCredentialBy(ctx context.Context, s *store.Store, by By, orgRef, clientID string) (CredentialState, error) {
 	o, c, err := findCredential(ctx, s, orgRef, clientID)
 	if err != nil {
 		return CredentialState{}, err
 	}
-	e := &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "credential.delete", TargetType: "credential", TargetID: c.ID,
+	e := &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: "credential.delete", TargetType: "credential", TargetID: c.ID,
 		Summary: map[string]any{"name": c.Name}}
 	if err := s.DeleteCredential(ctx, e, o.ID, c.ID); err != nil {
 		return CredentialState{}, err

@@ -2,8 +2,11 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/store"
@@ -48,6 +51,57 @@ func ChangeRole(ctx context.Context, s *store.Store, by By, u store.ConsoleUser,
 	}
 	err = s.SetUserRole(ctx, by.entry(u, "user.role_change", map[string]any{"from": u.RoleName, "to": r.Name}), u.OrgID, u.ID, r.ID)
 	return out, err
+}
+
+// DefaultInvitationTTL is how long an invitation's link works unless told.
+const DefaultInvitationTTL = 72 * time.Hour
+
+// MaxInvitationTTL bounds an invitation's life.
+const MaxInvitationTTL = 30 * 24 * time.Hour
+
+// NewPerson creates a console user of the organization with the role r:
+// with password (mustChange: the user chooses its own at its first
+// sign-in), recorded as user.create with who made it and from where.
+func NewPerson(ctx context.Context, s *store.Store, by By, orgID, email string, r store.Role, password string, mustChange bool) (store.User, error) {
+	if len([]rune(password)) < MinPasswordLength {
+		return store.User{}, fmt.Errorf("the password must have at least %d characters", MinPasswordLength)
+	}
+	hash, err := auth.HashPassword(ctx, password)
+	if err != nil {
+		return store.User{}, err
+	}
+	e := &store.AuditEntry{OrgID: orgID, Actor: by.Actor, Address: by.Address, Action: "user.create", TargetType: "user",
+		Summary: map[string]any{"email": email, "role": r.Name, "mustChangePassword": mustChange}}
+	return s.CreateUser(ctx, e, nil, store.User{OrgID: orgID, Email: email, RoleID: r.ID, PasswordHash: hash, MustChangePassword: mustChange})
+}
+
+// InvitePerson creates a console user of the organization with the role r
+// and no password, and its invitation valid for ttl: it answers the
+// link's token, which is stored only as its hash (auth.HashSecret).
+// Recorded as user.invite.
+func InvitePerson(ctx context.Context, s *store.Store, by By, orgID, email string, r store.Role, ttl time.Duration) (store.User, string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return store.User{}, "", err
+	}
+	token := base64.RawURLEncoding.EncodeToString(b[:])
+	expires := time.Now().Add(ttl).UTC()
+	e := &store.AuditEntry{OrgID: orgID, Actor: by.Actor, Address: by.Address, Action: "user.invite", TargetType: "user",
+		Summary: map[string]any{"email": email, "role": r.Name, "expiresAt": expires.Format(time.RFC3339)}}
+	u, err := s.CreateInvitedUser(ctx, e, store.User{OrgID: orgID, Email: email, RoleID: r.ID}, auth.HashSecret(token), expires)
+	if err != nil {
+		return store.User{}, "", err
+	}
+	return u, token, nil
+}
+
+// DeletePerson deletes a console user with its sessions and invitation.
+func DeletePerson(ctx context.Context, s *store.Store, by By, u store.ConsoleUser) error {
+	err := s.DeleteUser(ctx, by.entry(u, "user.delete", nil), u.OrgID, u.ID)
+	if errors.Is(err, store.ErrLastOperator) {
+		return fmt.Errorf("%s is the server's last enabled instance operator: grant another user first (patchd admin user operator grant --email …): %w", u.Email, err)
+	}
+	return err
 }
 
 // SetDisabled disables or enables the user; disabling ends its sessions.

@@ -38,6 +38,9 @@ type Config struct {
 	// Releases answers the signed agent releases the server publishes
 	// (GET /api/v1/agent-versions); nil: none.
 	Releases func() ([]agentproto.Release, error)
+	// BaseURL is the server's public address (--base-url), for the links
+	// the API answers (an invitation's); "": the request's.
+	BaseURL string
 }
 
 // API is the REST API v1.

@@ -93,6 +93,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 
 	const nulJSON = `"x\u0000y"`
 	ids := map[string]string{"/api/v1/users/{id}": person.ID, "/api/v1/users/{id}/password": person.ID, "/api/v1/users/{id}/second-factor": person.ID,
+		"/api/v1/roles/{id}": store.RoleReadOnly, "/api/v1/credentials/{id}": "nul-probe-credential",
 		"/api/v1/endpoints/{id}": ag.ID, "/api/v1/groups/{id}": grp.Group.ID,
 		"/api/v1/automations/{id}": au.Automation.ID, "/api/v1/automations/{id}/run": au.Automation.ID,
 		"/api/v1/endpoints/{id}/scan": ag.ID,
@@ -127,6 +128,12 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"POST /api/v1/runs/{id}/retry":                                 "",
 		"POST /api/v1/endpoints/{id}/scan":                             "", // takes no body
 		"PATCH /api/v1/users/{id}":                                     `{"role":` + nulJSON + `}`,
+		"POST /api/v1/users":                                           `{"email":"new@example.com","role":` + nulJSON + `,"invite":true}`,
+		"POST /api/v1/roles":                                           `{"name":` + nulJSON + `,"permissions":["api.access"]}`,
+		"PATCH /api/v1/roles/{id}":                                     `{"name":` + nulJSON + `}`,
+		"POST /api/v1/credentials":                                     `{"name":` + nulJSON + `,"role":"Read-only"}`,
+		"PATCH /api/v1/credentials/{id}":                               `{"disabled":true,"x":` + nulJSON + `}`,
+		"PUT /api/v1/sign-in-policy":                                   `{"requireSecondFactor":true,"x":` + nulJSON + `}`,
 		"POST /api/v1/users/{id}/password":                             `{"password":"a long password \u0000 with NUL"}`,
 		"PUT /api/v1/agent-policy":                                     `{"policy":"pinned","version":` + nulJSON + `}`,
 		"PUT /api/v1/approval-policy":                                  `{"declineOlder":false,"rules":[{"severity":` + nulJSON + `,"source":"OS","delayDays":0}]}`,
@@ -151,6 +158,9 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/enrollment-tokens":        "q=%00",
 		"GET /api/v1/audit":                    "actor=api%00",
 		"GET /api/v1/users":                    "q=%00",
+		"GET /api/v1/roles":                    "q=%00",
+		"GET /api/v1/credentials":              "q=%00",
+		"GET /api/v1/sign-in-policy":           "x=%00",
 		"GET /api/v1/agent-versions":           "x=%00",
 		"GET /api/v1/compliance/history":       "days=%00",
 		"GET /api/v1/approval-policy":          "x=%00",

@@ -3,12 +3,16 @@ package api
 import (
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/valid"
 )
 
 // People (a patchd addition under /api/v1/users): list the organization's
@@ -32,8 +36,110 @@ func everyPermission(r *http.Request, what string) error {
 }
 
 func userOut(u store.ConsoleUser) apiv1.User {
-	return apiv1.User{ID: u.ID, Email: u.Email, Role: u.RoleName, RoleID: u.RoleID, Disabled: u.Disabled, InstanceOperator: u.InstanceOperator,
+	out := apiv1.User{ID: u.ID, Email: u.Email, Role: u.RoleName, RoleID: u.RoleID, Disabled: u.Disabled, InstanceOperator: u.InstanceOperator,
 		SecondFactor: u.SecondFactor, MustChangePassword: u.MustChangePassword, CreatedAt: u.CreatedAt}
+	if !u.InvitationExpiresAt.IsZero() {
+		out.InvitationExpiresAt = &u.InvitationExpiresAt
+	}
+	return out
+}
+
+// createUser creates a console user with an initial password (changed at
+// the first sign-in) or an invitation (patchd addition).
+func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
+	if err := adminOnly(r); err != nil {
+		return err
+	}
+	var body apiv1.UserCreate
+	if err := httpx.DecodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	p := principal(r)
+	var errs valid.Errors
+	email, err := admin.CheckEmail(body.Email)
+	if err != nil {
+		errs.Add("email", "must be an e-mail address (name@example.com)")
+	}
+	var role store.Role
+	if strings.TrimSpace(body.Role) == "" {
+		errs.Add("role", "is required (a role id or name: GET /api/v1/roles)")
+	} else if role, err = a.store.FindRole(r.Context(), p.OrgID, body.Role); errors.Is(err, store.ErrNotFound) {
+		errs.Add("role", "no such role in the organization")
+	} else if err != nil {
+		return err
+	}
+	switch {
+	case body.Invite && body.Password != "":
+		errs.Add("password", "give a password or invite: true, not both")
+	case !body.Invite && body.Password == "":
+		errs.Add("password", "is required unless invite is true")
+	case !body.Invite && len([]rune(body.Password)) < admin.MinPasswordLength:
+		errs.Add("password", "must have at least %d characters", admin.MinPasswordLength)
+	}
+	ttl := admin.DefaultInvitationTTL
+	switch {
+	case body.ExpiresInHours != 0 && !body.Invite:
+		errs.Add("expiresInHours", "goes with invite: true")
+	case body.ExpiresInHours < 0 || time.Duration(body.ExpiresInHours)*time.Hour > admin.MaxInvitationTTL:
+		errs.Add("expiresInHours", "must be 1 to %d", int(admin.MaxInvitationTTL/time.Hour))
+	case body.ExpiresInHours > 0:
+		ttl = time.Duration(body.ExpiresInHours) * time.Hour
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	by := admin.By{Actor: p.Actor(), Address: p.Address}
+	var u store.User
+	var token string
+	if body.Invite {
+		u, token, err = admin.InvitePerson(r.Context(), a.store, by, p.OrgID, email, role, ttl)
+	} else {
+		u, err = admin.NewPerson(r.Context(), a.store, by, p.OrgID, email, role, body.Password, true)
+	}
+	if errors.Is(err, store.ErrConflict) {
+		return httpx.Validation("email", "a user of the organization has this e-mail address")
+	}
+	if err != nil {
+		return err
+	}
+	out := apiv1.NewUser{User: userOut(store.ConsoleUser{User: u, RoleName: role.Name})}
+	if token != "" {
+		out.Invitation = &apiv1.Invitation{Token: token, URL: a.baseURL(r) + InvitationPath + "?token=" + url.QueryEscape(token), ExpiresAt: u.InvitationExpiresAt}
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// InvitationPath is the console page an invitation's link opens.
+const InvitationPath = "/console/invitation"
+
+// baseURL is the server's public address: --base-url, else the request's.
+func (a *API) baseURL(r *http.Request) string {
+	if a.cfg.BaseURL != "" {
+		return strings.TrimRight(a.cfg.BaseURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// deleteUser deletes a console user with its sessions and invitation
+// (patchd addition).
+func (a *API) deleteUser(w http.ResponseWriter, r *http.Request) error {
+	u, by, err := a.targetUser(r)
+	if err != nil {
+		return err
+	}
+	if err := admin.DeletePerson(r.Context(), a.store, by, u); err != nil {
+		if isNotFound(err) {
+			return httpx.NotFound("user")
+		}
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, apiv1.OK{OK: true})
+	return nil
 }
 
 func (a *API) listUsers(w http.ResponseWriter, r *http.Request) error {

@@ -150,6 +150,7 @@ func (c *Console) routes() {
 	c.handleFunc("POST /console/setup", c.setup)
 	c.staged("POST /console/logout", "", c.logout)
 	c.identityRoutes()
+	c.invitationRoutes()
 	c.passkeyRoutes()
 
 	c.page("GET /console/{$}", 0, c.dashboard)
@@ -202,6 +203,8 @@ func (c *Console) routes() {
 	c.page("GET /console/users", adminOnly, c.usersPage)
 	c.page("POST /console/users", adminOnly, c.userCreate)
 	c.page("POST /console/users/{id}/{op}", adminOnly, c.userChange)
+	c.page("POST /console/roles", adminOnly, c.roleCreate)
+	c.page("POST /console/roles/{id}/{op}", adminOnly, c.roleChange)
 	c.page("POST /console/credentials", adminOnly, c.credentialCreate)
 	c.page("POST /console/credentials/{id}/{op}", adminOnly, c.credentialChange)
 	c.page("GET /console/enrollment", adminOnly, c.enrollmentPage)

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,8 +64,10 @@ var funcs = template.FuncMap{
 		}
 		return false
 	},
-	"count": count,
-	"pct":   pct,
+	// contains tells whether a list holds a value.
+	"contains": slices.Contains[[]string],
+	"count":    count,
+	"pct":      pct,
 	// ratio is n of total in percent with two decimals (an SVG arc's
 	// length on a ring of circumference 100).
 	"ratio": func(n, total int) string {

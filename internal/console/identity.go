@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/store"
@@ -33,6 +34,7 @@ func (c *Console) identityRoutes() {
 	c.staged("POST /console/signin/enroll", store.StageEnroll, c.enrollStageSubmit)
 
 	c.page("GET /console/account", 0, c.accountPage)
+	c.page("POST /console/account/password", 0, c.passwordChange)
 	c.page("POST /console/account/totp", 0, c.totpBegin)
 	c.page("POST /console/account/totp/confirm", 0, c.totpConfirm)
 	c.page("POST /console/account/totp/remove", 0, c.totpRemove)
@@ -449,6 +451,8 @@ type accountData struct {
 	MinPassword    int
 	RecoveryTotal  int
 	NewCodesReason string
+	// PasswordError is the password form's refusal.
+	PasswordError string
 }
 
 type sessionView struct {
@@ -474,7 +478,7 @@ func (c *Console) accountData(r *http.Request, s *session) (*accountData, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &accountData{TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), PasswordUser: s.User.PasswordHash != "", CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
+	d := &accountData{MinPassword: admin.MinPasswordLength, TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), PasswordUser: s.User.PasswordHash != "", CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
 		MaxAge: c.cfg.MaxAge, RecoveryTotal: auth.RecoveryCodes}
 	for _, si := range list {
 		exp := si.LastSeenAt.Add(c.cfg.IdleTimeout)
@@ -499,6 +503,61 @@ func (c *Console) renderAccount(w http.ResponseWriter, r *http.Request, s *sessi
 
 func (c *Console) accountPage(w http.ResponseWriter, r *http.Request, s *session) error {
 	return c.renderAccount(w, r, s, http.StatusOK, nil)
+}
+
+// passwordChange changes the user's own password: it takes the current
+// one, within a throttle like sign-in's (so a session left open does not
+// let anyone try passwords), and signs the user's other sessions out.
+func (c *Console) passwordChange(w http.ResponseWriter, r *http.Request, s *session) error {
+	if s.User.PasswordHash == "" {
+		return c.done(w, r, "/console/account", badRequest("You sign in through single sign-on: your provider keeps your password."), "")
+	}
+	current, password := r.PostFormValue("current"), r.PostFormValue("password")
+	show := func(status int, msg string) error {
+		return c.renderAccount(w, r, s, status, func(d *accountData) { d.PasswordError = msg })
+	}
+	switch {
+	case current == "":
+		return show(http.StatusUnprocessableEntity, "Enter your current password.")
+	case password != r.PostFormValue("password2"):
+		return show(http.StatusUnprocessableEntity, "The two new passwords differ.")
+	case len([]rune(password)) < admin.MinPasswordLength:
+		return show(http.StatusUnprocessableEntity, "The new password must have at least 12 characters.")
+	case password == current:
+		return show(http.StatusUnprocessableEntity, "Choose a new password other than your current one.")
+	}
+	check, err := auth.BeginPasswordCheck()
+	if err != nil {
+		retryAfter(w, time.Second)
+		return show(http.StatusServiceUnavailable, "The server is checking too many passwords at once. Try again in a few seconds.")
+	}
+	defer check.End()
+	attempt, err := c.throttle.Begin(r.Context(), c.now(), auth.ThrottleKeys("console-password-change", s.User.ID, c.clientIP(r),
+		auth.Limit{Max: MaxSignInFailures, Window: SignInWindow}, auth.Limit{Max: MaxAddressSignInFailures, Window: SignInWindow})...)
+	var limited *auth.RateLimitedError
+	if errors.As(err, &limited) {
+		retryAfter(w, limited.RetryAfter)
+		return show(http.StatusTooManyRequests, "Too many wrong passwords. Try again in "+waitText(limited.RetryAfter)+".")
+	}
+	if err != nil {
+		return err
+	}
+	if ok, err := check.Matches(current, s.User.PasswordHash); err != nil || !ok {
+		// The attempt stays counted.
+		c.record(r, c.userAudit(r, s.User, "user.password_change_failed", map[string]any{"reason": "current password"}))
+		return show(http.StatusUnauthorized, "Your current password is wrong.")
+	}
+	check.End()
+	attempt.Release(context.WithoutCancel(r.Context()))
+	hash, err := auth.HashPassword(r.Context(), password)
+	if err != nil {
+		return err
+	}
+	e := c.userAudit(r, s.User, "user.password_change", map[string]any{"otherSessionsEnded": true})
+	if err := c.store.SetUserPassword(r.Context(), e, s.User.OrgID, s.User.ID, hash, false, true, s.idHash); err != nil {
+		return err
+	}
+	return c.done(w, r, "/console/account", nil, "Your password is changed; your other sessions are signed out.")
 }
 
 // totpBegin starts setting up an authenticator app: a new secret kept on
@@ -637,7 +696,7 @@ func (c *Console) sessionsRevoke(w http.ResponseWriter, r *http.Request, s *sess
 // password users" (administrators).
 func (c *Console) requireSecondFactor(w http.ResponseWriter, r *http.Request, s *session) error {
 	on := r.PostFormValue("require") == "on"
-	err := admin.SetRequireSecondFactor(r.Context(), c.store, admin.By{Actor: s.actor(), Address: s.addr}, s.User.OrgID, on)
+	err := c.callAPI(r, s, http.MethodPut, "/api/v1/sign-in-policy", apiv1.SignInPolicy{RequireSecondFactor: &on}, nil)
 	text := "Password users without a second factor now set one up at their next sign-in."
 	if !on {
 		text = "A second factor is optional again."

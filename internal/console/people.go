@@ -12,6 +12,7 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -28,9 +29,14 @@ type usersData struct {
 	Roles               []roleView
 	Credentials         []store.Credential
 	// NewCredential is set right after creation: its secret is shown once.
-	NewCredential *admin.NewCredential
+	NewCredential *apiv1.NewCredential
+	// NewInvitation is set right after an invitation: its link is shown
+	// once.
+	NewInvitation *apiv1.NewUser
 	MinPassword   int
 	AllPerms      []string
+	// RoleUse is each role with what holds it (GET /api/v1/roles).
+	RoleUse []apiv1.Role
 }
 
 func (c *Console) usersData(r *http.Request, s *session) (*usersData, error) {
@@ -51,7 +57,12 @@ func (c *Console) usersData(r *http.Request, s *session) (*usersData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &usersData{Users: users, Credentials: creds, MinPassword: admin.MinPasswordLength, AllPerms: perm.All.Names(), RequireSecondFactor: required}
+	var roleUse apiv1.List[apiv1.Role]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/roles", nil, &roleUse); err != nil {
+		return nil, err
+	}
+	d := &usersData{Users: users, Credentials: creds, MinPassword: admin.MinPasswordLength, AllPerms: perm.All.Names(), RequireSecondFactor: required,
+		RoleUse: roleUse.Items}
 	for _, ro := range roles {
 		d.Roles = append(d.Roles, roleView{Role: ro, Names: ro.Permissions.Names()})
 	}
@@ -92,24 +103,70 @@ func (c *Console) roleOf(r *http.Request, s *session, id string) (store.Role, er
 	return ro, err
 }
 
+// userCreate creates a user with a one-time password, or invites one and
+// shows the invitation's link once, through POST /api/v1/users.
 func (c *Console) userCreate(w http.ResponseWriter, r *http.Request, s *session) error {
-	email, err := admin.CheckEmail(r.PostFormValue("email"))
-	if err != nil {
-		return c.done(w, r, "/console/users", badRequest("The e-mail address is not valid."), "")
+	body := apiv1.UserCreate{Email: r.PostFormValue("email"), Role: r.PostFormValue("role")}
+	switch r.PostFormValue("how") {
+	case "invite":
+		body.Invite = true
+		if h := r.PostFormValue("expires_hours"); h != "" {
+			n, err := strconv.Atoi(h)
+			if err != nil {
+				return c.done(w, r, "/console/users", badRequest("Choose how long the invitation works."), "")
+			}
+			body.ExpiresInHours = n
+		}
+	case "", "password":
+		body.Password = r.PostFormValue("password")
+	default:
+		return c.done(w, r, "/console/users", badRequest("Choose a one-time password or an invitation."), "")
 	}
-	ro, err := c.roleOf(r, s, r.PostFormValue("role"))
-	if err != nil {
+	var nu apiv1.NewUser
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/users", body, &nu); err != nil {
 		return c.done(w, r, "/console/users", err, "")
 	}
-	password := r.PostFormValue("password")
-	if len([]rune(password)) < admin.MinPasswordLength {
-		return c.done(w, r, "/console/users", badRequest("The password must have at least 12 characters."), "")
+	if nu.Invitation == nil {
+		return c.done(w, r, "/console/users", nil, "User "+nu.Email+" created with the role "+nu.Role+"; the password is a one-time one: "+nu.Email+" chooses a new one at the first sign-in.")
 	}
-	_, err = admin.CreateUser(r.Context(), c.store, s.actor(), s.User.OrgID, email, ro.ID, password)
-	if errors.Is(err, store.ErrConflict) {
-		err = badRequest("A user with that e-mail address exists.")
+	// The in-process call has no host of its own: the link is built on
+	// the address the browser reached.
+	nu.Invitation.URL = c.baseURL(r) + api.InvitationPath + "?token=" + url.QueryEscape(nu.Invitation.Token)
+	d, err := c.usersData(r, s)
+	if err != nil {
+		return err
 	}
-	return c.done(w, r, "/console/users", adminError(err), "User "+email+" created with the role "+ro.Name+".")
+	d.NewInvitation = &nu
+	return c.render(w, r, s, http.StatusOK, "users", "", "Users & API Credentials", "users", d)
+}
+
+// roleCreate creates a custom role through POST /api/v1/roles.
+func (c *Console) roleCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	body := apiv1.RoleBody{Name: r.PostFormValue("name"), Permissions: r.PostForm["perm"]}
+	var ro apiv1.Role
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/roles", body, &ro)
+	return c.done(w, r, "/console/users#h-roles", err, "Role "+ro.Name+" created.")
+}
+
+// roleChange renames a custom role and sets its permissions (PATCH), or
+// deletes it (DELETE /api/v1/roles/{id}).
+func (c *Console) roleChange(w http.ResponseWriter, r *http.Request, s *session) error {
+	path := "/api/v1/roles/" + url.PathEscape(r.PathValue("id"))
+	switch r.PathValue("op") {
+	case "delete":
+		err := c.callAPI(r, s, http.MethodDelete, path, nil, nil)
+		return c.done(w, r, "/console/users#h-roles", err, "Role deleted.")
+	case "update":
+	default:
+		return notFound("operation")
+	}
+	name, perms := r.PostFormValue("name"), r.PostForm["perm"]
+	if perms == nil {
+		perms = []string{}
+	}
+	var ro apiv1.Role
+	err := c.callAPI(r, s, http.MethodPatch, path, apiv1.RolePatch{Name: &name, Permissions: &perms}, &ro)
+	return c.done(w, r, "/console/users#h-roles", err, "Role "+ro.Name+" saved.")
 }
 
 func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -177,21 +234,13 @@ func (c *Console) userOf(r *http.Request, s *session, id string) (store.ConsoleU
 	return store.ConsoleUser{}, notFound("user")
 }
 
+// credentialCreate creates an API credential through POST
+// /api/v1/credentials and shows its secret once.
 func (c *Console) credentialCreate(w http.ResponseWriter, r *http.Request, s *session) error {
-	name := strings.TrimSpace(r.PostFormValue("name"))
-	if name == "" || len(name) > 200 {
-		return c.done(w, r, "/console/users", badRequest("Give the credential a name (at most 200 characters)."), "")
-	}
-	ro, err := c.roleOf(r, s, r.PostFormValue("role"))
-	if err != nil {
+	var nc apiv1.NewCredential
+	body := apiv1.CredentialBody{Name: r.PostFormValue("name"), Role: r.PostFormValue("role")}
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/credentials", body, &nc); err != nil {
 		return c.done(w, r, "/console/users", err, "")
-	}
-	if !ro.Permissions.Has(perm.APIAccess) {
-		return c.done(w, r, "/console/users", badRequest("The role "+ro.Name+" lacks api.access: API credentials need it."), "")
-	}
-	nc, err := admin.CreateCredential(r.Context(), c.store, s.actor(), s.User.OrgID, name, ro.ID)
-	if err != nil {
-		return c.done(w, r, "/console/users", adminError(err), "")
 	}
 	d, err := c.usersData(r, s)
 	if err != nil {
@@ -201,21 +250,28 @@ func (c *Console) credentialCreate(w http.ResponseWriter, r *http.Request, s *se
 	return c.render(w, r, s, http.StatusOK, "users", "", "Users & API Credentials", "users", d)
 }
 
+// credentialChange disables or enables (PATCH) or deletes (DELETE
+// /api/v1/credentials/{id}) an API credential.
 func (c *Console) credentialChange(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, op := r.PathValue("id"), r.PathValue("op")
-	cred, err := c.store.FindCredential(r.Context(), s.User.OrgID, id)
-	if err != nil {
-		return c.done(w, r, "/console/users", adminError(err), "")
-	}
+	path := "/api/v1/credentials/" + url.PathEscape(id)
+	var cred apiv1.Credential
+	var err error
 	switch op {
 	case "disable", "enable":
-		_, err = admin.SetCredentialDisabled(r.Context(), c.store, s.actor(), s.User.OrgID, cred.ClientID, op == "disable")
+		disabled := op == "disable"
+		err = c.callAPI(r, s, http.MethodPatch, path, apiv1.CredentialPatch{Disabled: &disabled}, &cred)
 	case "delete":
-		_, err = admin.DeleteCredential(r.Context(), c.store, s.actor(), s.User.OrgID, cred.ClientID)
+		err = c.callAPI(r, s, http.MethodDelete, path, nil, nil)
+		cred.Name = "deleted"
 	default:
 		return notFound("operation")
 	}
-	return c.done(w, r, "/console/users", adminError(err), "Credential "+cred.Name+": "+op+"d.")
+	text := "Credential " + cred.Name + ": " + op + "d."
+	if op == "delete" {
+		text = "Credential deleted."
+	}
+	return c.done(w, r, "/console/users", err, text)
 }
 
 type enrollData struct {
@@ -231,19 +287,25 @@ type enrollData struct {
 
 type packageLink struct{ Label, URL string }
 
+// baseURL is the server's public address: --base-url, else the address
+// the browser reached.
+func (c *Console) baseURL(r *http.Request) string {
+	if c.cfg.BaseURL != "" {
+		return c.cfg.BaseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
 func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, error) {
 	var tokens apiv1.List[apiv1.EnrollToken]
 	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/enrollment-tokens", nil, &tokens); err != nil {
 		return nil, err
 	}
-	base := c.cfg.BaseURL
-	if base == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		base = scheme + "://" + r.Host
-	}
+	base := c.baseURL(r)
 	d := &enrollData{Tokens: tokens.Items, BaseURL: base, Loopback: agentdist.IsLoopback(base), Now: c.now()}
 	if c.cfg.Agents != nil {
 		d.Published = c.cfg.Agents.Published()

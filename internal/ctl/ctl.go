@@ -81,6 +81,8 @@ func init() {
 	commands = append(commands, alertOpCommands()...)
 	commands = append(commands, policyCommands()...)
 	commands = append(commands, userCommands()...)
+	commands = append(commands, roleCommands()...)
+	commands = append(commands, credentialCommands()...)
 	commands = append(commands, completionCommands()...)
 }
 

@@ -18,6 +18,7 @@ var userCols = []column[apiv1.User]{
 	col("DISABLED", func(u apiv1.User) string { return yesNo(u.Disabled) }),
 	col("SECOND-FACTOR", func(u apiv1.User) string { return yesNo(u.SecondFactor) }),
 	col("MUST-CHANGE-PASSWORD", func(u apiv1.User) string { return yesNo(u.MustChangePassword) }),
+	col("INVITED", func(u apiv1.User) string { return yesNo(u.InvitationExpiresAt != nil) }),
 	col("INSTANCE-OPERATOR", func(u apiv1.User) string { return yesNo(u.InstanceOperator) }),
 }
 
@@ -43,9 +44,80 @@ func userCommand(name, args, summary string, flags func(fs *flag.FlagSet) func(s
 		}}
 }
 
+// createUserCommand is users create and users invite.
+func createUserCommand(invite bool) command {
+	name, args, summary := "users create", "--email E --role ROLE < password", "create a console user with a one-time password from standard input (changed at the first sign-in)"
+	if invite {
+		name, args, summary = "users invite", "--email E --role ROLE [--expires-hours N]", "invite a console user: prints a single-use link (shown once) through which the user sets its password"
+	}
+	return command{name: name, args: args, summary: summary,
+		setup: func(fs *flag.FlagSet) func(*session, []string) error {
+			email := fs.String("email", "", "the user's e-mail address (required)")
+			role := fs.String("role", "", "the role's id or name (required; patchctl roles list)")
+			var hours *int
+			if invite {
+				hours = fs.Int("expires-hours", 72, "how long the link works, 1-720 hours")
+			}
+			return func(s *session, args []string) error {
+				if err := needArgs(args); err != nil {
+					return err
+				}
+				if *email == "" || *role == "" {
+					return usagef("--email and --role are required")
+				}
+				body := apiv1.UserCreate{Email: *email, Role: *role, Invite: invite}
+				if invite {
+					if *hours < 1 || *hours > 720 {
+						return usagef("--expires-hours must be 1 to 720")
+					}
+					body.ExpiresInHours = *hours
+				} else {
+					data, err := readInput(s, "-")
+					if err != nil {
+						return err
+					}
+					if body.Password = strings.TrimRight(string(data), "\r\n"); body.Password == "" {
+						return usagef("give the one-time password on standard input")
+					}
+				}
+				c, err := s.client()
+				if err != nil {
+					return err
+				}
+				u, err := c.CreateUser(s.ctx, body)
+				if err != nil {
+					return err
+				}
+				if u.Invitation != nil {
+					return s.done(u, "Invited %s (%s). Send this link (it works once, until %s; it is not shown again):\n%s",
+						u.Email, u.ID, u.Invitation.ExpiresAt.Format("2006-01-02 15:04 MST"), u.Invitation.URL)
+				}
+				return s.done(u, "Created %s (%s); the user chooses its own password at the first sign-in.", u.Email, u.ID)
+			}
+		}}
+}
+
 func userCommands() []command {
 	return []command{
 		listCommand("users list", "list the organization's console users", userCols, (*client.Client).ListUsers),
+		createUserCommand(false),
+		createUserCommand(true),
+		{name: "users delete", args: "ID", summary: "delete a console user (its sessions end)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					if err := c.DeleteUser(s.ctx, args[0]); err != nil {
+						return err
+					}
+					return s.done(apiv1.OK{OK: true}, "User %s deleted.", args[0])
+				}
+			}},
 		userCommand("users role", "ID ROLE", "give a user another role (id or name)", func(fs *flag.FlagSet) func(*session, *client.Client, string, []string) (apiv1.User, error) {
 			return func(s *session, c *client.Client, id string, rest []string) (apiv1.User, error) {
 				if err := needArgs(rest, "ROLE"); err != nil {

@@ -99,7 +99,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		MaxInventories: cfg.MaxInventories, Crowded: srv.conns.Crowded,
 		ClientIP: func(r *http.Request) string { return srv.api.ClientIP(r) }})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
-		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued,
+		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued, BaseURL: cfg.BaseURL,
 		Releases: func() ([]agentproto.Release, error) { return srv.agentDist.Store.Releases() }})
 
 	mux := http.NewServeMux()

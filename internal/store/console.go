@@ -21,15 +21,20 @@ type ConsoleUser struct {
 }
 
 const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions,
-	u.totp_secret <> '', u.must_change_password, (SELECT COUNT(*) FROM user_passkeys pk WHERE pk.user_id = u.id)`
+	u.totp_secret <> '', u.must_change_password, (SELECT COUNT(*) FROM user_passkeys pk WHERE pk.user_id = u.id),
+	COALESCE((SELECT i.expires_at FROM user_invitations i WHERE i.user_id = u.id), 0)`
 
 func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var u ConsoleUser
 	var created int64
 	var permText string
+	var invitationExpires int64
 	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &created, &u.PasswordHash, &u.RoleName, &permText,
-		&u.TOTP, &u.MustChangePassword, &u.Passkeys); err != nil {
+		&u.TOTP, &u.MustChangePassword, &u.Passkeys, &invitationExpires); err != nil {
 		return u, err
+	}
+	if invitationExpires != 0 {
+		u.InvitationExpiresAt = fromMillis(invitationExpires)
 	}
 	u.SecondFactor = u.TOTP || u.Passkeys > 0
 	u.CreatedAt = fromMillis(created)

@@ -267,6 +267,10 @@ func (s *Store) SetUserPassword(ctx context.Context, e *AuditEntry, orgID, userI
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("store: user: %w", ErrNotFound)
 		}
+		// A password set otherwise ends a pending invitation.
+		if _, err := tx.exec(ctx, `DELETE FROM user_invitations WHERE user_id = ?`, userID); err != nil {
+			return fmt.Errorf("store: end invitation: %w", err)
+		}
 		if endSessions {
 			if _, err := tx.exec(ctx, `DELETE FROM console_sessions WHERE user_id = ? AND id_hash <> ?`, userID, keep); err != nil {
 				return fmt.Errorf("store: end user sessions: %w", err)

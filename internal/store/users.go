@@ -26,9 +26,13 @@ type User struct {
 	Passkeys     int  `json:"-"`
 	// MustChangePassword sends the user to choose a new password at the
 	// next sign-in.
-	MustChangePassword bool      `json:"mustChangePassword"`
-	CreatedAt          time.Time `json:"createdAt"`
-	PasswordHash       string    `json:"-"`
+	MustChangePassword bool `json:"mustChangePassword"`
+	// InvitationExpiresAt is when the user's invitation ends (zero: it
+	// has none pending): the user has no password until it sets one
+	// through the invitation's link.
+	InvitationExpiresAt time.Time `json:"-"`
+	CreatedAt           time.Time `json:"createdAt"`
+	PasswordHash        string    `json:"-"`
 }
 
 // ErrLastOperator refuses a change that would leave the instance without
@@ -46,13 +50,8 @@ func (s *Store) CreateUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent
 	u.CreatedAt = time.Now().UTC()
 	e.TargetID = u.ID
 	err := s.Audited(ctx, e, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, created_at)
-			VALUES (?, ?, ?, ?, ?, FALSE, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, millis(u.CreatedAt))
-		if isUniqueViolation(err) {
-			return fmt.Errorf("store: user %q exists: %w", u.Email, ErrConflict)
-		}
-		if err != nil {
-			return fmt.Errorf("store: create user: %w", err)
+		if err := tx.insertUser(ctx, u); err != nil {
+			return err
 		}
 		if u.InstanceOperator {
 			ie.TargetType, ie.TargetID = "user", u.ID
@@ -64,6 +63,87 @@ func (s *Store) CreateUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent
 		return User{}, err
 	}
 	return u, nil
+}
+
+func (tx *Tx) insertUser(ctx context.Context, u User) error {
+	_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, must_change_password, created_at)
+		VALUES (?, ?, ?, ?, ?, FALSE, ?, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, u.MustChangePassword, millis(u.CreatedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("store: user %q exists: %w", u.Email, ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("store: create user: %w", err)
+	}
+	return nil
+}
+
+// CreateInvitedUser stores a console user without a password and its
+// invitation: tokenHash is the hash of the link's token, valid until
+// expires. The user sets its password with AcceptInvitation.
+func (s *Store) CreateInvitedUser(ctx context.Context, e *AuditEntry, u User, tokenHash string, expires time.Time) (User, error) {
+	u.ID = NewID()
+	u.CreatedAt = time.Now().UTC()
+	u.PasswordHash, u.InstanceOperator, u.MustChangePassword = "", false, false
+	u.InvitationExpiresAt = expires.UTC()
+	e.TargetID = u.ID
+	err := s.Audited(ctx, e, func(tx *Tx) error {
+		if err := tx.insertUser(ctx, u); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO user_invitations (user_id, org_id, token_hash, expires_at, created_at) VALUES (?, ?, ?, ?, ?)`,
+			u.ID, u.OrgID, tokenHash, millis(expires), millis(u.CreatedAt)); err != nil {
+			return fmt.Errorf("store: create invitation: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// InvitedUser finds the enabled user of an invitation valid at now by
+// the hash of its token (ErrNotFound: no such invitation, used, expired
+// or its user disabled).
+func (s *Store) InvitedUser(ctx context.Context, tokenHash string, now time.Time) (ConsoleUser, error) {
+	users, err := s.listConsoleUsers(ctx, "find invitation", `u.disabled = FALSE AND u.id = (SELECT i.user_id FROM user_invitations i
+		WHERE i.token_hash = ? AND i.expires_at > ?)`, tokenHash, millis(now))
+	if err != nil {
+		return ConsoleUser{}, err
+	}
+	if len(users) == 0 {
+		return ConsoleUser{}, fmt.Errorf("store: invitation: %w", ErrNotFound)
+	}
+	return users[0], nil
+}
+
+// AcceptInvitation sets the password of the invitation's user and takes
+// the invitation (a link works once); e, the Audit Trail entry, gets the
+// user as its target. An invitation that is used, expired or whose user is
+// disabled answers ErrNotFound and changes nothing.
+func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, passwordHash string, now time.Time) (ConsoleUser, error) {
+	var u ConsoleUser
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var userID string
+		err := tx.queryRow(ctx, `DELETE FROM user_invitations WHERE token_hash = ? AND expires_at > ?
+			AND user_id IN (SELECT id FROM users WHERE disabled = FALSE) RETURNING user_id`, tokenHash, millis(now)).Scan(&userID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: invitation: %w", ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: take invitation: %w", err)
+		}
+		if _, err := tx.exec(ctx, `UPDATE users SET password_hash = ?, must_change_password = FALSE WHERE id = ?`, passwordHash, userID); err != nil {
+			return fmt.Errorf("store: set password: %w", err)
+		}
+		row := tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE u.id = ?`, userID)
+		if u, err = scanConsoleUser(row); err != nil {
+			return fmt.Errorf("store: read user: %w", err)
+		}
+		e.OrgID, e.TargetType, e.TargetID = u.OrgID, "user", u.ID
+		return tx.insertAudit(ctx, e)
+	})
+	return u, err
 }
 
 // lockOperators answers the enabled instance operators (id and

@@ -1,0 +1,107 @@
+package ctl
+
+import (
+	"flag"
+	"strconv"
+	"strings"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+)
+
+// Roles: patchd's additions under /api/v1/roles (roles holding every
+// permission).
+
+var roleCols = []column[apiv1.Role]{
+	col("ID", func(r apiv1.Role) string { return r.ID }),
+	col("NAME", func(r apiv1.Role) string { return r.Name }),
+	col("BUILT-IN", func(r apiv1.Role) string { return yesNo(r.Builtin) }),
+	col("USERS", func(r apiv1.Role) string { return strconv.Itoa(r.Users) }),
+	col("CREDENTIALS", func(r apiv1.Role) string { return strconv.Itoa(r.Credentials) }),
+	col("PERMISSIONS", func(r apiv1.Role) string { return strings.Join(r.Permissions, ",") }),
+}
+
+// permissionList reads --permissions a,b,c.
+func permissionList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func roleCommands() []command {
+	return []command{
+		listCommand("roles list", "list the organization's roles with their permissions and use", roleCols, (*client.Client).ListRoles),
+		{name: "roles create", args: "--name NAME --permissions P,…", summary: "create a custom role from the permissions (api.access, endpoints.view, …)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				name := fs.String("name", "", "the role's name (required)")
+				perms := fs.String("permissions", "", "comma-separated permissions (required)")
+				return func(s *session, args []string) error {
+					if err := needArgs(args); err != nil {
+						return err
+					}
+					if *name == "" || *perms == "" {
+						return usagef("--name and --permissions are required")
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					r, err := c.CreateRole(s.ctx, apiv1.RoleBody{Name: *name, Permissions: permissionList(*perms)})
+					if err != nil {
+						return err
+					}
+					return s.done(r, "Role %s created (%s).", r.Name, r.ID)
+				}
+			}},
+		{name: "roles update", args: "ID|NAME [--name NAME] [--permissions P,…]", summary: "rename a custom role or replace its permissions",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				name := fs.String("name", "", "the new name")
+				perms := fs.String("permissions", "", "the new comma-separated permissions (replace the role's)")
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID|NAME"); err != nil {
+						return err
+					}
+					var body apiv1.RolePatch
+					if *name != "" {
+						body.Name = name
+					}
+					if *perms != "" {
+						list := permissionList(*perms)
+						body.Permissions = &list
+					}
+					if body.Name == nil && body.Permissions == nil {
+						return usagef("give --name, --permissions or both")
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					r, err := c.PatchRole(s.ctx, args[0], body)
+					if err != nil {
+						return err
+					}
+					return s.done(r, "Role %s updated.", r.Name)
+				}
+			}},
+		{name: "roles delete", args: "ID|NAME", summary: "delete a custom role that no user, credential or single sign-on setting holds",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				return func(s *session, args []string) error {
+					if err := needArgs(args, "ID|NAME"); err != nil {
+						return err
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					if err := c.DeleteRole(s.ctx, args[0]); err != nil {
+						return err
+					}
+					return s.done(apiv1.OK{OK: true}, "Role %s deleted.", args[0])
+				}
+			}},
+	}
+}

@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
+)
+
+// TestInvitationsTakenOnce: of many acceptances of one invitation at
+// once, exactly one sets the password; an expired invitation, one whose
+// user is disabled, and one ended by a password reset open nothing.
+func TestInvitationsTakenOnce(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := s.FindRole(ctx, o.ID, store.RoleReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	invite := func(email, hash string, expires time.Time) store.User {
+		t.Helper()
+		u, err := s.CreateInvitedUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.invite", TargetType: "user"},
+			store.User{OrgID: o.ID, Email: email, RoleID: role.ID}, hash, expires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	accept := func(hash, pw string) (store.ConsoleUser, error) {
+		return s.AcceptInvitation(ctx, &store.AuditEntry{Actor: "test", Action: "user.invitation_accept"}, hash, pw, now)
+	}
+	a := invite("a@example.com", "hash-a", now.Add(time.Hour))
+	if got, err := s.InvitedUser(ctx, "hash-a", now); err != nil || got.ID != a.ID || got.PasswordHash != "" || got.InvitationExpiresAt.IsZero() {
+		t.Fatalf("invited user: %+v %v", got, err)
+	}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if u, err := accept("hash-a", "pw"+string(rune('0'+i))); err == nil && u.ID == a.ID {
+				wins.Add(1)
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) && !store.IsUnavailable(err) {
+				t.Errorf("accept: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Errorf("the invitation was taken %d times", wins.Load())
+	}
+	users, _ := s.ListUsers(ctx, o.ID)
+	if len(users) != 1 || users[0].PasswordHash == "" || !users[0].InvitationExpiresAt.IsZero() {
+		t.Errorf("after the acceptance: %+v", users)
+	}
+	entries, _ := s.ListAudit(ctx, o.ID, store.AuditFilter{Action: "user.invitation_accept", Limit: 10})
+	if len(entries) != 1 || entries[0].TargetID != a.ID {
+		t.Errorf("accept audit: %+v", entries)
+	}
+
+	invite("b@example.com", "hash-b", now.Add(-time.Second))
+	if _, err := accept("hash-b", "pw"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an expired invitation: %v", err)
+	}
+	c := invite("c@example.com", "hash-c", now.Add(time.Hour))
+	if err := s.SetUserDisabled(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.disable", TargetType: "user"}, o.ID, c.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := accept("hash-c", "pw"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a disabled user's invitation: %v", err)
+	}
+	d := invite("d@example.com", "hash-d", now.Add(time.Hour))
+	if err := s.SetUserPassword(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.password_reset", TargetType: "user"}, o.ID, d.ID, "h", true, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InvitedUser(ctx, "hash-d", now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an invitation after a password reset: %v", err)
+	}
+}
+
+// TestDeleteRoleInUse: a custom role held by a user, a credential or the
+// SSO settings is not deleted; a built-in one never; an unused one is.
+func TestDeleteRoleInUse(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := func(action string) *store.AuditEntry {
+		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "role"}
+	}
+	r, err := s.CreateRoleAudited(ctx, entry("role.create"), o.ID, "Ops", perm.Set(perm.APIAccess|perm.EndpointsView))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
+		store.User{OrgID: o.ID, Email: "a@example.com", RoleID: r.ID, PasswordHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	use, err := s.DeleteRole(ctx, entry("role.delete"), o.ID, r.ID)
+	if !errors.Is(err, store.ErrRoleInUse) || use.Users != 1 {
+		t.Fatalf("deleting a held role: %+v %v", use, err)
+	}
+	if err := s.DeleteUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.delete", TargetType: "user"}, o.ID, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateRole(ctx, entry("role.update"), o.ID, r.ID, "Operators", perm.Set(perm.APIAccess)); err != nil {
+		t.Fatal(err)
+	}
+	builtin, _ := s.FindRole(ctx, o.ID, store.RoleAdministrator)
+	if err := s.UpdateRole(ctx, entry("role.update"), o.ID, builtin.ID, "Boss", perm.Set(perm.APIAccess)); !errors.Is(err, store.ErrBuiltinRole) {
+		t.Errorf("changing a built-in role: %v", err)
+	}
+	if _, err := s.DeleteRole(ctx, entry("role.delete"), o.ID, builtin.ID); !errors.Is(err, store.ErrBuiltinRole) {
+		t.Errorf("deleting a built-in role: %v", err)
+	}
+	if _, err := s.DeleteRole(ctx, entry("role.delete"), o.ID, r.ID); err != nil {
+		t.Fatalf("deleting an unused role: %v", err)
+	}
+	if _, err := s.FindRole(ctx, o.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the role is still there: %v", err)
+	}
+	entries, _ := s.ListAudit(ctx, o.ID, store.AuditFilter{Action: "role.delete", Limit: 10})
+	if len(entries) != 1 {
+		t.Errorf("delete audit: %+v (refusals must not be recorded)", entries)
+	}
+}
