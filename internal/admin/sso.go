@@ -61,6 +61,11 @@ func ShowSSO(ctx context.Context, s *store.Store, orgRef string) (SSOOut, error)
 // sso_config.set by actor (the summary names what changed, never the
 // secret). A new provider needs a client secret.
 func SetSSO(ctx context.Context, s *store.Store, actor, orgRef string, in sso.Settings) (SSOOut, error) {
+	return SetSSOBy(ctx, s, By{Actor: actor}, orgRef, in)
+}
+
+// SetSSOBy is SetSSO audited with the caller's address too.
+func SetSSOBy(ctx context.Context, s *store.Store, by By, orgRef string, in sso.Settings) (SSOOut, error) {
 	o, err := s.FindOrg(ctx, orgRef)
 	if err != nil {
 		return SSOOut{}, err
@@ -104,7 +109,7 @@ func SetSSO(ctx context.Context, s *store.Store, actor, orgRef string, in sso.Se
 	for _, m := range c.RoleMap {
 		mapping[m.Value] = m.RoleName
 	}
-	e := &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "sso_config.set", Summary: map[string]any{
+	e := &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: "sso_config.set", Summary: map[string]any{
 		"providerName": c.ProviderName, "issuer": c.Issuer, "clientId": c.ClientID, "allowedDomains": c.AllowedDomains,
 		"scopes": c.Scopes, "roleClaim": c.RoleClaim, "roleMap": mapping, "defaultRole": in.DefaultRole, "justInTime": c.JustInTime,
 		"enabled": c.Enabled, "clientSecretChanged": in.ClientSecret != nil}}
@@ -121,11 +126,16 @@ func SetSSO(ctx context.Context, s *store.Store, actor, orgRef string, in sso.Se
 // DeleteSSO removes the organization's provider, audited as
 // sso_config.delete by actor.
 func DeleteSSO(ctx context.Context, s *store.Store, actor, orgRef string) (map[string]any, error) {
+	return DeleteSSOBy(ctx, s, By{Actor: actor}, orgRef)
+}
+
+// DeleteSSOBy is DeleteSSO audited with the caller's address too.
+func DeleteSSOBy(ctx context.Context, s *store.Store, by By, orgRef string) (map[string]any, error) {
 	o, err := s.FindOrg(ctx, orgRef)
 	if err != nil {
 		return nil, err
 	}
-	e := &store.AuditEntry{OrgID: o.ID, Actor: actor, Action: "sso_config.delete"}
+	e := &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: "sso_config.delete"}
 	if err := s.DeleteSSOConfig(ctx, e, o.ID); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestSSOSettings(t *testing.T) {
 		t.Fatalf("get: %+v %v", got, err)
 	}
 	entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "sso_config.set"})
-	if len(entries) != 2 || !strings.HasPrefix(entries[0].Actor, "api:") {
+	if len(entries) != 2 || !strings.HasPrefix(entries[0].Actor, "api:") || entries[0].Address == "" {
 		t.Errorf("audit: %+v", entries)
 	}
 	// Roles without every permission, and another organization.
