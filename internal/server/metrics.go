@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -89,4 +92,40 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(p.idle), p.name)
 		ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(p.waits), p.name)
 	}
+}
+
+// registerPresenceMetrics exports the check-ins' write lag: accepted in
+// memory vs written to the database by this replica, and how far back the
+// offline alert evaluation looks because some replica's writes lag (see
+// store.PresenceWatermark).
+func (s *Server) registerPresenceMetrics() {
+	s.registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "patchd_checkins_accepted_total",
+			Help: "Agents' check-ins this replica accepted (kept in memory until its next flush)."},
+			func() float64 { a, _ := s.hub.Counts(); return float64(a) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "patchd_checkins_written_total",
+			Help: "Check-ins this replica wrote to the database (several of one endpoint between flushes are written as the last)."},
+			func() float64 { _, w := s.hub.Counts(); return float64(w) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_checkin_write_lag_seconds",
+			Help: "Age of the oldest check-in this replica accepted and has not written (0: all written)."},
+			func() float64 { lag, _ := s.hub.WriteLag(time.Now()); return lag.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_checkins_unwritten",
+			Help: "Endpoints whose accepted check-in this replica has not written yet."},
+			func() float64 { _, n := s.hub.WriteLag(time.Now()); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_offline_evaluation_delay_seconds",
+			Help: "How far behind now the offline alerts are evaluated: the oldest check-in a live replica accepted and has not written (its presence watermark)."},
+			func() float64 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				now := time.Now()
+				through, ok, err := s.store.PresenceWatermark(ctx, now)
+				switch {
+				case err != nil:
+					return math.NaN()
+				case !ok:
+					return 0
+				}
+				return max(now.Sub(through), 0).Seconds()
+			}),
+	)
 }

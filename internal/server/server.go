@@ -90,6 +90,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 			}
 			return float64(n)
 		}))
+	srv.registerPresenceMetrics()
 	srv.ingest = s.NewIngester()
 	srv.conns = newConns()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_http_connections",
