@@ -165,12 +165,12 @@ func newAgentHost(cfg config.Config, s *store.Store) *agentdist.Host {
 // AgentDist serves the agent's downloads and installers.
 func (s *Server) AgentDist() *agentdist.Host { return s.agentDist }
 
-// Close stops the server's writers after the HTTP server stopped: queued
 // FlushCheckins writes the check-ins batched in memory now, not at the next
 // flush (tests that read what agents just reported).
 func (s *Server) FlushCheckins(ctx context.Context) error { return s.hub.Flush(ctx) }
 
-// inventories are written first.
+// Close stops the server's writers after the HTTP server stopped: queued
+// inventories are written.
 func (s *Server) Close() { s.ingest.Close() }
 
 // Handler is the server's whole HTTP surface.
@@ -382,20 +382,43 @@ func (r *Running) MetricsAddr() net.Addr {
 // Server is the running server.
 func (r *Running) Server() *Server { return r.srv }
 
+// finalSave is the part of the shutdown's time kept, after the HTTP
+// server, for the workers to stop and the last write of the check-ins
+// (presence.FinalFlushTimeout) with a margin.
+const finalSave = presence.FinalFlushTimeout + 2*time.Second
+
 // Shutdown stops accepting, answers the long polls held, lets the other
-// requests finish within ctx, then stops the workers (which write the
-// batched check-ins) and closes the store. It answers ctx's error when
-// requests were still running at its end.
+// requests finish, then stops the workers (which write the batched
+// check-ins) and closes the store. When ctx has a deadline — the time
+// until the SIGKILL that follows a SIGTERM —, the requests get it less
+// finalSave (half of it when it is shorter than twice finalSave) and are
+// cut off after that, so that the check-ins are written before the
+// deadline however many requests hang on a busy database. It answers
+// context.DeadlineExceeded when requests were still running when they
+// were cut off.
 func (r *Running) Shutdown(ctx context.Context) error {
-	err := r.hs.Shutdown(ctx)
+	httpCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		left := time.Until(deadline)
+		keep := finalSave
+		if left < 2*finalSave {
+			keep = left / 2
+		}
+		var cancel context.CancelFunc
+		httpCtx, cancel = context.WithDeadline(ctx, deadline.Add(-keep))
+		defer cancel()
+	}
+	err := r.hs.Shutdown(httpCtx)
 	if r.metrics != nil {
-		r.metrics.Shutdown(ctx)
+		r.metrics.Shutdown(httpCtx)
 	}
 	r.stop()
 	return err
 }
 
-// stop ends what Start began, after the HTTP server.
+// stop ends what Start began, after the HTTP server: the workers stop
+// first (the presence hub writes its check-ins) while the inventories
+// queued are written.
 func (r *Running) stop() {
 	r.hs.Close()
 	if r.metrics != nil {
@@ -404,8 +427,8 @@ func (r *Running) stop() {
 	if r.pprof != nil {
 		r.pprof()
 	}
-	r.srv.Close()
 	r.stopWork()
+	r.srv.Close()
 	r.workers.Wait()
 	r.store.Close()
 }
