@@ -56,8 +56,8 @@ func hsts(next http.Handler) http.Handler {
 
 // dbCollector exports the database pools' statistics.
 type dbCollector struct {
-	s                        *store.Store
-	open, inUse, idle, waits *prometheus.Desc
+	s                                  *store.Store
+	open, inUse, idle, waits, waitTime *prometheus.Desc
 }
 
 func newDBCollector(s *store.Store) *dbCollector {
@@ -67,6 +67,8 @@ func newDBCollector(s *store.Store) *dbCollector {
 		inUse: prometheus.NewDesc("patchd_db_connections_in_use", "Database connections in use.", labels, nil),
 		idle:  prometheus.NewDesc("patchd_db_connections_idle", "Idle database connections.", labels, nil),
 		waits: prometheus.NewDesc("patchd_db_connection_waits_total", "Times a request waited for a database connection.", labels, nil),
+		waitTime: prometheus.NewDesc("patchd_db_connection_wait_seconds_total",
+			"Time requests spent waiting for a database connection (the pool is too small or the database slow).", labels, nil),
 	}
 }
 
@@ -75,6 +77,7 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.inUse
 	ch <- c.idle
 	ch <- c.waits
+	ch <- c.waitTime
 }
 
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
@@ -83,7 +86,9 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		name              string
 		open, inUse, idle int
 		waits             int64
-	}{{"read", read.OpenConnections, read.InUse, read.Idle, read.WaitCount}, {"write", write.OpenConnections, write.InUse, write.Idle, write.WaitCount}} {
+		waitTime          time.Duration
+	}{{"read", read.OpenConnections, read.InUse, read.Idle, read.WaitCount, read.WaitDuration},
+		{"write", write.OpenConnections, write.InUse, write.Idle, write.WaitCount, write.WaitDuration}} {
 		if c.s.Engine() == store.Postgres && p.name == "write" {
 			continue // one pool on PostgreSQL
 		}
@@ -91,6 +96,67 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(p.inUse), p.name)
 		ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(p.idle), p.name)
 		ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(p.waits), p.name)
+		ch <- prometheus.MustNewConstMetric(c.waitTime, prometheus.CounterValue, p.waitTime.Seconds(), p.name)
+	}
+}
+
+// backlogCollector exports the queues an operator watches: the alert
+// outbox, the scheduler's due slots, the vulnerability matcher's endpoints
+// (all in the database, so every replica reports the same), the inventories
+// this replica's agents wait on, and what this replica holds (alert
+// delivery claims, the matcher's and the feed sync's leases).
+type backlogCollector struct {
+	srv                                    *Server
+	outbox, outboxAge, claims, schedLag    *prometheus.Desc
+	matchBacklog, matchAge, lease, invWait *prometheus.Desc
+	up                                     *prometheus.Desc
+}
+
+func newBacklogCollector(srv *Server) *backlogCollector {
+	return &backlogCollector{srv: srv,
+		outbox:       prometheus.NewDesc("patchd_alert_outbox", "Alert deliveries not done: waiting, being sent or waiting for a retry (the whole cluster).", nil, nil),
+		outboxAge:    prometheus.NewDesc("patchd_alert_outbox_oldest_seconds", "Age of the oldest alert delivery not done (0: none).", nil, nil),
+		claims:       prometheus.NewDesc("patchd_alert_claims", "Alert deliveries this replica has claimed and is sending.", nil, nil),
+		schedLag:     prometheus.NewDesc("patchd_scheduler_lag_seconds", "How long the oldest due automation slot has waited to be fired (0: none due).", nil, nil),
+		matchBacklog: prometheus.NewDesc("patchd_vuln_match_backlog", "Endpoints whose inventory changed and wait for the vulnerability matcher.", nil, nil),
+		matchAge:     prometheus.NewDesc("patchd_vuln_match_backlog_oldest_seconds", "How long the oldest endpoint has waited for the vulnerability matcher (0: none).", nil, nil),
+		lease:        prometheus.NewDesc("patchd_lease_held", "1 when this replica holds the lease (match: the vulnerability matcher, sync: the feed sync).", []string{"lease"}, nil),
+		invWait:      prometheus.NewDesc("patchd_inventory_queue", "Inventories this replica's agents uploaded that are queued or being written.", nil, nil),
+		up:           prometheus.NewDesc("patchd_backlog_scrape_ok", "1 when the database's backlogs could be read for this scrape.", nil, nil),
+	}
+}
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.outbox, c.outboxAge, c.claims, c.schedLag, c.matchBacklog, c.matchAge, c.lease, c.invWait, c.up} {
+		ch <- d
+	}
+}
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(c.invWait, float64(c.srv.ingest.Waiting()))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := c.srv.store.Backlogs(ctx, c.srv.replica, time.Now())
+	if err != nil {
+		gauge(c.up, 0)
+		return
+	}
+	gauge(c.up, 1)
+	gauge(c.outbox, float64(b.AlertOutbox))
+	gauge(c.outboxAge, b.AlertOutboxAge.Seconds())
+	gauge(c.claims, float64(b.AlertClaims))
+	gauge(c.schedLag, b.SchedulerLag.Seconds())
+	gauge(c.matchBacklog, float64(b.MatchBacklog))
+	gauge(c.matchAge, b.MatchBacklogAge.Seconds())
+	for name, held := range b.Leases {
+		v := 0.0
+		if held {
+			v = 1
+		}
+		gauge(c.lease, v, name)
 	}
 }
 

@@ -42,14 +42,16 @@ import (
 
 // Server is one patchd serve replica.
 type Server struct {
-	cfg       config.Config
-	store     *store.Store
-	auth      *auth.Authenticator
-	api       *api.API
-	console   *console.Console
-	agents    *agentapi.API
-	ingest    *store.Ingester
-	hub       *presence.Hub
+	cfg     config.Config
+	store   *store.Store
+	auth    *auth.Authenticator
+	api     *api.API
+	console *console.Console
+	agents  *agentapi.API
+	ingest  *store.Ingester
+	hub     *presence.Hub
+	// replica names this replica in the database's claims and leases.
+	replica   string
 	conns     *conns
 	registry  *prometheus.Registry
 	handler   http.Handler
@@ -73,7 +75,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		cfg.CheckinInterval = 60 * time.Second
 	}
 	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s, cfg.MaxLongPolls),
-		writeRecent: writesRecent}
+		replica: "replica-" + store.NewID(), writeRecent: writesRecent}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls",
 		Help: "Agents' long polls this replica holds open."}, func() float64 { held, _ := srv.hub.LongPolls(); return float64(held) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls_max",
@@ -92,6 +94,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		}))
 	srv.registerPresenceMetrics()
 	srv.ingest = s.NewIngester()
+	reg.MustRegister(newBacklogCollector(srv))
 	srv.conns = newConns()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_http_connections",
 		Help: "Open HTTP connections; past 90 % of the open-files limit, agent answers close theirs."},
@@ -512,7 +515,7 @@ func (s *Server) sweepStatus(ctx context.Context) {
 // VulnSyncInterval when it is set; both under store leases, so any number
 // of replicas share the work.
 func (s *Server) runVulnWorkers(ctx context.Context) {
-	holder := "replica-" + store.NewID()
+	holder := s.replica
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		(&vulndb.Matcher{Store: s.store, Holder: holder, Interval: s.cfg.VulnMatchInterval}).Run(ctx)
