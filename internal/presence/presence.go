@@ -30,6 +30,9 @@ type Hub struct {
 	// replica names this replica's presence watermark.
 	replica string
 	clock   clock.Clock
+	// writeMu makes flushes take turns: the watermark follows one batch
+	// in flight at a time.
+	writeMu sync.Mutex
 
 	mu   sync.Mutex
 	seen map[string]store.Checkin
@@ -297,6 +300,8 @@ func (h *Hub) Flush(ctx context.Context) error {
 
 // write writes the batched check-ins.
 func (h *Hub) write(ctx context.Context) error {
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
 	h.mu.Lock()
 	if len(h.seen) == 0 {
 		h.mu.Unlock()
