@@ -178,8 +178,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mux.ServeHTTP(w, r)
 }
 
-// SetClock replaces the clock (tests).
-func (a *API) SetClock(now func() time.Time) { a.clock.Set(now) }
+// SetClock replaces the clock (tests), the presence watermark's too: it
+// is compared with the check-ins' times.
+func (a *API) SetClock(now func() time.Time) {
+	a.clock.Set(now)
+	if a.hub != nil {
+		a.hub.SetClock(now)
+	}
+}
 
 func (a *API) now() time.Time { return a.clock.Now() }
 

@@ -10,23 +10,44 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/patchd/patchd/internal/clock"
 	"github.com/patchd/patchd/internal/store"
 )
 
 // FlushInterval is how often batched check-ins are written.
 const FlushInterval = 2 * time.Second
 
+// FinalFlushTimeout bounds the last write of the check-ins when the replica
+// stops; the shutdown keeps this long for it (server.Running.Shutdown).
+const FinalFlushTimeout = 10 * time.Second
+
 // Hub is one replica's view of its agents.
 type Hub struct {
 	store *store.Store
+	// replica names this replica's presence watermark.
+	replica string
+	clock   clock.Clock
+	// writeMu makes flushes take turns: the watermark follows one batch
+	// in flight at a time.
+	writeMu sync.Mutex
 
-	mu      sync.Mutex
-	seen    map[string]store.Checkin
-	pending map[string]bool
-	waiters map[string][]chan struct{}
-	seeded  bool
+	mu   sync.Mutex
+	seen map[string]store.Checkin
+	// unwritten is the oldest time of the check-ins in seen (of those
+	// replaced by a later one too); writing is that of the batch being
+	// written. Zero when there are none.
+	unwritten, writing time.Time
+	// beforeWrite runs before a batch is written (tests slow a flush).
+	beforeWrite func(context.Context)
+	// accepted and written count check-ins: accepted in memory, written
+	// by a flush (refused ones included: they are done with).
+	accepted, written atomic.Int64
+	pending           map[string]bool
+	waiters           map[string][]chan struct{}
+	seeded            bool
 	// held counts the long polls waiting; maxHeld bounds it.
 	held, maxHeld int
 	// stopping is closed by Drain.
@@ -41,7 +62,7 @@ func New(s *store.Store, maxLongPolls int) *Hub {
 	if maxLongPolls <= 0 {
 		maxLongPolls = DefaultMaxLongPolls()
 	}
-	return &Hub{store: s, seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]chan struct{}{},
+	return &Hub{store: s, replica: "replica-" + store.NewID(), seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]chan struct{}{},
 		maxHeld: maxLongPolls, stopping: make(chan struct{})}
 }
 
@@ -103,7 +124,60 @@ func (h *Hub) Seen(c store.Checkin) {
 		}
 	}
 	h.seen[c.EndpointID] = c
+	if h.unwritten.IsZero() || c.At.Before(h.unwritten) {
+		h.unwritten = c.At
+	}
 	h.mu.Unlock()
+	h.accepted.Add(1)
+}
+
+// SetClock replaces the clock the watermark is published with (tests move
+// it with the agent API's, which stamps the check-ins).
+func (h *Hub) SetClock(now func() time.Time) { h.clock.Set(now) }
+
+// SetBeforeWrite makes every flush call f before writing its batch: tests
+// hold a replica's writes back as a database that gives it no transaction
+// would.
+func (h *Hub) SetBeforeWrite(f func(context.Context)) {
+	h.mu.Lock()
+	h.beforeWrite = f
+	h.mu.Unlock()
+}
+
+// Watermark answers the time before which every check-in this replica
+// accepted is written: the oldest unwritten one's, or now.
+func (h *Hub) Watermark(now time.Time) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := now
+	for _, t := range []time.Time{h.unwritten, h.writing} {
+		if !t.IsZero() && t.Before(w) {
+			w = t
+		}
+	}
+	return w
+}
+
+// WriteLag answers how long the oldest check-in accepted and not yet
+// written has waited (0 when all are written), and how many endpoints'
+// check-ins wait.
+func (h *Hub) WriteLag(now time.Time) (time.Duration, int) {
+	w := h.Watermark(now)
+	h.mu.Lock()
+	n := len(h.seen)
+	h.mu.Unlock()
+	return max(now.Sub(w), 0), n
+}
+
+// Counts answers the check-ins accepted and written since the start.
+func (h *Hub) Counts() (accepted, written int64) { return h.accepted.Load(), h.written.Load() }
+
+// Publish records the replica's watermark in the database (see
+// store.PresenceWatermark): the offline alert evaluation of every replica
+// waits for this replica's unwritten check-ins.
+func (h *Hub) Publish(ctx context.Context) error {
+	now := h.clock.Now()
+	return h.store.PublishPresenceWatermark(ctx, h.replica, h.Watermark(now), now)
 }
 
 // MayHavePending tells whether the endpoint may have pending commands; a
@@ -215,8 +289,19 @@ func (h *Hub) Polling(endpointID string) bool {
 	return len(h.waiters[endpointID]) > 0
 }
 
-// Flush writes the batched check-ins.
+// Flush writes the batched check-ins, then publishes the replica's
+// watermark.
 func (h *Hub) Flush(ctx context.Context) error {
+	if err := h.write(ctx); err != nil {
+		return err
+	}
+	return h.Publish(ctx)
+}
+
+// write writes the batched check-ins.
+func (h *Hub) write(ctx context.Context) error {
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
 	h.mu.Lock()
 	if len(h.seen) == 0 {
 		h.mu.Unlock()
@@ -227,8 +312,29 @@ func (h *Hub) Flush(ctx context.Context) error {
 		batch = append(batch, c)
 	}
 	h.seen = make(map[string]store.Checkin, len(batch))
+	h.writing, h.unwritten = h.unwritten, time.Time{}
+	hold := h.beforeWrite
 	h.mu.Unlock()
+	if hold != nil {
+		hold(ctx)
+	}
 	err := h.store.RecordCheckins(ctx, batch)
+	h.mu.Lock()
+	if err != nil && !errors.As(err, new(*store.CheckinsRefused)) {
+		// Put the batch back unless newer check-ins replaced it.
+		for _, c := range batch {
+			if _, newer := h.seen[c.EndpointID]; !newer {
+				h.seen[c.EndpointID] = c
+			}
+		}
+		if h.unwritten.IsZero() || h.writing.Before(h.unwritten) {
+			h.unwritten = h.writing
+		}
+	} else {
+		h.written.Add(int64(len(batch)))
+	}
+	h.writing = time.Time{}
+	h.mu.Unlock()
 	var refused *store.CheckinsRefused
 	if errors.As(err, &refused) {
 		// The others are written; these would fail again: drop them (the
@@ -238,18 +344,7 @@ func (h *Hub) Flush(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err != nil {
-		// Put the batch back unless newer check-ins replaced it.
-		h.mu.Lock()
-		for _, c := range batch {
-			if _, newer := h.seen[c.EndpointID]; !newer {
-				h.seen[c.EndpointID] = c
-			}
-		}
-		h.mu.Unlock()
-		return err
-	}
-	return nil
+	return err
 }
 
 // Run flushes check-ins every FlushInterval and listens for commands queued
@@ -271,9 +366,11 @@ func (h *Hub) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			final, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := h.Flush(final); err != nil {
+			final, cancel := context.WithTimeout(context.Background(), FinalFlushTimeout)
+			if err := h.write(final); err != nil {
 				slog.Error("presence: final flush of check-ins", "err", err)
+			} else if err := h.store.DropPresenceWatermark(final, h.replica); err != nil {
+				slog.Warn("presence: remove this replica's watermark", "err", err)
 			}
 			cancel()
 			wg.Wait()

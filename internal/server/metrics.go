@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -53,8 +56,8 @@ func hsts(next http.Handler) http.Handler {
 
 // dbCollector exports the database pools' statistics.
 type dbCollector struct {
-	s                        *store.Store
-	open, inUse, idle, waits *prometheus.Desc
+	s                                  *store.Store
+	open, inUse, idle, waits, waitTime *prometheus.Desc
 }
 
 func newDBCollector(s *store.Store) *dbCollector {
@@ -64,6 +67,8 @@ func newDBCollector(s *store.Store) *dbCollector {
 		inUse: prometheus.NewDesc("patchd_db_connections_in_use", "Database connections in use.", labels, nil),
 		idle:  prometheus.NewDesc("patchd_db_connections_idle", "Idle database connections.", labels, nil),
 		waits: prometheus.NewDesc("patchd_db_connection_waits_total", "Times a request waited for a database connection.", labels, nil),
+		waitTime: prometheus.NewDesc("patchd_db_connection_wait_seconds_total",
+			"Time requests spent waiting for a database connection (the pool is too small or the database slow).", labels, nil),
 	}
 }
 
@@ -72,6 +77,7 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.inUse
 	ch <- c.idle
 	ch <- c.waits
+	ch <- c.waitTime
 }
 
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
@@ -80,7 +86,9 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		name              string
 		open, inUse, idle int
 		waits             int64
-	}{{"read", read.OpenConnections, read.InUse, read.Idle, read.WaitCount}, {"write", write.OpenConnections, write.InUse, write.Idle, write.WaitCount}} {
+		waitTime          time.Duration
+	}{{"read", read.OpenConnections, read.InUse, read.Idle, read.WaitCount, read.WaitDuration},
+		{"write", write.OpenConnections, write.InUse, write.Idle, write.WaitCount, write.WaitDuration}} {
 		if c.s.Engine() == store.Postgres && p.name == "write" {
 			continue // one pool on PostgreSQL
 		}
@@ -88,5 +96,102 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(p.inUse), p.name)
 		ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(p.idle), p.name)
 		ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(p.waits), p.name)
+		ch <- prometheus.MustNewConstMetric(c.waitTime, prometheus.CounterValue, p.waitTime.Seconds(), p.name)
 	}
+}
+
+// backlogCollector exports the queues an operator watches: the alert
+// outbox, the scheduler's due slots, the vulnerability matcher's endpoints
+// (all in the database, so every replica reports the same), the inventories
+// this replica's agents wait on, and what this replica holds (alert
+// delivery claims, the matcher's and the feed sync's leases).
+type backlogCollector struct {
+	srv                                    *Server
+	outbox, outboxAge, claims, schedLag    *prometheus.Desc
+	matchBacklog, matchAge, lease, invWait *prometheus.Desc
+	up                                     *prometheus.Desc
+}
+
+func newBacklogCollector(srv *Server) *backlogCollector {
+	return &backlogCollector{srv: srv,
+		outbox:       prometheus.NewDesc("patchd_alert_outbox", "Alert deliveries not done: waiting, being sent or waiting for a retry (the whole cluster).", nil, nil),
+		outboxAge:    prometheus.NewDesc("patchd_alert_outbox_oldest_seconds", "Age of the oldest alert delivery not done (0: none).", nil, nil),
+		claims:       prometheus.NewDesc("patchd_alert_claims", "Alert deliveries this replica has claimed and is sending.", nil, nil),
+		schedLag:     prometheus.NewDesc("patchd_scheduler_lag_seconds", "How long the oldest due automation slot has waited to be fired (0: none due).", nil, nil),
+		matchBacklog: prometheus.NewDesc("patchd_vuln_match_backlog", "Endpoints whose inventory changed and wait for the vulnerability matcher.", nil, nil),
+		matchAge:     prometheus.NewDesc("patchd_vuln_match_backlog_oldest_seconds", "How long the oldest endpoint has waited for the vulnerability matcher (0: none).", nil, nil),
+		lease:        prometheus.NewDesc("patchd_lease_held", "1 when this replica holds the lease (match: the vulnerability matcher, sync: the feed sync).", []string{"lease"}, nil),
+		invWait:      prometheus.NewDesc("patchd_inventory_queue", "Inventories this replica's agents uploaded that are queued or being written.", nil, nil),
+		up:           prometheus.NewDesc("patchd_backlog_scrape_ok", "1 when the database's backlogs could be read for this scrape.", nil, nil),
+	}
+}
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.outbox, c.outboxAge, c.claims, c.schedLag, c.matchBacklog, c.matchAge, c.lease, c.invWait, c.up} {
+		ch <- d
+	}
+}
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(c.invWait, float64(c.srv.ingest.Waiting()))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := c.srv.store.Backlogs(ctx, c.srv.replica, time.Now())
+	if err != nil {
+		gauge(c.up, 0)
+		return
+	}
+	gauge(c.up, 1)
+	gauge(c.outbox, float64(b.AlertOutbox))
+	gauge(c.outboxAge, b.AlertOutboxAge.Seconds())
+	gauge(c.claims, float64(b.AlertClaims))
+	gauge(c.schedLag, b.SchedulerLag.Seconds())
+	gauge(c.matchBacklog, float64(b.MatchBacklog))
+	gauge(c.matchAge, b.MatchBacklogAge.Seconds())
+	for name, held := range b.Leases {
+		v := 0.0
+		if held {
+			v = 1
+		}
+		gauge(c.lease, v, name)
+	}
+}
+
+// registerPresenceMetrics exports the check-ins' write lag: accepted in
+// memory vs written to the database by this replica, and how far back the
+// offline alert evaluation looks because some replica's writes lag (see
+// store.PresenceWatermark).
+func (s *Server) registerPresenceMetrics() {
+	s.registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "patchd_checkins_accepted_total",
+			Help: "Agents' check-ins this replica accepted (kept in memory until its next flush)."},
+			func() float64 { a, _ := s.hub.Counts(); return float64(a) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "patchd_checkins_written_total",
+			Help: "Check-ins this replica wrote to the database (several of one endpoint between flushes are written as the last)."},
+			func() float64 { _, w := s.hub.Counts(); return float64(w) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_checkin_write_lag_seconds",
+			Help: "Age of the oldest check-in this replica accepted and has not written (0: all written)."},
+			func() float64 { lag, _ := s.hub.WriteLag(time.Now()); return lag.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_checkins_unwritten",
+			Help: "Endpoints whose accepted check-in this replica has not written yet."},
+			func() float64 { _, n := s.hub.WriteLag(time.Now()); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_offline_evaluation_delay_seconds",
+			Help: "How far behind now the offline alerts are evaluated: the oldest check-in a live replica accepted and has not written (its presence watermark)."},
+			func() float64 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				now := time.Now()
+				through, ok, err := s.store.PresenceWatermark(ctx, now)
+				switch {
+				case err != nil:
+					return math.NaN()
+				case !ok:
+					return 0
+				}
+				return max(now.Sub(through), 0).Seconds()
+			}),
+	)
 }

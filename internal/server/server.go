@@ -42,14 +42,16 @@ import (
 
 // Server is one patchd serve replica.
 type Server struct {
-	cfg       config.Config
-	store     *store.Store
-	auth      *auth.Authenticator
-	api       *api.API
-	console   *console.Console
-	agents    *agentapi.API
-	ingest    *store.Ingester
-	hub       *presence.Hub
+	cfg     config.Config
+	store   *store.Store
+	auth    *auth.Authenticator
+	api     *api.API
+	console *console.Console
+	agents  *agentapi.API
+	ingest  *store.Ingester
+	hub     *presence.Hub
+	// replica names this replica in the database's claims and leases.
+	replica   string
 	conns     *conns
 	registry  *prometheus.Registry
 	handler   http.Handler
@@ -73,7 +75,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		cfg.CheckinInterval = 60 * time.Second
 	}
 	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s, cfg.MaxLongPolls),
-		writeRecent: writesRecent}
+		replica: "replica-" + store.NewID(), writeRecent: writesRecent}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls",
 		Help: "Agents' long polls this replica holds open."}, func() float64 { held, _ := srv.hub.LongPolls(); return float64(held) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls_max",
@@ -90,7 +92,9 @@ func New(cfg config.Config, s *store.Store) *Server {
 			}
 			return float64(n)
 		}))
+	srv.registerPresenceMetrics()
 	srv.ingest = s.NewIngester()
+	reg.MustRegister(newBacklogCollector(srv))
 	srv.conns = newConns()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_http_connections",
 		Help: "Open HTTP connections; past 90 % of the open-files limit, agent answers close theirs."},
@@ -164,12 +168,12 @@ func newAgentHost(cfg config.Config, s *store.Store) *agentdist.Host {
 // AgentDist serves the agent's downloads and installers.
 func (s *Server) AgentDist() *agentdist.Host { return s.agentDist }
 
-// Close stops the server's writers after the HTTP server stopped: queued
 // FlushCheckins writes the check-ins batched in memory now, not at the next
 // flush (tests that read what agents just reported).
 func (s *Server) FlushCheckins(ctx context.Context) error { return s.hub.Flush(ctx) }
 
-// inventories are written first.
+// Close stops the server's writers after the HTTP server stopped: queued
+// inventories are written.
 func (s *Server) Close() { s.ingest.Close() }
 
 // Handler is the server's whole HTTP surface.
@@ -381,20 +385,43 @@ func (r *Running) MetricsAddr() net.Addr {
 // Server is the running server.
 func (r *Running) Server() *Server { return r.srv }
 
+// finalSave is the part of the shutdown's time kept, after the HTTP
+// server, for the workers to stop and the last write of the check-ins
+// (presence.FinalFlushTimeout) with a margin.
+const finalSave = presence.FinalFlushTimeout + 2*time.Second
+
 // Shutdown stops accepting, answers the long polls held, lets the other
-// requests finish within ctx, then stops the workers (which write the
-// batched check-ins) and closes the store. It answers ctx's error when
-// requests were still running at its end.
+// requests finish, then stops the workers (which write the batched
+// check-ins) and closes the store. When ctx has a deadline — the time
+// until the SIGKILL that follows a SIGTERM —, the requests get it less
+// finalSave (half of it when it is shorter than twice finalSave) and are
+// cut off after that, so that the check-ins are written before the
+// deadline however many requests hang on a busy database. It answers
+// context.DeadlineExceeded when requests were still running when they
+// were cut off.
 func (r *Running) Shutdown(ctx context.Context) error {
-	err := r.hs.Shutdown(ctx)
+	httpCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		left := time.Until(deadline)
+		keep := finalSave
+		if left < 2*finalSave {
+			keep = left / 2
+		}
+		var cancel context.CancelFunc
+		httpCtx, cancel = context.WithDeadline(ctx, deadline.Add(-keep))
+		defer cancel()
+	}
+	err := r.hs.Shutdown(httpCtx)
 	if r.metrics != nil {
-		r.metrics.Shutdown(ctx)
+		r.metrics.Shutdown(httpCtx)
 	}
 	r.stop()
 	return err
 }
 
-// stop ends what Start began, after the HTTP server.
+// stop ends what Start began, after the HTTP server: the workers stop
+// first (the presence hub writes its check-ins) while the inventories
+// queued are written.
 func (r *Running) stop() {
 	r.hs.Close()
 	if r.metrics != nil {
@@ -403,8 +430,8 @@ func (r *Running) stop() {
 	if r.pprof != nil {
 		r.pprof()
 	}
-	r.srv.Close()
 	r.stopWork()
+	r.srv.Close()
 	r.workers.Wait()
 	r.store.Close()
 }
@@ -488,7 +515,7 @@ func (s *Server) sweepStatus(ctx context.Context) {
 // VulnSyncInterval when it is set; both under store leases, so any number
 // of replicas share the work.
 func (s *Server) runVulnWorkers(ctx context.Context) {
-	holder := "replica-" + store.NewID()
+	holder := s.replica
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		(&vulndb.Matcher{Store: s.store, Holder: holder, Interval: s.cfg.VulnMatchInterval}).Run(ctx)

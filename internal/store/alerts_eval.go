@@ -90,6 +90,10 @@ func (tx *Tx) enabledRules(ctx context.Context, orgID, trigger string) ([]AlertR
 type AlertEvaluation struct {
 	Rules  int `json:"rules"`
 	Raised int `json:"raised"`
+	// OfflineAt is the time the offline conditions were evaluated at: now,
+	// or earlier while a replica has accepted check-ins it has not written
+	// yet (its presence watermark).
+	OfflineAt time.Time `json:"offlineAt"`
 }
 
 // maxCandidates bounds the events one rule raises per pass; the rest are
@@ -108,6 +112,19 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 	if err := s.trackReboots(ctx, now); err != nil {
 		return st, err
 	}
+	// Offline means no replica heard from the endpoint within the
+	// threshold: a check-in a replica accepted but has not written yet
+	// counts. The offline conditions are evaluated as of the lowest
+	// watermark of the live replicas, before which everything accepted is
+	// written; a replica whose writes lag delays offline alerts instead of
+	// raising false ones.
+	offlineAt := now
+	if through, ok, err := s.PresenceWatermark(ctx, now); err != nil {
+		return st, err
+	} else if ok && through.Before(now) {
+		offlineAt = through
+	}
+	st.OfflineAt = offlineAt
 	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind NOT IN (?, ?, ?) ORDER BY org_id, id`,
 		alerts.NewEndpoint, alerts.EndpointReenrolled, alerts.AgentUpdateFailed)
 	if err != nil {
@@ -132,9 +149,9 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 		var err error
 		switch r.Trigger {
 		case alerts.EndpointOffline:
-			found, err = s.offlineConditions(ctx, r, now, disconnectedAfter)
+			found, err = s.offlineConditions(ctx, r, now, offlineAt, disconnectedAfter)
 		case alerts.GroupUptime:
-			found, err = s.groupConditions(ctx, r, now, disconnectedAfter)
+			found, err = s.groupConditions(ctx, r, now, offlineAt, disconnectedAfter)
 		case alerts.RebootRequired:
 			found, err = s.rebootConditions(ctx, r, now)
 		case alerts.MissingCriticalUpdate:
@@ -243,8 +260,9 @@ func offlineFor(minutes int, disconnectedAfter time.Duration) time.Duration {
 }
 
 // ENDPOINT_OFFLINE: one event per offline episode (the episode is named by
-// the last check-in before it).
-func (s *Store) offlineConditions(ctx context.Context, r AlertRule, now time.Time, disconnectedAfter time.Duration) ([]NewAlertEvent, error) {
+// the last check-in before it). The endpoints unseen for the threshold are
+// found as of offlineAt (the presence watermark, at most now).
+func (s *Store) offlineConditions(ctx context.Context, r AlertRule, now, offlineAt time.Time, disconnectedAfter time.Duration) ([]NewAlertEvent, error) {
 	wait := offlineFor(r.Threshold, disconnectedAfter)
 	return s.collect(ctx, func(id, name string, since time.Time) NewAlertEvent {
 		t := since
@@ -255,13 +273,14 @@ func (s *Store) offlineConditions(ctx context.Context, r AlertRule, now time.Tim
 		WHERE e.org_id = ? AND COALESCE(e.last_seen_at, e.enrolled_at) <= ? AND COALESCE(e.last_seen_at, e.enrolled_at) >= ?
 		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.since = COALESCE(e.last_seen_at, e.enrolled_at))
 		ORDER BY e.id LIMIT ?`,
-		r.OrgID, millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
+		r.OrgID, millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
 }
 
 // GROUP_UPTIME: a member of a group with offlineAlertMinutes unseen that
 // long (one event per group, member and episode), and, for a group with
-// onlineAlert, the same member back online after such an event.
-func (s *Store) groupConditions(ctx context.Context, r AlertRule, now time.Time, disconnectedAfter time.Duration) ([]NewAlertEvent, error) {
+// onlineAlert, the same member back online after such an event. Members
+// unseen are found as of offlineAt, as in offlineConditions.
+func (s *Store) groupConditions(ctx context.Context, r AlertRule, now, offlineAt time.Time, disconnectedAfter time.Duration) ([]NewAlertEvent, error) {
 	rows, err := s.query(ctx, `SELECT id, name, offline_alert_minutes, online_alert, COALESCE(builtin, '') FROM endpoint_groups
 		WHERE org_id = ? AND offline_alert_minutes IS NOT NULL ORDER BY id`, r.OrgID)
 	if err != nil {
@@ -306,7 +325,7 @@ func (s *Store) groupConditions(ctx context.Context, r AlertRule, now time.Time,
 			AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.group_id = ? AND ev.event = ?
 				AND ev.since = COALESCE(e.last_seen_at, e.enrolled_at))
 			ORDER BY e.id LIMIT ?`,
-			append(append([]any{r.OrgID}, args...), millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, g.id, alerts.GroupUptime, maxCandidates)...)
+			append(append([]any{r.OrgID}, args...), millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, g.id, alerts.GroupUptime, maxCandidates)...)
 		if err != nil {
 			return nil, err
 		}

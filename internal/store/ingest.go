@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/patchd/patchd/internal/inventory"
@@ -29,7 +30,13 @@ type Ingester struct {
 	// mu orders Submit and Close: nothing is queued after the stop.
 	mu     sync.RWMutex
 	closed bool
+	// waiting counts the inventories submitted and not yet committed.
+	waiting atomic.Int64
 }
+
+// Waiting answers how many inventories are queued or being written (the
+// agents' uploads waiting for their answer).
+func (g *Ingester) Waiting() int { return int(g.waiting.Load()) }
 
 type ingestReq struct {
 	inv *preparedInventory
@@ -57,6 +64,8 @@ func (g *Ingester) Submit(ctx context.Context, orgID, endpointID string, n inven
 		return err
 	}
 	r := &ingestReq{inv: inv, err: make(chan error, 1)}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
 	g.mu.RLock()
 	if g.closed {
 		g.mu.RUnlock()
