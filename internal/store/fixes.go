@@ -23,21 +23,52 @@ type UpdateFix struct {
 // FixingUpdates answers the missing updates that fix the CVE on the
 // organization's endpoints, most endpoints first.
 func (s *Store) FixingUpdates(ctx context.Context, orgID, cveID string) ([]UpdateFix, error) {
-	return s.updateFixes(ctx, orgID, `ev.cve_id = ?`, cveID)
+	return s.updateFixes(ctx, orgID, `ev.cve_id = ?`, cveID,
+		`SELECT DISTINCT endpoint_id FROM endpoint_vulns WHERE org_id = ? AND cve_id = ?`, func(p fixPair) bool { return p.CVEID == cveID })
 }
 
 // FixedCVEs answers the CVEs the update of key fixes on the organization's
 // endpoints that miss it, most endpoints first.
 func (s *Store) FixedCVEs(ctx context.Context, orgID, key string) ([]UpdateFix, error) {
-	return s.updateFixes(ctx, orgID, `eu.key = ?`, key)
+	return s.updateFixes(ctx, orgID, `eu.key = ?`, key,
+		`SELECT endpoint_id FROM endpoint_updates WHERE org_id = ? AND key = ?`, func(p fixPair) bool { return p.Key == key })
 }
 
 // updateFixes counts, per update and CVE, the endpoints on which the
-// update fixes the CVE (fixPairs), most endpoints first.
-func (s *Store) updateFixes(ctx context.Context, orgID, cond string, arg string) ([]UpdateFix, error) {
+// update fixes the CVE (fixPairs, kbFixPairs), most endpoints first.
+//
+// The Windows updates are paired on the endpoints endpointsQuery answers
+// (with orgID and arg), keeping the pairs keep accepts.
+func (s *Store) updateFixes(ctx context.Context, orgID, cond, arg, endpointsQuery string, keep func(fixPair) bool) ([]UpdateFix, error) {
 	pairs, err := fixPairs(ctx, s.query, orgID, cond, arg)
 	if err != nil {
 		return nil, err
+	}
+	rows, err := s.query(ctx, endpointsQuery, orgID, arg)
+	if err != nil {
+		return nil, fmt.Errorf("store: fixing updates: %w", err)
+	}
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: fixing updates: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: fixing updates: %w", err)
+	}
+	kb, err := kbFixPairs(ctx, s.query, orgID, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range kb {
+		if keep(p) {
+			pairs = append(pairs, p)
+		}
 	}
 	type pair struct{ key, cve string }
 	fixes := map[pair]*UpdateFix{}
@@ -70,18 +101,18 @@ type fixPair struct {
 	KEV                                         bool
 }
 
-// fixPairs pairs endpoints' CVE findings with their missing updates that
-// fix them, once per endpoint, update and CVE: the Microsoft KB of a
-// Windows finding, the update of the vulnerable Linux package or
-// application (by package name, or by title for an application) whose
-// latest version reaches the fixed version. cond selects the findings
-// (on ev, the finding, and eu, the update).
+// fixPairs pairs endpoints' CVE findings with their missing package and
+// application updates that fix them, once per endpoint, update and CVE:
+// the update of the vulnerable Linux package or application (by package
+// name, or by title for an application) whose latest version reaches the
+// fixed version. cond selects the findings (on ev, the finding, and eu,
+// the update). Windows updates are paired by kbFixPairs.
 func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), orgID, cond string, args ...any) ([]fixPair, error) {
 	rows, err := query(ctx, `SELECT eu.key, eu.title, COALESCE(eu.kb, ''), eu.severity, ev.cve_id, ev.endpoint_id, ev.source,
 		COALESCE(ev.fixed_in, ''), COALESCE(eu.latest_version, ''), e.platform, COALESCE(e.os, ''), k.cve_id IS NOT NULL
 		FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id
-		JOIN endpoint_updates eu ON eu.org_id = ev.org_id AND eu.endpoint_id = ev.endpoint_id
-			AND (eu.kb = ev.source OR eu.package_name = ev.software OR lower(eu.title) = lower(ev.software))
+		JOIN endpoint_updates eu ON eu.org_id = ev.org_id AND eu.endpoint_id = ev.endpoint_id AND eu.kb IS NULL
+			AND (eu.package_name = ev.software OR lower(eu.title) = lower(ev.software))
 		LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
 		WHERE ev.org_id = ? AND `+cond, append([]any{orgID}, args...)...)
 	if err != nil {
@@ -96,7 +127,7 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV); err != nil {
 			return nil, fmt.Errorf("store: fixing updates: %w", err)
 		}
-		if !isKB(source) || f.KB != source {
+		{
 			// A package or application update fixes the CVE when it
 			// reaches the fixed version.
 			scheme := vver.Generic
@@ -175,4 +206,67 @@ func (r *ReadTx) fillAllUpdateCVEs(ctx context.Context, orgID string, page []api
 		slices.Sort(page[i].CVEs)
 	}
 	return nil
+}
+
+// kbFixPairs pairs the endpoints' missing Windows updates with the Windows
+// findings each fixes, as Update.cves counts them (fillKBCVEs: a later
+// cumulative update fixes what an earlier KB fixed), a page of endpoints
+// at a time.
+func kbFixPairs(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), orgID string, endpointIDs []any) ([]fixPair, error) {
+	var out []fixPair
+	const chunk = 500
+	for start := 0; start < len(endpointIDs); start += chunk {
+		part := endpointIDs[start:min(start+chunk, len(endpointIDs))]
+		rows, err := query(ctx, `SELECT endpoint_id, key, title, kb, severity FROM endpoint_updates
+			WHERE org_id = ? AND kb IS NOT NULL AND endpoint_id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, part...)...)
+		if err != nil {
+			return nil, fmt.Errorf("store: Windows fixes: %w", err)
+		}
+		var page []apiv1.Update
+		for rows.Next() {
+			var u apiv1.Update
+			var kb string
+			if err := rows.Scan(&u.EndpointID, &u.Key, &u.Title, &kb, &u.Severity); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: Windows fixes: %w", err)
+			}
+			u.KB = &kb
+			page = append(page, u)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: Windows fixes: %w", err)
+		}
+		if err := fillKBCVEs(ctx, query, orgID, page); err != nil {
+			return nil, err
+		}
+		var cves []any
+		for _, u := range page {
+			for _, c := range u.CVEs {
+				cves = append(cves, c)
+			}
+		}
+		kev := map[string]bool{}
+		if len(cves) > 0 {
+			rows, err := query(ctx, `SELECT cve_id FROM vuln_kev WHERE cve_id IN (`+placeholders(len(cves))+`)`, cves...)
+			if err != nil {
+				return nil, fmt.Errorf("store: Windows fixes: %w", err)
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("store: Windows fixes: %w", err)
+				}
+				kev[id] = true
+			}
+			rows.Close()
+		}
+		for _, u := range page {
+			for _, c := range u.CVEs {
+				out = append(out, fixPair{EndpointID: u.EndpointID, Key: u.Key, Title: u.Title, KB: *u.KB, Severity: u.Severity, CVEID: c, KEV: kev[c]})
+			}
+		}
+	}
+	return out, nil
 }

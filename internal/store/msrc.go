@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,6 +134,11 @@ func normalKB(s string) string {
 // for the endpoint's product (MSRC msrc_fixes): cumulative updates fix what
 // earlier KBs fixed.
 func (r *ReadTx) fillUpdateCVEs(ctx context.Context, orgID string, page []apiv1.Update) error {
+	return fillKBCVEs(ctx, r.query, orgID, page)
+}
+
+// fillKBCVEs is fillUpdateCVEs with the query of a transaction or the store.
+func fillKBCVEs(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), orgID string, page []apiv1.Update) error {
 	kbs := map[string]bool{}
 	endpoints := map[string]bool{}
 	for _, u := range page {
@@ -153,7 +159,7 @@ func (r *ReadTx) fillUpdateCVEs(ctx context.Context, orgID string, page []apiv1.
 	for kb := range kbs {
 		kbList = append(kbList, kb)
 	}
-	rows, err := r.query(ctx, `SELECT f.kb, p.name, f.fixed_build FROM msrc_fixes f JOIN msrc_products p ON p.id = f.product_id
+	rows, err := query(ctx, `SELECT f.kb, p.name, f.fixed_build FROM msrc_fixes f JOIN msrc_products p ON p.id = f.product_id
 		WHERE f.fixed_build <> '' AND f.kb IN (`+placeholders(len(kbList))+`)`, anySlice(kbList)...)
 	if err != nil {
 		return fmt.Errorf("store: update CVEs: %w", err)
@@ -190,7 +196,7 @@ func (r *ReadTx) fillUpdateCVEs(ctx context.Context, orgID string, page []apiv1.
 		ids = append(ids, id)
 	}
 	findings := map[string][]finding{}
-	rows, err = r.query(ctx, `SELECT endpoint_id, cve_id, software, source, COALESCE(fixed_in, '') FROM endpoint_vulns
+	rows, err = query(ctx, `SELECT endpoint_id, cve_id, software, source, COALESCE(fixed_in, '') FROM endpoint_vulns
 		WHERE org_id = ? AND endpoint_id IN (`+placeholders(len(ids))+`)`, append([]any{orgID}, anySlice(ids)...)...)
 	if err != nil {
 		return fmt.Errorf("store: update CVEs: %w", err)

@@ -241,6 +241,11 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 			if err != nil {
 				return 0, err
 			}
+			kb, err := kbFixPairs(ctx, tx.query, orgID, args[1:])
+			if err != nil {
+				return 0, err
+			}
+			pairs = append(pairs, kb...)
 			for _, p := range pairs {
 				for i := range missing[p.EndpointID] {
 					if m := &missing[p.EndpointID][i]; m.Key == p.Key {

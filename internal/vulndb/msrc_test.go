@@ -2,6 +2,7 @@ package vulndb_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
@@ -224,6 +226,42 @@ func TestMatchingWindowsBuilds(t *testing.T) {
 				t.Errorf("cves of %s = %q, want %q (endpoint filter %q)", kb, got[kb], w, q.EndpointID)
 			}
 		}
+	}
+
+	// The updates that fix a CVE count the cumulative ones: a November CVE
+	// is fixed by November's and December's updates, a December CVE by
+	// December's alone; DEPLOY_UPDATES by CVE installs them.
+	for cve, want := range map[string][]string{"CVE-2025-62215": {"5068865", "KB5071417"}, "CVE-2025-62221": {"KB5071417"}} {
+		fixes, err := s.FixingUpdates(ctx, env.Org.ID, cve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kbs []string
+		for _, f := range fixes {
+			kbs = append(kbs, f.KB)
+		}
+		slices.Sort(kbs)
+		if !slices.Equal(kbs, want) {
+			t.Errorf("updates fixing %s: %q, want %q", cve, kbs, want)
+		}
+	}
+	if _, err := env.Admin.RunAction(ctx, apiv1.ActionBody{Type: "DEPLOY_UPDATES", EndpointIDs: []string{agents["w11-behind"].ID},
+		Payload: json.RawMessage(`{"mode":"filters","filters":{"cves":["CVE-2025-62221"]}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := agents["w11-behind"].Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.0"})
+	var deployed []string
+	for _, c := range resp.Commands {
+		var p agentproto.DeployUpdatesPayload
+		if err := json.Unmarshal(c.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range p.Updates {
+			deployed = append(deployed, *u.KB)
+		}
+	}
+	if !slices.Equal(deployed, []string{"KB5071417"}) {
+		t.Errorf("deploying the fix of CVE-2025-62221 sends %q, want December's update", deployed)
 	}
 
 	// Installing December's update (a new inventory with the new build)
