@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/valid"
 )
 
 // Agent update policies of an organization.
@@ -136,6 +137,10 @@ func (s *Store) SetAgentPolicy(ctx context.Context, e *AuditEntry, orgID string,
 			}
 			if _, err := tx.exec(ctx, `INSERT INTO agent_update_rings (org_id, position, group_id, started_at) VALUES (?, ?, ?, ?)`,
 				orgID, i, group, started); err != nil {
+				if foreignKeyFault(err) {
+					// The group was deleted since the caller checked it.
+					return valid.One(fmt.Sprintf("rings[%d]", i), "no such group in the organization")
+				}
 				return fmt.Errorf("store: agent update rings: %w", err)
 			}
 		}

@@ -34,3 +34,14 @@ func rowFault(err error) bool {
 	}
 	return false
 }
+
+// foreignKeyFault tells whether err is the database refusing a row whose
+// foreign key names a row that does not exist (deleted meanwhile).
+func foreignKeyFault(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "23503" // foreign_key_violation
+	}
+	var lite *sqlite.Error
+	return errors.As(err, &lite) && lite.Code() == 787 // SQLITE_CONSTRAINT_FOREIGNKEY
+}
