@@ -364,6 +364,11 @@ func (a *agent) loop(ctx context.Context) {
 		if err := a.settle(ctx); errors.Is(err, errStopped) {
 			return
 		}
+		// A long poll held to its end is followed by the next at once, as
+		// patchd-agent does; an answer that came at once waits the interval.
+		if wait := a.longPollWait(); wait > 0 && len(resp.Commands) == 0 && time.Since(began) >= time.Duration(wait)*time.Second/2 {
+			continue
+		}
 		iv := a.interval()
 		next := began.Add(iv + time.Duration(a.rng.Int64N(int64(iv)/5+1)) - iv/10)
 		if !sleep(ctx, time.Until(next)) {

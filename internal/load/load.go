@@ -43,11 +43,16 @@ type Config struct {
 	Endpoints int
 	// Duration of the steady phase after enrollment.
 	Duration time.Duration
+	// Warmup runs the fleet this long after enrollment before the steady
+	// phase is measured: agents start their first check-in spread over an
+	// interval, so the first minute is not yet steady.
+	Warmup time.Duration
 	// Checkin is the agents' check-in interval (0 follows the server).
 	Checkin time.Duration
 	// Wait is the long-poll wait per check-in (negative: the sim default).
 	Wait time.Duration
-	// Clients is the number of concurrent API clients (default 4).
+	// Clients is the number of concurrent API clients; 0 runs none, to
+	// measure what the fleet alone costs.
 	Clients int
 	// ActionEvery paces action fan-out and approvals: each client starts
 	// one at most this often (default 5 s).
@@ -83,6 +88,11 @@ type Report struct {
 	SteadySeconds  float64   `json:"steadySeconds"`
 	Checkins       int64     `json:"checkins"`
 	CheckinsPerSec float64   `json:"checkinsPerSecond"`
+	// ServerCPUPerCheckinMicros is the servers' CPU time in the steady
+	// phase over the check-ins served in it, in microseconds: with no API
+	// clients (Clients 0), what a check-in costs end to end through real
+	// sockets, the servers' background work included.
+	ServerCPUPerCheckinMicros float64 `json:"serverCpuPerCheckinMicros,omitempty"`
 	// API holds one entry per operation of the API clients.
 	API map[string]OpStats `json:"api"`
 	// Fleet is the simulator's own count (enrollment, inventories,
@@ -133,11 +143,11 @@ func (c *Config) check() error {
 	if c.Duration <= 0 {
 		problems = append(problems, "duration must be positive")
 	}
+	if c.Clients < 0 {
+		problems = append(problems, "clients must not be negative")
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("load: %s", strings.Join(problems, "; "))
-	}
-	if c.Clients <= 0 {
-		c.Clients = 4
 	}
 	if c.ActionEvery <= 0 {
 		c.ActionEvery = 5 * time.Second
@@ -207,14 +217,21 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	for _, f := range fleets {
 		ids = append(ids, f.EndpointIDs()...)
 	}
-	steady, stop := context.WithTimeout(ctx, cfg.Duration)
+	steady, stop := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer stop()
-	before := checkins(fleets)
-	cpu0 := cpuTimes(cfg.ServerPIDs)
-	steadyStart := time.Now()
 	for _, f := range fleets {
 		wg.Go(func() { f.Run(steady) })
 	}
+	if cfg.Warmup > 0 {
+		cfg.Logf("load: warming up for %s", cfg.Warmup)
+		select {
+		case <-steady.Done():
+		case <-time.After(cfg.Warmup):
+		}
+	}
+	before := checkins(fleets)
+	cpu0 := cpuTimes(cfg.ServerPIDs)
+	steadyStart := time.Now()
 	rec := newRecorder()
 	for i := range cfg.Clients {
 		c := client.New(cfg.Servers[i%len(cfg.Servers)], cfg.ClientID, cfg.ClientSecret)
@@ -233,12 +250,17 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	for _, f := range fleets {
 		rep.Fleet = append(rep.Fleet, f.Stats())
 	}
+	var cpu float64
 	for i, pid := range cfg.ServerPIDs {
 		ps := processStat(pid)
 		if cpu0[i] >= 0 && cpu1[i] >= 0 {
 			ps.CPUPercent = round(100 * (cpu1[i] - cpu0[i]) / elapsed.Seconds())
+			cpu += cpu1[i] - cpu0[i]
 		}
 		rep.Processes = append(rep.Processes, ps)
+	}
+	if rep.Checkins > 0 && cpu > 0 {
+		rep.ServerCPUPerCheckinMicros = round(cpu * 1e6 / float64(rep.Checkins))
 	}
 	if cfg.DB != "" {
 		n, err := databaseSize(ctx, cfg.DB)

@@ -46,8 +46,11 @@ type Hub struct {
 	// by a flush (refused ones included: they are done with).
 	accepted, written atomic.Int64
 	pending           map[string]bool
-	waiters           map[string][]chan struct{}
-	seeded            bool
+	waiters           map[string][]*waiter
+	// ends holds the long polls by the second their wait ends (see Wait).
+	ends     map[int64][]*waiter
+	endsOnce sync.Once
+	seeded   bool
 	// held counts the long polls waiting; maxHeld bounds it.
 	held, maxHeld int
 	// stopping is closed by Drain.
@@ -62,7 +65,7 @@ func New(s *store.Store, maxLongPolls int) *Hub {
 	if maxLongPolls <= 0 {
 		maxLongPolls = DefaultMaxLongPolls()
 	}
-	return &Hub{store: s, replica: "replica-" + store.NewID(), seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]chan struct{}{},
+	return &Hub{store: s, replica: "replica-" + store.NewID(), seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]*waiter{}, ends: map[int64][]*waiter{},
 		maxHeld: maxLongPolls, stopping: make(chan struct{})}
 }
 
@@ -209,8 +212,9 @@ func (h *Hub) wake(endpointIDs []string) {
 	defer h.mu.Unlock()
 	for _, id := range endpointIDs {
 		h.pending[id] = true
-		for _, ch := range h.waiters[id] {
-			close(ch)
+		for _, w := range h.waiters[id] {
+			w.done, w.command = true, true
+			close(w.ch)
 		}
 		delete(h.waiters, id)
 	}
@@ -222,11 +226,29 @@ func (h *Hub) wake(endpointIDs []string) {
 // interval (and stays connected).
 var ErrTooManyLongPolls = errors.New("presence: too many long polls")
 
+// waiter is one long poll.
+type waiter struct {
+	endpointID string
+	ch         chan struct{}
+	// done: answered (ch closed) or gone; command: closed by a queued
+	// command rather than by the end of the wait.
+	done, command bool
+}
+
+// pollTick is the grid long polls end on (see Wait).
+const pollTick = time.Second
+
 // Wait blocks until a command is queued for the endpoint, the wait ends,
 // ctx ends or the hub drains; it answers true when woken by a command, and
 // at once ErrTooManyLongPolls past the bound.
+//
+// A wait ends on a one-second grid, up to two seconds after it is due,
+// never before: the long polls that end in the same second are answered
+// together, and the agents' next polls arrive together, so the process
+// wakes once for all of them instead of once per poll. Waking an idle
+// process costs more CPU than a check-in (docs/performance.md).
 func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) (bool, error) {
-	ch := make(chan struct{})
+	w := &waiter{endpointID: endpointID, ch: make(chan struct{})}
 	h.mu.Lock()
 	if h.pending[endpointID] {
 		h.mu.Unlock()
@@ -243,36 +265,79 @@ func (h *Hub) Wait(ctx context.Context, endpointID string, wait time.Duration) (
 		return false, ErrTooManyLongPolls
 	}
 	h.held++
-	h.waiters[endpointID] = append(h.waiters[endpointID], ch)
+	h.waiters[endpointID] = append(h.waiters[endpointID], w)
+	end := time.Now().Add(wait)
+	sec := end.Unix()
+	if end.Nanosecond() > 0 {
+		sec++
+	}
+	h.ends[sec] = append(h.ends[sec], w)
 	h.mu.Unlock()
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	h.endsOnce.Do(func() { go h.endPolls() })
 	select {
-	case <-ch:
-		h.mu.Lock()
-		h.held--
-		h.mu.Unlock()
-		return true, nil
-	case <-t.C:
+	case <-w.ch:
 	case <-ctx.Done():
 	case <-h.stopping:
 	}
 	h.mu.Lock()
 	h.held--
-	list := h.waiters[endpointID]
+	if !w.done {
+		w.done = true
+		h.forget(w)
+	}
+	woken := w.command
+	h.mu.Unlock()
+	return woken, nil
+}
+
+// forget removes a long poll from its endpoint's; h.mu is held.
+func (h *Hub) forget(w *waiter) {
+	list := h.waiters[w.endpointID]
 	for i, c := range list {
-		if c == ch {
+		if c == w {
 			list = append(list[:i], list[i+1:]...)
 			break
 		}
 	}
 	if len(list) == 0 {
-		delete(h.waiters, endpointID)
+		delete(h.waiters, w.endpointID)
 	} else {
-		h.waiters[endpointID] = list
+		h.waiters[w.endpointID] = list
 	}
-	h.mu.Unlock()
-	return false, nil
+}
+
+// endPolls answers, every pollTick until the hub drains, the long polls
+// whose wait ended.
+func (h *Hub) endPolls() {
+	t := time.NewTicker(pollTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stopping:
+			return
+		case now := <-t.C:
+			h.endPollsDue(now.Unix())
+		}
+	}
+}
+
+// endPollsDue answers the long polls due by the second upTo.
+func (h *Hub) endPollsDue(upTo int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sec, list := range h.ends {
+		if sec > upTo {
+			continue
+		}
+		for _, w := range list {
+			if !w.done {
+				w.done = true
+				h.forget(w)
+				close(w.ch)
+			}
+		}
+		delete(h.ends, sec)
+	}
 }
 
 // LongPolls answers how many long polls the replica holds, and its bound.

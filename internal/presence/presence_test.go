@@ -118,3 +118,60 @@ func TestDrain(t *testing.T) {
 		t.Fatal("a long poll after Drain was held")
 	}
 }
+
+// TestLongPollsEndOnTheGrid: a long poll ends at the first tick of the
+// second its wait is due, not before, and together with the others due
+// then; a command still wakes one at once, and answers true.
+func TestLongPollsEndOnTheGrid(t *testing.T) {
+	t.Parallel()
+	h := New(storetest.Open(t), 10)
+	h.seeded = true
+	ctx := context.Background()
+	type answer struct {
+		id string
+		ok bool
+	}
+	answered := make(chan answer, 3)
+	waits := map[string]time.Duration{"a": time.Hour, "b": time.Hour + 300*time.Millisecond, "c": 2 * time.Hour}
+	for id, d := range waits {
+		go func() {
+			ok, err := h.Wait(ctx, id, d)
+			if err != nil {
+				t.Error(err)
+			}
+			answered <- answer{id, ok}
+		}()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for held, _ := h.LongPolls(); held < 3; held, _ = h.LongPolls() {
+		if time.Now().After(deadline) {
+			t.Fatal("the long polls are not held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.endPollsDue(time.Now().Unix()) // none is due yet
+	for id := range waits {
+		if !h.Polling(id) {
+			t.Fatalf("%s ended before its wait", id)
+		}
+	}
+	h.endPollsDue(time.Now().Add(time.Hour + 2*time.Second).Unix())
+	got := map[string]bool{}
+	for range 2 {
+		a := <-answered
+		if a.ok {
+			t.Errorf("%s: answered as woken by a command", a.id)
+		}
+		got[a.id] = true
+	}
+	if !got["a"] || !got["b"] || !h.Polling("c") {
+		t.Fatalf("ended %v; want a and b, c still held", got)
+	}
+	h.wake([]string{"c"})
+	if a := <-answered; a.id != "c" || !a.ok {
+		t.Fatalf("woken: %+v, want c by a command", a)
+	}
+	if held, _ := h.LongPolls(); held != 0 {
+		t.Errorf("%d long polls still counted", held)
+	}
+}

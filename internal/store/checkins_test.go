@@ -159,3 +159,74 @@ func TestIngestBatchWithNUL(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckinFlushInChunks writes a flush larger than one statement's
+// chunk: every endpoint's last-seen time is written, the fields group
+// rules test are written only where they changed (a check-in without
+// addresses, boot time or version keeps the known ones), and a check-in of
+// an endpoint removed meanwhile is skipped without failing the others.
+func TestCheckinFlushInChunks(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	ctx := context.Background()
+	enrolled := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	org, ids := enrollN(t, s, "chunks", 520, enrolled)
+	boot := enrolled.Add(-time.Minute)
+	alice := "CORP\\alice"
+	first := make([]store.Checkin, len(ids))
+	for i, id := range ids {
+		first[i] = store.Checkin{EndpointID: id, At: enrolled.Add(time.Second), LastBootAt: &boot, User: &alice,
+			IPAddresses: []string{"10.0.0.1"}, AgentVersion: "1.0.0"}
+	}
+	if err := s.RecordCheckins(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteEndpoint(ctx, &store.AuditEntry{OrgID: org.ID, Actor: "test", Action: "endpoint.delete", TargetType: "endpoint"},
+		org.ID, ids[7], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Truncate(time.Millisecond)
+	bob := "CORP\\bob"
+	second := make([]store.Checkin, len(ids))
+	for i, id := range ids {
+		second[i] = store.Checkin{EndpointID: id, At: at, User: &alice} // no addresses, boot or version: kept
+	}
+	second[3].User, second[3].PendingReboot = &bob, true
+	second[511].IPAddresses, second[511].AgentVersion = []string{"10.0.0.2"}, "1.1.0"
+	second[519].User = nil
+	if err := s.RecordCheckins(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if i == 7 {
+			continue
+		}
+		e, err := s.GetEndpoint(ctx, org.ID, id, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantUser, wantReboot, wantIP, wantVersion := &alice, false, "10.0.0.1", "1.0.0"
+		switch i {
+		case 3:
+			wantUser, wantReboot = &bob, true
+		case 511:
+			wantIP, wantVersion = "10.0.0.2", "1.1.0"
+		case 519:
+			wantUser = nil
+		}
+		switch {
+		case e.LastSeenAt == nil || !e.LastSeenAt.Equal(at):
+			t.Errorf("endpoint %d: last seen %v, want %v", i, e.LastSeenAt, at)
+		case e.LastBootAt == nil || !e.LastBootAt.Equal(boot):
+			t.Errorf("endpoint %d: last boot %v, want %v kept", i, e.LastBootAt, boot)
+		case (e.User == nil) != (wantUser == nil) || (wantUser != nil && *e.User != *wantUser):
+			t.Errorf("endpoint %d: user %v, want %v", i, e.User, wantUser)
+		case e.PendingReboot != wantReboot:
+			t.Errorf("endpoint %d: pending reboot %v, want %v", i, e.PendingReboot, wantReboot)
+		case len(e.IPAddresses) != 1 || e.IPAddresses[0] != wantIP:
+			t.Errorf("endpoint %d: addresses %v, want [%s]", i, e.IPAddresses, wantIP)
+		case e.AgentVersion == nil || *e.AgentVersion != wantVersion:
+			t.Errorf("endpoint %d: agent version %v, want %s", i, e.AgentVersion, wantVersion)
+		}
+	}
+}

@@ -237,40 +237,113 @@ func (s *Store) recordCheckins(ctx context.Context, batch []Checkin) error {
 		if err := tx.lockGroupsOf(ctx, batch); err != nil {
 			return err
 		}
-		for _, c := range batch {
-			if s.checkinFault != nil {
+		if s.checkinFault != nil {
+			for _, c := range batch {
 				if err := s.checkinFault(c); err != nil {
 					return fmt.Errorf("store: record check-ins: %w", err)
 				}
 			}
-			// A check-in without addresses leaves the known ones.
-			var ips any
-			if len(c.IPAddresses) > 0 {
-				b, _ := json.Marshal(c.IPAddresses)
-				ips = string(b)
-			}
-			// Fields that group rules test change rarely: write them only
-			// when they differ, and then re-decide group membership.
-			var orgID string
-			err := tx.queryRow(ctx, `UPDATE endpoints SET pending_reboot = ?, logged_user = ?, ip_addresses = COALESCE(?, ip_addresses),
-				agent_version = COALESCE(?, agent_version) WHERE id = ? AND (pending_reboot <> ? OR logged_user IS DISTINCT FROM ?
-				OR ip_addresses <> COALESCE(?, ip_addresses) OR agent_version IS DISTINCT FROM COALESCE(?, agent_version)) RETURNING org_id`,
-				c.PendingReboot, c.User, ips, nullIfEmpty(c.AgentVersion), c.EndpointID, c.PendingReboot, c.User, ips, nullIfEmpty(c.AgentVersion)).Scan(&orgID)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		}
+		for chunk := range slices.Chunk(batch, checkinChunk) {
+			if err := tx.recordCheckinChunk(ctx, chunk); err != nil {
 				return fmt.Errorf("store: record check-ins: %w", err)
-			}
-			if _, err := tx.exec(ctx, `UPDATE endpoints SET last_seen_at = ?, last_boot_at = COALESCE(?, last_boot_at) WHERE id = ?`,
-				millis(c.At), nullMillis(c.LastBootAt), c.EndpointID); err != nil {
-				return fmt.Errorf("store: record check-ins: %w", err)
-			}
-			if orgID != "" {
-				if err := tx.afterEndpointChange(ctx, orgID, c.EndpointID); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
 	})
+}
+
+// checkinChunk bounds the endpoints one statement of a flush names.
+const checkinChunk = 500
+
+// recordCheckinChunk writes check-ins of distinct endpoints, in id order,
+// in a few statements whatever their number: one reads the fields group
+// rules test (on PostgreSQL it locks the rows, in id order), one writes
+// every last-seen time, and only an endpoint whose fields changed has them
+// written and its group membership re-decided. A flush is most of what a
+// check-in costs the database; a statement per endpoint was most of the
+// flush.
+func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
+	ids := make([]any, len(chunk))
+	for i, c := range chunk {
+		ids[i] = c.EndpointID
+	}
+	lock := ``
+	if tx.s.engine == Postgres {
+		lock = ` FOR NO KEY UPDATE`
+	}
+	rows, err := tx.query(ctx, `SELECT id, org_id, pending_reboot, logged_user, ip_addresses, agent_version FROM endpoints
+		WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`+lock, ids...)
+	if err != nil {
+		return err
+	}
+	type facts struct {
+		org           string
+		reboot        bool
+		user, version sql.NullString
+		ips           string
+	}
+	known := make(map[string]facts, len(chunk))
+	for rows.Next() {
+		var id string
+		var f facts
+		if err := rows.Scan(&id, &f.org, &f.reboot, &f.user, &f.ips, &f.version); err != nil {
+			rows.Close()
+			return err
+		}
+		known[id] = f
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	values := make([]any, 0, 3*len(known))
+	for _, c := range chunk {
+		if _, ok := known[c.EndpointID]; ok {
+			values = append(values, c.EndpointID, millis(c.At), nullMillis(c.LastBootAt))
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	row := `(?, CAST(? AS BIGINT), CAST(? AS BIGINT))`
+	if _, err := tx.exec(ctx, `WITH seen(id, at, boot) AS (VALUES `+row+strings.Repeat(", "+row, len(values)/3-1)+`)
+		UPDATE endpoints SET last_seen_at = seen.at, last_boot_at = COALESCE(seen.boot, endpoints.last_boot_at)
+		FROM seen WHERE endpoints.id = seen.id`, values...); err != nil {
+		return err
+	}
+	for _, c := range chunk {
+		f, ok := known[c.EndpointID]
+		if !ok {
+			continue
+		}
+		// A check-in without addresses (or version) leaves the known ones.
+		ips, version := f.ips, f.version
+		var newIPs any
+		if len(c.IPAddresses) > 0 {
+			b, _ := json.Marshal(c.IPAddresses)
+			ips, newIPs = string(b), string(b)
+		}
+		if c.AgentVersion != "" {
+			version = sql.NullString{String: c.AgentVersion, Valid: true}
+		}
+		user := sql.NullString{}
+		if c.User != nil {
+			user = sql.NullString{String: *c.User, Valid: true}
+		}
+		if f.reboot == c.PendingReboot && f.user == user && f.ips == ips && f.version == version {
+			continue
+		}
+		if _, err := tx.exec(ctx, `UPDATE endpoints SET pending_reboot = ?, logged_user = ?, ip_addresses = COALESCE(?, ip_addresses),
+			agent_version = COALESCE(?, agent_version) WHERE id = ?`,
+			c.PendingReboot, c.User, newIPs, nullIfEmpty(c.AgentVersion), c.EndpointID); err != nil {
+			return err
+		}
+		if err := tx.afterEndpointChange(ctx, f.org, c.EndpointID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lockGroupsOf takes, on PostgreSQL, the group locks of the batch's
