@@ -262,18 +262,38 @@ const checkinChunk = 500
 // every last-seen time, and only an endpoint whose fields changed has them
 // written and its group membership re-decided. A flush is most of what a
 // check-in costs the database; a statement per endpoint was most of the
-// flush.
+// flush. The endpoints travel as one JSON parameter, so the statements'
+// text is the same whatever the chunk's size (SQLite parses a statement
+// per transaction, and a flush is one).
 func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
-	ids := make([]any, len(chunk))
+	type seenRow struct {
+		ID   string `json:"id"`
+		At   int64  `json:"at"`
+		Boot *int64 `json:"boot"`
+	}
+	ids := make([]string, len(chunk))
+	seen := make([]seenRow, len(chunk))
 	for i, c := range chunk {
 		ids[i] = c.EndpointID
+		seen[i] = seenRow{ID: c.EndpointID, At: millis(c.At)}
+		if c.LastBootAt != nil {
+			boot := millis(*c.LastBootAt)
+			seen[i].Boot = &boot
+		}
 	}
-	lock := ``
+	idsJSON, _ := json.Marshal(ids)
+	seenJSON, _ := json.Marshal(seen)
+	readFacts := `SELECT id, org_id, pending_reboot, logged_user, ip_addresses, agent_version FROM endpoints
+		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`
+	writeSeen := `UPDATE endpoints SET last_seen_at = seen.value->>'at', last_boot_at = COALESCE(seen.value->>'boot', endpoints.last_boot_at)
+		FROM json_each(?) AS seen WHERE endpoints.id = seen.value->>'id'`
 	if tx.s.engine == Postgres {
-		lock = ` FOR NO KEY UPDATE`
+		readFacts = `SELECT id, org_id, pending_reboot, logged_user, ip_addresses, agent_version FROM endpoints
+			WHERE id IN (SELECT json_array_elements_text(CAST(? AS json))) ORDER BY id FOR NO KEY UPDATE`
+		writeSeen = `UPDATE endpoints SET last_seen_at = seen.at, last_boot_at = COALESCE(seen.boot, endpoints.last_boot_at)
+			FROM json_to_recordset(CAST(? AS json)) AS seen(id text, at bigint, boot bigint) WHERE endpoints.id = seen.id`
 	}
-	rows, err := tx.query(ctx, `SELECT id, org_id, pending_reboot, logged_user, ip_addresses, agent_version FROM endpoints
-		WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`+lock, ids...)
+	rows, err := tx.query(ctx, readFacts, string(idsJSON))
 	if err != nil {
 		return err
 	}
@@ -297,19 +317,10 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	values := make([]any, 0, 3*len(known))
-	for _, c := range chunk {
-		if _, ok := known[c.EndpointID]; ok {
-			values = append(values, c.EndpointID, millis(c.At), nullMillis(c.LastBootAt))
-		}
-	}
-	if len(values) == 0 {
+	if len(known) == 0 {
 		return nil
 	}
-	row := `(?, CAST(? AS BIGINT), CAST(? AS BIGINT))`
-	if _, err := tx.exec(ctx, `WITH seen(id, at, boot) AS (VALUES `+row+strings.Repeat(", "+row, len(values)/3-1)+`)
-		UPDATE endpoints SET last_seen_at = seen.at, last_boot_at = COALESCE(seen.boot, endpoints.last_boot_at)
-		FROM seen WHERE endpoints.id = seen.id`, values...); err != nil {
+	if _, err := tx.exec(ctx, writeSeen, string(seenJSON)); err != nil {
 		return err
 	}
 	for _, c := range chunk {
