@@ -149,3 +149,18 @@ func lineChanges(old, new string) (removed, added []string) {
 	}
 	return removed, added
 }
+
+// PastServiceDefinitions are the definitions earlier versions of
+// patchd-agent install wrote for manager m (systemd, OpenRC, SysV), this
+// binary and state folder, oldest first: those RefreshServiceFiles replaces.
+func PastServiceDefinitions(m Manager, exe, stateDir string) []string {
+	var out []string
+	for _, f := range []serviceFile{systemdFile, openRCFile, sysVFile} {
+		if f.manager == m {
+			for _, old := range f.past {
+				out = append(out, old(exe, stateDir))
+			}
+		}
+	}
+	return out
+}
