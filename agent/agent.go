@@ -175,6 +175,9 @@ type runner struct {
 	releaseAt     time.Time
 	// serviceRefreshed: the service definition was looked at (once a run).
 	serviceRefreshed bool
+	// restart: a self-update or rollback asks the service manager to start
+	// the agent again (ErrRestart, Windows).
+	restart bool
 }
 
 // refreshService brings the agent's own service definition up to date,
@@ -228,8 +231,16 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if r.updateOverdue() {
 			r.rollback()
+			if r.restart {
+				r.log.Info("the agent ends; the service manager starts it again")
+				return ErrRestart
+			}
 		}
 		err := r.cycle(ctx)
+		if r.restart {
+			r.log.Info("the agent ends; the service manager starts it again")
+			return ErrRestart
+		}
 		switch {
 		case errors.Is(err, ErrUninstalled):
 			return err

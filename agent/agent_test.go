@@ -63,6 +63,9 @@ type fakeServer struct {
 	// agent's reads of the release (answered 404: nothing published).
 	agentTarget string
 	releaseGets atomic.Int32
+	// release, when set, is the published release, download its binary.
+	release  *agentproto.Release
+	download []byte
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
@@ -80,7 +83,20 @@ func newFakeServerTLS(t *testing.T, tls bool) (*fakeServer, *httptest.Server) {
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
 	mux.HandleFunc("GET /agent/v1/release/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
 		f.releaseGets.Add(1)
-		writeJSON(w, 404, map[string]any{"error": "not_found"})
+		f.mu.Lock()
+		rel := f.release
+		f.mu.Unlock()
+		if rel == nil {
+			writeJSON(w, 404, map[string]any{"error": "not_found"})
+			return
+		}
+		writeJSON(w, 200, rel)
+	})
+	mux.HandleFunc("GET /agent/v1/download/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		b := f.download
+		f.mu.Unlock()
+		w.Write(b)
 	})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {

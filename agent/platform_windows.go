@@ -90,6 +90,12 @@ func removeAtReboot(path string) error {
 // without recovery or by an older patchd-agent install. Only the service
 // whose program is this agent is changed.
 func refreshServiceDefinition(ctx context.Context, cfg Config, log *slog.Logger) error {
+	return ensureRecovery(cfg.Executable, log)
+}
+
+// ensureRecovery checks the recovery of the agent's service (the one whose
+// program is exe) and sets it when it differs; recoveryVerified then.
+func ensureRecovery(exe string, log *slog.Logger) error {
 	m, err := mgr.Connect()
 	if err != nil {
 		return fmt.Errorf("service manager: %w", err)
@@ -106,8 +112,8 @@ func refreshServiceDefinition(ctx context.Context, cfg Config, log *slog.Logger)
 	if err != nil {
 		return fmt.Errorf("service %s: %w", ServiceName, err)
 	}
-	if exe := ServiceExe(sc.BinaryPathName); !strings.EqualFold(filepath.Clean(exe), filepath.Clean(cfg.Executable)) {
-		log.Debug("the service runs another program: its recovery is left alone", "service", exe, "this", cfg.Executable)
+	if prog := ServiceExe(sc.BinaryPathName); !strings.EqualFold(filepath.Clean(prog), filepath.Clean(exe)) {
+		log.Debug("the service runs another program: its recovery is left alone", "service", prog, "this", exe)
 		return nil
 	}
 	have, err := s.RecoveryActions()
@@ -128,6 +134,7 @@ func refreshServiceDefinition(ctx context.Context, cfg Config, log *slog.Logger)
 	}
 	diff := RecoveryDiff(actions, time.Duration(reset)*time.Second, flag)
 	if diff == "" {
+		recoveryVerified.Store(true)
 		log.Debug("service recovery up to date")
 		return nil
 	}
@@ -141,6 +148,7 @@ func refreshServiceDefinition(ctx context.Context, cfg Config, log *slog.Logger)
 	if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil {
 		return fmt.Errorf("service %s: set recovery on failing exit codes: %w", ServiceName, err)
 	}
+	recoveryVerified.Store(true)
 	log.Info("service recovery brought up to date", "service", ServiceName, "was", diff)
 	return nil
 }
