@@ -23,6 +23,9 @@ const (
 	SystemdPath  = "/etc/systemd/system/patchd-agent.service"
 	LaunchdPath  = "/Library/LaunchDaemons/com.patchd.agent.plist"
 	InitScript   = "/etc/init.d/patchd-agent"
+	// PackageBinary is where the .deb and .rpm put the agent: their
+	// service files belong to the package manager.
+	PackageBinary = "/usr/bin/patchd-agent"
 )
 
 // Manager is a service manager the agent registers itself with.

@@ -33,7 +33,8 @@ var (
 // RefreshServiceFiles brings the service definitions that patchd-agent
 // install wrote for this agent (the binary exe, the state folder
 // stateDir) under root up to date: the systemd unit and the OpenRC or
-// SysV init script. A file is replaced only when it is exactly what an
+// SysV init script. Nothing is done for the packages' binary
+// (PackageBinary). A file is replaced only when it is exactly what an
 // earlier version of install wrote for this binary and state folder; one
 // edited by hand, written by a package (another binary) or by a later
 // version is left alone (and said so when it names this binary). The new
@@ -45,6 +46,13 @@ var (
 // answers the files it replaced.
 func RefreshServiceFiles(ctx context.Context, root, exe, stateDir string, r execute.Runner, log *slog.Logger) ([]string, error) {
 	if exe == "" || !filepath.IsAbs(exe) || !filepath.IsAbs(stateDir) {
+		return nil, nil
+	}
+	if exe == PackageBinary {
+		// A .deb or .rpm installed this agent and its service files (the
+		// init script is a package configuration file): the package
+		// manager updates them with the package.
+		log.Debug("service definition left to the package manager", "exe", exe)
 		return nil, nil
 	}
 	var done []string

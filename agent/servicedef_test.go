@@ -126,6 +126,18 @@ func TestRefreshServiceFiles(t *testing.T) {
 			}
 		})
 	}
+	// The agent of a .deb or .rpm: its init script (a package configuration
+	// file, written by an older package) is the package manager's.
+	root := t.TempDir()
+	pkgScript := filepath.Join(root, InitScript)
+	os.MkdirAll(filepath.Dir(pkgScript), 0o755)
+	os.WriteFile(pkgScript, []byte(sysVScriptc72658b(PackageBinary, state)), 0o755)
+	if done, err := RefreshServiceFiles(context.Background(), root, PackageBinary, state, &recordRunner{}, slog.New(slog.DiscardHandler)); err != nil || len(done) != 0 {
+		t.Fatalf("the package's script: %v %v", done, err)
+	}
+	if b, _ := os.ReadFile(pkgScript); string(b) != sysVScriptc72658b(PackageBinary, state) {
+		t.Fatal("the package's script was changed")
+	}
 	// Nothing installed: nothing done.
 	if done, err := RefreshServiceFiles(context.Background(), t.TempDir(), exe, state, &recordRunner{}, slog.New(slog.DiscardHandler)); err != nil || len(done) != 0 {
 		t.Fatalf("empty root: %v %v", done, err)

@@ -23,7 +23,7 @@ import (
 
 // Where the packages put things.
 const (
-	PackageBin   = "/usr/bin/patchd-agent"
+	PackageBin   = agent.PackageBinary
 	PackageUnit  = "/usr/lib/systemd/system/patchd-agent.service"
 	PackageState = "/var/lib/patchd-agent"
 	// PackageConf is read by the package's postinst: PATCHD_SERVER=… and
