@@ -337,6 +337,9 @@ func (r *runner) cycle(ctx context.Context) error {
 	}
 	if resp.AgentTarget != "" && ctx.Err() == nil {
 		r.selfUpdate(ctx, resp.AgentTarget)
+		if r.restart {
+			return nil // Run ends for the service manager's restart, now
+		}
 	}
 	// A server that answers at once (no long poll) is asked again after
 	// checkinSeconds, not in a tight loop. An answer that asked for the
