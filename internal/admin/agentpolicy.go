@@ -118,3 +118,25 @@ func stagedAgentPolicy(ctx context.Context, s *store.Store, orgID string, body a
 	}
 	return nil
 }
+
+// AgentRolloutOut is a staged update's state as the API answers it
+// (AgentVersions.rollout) and patchd admin agent-policy prints it.
+func AgentRolloutOut(ro *store.AgentRollout) *apiv1.AgentRollout {
+	out := &apiv1.AgentRollout{Version: ro.Policy.Version, DelayHours: int(ro.Policy.Delay / time.Hour), SuccessRate: ro.Policy.SuccessRate,
+		Rings: []apiv1.AgentRing{}}
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	for _, g := range ro.Rings {
+		ring := apiv1.AgentRing{Position: g.Position, State: g.State, StartedAt: at(g.StartedAt), DoneAt: at(g.DoneAt), HaltedAt: at(g.HaltedAt),
+			Endpoints: g.Endpoints, Updated: g.Updated, Failed: g.Failed}
+		if g.GroupID != "" {
+			ring.GroupID, ring.GroupName = &g.GroupID, &g.GroupName
+		}
+		out.Rings = append(out.Rings, ring)
+	}
+	return out
+}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
@@ -67,7 +66,7 @@ func (a *API) agentVersions(r *http.Request, orgID string) (apiv1.AgentVersions,
 			return out, err
 		}
 		out.Target = &p.Version
-		out.Rollout = rolloutOut(ro)
+		out.Rollout = admin.AgentRolloutOut(ro)
 	}
 	var releases []agentproto.Release
 	if a.cfg.Releases != nil {
@@ -113,24 +112,4 @@ func goOS(platform string) string {
 		return "darwin"
 	}
 	return platform
-}
-
-func rolloutOut(ro *store.AgentRollout) *apiv1.AgentRollout {
-	out := &apiv1.AgentRollout{Version: ro.Policy.Version, DelayHours: int(ro.Policy.Delay / time.Hour), SuccessRate: ro.Policy.SuccessRate,
-		Rings: []apiv1.AgentRing{}}
-	at := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
-	for _, g := range ro.Rings {
-		ring := apiv1.AgentRing{Position: g.Position, State: g.State, StartedAt: at(g.StartedAt), DoneAt: at(g.DoneAt), HaltedAt: at(g.HaltedAt),
-			Endpoints: g.Endpoints, Updated: g.Updated, Failed: g.Failed}
-		if g.GroupID != "" {
-			ring.GroupID, ring.GroupName = &g.GroupID, &g.GroupName
-		}
-		out.Rings = append(out.Rings, ring)
-	}
-	return out
 }

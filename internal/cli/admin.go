@@ -174,7 +174,7 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			if err != nil {
 				return nil, agentPolicyProblems(name, rings, err)
 			}
-			return agentPolicyOut(o.ID, p), nil
+			return agentPolicyOut(ctx, s, o.ID, p)
 		}
 	case "agent-policy get":
 		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
@@ -187,7 +187,7 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			if err != nil {
 				return nil, err
 			}
-			return agentPolicyOut(o.ID, p), nil
+			return agentPolicyOut(ctx, s, o.ID, p)
 		}
 	case "enroll-token revoke":
 		define = func(fs *flag.FlagSet) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
 )
@@ -79,16 +80,22 @@ func agentPolicyProblems(name string, rings []string, err error) error {
 	return usagef("%s: %s", name, strings.Join(parts, "; "))
 }
 
-// agentPolicyOut is what agent-policy set and get print.
-func agentPolicyOut(orgID string, p store.AgentPolicy) map[string]any {
+// agentPolicyOut is what agent-policy set and get print; a staged
+// policy's rollout (each ring's state and counts) as the API's
+// agent-versions answers it.
+func agentPolicyOut(ctx context.Context, s *store.Store, orgID string, p store.AgentPolicy) (map[string]any, error) {
 	policy := p.Policy
 	if policy == "" {
 		policy = "none"
 	}
-	if p.Policy == store.AgentPolicyStaged {
-		// The target depends on each endpoint's ring: patchctl agents versions shows them.
-		return map[string]any{"org": orgID, "policy": policy, "version": p.Version, "rings": p.Rings,
-			"delayHours": int(p.Delay / time.Hour), "successRate": p.SuccessRate}
+	if p.Policy != store.AgentPolicyStaged {
+		return map[string]any{"org": orgID, "policy": policy, "version": p.Version, "agentTarget": p.Target()}, nil
 	}
-	return map[string]any{"org": orgID, "policy": policy, "version": p.Version, "agentTarget": p.Target()}
+	// The target depends on each endpoint's ring.
+	ro, err := s.AgentRolloutOf(ctx, orgID, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"org": orgID, "policy": policy, "version": p.Version, "rings": p.Rings,
+		"delayHours": int(p.Delay / time.Hour), "successRate": p.SuccessRate, "rollout": admin.AgentRolloutOut(ro)}, nil
 }

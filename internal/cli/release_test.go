@@ -195,16 +195,29 @@ func TestAgentPolicyStagedCommand(t *testing.T) {
 		p.Delay != 48*time.Hour || p.SuccessRate != 90 {
 		t.Fatalf("stored: %+v %v", p, err)
 	}
-	// The rollout starts as the API's does: the first ring has the version, the rest waits.
+	// The rollout starts as the API's does: the first ring has the version,
+	// the rest waits; the output shows it as the API's agent-versions does.
 	ro, err := s.AgentRolloutOf(ctx, orgID, time.Now())
 	if err != nil || len(ro.Rings) != 3 || ro.Rings[0].StartedAt.IsZero() || !ro.Rings[1].StartedAt.IsZero() {
 		t.Fatalf("rollout: %+v %v", ro, err)
+	}
+	rollout, _ := m["rollout"].(map[string]any)
+	rings, _ := rollout["rings"].([]any)
+	if len(rings) != 3 || rollout["version"] != "3.0.0" {
+		t.Fatalf("printed rollout: %v", m["rollout"])
+	}
+	for i, want := range []struct{ group, state any }{{"Pilot", "rolling_out"}, {"Canary", "waiting"}, {nil, "waiting"}} {
+		r := rings[i].(map[string]any)
+		if r["groupName"] != want.group || r["state"] != want.state {
+			t.Errorf("printed ring %d: %v", i, r)
+		}
 	}
 	code, out, e = patchd(t, db, "", "admin", "agent-policy", "get", "--org", "Acme")
 	if code != 0 {
 		t.Fatal(e)
 	}
-	if g := decode(t, out); fmt.Sprint(g) != fmt.Sprint(m) {
+	if g := decode(t, out); fmt.Sprint(g["rings"]) != fmt.Sprint(m["rings"]) || g["delayHours"] != m["delayHours"] ||
+		g["successRate"] != m["successRate"] || fmt.Sprint(g["rollout"].(map[string]any)["rings"]) != fmt.Sprint(rings) {
 		t.Fatalf("get answers %v, set answered %v", g, m)
 	}
 
