@@ -62,6 +62,11 @@ type Config struct {
 	// StartWatchdog starts `old update-watchdog` for this process
 	// (default: a detached child process).
 	StartWatchdog func(old, stateDir string, pid int) error
+	// ServiceRoot is the root under which the agent looks for the service
+	// definition patchd-agent install wrote for it, to bring it up to date
+	// ("/"; tests give a folder of their own). On Windows the agent's
+	// service's recovery is brought up to date instead.
+	ServiceRoot string
 }
 
 // DefaultRefreshInterval is how often the package metadata is refreshed
@@ -142,6 +147,9 @@ func (c *Config) defaults() {
 	if c.StartWatchdog == nil {
 		c.StartWatchdog = startWatchdog
 	}
+	if c.ServiceRoot == "" {
+		c.ServiceRoot = "/"
+	}
 	if c.Uninstall == nil {
 		dir, log := c.StateDir, c.Logger
 		c.Uninstall = func(ctx context.Context) error { return SelfUninstall(ctx, dir, log) }
@@ -165,6 +173,25 @@ type runner struct {
 	// read for, and when.
 	releaseTarget string
 	releaseAt     time.Time
+	// serviceRefreshed: the service definition was looked at (once a run).
+	serviceRefreshed bool
+	// restart: a self-update or rollback asks the service manager to start
+	// the agent again (ErrRestart, Windows).
+	restart bool
+}
+
+// refreshService brings the agent's own service definition up to date,
+// once a run, after the first check-in: an agent known to work, and after
+// a self-update the new agent once confirmed (a rolled-back update leaves
+// the definition as it was).
+func (r *runner) refreshService(ctx context.Context) {
+	if r.serviceRefreshed || r.state.Update != nil {
+		return
+	}
+	r.serviceRefreshed = true
+	if err := refreshServiceDefinition(ctx, r.cfg, r.log); err != nil {
+		r.log.Warn("service definition not brought up to date", "err", err)
+	}
 }
 
 // Run checks in until ctx ends, the server refuses the agent (401:
@@ -204,8 +231,16 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if r.updateOverdue() {
 			r.rollback()
+			if r.restart {
+				r.log.Info("the agent ends; the service manager starts it again")
+				return ErrRestart
+			}
 		}
 		err := r.cycle(ctx)
+		if r.restart {
+			r.log.Info("the agent ends; the service manager starts it again")
+			return ErrRestart
+		}
 		switch {
 		case errors.Is(err, ErrUninstalled):
 			return err
@@ -274,6 +309,7 @@ func (r *runner) cycle(ctx context.Context) error {
 		}
 		return ErrUninstalled
 	}
+	r.refreshService(ctx)
 	if resp.CheckinSeconds > 0 && resp.CheckinSeconds != r.state.CheckinSeconds {
 		r.state.CheckinSeconds = resp.CheckinSeconds
 		r.save()
@@ -301,6 +337,9 @@ func (r *runner) cycle(ctx context.Context) error {
 	}
 	if resp.AgentTarget != "" && ctx.Err() == nil {
 		r.selfUpdate(ctx, resp.AgentTarget)
+		if r.restart {
+			return nil // Run ends for the service manager's restart, now
+		}
 	}
 	// A server that answers at once (no long poll) is asked again after
 	// checkinSeconds, not in a tight loop. An answer that asked for the

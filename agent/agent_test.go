@@ -63,6 +63,9 @@ type fakeServer struct {
 	// agent's reads of the release (answered 404: nothing published).
 	agentTarget string
 	releaseGets atomic.Int32
+	// release, when set, is the published release, download its binary.
+	release  *agentproto.Release
+	download []byte
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
@@ -80,7 +83,20 @@ func newFakeServerTLS(t *testing.T, tls bool) (*fakeServer, *httptest.Server) {
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
 	mux.HandleFunc("GET /agent/v1/release/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
 		f.releaseGets.Add(1)
-		writeJSON(w, 404, map[string]any{"error": "not_found"})
+		f.mu.Lock()
+		rel := f.release
+		f.mu.Unlock()
+		if rel == nil {
+			writeJSON(w, 404, map[string]any{"error": "not_found"})
+			return
+		}
+		writeJSON(w, 200, rel)
+	})
+	mux.HandleFunc("GET /agent/v1/download/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		b := f.download
+		f.mu.Unlock()
+		w.Write(b)
 	})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.statusDown.Load() && strings.HasSuffix(r.URL.Path, "/status") {
@@ -330,6 +346,8 @@ func testConfig(t *testing.T, dir string, collects *atomic.Int32) Config {
 		Uninstall: func(ctx context.Context) error { return errors.New("no uninstall in this test") },
 		// Never apt-get update this machine's lists from a test.
 		Refresh: func(context.Context) (string, error) { return "", nil },
+		// Nor look at this machine's service files.
+		ServiceRoot: t.TempDir(),
 	}
 }
 
@@ -755,6 +773,17 @@ func TestServicePlans(t *testing.T) {
 		!strings.HasPrefix(b.String(), "run sc.exe stop patchd-agent (failure ignored)\ncopy C:\\Users\\a\\Downloads\\patchd-agent.exe to C:\\Program Files\\patchd\\patchd-agent.exe") {
 		t.Errorf("windows plan:\n%s", b.String())
 	}
+	// Recovery: restarts after 5 s, 30 s, then every minute, also after a failing exit code.
+	for _, want := range []string{"run sc.exe failure patchd-agent reset= 86400 actions= restart/5000/restart/30000/restart/60000\n",
+		"run sc.exe failureflag patchd-agent 1\nrun sc.exe start patchd-agent\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("windows plan lacks %q:\n%s", want, b.String())
+		}
+	}
+	if wenv := InstallPlanEnv(WinSCM, `C:\a.exe`, `C:\b.exe`, `C:\s`, []string{"HTTPS_PROXY=http://p:3128"}); wenv.Run[5].Path != "reg.exe" ||
+		wenv.Run[len(wenv.Run)-1].Args[0] != "start" || wenv.Run[4].Args[0] != "failureflag" {
+		t.Errorf("windows plan with a proxy: %+v", wenv.Run)
+	}
 	if got := win.Run[0].Args[3]; got != `"C:\Program Files\patchd\patchd-agent.exe" run --state "C:\ProgramData\patchd-agent"` {
 		t.Errorf("binPath %s", got)
 	}
@@ -813,7 +842,7 @@ func TestProxyRecorded(t *testing.T) {
 		t.Errorf("plist:\n%s", mac.Write[0].Content)
 	}
 	win := InstallPlanEnv(WinSCM, `C:\a.exe`, `C:\Program Files\patchd\patchd-agent.exe`, `C:\ProgramData\patchd-agent`, env)
-	if reg := win.Run[4]; reg.Path != "reg.exe" || reg.Args[len(reg.Args)-2] != `HTTPS_PROXY=http://proxy.example:3128\0NO_PROXY=.corp,10.0.0.0/8` || win.Run[5].Args[0] != "start" {
+	if reg := win.Run[5]; reg.Path != "reg.exe" || reg.Args[len(reg.Args)-2] != `HTTPS_PROXY=http://proxy.example:3128\0NO_PROXY=.corp,10.0.0.0/8` || win.Run[6].Args[0] != "start" {
 		t.Errorf("windows: %+v", win.Run)
 	}
 }
@@ -923,4 +952,25 @@ func (r *recordRunner) Run(ctx context.Context, c execute.Cmd) (execute.Result, 
 		return execute.Result{ExitCode: 5, Output: "failed"}, nil
 	}
 	return execute.Result{}, nil
+}
+
+// TestRecoveryDiff: the Windows service's recovery is the agent's only
+// with the three restarts, the day's reset and failing exit codes counted.
+func TestRecoveryDiff(t *testing.T) {
+	want := []RecoveryAction{{1, 5 * time.Second}, {1, 30 * time.Second}, {1, time.Minute}}
+	if d := RecoveryDiff(want, 24*time.Hour, true); d != "" {
+		t.Fatalf("the agent's own recovery differs: %s", d)
+	}
+	// What install set before: three restarts after a minute, exit codes not counted.
+	old := []RecoveryAction{{1, time.Minute}, {1, time.Minute}, {1, time.Minute}}
+	if d := RecoveryDiff(old, 24*time.Hour, false); d != "actions restart/1m0s,restart/1m0s,restart/1m0s, want restart/5s,restart/30s,restart/1m0s; a failing exit code is not a failure, want it one" {
+		t.Errorf("old install: %q", d)
+	}
+	// An MSI without recovery: nothing set.
+	if d := RecoveryDiff(nil, 0, false); !strings.HasPrefix(d, "actions none, want restart/5s") || !strings.Contains(d, "reset after 0s, want 24h0m0s") {
+		t.Errorf("no recovery: %q", d)
+	}
+	if d := RecoveryDiff([]RecoveryAction{{1, 5 * time.Second}, {0, 30 * time.Second}, {1, time.Minute}}, 24*time.Hour, true); !strings.Contains(d, "none/30s") {
+		t.Errorf("a second action that does nothing: %q", d)
+	}
 }

@@ -4,11 +4,16 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/windows"
-
 	"golang.org/x/sys/windows/svc"
+	"golang.org/x/sys/windows/svc/mgr"
 
 	"github.com/patchd/patchd/agent/collect"
 	"github.com/patchd/patchd/agent/execute"
@@ -77,4 +82,73 @@ func removeAtReboot(path string) error {
 		return err
 	}
 	return windows.MoveFileEx(p, nil, windows.MOVEFILE_DELAY_UNTIL_REBOOT)
+}
+
+// refreshServiceDefinition brings the recovery of the agent's Windows
+// service up to date (RecoveryDelays, RecoveryReset, a failing exit code
+// counted as a failure) when it differs: services installed by an MSI
+// without recovery or by an older patchd-agent install. Only the service
+// whose program is this agent is changed.
+func refreshServiceDefinition(ctx context.Context, cfg Config, log *slog.Logger) error {
+	return ensureRecovery(cfg.Executable, log)
+}
+
+// ensureRecovery checks the recovery of the agent's service (the one whose
+// program is exe) and sets it when it differs; recoveryVerified then.
+func ensureRecovery(exe string, log *slog.Logger) error {
+	m, err := mgr.Connect()
+	if err != nil {
+		return fmt.Errorf("service manager: %w", err)
+	}
+	defer m.Disconnect()
+	s, err := m.OpenService(ServiceName)
+	if errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) {
+		return nil // run by hand, not installed as a service
+	} else if err != nil {
+		return fmt.Errorf("service %s: %w", ServiceName, err)
+	}
+	defer s.Close()
+	sc, err := s.Config()
+	if err != nil {
+		return fmt.Errorf("service %s: %w", ServiceName, err)
+	}
+	if prog := ServiceExe(sc.BinaryPathName); !strings.EqualFold(filepath.Clean(prog), filepath.Clean(exe)) {
+		log.Debug("the service runs another program: its recovery is left alone", "service", prog, "this", exe)
+		return nil
+	}
+	have, err := s.RecoveryActions()
+	if err != nil {
+		return fmt.Errorf("service %s recovery: %w", ServiceName, err)
+	}
+	reset, err := s.ResetPeriod()
+	if err != nil {
+		return fmt.Errorf("service %s recovery: %w", ServiceName, err)
+	}
+	flag, err := s.RecoveryActionsOnNonCrashFailures()
+	if err != nil {
+		return fmt.Errorf("service %s recovery: %w", ServiceName, err)
+	}
+	actions := make([]RecoveryAction, len(have))
+	for i, a := range have {
+		actions[i] = RecoveryAction{Type: a.Type, Delay: a.Delay}
+	}
+	diff := RecoveryDiff(actions, time.Duration(reset)*time.Second, flag)
+	if diff == "" {
+		recoveryVerified.Store(true)
+		log.Debug("service recovery up to date")
+		return nil
+	}
+	want := make([]mgr.RecoveryAction, len(RecoveryDelays))
+	for i, d := range RecoveryDelays {
+		want[i] = mgr.RecoveryAction{Type: mgr.ServiceRestart, Delay: d}
+	}
+	if err := s.SetRecoveryActions(want, uint32(RecoveryReset/time.Second)); err != nil {
+		return fmt.Errorf("service %s: set recovery: %w", ServiceName, err)
+	}
+	if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil {
+		return fmt.Errorf("service %s: set recovery on failing exit codes: %w", ServiceName, err)
+	}
+	recoveryVerified.Store(true)
+	log.Info("service recovery brought up to date", "service", ServiceName, "was", diff)
+	return nil
 }

@@ -61,3 +61,8 @@ func zombie(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
+
+func runsAsWindowsService() bool { return false }
+
+// agentPID: the update re-executed in place, the process is the same.
+func agentPID(pid int) int { return pid }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ const (
 	SystemdPath  = "/etc/systemd/system/patchd-agent.service"
 	LaunchdPath  = "/Library/LaunchDaemons/com.patchd.agent.plist"
 	InitScript   = "/etc/init.d/patchd-agent"
+	// PackageBinary is where the .deb and .rpm put the agent: their
+	// service files belong to the package manager.
+	PackageBinary = "/usr/bin/patchd-agent"
 )
 
 // Manager is a service manager the agent registers itself with.
@@ -309,13 +313,16 @@ func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
 			{Path: "sc.exe", Args: []string{"create", ServiceName, "binPath=", bin, "start=", "auto", "DisplayName=", "patchd agent"}},
 			{Path: "sc.exe", Args: []string{"config", ServiceName, "binPath=", bin, "start=", "auto"}},
 			{Path: "sc.exe", Args: []string{"description", ServiceName, "Checks in with the patchd server, reports inventory and installs updates."}},
-			{Path: "sc.exe", Args: []string{"failure", ServiceName, "reset=", "86400", "actions=", "restart/60000/restart/60000/restart/60000"}},
+			// Recovery: restart when the agent ends without being stopped or
+			// stops with a failing exit code (failureflag 1).
+			{Path: "sc.exe", Args: []string{"failure", ServiceName, "reset=", strconv.Itoa(int(RecoveryReset / time.Second)), "actions=", scRecoveryActions()}},
+			{Path: "sc.exe", Args: []string{"failureflag", ServiceName, "1"}},
 			{Path: "sc.exe", Args: []string{"start", ServiceName}},
 		}
 		if len(env) > 0 {
 			reg := execute.Cmd{Path: "reg.exe", Args: []string{"add", `HKLM\SYSTEM\CurrentControlSet\Services\` + ServiceName,
 				"/v", "Environment", "/t", "REG_MULTI_SZ", "/d", strings.Join(env, `\0`), "/f"}}
-			p.Run = append(p.Run[:4:4], reg, p.Run[4])
+			p.Run = append(p.Run[:5:5], reg, p.Run[5])
 		}
 		// create fails when the service exists (an upgrade): config sets it.
 		p.Tolerate = map[int]bool{0: true}

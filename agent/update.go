@@ -66,8 +66,14 @@ type PendingUpdate struct {
 // Restart=on-failure) or where the service says so
 // (PATCHD_AGENT_SUPERVISED=1: the OpenRC script under supervise-daemon).
 func Supervised() bool {
-	return os.Getenv("INVOCATION_ID") != "" || os.Getenv("PATCHD_AGENT_SUPERVISED") == "1"
+	return os.Getenv("INVOCATION_ID") != "" || os.Getenv("PATCHD_AGENT_SUPERVISED") == "1" || runsAsWindowsService()
 }
+
+// ErrRestart ends Run so that the service manager starts the agent again
+// (on Windows, where a process cannot replace its own image): the new
+// binary after a self-update, the old one after a rollback. Windows' service
+// manager restarts the agent's service on its failing exit (its recovery).
+var ErrRestart = errors.New("the agent ends for the service manager to start it again (self-update)")
 
 // maxRefused bounds State.RefusedReleases.
 const maxRefused = 20
@@ -183,7 +189,9 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 		r.log.Warn("agent update: no watchdog; the new agent rolls back itself if it runs but cannot check in", "err", err)
 	}
 	r.log.Info("agent updated; restarting into it", "from", Version, "to", rel.Version)
-	if err := r.cfg.Restart(exe); err != nil {
+	if err := r.cfg.Restart(exe); errors.Is(err, ErrRestart) {
+		r.restart = true
+	} else if err != nil {
 		r.log.Error("agent update: restart failed; the old agent stays", "err", err)
 		r.rollback()
 	}
@@ -236,7 +244,8 @@ func (r *runner) download(ctx context.Context, dir string, rel agentproto.Releas
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("download: %s", resp.Status)
 	}
-	f, err := os.CreateTemp(dir, ".patchd-agent-new-*")
+	// On Windows a program runs from a file whose name ends in .exe.
+	f, err := os.CreateTemp(dir, ".patchd-agent-new-*"+filepath.Ext(r.cfg.Executable))
 	if err != nil {
 		return "", err
 	}
@@ -293,6 +302,7 @@ func (r *runner) resumeUpdate() {
 		r.log.Info("agent update: this is the new agent; it must check in to stay", "from", u.From, "to", u.To,
 			"by", u.Deadline.Round(time.Second))
 	default:
+		os.Remove(u.Exe + ".failed") // the new agent's, set aside when it rolled back itself on Windows
 		r.log.Error("agent update failed: the previous agent runs again", "from", u.From, "to", u.To, "running", Version)
 		r.state.Update = nil
 		r.refuse(u.SHA256, u.To, "rolled back: the new agent did not check in in time")
@@ -325,7 +335,7 @@ func (r *runner) rollback() {
 	if u == nil {
 		return
 	}
-	if err := os.Rename(u.Old, u.Exe); err != nil {
+	if err := putBack(u.Old, u.Exe); err != nil {
 		r.log.Error("agent update: cannot put the old binary back", "err", err)
 		return
 	}
@@ -337,9 +347,31 @@ func (r *runner) rollback() {
 	}
 	r.save()
 	r.log.Error("agent update: the new agent did not check in in time; restarting the old one", "to", u.To, "deadline", u.Deadline)
-	if err := r.cfg.Restart(u.Exe); err != nil {
+	if err := r.cfg.Restart(u.Exe); errors.Is(err, ErrRestart) {
+		r.restart = true
+	} else if err != nil {
 		r.log.Error("agent update: restart into the old agent failed", "err", err)
 	}
+}
+
+// putBack puts the old binary back in place of exe. A running program's
+// file cannot be replaced on Windows, but it can be renamed: exe (this
+// agent, when it rolls back itself) goes aside to exe.failed first, which
+// a later start removes.
+func putBack(old, exe string) error {
+	if runtime.GOOS != "windows" {
+		return os.Rename(old, exe)
+	}
+	failed := exe + ".failed"
+	os.Remove(failed)
+	if err := os.Rename(exe, failed); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := os.Rename(old, exe); err != nil {
+		os.Rename(failed, exe)
+		return err
+	}
+	return nil
 }
 
 // watchdogSlack is how long after the deadline the watchdog waits for the
@@ -377,14 +409,31 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 	if _, err := os.Stat(u.Old); err != nil {
 		return false, nil // the new agent put it back itself
 	}
+	// The new agent's process: the same as the old one's where the update
+	// re-executed in place; on Windows the service's process now.
+	pid = agentPID(pid)
+	if runtime.GOOS == "windows" {
+		// A running program's file cannot be replaced there: end it first
+		// (the service manager starts it again after its recovery delay).
+		log.Error("agent update: the new agent did not check in in time; ending it and putting the old binary back", "to", u.To, "pid", pid)
+		endProcess(pid)
+		var err error
+		for i := 0; i < 60; i++ {
+			if err = os.Rename(u.Old, u.Exe); err == nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err != nil {
+			return false, fmt.Errorf("watchdog: put the old agent back: %w", err)
+		}
+		return true, nil
+	}
 	if err := os.Rename(u.Old, u.Exe); err != nil {
 		return false, fmt.Errorf("watchdog: put the old agent back: %w", err)
 	}
 	log.Error("agent update: the new agent did not check in in time; the old binary is back, ending the new agent", "to", u.To, "pid", pid)
-	if p, err := os.FindProcess(pid); err == nil {
-		p.Kill()
-		waitEnded(p, 10*time.Second)
-	}
+	endProcess(pid)
 	if u.Supervised || len(u.Args) == 0 {
 		return true, nil // the service manager starts the old agent
 	}
@@ -399,4 +448,12 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 		}
 	}
 	return true, nil
+}
+
+// endProcess kills pid and waits up to 10 s for it to end.
+func endProcess(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+		waitEnded(p, 10*time.Second)
+	}
 }

@@ -2,13 +2,22 @@ package agent
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/patchd/patchd/agentproto"
 )
 
 // TestUpdateRolledBackWhenNewAgentDoesNotCheckIn: the new agent of an
@@ -179,5 +188,84 @@ func TestReleaseReadThrottled(t *testing.T) {
 	stop()
 	if n := f.releaseGets.Load(); n != 2 {
 		t.Fatalf("read %d times", n)
+	}
+}
+
+// TestUpdateEndsForServiceManager: where the agent cannot re-execute in
+// place (Windows: Restart answers ErrRestart), the verified new binary is
+// put in place of the running one, the old kept beside it, the update
+// recorded, the watchdog started, and Run ends with ErrRestart for the
+// service manager to start the new binary; a new agent that then cannot
+// check in puts the old binary back and ends the same way.
+func TestUpdateEndsForServiceManager(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := LoadState(dir)
+	st.ReleaseKey = base64.StdEncoding.EncodeToString(pub)
+	st.Save(dir)
+	newAgent := []byte("#!/bin/sh\necho patchd-agent 2.0.0 " + runtime.GOOS + "/" + runtime.GOARCH + "\n")
+	sum := sha256.Sum256(newAgent)
+	sumHex := hex.EncodeToString(sum[:])
+	f.mu.Lock()
+	f.agentTarget = "latest"
+	f.release = &agentproto.Release{OS: runtime.GOOS, Arch: runtime.GOARCH, Version: "2.0.0", SHA256: sumHex, Size: int64(len(newAgent)),
+		Signature: agentproto.SignRelease(priv, runtime.GOOS, runtime.GOARCH, "2.0.0", sumHex)}
+	f.download = newAgent
+	f.mu.Unlock()
+
+	exe := filepath.Join(t.TempDir(), "patchd-agent")
+	os.WriteFile(exe, []byte("old agent"), 0o755)
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.Executable = exe
+	cfg.Restart = func(string) error { return ErrRestart }
+	var watchdog atomic.Value
+	cfg.StartWatchdog = func(old, stateDir string, pid int) error { watchdog.Store(old); return nil }
+	_, done := start(t, cfg)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrRestart) {
+			t.Fatalf("Run ended with %v, want ErrRestart", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Run did not end for the restart")
+	}
+	if b, _ := os.ReadFile(exe); string(b) != string(newAgent) {
+		t.Fatalf("the binary is not the new agent: %q", b)
+	}
+	if b, _ := os.ReadFile(exe + ".old"); string(b) != "old agent" {
+		t.Fatalf("the old binary is not kept: %q", b)
+	}
+	if got, _ := watchdog.Load().(string); got != exe+".old" {
+		t.Errorf("watchdog started from %q", got)
+	}
+	st, _ = LoadState(dir)
+	if st.Update == nil || st.Update.To != "2.0.0" || st.Update.Old != exe+".old" {
+		t.Fatalf("the pending update: %+v", st.Update)
+	}
+
+	// The new agent, started by the service manager, cannot check in
+	// before its deadline: the old binary is back and Run ends again.
+	saved := Version
+	t.Cleanup(func() { Version = saved })
+	Version = "2.0.0"
+	st.Update.Deadline = time.Now().Add(-time.Second)
+	st.Save(dir)
+	f.down.Store(true)
+	_, done = start(t, cfg)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrRestart) {
+			t.Fatalf("the rolled-back new agent ended with %v, want ErrRestart", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the new agent did not end after its rollback")
+	}
+	if b, _ := os.ReadFile(exe); string(b) != "old agent" {
+		t.Fatalf("after the rollback the binary is %q", b)
 	}
 }

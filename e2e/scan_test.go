@@ -19,7 +19,8 @@ import (
 // fakeAptGet puts, first on the PATH of the environment it answers, an
 // apt-get that only records how it was called (one line to the file
 // answered): the real agent refreshes "the package lists" through it, and
-// this machine's own lists stay as they are.
+// this machine's own lists stay as they are. The agent looks for its
+// service definition under an empty folder of dir, not this machine's /etc.
 func fakeAptGet(t *testing.T, dir string) (env []string, calls string) {
 	t.Helper()
 	bin := filepath.Join(dir, "fakebin")
@@ -31,7 +32,8 @@ func fakeAptGet(t *testing.T, dir string) (env []string, calls string) {
 	if err := os.WriteFile(filepath.Join(bin, "apt-get"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), calls
+	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PATCHD_AGENT_SERVICE_ROOT="+filepath.Join(dir, "no-services")), calls
 }
 
 func aptCalls(path string) []string {

@@ -104,7 +104,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		runAgent := func(ctx context.Context) error {
-			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log, UpdateGrace: *grace, ReleaseCheckEvery: *releaseEvery})
+			// PATCHD_AGENT_SERVICE_ROOT: where the service definition
+			// install wrote is looked for ("/"; tests point it elsewhere).
+			return agent.Run(ctx, agent.Config{StateDir: *stateDir, Logger: log, UpdateGrace: *grace, ReleaseCheckEvery: *releaseEvery,
+				ServiceRoot: os.Getenv("PATCHD_AGENT_SERVICE_ROOT")})
 		}
 		var handled bool
 		if handled, err = agent.RunAsService(runAgent); !handled && err == nil {

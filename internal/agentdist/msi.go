@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/patchd/patchd/agent"
 )
@@ -92,10 +94,74 @@ func (pk *Packager) buildMSI(ctx context.Context, bin Binary, server, out string
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build msi: wixl: %w: %s", err, strings.TrimSpace(string(b)))
 	}
+	if err := addMSIRecovery(ctx, tmp, msi); err != nil {
+		return err
+	}
 	if pk.Sign != nil {
 		if err := pk.Sign.SignFile(ctx, msi); err != nil {
 			return err
 		}
 	}
 	return copyFile(msi, out, 0o644)
+}
+
+// addMSIRecovery adds the service's recovery to the MSI wixl built (wixl
+// knows neither WiX's ServiceConfigFailureActions nor ServiceConfig): the
+// MsiServiceConfigFailureActions row restarts the agent after
+// agent.RecoveryDelays, the count reset after agent.RecoveryReset; the
+// MsiServiceConfig row (SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, 1) counts a
+// failing exit code as a failure; the standard action
+// MsiConfigureServices (Windows Installer 5.0, as the package requires)
+// applies both between InstallServices and StartServices, at installation
+// and reinstallation. msibuild (msitools, with wixl) imports the tables.
+func addMSIRecovery(ctx context.Context, dir, msi string) error {
+	msibuild, err := exec.LookPath("msibuild")
+	if err != nil {
+		return fmt.Errorf("%w: building the MSI needs msibuild (apt-get install msitools)", ErrNoTool)
+	}
+	var args []string
+	for name, content := range msiRecoveryTables() {
+		f := filepath.Join(dir, name+".idt")
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			return err
+		}
+		args = append(args, "-i", f)
+	}
+	args = append(args, "-q", "INSERT INTO `InstallExecuteSequence` (`Action`, `Condition`, `Sequence`) VALUES ('MsiConfigureServices', 'VersionMsi >= \"5.00\"', "+msiConfigureServicesSeq+")")
+	cmd := exec.CommandContext(ctx, msibuild, append([]string{msi}, args...)...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build msi: msibuild: %w: %s", err, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+// msiConfigureServicesSeq is MsiConfigureServices' place in the standard
+// sequence: after InstallServices (5800), before StartServices (5900).
+const msiConfigureServicesSeq = "5850"
+
+// msidbServiceConfigEventInstall | msidbServiceConfigEventReinstall.
+const msiServiceConfigEvents = "5"
+
+// msiRecoveryTables are the IDT files (name: content) of the recovery.
+func msiRecoveryTables() map[string]string {
+	actions := make([]string, len(agent.RecoveryDelays))
+	delays := make([]string, len(agent.RecoveryDelays))
+	for i, d := range agent.RecoveryDelays {
+		actions[i] = "1" // SC_ACTION_RESTART
+		delays[i] = strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	reset := strconv.Itoa(int(agent.RecoveryReset / time.Second))
+	row := func(cells ...string) string { return strings.Join(cells, "\t") + "\r\n" }
+	return map[string]string{
+		"MsiServiceConfigFailureActions": row("MsiServiceConfigFailureActions", "Name", "Event", "ResetPeriod", "RebootMessage", "Command", "Actions", "DelayActions", "Component_") +
+			row("s72", "s255", "i2", "I4", "L255", "S255", "S255", "S255", "s72") +
+			row("MsiServiceConfigFailureActions", "MsiServiceConfigFailureActions") +
+			row("AgentRecovery", agent.ServiceName, msiServiceConfigEvents, reset, "", "", strings.Join(actions, "[~]"), strings.Join(delays, "[~]"), "Agent"),
+		// ConfigType 4: SERVICE_CONFIG_FAILURE_ACTIONS_FLAG.
+		"MsiServiceConfig": row("MsiServiceConfig", "Name", "Event", "ConfigType", "Argument", "Component_") +
+			row("s72", "s255", "i2", "i4", "S255", "s72") +
+			row("MsiServiceConfig", "MsiServiceConfig") +
+			row("AgentRecoveryOnErrorExit", agent.ServiceName, msiServiceConfigEvents, "4", "1", "Agent"),
+	}
 }

@@ -23,7 +23,7 @@ import (
 
 // Where the packages put things.
 const (
-	PackageBin   = "/usr/bin/patchd-agent"
+	PackageBin   = agent.PackageBinary
 	PackageUnit  = "/usr/lib/systemd/system/patchd-agent.service"
 	PackageState = "/var/lib/patchd-agent"
 	// PackageConf is read by the package's postinst: PATCHD_SERVER=… and
@@ -70,7 +70,7 @@ type Packager struct {
 }
 
 // packageFormat is bumped when what goes into packages changes.
-const packageFormat = "1"
+const packageFormat = "2" // 2: the MSI sets the service's recovery
 
 // Build returns the package, from the cache when it is there.
 func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, error) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,6 +84,29 @@ func TestMSI(t *testing.T) {
 	}
 	if out := msiinfo("export", pkg.Path, "InstallExecuteSequence"); !strings.Contains(out, "Enroll\tTOKEN AND NOT REMOVE") {
 		t.Errorf("sequence:\n%s", out)
+	}
+	// Recovery (wixl cannot write it; msibuild adds it): restart after 5 s,
+	// 30 s, then every minute, the count reset after a day, also when the
+	// agent stops with a failing exit code, applied by MsiConfigureServices
+	// between InstallServices and StartServices.
+	if out := msiinfo("export", pkg.Path, "MsiServiceConfigFailureActions"); !strings.Contains(out, "\nAgentRecovery\tpatchd-agent\t5\t86400\t\t\t1[~]1[~]1\t5000[~]30000[~]60000\tAgent") {
+		t.Errorf("failure actions:\n%s", out)
+	}
+	if out := msiinfo("export", pkg.Path, "MsiServiceConfig"); !strings.Contains(out, "\nAgentRecoveryOnErrorExit\tpatchd-agent\t5\t4\t1\tAgent") {
+		t.Errorf("failure actions flag:\n%s", out)
+	}
+	seq := map[string]int{}
+	for _, line := range strings.Split(msiinfo("export", pkg.Path, "InstallExecuteSequence"), "\n") {
+		if f := strings.Split(strings.TrimRight(line, "\r"), "\t"); len(f) == 3 {
+			n, _ := strconv.Atoi(f[2])
+			seq[f[0]] = n
+			if f[0] == "MsiConfigureServices" && f[1] != `VersionMsi >= "5.00"` {
+				t.Errorf("MsiConfigureServices condition %q", f[1])
+			}
+		}
+	}
+	if !(seq["InstallServices"] > 0 && seq["InstallServices"] < seq["MsiConfigureServices"] && seq["MsiConfigureServices"] < seq["StartServices"]) {
+		t.Errorf("MsiConfigureServices not between InstallServices and StartServices: %v", seq)
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("msiextract", "-C", dir, pkg.Path).CombinedOutput(); err != nil || !strings.Contains(string(out), "patchd-agent.exe") {

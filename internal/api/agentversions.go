@@ -1,18 +1,13 @@
 package api
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/valid"
 )
 
 // getAgentVersions (a patchd addition) answers the organization's agent
@@ -34,49 +29,9 @@ func (a *API) setAgentPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
-	var p store.AgentPolicy
-	var errs valid.Errors
-	version := ""
-	if body.Version != nil {
-		version = strings.TrimSpace(*body.Version)
-	}
 	orgID := principal(r).OrgID
-	if body.Policy != store.AgentPolicyStaged {
-		if body.Rings != nil {
-			errs.Add("rings", "go only with policy staged")
-		}
-		if body.DelayHours != nil {
-			errs.Add("delayHours", "goes only with policy staged")
-		}
-		if body.SuccessRate != nil {
-			errs.Add("successRate", "goes only with policy staged")
-		}
-	}
-	switch body.Policy {
-	case "none", store.AgentPolicyLatest:
-		if body.Version != nil {
-			errs.Add("version", "goes only with policy pinned or staged")
-		}
-		if body.Policy == store.AgentPolicyLatest {
-			p.Policy = store.AgentPolicyLatest
-		}
-	case store.AgentPolicyPinned, store.AgentPolicyStaged:
-		switch {
-		case version == "" || len(version) > agentproto.MaxAgentVersion:
-			errs.Add("version", "policy %s needs the agent version: 1 to %d characters", body.Policy, agentproto.MaxAgentVersion)
-		case !utf8.ValidString(version) || strings.ContainsAny(version, " \t\r\n\x00"):
-			errs.Add("version", "must be text without spaces or NUL")
-		}
-		p = store.AgentPolicy{Policy: body.Policy, Version: version}
-		if body.Policy == store.AgentPolicyStaged {
-			if err := a.stagedPolicy(r, orgID, body, &p, &errs); err != nil {
-				return err
-			}
-		}
-	default:
-		errs.Add("policy", "must be latest, pinned, staged or none")
-	}
-	if err := errs.Err(); err != nil {
+	p, err := admin.CheckAgentPolicy(r.Context(), a.store, orgID, body, a.clock.Now())
+	if err != nil {
 		return err
 	}
 	if err := a.store.SetAgentPolicy(r.Context(), auditEntry(r, "agent_policy.set", "org", orgID), orgID, p, a.clock.Now()); err != nil {
@@ -87,60 +42,6 @@ func (a *API) setAgentPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
-}
-
-// maxAgentRings bounds the groups of a staged policy.
-const maxAgentRings = 20
-
-// maxAgentDelayHours bounds a staged policy's delay (a year).
-const maxAgentDelayHours = 8760
-
-// stagedPolicy checks a staged policy's rings (the organization's groups,
-// each once), delay and success rate into p.
-func (a *API) stagedPolicy(r *http.Request, orgID string, body apiv1.AgentPolicyBody, p *store.AgentPolicy, errs *valid.Errors) error {
-	switch {
-	case len(body.Rings) == 0:
-		errs.Add("rings", "policy staged needs 1 to %d endpoint group ids, the rings in order", maxAgentRings)
-	case len(body.Rings) > maxAgentRings:
-		errs.Add("rings", "at most %d groups", maxAgentRings)
-	default:
-		seen := map[string]bool{}
-		for i, id := range body.Rings {
-			field := fmt.Sprintf("rings[%d]", i)
-			if seen[id] {
-				errs.Add(field, "the group is already a ring before")
-				continue
-			}
-			seen[id] = true
-			if id == "" || len(id) > 100 || !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
-				errs.Add(field, "no such endpoint group")
-				continue
-			}
-			if _, err := a.store.GetGroup(r.Context(), orgID, id, a.clock.Now()); errors.Is(err, store.ErrNotFound) {
-				errs.Add(field, "no such endpoint group")
-			} else if err != nil {
-				return err
-			}
-		}
-		p.Rings = body.Rings
-	}
-	switch {
-	case body.DelayHours == nil:
-		errs.Add("delayHours", "policy staged needs the hours a ring runs the version before the next gets it: 0 to %d", maxAgentDelayHours)
-	case *body.DelayHours < 0 || *body.DelayHours > maxAgentDelayHours:
-		errs.Add("delayHours", "must be 0 to %d", maxAgentDelayHours)
-	default:
-		p.Delay = time.Duration(*body.DelayHours) * time.Hour
-	}
-	switch {
-	case body.SuccessRate == nil:
-		errs.Add("successRate", "policy staged needs the percent of a ring that must run the version: 0 to 100")
-	case *body.SuccessRate < 0 || *body.SuccessRate > 100:
-		errs.Add("successRate", "must be 0 to 100")
-	default:
-		p.SuccessRate = *body.SuccessRate
-	}
 	return nil
 }
 
@@ -165,7 +66,7 @@ func (a *API) agentVersions(r *http.Request, orgID string) (apiv1.AgentVersions,
 			return out, err
 		}
 		out.Target = &p.Version
-		out.Rollout = rolloutOut(ro)
+		out.Rollout = admin.AgentRolloutOut(ro)
 	}
 	var releases []agentproto.Release
 	if a.cfg.Releases != nil {
@@ -211,24 +112,4 @@ func goOS(platform string) string {
 		return "darwin"
 	}
 	return platform
-}
-
-func rolloutOut(ro *store.AgentRollout) *apiv1.AgentRollout {
-	out := &apiv1.AgentRollout{Version: ro.Policy.Version, DelayHours: int(ro.Policy.Delay / time.Hour), SuccessRate: ro.Policy.SuccessRate,
-		Rings: []apiv1.AgentRing{}}
-	at := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
-	for _, g := range ro.Rings {
-		ring := apiv1.AgentRing{Position: g.Position, State: g.State, StartedAt: at(g.StartedAt), DoneAt: at(g.DoneAt), HaltedAt: at(g.HaltedAt),
-			Endpoints: g.Endpoints, Updated: g.Updated, Failed: g.Failed}
-		if g.GroupID != "" {
-			ring.GroupID, ring.GroupName = &g.GroupID, &g.GroupName
-		}
-		out.Rings = append(out.Rings, ring)
-	}
-	return out
 }

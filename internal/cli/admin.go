@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"os/user"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/config"
@@ -125,30 +127,54 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			return map[string]any{"items": nonNil(list), "total": len(list)}, err
 		}
 	case "agent-policy set":
-		var policy, version string
+		// The API's body: a flag not given is a field not sent, so that
+		// the same checks say what is missing or out of place.
+		var policy string
+		var version, delay *string
+		var rings listFlag
+		var rate *int
 		define = func(fs *flag.FlagSet) {
 			str(fs, &org, "org", "organization id or name")
-			str(fs, &policy, "policy", "latest (the published release), pinned (--version) or none (agents are left as they are)")
-			str(fs, &version, "version", "with --policy pinned: the agent version")
+			str(fs, &policy, "policy", "latest (the published release), pinned (--version), staged (--version through --ring groups) or none (agents are left as they are)")
+			fs.Func("version", "with --policy pinned or staged: the agent version", func(v string) error { version = &v; return nil })
+			fs.Var(&rings, "ring", "with --policy staged: an endpoint group (id or name), a ring, in order (repeat the flag); the endpoints in none form the last ring")
+			fs.Func("delay", "with --policy staged: how long a ring runs the version before the next gets it, hours (12h) or days (3d)", func(v string) error { delay = &v; return nil })
+			fs.Func("success-rate", "with --policy staged: the percent of a ring's endpoints that must run the version before the next ring gets it", func(v string) error {
+				n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(v, "%")))
+				if err != nil {
+					return errors.New("wants a percent: 0 to 100")
+				}
+				rate = &n
+				return nil
+			})
 		}
 		do = func(s *store.Store) (any, error) {
-			p := store.AgentPolicy{Policy: policy, Version: strings.TrimSpace(version)}
-			switch {
-			case policy == "none" && version == "":
-				p.Policy = ""
-			case policy == store.AgentPolicyLatest && version == "", policy == store.AgentPolicyPinned && p.Version != "":
-			default:
-				return nil, usagef("%s: --policy latest, --policy pinned --version V, or --policy none", name)
-			}
 			o, err := s.FindOrg(ctx, org)
 			if err != nil {
 				return nil, err
 			}
-			e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "agent_policy.set", TargetType: "org", TargetID: o.ID}
-			if err := s.SetAgentPolicy(ctx, e, o.ID, p, time.Now()); err != nil {
-				return nil, err
+			body := apiv1.AgentPolicyBody{Policy: policy, Version: version, SuccessRate: rate}
+			if delay != nil {
+				h, err := parseDelayHours(*delay)
+				if err != nil {
+					return nil, usagef("%s: --delay %q: %v", name, *delay, err)
+				}
+				body.DelayHours = &h
 			}
-			return map[string]any{"org": o.ID, "policy": policy, "version": p.Version, "agentTarget": p.Target()}, nil
+			if len(rings) > 0 {
+				if body.Rings, err = ringGroupIDs(ctx, s, o.ID, rings); err != nil {
+					return nil, err
+				}
+			}
+			p, err := admin.CheckAgentPolicy(ctx, s, o.ID, body, time.Now())
+			if err == nil {
+				e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "agent_policy.set", TargetType: "org", TargetID: o.ID}
+				err = s.SetAgentPolicy(ctx, e, o.ID, p, time.Now())
+			}
+			if err != nil {
+				return nil, agentPolicyProblems(name, rings, err)
+			}
+			return agentPolicyOut(ctx, s, o.ID, p)
 		}
 	case "agent-policy get":
 		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
@@ -161,16 +187,7 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 			if err != nil {
 				return nil, err
 			}
-			policy := p.Policy
-			if policy == "" {
-				policy = "none"
-			}
-			if p.Policy == store.AgentPolicyStaged {
-				// The target depends on each endpoint's ring: patchctl agents versions shows them.
-				return map[string]any{"org": o.ID, "policy": policy, "version": p.Version, "rings": p.Rings,
-					"delayHours": int(p.Delay / time.Hour), "successRate": p.SuccessRate}, nil
-			}
-			return map[string]any{"org": o.ID, "policy": policy, "version": p.Version, "agentTarget": p.Target()}, nil
+			return agentPolicyOut(ctx, s, o.ID, p)
 		}
 	case "enroll-token revoke":
 		define = func(fs *flag.FlagSet) {

@@ -93,6 +93,7 @@ Usage:
   patchd admin agent sign --release-key KEY --version V [--os linux --arch amd64] FILE
   patchd admin agent list [--agent-dir DIR]
   patchd admin agent-policy set --org ORG --policy latest|none | --policy pinned --version V
+  patchd admin agent-policy set --org ORG --policy staged --version V --ring GROUP [--ring GROUP]… --delay 3d|12h --success-rate 90
   patchd admin agent-policy get --org ORG
   patchd admin agent package --type deb|rpm|msi [--arch amd64] --out FILE [--base-url URL] [--sign-cert F --sign-key F]
   patchd version

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
@@ -122,9 +126,16 @@ func TestAgentPolicyCommands(t *testing.T) {
 	if m := get(); m["policy"] != "pinned" || m["agentTarget"] != "2.0.0" {
 		t.Fatalf("pinned: %v", m)
 	}
-	for _, bad := range [][]string{{"--policy", "pinned"}, {"--policy", "latest", "--version", "2"}, {"--policy", "soon"}} {
-		if code, _, e := patchd(t, db, "", append([]string{"admin", "agent-policy", "set", "--org", "Acme"}, bad...)...); code != 2 || !strings.Contains(e, "--policy") {
-			t.Errorf("%v: %d %s", bad, code, e)
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "pinned"}, "--version: policy pinned needs the agent version"},
+		{[]string{"--policy", "latest", "--version", "2"}, "--version: goes only with policy pinned or staged"},
+		{[]string{"--policy", "soon"}, "--policy: must be latest, pinned, staged or none"},
+	} {
+		if code, _, e := patchd(t, db, "", append([]string{"admin", "agent-policy", "set", "--org", "Acme"}, bad.args...)...); code != 2 || !strings.Contains(e, bad.want) {
+			t.Errorf("%v: %d %s", bad.args, code, e)
 		}
 	}
 	if m := get(); m["agentTarget"] != "2.0.0" {
@@ -137,3 +148,120 @@ func TestAgentPolicyCommands(t *testing.T) {
 		t.Fatalf("none: %v", m)
 	}
 }
+
+// TestAgentPolicyStagedCommand: patchd admin agent-policy set --policy
+// staged takes what PUT /api/v1/agent-policy takes (rings of groups by id
+// or name, the delay, the success gate), stores the same policy and
+// refuses bad input with the API's messages, worded by the flags.
+func TestAgentPolicyStagedCommand(t *testing.T) {
+	t.Parallel()
+	db := storetest.URL(t)
+	code, out, e := patchd(t, db, "", "admin", "org", "create", "--name", "Acme")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	orgID := decode(t, out)["id"].(string)
+	ctx := context.Background()
+	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	group := func(name string) string {
+		g, err := s.CreateGroup(ctx, &store.AuditEntry{OrgID: orgID, Actor: "test", Action: "group.create", TargetType: "group"}, orgID,
+			store.GroupChange{Name: &name}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.ID
+	}
+	pilot, canary := group("Pilot"), group("Canary")
+	set := func(args ...string) (int, string, string) {
+		return patchd(t, db, "", append([]string{"admin", "agent-policy", "set", "--org", "Acme"}, args...)...)
+	}
+
+	// Rings by name and by id, the delay in days.
+	code, out, e = set("--policy", "staged", "--version", "3.0.0", "--ring", "Pilot", "--ring", canary, "--delay", "2d", "--success-rate", "90")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	m := decode(t, out)
+	if m["policy"] != "staged" || m["version"] != "3.0.0" || fmt.Sprint(m["rings"]) != fmt.Sprint([]string{pilot, canary}) ||
+		m["delayHours"] != float64(48) || m["successRate"] != float64(90) {
+		t.Fatalf("set staged: %v", m)
+	}
+	p, err := s.AgentPolicyOf(ctx, orgID)
+	if err != nil || p.Policy != store.AgentPolicyStaged || p.Version != "3.0.0" || !slices.Equal(p.Rings, []string{pilot, canary}) ||
+		p.Delay != 48*time.Hour || p.SuccessRate != 90 {
+		t.Fatalf("stored: %+v %v", p, err)
+	}
+	// The rollout starts as the API's does: the first ring has the version,
+	// the rest waits; the output shows it as the API's agent-versions does.
+	ro, err := s.AgentRolloutOf(ctx, orgID, time.Now())
+	if err != nil || len(ro.Rings) != 3 || ro.Rings[0].StartedAt.IsZero() || !ro.Rings[1].StartedAt.IsZero() {
+		t.Fatalf("rollout: %+v %v", ro, err)
+	}
+	rollout, _ := m["rollout"].(map[string]any)
+	rings, _ := rollout["rings"].([]any)
+	if len(rings) != 3 || rollout["version"] != "3.0.0" {
+		t.Fatalf("printed rollout: %v", m["rollout"])
+	}
+	for i, want := range []struct{ group, state any }{{"Pilot", "rolling_out"}, {"Canary", "waiting"}, {nil, "waiting"}} {
+		r := rings[i].(map[string]any)
+		if r["groupName"] != want.group || r["state"] != want.state {
+			t.Errorf("printed ring %d: %v", i, r)
+		}
+	}
+	code, out, e = patchd(t, db, "", "admin", "agent-policy", "get", "--org", "Acme")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	if g := decode(t, out); fmt.Sprint(g["rings"]) != fmt.Sprint(m["rings"]) || g["delayHours"] != m["delayHours"] ||
+		g["successRate"] != m["successRate"] || fmt.Sprint(g["rollout"].(map[string]any)["rings"]) != fmt.Sprint(rings) {
+		t.Fatalf("get answers %v, set answered %v", g, m)
+	}
+
+	for _, bad := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--policy", "staged", "--version", "4"}, []string{
+			"--ring: policy staged needs 1 to 20 endpoint group ids, the rings in order",
+			"--delay: policy staged needs the hours a ring runs the version before the next gets it: 0 to 8760",
+			"--success-rate: policy staged needs the percent of a ring that must run the version: 0 to 100"}},
+		{[]string{"--policy", "staged", "--ring", "Pilot", "--ring", "Nope", "--ring", "Pilot", "--delay", "12h", "--success-rate", "50"}, []string{
+			"--version: policy staged needs the agent version: 1 to 64 characters",
+			`--ring "Nope": no such endpoint group`,
+			`--ring "Pilot": the group is already a ring before`}},
+		{[]string{"--policy", "staged", "--version", "4", "--ring", "Pilot", "--delay", "366d", "--success-rate", "101"}, []string{
+			"--delay: must be 0 to 8760", "--success-rate: must be 0 to 100"}},
+		{[]string{"--policy", "pinned", "--version", "4", "--ring", "Pilot", "--delay", "1h", "--success-rate", "5"}, []string{
+			"--ring: go only with policy staged", "--delay: goes only with policy staged", "--success-rate: goes only with policy staged"}},
+		{[]string{"--policy", "staged", "--version", "4", "--ring", "Pilot", "--delay", "soon", "--success-rate", "5"}, []string{
+			`--delay "soon": wants hours or days: 12h, 3d`}},
+		{[]string{"--policy", "staged", "--version", "4", "--ring", "Pilot", "--delay", "1h", "--success-rate", "most"}, []string{
+			"-success-rate: wants a percent: 0 to 100"}},
+	} {
+		code, _, e := set(bad.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", bad.args, code, e)
+		}
+		for _, w := range bad.want {
+			if !strings.Contains(e, w) {
+				t.Errorf("%v: %q lacks %q", bad.args, firstLine(e), w)
+			}
+		}
+	}
+	if p2, err := s.AgentPolicyOf(ctx, orgID); err != nil || !slices.Equal(p2.Rings, p.Rings) || p2.Version != "3.0.0" {
+		t.Fatalf("after refused changes: %+v %v", p2, err)
+	}
+	// Back to latest: the rings go.
+	if code, _, e := set("--policy", "latest"); code != 0 {
+		t.Fatal(e)
+	}
+	if p, err := s.AgentPolicyOf(ctx, orgID); err != nil || p.Policy != store.AgentPolicyLatest || len(p.Rings) != 0 {
+		t.Fatalf("latest: %+v %v", p, err)
+	}
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

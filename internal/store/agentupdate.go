@@ -139,7 +139,7 @@ func (s *Store) SetAgentPolicy(ctx context.Context, e *AuditEntry, orgID string,
 				orgID, i, group, started); err != nil {
 				if foreignKeyFault(err) {
 					// The group was deleted since the caller checked it.
-					return valid.One(fmt.Sprintf("rings[%d]", i), "no such group in the organization")
+					return valid.One(fmt.Sprintf("rings[%d]", i), "no such endpoint group")
 				}
 				return fmt.Errorf("store: agent update rings: %w", err)
 			}

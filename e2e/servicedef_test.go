@@ -1,0 +1,257 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agent"
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// beforeServiceRefresh is the last commit whose agent left its service
+// definition as patchd-agent install wrote it.
+const beforeServiceRefresh = "1e52037b249dd87e86d754ced64414dfbc0ef767"
+
+// buildFromCommit builds the agent of an earlier commit (its source from
+// this repository's history, read with git archive; the repository is not
+// changed) as version, with the release key built in.
+func buildFromCommit(t *testing.T, commit, out, version, releaseKey string) {
+	t.Helper()
+	src := t.TempDir()
+	archive := exec.Command("git", "archive", "--format=tar", commit)
+	archive.Dir = ".."
+	tarball, err := archive.Output()
+	if err != nil {
+		t.Skipf("the agent of commit %s needs this repository's git history: %v", commit[:7], err)
+	}
+	untar := exec.Command("tar", "-x", "-C", src)
+	untar.Stdin = strings.NewReader(string(tarball))
+	if b, err := untar.CombinedOutput(); err != nil {
+		t.Fatalf("untar %s: %v %s", commit[:7], err, b)
+	}
+	cmd := exec.Command("go", "build", "-o", out, "-ldflags",
+		"-X github.com/patchd/patchd/agent.Version="+version+" -X github.com/patchd/patchd/agent.ReleaseKey="+releaseKey,
+		"./cmd/patchd-agent")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s of %s: %v\n%s", version, commit[:7], err, b)
+	}
+}
+
+// TestRealAgentBringsItsServiceUpToDate: an agent installed by an older
+// version (the agent of an earlier commit, its OpenRC script and systemd
+// unit as that version's install wrote them, under a folder the agent is
+// pointed at instead of this machine's /) updates itself through the
+// server to this version; once the new agent is confirmed it replaces both
+// files with this version's, logs what changed, has systemd read the unit
+// again (a recording systemctl) and goes on running. Started again, it
+// finds them current and changes nothing.
+func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
+	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
+		t.Skip("the real-machine check runs on Linux amd64/arm64, where CI runs")
+	}
+	agentDir := t.TempDir()
+	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir })
+	ctx := context.Background()
+	dir := t.TempDir()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubText := base64.StdEncoding.EncodeToString(pub)
+	exe := filepath.Join(dir, "bin", "patchd-agent")
+	os.MkdirAll(filepath.Dir(exe), 0o755)
+	buildFromCommit(t, beforeServiceRefresh, exe, "1.0.0", pubText)
+	v2 := filepath.Join(dir, "v2", "patchd-agent")
+	buildVersion(t, v2, "2.0.0", pubText)
+	v2sum, err := agentdist.FileSHA256(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := agentdist.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
+	dist, err := agentdist.NewStore(agentDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dist.Publish(v2, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dist.SetRelease(p, "2.0.0", agentproto.SignRelease(priv, p.OS, p.Arch, "2.0.0", v2sum), []ed25519.PublicKey{pub}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The root the agent is pointed at: what the older install wrote.
+	state := filepath.Join(dir, "state")
+	root := filepath.Join(dir, "root")
+	script, unit := filepath.Join(root, agent.InitScript), filepath.Join(root, agent.SystemdPath)
+	oldScript := agent.PastServiceDefinitions(agent.OpenRC, exe, state)[0]
+	oldUnit := agent.PastServiceDefinitions(agent.Systemd, exe, state)[1]
+	for path, content := range map[string]string{script: oldScript, unit: oldUnit} {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		mode := os.FileMode(0o644)
+		if path == script {
+			mode = 0o755
+		}
+		if err := os.WriteFile(path, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, "run/systemd/system"), 0o755) // systemd runs there
+	env, _ := fakeAptGet(t, dir)
+	systemctlCalls := filepath.Join(dir, "systemctl.calls")
+	if err := os.WriteFile(filepath.Join(dir, "fakebin", "systemctl"), []byte("#!/bin/sh\necho \"$*\" >> '"+systemctlCalls+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "PATCHD_AGENT_SERVICE_ROOT="+root)
+
+	enroll := exec.Command(exe, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
+	enroll.Env = env
+	if out, err := enroll.CombinedOutput(); err != nil {
+		t.Fatalf("enroll: %v\n%s", err, out)
+	}
+	st, err := agent.LoadState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.EndpointID
+	if err := e.Store.SetAgentPolicy(ctx, &store.AuditEntry{OrgID: e.Org.ID, Actor: "test", Action: "agent.policy", TargetType: "org"},
+		e.Org.ID, store.AgentPolicy{Policy: store.AgentPolicyLatest}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	logs := &syncLog{}
+	var run *exec.Cmd
+	var exited chan error
+	startAgent := func() {
+		run = exec.Command(exe, "run", "--state", state, "--update-grace", "30s", "--release-check", "1s")
+		run.Env = append(env, "PATCHD_AGENT_SUPERVISED=1")
+		run.Stdout, run.Stderr = logs, logs
+		if err := run.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ch := make(chan error, 1)
+		go func() { ch <- run.Wait() }()
+		exited = ch
+	}
+	stopAgent := func() {
+		run.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			run.Process.Kill()
+			<-exited
+		}
+	}
+	startAgent()
+	defer func() {
+		run.Process.Kill()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", logs.String())
+		}
+	}()
+	kick := func() {
+		if e.Server.Presence().Polling(id) {
+			if err := e.Admin.ScanEndpoint(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(200 * time.Millisecond) {
+			select {
+			case err := <-exited:
+				t.Fatalf("%s: the agent exited: %v", what, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 3 minutes", what)
+			}
+		}
+	}
+	read := func(path string) string { b, _ := os.ReadFile(path); return string(b) }
+	version := func() string {
+		d, err := e.Admin.GetEndpoint(ctx, id)
+		if err != nil || d.AgentVersion == nil {
+			return ""
+		}
+		return *d.AgentVersion
+	}
+
+	waitFor("the update to 2.0.0", func() bool { kick(); return version() == "2.0.0" })
+	waitFor("the service definitions brought up to date", func() bool {
+		kick()
+		return read(script) == agent.OpenRCScript(exe, state) && read(unit) == agent.SystemdUnit(exe, state)
+	})
+	l := logs.String()
+	confirmed, refreshed := strings.Index(l, "agent update confirmed"), strings.Index(l, "service definition brought up to date")
+	if confirmed < 0 || refreshed < confirmed {
+		t.Fatalf("the service definition was replaced before the new agent was confirmed (at %d, confirmed at %d)", refreshed, confirmed)
+	}
+	if strings.Count(l, "service definition brought up to date") != 2 {
+		t.Errorf("want one line per file:\n%s", l)
+	}
+	for _, want := range []string{`removed="command_background=true"`, "supervisor=supervise-daemon", "EnvironmentFile=-/etc/default/patchd-agent", "ran cmd=\"systemctl daemon-reload\""} {
+		if !strings.Contains(l, want) {
+			t.Errorf("the log lacks %q", want)
+		}
+	}
+	if fi, err := os.Stat(script); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the script: %v %v", fi, err)
+	}
+	// (The inventory's collectors ask the recording systemctl for services too.)
+	reloads := func() int { return strings.Count(read(systemctlCalls), "daemon-reload") }
+	if n := reloads(); n != 1 {
+		t.Errorf("systemctl daemon-reload ran %d times", n)
+	}
+	stat := func(path string) (uint64, time.Time) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino, fi.ModTime()
+	}
+	scriptIno, scriptTime := stat(script)
+	unitIno, unitTime := stat(unit)
+
+	// Started again (as the service manager does at the next boot): the
+	// files are current, nothing is written or run, the agent runs on.
+	stopAgent()
+	starts := strings.Count(logs.String(), "patchd-agent running")
+	startAgent()
+	scans := strings.Count(logs.String(), "package lists refreshed")
+	waitFor("2.0.0 running again and checked in twice", func() bool {
+		kick()
+		return strings.Count(logs.String(), "patchd-agent running") > starts && strings.Count(logs.String(), "package lists refreshed") >= scans+2
+	})
+	if n := strings.Count(logs.String(), "service definition brought up to date"); n != 2 {
+		t.Errorf("the second start replaced files again (%d lines)", n)
+	}
+	if ino, mt := stat(script); ino != scriptIno || !mt.Equal(scriptTime) {
+		t.Error("the script was written again")
+	}
+	if ino, mt := stat(unit); ino != unitIno || !mt.Equal(unitTime) {
+		t.Error("the unit was written again")
+	}
+	if n := reloads(); n != 1 {
+		t.Errorf("systemctl daemon-reload ran again: %d times", n)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, "etc", "*", ".patchd-agent-*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
