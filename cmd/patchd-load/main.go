@@ -75,6 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 	fs.IntVar(&c.FirstIndex, "first-index", 0, "index of the first endpoint, to run several patchd-load processes on one seed")
 	fs.StringVar(&c.StateDir, "state-dir", "", "`directory` of the simulator's state files, to resume the same fleet")
 	fs.StringVar(&pids, "server-pid", "", "comma-separated process ids of the servers, for CPU and memory")
+	fs.IntVar(&c.DBPID, "db-pid", 0, "process id of the database server (PostgreSQL's postmaster; its backends count with it), for its CPU")
 	fs.StringVar(&c.DB, "db", "", "the servers' database (SQLite path or postgres:// URL), for its size")
 	if err := fs.Parse(args); err != nil {
 		return c, err

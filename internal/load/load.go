@@ -70,6 +70,9 @@ type Config struct {
 	StateDir string
 	// ServerPIDs are the replicas' process ids, for CPU and memory.
 	ServerPIDs []int
+	// DBPID is the database server's process id (PostgreSQL's postmaster;
+	// its backends are counted with it), for its CPU; 0 is none.
+	DBPID int
 	// DB is the database the servers use: a SQLite file path or a
 	// postgres:// URL, for its size.
 	DB string
@@ -93,6 +96,10 @@ type Report struct {
 	// clients (Clients 0), what a check-in costs end to end through real
 	// sockets, the servers' background work included.
 	ServerCPUPerCheckinMicros float64 `json:"serverCpuPerCheckinMicros,omitempty"`
+	// DatabaseCPUPercent and DatabaseCPUPerCheckinMicros are the database
+	// server's (Config.DBPID) over the same phase.
+	DatabaseCPUPercent          float64 `json:"databaseCpuPercent,omitempty"`
+	DatabaseCPUPerCheckinMicros float64 `json:"databaseCpuPerCheckinMicros,omitempty"`
 	// API holds one entry per operation of the API clients.
 	API map[string]OpStats `json:"api"`
 	// Fleet is the simulator's own count (enrollment, inventories,
@@ -231,6 +238,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	before := checkins(fleets)
 	cpu0 := cpuTimes(cfg.ServerPIDs)
+	db0 := -1.0
+	if cfg.DBPID > 0 {
+		db0 = treeCPU(cfg.DBPID)
+	}
 	steadyStart := time.Now()
 	rec := newRecorder()
 	for i := range cfg.Clients {
@@ -241,6 +252,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	<-steady.Done()
 	elapsed := time.Since(steadyStart)
 	cpu1 := cpuTimes(cfg.ServerPIDs)
+	db1 := -1.0
+	if cfg.DBPID > 0 {
+		db1 = treeCPU(cfg.DBPID)
+	}
 	wg.Wait()
 
 	rep.SteadySeconds = round(elapsed.Seconds())
@@ -261,6 +276,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if rep.Checkins > 0 && cpu > 0 {
 		rep.ServerCPUPerCheckinMicros = round(cpu * 1e6 / float64(rep.Checkins))
+	}
+	if db0 >= 0 && db1 >= 0 {
+		rep.DatabaseCPUPercent = round(100 * (db1 - db0) / elapsed.Seconds())
+		if rep.Checkins > 0 {
+			rep.DatabaseCPUPerCheckinMicros = round((db1 - db0) * 1e6 / float64(rep.Checkins))
+		}
 	}
 	if cfg.DB != "" {
 		n, err := databaseSize(ctx, cfg.DB)
@@ -465,24 +486,65 @@ func cpuTimes(pids []int) []float64 {
 	out := make([]float64, len(pids))
 	for i, pid := range pids {
 		out[i] = -1
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// The command name (field 2) may hold spaces; fields count from
-		// after its closing parenthesis.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 13 {
-			continue
-		}
-		utime, err1 := strconv.ParseFloat(f[11], 64)
-		stime, err2 := strconv.ParseFloat(f[12], 64)
-		if err1 == nil && err2 == nil {
-			out[i] = (utime + stime) / clockTicks
+		if f := statFields(pid); len(f) >= 13 {
+			out[i] = ticks(f[11]) + ticks(f[12])
 		}
 	}
 	return out
+}
+
+// statFields answers the fields of /proc/PID/stat after the command name
+// (field 3 on), nil when it cannot be read. The command name may hold
+// spaces; fields count from after its closing parenthesis.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
+
+func ticks(field string) float64 {
+	n, _ := strconv.ParseFloat(field, 64)
+	return n / clockTicks
+}
+
+// treeCPU answers the CPU seconds of a process and of its descendants (a
+// database server: PostgreSQL's postmaster and its backends), those that
+// ended and were waited for included; -1 when the process cannot be read.
+func treeCPU(root int) float64 {
+	f := statFields(root)
+	if len(f) < 15 {
+		return -1
+	}
+	total := ticks(f[11]) + ticks(f[12]) + ticks(f[13]) + ticks(f[14])
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return total
+	}
+	parent := map[int]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := statFields(pid); len(f) >= 2 {
+			ppid, _ := strconv.Atoi(f[1])
+			parent[pid] = ppid
+		}
+	}
+	for pid := range parent {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == root {
+				if f := statFields(pid); len(f) >= 13 {
+					total += ticks(f[11]) + ticks(f[12])
+				}
+				break
+			}
+		}
+	}
+	return total
 }
 
 func processStat(pid int) ProcessStat {

@@ -35,7 +35,7 @@ func TestRunAgainstServer(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "new", "state")
 	rep, err := load.Run(ctx, load.Config{Servers: []string{e.URL, e.URL}, EnrollToken: e.EnrollToken, ClientID: cred.ClientID,
 		ClientSecret: cred.ClientSecret, Endpoints: 30, Duration: 4 * time.Second, Checkin: time.Second, Clients: 2,
-		ActionEvery: time.Second, FanOut: 10, ServerPIDs: []int{os.Getpid()}, DB: "sqlite:" + db, StateDir: stateDir})
+		ActionEvery: time.Second, FanOut: 10, ServerPIDs: []int{os.Getpid()}, DBPID: os.Getpid(), DB: "sqlite:" + db, StateDir: stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +68,41 @@ func TestRunAgainstServer(t *testing.T) {
 	if len(rep.Processes) != 1 || rep.Processes[0].RSSMiB <= 0 || rep.Processes[0].PeakRSSMiB < rep.Processes[0].RSSMiB || rep.Processes[0].CPUPercent < 0 {
 		t.Errorf("process: %+v", rep.Processes)
 	}
+	// The server is this process, and so is the "database server" (DBPID).
+	if rep.ServerCPUPerCheckinMicros <= 0 || rep.DatabaseCPUPercent <= 0 || rep.DatabaseCPUPerCheckinMicros <= 0 {
+		t.Errorf("CPU per check-in: server %v µs, database %v%% %v µs", rep.ServerCPUPerCheckinMicros, rep.DatabaseCPUPercent, rep.DatabaseCPUPerCheckinMicros)
+	}
 	if rep.DBBytes != 4096 || rep.DBError != "" {
 		t.Errorf("database size %d %q", rep.DBBytes, rep.DBError)
 	}
 	if rep.LoadAverage[0] == "" || rep.LoadAverage[1] == "" {
 		t.Errorf("load average %q", rep.LoadAverage)
+	}
+}
+
+// TestFleetAlone: with no API clients the run measures the fleet alone,
+// after its warm-up.
+func TestFleetAlone(t *testing.T) {
+	e := apitest.New(t)
+	ctx := context.Background()
+	role, err := admin.CreateRole(ctx, e.Store, e.Org.ID, "load", perm.All.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := admin.CreateCredential(ctx, e.Store, "test", e.Org.ID, "load", role.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := load.Run(ctx, load.Config{Servers: []string{e.URL}, EnrollToken: e.EnrollToken, ClientID: cred.ClientID,
+		ClientSecret: cred.ClientSecret, Endpoints: 10, Warmup: time.Second, Duration: 3 * time.Second, Checkin: time.Second, Wait: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.API) != 0 || rep.Checkins == 0 || rep.SteadySeconds < 3 {
+		t.Fatalf("fleet alone: %d API operations, %d check-ins in %vs", len(rep.API), rep.Checkins, rep.SteadySeconds)
+	}
+	if _, err := load.Run(ctx, load.Config{Servers: []string{e.URL}, EnrollToken: e.EnrollToken, ClientID: "x", ClientSecret: "y",
+		Endpoints: 1, Duration: time.Second, Clients: -1}); err == nil {
+		t.Error("negative clients accepted")
 	}
 }
