@@ -140,8 +140,12 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 			if status >= 500 && status != http.StatusNotImplemented {
 				level = slog.LevelError
 			}
-			slog.Log(ctx, level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
-				"route", route, "status", status, "bytes", rec.bytes, "duration_ms", float64(elapsed.Microseconds())/1000)
+			// Asked first: the agents' requests are logged at debug level,
+			// off in production, and the line's fields cost allocations.
+			if slog.Default().Enabled(ctx, level) {
+				slog.Log(ctx, level, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+					"route", route, "status", status, "bytes", rec.bytes, "duration_ms", float64(elapsed.Microseconds())/1000)
+			}
 		}()
 		if err := CheckURL(r); err != nil {
 			WriteError(rec, r, err)
