@@ -29,7 +29,7 @@ func TestImportMSRC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Counts != (vulndb.Counts{MSRC: 5}) || res.Formats["msrc"] != (vulndb.Counts{MSRC: 5}) || res.Stored != (store.FeedCounts{MSRC: 5}) || res.Documents != 2 {
+	if res.Counts != (vulndb.Counts{MSRC: 8}) || res.Formats["msrc"] != (vulndb.Counts{MSRC: 8}) || res.Stored != (store.FeedCounts{MSRC: 8}) || res.Documents != 2 {
 		t.Fatalf("import = %+v", res)
 	}
 	fixes := 0
@@ -39,7 +39,7 @@ func TestImportMSRC(t *testing.T) {
 	// Re-importing (here the December document in its JSON form) updates
 	// in place.
 	res, err = vulndb.ImportFiles(ctx, s, []string{testdata + "msrc-2025-Dec.json", msrcFixtures[0]}, vulndb.By{Actor: "test"})
-	if err != nil || res.Stored != (store.FeedCounts{MSRC: 5}) {
+	if err != nil || res.Stored != (store.FeedCounts{MSRC: 8}) {
 		t.Fatalf("re-import = %+v %v", res, err)
 	}
 	again := 0
@@ -93,14 +93,14 @@ func TestSyncMSRCMonths(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(asked, []string{"2025-Oct", "2025-Nov", "2025-Dec", "2026-Jan"}) || !slices.Equal(res.MSRCMonths, []string{"2025-Nov", "2025-Dec"}) ||
-		res.Counts.MSRC != 5 || res.Stored.MSRC != 5 {
+		res.Counts.MSRC != 8 || res.Stored.MSRC != 8 {
 		t.Fatalf("sync asked %v: %+v", asked, res)
 	}
 	if v, _ := s.VulnState(ctx, store.StateMSRCSynced); v != 202512 {
 		t.Errorf("msrc_synced = %d", v)
 	}
 	events, err := s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"vulndb.sync"}})
-	if err != nil || len(events) != 1 || events[0].Summary["msrc"] != float64(5) {
+	if err != nil || len(events) != 1 || events[0].Summary["msrc"] != float64(8) {
 		t.Errorf("the sync's instance event: %+v %v", events, err)
 	}
 	// The next sync starts two months before the last one stored.
@@ -304,5 +304,84 @@ func TestMatchingWindowsBuilds(t *testing.T) {
 	items, _, err = s.ListVulnerabilities(ctx, store.VulnQuery{OrgID: env.Org.ID, Limit: 100, MinCVSS: &min, Now: time.Now()})
 	if err != nil || len(items) != 2 || items[0].CVEID != "CVE-2025-62221" || items[1].CVEID != "CVE-2025-60713" {
 		t.Errorf("minCvss 7.5 = %+v %v", items, err)
+	}
+}
+
+// Microsoft 365 Apps installs are matched by build: Microsoft's data says
+// which CVEs the Click-to-Run builds of a Patch Tuesday fix, the release
+// history which builds those are (both real, testdata/README.md).
+func TestMatchingOfficeBuilds(t *testing.T) {
+	ctx := context.Background()
+	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	s := env.Store
+	res, err := vulndb.ImportFiles(ctx, s, append(slices.Clone(msrcFixtures), testdata+"m365-apps-builds-2025Q4.json"), vulndb.By{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Formats["office-builds"] != (vulndb.Counts{OfficeBuilds: 36}) || res.Stored.OfficeBuilds != 35 || res.Stored.MSRC != 8 {
+		// 36 rows, one build listed twice in one channel (19029.20300 on
+		// 2025-11-11 and 2025-11-17).
+		t.Fatalf("import = %+v", res)
+	}
+	const m365 = "Microsoft 365 Apps for enterprise - en-us"
+	hosts := []struct {
+		id, version string
+		want        []string
+	}{
+		// One release before November's Patch Tuesday build 19328.20190.
+		{"o-behind", "16.0.19328.20178", []string{
+			"CVE-2025-60728 16.0.19328.20190", "CVE-2025-62199 16.0.19328.20190", "CVE-2025-62554 16.0.19328.20266"}},
+		{"o-nov", "16.0.19328.20190", []string{"CVE-2025-62554 16.0.19328.20266"}},
+		{"o-mec-dec", "16.0.19328.20266", nil},
+		{"o-current", "16.0.19426.20186", nil},
+		{"o-saec", "16.0.17928.20729", []string{
+			"CVE-2025-60728 16.0.17928.20730", "CVE-2025-62199 16.0.17928.20730", "CVE-2025-62554 16.0.17928.20742"}},
+		{"o-unknown-line", "16.0.18129.20158", nil},
+	}
+	agents := map[string]*apitest.Agent{}
+	for _, h := range hosts {
+		a := env.Enroll("m-"+h.id, h.id, "windows")
+		inv := windowsHost(h.id, "Windows 11 Pro", "10.0.22631.6345", "amd64", "workstation", "Client")
+		inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", h.version), sw("Office 16 Click-to-Run Licensing Component", "Microsoft Corporation", h.version)}
+		a.MustInventory(inv)
+		agents[h.id] = a
+	}
+	m := &vulndb.Matcher{Store: s, Holder: "test"}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		fs, err := s.EndpointFindings(ctx, env.Org.ID, agents[h.id].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range fs {
+			if f.Software != "Microsoft 365 Apps" || f.Source != "Click to Run" || f.Version != h.version {
+				t.Errorf("%s: finding %+v", h.id, f)
+			}
+			got = append(got, f.CVEID+" "+f.FixedIn)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, h.want) {
+			t.Errorf("%s (%s): findings %q, want %q", h.id, h.version, got, h.want)
+		}
+	}
+	// Without the release history the same hosts have no Office finding:
+	// MSRC alone names no build.
+	env2 := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	if _, err := vulndb.ImportFiles(ctx, env2.Store, msrcFixtures, vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	a := env2.Enroll("m-o", "o-behind", "windows")
+	inv := windowsHost("o-behind", "Windows 11 Pro", "10.0.22631.6345", "amd64", "workstation", "Client")
+	inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", "16.0.19328.20178")}
+	a.MustInventory(inv)
+	m2 := &vulndb.Matcher{Store: env2.Store, Holder: "test"}
+	if _, _, err := m2.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := env2.Store.EndpointFindings(ctx, env2.Org.ID, a.ID); err != nil || len(fs) != 0 {
+		t.Errorf("without a release history: %+v %v", fs, err)
 	}
 }
