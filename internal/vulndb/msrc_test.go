@@ -385,3 +385,92 @@ func TestMatchingOfficeBuilds(t *testing.T) {
 		t.Errorf("without a release history: %+v %v", fs, err)
 	}
 }
+
+// The findings reports' "Update Available" pairs a finding with a missing
+// update as Update.cves does: a later cumulative update fixes what an
+// earlier KB fixed, so a November CVE whose own KB (KB5068865) is not
+// missing (superseded) shows December's KB5071417; another product's
+// update and one Microsoft's data does not know fix nothing; an
+// application update counts only when it reaches the fixed version.
+func TestFindingsReportUpdateAvailable(t *testing.T) {
+	ctx := context.Background()
+	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	s := env.Store
+	if _, err := vulndb.ImportFiles(ctx, s, append(slices.Clone(msrcFixtures), testdata+"m365-apps-builds-2025Q4.json"), vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	const m365 = "Microsoft 365 Apps for enterprise - en-us"
+	office := func(latest string) agentproto.Update {
+		return agentproto.Update{Title: "Microsoft 365 Apps", Severity: str("Important"), Source: "Applications", InstalledVersion: str("16.0.19328.20178"),
+			LatestVersion: str(latest), Categories: []string{"Applications"}}
+	}
+	behind := env.Enroll("m-behind", "w11-behind", "windows")
+	inv := windowsHost("w11-behind", "Windows 11 Pro", "10.0.22631.6198", "amd64", "workstation", "Client")
+	inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", "16.0.19328.20178")}
+	inv.Updates = []agentproto.Update{
+		windowsUpdate("2025-12 Cumulative Update for Windows 11 Version 23H2 for x64-based Systems (KB5071417)", "KB5071417"),
+		windowsUpdate("2025-12 Cumulative Update for Windows 10 Version 22H2 (KB5071546)", "KB5071546"),
+		windowsUpdate("Windows Malicious Software Removal Tool x64 - v5.137 (KB890830)", "KB890830"),
+		office("16.0.19426.20186"),
+	}
+	behind.MustInventory(inv)
+	other := env.Enroll("m-other", "w10-other", "windows")
+	inv = windowsHost("w10-other", "Windows 10 Enterprise", "10.0.19045.6575", "amd64", "workstation", "Client")
+	inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", "16.0.19328.20178")}
+	// Another product's update, and an Office update short of December's
+	// fix (16.0.19328.20266 in Version 2510).
+	inv.Updates = []agentproto.Update{windowsUpdate("2025-12 Cumulative Update for Windows 11 Version 23H2 (KB5071417)", "KB5071417"), office("16.0.19328.20244")}
+	other.MustInventory(inv)
+	m := &vulndb.Matcher{Store: s, Holder: "test"}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{} // endpoint + KB or title → update key
+	ups, _, err := s.ListUpdates(ctx, store.UpdateQuery{OrgID: env.Org.ID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range ups {
+		name := u.Title
+		if u.KB != nil {
+			name = *u.KB
+		}
+		keys[u.Endpoint+" "+name] = u.Key
+	}
+	got := map[string]string{}
+	for row, err := range s.ReportRows(ctx, "vuln-findings", store.ReportParams{OrgID: env.Org.ID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := row.Values[10].(string) // Endpoint, its id, CVE, …, Software (6), …, Update Available
+		got[fmt.Sprint(row.Values[0], " ", row.Values[2], " ", row.Values[6])] = u
+	}
+	dec := keys["w11-behind KB5071417"]
+	app := keys["w11-behind Microsoft 365 Apps"]
+	if dec == "" || app == "" {
+		t.Fatalf("update keys %v", keys)
+	}
+	const w11 = "Windows 11 Version 23H2 for x64-based Systems"
+	const w10 = "Windows 10 Version 22H2 for x64-based Systems"
+	want := map[string]string{
+		"w11-behind CVE-2025-62215 " + w11:             dec, // November's CVE: December's update
+		"w11-behind CVE-2025-62218 " + w11:             dec,
+		"w11-behind CVE-2025-62221 " + w11:             dec,
+		"w11-behind CVE-2025-62468 " + w11:             dec,
+		"w11-behind CVE-2025-60728 Microsoft 365 Apps": app,
+		"w11-behind CVE-2025-62199 Microsoft 365 Apps": app,
+		"w11-behind CVE-2025-62554 Microsoft 365 Apps": app,
+		"w10-other CVE-2025-62221 " + w10:              "", // KB5071417 is Windows 11's
+		"w10-other CVE-2025-60728 Microsoft 365 Apps":  keys["w10-other Microsoft 365 Apps"],
+		"w10-other CVE-2025-62199 Microsoft 365 Apps":  keys["w10-other Microsoft 365 Apps"],
+		"w10-other CVE-2025-62554 Microsoft 365 Apps":  "", // 16.0.19328.20244 is short of 20266
+	}
+	if len(got) != len(want) {
+		t.Errorf("report rows %v", got)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Errorf("%s: update available %q, want %q (rows %v)", k, g, w, got)
+		}
+	}
+}
