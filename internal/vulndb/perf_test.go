@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/vulns/feeds"
+	"github.com/patchd/patchd/internal/vulns/match"
 	"github.com/patchd/patchd/sim"
 )
 
@@ -329,11 +331,15 @@ func slicesSort(d []time.Duration) {
 
 // storeMSRCHistory stores two years of Microsoft's security update data
 // shaped like the real documents: every month (January 2024 to December
-// 2025) 80 Windows CVEs, each fixed on every Windows product of the real
-// November 2025 fixture with that month's build (December 2025's and
-// November's are the real ones, earlier months step back 120 revisions a
-// month), and 12 Office CVEs with a Click-to-Run fix; and the real
-// Microsoft 365 Apps release history fixture. Returns the CVE count.
+// 2025) 45 Windows CVEs, each fixed on every Windows product of the real
+// November and December 2025 fixtures with that month's build, and 13
+// Office CVEs with a Click-to-Run fix — the real documents of June,
+// September, November and December 2025 fix 42, 56, 35 and 34 CVEs on
+// Windows 11 23H2 or Server 2019 and 11–15 on Microsoft 365 Apps; and the
+// real Microsoft 365 Apps release history fixture. The builds of November
+// and December 2025 are the real ones, earlier months step back 145
+// revisions a month (23H2: 5909, 6060, 6199, 6345 from September to
+// December). Returns the CVE count.
 func storeMSRCHistory(tb testing.TB, s *store.Store) int {
 	ctx := context.Background()
 	var real []feeds.MSRCDocument
@@ -342,17 +348,36 @@ func storeMSRCHistory(tb testing.TB, s *store.Store) int {
 			tb.Fatal(err)
 		}
 	}
-	// Each Windows product's December 2025 build: the highest fixed build
-	// of the two real documents (monthly updates, not hotpatches).
-	dec := map[string]string{}
+	// Each Windows product's monthly builds in the two real documents
+	// (hotpatches aside): the highest is December's, the one below it
+	// November's.
+	builds := map[string][]match.WinBuild{}
 	for _, d := range real {
 		for _, v := range d.Vulns {
 			for _, f := range v.Fixes {
-				if strings.HasPrefix(f.FixedBuild, "10.0.") && !f.Hotpatch() && f.FixedBuild > dec[f.ProductID] {
-					dec[f.ProductID] = f.FixedBuild
+				b, ok := match.ParseWinBuild(f.FixedBuild)
+				if ok && b[0] == 10 && !f.Hotpatch() && !slices.Contains(builds[f.ProductID], b) {
+					builds[f.ProductID] = append(builds[f.ProductID], b)
 				}
 			}
 		}
+	}
+	monthBuild := func(id string, m int) string {
+		bs := builds[id]
+		slices.SortFunc(bs, func(a, b match.WinBuild) int { return a.Compare(b) })
+		dec := bs[len(bs)-1]
+		nov := dec
+		if len(bs) > 1 {
+			nov = bs[len(bs)-2]
+		}
+		b := nov
+		switch {
+		case m == 23:
+			b = dec
+		case m < 22:
+			b[3] = max(1, nov[3]-(22-m)*145)
+		}
+		return b.String()
 	}
 	office := []string{"11762", "11763", "11952", "11953", "12420", "12421"}
 	cves := 0
@@ -361,16 +386,13 @@ func storeMSRCHistory(tb testing.TB, s *store.Store) int {
 		month := time.Date(2024, time.Month(1+m), 1, 0, 0, 0, 0, time.UTC)
 		d := feeds.MSRCDocument{ID: feeds.MSRCMonth(month), Title: month.Format("January 2006") + " Security Updates", Released: month.AddDate(0, 0, 10),
 			Products: real[1].Products}
-		for c := range 92 {
+		for c := range 45 + 13 {
 			score := 7.8
 			v := feeds.MSRCVuln{CVE: fmt.Sprintf("CVE-%d-%d", 2024+m/12, 20000+m%12*100+c), Title: "Synthetic Windows Vulnerability", CVSS: &score, Severity: "Important"}
-			if c < 80 {
-				for id, b := range dec {
-					parts := strings.Split(b, ".")
-					rev, _ := strconv.Atoi(parts[3])
-					kb := fmt.Sprintf("KB50%05d", m*100+len(id))
-					v.Fixes = append(v.Fixes, feeds.MSRCFix{ProductID: id, KB: kb, SubType: "Security Update",
-						FixedBuild: fmt.Sprintf("10.0.%s.%d", parts[2], max(1, rev-(23-m)*120))})
+			if c < 45 {
+				for id := range builds {
+					v.Fixes = append(v.Fixes, feeds.MSRCFix{ProductID: id, KB: fmt.Sprintf("KB50%05d", m*100+len(id)), SubType: "Security Update",
+						FixedBuild: monthBuild(id, m)})
 				}
 			} else {
 				v.Title = "Synthetic Office Vulnerability"
