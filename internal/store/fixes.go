@@ -72,12 +72,16 @@ func (s *Store) updateFixes(ctx context.Context, orgID, cond, arg, endpointsQuer
 	}
 	type pair struct{ key, cve string }
 	fixes := map[pair]*UpdateFix{}
+	counted := map[[3]string]bool{} // an endpoint counts once per update and CVE
 	for _, p := range pairs {
 		k := pair{p.Key, p.CVEID}
 		if fixes[k] == nil {
 			fixes[k] = &UpdateFix{Key: p.Key, Title: p.Title, KB: p.KB, Severity: p.Severity, CVEID: p.CVEID}
 		}
-		fixes[k].Endpoints++
+		if c := [3]string{p.Key, p.CVEID, p.EndpointID}; !counted[c] {
+			counted[c] = true
+			fixes[k].Endpoints++
+		}
 	}
 	out := make([]UpdateFix, 0, len(fixes))
 	for _, f := range fixes {
