@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -472,5 +473,39 @@ func TestFindingsReportUpdateAvailable(t *testing.T) {
 		if g, ok := got[k]; !ok || g != w {
 			t.Errorf("%s: update available %q, want %q (rows %v)", k, g, w, got)
 		}
+	}
+}
+
+// sync downloads the Microsoft 365 Apps release history when
+// --office-builds-url names one; a document of another kind there fails
+// the sync.
+func TestSyncOfficeBuilds(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /buildnumbers.json", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, testdata+"m365-apps-builds-2025Q4.json")
+	})
+	mux.HandleFunc("GET /kev.json", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, testdata+"kev-subset.json") })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cfg := vulndb.ConfigFromFeeds(config.Feeds{OfficeBuildsURL: srv.URL + "/buildnumbers.json"})
+	res, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.OfficeBuilds != 36 || res.Stored.OfficeBuilds != 35 {
+		t.Fatalf("sync = %+v", res)
+	}
+	events, err := s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"vulndb.sync"}})
+	if err != nil || len(events) != 1 || events[0].Summary["officeBuilds"] != float64(36) {
+		t.Errorf("the sync's instance event: %+v %v", events, err)
+	}
+	cfg.OfficeBuildsURL = srv.URL + "/kev.json"
+	if _, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"}); err == nil || !strings.Contains(err.Error(), "release history") {
+		t.Errorf("a KEV catalog as the release history: %v", err)
+	}
+	if c, _ := s.CountFeeds(ctx); c.KEV != 0 || c.OfficeBuilds != 35 {
+		t.Errorf("after the failed sync: %+v", c)
 	}
 }
