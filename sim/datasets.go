@@ -1028,13 +1028,7 @@ func (g *generator) dsWindows(d *dsBuilder, r *rand.Rand) {
 func (g *generator) dsOS(d *dsBuilder) {
 	p := g.p
 	r := newRand(p.seed, p.index, "os-information")
-	build, version := p.os.oldBuild, p.os.version
-	if g.osPatched {
-		build = p.os.newBuild
-		if p.kind == kindMac {
-			version = p.os.release
-		}
-	}
+	build, version := g.osBuild()
 	var edition, kernel any
 	buildValue := any(build)
 	locale := "en-US"

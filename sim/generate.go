@@ -215,7 +215,7 @@ func (p *profile) windowsChance(pr product) float64 {
 			return 1
 		}
 	case name == "Windows PC Health Check" || name == "Dev Home" || name == "Microsoft Copilot":
-		if p.os.id == "win10-22h2" && name != "Windows PC Health Check" {
+		if strings.HasPrefix(p.os.id, "win10") && name != "Windows PC Health Check" {
 			return 0
 		}
 	}
@@ -356,11 +356,12 @@ func (p *profile) windowsOSUpdates() []osUpdate {
 	patchTuesday := time.Date(Epoch.Year(), Epoch.Month(), Epoch.Day(), 0, 0, 0, 0, time.UTC)
 	f := p.os
 	netFramework := map[string]string{
-		"win11-24h2": ".NET Framework 3.5 and 4.8.1 for Windows 11, version 24H2 for x64",
-		"win11-23h2": ".NET Framework 3.5 and 4.8.1 for Windows 11, version 23H2 for x64",
-		"win10-22h2": ".NET Framework 3.5, 4.8 and 4.8.1 for Windows 10 Version 22H2 for x64",
-		"srv2022":    ".NET Framework 3.5, 4.8 and 4.8.1 for Microsoft server operating system version 21H2 for x64",
-		"srv2019":    ".NET Framework 3.5, 4.7.2 and 4.8 for Windows Server 2019 for x64",
+		"win11-24h2":     ".NET Framework 3.5 and 4.8.1 for Windows 11, version 24H2 for x64",
+		"win11-23h2":     ".NET Framework 3.5 and 4.8.1 for Windows 11, version 23H2 for x64",
+		"win10-22h2":     ".NET Framework 3.5, 4.8 and 4.8.1 for Windows 10 Version 22H2 for x64",
+		"win10-ltsc2019": ".NET Framework 3.5, 4.7.2 and 4.8 for Windows 10 Version 1809 for x64",
+		"srv2022":        ".NET Framework 3.5, 4.8 and 4.8.1 for Microsoft server operating system version 21H2 for x64",
+		"srv2019":        ".NET Framework 3.5, 4.7.2 and 4.8 for Windows Server 2019 for x64",
 	}[f.id]
 	defVersion := fmt.Sprintf("1.421.%d.0", 400+hash64(month, "defender")%300)
 	ups := []osUpdate{
@@ -816,13 +817,7 @@ func catalogByID(p *profile, id string) (product, bool) {
 
 func (g *generator) system() {
 	p := g.p
-	build, version := p.os.oldBuild, p.os.version
-	if g.osPatched {
-		build = p.os.newBuild
-		if p.kind == kindMac {
-			version = p.os.release
-		}
-	}
+	build, version := g.osBuild()
 	typ := "workstation"
 	if p.isServer() {
 		typ = "server"
@@ -850,6 +845,24 @@ func (g *generator) system() {
 		Antivirus:    strOrNil(p.antivirus),
 		TimeZone:     ptr(p.site.tz),
 	}
+}
+
+// osBuild answers the OS build and version the endpoint reports: this
+// month's when its update is installed; otherwise last month's, or on a
+// Windows host that lags further behind, an older month's.
+func (g *generator) osBuild() (build, version string) {
+	p := g.p
+	build, version = p.os.oldBuild, p.os.version
+	switch {
+	case g.osPatched:
+		build = p.os.newBuild
+		if p.kind == kindMac {
+			version = p.os.release
+		}
+	case p.osLag > 0 && p.osLag <= len(p.os.behind):
+		build = p.os.behind[p.osLag-1]
+	}
+	return build, version
 }
 
 func (p *profile) arch() string {

@@ -234,3 +234,59 @@ func readFile(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+// Windows hosts report real builds of the last months: December 2025's
+// (this month's update installed), November's, and on hosts that lag,
+// October's or September's; the third computer of a fleet runs Windows 10
+// Enterprise LTSC 2019 without a display version.
+func TestWindowsBuildsAreRealAndSpread(t *testing.T) {
+	month := map[string]string{} // build → month
+	for _, f := range []osFlavor{win11_24h2, win11_23h2, win10_22h2, ltsc2019, srv2022, srv2019} {
+		month[f.newBuild], month[f.oldBuild] = "Dec", "Nov"
+		month[f.behind[0]], month[f.behind[1]] = "Oct", "Sep"
+	}
+	for _, b := range []string{"26100.7462", "22631.6345", "19045.6691", "17763.8146", "20348.4529", // December 2025
+		"26100.7171", "22631.6199", "19045.6575", "17763.8027", "20348.4405", // November
+		"26100.6899", "22631.6060", "19045.6456", "17763.7919", "20348.4294", // October
+		"26100.6584", "22631.5909", "19045.6332", "17763.7792", "20348.4171"} { // September
+		if month[b] == "" {
+			t.Errorf("build %s is not a flavor's", b)
+		}
+	}
+	byMonth := map[string]int{}
+	products := map[string]int{}
+	for i, inv := range fleetSample(t, 400) {
+		if Platform(1, i) != "windows" {
+			continue
+		}
+		b := *inv.System.OSBuild
+		m := month[b]
+		if m == "" {
+			t.Fatalf("endpoint %d (%s): build %s of no known month", i, *inv.System.OS, b)
+		}
+		byMonth[m]++
+		os := *inv.System.OS
+		switch {
+		case strings.Contains(os, "LTSC 2019"):
+			products["ltsc2019"]++
+			if *inv.System.OSVersion != "10.0.17763" || !strings.HasPrefix(b, "17763.") {
+				t.Errorf("LTSC host %d: version %q build %s", i, *inv.System.OSVersion, b)
+			}
+		case strings.Contains(os, "Server 2019"):
+			products["srv2019"]++
+		case strings.Contains(os, "Server 2022"):
+			products["srv2022"]++
+		}
+	}
+	if !strings.Contains(*Generate(1, 2).System.OS, "LTSC 2019") || !strings.Contains(*Generate(7, 2).System.OS, "LTSC 2019") {
+		t.Error("the third computer is not the LTSC 2019 workstation")
+	}
+	for _, m := range []string{"Dec", "Nov", "Oct", "Sep"} {
+		if byMonth[m] < 5 {
+			t.Errorf("%d Windows hosts on %s's build: %v", byMonth[m], m, byMonth)
+		}
+	}
+	if byMonth["Dec"] < byMonth["Sep"] || products["srv2019"] == 0 || products["srv2022"] == 0 || products["ltsc2019"] == 0 {
+		t.Errorf("by month %v, products %v", byMonth, products)
+	}
+}

@@ -110,11 +110,14 @@ var macModels = []hardware{
 
 // osFlavor is an operating system release the fleet runs.
 type osFlavor struct {
-	id        string // stable name used for catalog look-ups
-	name      string
-	version   string
-	oldBuild  string // build before this month's update
-	newBuild  string // build with it
+	id       string // stable name used for catalog look-ups
+	name     string
+	version  string
+	oldBuild string // build before this month's update
+	newBuild string // build with it
+	// behind are builds of earlier months, newest first: what a host one
+	// or two months further behind reports (Windows).
+	behind    []string
 	distro    string // linux: debian, ubuntu, rhel, rocky
 	family    string // linux: deb or rpm
 	titleName string // how Windows Update names the product
@@ -122,11 +125,25 @@ type osFlavor struct {
 }
 
 var (
-	win11_24h2 = osFlavor{id: "win11-24h2", version: "24H2", oldBuild: "26100.2033", newBuild: "26100.2314", titleName: "Windows 11 Version 24H2 for x64-based Systems", release: "24H2"}
-	win11_23h2 = osFlavor{id: "win11-23h2", version: "23H2", oldBuild: "22631.4317", newBuild: "22631.4460", titleName: "Windows 11 Version 23H2 for x64-based Systems", release: "23H2"}
-	win10_22h2 = osFlavor{id: "win10-22h2", version: "22H2", oldBuild: "19045.5011", newBuild: "19045.5131", titleName: "Windows 10 Version 22H2 for x64-based Systems", release: "22H2"}
-	srv2022    = osFlavor{id: "srv2022", version: "21H2", oldBuild: "20348.2762", newBuild: "20348.2849", titleName: "Microsoft server operating system version 21H2 for x64-based Systems", release: "21H2"}
-	srv2019    = osFlavor{id: "srv2019", version: "1809", oldBuild: "17763.6414", newBuild: "17763.6532", titleName: "Windows Server 2019 (1809) for x64-based Systems", release: "1809"}
+	// Windows builds are real: the cumulative updates of September to
+	// December 2025 (Microsoft's security update data, sim/DATASETS.md), so
+	// the demo's MSRC documents (November and December 2025) flag the hosts
+	// that are behind. oldBuild is November's, newBuild December's.
+	win11_24h2 = osFlavor{id: "win11-24h2", version: "24H2", oldBuild: "26100.7171", newBuild: "26100.7462", behind: []string{"26100.6899", "26100.6584"},
+		titleName: "Windows 11 Version 24H2 for x64-based Systems", release: "24H2"}
+	win11_23h2 = osFlavor{id: "win11-23h2", version: "23H2", oldBuild: "22631.6199", newBuild: "22631.6345", behind: []string{"22631.6060", "22631.5909"},
+		titleName: "Windows 11 Version 23H2 for x64-based Systems", release: "23H2"}
+	win10_22h2 = osFlavor{id: "win10-22h2", version: "22H2", oldBuild: "19045.6575", newBuild: "19045.6691", behind: []string{"19045.6456", "19045.6332"},
+		titleName: "Windows 10 Version 22H2 for x64-based Systems", release: "22H2"}
+	// Windows 10 Enterprise LTSC 2019 is build 17763 (Windows 10 1809) and
+	// has no display version: the agent then reports the OS version
+	// (Win32_OperatingSystem.Version).
+	ltsc2019 = osFlavor{id: "win10-ltsc2019", version: "10.0.17763", oldBuild: "17763.8027", newBuild: "17763.8146", behind: []string{"17763.7919", "17763.7792"},
+		titleName: "Windows 10 Version 1809 for x64-based Systems"}
+	srv2022 = osFlavor{id: "srv2022", version: "21H2", oldBuild: "20348.4405", newBuild: "20348.4529", behind: []string{"20348.4294", "20348.4171"},
+		titleName: "Microsoft server operating system version 21H2 for x64-based Systems", release: "21H2"}
+	srv2019 = osFlavor{id: "srv2019", version: "1809", oldBuild: "17763.8027", newBuild: "17763.8146", behind: []string{"17763.7919", "17763.7792"},
+		titleName: "Windows Server 2019 (1809) for x64-based Systems", release: "1809"}
 
 	ubuntu2204 = osFlavor{id: "ubuntu-22.04", name: "Ubuntu", version: "22.04", oldBuild: "5.15.0-125-generic", newBuild: "5.15.0-127-generic", distro: "ubuntu", family: "deb"}
 	ubuntu2404 = osFlavor{id: "ubuntu-24.04", name: "Ubuntu", version: "24.04", oldBuild: "6.8.0-48-generic", newBuild: "6.8.0-50-generic", distro: "ubuntu", family: "deb"}
@@ -182,8 +199,12 @@ type profile struct {
 	hasUser    bool
 	antivirus  string
 	installed  time.Time // OS installation
-	bootAgo    time.Duration
-	rebootDue  bool
+	// osLag is how many months further behind than November a Windows host
+	// without this month's update is (0: November's build, 1: October's,
+	// 2: September's).
+	osLag     int
+	bootAgo   time.Duration
+	rebootDue bool
 }
 
 func newProfile(seed int64, index int) *profile {
@@ -191,7 +212,11 @@ func newProfile(seed int64, index int) *profile {
 	p := &profile{seed: seed, index: index}
 	p.machineUID = machineUID(seed, index)
 	n := index + 1
-	switch weighted(r, 55, 15, 20, 10) {
+	kind := weighted(r, 55, 15, 20, 10)
+	if index == 2 {
+		kind = 0 // the LTSC 2019 workstation
+	}
+	switch kind {
 	case 0:
 		p.kind, p.platform = kindWorkstation, "windows"
 		p.os = []osFlavor{win11_24h2, win11_23h2, win10_22h2}[weighted(r, 45, 25, 30)]
@@ -200,6 +225,12 @@ func newProfile(seed int64, index int) *profile {
 			p.osName = "Microsoft Windows 11 " + edition
 		} else {
 			p.osName = "Microsoft Windows 10 " + edition
+		}
+		// A few workstations (the third computer of every fleet among
+		// them) run Windows 10 Enterprise LTSC 2019. Its own random source
+		// keeps the other computers as they were.
+		if index == 2 || chance(newRand(seed, index, "ltsc"), 0.02) {
+			p.os, p.osName = ltsc2019, "Microsoft Windows 10 Enterprise LTSC 2019"
 		}
 		p.hostname = fmt.Sprintf("WS-%04d", n)
 		p.hw = pick(r, workstationModels)
@@ -315,6 +346,9 @@ func newProfile(seed int64, index int) *profile {
 		p.bootAgo = time.Duration(between(r, 1, 60*24)) * time.Hour
 	}
 	p.rebootDue = chance(r, 0.12)
+	if p.platform == "windows" {
+		p.osLag = weighted(newRand(seed, index, "os-lag"), 50, 30, 20)
+	}
 	return p
 }
 

@@ -129,6 +129,10 @@ type Feeds struct {
 	// MSRCSince is the first month of a first MSRC sync ("2025-01"; empty:
 	// twelve months back).
 	MSRCSince string
+	// OfficeBuildsURL is a Microsoft 365 Apps release history
+	// (feeds.OfficeBuild) to download on every sync; empty (the default)
+	// skips it.
+	OfficeBuildsURL string
 }
 
 // Validate checks the feed flags that have a format.
@@ -141,7 +145,8 @@ func (f Feeds) Validate() error {
 	return nil
 }
 
-// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url, --osv-url, --msrc-url and --msrc-since.
+// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url, --osv-url, --msrc-url, --msrc-since and
+// --office-builds-url.
 // An empty value skips that feed.
 func FeedFlags(fs *flag.FlagSet, f *Feeds) {
 	const osvDefault = feeds.OSVBucketURL + "Debian/all.zip," + feeds.OSVBucketURL + "Ubuntu/all.zip," +
@@ -152,6 +157,8 @@ func FeedFlags(fs *flag.FlagSet, f *Feeds) {
 	fs.StringVar(&f.OSVURLs, "osv-url", Env("PATCHD_OSV_URL", osvDefault), "comma-separated OSV files or zips; empty skips (env PATCHD_OSV_URL)")
 	fs.StringVar(&f.MSRCURL, "msrc-url", Env("PATCHD_MSRC_URL", feeds.MSRCURL), "MSRC CVRF API (the month, 2025-Nov, is appended); empty skips (env PATCHD_MSRC_URL)")
 	fs.StringVar(&f.MSRCSince, "msrc-since", Env("PATCHD_MSRC_SINCE", ""), "first month of the first MSRC sync, YYYY-MM (default twelve months back; env PATCHD_MSRC_SINCE)")
+	fs.StringVar(&f.OfficeBuildsURL, "office-builds-url", Env("PATCHD_OFFICE_BUILDS_URL", ""),
+		"Microsoft 365 Apps release history (JSON, docs/vulnerabilities.md) to match Office by build; empty (default) skips (env PATCHD_OFFICE_BUILDS_URL)")
 }
 
 // Env reads a PATCHD_* variable with a default.

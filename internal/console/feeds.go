@@ -113,7 +113,7 @@ func (c *Console) feedUpload(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	if err != nil {
 		slog.WarnContext(r.Context(), "console: feed upload failed", "files", names, "err", err)
-		msg := "The upload could not be imported: each file must be an NVD CVE API 2.0, CISA KEV, OSV or Microsoft MSRC CVRF document (plain, gzip or zip). The server log has the detail."
+		msg := "The upload could not be imported: each file must be an NVD CVE API 2.0, CISA KEV, OSV, Microsoft MSRC CVRF or Microsoft 365 Apps release history document (plain, gzip or zip). The server log has the detail."
 		return c.done(w, r, "/console/feeds", badRequest(msg), "")
 	}
 	d, err := c.feedsData(r)

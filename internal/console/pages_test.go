@@ -85,8 +85,13 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	}
 	// Microsoft's security update data is uploaded the same way.
 	if code, body := b.upload("/console/feeds", "../vulns/testdata/msrc-2025-Nov.xml"); code != http.StatusOK ||
-		!strings.Contains(body, `id="result-msrc">3<`) || !strings.Contains(body, `id="stored-msrc">3<`) {
+		!strings.Contains(body, `id="result-msrc">5<`) || !strings.Contains(body, `id="stored-msrc">5<`) {
 		t.Errorf("MSRC upload: %d\n%.3000s", code, body)
+	}
+	// And the Microsoft 365 Apps release history (36 rows, 35 builds by channel).
+	if code, body := b.upload("/console/feeds", "../vulns/testdata/m365-apps-builds-2025Q4.json"); code != http.StatusOK ||
+		!strings.Contains(body, `id="result-office">36<`) || !strings.Contains(body, `id="stored-office">35<`) {
+		t.Errorf("release history upload: %d\n%.3000s", code, body)
 	}
 
 	// Vulnerabilities: the matcher finds Chrome's CVEs on pc-alpha.

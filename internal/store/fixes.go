@@ -72,12 +72,16 @@ func (s *Store) updateFixes(ctx context.Context, orgID, cond, arg, endpointsQuer
 	}
 	type pair struct{ key, cve string }
 	fixes := map[pair]*UpdateFix{}
+	counted := map[[3]string]bool{} // an endpoint counts once per update and CVE
 	for _, p := range pairs {
 		k := pair{p.Key, p.CVEID}
 		if fixes[k] == nil {
 			fixes[k] = &UpdateFix{Key: p.Key, Title: p.Title, KB: p.KB, Severity: p.Severity, CVEID: p.CVEID}
 		}
-		fixes[k].Endpoints++
+		if c := [3]string{p.Key, p.CVEID, p.EndpointID}; !counted[c] {
+			counted[c] = true
+			fixes[k].Endpoints++
+		}
 	}
 	out := make([]UpdateFix, 0, len(fixes))
 	for _, f := range fixes {
@@ -96,9 +100,12 @@ func (s *Store) updateFixes(ctx context.Context, orgID, cond, arg, endpointsQuer
 }
 
 // fixPair is one missing update of an endpoint that fixes one of its CVEs.
+// Software is the finding's software for a package or application update
+// (fixPairs); a Windows update (kbFixPairs) fixes the CVE's Windows
+// findings, whose source is a KB.
 type fixPair struct {
-	EndpointID, Key, Title, KB, Severity, CVEID string
-	KEV                                         bool
+	EndpointID, Key, Title, KB, Severity, CVEID, Software string
+	KEV                                                   bool
 }
 
 // fixPairs pairs endpoints' CVE findings with their missing package and
@@ -108,7 +115,7 @@ type fixPair struct {
 // fixed version. cond selects the findings (on ev, the finding, and eu,
 // the update). Windows updates are paired by kbFixPairs.
 func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), orgID, cond string, args ...any) ([]fixPair, error) {
-	rows, err := query(ctx, `SELECT eu.key, eu.title, COALESCE(eu.kb, ''), eu.severity, ev.cve_id, ev.endpoint_id, ev.source,
+	rows, err := query(ctx, `SELECT eu.key, eu.title, COALESCE(eu.kb, ''), eu.severity, ev.cve_id, ev.software, ev.endpoint_id, ev.source,
 		COALESCE(ev.fixed_in, ''), COALESCE(eu.latest_version, ''), e.platform, COALESCE(e.os, ''), k.cve_id IS NOT NULL
 		FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id
 		JOIN endpoint_updates eu ON eu.org_id = ev.org_id AND eu.endpoint_id = ev.endpoint_id AND eu.kb IS NULL
@@ -120,11 +127,11 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 	}
 	defer rows.Close()
 	var out []fixPair
-	seen := map[[3]string]bool{}
+	seen := map[[4]string]bool{}
 	for rows.Next() {
 		var f fixPair
 		var source, fixedIn, latest, platform, osName string
-		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV); err != nil {
+		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.Software, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV); err != nil {
 			return nil, fmt.Errorf("store: fixing updates: %w", err)
 		}
 		{
@@ -141,7 +148,7 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 				continue
 			}
 		}
-		id := [3]string{f.Key, f.CVEID, f.EndpointID}
+		id := [4]string{f.Key, f.CVEID, f.EndpointID, f.Software}
 		if !seen[id] {
 			seen[id] = true
 			out = append(out, f)
@@ -266,6 +273,73 @@ func kbFixPairs(ctx context.Context, query func(context.Context, string, ...any)
 			for _, c := range u.CVEs {
 				out = append(out, fixPair{EndpointID: u.EndpointID, Key: u.Key, Title: u.Title, KB: *u.KB, Severity: u.Severity, CVEID: c, KEV: kev[c]})
 			}
+		}
+	}
+	return out, nil
+}
+
+// findingFixes is the missing update that fixes each finding that one
+// fixes (the lowest key when several do), paired as Update.cves pairs them:
+// a Windows finding (its source a KB) with the endpoint's missing Windows
+// updates that fix its CVE (kbFixPairs: a later cumulative update counts),
+// a package or application finding with the update of its software that
+// reaches the fixed version (fixPairs). The "Update Available" column of
+// the findings reports.
+type findingFixes struct {
+	windows map[[2]string]string // endpoint, CVE → key
+	other   map[[3]string]string // endpoint, CVE, software → key
+}
+
+// update answers the key of the missing update that fixes the finding, ""
+// when none does.
+func (f findingFixes) update(endpoint, cve, software, source string) string {
+	if isKB(source) {
+		return f.windows[[2]string{endpoint, cve}]
+	}
+	return f.other[[3]string{endpoint, cve, software}]
+}
+
+// findingFixes pairs the organization's findings with the missing updates
+// that fix them.
+func (s *Store) findingFixes(ctx context.Context, orgID string) (findingFixes, error) {
+	out := findingFixes{windows: map[[2]string]string{}, other: map[[3]string]string{}}
+	pairs, err := fixPairs(ctx, s.query, orgID, `eu.kb IS NULL`)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range pairs {
+		k := [3]string{p.EndpointID, p.CVEID, p.Software}
+		if o, ok := out.other[k]; !ok || p.Key < o {
+			out.other[k] = p.Key
+		}
+	}
+	// The endpoints with a Windows finding and a missing Windows update.
+	rows, err := s.query(ctx, `SELECT DISTINCT ev.endpoint_id FROM endpoint_vulns ev WHERE ev.org_id = ? AND ev.source LIKE 'KB%'
+		AND EXISTS (SELECT 1 FROM endpoint_updates eu WHERE eu.endpoint_id = ev.endpoint_id AND eu.kb IS NOT NULL)`, orgID)
+	if err != nil {
+		return out, fmt.Errorf("store: fixing updates: %w", err)
+	}
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return out, fmt.Errorf("store: fixing updates: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("store: fixing updates: %w", err)
+	}
+	kb, err := kbFixPairs(ctx, s.query, orgID, ids)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range kb {
+		k := [2]string{p.EndpointID, p.CVEID}
+		if o, ok := out.windows[k]; !ok || p.Key < o {
+			out.windows[k] = p.Key
 		}
 	}
 	return out, nil

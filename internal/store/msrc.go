@@ -59,20 +59,24 @@ type MSRCFix struct {
 	KB          string
 	FixedBuild  string
 	SubType     string
+	// Release is the document of the fix ("2025-Nov"): a Click-to-Run fix
+	// is the builds of that month's Patch Tuesday.
+	Release string
 }
 
-// ScanMSRCFixes streams every stored MSRC fix that names a fixed build, to
-// build the matcher's index.
+// ScanMSRCFixes streams every stored MSRC fix that names a fixed build, and
+// every Click-to-Run fix (feeds.ClickToRun, which names none), to build the
+// matcher's index.
 func (s *Store) ScanMSRCFixes(ctx context.Context, fn func(MSRCFix)) error {
-	rows, err := s.query(ctx, `SELECT f.cve_id, f.product_id, COALESCE(p.name, ''), f.kb, f.fixed_build, f.sub_type
-		FROM msrc_fixes f LEFT JOIN msrc_products p ON p.id = f.product_id WHERE f.fixed_build <> ''`)
+	rows, err := s.query(ctx, `SELECT f.cve_id, f.product_id, COALESCE(p.name, ''), f.kb, f.fixed_build, f.sub_type, f.release
+		FROM msrc_fixes f LEFT JOIN msrc_products p ON p.id = f.product_id WHERE f.fixed_build <> '' OR f.kb = ?`, feeds.ClickToRun)
 	if err != nil {
 		return fmt.Errorf("store: read MSRC fixes: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var f MSRCFix
-		if err := rows.Scan(&f.CVEID, &f.ProductID, &f.ProductName, &f.KB, &f.FixedBuild, &f.SubType); err != nil {
+		if err := rows.Scan(&f.CVEID, &f.ProductID, &f.ProductName, &f.KB, &f.FixedBuild, &f.SubType, &f.Release); err != nil {
 			return fmt.Errorf("store: read MSRC fixes: %w", err)
 		}
 		fn(f)

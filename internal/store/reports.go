@@ -79,6 +79,12 @@ type reportSQL struct {
 	// name is a string the driver allocates on every row) and ReportRows
 	// fills the name in from the organization's titles, read once.
 	titleAt int
+	// updateAt, when above 0, is 1 + the index of an "Update Available"
+	// column of a findings report: the query answers NULL there, and,
+	// after the collection time, the finding's endpoint id, CVE, software
+	// and source; ReportRows fills in the endpoint's missing update that
+	// fixes the finding as Update.cves pairs them (findingFixes).
+	updateAt int
 	// direct, when set, answers the rows without the query when it can
 	// for p (ok false: use the query).
 	direct func(s *Store, ctx context.Context, p ReportParams) (rows iter.Seq2[ReportRow, error], ok bool)
@@ -354,18 +360,17 @@ var reportSources = map[string]reportSQL{
 			if p.Arg == "critical" {
 				cond = ` AND (upper(c.severity) = 'CRITICAL' OR (c.severity IS NULL AND c.cvss >= 9))`
 			}
-			// Update Available: the endpoint's missing update of the
-			// finding's KB, package or application (as fixPairs pairs
-			// them; its version beside Fixed In tells whether it reaches
-			// the fix).
+			// Update Available: filled in by ReportRows (updateAt) from
+			// the endpoint id, CVE, software and source after the
+			// collection time.
 			return `SELECT ` + endpointName + `, ev.cve_id, c.severity, c.cvss, k.cve_id IS NOT NULL, ev.software, ev.version, ev.fixed_in,
-				ev.first_seen_at, (SELECT MIN(eu.key) FROM endpoint_updates eu WHERE eu.endpoint_id = ev.endpoint_id
-					AND (eu.kb = ev.source OR eu.package_name = ev.software OR lower(eu.title) = lower(ev.software))), e.inventory_at
+				ev.first_seen_at, NULL, e.inventory_at, ev.endpoint_id, ev.cve_id, ev.software, ev.source
 				FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id LEFT JOIN vuln_cves c ON c.id = ev.cve_id
 				LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
 				WHERE ev.org_id = ?` + cond + ` ORDER BY e.sort_name, e.id, COALESCE(c.cvss, -1) DESC, ev.cve_id, ev.software`, []any{p.OrgID}
 		},
-		fix: severityFix(3, 4),
+		fix:      severityFix(3, 4),
+		updateAt: 11,
 	},
 	"compliance-days": {
 		kinds: []colKind{kText, kInt, kInt, kFloat, kInt, kInt, kInt, kInt},
@@ -472,6 +477,13 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 				return
 			}
 		}
+		var fixes findingFixes
+		if src.updateAt > 0 {
+			if fixes, err = s.findingFixes(ctx, p.OrgID); err != nil {
+				fail(err)
+				return
+			}
+		}
 		rows, err := s.query(ctx, q, args...)
 		if err != nil {
 			fail(err)
@@ -543,6 +555,13 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 				r.Values[name], r.At = e.name, e.at
 			} else if c := cells[len(kinds)]; c.valid {
 				r.At = fromMillis(c.i)
+			}
+			if src.updateAt > 0 {
+				// endpoint id, CVE, software, source after the time.
+				x := cells[len(kinds)+1:]
+				if key := fixes.update(x[0].s, x[1].s, x[2].s, x[3].s); key != "" {
+					r.Values[src.updateAt-1] = key
+				}
 			}
 			if src.fix != nil {
 				src.fix(r.Values)

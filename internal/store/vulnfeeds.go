@@ -23,12 +23,14 @@ type FeedBatch struct {
 	KEVs     []feeds.KEV
 	OSV      []feeds.OSVAdvisory
 	MSRC     []feeds.MSRCDocument
+	// OfficeBuilds is a Microsoft 365 Apps release history.
+	OfficeBuilds []feeds.OfficeBuild
 }
 
 // Len is the number of records in the batch (an MSRC document counts its
 // CVEs).
 func (b *FeedBatch) Len() int {
-	n := len(b.CVEs) + len(b.Rejected) + len(b.KEVs) + len(b.OSV)
+	n := len(b.CVEs) + len(b.Rejected) + len(b.KEVs) + len(b.OSV) + len(b.OfficeBuilds)
 	for _, d := range b.MSRC {
 		n += len(d.Vulns)
 	}
@@ -134,6 +136,9 @@ func (s *Store) StoreFeeds(ctx context.Context, b FeedBatch) error {
 		if err := tx.storeMSRC(ctx, b.MSRC); err != nil {
 			return err
 		}
+		if err := tx.storeOfficeBuilds(ctx, b.OfficeBuilds); err != nil {
+			return err
+		}
 		advisories := lastByKey(b.OSV, func(a feeds.OSVAdvisory) string { return a.ID + "\x00" + a.Ecosystem + "\x00" + a.Package })
 		rows = rows[:0]
 		for _, a := range advisories {
@@ -214,13 +219,17 @@ type FeedCounts struct {
 	OSV  int `json:"osv"`
 	// MSRC counts the CVEs of Microsoft's security update data.
 	MSRC int `json:"msrc"`
+	// OfficeBuilds counts the Microsoft 365 Apps releases (build and
+	// channel).
+	OfficeBuilds int `json:"officeBuilds"`
 }
 
 // CountFeeds counts the stored feed records.
 func (s *Store) CountFeeds(ctx context.Context) (FeedCounts, error) {
 	var c FeedCounts
-	err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM vuln_cves), (SELECT COUNT(*) FROM vuln_kev), (SELECT COUNT(*) FROM vuln_osv), (SELECT COUNT(*) FROM msrc_cves)`).
-		Scan(&c.CVEs, &c.KEV, &c.OSV, &c.MSRC)
+	err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM vuln_cves), (SELECT COUNT(*) FROM vuln_kev), (SELECT COUNT(*) FROM vuln_osv), (SELECT COUNT(*) FROM msrc_cves),
+		(SELECT COUNT(*) FROM office_builds)`).
+		Scan(&c.CVEs, &c.KEV, &c.OSV, &c.MSRC, &c.OfficeBuilds)
 	if err != nil {
 		return c, fmt.Errorf("store: count feeds: %w", err)
 	}

@@ -28,10 +28,13 @@ type Counts struct {
 	OSV      int `json:"osv"`
 	// MSRC counts the CVEs of MSRC CVRF documents.
 	MSRC int `json:"msrc"`
+	// OfficeBuilds counts Microsoft 365 Apps releases.
+	OfficeBuilds int `json:"officeBuilds"`
 }
 
 func (c *Counts) add(o Counts) {
 	c.MSRC += o.MSRC
+	c.OfficeBuilds += o.OfficeBuilds
 	c.CVEs += o.CVEs
 	c.Rejected += o.Rejected
 	c.KEV += o.KEV
@@ -87,6 +90,12 @@ func (w *writer) handler() feeds.Handler {
 			w.count.MSRC += len(d.Vulns)
 			return w.maybeFlush()
 		},
+		OfficeBuilds: func(l []feeds.OfficeBuild) error {
+			// The whole history in one transaction (a few hundred rows).
+			w.batch.OfficeBuilds = append(w.batch.OfficeBuilds, l...)
+			w.count.OfficeBuilds += len(l)
+			return w.maybeFlush()
+		},
 	}
 }
 
@@ -105,7 +114,8 @@ func (w *writer) flush() error {
 	for _, d := range w.batch.MSRC {
 		msrc += len(d.Vulns)
 	}
-	w.stored.add(Counts{CVEs: len(w.batch.CVEs), Rejected: len(w.batch.Rejected), KEV: len(w.batch.KEVs), OSV: len(w.batch.OSV), MSRC: msrc})
+	w.stored.add(Counts{CVEs: len(w.batch.CVEs), Rejected: len(w.batch.Rejected), KEV: len(w.batch.KEVs), OSV: len(w.batch.OSV), MSRC: msrc,
+		OfficeBuilds: len(w.batch.OfficeBuilds)})
 	w.batch = store.FeedBatch{}
 	return nil
 }
@@ -209,6 +219,8 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string, by By) (Im
 			format = feeds.FormatOSV
 		case st.MSRC > 0:
 			format = feeds.FormatMSRC
+		case st.Office > 0:
+			format = feeds.FormatOfficeBuilds
 		}
 		res.Files++
 		res.Documents += st.Documents
@@ -225,6 +237,7 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string, by By) (Im
 	summary["ok"], summary["documents"], summary["stored"] = true, res.Documents, res.Stored
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
 	summary["msrc"] = res.Counts.MSRC
+	summary["officeBuilds"] = res.Counts.OfficeBuilds
 	v, err := s.FinishFeedChange(ctx, by.event("vulndb.import", summary))
 	if err != nil {
 		return res, err

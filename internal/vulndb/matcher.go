@@ -93,8 +93,11 @@ func (m *Matcher) indexAt(ctx context.Context, v int64) (*match.Index, bool, err
 	}
 	if err := m.Store.ScanMSRCFixes(ctx, func(f store.MSRCFix) {
 		b.AddMSRCFix(match.MSRCFix{CVEID: f.CVEID, ProductID: f.ProductID, ProductName: f.ProductName, KB: f.KB, FixedBuild: f.FixedBuild,
-			Hotpatch: strings.Contains(strings.ToLower(f.SubType), "hotpatch")})
+			Hotpatch: strings.Contains(strings.ToLower(f.SubType), "hotpatch"), Release: f.Release})
 	}); err != nil {
+		return nil, false, err
+	}
+	if err := m.Store.ScanOfficeBuilds(ctx, b.AddOfficeBuild); err != nil {
 		return nil, false, err
 	}
 	m.index, m.version = b.Build(nil), v

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestImportMSRC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Counts != (vulndb.Counts{MSRC: 5}) || res.Formats["msrc"] != (vulndb.Counts{MSRC: 5}) || res.Stored != (store.FeedCounts{MSRC: 5}) || res.Documents != 2 {
+	if res.Counts != (vulndb.Counts{MSRC: 8}) || res.Formats["msrc"] != (vulndb.Counts{MSRC: 8}) || res.Stored != (store.FeedCounts{MSRC: 8}) || res.Documents != 2 {
 		t.Fatalf("import = %+v", res)
 	}
 	fixes := 0
@@ -39,7 +40,7 @@ func TestImportMSRC(t *testing.T) {
 	// Re-importing (here the December document in its JSON form) updates
 	// in place.
 	res, err = vulndb.ImportFiles(ctx, s, []string{testdata + "msrc-2025-Dec.json", msrcFixtures[0]}, vulndb.By{Actor: "test"})
-	if err != nil || res.Stored != (store.FeedCounts{MSRC: 5}) {
+	if err != nil || res.Stored != (store.FeedCounts{MSRC: 8}) {
 		t.Fatalf("re-import = %+v %v", res, err)
 	}
 	again := 0
@@ -93,14 +94,14 @@ func TestSyncMSRCMonths(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(asked, []string{"2025-Oct", "2025-Nov", "2025-Dec", "2026-Jan"}) || !slices.Equal(res.MSRCMonths, []string{"2025-Nov", "2025-Dec"}) ||
-		res.Counts.MSRC != 5 || res.Stored.MSRC != 5 {
+		res.Counts.MSRC != 8 || res.Stored.MSRC != 8 {
 		t.Fatalf("sync asked %v: %+v", asked, res)
 	}
 	if v, _ := s.VulnState(ctx, store.StateMSRCSynced); v != 202512 {
 		t.Errorf("msrc_synced = %d", v)
 	}
 	events, err := s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"vulndb.sync"}})
-	if err != nil || len(events) != 1 || events[0].Summary["msrc"] != float64(5) {
+	if err != nil || len(events) != 1 || events[0].Summary["msrc"] != float64(8) {
 		t.Errorf("the sync's instance event: %+v %v", events, err)
 	}
 	// The next sync starts two months before the last one stored.
@@ -304,5 +305,207 @@ func TestMatchingWindowsBuilds(t *testing.T) {
 	items, _, err = s.ListVulnerabilities(ctx, store.VulnQuery{OrgID: env.Org.ID, Limit: 100, MinCVSS: &min, Now: time.Now()})
 	if err != nil || len(items) != 2 || items[0].CVEID != "CVE-2025-62221" || items[1].CVEID != "CVE-2025-60713" {
 		t.Errorf("minCvss 7.5 = %+v %v", items, err)
+	}
+}
+
+// Microsoft 365 Apps installs are matched by build: Microsoft's data says
+// which CVEs the Click-to-Run builds of a Patch Tuesday fix, the release
+// history which builds those are (both real, testdata/README.md).
+func TestMatchingOfficeBuilds(t *testing.T) {
+	ctx := context.Background()
+	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	s := env.Store
+	res, err := vulndb.ImportFiles(ctx, s, append(slices.Clone(msrcFixtures), testdata+"m365-apps-builds-2025Q4.json"), vulndb.By{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Formats["office-builds"] != (vulndb.Counts{OfficeBuilds: 36}) || res.Stored.OfficeBuilds != 35 || res.Stored.MSRC != 8 {
+		// 36 rows, one build listed twice in one channel (19029.20300 on
+		// 2025-11-11 and 2025-11-17).
+		t.Fatalf("import = %+v", res)
+	}
+	const m365 = "Microsoft 365 Apps for enterprise - en-us"
+	hosts := []struct {
+		id, version string
+		want        []string
+	}{
+		// One release before November's Patch Tuesday build 19328.20190.
+		{"o-behind", "16.0.19328.20178", []string{
+			"CVE-2025-60728 16.0.19328.20190", "CVE-2025-62199 16.0.19328.20190", "CVE-2025-62554 16.0.19328.20266"}},
+		{"o-nov", "16.0.19328.20190", []string{"CVE-2025-62554 16.0.19328.20266"}},
+		{"o-mec-dec", "16.0.19328.20266", nil},
+		{"o-current", "16.0.19426.20186", nil},
+		{"o-saec", "16.0.17928.20729", []string{
+			"CVE-2025-60728 16.0.17928.20730", "CVE-2025-62199 16.0.17928.20730", "CVE-2025-62554 16.0.17928.20742"}},
+		{"o-unknown-line", "16.0.18129.20158", nil},
+	}
+	agents := map[string]*apitest.Agent{}
+	for _, h := range hosts {
+		a := env.Enroll("m-"+h.id, h.id, "windows")
+		inv := windowsHost(h.id, "Windows 11 Pro", "10.0.22631.6345", "amd64", "workstation", "Client")
+		inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", h.version), sw("Office 16 Click-to-Run Licensing Component", "Microsoft Corporation", h.version)}
+		a.MustInventory(inv)
+		agents[h.id] = a
+	}
+	m := &vulndb.Matcher{Store: s, Holder: "test"}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		fs, err := s.EndpointFindings(ctx, env.Org.ID, agents[h.id].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range fs {
+			if f.Software != "Microsoft 365 Apps" || f.Source != "Click to Run" || f.Version != h.version {
+				t.Errorf("%s: finding %+v", h.id, f)
+			}
+			got = append(got, f.CVEID+" "+f.FixedIn)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, h.want) {
+			t.Errorf("%s (%s): findings %q, want %q", h.id, h.version, got, h.want)
+		}
+	}
+	// Without the release history the same hosts have no Office finding:
+	// MSRC alone names no build.
+	env2 := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	if _, err := vulndb.ImportFiles(ctx, env2.Store, msrcFixtures, vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	a := env2.Enroll("m-o", "o-behind", "windows")
+	inv := windowsHost("o-behind", "Windows 11 Pro", "10.0.22631.6345", "amd64", "workstation", "Client")
+	inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", "16.0.19328.20178")}
+	a.MustInventory(inv)
+	m2 := &vulndb.Matcher{Store: env2.Store, Holder: "test"}
+	if _, _, err := m2.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := env2.Store.EndpointFindings(ctx, env2.Org.ID, a.ID); err != nil || len(fs) != 0 {
+		t.Errorf("without a release history: %+v %v", fs, err)
+	}
+}
+
+// The findings reports' "Update Available" pairs a finding with a missing
+// update as Update.cves does: a later cumulative update fixes what an
+// earlier KB fixed, so a November CVE whose own KB (KB5068865) is not
+// missing (superseded) shows December's KB5071417; another product's
+// update and one Microsoft's data does not know fix nothing; an
+// application update counts only when it reaches the fixed version.
+func TestFindingsReportUpdateAvailable(t *testing.T) {
+	ctx := context.Background()
+	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	s := env.Store
+	if _, err := vulndb.ImportFiles(ctx, s, append(slices.Clone(msrcFixtures), testdata+"m365-apps-builds-2025Q4.json"), vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	const m365 = "Microsoft 365 Apps for enterprise - en-us"
+	office := func(latest string) agentproto.Update {
+		return agentproto.Update{Title: "Microsoft 365 Apps", Severity: str("Important"), Source: "Applications", InstalledVersion: str("16.0.19328.20178"),
+			LatestVersion: str(latest), Categories: []string{"Applications"}}
+	}
+	behind := env.Enroll("m-behind", "w11-behind", "windows")
+	inv := windowsHost("w11-behind", "Windows 11 Pro", "10.0.22631.6198", "amd64", "workstation", "Client")
+	inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", "16.0.19328.20178")}
+	inv.Updates = []agentproto.Update{
+		windowsUpdate("2025-12 Cumulative Update for Windows 11 Version 23H2 for x64-based Systems (KB5071417)", "KB5071417"),
+		windowsUpdate("2025-12 Cumulative Update for Windows 10 Version 22H2 (KB5071546)", "KB5071546"),
+		windowsUpdate("Windows Malicious Software Removal Tool x64 - v5.137 (KB890830)", "KB890830"),
+		office("16.0.19426.20186"),
+	}
+	behind.MustInventory(inv)
+	other := env.Enroll("m-other", "w10-other", "windows")
+	inv = windowsHost("w10-other", "Windows 10 Enterprise", "10.0.19045.6575", "amd64", "workstation", "Client")
+	inv.Software = []agentproto.Software{sw(m365, "Microsoft Corporation", "16.0.19328.20178")}
+	// Another product's update, and an Office update short of December's
+	// fix (16.0.19328.20266 in Version 2510).
+	inv.Updates = []agentproto.Update{windowsUpdate("2025-12 Cumulative Update for Windows 11 Version 23H2 (KB5071417)", "KB5071417"), office("16.0.19328.20244")}
+	other.MustInventory(inv)
+	m := &vulndb.Matcher{Store: s, Holder: "test"}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{} // endpoint + KB or title → update key
+	ups, _, err := s.ListUpdates(ctx, store.UpdateQuery{OrgID: env.Org.ID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range ups {
+		name := u.Title
+		if u.KB != nil {
+			name = *u.KB
+		}
+		keys[u.Endpoint+" "+name] = u.Key
+	}
+	got := map[string]string{}
+	for row, err := range s.ReportRows(ctx, "vuln-findings", store.ReportParams{OrgID: env.Org.ID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := row.Values[10].(string) // Endpoint, its id, CVE, …, Software (6), …, Update Available
+		got[fmt.Sprint(row.Values[0], " ", row.Values[2], " ", row.Values[6])] = u
+	}
+	dec := keys["w11-behind KB5071417"]
+	app := keys["w11-behind Microsoft 365 Apps"]
+	if dec == "" || app == "" {
+		t.Fatalf("update keys %v", keys)
+	}
+	const w11 = "Windows 11 Version 23H2 for x64-based Systems"
+	const w10 = "Windows 10 Version 22H2 for x64-based Systems"
+	want := map[string]string{
+		"w11-behind CVE-2025-62215 " + w11:             dec, // November's CVE: December's update
+		"w11-behind CVE-2025-62218 " + w11:             dec,
+		"w11-behind CVE-2025-62221 " + w11:             dec,
+		"w11-behind CVE-2025-62468 " + w11:             dec,
+		"w11-behind CVE-2025-60728 Microsoft 365 Apps": app,
+		"w11-behind CVE-2025-62199 Microsoft 365 Apps": app,
+		"w11-behind CVE-2025-62554 Microsoft 365 Apps": app,
+		"w10-other CVE-2025-62221 " + w10:              "", // KB5071417 is Windows 11's
+		"w10-other CVE-2025-60728 Microsoft 365 Apps":  keys["w10-other Microsoft 365 Apps"],
+		"w10-other CVE-2025-62199 Microsoft 365 Apps":  keys["w10-other Microsoft 365 Apps"],
+		"w10-other CVE-2025-62554 Microsoft 365 Apps":  "", // 16.0.19328.20244 is short of 20266
+	}
+	if len(got) != len(want) {
+		t.Errorf("report rows %v", got)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Errorf("%s: update available %q, want %q (rows %v)", k, g, w, got)
+		}
+	}
+}
+
+// sync downloads the Microsoft 365 Apps release history when
+// --office-builds-url names one; a document of another kind there fails
+// the sync.
+func TestSyncOfficeBuilds(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /buildnumbers.json", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, testdata+"m365-apps-builds-2025Q4.json")
+	})
+	mux.HandleFunc("GET /kev.json", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, testdata+"kev-subset.json") })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cfg := vulndb.ConfigFromFeeds(config.Feeds{OfficeBuildsURL: srv.URL + "/buildnumbers.json"})
+	res, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.OfficeBuilds != 36 || res.Stored.OfficeBuilds != 35 {
+		t.Fatalf("sync = %+v", res)
+	}
+	events, err := s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"vulndb.sync"}})
+	if err != nil || len(events) != 1 || events[0].Summary["officeBuilds"] != float64(36) {
+		t.Errorf("the sync's instance event: %+v %v", events, err)
+	}
+	cfg.OfficeBuildsURL = srv.URL + "/kev.json"
+	if _, err := vulndb.Sync(ctx, s, cfg, vulndb.By{Actor: "test"}); err == nil || !strings.Contains(err.Error(), "release history") {
+		t.Errorf("a KEV catalog as the release history: %v", err)
+	}
+	if c, _ := s.CountFeeds(ctx); c.KEV != 0 || c.OfficeBuilds != 35 {
+		t.Errorf("after the failed sync: %+v", c)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/vulns/feeds"
+	"github.com/patchd/patchd/internal/vulns/match"
 	"github.com/patchd/patchd/sim"
 )
 
@@ -257,9 +259,20 @@ func TestFleetMatchPerformance(t *testing.T) {
 // written in shared transactions by the store's Ingester (one by one, the
 // 10,000 inventories took several minutes on PostgreSQL).
 func loadFleet(t *testing.T, s *store.Store, orgID string, n int) ([]string, int) {
+	indexes := make([]int, n)
+	for i := range indexes {
+		indexes[i] = i
+	}
+	return loadFleetOf(t, s, orgID, indexes)
+}
+
+// loadFleetOf is loadFleet of the simulated endpoints of the given indexes
+// (ids[k] is the id of indexes[k]).
+func loadFleetOf(t *testing.T, s *store.Store, orgID string, indexes []int) ([]string, int) {
 	ctx := context.Background()
 	g := s.NewIngester()
 	defer g.Close()
+	n := len(indexes)
 	ids := make([]string, n)
 	var apps atomic.Int64
 	var wg sync.WaitGroup
@@ -267,7 +280,8 @@ func loadFleet(t *testing.T, s *store.Store, orgID string, n int) ([]string, int
 	const agents = 16
 	for w := range agents {
 		wg.Go(func() {
-			for i := w; i < n; i += agents {
+			for k := w; k < n; k += agents {
+				i := indexes[k]
 				doc := sim.Generate(1, i)
 				platform := sim.Platform(1, i)
 				id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: orgID, MachineUID: fmt.Sprint("m", i), Hostname: doc.System.Hostname,
@@ -285,7 +299,7 @@ func loadFleet(t *testing.T, s *store.Store, orgID string, n int) ([]string, int
 					}
 					return
 				}
-				ids[i] = id
+				ids[k] = id
 				apps.Add(int64(len(doc.Software)))
 			}
 		})
@@ -313,4 +327,184 @@ func slicesSort(d []time.Duration) {
 			d[j], d[j-1] = d[j-1], d[j]
 		}
 	}
+}
+
+// storeMSRCHistory stores two years of Microsoft's security update data
+// shaped like the real documents: every month (January 2024 to December
+// 2025) 45 Windows CVEs, each fixed on every Windows product of the real
+// November and December 2025 fixtures with that month's build, and 13
+// Office CVEs with a Click-to-Run fix — the real documents of June,
+// September, November and December 2025 fix 42, 56, 35 and 34 CVEs on
+// Windows 11 23H2 or Server 2019 and 11–15 on Microsoft 365 Apps; and the
+// real Microsoft 365 Apps release history fixture. The builds of November
+// and December 2025 are the real ones, earlier months step back 145
+// revisions a month (23H2: 5909, 6060, 6199, 6345 from September to
+// December). Returns the CVE count.
+func storeMSRCHistory(tb testing.TB, s *store.Store) int {
+	ctx := context.Background()
+	var real []feeds.MSRCDocument
+	for _, name := range []string{testdata + "msrc-2025-Nov.xml", testdata + "msrc-2025-Dec.xml"} {
+		if _, err := feeds.ParseFile(name, feeds.Handler{MSRC: func(d feeds.MSRCDocument) error { real = append(real, d); return nil }}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	// Each Windows product's monthly builds in the two real documents
+	// (hotpatches aside): the highest is December's, the one below it
+	// November's.
+	builds := map[string][]match.WinBuild{}
+	for _, d := range real {
+		for _, v := range d.Vulns {
+			for _, f := range v.Fixes {
+				b, ok := match.ParseWinBuild(f.FixedBuild)
+				if ok && b[0] == 10 && !f.Hotpatch() && !slices.Contains(builds[f.ProductID], b) {
+					builds[f.ProductID] = append(builds[f.ProductID], b)
+				}
+			}
+		}
+	}
+	monthBuild := func(id string, m int) string {
+		bs := builds[id]
+		slices.SortFunc(bs, func(a, b match.WinBuild) int { return a.Compare(b) })
+		dec := bs[len(bs)-1]
+		nov := dec
+		if len(bs) > 1 {
+			nov = bs[len(bs)-2]
+		}
+		b := nov
+		switch {
+		case m == 23:
+			b = dec
+		case m < 22:
+			b[3] = max(1, nov[3]-(22-m)*145)
+		}
+		return b.String()
+	}
+	office := []string{"11762", "11763", "11952", "11953", "12420", "12421"}
+	cves := 0
+	var docs []feeds.MSRCDocument
+	for m := range 24 {
+		month := time.Date(2024, time.Month(1+m), 1, 0, 0, 0, 0, time.UTC)
+		d := feeds.MSRCDocument{ID: feeds.MSRCMonth(month), Title: month.Format("January 2006") + " Security Updates", Released: month.AddDate(0, 0, 10),
+			Products: real[1].Products}
+		for c := range 45 + 13 {
+			score := 7.8
+			v := feeds.MSRCVuln{CVE: fmt.Sprintf("CVE-%d-%d", 2024+m/12, 20000+m%12*100+c), Title: "Synthetic Windows Vulnerability", CVSS: &score, Severity: "Important"}
+			if c < 45 {
+				for id := range builds {
+					v.Fixes = append(v.Fixes, feeds.MSRCFix{ProductID: id, KB: fmt.Sprintf("KB50%05d", m*100+len(id)), SubType: "Security Update",
+						FixedBuild: monthBuild(id, m)})
+				}
+			} else {
+				v.Title = "Synthetic Office Vulnerability"
+				for _, id := range office {
+					v.Fixes = append(v.Fixes, feeds.MSRCFix{ProductID: id, KB: feeds.ClickToRun, SubType: "Security Update"})
+				}
+			}
+			d.Vulns = append(d.Vulns, v)
+			cves++
+		}
+		docs = append(docs, d)
+	}
+	for _, d := range docs {
+		if err := s.StoreFeeds(ctx, store.FeedBatch{MSRC: []feeds.MSRCDocument{d}}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := vulndb.ImportFiles(ctx, s, []string{testdata + "m365-apps-builds-2025Q4.json"}, vulndb.By{Actor: "perf"}); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := s.BumpFeedVersion(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return cves
+}
+
+// TestFleetMatchPerformanceWindows is TestFleetMatchPerformance with
+// Windows (MSRC) data and a Windows fleet: PATCHD_PERF_ENDPOINTS (default
+// 10,000) Windows endpoints of patchd-sim (workstations and servers on real
+// builds of September to December 2025, Microsoft 365 Apps on most), the
+// 250,000 CPE rules and two years of MSRC-shaped data (storeMSRCHistory).
+// PATCHD_PERF=1 runs it.
+func TestFleetMatchPerformanceWindows(t *testing.T) {
+	if os.Getenv("PATCHD_PERF") == "" {
+		t.Skip("set PATCHD_PERF=1")
+	}
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	logLoad(t)
+	defer logLoad(t)
+	s := storetest.Open(t)
+	o, err := s.CreateOrg(ctx, "Perf", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indexes []int
+	for i := 0; len(indexes) < n; i++ {
+		if sim.Platform(1, i) == "windows" {
+			indexes = append(indexes, i)
+		}
+	}
+	start := time.Now()
+	ids, apps := loadFleetOf(t, s, o.ID, indexes)
+	t.Logf("fleet: %d Windows endpoints, %.0f applications each on average, loaded in %v", n, float64(apps)/float64(n), time.Since(start).Round(time.Second))
+	start = time.Now()
+	storeRules(t, s, 250000)
+	cves := storeMSRCHistory(t, s)
+	t.Logf("rules: 250,000 CPE rules and %d MSRC CVEs stored in %v", cves, time.Since(start).Round(time.Millisecond))
+
+	m := &vulndb.Matcher{Store: s, Holder: "perf"}
+	start = time.Now()
+	ix, _, _, err := m.Index(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("index built from the store in %v (%d Windows products, %d Office CVE rules)", time.Since(start).Round(time.Millisecond),
+		ix.WindowsProducts(), ix.OfficeCVEs())
+	feedVersion, _ := s.VulnState(ctx, store.StateFeedVersion)
+	if err := s.SetVulnState(ctx, store.StateMatchedVersion, feedVersion); err != nil {
+		t.Fatal(err)
+	}
+	for _, pass := range []string{"first match of every endpoint (all findings inserted)", "full recompute after a feed change"} {
+		start = time.Now()
+		st, ok, err := m.RunOnce(ctx)
+		if err != nil || !ok || st.Endpoints != n {
+			t.Fatalf("%s: %+v %v %v", pass, st, ok, err)
+		}
+		t.Logf("%s: %v for %d endpoints (findings %d, added %d, removed %d)", pass, time.Since(start).Round(time.Millisecond),
+			st.Endpoints, st.Findings, st.Changes.Added, st.Changes.Removed)
+		if err := s.SetVulnState(ctx, store.StateMatchedVersion, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var times []time.Duration
+	for i := range 200 {
+		k := (i * 197) % n
+		doc := sim.Generate(1, indexes[k])
+		for j := range min(10, len(doc.Software)) {
+			v := "999." + strconv.Itoa(i)
+			doc.Software[j].Version = &v
+		}
+		norm, err := inventory.Check(&doc, "windows", "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReplaceInventory(ctx, o.ID, ids[k], norm, "h2", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		st, _, err := m.RunOnce(ctx)
+		if err != nil || st.Endpoints != 1 {
+			t.Fatalf("one endpoint: %+v %v", st, err)
+		}
+		times = append(times, time.Since(start))
+	}
+	slicesSort(times)
+	t.Logf("one endpoint's recompute after an inventory change (%d samples): p50 %v, p99 %v, max %v", len(times), times[len(times)/2].Round(time.Microsecond),
+		times[len(times)*99/100-1].Round(time.Microsecond), times[len(times)-1].Round(time.Microsecond))
 }

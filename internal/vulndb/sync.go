@@ -45,9 +45,12 @@ type SyncConfig struct {
 	// before the last month synced (Microsoft revises recent documents) up
 	// to the current one; the first sync starts at MSRCSince (default
 	// twelve months back). A month not published yet (404) is skipped.
-	MSRCURL    string
-	MSRCSince  time.Time
-	HTTPClient *http.Client
+	MSRCURL   string
+	MSRCSince time.Time
+	// OfficeBuildsURL is a Microsoft 365 Apps release history
+	// (feeds.OfficeBuild), downloaded whole on every sync.
+	OfficeBuildsURL string
+	HTTPClient      *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -90,6 +93,9 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 	if cfg.MSRCURL != "" {
 		sources = append(sources, cfg.MSRCURL)
 	}
+	if cfg.OfficeBuildsURL != "" {
+		sources = append(sources, cfg.OfficeBuildsURL)
+	}
 	if cfg.NVDURL != "" {
 		sources = append(sources, cfg.NVDURL)
 	}
@@ -122,6 +128,16 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 		res.Counts.add(c)
 		res.MSRCMonths = months
 		summary["msrcMonths"] = months
+	}
+	if cfg.OfficeBuildsURL != "" {
+		c, err := downloadOfficeBuilds(ctx, s, cfg.HTTPClient, cfg.OfficeBuildsURL)
+		if err == nil && c.OfficeBuilds == 0 {
+			err = fmt.Errorf("%s is no Microsoft 365 Apps release history", cfg.OfficeBuildsURL)
+		}
+		if err != nil {
+			return fail(c, fmt.Errorf("sync Office builds: %w", err))
+		}
+		res.Counts.add(c)
 	}
 	if cfg.NVDURL != "" {
 		synced, err := s.VulnState(ctx, store.StateNVDSynced)
@@ -162,6 +178,7 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 	summary["ok"], summary["stored"] = true, res.Stored
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
 	summary["msrc"] = res.Counts.MSRC
+	summary["officeBuilds"] = res.Counts.OfficeBuilds
 	v, err := s.FinishFeedChange(ctx, by.event("vulndb.sync", summary))
 	if err != nil {
 		return res, err
@@ -222,8 +239,22 @@ func downloadAndImport(ctx context.Context, s *store.Store, client *http.Client,
 	return downloadAndImportWith(ctx, s, client, url, feeds.Download)
 }
 
+// downloadOfficeBuilds is downloadAndImport of a Microsoft 365 Apps release
+// history: a document of another kind stores nothing and is an error.
+func downloadOfficeBuilds(ctx context.Context, s *store.Store, client *http.Client, url string) (Counts, error) {
+	return downloadAndImportOnly(ctx, s, client, url, feeds.Download, func(h feeds.Handler) feeds.Handler {
+		return feeds.Handler{OfficeBuilds: h.OfficeBuilds}
+	})
+}
+
 func downloadAndImportWith(ctx context.Context, s *store.Store, client *http.Client, url string,
 	download func(context.Context, *http.Client, string, io.Writer) error) (Counts, error) {
+	return downloadAndImportOnly(ctx, s, client, url, download, nil)
+}
+
+// downloadAndImportOnly stores the records only passes on (nil: all).
+func downloadAndImportOnly(ctx context.Context, s *store.Store, client *http.Client, url string,
+	download func(context.Context, *http.Client, string, io.Writer) error, only func(feeds.Handler) feeds.Handler) (Counts, error) {
 	f, err := os.CreateTemp("", "patchd-feed-*")
 	if err != nil {
 		return Counts{}, err
@@ -237,7 +268,11 @@ func downloadAndImportWith(ctx context.Context, s *store.Store, client *http.Cli
 		return Counts{}, err
 	}
 	w := &writer{ctx: ctx, store: s}
-	if _, err := feeds.ParseFile(f.Name(), w.handler()); err != nil {
+	h := w.handler()
+	if only != nil {
+		h = only(h)
+	}
+	if _, err := feeds.ParseFile(f.Name(), h); err != nil {
 		return w.stored, err
 	}
 	if err := w.flush(); err != nil {
@@ -290,6 +325,7 @@ func ConfigFromFeeds(f config.Feeds) SyncConfig {
 		}
 	}
 	c.MSRCURL = strings.TrimSpace(f.MSRCURL)
+	c.OfficeBuildsURL = strings.TrimSpace(f.OfficeBuildsURL)
 	if t, err := time.Parse("2006-01", strings.TrimSpace(f.MSRCSince)); err == nil {
 		c.MSRCSince = t
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // ErrUnknownFormat is answered when a document is none of the feeds.
-var ErrUnknownFormat = errors.New("feeds: not an NVD CVE 2.0, CISA KEV, OSV or MSRC CVRF document")
+var ErrUnknownFormat = errors.New("feeds: not an NVD CVE 2.0, CISA KEV, OSV, MSRC CVRF or Microsoft 365 Apps release history document")
 
 // sniffSize is how much of a document Detect needs at most.
 const sniffSize = 64 << 10
@@ -99,6 +99,8 @@ func sniffObject(dec *json.Decoder) Format {
 			return sniffVulnerabilities(dec)
 		case "DocumentTitle", "DocumentTracking", "ProductTree":
 			return FormatMSRC // CVRF, as the MSRC API serves it
+		case "DataForGeeks":
+			return FormatOfficeBuilds
 		case "id":
 			hasID = true
 		case "affected", "modified", "schema_version", "aliases":
@@ -148,6 +150,8 @@ type Handler struct {
 	OSV func(OSVAdvisory) error
 	// MSRC receives each MSRC CVRF document whole (one month is a few MB).
 	MSRC func(MSRCDocument) error
+	// OfficeBuilds receives a Microsoft 365 Apps release history whole.
+	OfficeBuilds func([]OfficeBuild) error
 	// Rejected is told the id of every NVD record marked Rejected.
 	Rejected func(id string) error
 }
@@ -182,6 +186,12 @@ func Parse(r io.Reader, h Handler) (Format, error) {
 			return f, err
 		}
 		return f, h.MSRC(doc)
+	case FormatOfficeBuilds:
+		list, err := ParseOfficeBuilds(br)
+		if err != nil || h.OfficeBuilds == nil {
+			return f, err
+		}
+		return f, h.OfficeBuilds(list)
 	default:
 		fn := h.OSV
 		if fn == nil {

@@ -20,6 +20,9 @@ const (
 	FormatKEV     Format = "kev"  // CISA KEV catalog
 	FormatOSV     Format = "osv"  // one OSV record or an array of them
 	FormatMSRC    Format = "msrc" // a monthly MSRC CVRF document (JSON or XML)
+	// FormatOfficeBuilds is the Microsoft 365 Apps release history
+	// (OfficeBuild).
+	FormatOfficeBuilds Format = "office-builds"
 )
 
 // CVE is one vulnerability from the NVD.

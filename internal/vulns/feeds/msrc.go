@@ -46,11 +46,18 @@ type MSRCVuln struct {
 // CVE: the KB and, for Windows, the build that carries it.
 type MSRCFix struct {
 	ProductID  string
-	KB         string // "KB5068791" (the Description is the bare number)
+	KB         string // "KB5068791" (the Description is the bare number), or ClickToRun
 	FixedBuild string // "10.0.17763.8027", "" when Microsoft gives none
 	SubType    string // "Security Update", "Security Hotpatch Update", …
 	URL        string
 }
+
+// ClickToRun is the KB of the vendor fixes Microsoft names "Click to Run"
+// (Microsoft 365 Apps, Office LTSC 2021/2024, Office 2019): no KB and no
+// fixed build (the document's FixedBuild is a link to
+// https://aka.ms/OfficeSecurityReleases); the fix is the Click-to-Run builds
+// released on the month's Patch Tuesday (see OfficeBuild).
+const ClickToRun = "Click to Run"
 
 // Hotpatch reports whether the fix is a hotpatch update: it applies only to
 // hotpatch-enrolled computers, whose builds count on a separate branch.
@@ -136,17 +143,25 @@ func buildVuln(cve, title string, threats []msrcThreat, scores []msrcScore, rems
 		if r.Type != "Vendor Fix" {
 			continue
 		}
-		kb := strings.TrimSpace(r.Description)
-		if kb == "" || strings.Trim(kb, "0123456789") != "" {
+		kb, build, url := strings.TrimSpace(r.Description), strings.TrimSpace(r.FixedBuild), strings.TrimSpace(r.URL)
+		switch {
+		case strings.EqualFold(kb, ClickToRun):
+			kb = ClickToRun
+			if url == "" && strings.Contains(build, "://") {
+				url = build
+			}
+			build = ""
+		case kb == "" || strings.Trim(kb, "0123456789") != "":
 			continue // not a KB number (some fixes name a version or a link)
+		default:
+			kb = "KB" + kb
 		}
 		for _, p := range r.ProductIDs {
 			p = strings.TrimSpace(p)
 			if p == "" {
 				continue
 			}
-			v.Fixes = append(v.Fixes, MSRCFix{ProductID: p, KB: "KB" + kb, FixedBuild: strings.TrimSpace(r.FixedBuild),
-				SubType: strings.TrimSpace(r.SubType), URL: strings.TrimSpace(r.URL)})
+			v.Fixes = append(v.Fixes, MSRCFix{ProductID: p, KB: kb, FixedBuild: build, SubType: strings.TrimSpace(r.SubType), URL: url})
 		}
 	}
 	return v

@@ -3,6 +3,7 @@ package feeds
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,8 @@ func TestParseMSRCNovember2025(t *testing.T) {
 	if d.ID != "2025-Nov" || d.Title != "November 2025 Security Updates" || !d.Released.Equal(time.Date(2025, 11, 11, 8, 0, 0, 0, time.UTC)) {
 		t.Fatalf("header: %q %q %v", d.ID, d.Title, d.Released)
 	}
-	if len(d.Products) != 25 || len(d.Vulns) != 3 {
-		t.Fatalf("%d products, %d CVEs; want 25, 3", len(d.Products), len(d.Vulns))
+	if len(d.Products) != 36 || len(d.Vulns) != 5 {
+		t.Fatalf("%d products, %d CVEs; want 36, 5", len(d.Products), len(d.Vulns))
 	}
 	names := map[string]string{}
 	for _, p := range d.Products {
@@ -84,6 +85,30 @@ func TestParseMSRCNovember2025(t *testing.T) {
 	r := msrcVuln(t, d, "CVE-2025-60713")
 	if r.Exploited || *r.CVSS != 7.8 || len(fixesFor(r, "12243")) != 0 || len(fixesFor(r, "11571")) != 1 {
 		t.Errorf("CVE-2025-60713 = %+v", r)
+	}
+	// Office: Click-to-Run products get a "Click to Run" fix with no build
+	// (the document's FixedBuild is a link), Office 2016 (MSI) a KB and the
+	// file version it brings.
+	o := msrcVuln(t, d, "CVE-2025-62199")
+	if got, want := fixesFor(o, "11763"), []MSRCFix{{ProductID: "11763", KB: ClickToRun, SubType: "Security Update",
+		URL: "https://aka.ms/OfficeSecurityReleases"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Microsoft 365 Apps fixes = %+v, want %+v", got, want)
+	}
+	if got, want := fixesFor(o, "10754"), []MSRCFix{{ProductID: "10754", KB: "KB5002809", FixedBuild: "16.0.5526.1000", SubType: "Security Update",
+		URL: "https://www.microsoft.com/en-us/download/details.aspx?id=108440"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Office 2016 fixes = %+v, want %+v", got, want)
+	}
+	if len(fixesFor(o, "11574")) != 0 || len(fixesFor(o, "11952")) != 1 || len(fixesFor(o, "12421")) != 1 {
+		t.Errorf("CVE-2025-62199 fixes = %+v", o.Fixes)
+	}
+	// CVE-2025-60728: Microsoft 365 Apps and Office LTSC 2024 only.
+	e := msrcVuln(t, d, "CVE-2025-60728")
+	var ids []string
+	for _, f := range e.Fixes {
+		ids = append(ids, f.ProductID+" "+f.KB)
+	}
+	if strings.Join(ids, ",") != "11762 Click to Run,11763 Click to Run,12420 Click to Run,12421 Click to Run" {
+		t.Errorf("CVE-2025-60728 fixes = %v", ids)
 	}
 }
 
@@ -128,5 +153,47 @@ func TestParseMSRCRejectsBadDocuments(t *testing.T) {
 		if _, err := Parse(strings.NewReader(doc), Handler{MSRC: func(MSRCDocument) error { return nil }}); err == nil {
 			t.Errorf("Parse(%q): no error", doc)
 		}
+	}
+}
+
+// The Microsoft 365 Apps release history (a real cut of Microsoft's table,
+// testdata/README.md).
+func TestParseOfficeBuilds(t *testing.T) {
+	var got []OfficeBuild
+	f, err := Parse(bytes.NewReader(readFixture(t, "m365-apps-builds-2025Q4.json")), Handler{OfficeBuilds: func(l []OfficeBuild) error {
+		got = l
+		return nil
+	}})
+	if err != nil || f != FormatOfficeBuilds {
+		t.Fatalf("format %q, %v", f, err)
+	}
+	if len(got) != 36 {
+		t.Fatalf("%d releases, want 36", len(got))
+	}
+	want := OfficeBuild{Released: time.Date(2025, 11, 11, 0, 0, 0, 0, time.UTC), Channel: "Current", Version: "2510", Build: "19328.20190"}
+	if !slices.Contains(got, want) {
+		t.Errorf("no %+v", want)
+	}
+	for _, doc := range []string{
+		`{"DataForGeeks":{},"Data":[{"ReleaseDate":"11/11/2025","Channel":"Current","Build":"19328.20190"}]}`,
+		`{"DataForGeeks":{},"Data":[{"ReleaseDate":"2025-11-11","Channel":"Current","Build":"2510"}]}`,
+		`{"DataForGeeks":{},"Data":[{"ReleaseDate":"2025-11-11","Channel":"","Build":"19328.20190"}]}`,
+		`{"DataForGeeks":{},"Data":[`,
+	} {
+		if _, err := Parse(strings.NewReader(doc), Handler{}); err == nil {
+			t.Errorf("Parse(%q): no error", doc)
+		}
+	}
+}
+
+func TestPatchTuesday(t *testing.T) {
+	for month, want := range map[string]string{"2025-Nov": "2025-11-11", "2025-Dec": "2025-12-09", "2026-Jan": "2026-01-13", "2024-Oct": "2024-10-08"} {
+		got, ok := PatchTuesday(month)
+		if !ok || got.Format("2006-01-02") != want {
+			t.Errorf("PatchTuesday(%s) = %v, want %s", month, got, want)
+		}
+	}
+	if _, ok := PatchTuesday("November"); ok {
+		t.Error("PatchTuesday(November) ok")
 	}
 }

@@ -130,6 +130,7 @@ type Stats struct {
 	OSV       int
 	Rejected  int // NVD records marked Rejected (not stored)
 	MSRC      int // CVEs of MSRC CVRF documents
+	Office    int // Microsoft 365 Apps releases (one per build and channel)
 }
 
 // ParseFile opens a file (plain, .gz or .zip) and parses every document in
@@ -147,6 +148,10 @@ func ParseFile(name string, h Handler) (Stats, error) {
 		OSV:      func(a OSVAdvisory) error { st.OSV++; return call(h.OSV, a) },
 		Rejected: func(id string) error { st.Rejected++; return call(h.Rejected, id) },
 		MSRC:     func(d MSRCDocument) error { st.MSRC += len(d.Vulns); return call(h.MSRC, d) },
+		OfficeBuilds: func(l []OfficeBuild) error {
+			st.Office += len(l)
+			return call(h.OfficeBuilds, l)
+		},
 	}
 	for {
 		doc, r, err := ff.Next()

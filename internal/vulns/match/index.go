@@ -12,6 +12,7 @@ package match
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/patchd/patchd/internal/vulns/feeds"
 	"github.com/patchd/patchd/internal/vulns/version"
@@ -23,8 +24,12 @@ type Builder struct {
 	products map[string]*productRules
 	osv      map[string][]osvRule
 	windows  map[string]*winProduct // MSRC product id → Windows product
-	rules    int
-	strings  map[string]string // interned CVE ids and bounds
+	// officeFixes: Office family → CVE → the Patch Tuesday of its
+	// Click-to-Run fix; officeBuilds: the Microsoft 365 Apps release history.
+	officeFixes  map[string]map[string]time.Time
+	officeBuilds []officeBuildRow
+	rules        int
+	strings      map[string]string // interned CVE ids and bounds
 }
 
 // NewBuilder answers an empty builder.
@@ -208,8 +213,9 @@ func (b *Builder) Build(catalog *Catalog) *Index {
 			return !pr.upper[i].incl && pr.upper[j].incl
 		})
 	}
-	ix := &Index{products: b.products, osv: b.osv, windows: buildWindows(b.windows), rules: b.rules, catalog: catalog}
-	b.products, b.osv, b.windows, b.strings = nil, nil, nil, nil
+	ix := &Index{products: b.products, osv: b.osv, windows: buildWindows(b.windows), office: buildOffice(b.officeFixes, b.officeBuilds),
+		rules: b.rules, catalog: catalog}
+	b.products, b.osv, b.windows, b.strings, b.officeFixes, b.officeBuilds = nil, nil, nil, nil, nil, nil
 	return ix
 }
 
@@ -219,6 +225,7 @@ type Index struct {
 	products map[string]*productRules
 	osv      map[string][]osvRule
 	windows  windowsIndex
+	office   *officeIndex // nil without Click-to-Run fixes and a release history
 	rules    int
 	catalog  *Catalog
 }

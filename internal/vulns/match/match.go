@@ -155,6 +155,9 @@ func (m *matcher) targetFits(t string) bool {
 }
 
 func (m *matcher) matchApplication(sw Software) {
+	if m.ix.office != nil && m.platform["windows"] {
+		m.matchOffice(sw)
+	}
 	products := m.ix.catalog.Resolve(sw.Name, sw.Publisher)
 	if len(products) == 0 {
 		return

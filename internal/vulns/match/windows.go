@@ -2,6 +2,8 @@ package match
 
 import (
 	"sort"
+
+	"github.com/patchd/patchd/internal/vulns/feeds"
 	"strconv"
 	"strings"
 )
@@ -74,6 +76,7 @@ type MSRCFix struct {
 	KB          string
 	FixedBuild  string
 	Hotpatch    bool
+	Release     string // the MSRC document ("2025-Nov"): the month of a Click-to-Run fix
 }
 
 // winFix is the fix of one CVE for one product: the lowest fixed build and
@@ -128,9 +131,14 @@ func winProductKind(name string) (server, core bool, arch string, ok bool) {
 	return server, core, arch, true
 }
 
-// AddMSRCFix adds one vendor fix. Fixes without a parsable build, and of
-// products that are not Windows itself, are ignored.
+// AddMSRCFix adds one vendor fix. A Click-to-Run fix (Office) is kept for
+// matchOffice; other fixes without a parsable build, and of products that
+// are not Windows itself, are ignored.
 func (b *Builder) AddMSRCFix(f MSRCFix) {
+	if f.KB == feeds.ClickToRun {
+		b.addOfficeFix(f)
+		return
+	}
 	build, ok := ParseWinBuild(f.FixedBuild)
 	if !ok || f.KB == "" {
 		return

@@ -9,10 +9,18 @@ import (
 )
 
 // msrcIndex builds an index from the real MSRC fixtures (November and
-// December 2025).
+// December 2025) and the Microsoft 365 Apps release history of those months.
 func msrcIndex(t testing.TB) *Index {
 	t.Helper()
 	b := NewBuilder()
+	if _, err := feeds.ParseFile("../testdata/m365-apps-builds-2025Q4.json", feeds.Handler{OfficeBuilds: func(l []feeds.OfficeBuild) error {
+		for _, r := range l {
+			b.AddOfficeBuild(r)
+		}
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"msrc-2025-Nov.xml", "msrc-2025-Dec.xml"} {
 		if _, err := feeds.ParseFile("../testdata/"+name, feeds.Handler{MSRC: func(d feeds.MSRCDocument) error {
 			names := map[string]string{}
@@ -22,7 +30,7 @@ func msrcIndex(t testing.TB) *Index {
 			for _, v := range d.Vulns {
 				for _, f := range v.Fixes {
 					b.AddMSRCFix(MSRCFix{CVEID: v.CVE, ProductID: f.ProductID, ProductName: names[f.ProductID], KB: f.KB,
-						FixedBuild: f.FixedBuild, Hotpatch: f.Hotpatch()})
+						FixedBuild: f.FixedBuild, Hotpatch: f.Hotpatch(), Release: d.ID})
 				}
 			}
 			return nil
