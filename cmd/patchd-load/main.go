@@ -71,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 	fs.IntVar(&c.Clients, "clients", 4, "concurrent API clients; 0 for none (the fleet's cost alone)")
 	fs.DurationVar(&c.ActionEvery, "action-every", 5*time.Second, "each API client approves updates or starts an action at most this often")
 	fs.IntVar(&c.FanOut, "fan-out", 500, "endpoints per action")
+	fs.IntVar(&c.Concurrency, "concurrency", 64, "enrollments in progress at once per server")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed of the simulated fleet")
 	fs.IntVar(&c.FirstIndex, "first-index", 0, "index of the first endpoint, to run several patchd-load processes on one seed")
 	fs.StringVar(&c.StateDir, "state-dir", "", "`directory` of the simulator's state files, to resume the same fleet")

@@ -59,6 +59,9 @@ type Config struct {
 	ActionEvery time.Duration
 	// FanOut is how many endpoints one action targets (default 500).
 	FanOut int
+	// Concurrency bounds the enrollments in progress at once per server
+	// (the sim's default, 64, when 0).
+	Concurrency int
 	// Seed of the simulated fleet.
 	Seed int64
 	// FirstIndex is the index of the fleet's first endpoint, so that
@@ -194,7 +197,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			n++
 		}
 		sc := sim.Config{Server: srv, EnrollToken: cfg.EnrollToken, Endpoints: n, Checkin: cfg.Checkin, Wait: cfg.Wait,
-			FailureRate: 0.02, Seed: cfg.Seed, FirstIndex: first, Concurrency: 64, Speed: 100, ProgressEvery: 30 * time.Second,
+			FailureRate: 0.02, Seed: cfg.Seed, FirstIndex: first, Concurrency: cfg.Concurrency, Speed: 100, ProgressEvery: 30 * time.Second,
 			Logf: cfg.Logf}
 		if cfg.StateDir != "" {
 			sc.StatePath = filepath.Join(cfg.StateDir, fmt.Sprintf("sim-%d.json", i))

@@ -57,6 +57,9 @@ type Store struct {
 	checkinFault func(Checkin) error
 	// health remembers how writes went, for readiness (Writable).
 	health writeHealth
+	// checkpoints copies a SQLite file's log in the background (nil on
+	// PostgreSQL and for a database in memory).
+	checkpoints *checkpointer
 }
 
 // maxReadStmts bounds the read statement cache; queries whose text varies
@@ -165,7 +168,12 @@ func openSQLite(path string, opt Options) (*Store, error) {
 	// connection would map the file again, and the pages count once per
 	// mapping in the process's resident memory.
 	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	w, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=temp_store(MEMORY)&_pragma=cache_size(-65536)&_txlock=immediate")
+	inFile := path != "" && !strings.HasPrefix(path, ":") && !strings.Contains(path, "mode=memory")
+	writer := pragmas + "&_pragma=temp_store(MEMORY)&_pragma=cache_size(-65536)&_txlock=immediate"
+	if inFile {
+		writer += fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walSafetyPages)
+	}
+	w, err := sql.Open("sqlite", "file:"+path+"?"+writer)
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -186,7 +194,15 @@ func openSQLite(path string, opt Options) (*Store, error) {
 	r.SetMaxIdleConns(opt.MaxConns)
 	// Readers a burst opened close after a while idle, with their caches.
 	r.SetConnMaxIdleTime(2 * time.Minute)
-	return &Store{engine: SQLite, read: r, write: w}, nil
+	s := &Store{engine: SQLite, read: r, write: w}
+	if inFile {
+		if s.checkpoints, err = startCheckpointer(path, pragmas); err != nil {
+			r.Close()
+			w.Close()
+			return nil, fmt.Errorf("store: open sqlite checkpointer: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // privateFiles creates the SQLite file path readable and writable by its
@@ -240,7 +256,11 @@ func (s *Store) PostgresURL() string { return s.url }
 
 // Close closes the connections.
 func (s *Store) Close() error {
-	err := s.read.Close()
+	var err error
+	if s.checkpoints != nil {
+		err = s.checkpoints.close()
+	}
+	err = errors.Join(err, s.read.Close())
 	if s.write != s.read {
 		err = errors.Join(err, s.write.Close())
 	}
