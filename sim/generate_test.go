@@ -272,6 +272,10 @@ func TestWindowsBuildsAreRealAndSpread(t *testing.T) {
 			if *inv.System.OSVersion != "10.0.17763" || !strings.HasPrefix(b, "17763.") {
 				t.Errorf("LTSC host %d: version %q build %s", i, *inv.System.OSVersion, b)
 			}
+			// The edition as the agent reads the caption, not its year.
+			if rows := inv.Datasets["os-information"]; len(rows) != 1 || rows[0]["edition"] != "Enterprise LTSC" {
+				t.Errorf("LTSC host %d: os-information %v", i, rows)
+			}
 		case strings.Contains(os, "Server 2019"):
 			products["srv2019"]++
 		case strings.Contains(os, "Server 2022"):
