@@ -53,12 +53,12 @@ func officeFamily(name string) string {
 	return ""
 }
 
-// installedOfficeFamily maps an installed product ("Microsoft 365 Apps for
+// InstalledOfficeFamily maps an installed product ("Microsoft 365 Apps for
 // enterprise - en-us", "Microsoft Office LTSC Professional Plus 2021 -
 // en-us", "Microsoft Office Home and Business 2019 - en-us") to its family,
 // "" for anything else (the Click-to-Run components, Office 2016 and older,
 // add-ins).
-func installedOfficeFamily(name string) string {
+func InstalledOfficeFamily(name string) string {
 	n := strings.ToLower(strings.TrimSpace(name))
 	switch {
 	case strings.HasPrefix(n, "microsoft 365 apps for"), strings.HasPrefix(n, "microsoft office 365 proplus"),
@@ -219,7 +219,7 @@ func (m *matcher) matchOffice(sw Software) {
 	if ox == nil {
 		return
 	}
-	fam := installedOfficeFamily(sw.Name)
+	fam := InstalledOfficeFamily(sw.Name)
 	if fam == "" || !strings.HasPrefix(strings.TrimSpace(sw.Version), "16.0.") {
 		return
 	}
