@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/patchd/patchd/agent/collect"
 )
 
 // datasetColumns lists every dataset the simulator sends and the keys of
@@ -1034,8 +1036,8 @@ func (g *generator) dsOS(d *dsBuilder) {
 	locale := "en-US"
 	switch p.platform {
 	case "windows":
-		words := strings.Fields(p.osName)
-		edition = words[len(words)-1]
+		// As the agent reads it ("Enterprise LTSC" of "... LTSC 2019").
+		edition = collect.WindowsEdition(p.osName)
 		kernel = "10.0." + strings.Split(build, ".")[0]
 	case "linux":
 		kernel, buildValue, locale = build, nil, "en_US.UTF-8"

@@ -318,7 +318,11 @@ func (g *generator) thirdPartyUpdates(idx []int, viaWinget bool) {
 			ReleaseDate:      releaseDay(a.prod.winget, a.prod.latest()),
 		}
 		if viaWinget {
+			// As patchd-agent reports a row of winget upgrade: titled
+			// with winget's name of the installed product and the
+			// version it goes to, severity Unspecified.
 			u.WingetID = ptr(a.prod.winget)
+			u.Severity = ptr("Unspecified")
 		} else {
 			u.PackageName = ptr(a.prod.winget)
 		}

@@ -338,7 +338,7 @@ func parseWindowsInventory(b []byte, inv *agentproto.Inventory) (windowsFacts, e
 		}
 	}
 	inv.Datasets[agentproto.DatasetOSInformation] = []map[string]any{{
-		"name": w.OS.Caption, "edition": nullIfEmpty(windowsEdition(w.OS.Caption)), "version": firstNonEmpty(w.OS.DisplayVersion, w.OS.Version),
+		"name": w.OS.Caption, "edition": nullIfEmpty(WindowsEdition(w.OS.Caption)), "version": firstNonEmpty(w.OS.DisplayVersion, w.OS.Version),
 		"build": nullIfEmpty(strings.TrimPrefix(build, "10.0.")), "kernel": nullIfEmpty(w.OS.Version), "architecture": windowsArch(w.OS.OSArchitecture),
 		"installDate": installDate, "lastBootAt": derefAny(w.OS.LastBootUpTime), "locale": nil,
 	}}
@@ -577,14 +577,51 @@ func windowsArch(s string) string {
 	return "386"
 }
 
-// windowsEdition is the last word of the caption (Enterprise, Pro,
-// Standard, Datacenter…).
-func windowsEdition(caption string) string {
-	f := strings.Fields(caption)
-	if len(f) < 3 {
+// WindowsEdition reads the edition from the caption: the words after the
+// product ("Windows 11", "Windows Server 2022", "Windows Server 2012 R2"),
+// without the release year an LTSC/LTSB caption carries:
+//
+//	Microsoft Windows 11 Pro                      → Pro
+//	Microsoft Windows 10 Enterprise LTSC 2019     → Enterprise LTSC
+//	Microsoft Windows 10 Enterprise 2016 LTSB     → Enterprise LTSB
+//	Microsoft Windows 10 IoT Enterprise LTSC 2021 → IoT Enterprise LTSC
+//	Microsoft Windows Server 2022 Datacenter      → Datacenter
+//	Microsoft Windows 11 Pro for Workstations     → Pro for Workstations
+//
+// "" when the caption names no edition or is not of Windows.
+func WindowsEdition(caption string) string {
+	f := strings.Fields(strings.NewReplacer("®", " ", "™", " ", "(R)", " ", "(TM)", " ").Replace(caption))
+	if len(f) > 0 && strings.EqualFold(f[0], "Microsoft") {
+		f = f[1:]
+	}
+	if len(f) < 2 || !strings.EqualFold(f[0], "Windows") {
 		return ""
 	}
-	return f[len(f)-1]
+	f = f[1:]
+	if strings.EqualFold(f[0], "Server") {
+		f = f[1:]
+		if len(f) > 0 && isReleaseYear(f[0]) {
+			f = f[1:]
+			if len(f) > 0 && strings.EqualFold(f[0], "R2") {
+				f = f[1:]
+			}
+		}
+	} else {
+		f = f[1:] // 10, 11, 8.1, 7, Vista
+	}
+	var out []string
+	for _, w := range f {
+		if !isReleaseYear(w) {
+			out = append(out, w)
+		}
+	}
+	return strings.TrimSuffix(strings.Join(out, " "), ":")
+}
+
+// isReleaseYear is true for a year in a Windows caption (2008–2099).
+func isReleaseYear(w string) bool {
+	n, err := strconv.Atoi(w)
+	return err == nil && len(w) == 4 && n >= 2000 && n < 2100
 }
 
 func firstNonEmpty(s ...string) string {

@@ -196,3 +196,32 @@ func TestWindowsTimeZones(t *testing.T) {
 		t.Errorf("%v", row)
 	}
 }
+
+// Captions as Win32_OperatingSystem reports them (public inventories and
+// activation scripts): the edition is not the last word when an LTSC/LTSB
+// caption ends with its year.
+func TestWindowsEdition(t *testing.T) {
+	for caption, want := range map[string]string{
+		"Microsoft Windows 11 Pro":                             "Pro",
+		"Microsoft Windows 10 Enterprise LTSC 2019":            "Enterprise LTSC",
+		"Microsoft Windows 10 Enterprise N LTSC 2019":          "Enterprise N LTSC",
+		"Microsoft Windows 10 Enterprise LTSC 2021":            "Enterprise LTSC",
+		"Microsoft Windows 11 Enterprise LTSC 2024":            "Enterprise LTSC",
+		"Microsoft Windows 11 IoT Enterprise LTSC 2024":        "IoT Enterprise LTSC",
+		"Microsoft Windows 10 Enterprise 2016 LTSB":            "Enterprise LTSB",
+		"Microsoft Windows 10 Enterprise 2016 LTSB Evaluation": "Enterprise LTSB Evaluation",
+		"Microsoft Windows 10 Enterprise multi-session":        "Enterprise multi-session",
+		"Microsoft Windows Server 2019 Standard":               "Standard",
+		"Microsoft Windows Server 2022 Datacenter":             "Datacenter",
+		"Microsoft Windows Server 2012 R2 Standard ":           "Standard",
+		"Microsoft Windows 10 Education":                       "Education",
+		"Microsoft® Windows Server® 2008 Enterprise ":          "Enterprise",
+		"Microsoft Windows 11":                                 "",
+		"":                                                     "",
+		"Ubuntu 24.04":                                         "",
+	} {
+		if got := WindowsEdition(caption); got != want {
+			t.Errorf("WindowsEdition(%q) = %q, want %q", caption, got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/vulns/match"
 	vver "github.com/patchd/patchd/internal/vulns/version"
 )
 
@@ -110,16 +111,19 @@ type fixPair struct {
 
 // fixPairs pairs endpoints' CVE findings with their missing package and
 // application updates that fix them, once per endpoint, update and CVE:
-// the update of the vulnerable Linux package or application (by package
-// name, or by title for an application) whose latest version reaches the
-// fixed version. cond selects the findings (on ev, the finding, and eu,
-// the update). Windows updates are paired by kbFixPairs.
+// the update of the vulnerable package or application (updateNames) whose
+// latest version reaches the fixed version. cond selects the findings (on
+// ev, the finding, and eu, the update). Windows updates are paired by
+// kbFixPairs.
 func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), orgID, cond string, args ...any) ([]fixPair, error) {
 	rows, err := query(ctx, `SELECT eu.key, eu.title, COALESCE(eu.kb, ''), eu.severity, ev.cve_id, ev.software, ev.endpoint_id, ev.source,
-		COALESCE(ev.fixed_in, ''), COALESCE(eu.latest_version, ''), e.platform, COALESCE(e.os, ''), k.cve_id IS NOT NULL
+		COALESCE(ev.fixed_in, ''), COALESCE(eu.latest_version, ''), e.platform, COALESCE(e.os, ''), k.cve_id IS NOT NULL,
+		COALESCE(eu.package_name, ''), eu.winget_id IS NOT NULL, COALESCE(eu.installed_version, ''), ev.version
 		FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id
 		JOIN endpoint_updates eu ON eu.org_id = ev.org_id AND eu.endpoint_id = ev.endpoint_id AND eu.kb IS NULL
-			AND (eu.package_name = ev.software OR lower(eu.title) = lower(ev.software))
+			AND (eu.package_name = ev.software OR lower(eu.title) = lower(ev.software)
+				OR (eu.winget_id IS NOT NULL AND (substr(lower(eu.title), 1, length(ev.software)) = lower(ev.software)
+					OR eu.installed_version = ev.version)))
 		LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
 		WHERE ev.org_id = ? AND `+cond, append([]any{orgID}, args...)...)
 	if err != nil {
@@ -130,9 +134,14 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 	seen := map[[4]string]bool{}
 	for rows.Next() {
 		var f fixPair
-		var source, fixedIn, latest, platform, osName string
-		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.Software, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV); err != nil {
+		var source, fixedIn, latest, platform, osName, pkg, installed, version string
+		var winget bool
+		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.Software, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV,
+			&pkg, &winget, &installed, &version); err != nil {
 			return nil, fmt.Errorf("store: fixing updates: %w", err)
+		}
+		if !updateNames(f.Title, pkg, winget, installed, latest, f.Software, version) {
+			continue
 		}
 		{
 			// A package or application update fixes the CVE when it
@@ -155,6 +164,49 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 		}
 	}
 	return out, rows.Err()
+}
+
+// updateNames reports whether a missing package or application update is
+// the update of a finding's software (software, installed at version):
+//
+//   - a package update (Linux, macOS) by its package name, the finding's
+//     software being the source package;
+//   - an update titled with the software's name;
+//   - a Windows application update as patchd-agent reports it from winget
+//     upgrade: titled with winget's name of the installed product and the
+//     version it goes to ("Google Chrome 131.0.6778.140", "Mozilla Firefox
+//     (x64 en-US) 132.0", "Microsoft 365 Apps for enterprise - en-us
+//     16.0.19426.20186"; a name winget cut short loses its "…"), its
+//     installed version winget's. The name is the finding's software (the
+//     product's display name, "Google Chrome", "Mozilla Firefox") followed
+//     by nothing or by more words, or names an Office install of the
+//     finding's family (Office is found by family, "Microsoft 365 Apps");
+//     and the installed version, when winget knows it, is the finding's.
+func updateNames(title, pkg string, winget bool, installed, latest, software, version string) bool {
+	if pkg == software || strings.EqualFold(title, software) {
+		return true
+	}
+	if !winget {
+		return false
+	}
+	name := strings.TrimSpace(strings.TrimSuffix(title, " "+latest))
+	known := installed != "" && !strings.EqualFold(installed, "Unknown") && !strings.ContainsAny(installed[:1], "<>")
+	if known && installed != version && vver.Compare(vver.Generic, installed, version) != 0 {
+		return false
+	}
+	if n, sw := strings.ToLower(name), strings.ToLower(software); strings.HasPrefix(n, sw) {
+		rest := n[len(sw):]
+		if rest == "" || !isWordChar(rest[0]) {
+			return true
+		}
+	}
+	return match.InstalledOfficeFamily(name) == software && software != ""
+}
+
+// isWordChar is true for a letter or digit byte (a name continuing the
+// same word: "Zoom" is not "Zoomit").
+func isWordChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 0x80
 }
 
 // EndpointUpdateKeys answers the update key of each of an endpoint's

@@ -387,6 +387,87 @@ func TestMatchingOfficeBuilds(t *testing.T) {
 	}
 }
 
+// Volume-licensed Office LTSC 2021 and Office 2019 installs are matched by
+// their own histories (real builds, testdata/README.md) against the real
+// February 2024 MSRC document: a build below February's fix has its CVEs,
+// the fix and later builds none; a winget update of the install to the fix
+// pairs with the findings.
+func TestMatchingOfficeVolumeLicensed(t *testing.T) {
+	ctx := context.Background()
+	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	s := env.Store
+	files := append(slices.Clone(msrcFixtures), testdata+"msrc-2024-Feb.xml", testdata+"m365-apps-builds-2025Q4.json",
+		testdata+"office-vl-builds-2023-2024.json")
+	res, err := vulndb.ImportFiles(ctx, s, files, vulndb.By{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Formats["office-builds"] != (vulndb.Counts{OfficeBuilds: 46}) || res.Stored.OfficeBuilds != 45 || res.Stored.MSRC != 10 {
+		t.Fatalf("import = %+v", res)
+	}
+	const (
+		ltsc21 = "Microsoft Office LTSC Professional Plus 2021 - en-us"
+		o19    = "Microsoft Office Professional Plus 2019 - en-us"
+	)
+	hosts := []struct {
+		id, name, version, family string
+		want                      []string
+	}{
+		{"l21-dec23", ltsc21, "16.0.14332.20615", "Microsoft Office LTSC 2021", []string{
+			"CVE-2024-20673 16.0.14332.20637", "CVE-2024-21413 16.0.14332.20637"}},
+		{"l21-below", ltsc21, "16.0.14332.20636", "Microsoft Office LTSC 2021", []string{
+			"CVE-2024-20673 16.0.14332.20637", "CVE-2024-21413 16.0.14332.20637"}},
+		{"l21-fix", ltsc21, "16.0.14332.20637", "", nil},
+		{"l21-dec24", ltsc21, "16.0.14332.20828", "", nil},
+		{"o19-dec23", o19, "16.0.10405.20015", "Microsoft Office 2019", []string{
+			"CVE-2024-20673 16.0.10407.20032", "CVE-2024-21413 16.0.10407.20032"}},
+		{"o19-fix", o19, "16.0.10407.20032", "", nil},
+		{"o19-nov24", o19, "16.0.10416.20007", "", nil},
+	}
+	agents := map[string]*apitest.Agent{}
+	for _, h := range hosts {
+		a := env.Enroll("m-"+h.id, h.id, "windows")
+		inv := windowsHost(h.id, "Windows 11 Pro", "10.0.22631.6345", "amd64", "workstation", "Client")
+		inv.Software = []agentproto.Software{sw(h.name, "Microsoft Corporation", h.version)}
+		if h.id == "l21-dec23" {
+			// winget offers the install the fix (as patchd-agent reports it).
+			inv.Updates = []agentproto.Update{{Title: h.name + " 16.0.14332.20637", Severity: str("Unspecified"), Source: "Applications",
+				Categories: []string{"Application Updates"}, WingetID: str("Microsoft.Office"), InstalledVersion: str(h.version),
+				LatestVersion: str("16.0.14332.20637")}}
+		}
+		a.MustInventory(inv)
+		agents[h.id] = a
+	}
+	m := &vulndb.Matcher{Store: s, Holder: "test"}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		fs, err := s.EndpointFindings(ctx, env.Org.ID, agents[h.id].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range fs {
+			if f.Software != h.family || f.Source != "Click to Run" || f.Version != h.version {
+				t.Errorf("%s: finding %+v", h.id, f)
+			}
+			got = append(got, f.CVEID+" "+f.FixedIn)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, h.want) {
+			t.Errorf("%s (%s): findings %q, want %q", h.id, h.version, got, h.want)
+		}
+	}
+	fixes, err := s.FixingUpdates(ctx, env.Org.ID, "CVE-2024-21413")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fixes) != 1 || fixes[0].Title != ltsc21+" 16.0.14332.20637" || fixes[0].Endpoints != 1 {
+		t.Errorf("updates fixing CVE-2024-21413: %+v", fixes)
+	}
+}
+
 // The findings reports' "Update Available" pairs a finding with a missing
 // update as Update.cves does: a later cumulative update fixes what an
 // earlier KB fixed, so a November CVE whose own KB (KB5068865) is not

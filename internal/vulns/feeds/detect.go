@@ -99,7 +99,10 @@ func sniffObject(dec *json.Decoder) Format {
 			return sniffVulnerabilities(dec)
 		case "DocumentTitle", "DocumentTracking", "ProductTree":
 			return FormatMSRC // CVRF, as the MSRC API serves it
-		case "DataForGeeks":
+		case "DataForGeeks", "patchdOfficeBuilds":
+			// A release history of Microsoft 365 Apps (DataForGeeks' copy
+			// of Microsoft's page) or of volume-licensed Office, rows of
+			// the same shape.
 			return FormatOfficeBuilds
 		case "id":
 			hasID = true

@@ -186,6 +186,26 @@ func TestParseOfficeBuilds(t *testing.T) {
 	}
 }
 
+// Volume-licensed Office builds: a patchdOfficeBuilds document of rows of
+// the same shape (testdata/README.md), read as an Office release history.
+func TestParseOfficeVolumeLicensedBuilds(t *testing.T) {
+	var got []OfficeBuild
+	f, err := Parse(bytes.NewReader(readFixture(t, "office-vl-builds-2023-2024.json")), Handler{OfficeBuilds: func(l []OfficeBuild) error {
+		got = l
+		return nil
+	}})
+	if err != nil || f != FormatOfficeBuilds || len(got) != 10 {
+		t.Fatalf("format %q, %d rows, %v", f, len(got), err)
+	}
+	want := OfficeBuild{Released: time.Date(2024, 2, 13, 0, 0, 0, 0, time.UTC), Channel: "Office 2019 Volume Licensed", Version: "1808", Build: "10407.20032"}
+	if !slices.Contains(got, want) {
+		t.Errorf("no %+v in %+v", want, got)
+	}
+	if _, err := Parse(strings.NewReader(`{"patchdOfficeBuilds":{},"Data":[{"ReleaseDate":"2024-02-13","Channel":"Office 2019 Volume Licensed","Build":"1808"}]}`), Handler{}); err == nil {
+		t.Error("a row without a build: no error")
+	}
+}
+
 func TestPatchTuesday(t *testing.T) {
 	for month, want := range map[string]string{"2025-Nov": "2025-11-11", "2025-Dec": "2025-12-09", "2026-Jan": "2026-01-13", "2024-Oct": "2024-10-08"} {
 		got, ok := PatchTuesday(month)

@@ -20,14 +20,22 @@ import (
 // release. Matching uses both: see internal/vulns/match (Office).
 type OfficeBuild struct {
 	Released time.Time // the release date (UTC midnight)
-	Channel  string    // "Current", "Monthly Enterprise", "Semi-Annual Enterprise", "Semi-Annual Enterprise Preview"
-	Version  string    // "2510"
-	Build    string    // "19328.20190"
+	// Channel is the update channel ("Current", "Monthly Enterprise",
+	// "Semi-Annual Enterprise", "Semi-Annual Enterprise Preview") or, for
+	// volume-licensed Office, the product as Microsoft's security release
+	// notes name it ("Office LTSC 2024 Volume Licensed", "Office LTSC 2021
+	// Volume Licensed", "Office 2019 Volume Licensed").
+	Channel string
+	Version string // "2510"
+	Build   string // "19328.20190"
 }
 
 // officeBuildsDoc is the machine-readable copy of Microsoft's page that the
 // public DataForGeeks project keeps (content/ms/msapps/buildnumbers.json):
 // one row per release and channel, values as Microsoft's table gives them.
+// A document headed "patchdOfficeBuilds" instead has rows of the same shape
+// for volume-licensed Office (Office LTSC 2024/2021, Office 2019), whose
+// update histories have no machine-readable copy.
 type officeBuildsDoc struct {
 	DataForGeeks *json.RawMessage `json:"DataForGeeks"`
 	Data         []struct {

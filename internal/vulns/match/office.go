@@ -27,11 +27,25 @@ import (
 //     the CVE with no fix in its line: the fix is moving to a newer version
 //     (FixedIn is then the Current Channel build of that Patch Tuesday).
 //
-// Not matched: builds of a line the history does not list (Office LTSC
-// 2021/2024 and Office 2019 volume-licensed installs have update histories
-// of their own, not imported; Insider builds), and CVEs of months the
-// history does not reach yet. Office 2016 (MSI) names its fixes by KB and
-// file version, which installed-software inventories do not show.
+// Volume-licensed Office LTSC 2024, Office LTSC 2021 and Office 2019 have
+// update histories of their own ("Office LTSC 2021 Volume Licensed":
+// Version 2108, builds 16.0.14332.x; Office LTSC 2024: 2408, 17932.x;
+// Office 2019: 1808, whose builds change their first number too, 10405,
+// 10407, 10416, 10417…). Such an install (of the family, its build not
+// above the newest of the family's history) is fixed when its build is at
+// or above the family's first build released on or after the Patch
+// Tuesday, both numbers compared:
+//
+//   - 16.0.14332.20615 (LTSC 2021, 2023-12-12) has CVE-2024-21413, fixed
+//     in 16.0.14332.20637 (2024-02-13);
+//   - 16.0.10405.20015 (Office 2019, 2023-12-12) has it too, fixed in
+//     16.0.10407.20032.
+//
+// Not matched: builds of a line the history does not list (Insider
+// builds, a volume-licensed family without a history), and CVEs of months
+// the history (of that family, for volume-licensed Office) does not reach
+// yet. Office 2016 (MSI) names its fixes by KB and file version, which
+// installed-software inventories do not show.
 
 // officeFamily maps an MSRC product name to the family its Click-to-Run
 // fixes apply to, "" for other products (Mac, Android, Office 2016 MSI,
@@ -53,12 +67,12 @@ func officeFamily(name string) string {
 	return ""
 }
 
-// installedOfficeFamily maps an installed product ("Microsoft 365 Apps for
+// InstalledOfficeFamily maps an installed product ("Microsoft 365 Apps for
 // enterprise - en-us", "Microsoft Office LTSC Professional Plus 2021 -
 // en-us", "Microsoft Office Home and Business 2019 - en-us") to its family,
 // "" for anything else (the Click-to-Run components, Office 2016 and older,
 // add-ins).
-func installedOfficeFamily(name string) string {
+func InstalledOfficeFamily(name string) string {
 	n := strings.ToLower(strings.TrimSpace(name))
 	switch {
 	case strings.HasPrefix(n, "microsoft 365 apps for"), strings.HasPrefix(n, "microsoft office 365 proplus"),
@@ -71,6 +85,20 @@ func installedOfficeFamily(name string) string {
 	case strings.Contains(n, "2021"):
 		return "Microsoft Office LTSC 2021"
 	case strings.Contains(n, "2019"):
+		return "Microsoft Office 2019"
+	}
+	return ""
+}
+
+// volumeLicensedFamily maps a volume-licensed history's channel to its
+// family, "" for the channels of Microsoft 365 Apps.
+func volumeLicensedFamily(channel string) string {
+	switch strings.ToLower(strings.TrimSpace(channel)) {
+	case "office ltsc 2024 volume licensed":
+		return "Microsoft Office LTSC 2024"
+	case "office ltsc 2021 volume licensed":
+		return "Microsoft Office LTSC 2021"
+	case "office 2019 volume licensed":
 		return "Microsoft Office 2019"
 	}
 	return ""
@@ -99,6 +127,19 @@ type officeIndex struct {
 	// currentMajor is the line of each entry of current.
 	currentMajor []int
 	latest       time.Time // the newest release day of the history
+	// vl holds the volume-licensed histories: family → releases by date
+	// then build.
+	vl map[string][]vlRelease
+}
+
+// vlRelease is one build of a volume-licensed history.
+type vlRelease struct {
+	date         time.Time
+	major, minor int
+}
+
+func (r vlRelease) less(major, minor int) bool {
+	return r.major < major || r.major == major && r.minor < minor
 }
 
 func (b *Builder) addOfficeFix(f MSRCFix) {
@@ -131,19 +172,21 @@ func (b *Builder) AddOfficeBuild(r feeds.OfficeBuild) {
 	if !ok || r.Released.IsZero() {
 		return
 	}
-	b.officeBuilds = append(b.officeBuilds, officeBuildRow{major: major, rel: officeRelease{date: r.Released.UTC(), minor: minor, channel: r.Channel}})
+	b.officeBuilds = append(b.officeBuilds, officeBuildRow{major: major, family: volumeLicensedFamily(r.Channel),
+		rel: officeRelease{date: r.Released.UTC(), minor: minor, channel: r.Channel}})
 }
 
 type officeBuildRow struct {
-	major int
-	rel   officeRelease
+	major  int
+	family string // a volume-licensed history's family, "" for Microsoft 365 Apps
+	rel    officeRelease
 }
 
 func buildOffice(fixes map[string]map[string]time.Time, rows []officeBuildRow) *officeIndex {
 	if len(fixes) == 0 || len(rows) == 0 {
 		return nil
 	}
-	ox := &officeIndex{cves: map[string][]officeCVE{}, lines: map[int][]officeRelease{}}
+	ox := &officeIndex{cves: map[string][]officeCVE{}, lines: map[int][]officeRelease{}, vl: map[string][]vlRelease{}}
 	for fam, m := range fixes {
 		list := make([]officeCVE, 0, len(m))
 		for cve, day := range m {
@@ -168,6 +211,10 @@ func buildOffice(fixes map[string]map[string]time.Time, rows []officeBuildRow) *
 		return a.rel.minor < b.rel.minor
 	})
 	for _, r := range rows {
+		if r.family != "" {
+			ox.vl[r.family] = append(ox.vl[r.family], vlRelease{date: r.rel.date, major: r.major, minor: r.rel.minor})
+			continue
+		}
 		ox.lines[r.major] = append(ox.lines[r.major], r.rel)
 		if r.rel.channel == "Current" {
 			ox.current = append(ox.current, r.rel)
@@ -199,6 +246,41 @@ func (ox *officeIndex) fixedIn(major int, day time.Time) (minor int, inLine, kno
 	return minor, true, true
 }
 
+// volumeLicensed reports whether a build of family is one of its
+// volume-licensed history: the family has a history and the build is not
+// above its newest build (retail installs of the family run Current
+// Channel builds, newer than any volume-licensed one).
+func (ox *officeIndex) volumeLicensed(family string, major, minor int) bool {
+	rels := ox.vl[family]
+	if len(rels) == 0 {
+		return false
+	}
+	newest := rels[0]
+	for _, r := range rels[1:] {
+		if newest.less(r.major, r.minor) {
+			newest = r
+		}
+	}
+	return !newest.less(major, minor)
+}
+
+// fixedInVL answers the family's first build released on or after day;
+// known is false when its history ends before day.
+func (ox *officeIndex) fixedInVL(family string, day time.Time) (fix vlRelease, known bool) {
+	rels := ox.vl[family]
+	i := sort.Search(len(rels), func(i int) bool { return !rels[i].date.Before(day) })
+	if i == len(rels) {
+		return vlRelease{}, false
+	}
+	fix = rels[i]
+	for _, r := range rels[i+1:] {
+		if r.less(fix.major, fix.minor) {
+			fix = r
+		}
+	}
+	return fix, true
+}
+
 // currentOn answers the Current Channel build first released on or after
 // day ("16.0.19328.20190"), "" when the history has none.
 func (ox *officeIndex) currentOn(day time.Time) string {
@@ -219,12 +301,16 @@ func (m *matcher) matchOffice(sw Software) {
 	if ox == nil {
 		return
 	}
-	fam := installedOfficeFamily(sw.Name)
+	fam := InstalledOfficeFamily(sw.Name)
 	if fam == "" || !strings.HasPrefix(strings.TrimSpace(sw.Version), "16.0.") {
 		return
 	}
 	major, minor, ok := feeds.ParseOfficeBuild(sw.Version)
 	if !ok {
+		return
+	}
+	if fam != "Microsoft 365 Apps" && ox.volumeLicensed(fam, major, minor) {
+		m.matchOfficeVL(fam, sw.Version, major, minor)
 		return
 	}
 	var (
@@ -247,6 +333,26 @@ func (m *matcher) matchOffice(sw Software) {
 		}
 		if affected {
 			m.add(Finding{CVEID: c.cve, Software: fam, Version: sw.Version, FixedIn: fix, Source: feeds.ClickToRun})
+		}
+	}
+}
+
+// matchOfficeVL adds the findings of a volume-licensed Office install.
+func (m *matcher) matchOfficeVL(fam, version string, major, minor int) {
+	ox := m.ix.office
+	var (
+		lastDay  time.Time
+		fix      vlRelease
+		known    bool
+		haveLast bool
+	)
+	for _, c := range ox.cves[fam] {
+		if !haveLast || !c.date.Equal(lastDay) {
+			lastDay, haveLast = c.date, true
+			fix, known = ox.fixedInVL(fam, c.date)
+		}
+		if known && !fix.less(major, minor) && (fix.major != major || fix.minor != minor) {
+			m.add(Finding{CVEID: c.cve, Software: fam, Version: version, FixedIn: officeBuildString(fix.major, fix.minor), Source: feeds.ClickToRun})
 		}
 	}
 }

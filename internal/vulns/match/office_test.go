@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/patchd/patchd/internal/vulns/feeds"
 )
 
 func officeFindings(fs []Finding) []string {
@@ -102,5 +104,98 @@ func TestMatchOfficeNeedsHistory(t *testing.T) {
 	ep := Endpoint{Platform: "windows", Software: []Software{{Name: "Microsoft 365 Apps for enterprise - en-us", Version: "16.0.17928.20216"}}}
 	if got := officeFindings(ix.Match(ep)); len(got) != 0 {
 		t.Fatalf("without a history: %v", got)
+	}
+}
+
+// officeIndex builds an index of the given release histories and MSRC
+// documents (testdata).
+func officeTestIndex(t *testing.T, histories, docs []string) *Index {
+	t.Helper()
+	b := NewBuilder()
+	for _, name := range histories {
+		if _, err := feeds.ParseFile("../testdata/"+name, feeds.Handler{OfficeBuilds: func(l []feeds.OfficeBuild) error {
+			for _, r := range l {
+				b.AddOfficeBuild(r)
+			}
+			return nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range docs {
+		if _, err := feeds.ParseFile("../testdata/"+name, feeds.Handler{MSRC: func(d feeds.MSRCDocument) error {
+			names := map[string]string{}
+			for _, p := range d.Products {
+				names[p.ID] = p.Name
+			}
+			for _, v := range d.Vulns {
+				for _, f := range v.Fixes {
+					b.AddMSRCFix(MSRCFix{CVEID: v.CVE, ProductID: f.ProductID, ProductName: names[f.ProductID], KB: f.KB,
+						FixedBuild: f.FixedBuild, Release: d.ID})
+				}
+			}
+			return nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Build(nil)
+}
+
+// TestMatchOfficeVolumeLicensed matches volume-licensed Office LTSC 2021
+// and Office 2019 installs against their own histories (real builds of
+// December 2023, February, November and December 2024) and the real
+// February 2024 MSRC document (CVE-2024-21413, Outlook, for Microsoft 365
+// Apps, Office LTSC 2021 and Office 2019; CVE-2024-20673 for Office LTSC
+// 2021 and Office 2019; Patch Tuesday 2024-02-13) beside November and
+// December 2025's.
+func TestMatchOfficeVolumeLicensed(t *testing.T) {
+	ix := officeTestIndex(t, []string{"m365-apps-builds-2025Q4.json", "office-vl-builds-2023-2024.json"},
+		[]string{"msrc-2024-Feb.xml", "msrc-2025-Nov.xml", "msrc-2025-Dec.xml"})
+	const (
+		ltsc21  = "Microsoft Office LTSC Professional Plus 2021 - en-us"
+		o19     = "Microsoft Office Professional Plus 2019 - en-us"
+		outlook = "CVE-2024-21413"
+		office  = "CVE-2024-20673"
+	)
+	fam21, fam19 := "Microsoft Office LTSC 2021 ", "Microsoft Office 2019 "
+	cases := []struct {
+		name, version string
+		want          []string
+	}{
+		// LTSC 2021: December 2023's build has February's CVEs, fixed in
+		// 14332.20637; that build and later ones have none. November and
+		// December 2025's CVEs are past the history's end: not flagged.
+		{ltsc21, "16.0.14332.20615", []string{fam21 + office + " 16.0.14332.20637", fam21 + outlook + " 16.0.14332.20637"}},
+		{ltsc21, "16.0.14332.20636", []string{fam21 + office + " 16.0.14332.20637", fam21 + outlook + " 16.0.14332.20637"}},
+		{ltsc21, "16.0.14332.20637", nil},
+		{ltsc21, "16.0.14332.20828", nil},
+		{"Microsoft Office LTSC Standard 2021 - tr-tr", "16.0.14332.20615", []string{fam21 + office + " 16.0.14332.20637", fam21 + outlook + " 16.0.14332.20637"}},
+		// A build newer than the history: not known, not flagged.
+		{ltsc21, "16.0.14332.21040", nil},
+		// Office 2019: its builds change their first number (10405, 10407,
+		// 10416): both numbers count.
+		{o19, "16.0.10405.20015", []string{fam19 + office + " 16.0.10407.20032", fam19 + outlook + " 16.0.10407.20032"}},
+		{o19, "16.0.10407.20031", []string{fam19 + office + " 16.0.10407.20032", fam19 + outlook + " 16.0.10407.20032"}},
+		{o19, "16.0.10407.20032", nil},
+		{o19, "16.0.10416.20007", nil},
+		{o19, "16.0.10416.20027", nil},
+		// Office LTSC 2024 has a history (November and December 2024) but
+		// its CVEs here are of November and December 2025: not flagged.
+		{"Microsoft Office LTSC Professional Plus 2024 - en-us", "16.0.17932.20162", nil},
+		// Retail Office 2019 runs Current Channel builds: matched by the
+		// Microsoft 365 Apps history as before.
+		{"Microsoft Office Home and Business 2019 - en-us", "16.0.19328.20178", []string{"Microsoft Office 2019 CVE-2025-62554 16.0.19328.20266"}},
+	}
+	for _, c := range cases {
+		got := officeFindings(ix.Match(Endpoint{Platform: "windows", Software: []Software{{Name: c.name, Publisher: "Microsoft Corporation", Version: c.version}}}))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %s:\n got %q\nwant %q", c.name, c.version, got, c.want)
+		}
+	}
+	// Without the volume-licensed history the same install is not matched.
+	plain := officeTestIndex(t, []string{"m365-apps-builds-2025Q4.json"}, []string{"msrc-2024-Feb.xml"})
+	if got := officeFindings(plain.Match(Endpoint{Platform: "windows", Software: []Software{{Name: ltsc21, Version: "16.0.14332.20615"}}})); len(got) != 0 {
+		t.Errorf("without its history: %q", got)
 	}
 }
