@@ -3,11 +3,14 @@ package httpx
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +43,29 @@ func RequestID(ctx context.Context) string {
 type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// routes keeps each route's series (*routeSeries), so that a request
+	// does not hash its labels to find them again.
+	routes sync.Map
+}
+
+type routeSeries struct {
+	latency prometheus.Observer
+	counts  sync.Map // status code -> prometheus.Counter
+}
+
+// observe counts and times one request.
+func (m *Metrics) observe(route string, status int, took time.Duration) {
+	v, ok := m.routes.Load(route)
+	if !ok {
+		v, _ = m.routes.LoadOrStore(route, &routeSeries{latency: m.latency.WithLabelValues(route)})
+	}
+	rs := v.(*routeSeries)
+	rs.latency.Observe(took.Seconds())
+	c, ok := rs.counts.Load(status)
+	if !ok {
+		c, _ = rs.counts.LoadOrStore(status, m.requests.WithLabelValues(route, itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // NewMetrics registers the HTTP metrics.
@@ -99,11 +125,9 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if !saneID(id) {
-			var b [8]byte
-			rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+			id = newRequestID()
 		}
-		w.Header().Set("X-Request-Id", id)
+		w.Header()["X-Request-Id"] = []string{id} // the canonical key, as Set would write it
 		ctx := context.WithValue(r.Context(), requestIDKey, id)
 		r = r.WithContext(ctx)
 		rec := &recorder{ResponseWriter: w}
@@ -127,8 +151,7 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 			}
 			elapsed := time.Since(start)
 			if m != nil {
-				m.requests.WithLabelValues(route, itoa(status)).Inc()
-				m.latency.WithLabelValues(route).Observe(elapsed.Seconds())
+				m.observe(route, status, elapsed)
 			}
 			level := slog.LevelInfo
 			if quietPrefix != "" && strings.HasPrefix(r.URL.Path, quietPrefix) {
@@ -153,6 +176,24 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 		}
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// requestIDPrefix and requestSeq make request ids: a random prefix per
+// process (unique across replicas and restarts) and a counter, 16
+// hexadecimal digits in all, without a random read per request.
+var (
+	requestIDPrefix = func() uint64 {
+		var b [8]byte
+		rand.Read(b[:])
+		return binary.BigEndian.Uint64(b[:]) &^ (1<<32 - 1)
+	}()
+	requestSeq atomic.Uint64
+)
+
+func newRequestID() string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], requestIDPrefix|requestSeq.Add(1)&(1<<32-1))
+	return hex.EncodeToString(b[:])
 }
 
 func saneID(id string) bool {

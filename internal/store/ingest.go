@@ -46,10 +46,26 @@ type ingestReq struct {
 // maxBatch bounds how many inventories share one transaction.
 const maxBatch = 32
 
-// NewIngester starts the batching writer; Close stops it.
+// NewIngester starts the batching writers; Close stops them. SQLite has
+// one writer. On PostgreSQL two batches are written at once: a batch's
+// writer waits on the database for most of its time, the database works
+// on one batch while the replica prepares the next statement of the
+// other, and batches take their locks in one order (see write), as the
+// ingesters of several replicas already do.
 func (s *Store) NewIngester() *Ingester {
 	g := &Ingester{s: s, reqs: make(chan *ingestReq, 4*maxBatch), stop: make(chan struct{}), done: make(chan struct{})}
-	go g.run()
+	writers := 1
+	if s.engine == Postgres {
+		writers = 2
+	}
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(g.run)
+	}
+	go func() {
+		wg.Wait()
+		close(g.done)
+	}()
 	return g
 }
 
@@ -95,7 +111,6 @@ func (g *Ingester) Close() {
 }
 
 func (g *Ingester) run() {
-	defer close(g.done)
 	for {
 		var batch []*ingestReq
 		select {
