@@ -16,6 +16,11 @@ func ClientIP(r *http.Request, trustedProxies []netip.Prefix) string {
 	if err != nil {
 		host = r.RemoteAddr
 	}
+	if len(trustedProxies) == 0 && !strings.Contains(host, ":") {
+		// An IPv4 peer and no proxy to look behind: the address as it
+		// came (parsing and printing it again would give the same text).
+		return host
+	}
 	peer, err := netip.ParseAddr(host)
 	if err != nil {
 		return host

@@ -31,3 +31,22 @@ func TestClientIP(t *testing.T) {
 		}
 	}
 }
+
+// TestClientIPWithoutProxies: with no trusted proxy the peer is the
+// client, however its socket spells the address, and X-Forwarded-For is
+// never believed.
+func TestClientIPWithoutProxies(t *testing.T) {
+	for peer, want := range map[string]string{
+		"192.0.2.7:5000":          "192.0.2.7",
+		"[::ffff:192.0.2.8]:5000": "192.0.2.8",
+		"[2001:db8::1]:443":       "2001:db8::1",
+		"not-an-address":          "not-an-address",
+	} {
+		r := httptest.NewRequest("GET", "/api/v1/groups", nil)
+		r.RemoteAddr = peer
+		r.Header.Set("X-Forwarded-For", "203.0.113.9")
+		if got := ClientIP(r, nil); got != want {
+			t.Errorf("peer %s: %s, want %s", peer, got, want)
+		}
+	}
+}
