@@ -19,7 +19,8 @@
 #   scale     (SCALE=N, e.g. 100000) N endpoints on one SQLite server,
 #             checking in every 60 s: RSS, peak RSS, check-in p50 / p99.
 #
-# Usage: scripts/perf-e2e.sh [sqlite|postgres|both]   (default sqlite)
+# Usage: scripts/perf-e2e.sh [sqlite|postgres|both|none]   (default sqlite;
+# none runs only the SCALE run)
 #   ENDPOINTS=10000 WARMUP=70s STEADY=120s SCALE=0 OUT=folder KEEP=1
 # PostgreSQL runs on a cluster of its own (initdb in the work folder, its
 # own port): the machine's PostgreSQL is not touched. Needs jq, curl, wrk
@@ -45,7 +46,8 @@ case "$ENGINES" in
   sqlite) ENGINES="sqlite" ;;
   postgres) ENGINES="postgres" ;;
   both) ENGINES="sqlite postgres" ;;
-  *) echo "usage: $0 [sqlite|postgres|both]" >&2; exit 2 ;;
+  none) ENGINES="" ;;
+  *) echo "usage: $0 [sqlite|postgres|both|none]" >&2; exit 2 ;;
 esac
 
 work=$(mktemp -d /tmp/patchd-perf.XXXXXX)
