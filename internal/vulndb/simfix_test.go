@@ -35,7 +35,7 @@ func TestSimulatedWindowsFleetPairsApplicationFixes(t *testing.T) {
 	}
 	agents := map[string]*apitest.Agent{}
 	chrome := map[string]string{} // endpoint → the Chrome update's title
-	office := map[string]bool{}    // endpoints with an Office update
+	office := map[string]bool{}   // endpoints with an Office update
 	for i := range 60 {
 		if sim.Platform(1, i) != "windows" {
 			continue
