@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -499,12 +500,18 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Errorf(http.StatusServiceUnavailable, "busy",
 			"the server is storing other inventories; send this one again after Retry-After seconds")
 	}
-	var doc agentproto.Inventory
+	// The datasets are kept as the JSON they came in: they are stored as
+	// JSON, and decoding their rows into maps to encode them again was a
+	// fifth of the server's work for an inventory.
+	var doc struct {
+		agentproto.Inventory
+		Datasets map[string]json.RawMessage `json:"datasets"`
+	}
 	raw, err := decode(w, r, agentproto.MaxInventoryBytes, &doc)
 	if err != nil {
 		return err
 	}
-	n, err := inventory.Check(&doc, ag.Platform, ag.Distro, a.now())
+	n, err := inventory.CheckRaw(&doc.Inventory, doc.Datasets, ag.Platform, ag.Distro, a.now())
 	var problem *inventory.Problem
 	if errors.As(err, &problem) {
 		return httpx.Errorf(http.StatusBadRequest, "invalid_inventory", problem.Error())

@@ -4,9 +4,13 @@
 package inventory
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -52,12 +56,190 @@ type Update struct {
 type Normalized struct {
 	Doc     *agentproto.Inventory
 	Updates []Update
+	// Datasets are the document's datasets in their stored form, by name.
+	Datasets []Dataset
+	// Distro is the Linux distribution id the document names (lower
+	// case), or "".
+	Distro string
+}
+
+// Dataset is a dataset of a checked document as it is stored: its rows as
+// one JSON array.
+type Dataset struct {
+	Name string
+	JSON []byte
+	Rows int
 }
 
 // Check validates doc for an endpoint of the given platform and distro,
 // trims its text, drops duplicate software rows, derives update keys, and
 // answers the first problem found.
 func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (Normalized, error) {
+	n, err := check(doc, platform, distro, now)
+	if err != nil {
+		return Normalized{}, err
+	}
+	if n.Datasets, err = DatasetsOf(doc.Datasets); err != nil {
+		return Normalized{}, err
+	}
+	n.Distro = DistroOf(doc.Updates, doc.Datasets[agentproto.DatasetOSInformation])
+	return n, nil
+}
+
+// CheckRaw is Check for a document whose datasets were kept as the JSON
+// they arrived in (raw, by name; doc.Datasets is not read), which is how
+// the agent API decodes an upload: the rows are stored as they came, not
+// decoded into maps and encoded again. Each dataset must be a JSON array
+// of objects (or null); raw must be valid JSON, as a decoder that read it
+// answers.
+func CheckRaw(doc *agentproto.Inventory, raw map[string]json.RawMessage, platform, distro string, now time.Time) (Normalized, error) {
+	n, err := check(doc, platform, distro, now)
+	if err != nil {
+		return Normalized{}, err
+	}
+	if len(raw) > MaxDatasets {
+		return Normalized{}, bad("datasets", "holds more than %d datasets", MaxDatasets)
+	}
+	n.Datasets = make([]Dataset, 0, len(raw))
+	for name, b := range raw {
+		if err := checkDatasetName(name); err != nil {
+			return Normalized{}, err
+		}
+		rows, ok := countRows(b)
+		if !ok {
+			return Normalized{}, bad("datasets."+name, "must be an array of objects")
+		}
+		if rows > MaxDatasetRows {
+			return Normalized{}, bad("datasets."+name, "holds more than %d rows", MaxDatasetRows)
+		}
+		n.Datasets = append(n.Datasets, Dataset{Name: name, JSON: b, Rows: rows})
+	}
+	slices.SortFunc(n.Datasets, func(a, b Dataset) int { return strings.Compare(a.Name, b.Name) })
+	var osInfo []map[string]any
+	if b, ok := raw[agentproto.DatasetOSInformation]; ok {
+		if err := json.Unmarshal(b, &osInfo); err != nil {
+			return Normalized{}, bad("datasets."+agentproto.DatasetOSInformation, "must be an array of objects")
+		}
+	}
+	n.Distro = DistroOf(doc.Updates, osInfo)
+	return n, nil
+}
+
+// DatasetsOf is the stored form of datasets decoded into rows, by name.
+func DatasetsOf(sets map[string][]map[string]any) ([]Dataset, error) {
+	if len(sets) > MaxDatasets {
+		return nil, bad("datasets", "holds more than %d datasets", MaxDatasets)
+	}
+	out := make([]Dataset, 0, len(sets))
+	for name, rows := range sets {
+		if err := checkDatasetName(name); err != nil {
+			return nil, err
+		}
+		if len(rows) > MaxDatasetRows {
+			return nil, bad("datasets."+name, "holds more than %d rows", MaxDatasetRows)
+		}
+		b, err := json.Marshal(rows)
+		if err != nil {
+			return nil, bad("datasets."+name, "cannot be stored: %v", err)
+		}
+		out = append(out, Dataset{Name: name, JSON: b, Rows: len(rows)})
+	}
+	slices.SortFunc(out, func(a, b Dataset) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func checkDatasetName(name string) error {
+	if !datasetName.MatchString(name) {
+		return bad("datasets", "name %q must be lower-case letters, digits, '-' or '_' (at most 64)", name)
+	}
+	return nil
+}
+
+// DistroOf reads the Linux distribution id (lower case) from the first
+// update that names it, or else from the os-information dataset's rows.
+func DistroOf(ups []agentproto.Update, osInformation []map[string]any) string {
+	for _, u := range ups {
+		if u.Distro != nil && *u.Distro != "" {
+			return strings.ToLower(*u.Distro)
+		}
+	}
+	for _, row := range osInformation {
+		if id, ok := row["id"].(string); ok && id != "" {
+			return strings.ToLower(id)
+		}
+	}
+	return ""
+}
+
+// countRows counts the elements of a dataset's JSON, which must be an
+// array of objects or nulls, or null, whose numbers fit a float64 (as
+// decoding the rows requires). b is valid JSON (the request decoder read
+// it), so only its structure and its numbers are looked at.
+func countRows(b []byte) (int, bool) {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return 0, true
+	}
+	if len(b) < 2 || b[0] != '[' {
+		return 0, false
+	}
+	rows, depth, element := 0, 0, false // element: the next value at depth 1 starts a row
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			if depth == 1 {
+				return 0, false // a string row
+			}
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			if depth == 1 && element {
+				if c != '{' {
+					return 0, false // an array row
+				}
+				rows, element = rows+1, false
+			}
+			depth++
+			if depth == 1 {
+				element = true
+			}
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 1 {
+				element = true
+			}
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			if depth == 1 {
+				return 0, false // a number row
+			}
+			// Rows are decoded into float64 when read: a number out of its
+			// range would make the stored dataset unreadable.
+			j := i + 1
+			for j < len(b) && strings.IndexByte("0123456789.eE+-", b[j]) >= 0 {
+				j++
+			}
+			if _, err := strconv.ParseFloat(string(b[i:j]), 64); err != nil {
+				return 0, false
+			}
+			i = j - 1
+		default: // a literal
+			if depth == 1 && element {
+				if c != 'n' {
+					return 0, false // only null may stand for a row
+				}
+				rows, element = rows+1, false
+			}
+		}
+	}
+	return rows, true
+}
+
+func check(doc *agentproto.Inventory, platform, distro string, now time.Time) (Normalized, error) {
 	if doc.CollectedAt.IsZero() || doc.CollectedAt.After(now.Add(24*time.Hour)) {
 		doc.CollectedAt = now
 	}
@@ -125,17 +307,16 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 	for i := range doc.Software {
 		sw := doc.Software[i]
 		sw.Name = strings.TrimSpace(sw.Name)
-		field := fmt.Sprintf("software[%d]", i)
 		if sw.Name == "" {
-			return Normalized{}, bad(field+".name", "is required")
+			return Normalized{}, bad(fmt.Sprintf("software[%d].name", i), "is required")
 		}
 		if !validText(sw.Name, MaxText) {
-			return Normalized{}, bad(field+".name", "must be valid text of at most %d bytes", MaxText)
+			return Normalized{}, bad(fmt.Sprintf("software[%d].name", i), "must be valid text of at most %d bytes", MaxText)
 		}
-		for name, p := range map[string]**string{".version": &sw.Version, ".publisher": &sw.Publisher, ".installDate": &sw.InstallDate,
-			".installedFor": &sw.InstalledFor, ".installType": &sw.InstallType, ".sourcePackage": &sw.SourcePackage} {
-			if err := text(field+name, p); err != nil {
-				return Normalized{}, err
+		for _, f := range [...]textField{{".version", &sw.Version}, {".publisher", &sw.Publisher}, {".installDate", &sw.InstallDate},
+			{".installedFor", &sw.InstalledFor}, {".installType", &sw.InstallType}, {".sourcePackage", &sw.SourcePackage}} {
+			if !trimText(f.p) {
+				return Normalized{}, bad(fmt.Sprintf("software[%d]%s", i, f.name), "must be valid text of at most %d bytes", MaxText)
 			}
 		}
 		k := [2]string{sw.Name, VersionKey(sw.Version)}
@@ -167,10 +348,10 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 		if !ok {
 			return Normalized{}, bad(field+".severity", "must be Critical, Important, Moderate, Low or Unspecified")
 		}
-		for name, p := range map[string]**string{".kb": &u.KB, ".wingetId": &u.WingetID, ".packageName": &u.PackageName,
-			".installedVersion": &u.InstalledVersion, ".latestVersion": &u.LatestVersion, ".productKey": &u.ProductKey, ".distro": &u.Distro} {
-			if err := text(field+name, p); err != nil {
-				return Normalized{}, err
+		for _, f := range [...]textField{{".kb", &u.KB}, {".wingetId", &u.WingetID}, {".packageName", &u.PackageName},
+			{".installedVersion", &u.InstalledVersion}, {".latestVersion", &u.LatestVersion}, {".productKey", &u.ProductKey}, {".distro", &u.Distro}} {
+			if !trimText(f.p) {
+				return Normalized{}, bad(field+f.name, "must be valid text of at most %d bytes", MaxText)
 			}
 		}
 		if len(u.Categories) > MaxCategoryList {
@@ -194,17 +375,6 @@ func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (N
 		}
 		out.Updates = append(out.Updates, Update{Update: u, Key: key, Severity: sev})
 	}
-	if len(doc.Datasets) > MaxDatasets {
-		return Normalized{}, bad("datasets", "holds more than %d datasets", MaxDatasets)
-	}
-	for name, rows := range doc.Datasets {
-		if !datasetName.MatchString(name) {
-			return Normalized{}, bad("datasets", "name %q must be lower-case letters, digits, '-' or '_' (at most 64)", name)
-		}
-		if len(rows) > MaxDatasetRows {
-			return Normalized{}, bad("datasets."+name, "holds more than %d rows", MaxDatasetRows)
-		}
-	}
 	return out, nil
 }
 
@@ -216,20 +386,37 @@ func VersionKey(v *string) string {
 	return *v
 }
 
+// textField is an optional text field of a row and its name in problems.
+type textField struct {
+	name string
+	p    **string
+}
+
 func text(field string, p **string) error {
-	if *p == nil {
-		return nil
-	}
-	v := strings.TrimSpace(**p)
-	if !validText(v, MaxText) {
+	if !trimText(p) {
 		return bad(field, "must be valid text of at most %d bytes", MaxText)
+	}
+	return nil
+}
+
+// trimText trims the optional text *p (nil when empty) and tells whether
+// it is valid text of at most MaxText bytes.
+func trimText(p **string) bool {
+	if *p == nil {
+		return true
+	}
+	v := **p
+	if t := strings.TrimSpace(v); len(t) != len(v) {
+		v = t
+		*p = &v
+	}
+	if !validText(v, MaxText) {
+		return false
 	}
 	if v == "" {
 		*p = nil
-		return nil
 	}
-	*p = &v
-	return nil
+	return true
 }
 
 // validText tells whether s is UTF-8 of at most max bytes without NUL.

@@ -17,7 +17,7 @@ import (
 
 // counts are the shared counters a write transaction changes: install
 // counts of software titles, endpoint counts of update keys, member counts
-// of groups. Many transactions change the same popular rows, so a
+// of groups, uses of enrollment tokens. Many transactions change the same popular rows, so a
 // transaction only collects its differences and applies them once, just
 // before it commits, each kind in key order: on PostgreSQL the row locks
 // are then taken late, briefly and in one order by every transaction, which
@@ -30,6 +30,9 @@ type counts struct {
 	versions map[titleVersion]int // endpoints of a title's version
 	keys     map[[2]string]int    // organization, update key
 	members  map[string]int       // group id
+	// tokenUses are enrollments by enrollment token id, added to a slot
+	// of the token's chosen at random (enroll_token_uses).
+	tokenUses map[string]int
 }
 
 // titleVersion is a version of a software title.
@@ -44,7 +47,7 @@ func compareTitleVersion(a, b titleVersion) int {
 
 func (c counts) clone() counts {
 	return counts{titles: maps.Clone(c.titles), hosts: maps.Clone(c.hosts), versions: maps.Clone(c.versions),
-		keys: maps.Clone(c.keys), members: maps.Clone(c.members)}
+		keys: maps.Clone(c.keys), members: maps.Clone(c.members), tokenUses: maps.Clone(c.tokenUses)}
 }
 
 func (tx *Tx) countTitle(id int64, d int) {
@@ -83,6 +86,18 @@ func (tx *Tx) countMember(groupID string, d int) {
 	tx.counts.members[groupID] += d
 }
 
+func (tx *Tx) countTokenUse(tokenID string) {
+	if tx.counts.tokenUses == nil {
+		tx.counts.tokenUses = map[string]int{}
+	}
+	tx.counts.tokenUses[tokenID]++
+}
+
+// tokenUseSlots is how many counters an enrollment token's uses are spread
+// over: enrollments with one token lock one slot each for the moment of
+// their commit, rarely the same one.
+const tokenUseSlots = 64
+
 // comparePair orders (organization, name) keys.
 func comparePair(a, b [2]string) int {
 	return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
@@ -102,7 +117,8 @@ func nonZero[K cmp.Ordered](m map[K]int) []K {
 
 // applyCounts writes the collected differences: titles (installs and
 // hosts in one statement), then their versions, then update keys, then
-// groups, each in key order, several rows per statement.
+// groups, then enrollment tokens' uses, each in key order, several rows
+// per statement.
 func (tx *Tx) applyCounts(ctx context.Context) error {
 	ids := map[int64]int{}
 	for id, d := range tx.counts.titles {
@@ -159,6 +175,16 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 	}
 	if err := tx.addDeltas(ctx, "group member count", `UPDATE endpoint_groups SET members = members + d.column2 FROM (VALUES %s) AS d
 		WHERE endpoint_groups.id = d.column1`, "(CAST(? AS TEXT), CAST(? AS INTEGER))", groups); err != nil {
+		return err
+	}
+	var uses [][]any
+	for _, id := range nonZero(tx.counts.tokenUses) {
+		uses = append(uses, []any{id, rand.IntN(tokenUseSlots), tx.counts.tokenUses[id]})
+	}
+	if err := tx.addDeltas(ctx, "enroll token use count", `INSERT INTO enroll_token_uses (token_id, slot, uses)
+		SELECT d.column1, d.column2, d.column3 FROM (VALUES %s) AS d WHERE true
+		ON CONFLICT (token_id, slot) DO UPDATE SET uses = enroll_token_uses.uses + excluded.uses`,
+		"(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS BIGINT))", uses); err != nil {
 		return err
 	}
 	tx.counts = counts{}

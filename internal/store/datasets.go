@@ -26,13 +26,9 @@ var gzipWriters = sync.Pool{New: func() any {
 // compressing it would cost more than it saves.
 const smallDataset = 1024
 
-// compressRows is the stored form of a dataset: its rows as a JSON array,
+// compressJSON is the stored form of a dataset: its rows as a JSON array,
 // gzip-compressed unless it is small.
-func compressRows(rows []map[string]any) ([]byte, error) {
-	plain, err := json.Marshal(rows)
-	if err != nil {
-		return nil, err
-	}
+func compressJSON(plain []byte) ([]byte, error) {
 	if len(plain) < smallDataset {
 		return plain, nil
 	}

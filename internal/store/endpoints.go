@@ -49,6 +49,15 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 				return err
 			}
 		}
+		if tx.s.engine == Postgres {
+			// One enrollment of a machine at a time: a second one waits for
+			// the first to commit, then finds its endpoint and enrolls it
+			// again, instead of failing on the machine id's uniqueness.
+			// (Enrollments of different machines do not wait for each other.)
+			if _, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(7203, hashtext(?))`, en.OrgID+"/"+en.MachineUID); err != nil {
+				return fmt.Errorf("store: enroll endpoint: %w", err)
+			}
+		}
 		var oldHash, oldHostname string
 		err := tx.queryRow(ctx, `SELECT id, secret_hash, hostname FROM endpoints WHERE org_id = ? AND machine_uid = ?`, en.OrgID, en.MachineUID).
 			Scan(&id, &oldHash, &oldHostname)

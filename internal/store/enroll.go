@@ -57,20 +57,28 @@ func (s *Store) ValidEnrollToken(ctx context.Context, tokenHash string, now time
 	return tokenID, orgID, nil
 }
 
-// useEnrollToken counts an enrollment on its token in the enrollment's
-// transaction: an increment in the database (never a value read before),
-// so that parallel enrollments on any replica are each counted. The token
-// must still be valid then: one revoked since it was looked up enrolls
-// nothing (ErrNotFound).
+// useEnrollToken checks, in the enrollment's transaction, that the token
+// is still valid and counts the enrollment on it. On PostgreSQL the check
+// takes a share lock on the token's row: a revocation waits for the
+// enrollments in progress, and one revoked since it was looked up enrolls
+// nothing (ErrNotFound). Enrollments do not wait for each other: the use
+// is counted just before the commit in one of the token's slots (see
+// counts.tokenUses), an increment in the database, never a value read
+// before, so that parallel enrollments on any replica are each counted.
 func (tx *Tx) useEnrollToken(ctx context.Context, en Enrollment, now time.Time) error {
-	res, err := tx.exec(ctx, `UPDATE enroll_tokens SET uses = uses + 1 WHERE id = ? AND org_id = ? AND revoked = FALSE
-		AND (expires_at IS NULL OR expires_at > ?)`, en.TokenID, en.OrgID, millis(now))
-	if err != nil {
-		return fmt.Errorf("store: count enroll token use: %w", err)
+	q := `SELECT id FROM enroll_tokens WHERE id = ? AND org_id = ? AND revoked = FALSE AND (expires_at IS NULL OR expires_at > ?)`
+	if tx.s.engine == Postgres {
+		q += ` FOR SHARE`
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	var id string
+	err := tx.queryRow(ctx, q, en.TokenID, en.OrgID, millis(now)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("store: enroll token: %w", ErrNotFound)
 	}
+	if err != nil {
+		return fmt.Errorf("store: enroll token: %w", err)
+	}
+	tx.countTokenUse(id)
 	return nil
 }
 
@@ -94,7 +102,9 @@ func (s *Store) RevokeEnrollToken(ctx context.Context, e *AuditEntry, orgID, id 
 
 // ListEnrollTokens lists the organization's enrollment tokens.
 func (s *Store) ListEnrollTokens(ctx context.Context, orgID string) ([]EnrollToken, error) {
-	rows, err := s.query(ctx, `SELECT id, org_id, expires_at, revoked, uses, created_at FROM enroll_tokens WHERE org_id = ? ORDER BY created_at`, orgID)
+	rows, err := s.query(ctx, `SELECT t.id, t.org_id, t.expires_at, t.revoked,
+		t.uses + COALESCE((SELECT SUM(u.uses) FROM enroll_token_uses u WHERE u.token_id = t.id), 0), t.created_at
+		FROM enroll_tokens t WHERE t.org_id = ? ORDER BY t.created_at`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list enroll tokens: %w", err)
 	}

@@ -167,12 +167,13 @@ func (s *Store) KeyShareForTest(ctx context.Context, endpointID string, held cha
 
 // UndoMigration019ForTest takes the database back to before migration 019
 // (the software title counters), so that a test can apply it to rows that
-// exist, as an upgrade does.
+// exist, as an upgrade does (on PostgreSQL, migration 037 dropped the
+// hosts indexes already).
 func (s *Store) UndoMigration019ForTest(ctx context.Context) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		for _, q := range []string{
-			`DROP INDEX software_titles_hosts`,
-			`DROP INDEX software_versions_hosts`,
+			`DROP INDEX IF EXISTS software_titles_hosts`,
+			`DROP INDEX IF EXISTS software_versions_hosts`,
 			`DROP TABLE software_versions`,
 			`ALTER TABLE software_titles DROP COLUMN hosts`,
 			`ALTER TABLE software_titles DROP COLUMN publisher`,

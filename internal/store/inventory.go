@@ -90,7 +90,17 @@ type preparedInventory struct {
 // prepareInventory compresses the datasets before the (single, on SQLite)
 // writer is taken.
 func prepareInventory(orgID, endpointID string, n inventory.Normalized, hash string, now time.Time) (*preparedInventory, error) {
-	sets, err := compressDatasets(n.Doc.Datasets)
+	if n.Datasets == nil && len(n.Doc.Datasets) > 0 {
+		// A document that did not go through inventory.Check.
+		var err error
+		if n.Datasets, err = inventory.DatasetsOf(n.Doc.Datasets); err != nil {
+			return nil, err
+		}
+	}
+	if n.Distro == "" {
+		n.Distro = inventory.DistroOf(n.Doc.Updates, n.Doc.Datasets[agentproto.DatasetOSInformation])
+	}
+	sets, err := compressDatasets(n.Datasets)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +114,8 @@ func (tx *Tx) replaceInventory(ctx context.Context, inv *preparedInventory) erro
 		sys := doc.System
 		macs, _ := json.Marshal(nonNilStrings(sys.MACAddresses))
 		var distro any
-		if id := distroOf(doc); id != "" {
-			distro = id
+		if n.Distro != "" {
+			distro = n.Distro
 		}
 		res, err := tx.exec(ctx, `UPDATE endpoints SET hostname = ?, sort_name = CASE WHEN display_name IS NULL THEN ? ELSE sort_name END,
 			os = ?, os_version = ?, os_build = ?, os_installation_type = ?, arch = ?, type = ?, domain = ?, ad_ou = ?, manufacturer = ?, model = ?, serial_number = ?,
@@ -134,22 +144,6 @@ func (tx *Tx) replaceInventory(ctx context.Context, inv *preparedInventory) erro
 		}
 		return tx.afterEndpointChange(ctx, orgID, endpointID)
 	}
-}
-
-// distroOf reads the Linux distribution id from the os-information dataset
-// or the first update that names it.
-func distroOf(doc *agentproto.Inventory) string {
-	for _, u := range doc.Updates {
-		if u.Distro != nil && *u.Distro != "" {
-			return strings.ToLower(*u.Distro)
-		}
-	}
-	for _, row := range doc.Datasets["os-information"] {
-		if id, ok := row["id"].(string); ok && id != "" {
-			return strings.ToLower(id)
-		}
-	}
-	return ""
 }
 
 func nonNilStrings(s []string) []string {
@@ -385,14 +379,14 @@ type compressedDataset struct {
 	count int
 }
 
-func compressDatasets(sets map[string][]map[string]any) ([]compressedDataset, error) {
+func compressDatasets(sets []inventory.Dataset) ([]compressedDataset, error) {
 	out := make([]compressedDataset, 0, len(sets))
-	for name, rows := range sets {
-		b, err := compressRows(rows)
+	for _, d := range sets {
+		b, err := compressJSON(d.JSON)
 		if err != nil {
-			return nil, fmt.Errorf("store: dataset %s: %w", name, err)
+			return nil, fmt.Errorf("store: dataset %s: %w", d.Name, err)
 		}
-		out = append(out, compressedDataset{name: name, blob: b, count: len(rows)})
+		out = append(out, compressedDataset{name: d.Name, blob: b, count: d.Rows})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil

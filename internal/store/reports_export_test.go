@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/patchd/patchd/internal/inventory"
 )
 
 // BulkSoftwareForTest gives each endpoint perEndpoint applications out of a
@@ -85,8 +87,11 @@ func (tx *Tx) recountTitlesForTest(ctx context.Context, orgID string) error {
 func (s *Store) BulkDatasetsForTest(ctx context.Context, orgID string, endpoints []string, sets []map[string][]map[string]any, at time.Time) error {
 	compressed := make([][]compressedDataset, len(sets))
 	for i, set := range sets {
-		var err error
-		if compressed[i], err = compressDatasets(set); err != nil {
+		ds, err := inventory.DatasetsOf(set)
+		if err != nil {
+			return err
+		}
+		if compressed[i], err = compressDatasets(ds); err != nil {
 			return err
 		}
 	}

@@ -28,7 +28,8 @@ type SoftwareTitleQuery struct {
 // ListSoftwareTitles pages the organization's software titles present on
 // at least one endpoint, with their versions. It reads the counters the
 // inventory writer keeps (software_titles.hosts and installs,
-// software_versions): a page costs a walk of the catalog's index and one
+// software_versions): a page costs a walk of the catalog's index (on
+// PostgreSQL, by hosts: a sort of the organization's titles) and one
 // look-up of the page's versions, whatever the fleet's size.
 func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([]apiv1.SoftwareTitle, int, error) {
 	out := make([]apiv1.SoftwareTitle, 0, min(q.Limit, 200))
@@ -74,9 +75,12 @@ func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: list software titles: %w", err)
 		}
-		// Each title's most common versions through the index (title_id,
-		// hosts DESC, version_key): a title seen in a thousand versions
-		// costs its first ones, and a count only when there are more.
+		// Each title's most common versions: through the index (title_id,
+		// hosts DESC, version_key) on SQLite, where a title seen in a
+		// thousand versions costs its first ones; on PostgreSQL its versions
+		// are sorted (migration 037 dropped that index so that the
+		// inventory writer's counter updates are made in place). A count
+		// only when there are more.
 		for i, id := range ids {
 			if err := r.titleVersions(ctx, id, &out[i]); err != nil {
 				return err
@@ -101,7 +105,7 @@ func (r *ReadTx) titleVersions(ctx context.Context, id int64, t *apiv1.SoftwareT
 }
 
 // readTitleVersions reads a title's first limit versions, most endpoints
-// first, through the index (title_id, hosts DESC, version_key).
+// first.
 func (r *ReadTx) readTitleVersions(ctx context.Context, id int64, limit int) ([]apiv1.SoftwareTitleVersion, error) {
 	rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
 		ORDER BY hosts DESC, version_key LIMIT ?`, id, limit)
