@@ -49,8 +49,10 @@ type API struct {
 	store *store.Store
 	auth  *auth.Authenticator
 	mux   *http.ServeMux
-	// routed lists the patterns of the route table, in order.
-	routed []string
+	// routed lists the patterns of the route table, in order, and
+	// handlers their handlers.
+	routed   []string
+	handlers []http.Handler
 	// clock is the time of staged agent updates (tests move it).
 	clock clock.Clock
 }
@@ -72,15 +74,34 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTT
 // it with the OpenAPI document).
 func (a *API) Routes() []string { return append([]string(nil), a.routed...) }
 
+// Register routes the API on the server's mux: every operation's pattern
+// and "/api/" for the paths none matches (404 or 405 in the Error shape,
+// as ServeHTTP answers). A request is then matched once, by the server's
+// mux, instead of once there ("/api/") and once by the API's: the second
+// match cost a cached GET about a twentieth of its CPU. The API's own mux
+// still serves ServeHTTP and ServeAs (the console).
+func (a *API) Register(mux *http.ServeMux) {
+	for i, pattern := range a.routed {
+		mux.Handle(pattern, a.handlers[i])
+	}
+	mux.Handle("/api/", a)
+}
+
+// handle adds an operation to the route table.
+func (a *API) handle(pattern string, h http.Handler) {
+	a.mux.Handle(pattern, h)
+	a.routed = append(a.routed, pattern)
+	a.handlers = append(a.handlers, h)
+}
+
 // public routes an operation that needs no token.
 func (a *API) public(pattern string, h httpx.HandlerFunc) {
-	a.mux.Handle(pattern, httpx.Handle(h))
-	a.routed = append(a.routed, pattern)
+	a.handle(pattern, httpx.Handle(h))
 }
 
 // route routes an operation that needs api.access and the permission p.
 func (a *API) route(pattern string, p perm.Permission, h httpx.HandlerFunc) {
-	a.mux.Handle(pattern, httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
+	a.handle(pattern, httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		principal, err := a.authenticate(r)
 		if err != nil {
 			return err
@@ -98,9 +119,11 @@ func (a *API) route(pattern string, p perm.Permission, h httpx.HandlerFunc) {
 			cp.Address = a.clientIP(r)
 			principal = &cp
 		}
+		if httpx.SetCaller(r.Context(), principal) {
+			return h(w, r)
+		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey, principal)))
 	}))
-	a.routed = append(a.routed, pattern)
 }
 
 // ServeAs serves an /api/ request for a caller the process authenticated
@@ -146,6 +169,9 @@ const (
 
 // principal is the authenticated caller of a routed operation.
 func principal(r *http.Request) *auth.Principal {
+	if p, ok := httpx.Caller(r.Context()).(*auth.Principal); ok {
+		return p
+	}
 	return r.Context().Value(principalKey).(*auth.Principal)
 }
 

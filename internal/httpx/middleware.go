@@ -31,12 +31,41 @@ func Handle(h HandlerFunc) http.Handler {
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const requestKey ctxKey = 0
+
+// request is what Middleware keeps of a request in its context: one
+// value, so that a handler that learns who the caller is (SetCaller) does
+// not copy the request to say so.
+type request struct {
+	id     string
+	caller any
+}
 
 // RequestID is the id of the request being served ("" outside one).
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if req, ok := ctx.Value(requestKey).(*request); ok {
+		return req.id
+	}
+	return ""
+}
+
+// SetCaller records the authenticated caller of the request being served
+// (Caller answers it), and tells whether it could: false outside
+// Middleware, where the caller must travel in a context of its own.
+func SetCaller(ctx context.Context, caller any) bool {
+	req, ok := ctx.Value(requestKey).(*request)
+	if ok {
+		req.caller = caller
+	}
+	return ok
+}
+
+// Caller is what SetCaller recorded for the request being served, or nil.
+func Caller(ctx context.Context) any {
+	if req, ok := ctx.Value(requestKey).(*request); ok {
+		return req.caller
+	}
+	return nil
 }
 
 // Metrics counts requests by route and status and times them.
@@ -128,7 +157,7 @@ func Middleware(next http.Handler, m *Metrics, quietPrefix string) http.Handler 
 			id = newRequestID()
 		}
 		w.Header()["X-Request-Id"] = []string{id} // the canonical key, as Set would write it
-		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		ctx := context.WithValue(r.Context(), requestKey, &request{id: id})
 		r = r.WithContext(ctx)
 		rec := &recorder{ResponseWriter: w}
 		defer func() {

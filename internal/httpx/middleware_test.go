@@ -32,3 +32,28 @@ func TestRequestIDs(t *testing.T) {
 		t.Errorf("the client's id became %q (context %q)", got, inCtx)
 	}
 }
+
+// TestCaller: within Middleware a handler records the caller once and
+// every later reader of the request's context sees it; each request starts
+// without one; outside Middleware nothing can be recorded.
+func TestCaller(t *testing.T) {
+	type who struct{ name string }
+	var seen []any
+	h := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, Caller(r.Context()))
+		if !SetCaller(r.Context(), &who{r.URL.Query().Get("u")}) {
+			t.Error("SetCaller refused within Middleware")
+		}
+		seen = append(seen, Caller(r.Context()))
+	}), nil, "")
+	for _, u := range []string{"ann", "bob"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x?u="+u, nil))
+	}
+	if len(seen) != 4 || seen[0] != nil || seen[1].(*who).name != "ann" || seen[2] != nil || seen[3].(*who).name != "bob" {
+		t.Fatalf("callers seen: %v", seen)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/x", nil)
+	if SetCaller(r.Context(), &who{"eve"}) || Caller(r.Context()) != nil || RequestID(r.Context()) != "" {
+		t.Fatal("a caller recorded outside Middleware")
+	}
+}

@@ -107,7 +107,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		Releases: func() ([]agentproto.Release, error) { return srv.agentDist.Store.Releases() }})
 
 	mux := http.NewServeMux()
-	mux.Handle("/api/", srv.api)
+	srv.api.Register(mux)
 	srv.agentDist = newAgentHost(cfg, s)
 	srv.agentDist.Register(mux)
 	con, err := console.New(console.Config{Store: s, API: srv.api, CheckinInterval: cfg.CheckinInterval, BaseURL: cfg.BaseURL, Agents: srv.agentDist,
