@@ -81,7 +81,9 @@ type API struct {
 	store *store.Store
 	hub   *presence.Hub
 	mux   *http.ServeMux
-	clock clock.Clock
+	// routes are the protocol's calls, also routed on the server's mux.
+	routes []route
+	clock  clock.Clock
 
 	mu     sync.RWMutex
 	agents map[string]*cachedAgent
@@ -158,14 +160,39 @@ func New(cfg Config) *API {
 	}
 	a := &API{cfg: cfg, store: cfg.Store, hub: cfg.Presence, mux: http.NewServeMux(), agents: map[string]*cachedAgent{}, targets: map[string]cachedTarget{},
 		inventories: make(chan struct{}, cfg.MaxInventories)}
-	a.mux.Handle("POST "+agentproto.PathEnroll, httpx.Handle(a.enroll))
-	a.mux.Handle("POST "+agentproto.PathCheckin, httpx.Handle(a.checkin))
-	a.mux.Handle("PUT "+agentproto.PathInventory, httpx.Handle(a.inventory))
-	a.mux.Handle("POST /agent/v1/commands/{id}/status", httpx.Handle(a.commandStatus))
+	a.routes = []route{
+		{"POST " + agentproto.PathEnroll, httpx.Handle(a.enroll)},
+		{"POST " + agentproto.PathCheckin, httpx.Handle(a.checkin)},
+		{"PUT " + agentproto.PathInventory, httpx.Handle(a.inventory)},
+		{"POST /agent/v1/commands/{id}/status", httpx.Handle(a.commandStatus)},
+	}
+	for _, rt := range a.routes {
+		a.mux.Handle(rt.pattern, rt.h)
+	}
 	a.mux.Handle("/agent/", httpx.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Errorf(http.StatusNotFound, "not_found", "no agent call at "+r.URL.Path)
 	}))
 	return a
+}
+
+// route is a call of the agent protocol.
+type route struct {
+	pattern string
+	h       http.Handler
+}
+
+// Register routes the agent protocol on the server's mux: each call's
+// pattern and "/agent/" for the paths none matches (ServeHTTP), so that a
+// check-in is matched once, by the server's mux (see api.Register).
+func (a *API) Register(mux *http.ServeMux) {
+	for _, rt := range a.routes {
+		h := rt.h
+		mux.Handle(rt.pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a.closeIfCrowded(w)
+			h.ServeHTTP(w, r)
+		}))
+	}
+	mux.Handle("/agent/", a)
 }
 
 // ServeHTTP serves /agent/. When the server is crowded with connections,
@@ -173,10 +200,14 @@ func New(cfg Config) *API {
 // and an idle kept-alive connection per agent is what would exhaust the
 // server's descriptors.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.closeIfCrowded(w)
+	a.mux.ServeHTTP(w, r)
+}
+
+func (a *API) closeIfCrowded(w http.ResponseWriter) {
 	if a.cfg.Crowded != nil && a.cfg.Crowded() {
 		w.Header().Set("Connection", "close")
 	}
-	a.mux.ServeHTTP(w, r)
 }
 
 // SetClock replaces the clock (tests), the presence watermark's too: it

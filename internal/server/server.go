@@ -119,7 +119,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	srv.console = con
 	mux.Handle("/console/", con)
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
-	mux.Handle("/agent/", srv.agents)
+	srv.agents.Register(mux)
 	mux.Handle("GET "+agentproto.PathCA, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		srv.tls.Load().CAHandler().ServeHTTP(w, r)
 	}))
