@@ -62,7 +62,7 @@ func (a *API) createAction(w http.ResponseWriter, r *http.Request) error {
 		label = actions.Label(act.Type)
 	}
 	p := principal(r)
-	e := auditEntry(r, "action.run", "run", "")
+	e := a.auditEntry(r, "action.run", "run", "")
 	e.Summary = map[string]any{"type": act.Type, "label": label, "endpoints": len(body.EndpointIDs)}
 	run, err := a.launch(r.Context(), e, store.Launch{
 		Run:         store.NewRun{OrgID: p.OrgID, Name: label, CreatedBy: p.Actor()},

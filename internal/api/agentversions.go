@@ -34,7 +34,7 @@ func (a *API) setAgentPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.SetAgentPolicy(r.Context(), auditEntry(r, "agent_policy.set", "org", orgID), orgID, p, a.clock.Now()); err != nil {
+	if err := a.store.SetAgentPolicy(r.Context(), a.auditEntry(r, "agent_policy.set", "org", orgID), orgID, p, a.clock.Now()); err != nil {
 		return err
 	}
 	out, err := a.agentVersions(r, orgID)

@@ -45,7 +45,7 @@ func (a *API) createAlertRule(w http.ResponseWriter, r *http.Request) error {
 	if err := in.Check(); err != nil {
 		return err
 	}
-	rule, err := a.store.CreateAlertRule(r.Context(), auditEntry(r, "alert.create", "alert", ""), principal(r).OrgID, in, time.Now())
+	rule, err := a.store.CreateAlertRule(r.Context(), a.auditEntry(r, "alert.create", "alert", ""), principal(r).OrgID, in, time.Now())
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (a *API) listFailedDeliveries(w http.ResponseWriter, r *http.Request) error
 // audited as alert.resend (patchd addition).
 func (a *API) resendDelivery(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	queued, err := a.store.ResendDelivery(r.Context(), auditEntry(r, "alert.resend", "alert", id), principal(r).OrgID, id, r.PathValue("delivery"), time.Now())
+	queued, err := a.store.ResendDelivery(r.Context(), a.auditEntry(r, "alert.resend", "alert", id), principal(r).OrgID, id, r.PathValue("delivery"), time.Now())
 	switch {
 	case isNotFound(err):
 		return httpx.NotFound("failed delivery")
@@ -150,7 +150,7 @@ func (a *API) patchAlertRule(w http.ResponseWriter, r *http.Request) error {
 	if err := in.Check(); err != nil {
 		return err
 	}
-	updated, err := a.store.UpdateAlertRule(r.Context(), auditEntry(r, "alert.update", "alert", rule.ID), orgID, rule.ID, in, nil, time.Now())
+	updated, err := a.store.UpdateAlertRule(r.Context(), a.auditEntry(r, "alert.update", "alert", rule.ID), orgID, rule.ID, in, nil, time.Now())
 	if err != nil {
 		return alertRuleError(err)
 	}
@@ -182,7 +182,7 @@ func (a *API) switchAlertRule(w http.ResponseWriter, r *http.Request, on bool) e
 	if err := in.Check(); err != nil {
 		return err
 	}
-	updated, err := a.store.UpdateAlertRule(r.Context(), auditEntry(r, action, "alert", rule.ID), orgID, rule.ID, in, &on, time.Now())
+	updated, err := a.store.UpdateAlertRule(r.Context(), a.auditEntry(r, action, "alert", rule.ID), orgID, rule.ID, in, &on, time.Now())
 	if err != nil {
 		return alertRuleError(err)
 	}
@@ -198,7 +198,7 @@ func (a *API) deleteAlertRule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return alertRuleError(err)
 	}
-	if err := a.store.DeleteAlertRule(r.Context(), auditEntry(r, "alert.delete", "alert", rule.ID), orgID, rule.ID); err != nil {
+	if err := a.store.DeleteAlertRule(r.Context(), a.auditEntry(r, "alert.delete", "alert", rule.ID), orgID, rule.ID); err != nil {
 		return alertRuleError(err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, apiv1.OK{OK: true})
@@ -209,7 +209,7 @@ func (a *API) deleteAlertRule(w http.ResponseWriter, r *http.Request) error {
 // (patchd addition); its outcomes appear in the rule's events.
 func (a *API) testAlertRule(w http.ResponseWriter, r *http.Request) error {
 	orgID := principal(r).OrgID
-	ev, err := a.store.TestAlertRuleAudited(r.Context(), auditEntry(r, "alert.test", "alert", ""), orgID, r.PathValue("id"), time.Now())
+	ev, err := a.store.TestAlertRuleAudited(r.Context(), a.auditEntry(r, "alert.test", "alert", ""), orgID, r.PathValue("id"), time.Now())
 	if err != nil {
 		return alertRuleError(err)
 	}

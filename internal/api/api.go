@@ -114,11 +114,6 @@ func (a *API) route(pattern string, p perm.Permission, h httpx.HandlerFunc) {
 			return httpx.Errorf(http.StatusForbidden, "insufficient_scope", "the credentials' role lacks the permission "+missing).
 				WithHeader("WWW-Authenticate", `Bearer realm="patchd", error="insufficient_scope", scope="`+missing+`"`)
 		}
-		if principal.Address == "" {
-			cp := *principal
-			cp.Address = a.clientIP(r)
-			principal = &cp
-		}
 		if httpx.SetCaller(r.Context(), principal) {
 			return h(w, r)
 		}
@@ -176,9 +171,19 @@ func principal(r *http.Request) *auth.Principal {
 }
 
 // auditEntry starts the Audit Trail entry of a write by the caller.
-func auditEntry(r *http.Request, action, targetType, targetID string) *store.AuditEntry {
+func (a *API) auditEntry(r *http.Request, action, targetType, targetID string) *store.AuditEntry {
 	p := principal(r)
-	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID, Address: p.Address}
+	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID, Address: a.callerAddress(r)}
+}
+
+// callerAddress is the caller's client address for the Audit Trail: the
+// one a console user's principal carries, else the request's. It is read
+// when a write records it, not for every call.
+func (a *API) callerAddress(r *http.Request) string {
+	if p := principal(r); p.Address != "" {
+		return p.Address
+	}
+	return a.clientIP(r)
 }
 
 // ClientIP is the caller's address as the API reads it (the agent

@@ -431,7 +431,7 @@ func (a *API) createAutomation(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	var run store.CreatedRun
-	e := auditEntry(r, "automation.create", "automation", "")
+	e := a.auditEntry(r, "automation.create", "automation", "")
 	e.Summary = map[string]any{"name": au.Name, "actionType": au.ActionType, "kind": au.Kind}
 	err = a.store.Audited(r.Context(), e, func(tx *store.Tx) error {
 		if err := tx.CreateAutomation(r.Context(), &au, now); err != nil {
@@ -532,7 +532,7 @@ func (a *API) patchAutomation(w http.ResponseWriter, r *http.Request) error {
 		}
 		au.ID, au.CreatedBy = id, cur.CreatedBy
 		au.NextRunAt = au.FirstRun(now, loc)
-		e := auditEntry(r, "automation.replace", "automation", id)
+		e := a.auditEntry(r, "automation.replace", "automation", id)
 		e.Summary = map[string]any{"name": au.Name, "actionType": au.ActionType, "kind": au.Kind}
 		if err := a.store.Audited(r.Context(), e, func(tx *store.Tx) error { return tx.ReplaceAutomation(r.Context(), &au, now) }); err != nil {
 			return automationNotFound(err)
@@ -574,7 +574,7 @@ func (a *API) patchAutomation(w http.ResponseWriter, r *http.Request) error {
 			c.NextRunAt = nil
 		}
 	}
-	e := auditEntry(r, "automation.update", "automation", id)
+	e := a.auditEntry(r, "automation.update", "automation", id)
 	e.Summary = map[string]any{}
 	if c.Name != nil {
 		e.Summary["name"] = *c.Name
@@ -595,7 +595,7 @@ func (a *API) patchAutomation(w http.ResponseWriter, r *http.Request) error {
 // deleteAutomation is operation 17; the automation's runs stay in the history.
 func (a *API) deleteAutomation(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	e := auditEntry(r, "automation.delete", "automation", id)
+	e := a.auditEntry(r, "automation.delete", "automation", id)
 	if err := a.store.Audited(r.Context(), e, func(tx *store.Tx) error { return tx.DeleteAutomation(r.Context(), principal(r).OrgID, id) }); err != nil {
 		return automationNotFound(err)
 	}
@@ -622,7 +622,7 @@ func (a *API) runAutomation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := time.Now()
-	e := auditEntry(r, "automation.run", "run", "")
+	e := a.auditEntry(r, "automation.run", "run", "")
 	e.Summary = map[string]any{"automationId": au.ID, "name": au.Name}
 	run, err := a.store.LaunchRun(r.Context(), e, store.Launch{Run: runOf(au, p.Actor()), Action: act, EndpointIDs: targets, RecordEmpty: true}, now)
 	switch {

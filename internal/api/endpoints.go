@@ -126,7 +126,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("id")
-	e := auditEntry(r, "endpoint.update", "endpoint", id)
+	e := a.auditEntry(r, "endpoint.update", "endpoint", id)
 	summary := map[string]any{}
 	if p.Name != nil {
 		summary["name"] = *p.Name
@@ -149,7 +149,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) error {
 // uninstall at its next check-in.
 func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := a.store.DeleteEndpoint(r.Context(), auditEntry(r, "endpoint.delete", "endpoint", id), principal(r).OrgID, id, time.Now()); err != nil {
+	if err := a.store.DeleteEndpoint(r.Context(), a.auditEntry(r, "endpoint.delete", "endpoint", id), principal(r).OrgID, id, time.Now()); err != nil {
 		return endpointNotFound(err)
 	}
 	if a.cfg.EndpointRemoved != nil {
@@ -164,7 +164,7 @@ func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
 // long poll, else at its next check-in.
 func (a *API) scanEndpoint(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := a.store.RequestScan(r.Context(), auditEntry(r, "endpoint.scan", "endpoint", id), principal(r).OrgID, id, time.Now()); err != nil {
+	if err := a.store.RequestScan(r.Context(), a.auditEntry(r, "endpoint.scan", "endpoint", id), principal(r).OrgID, id, time.Now()); err != nil {
 		return endpointNotFound(err)
 	}
 	if a.cfg.Queued != nil {

@@ -57,7 +57,7 @@ func (a *API) createEnrollToken(w http.ResponseWriter, r *http.Request) error {
 // agents enrolled with it stay enrolled (patchd addition).
 func (a *API) revokeEnrollToken(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := a.store.RevokeEnrollToken(r.Context(), auditEntry(r, "enroll_token.revoke", "enroll_token", id), principal(r).OrgID, id); err != nil {
+	if err := a.store.RevokeEnrollToken(r.Context(), a.auditEntry(r, "enroll_token.revoke", "enroll_token", id), principal(r).OrgID, id); err != nil {
 		if isNotFound(err) {
 			return httpx.NotFound("enrollment token")
 		}

@@ -170,7 +170,7 @@ func (a *API) createGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e := auditEntry(r, "group.create", "group", "")
+	e := a.auditEntry(r, "group.create", "group", "")
 	e.Summary = groupSummary(c)
 	g, err := a.store.CreateGroup(r.Context(), e, principal(r).OrgID, c, time.Now())
 	if err != nil {
@@ -191,7 +191,7 @@ func (a *API) patchGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("id")
-	e := auditEntry(r, "group.update", "group", id)
+	e := a.auditEntry(r, "group.update", "group", id)
 	e.Summary = groupSummary(c)
 	g, err := a.store.PatchGroup(r.Context(), e, principal(r).OrgID, id, c, time.Now())
 	if err != nil {
@@ -204,7 +204,7 @@ func (a *API) patchGroup(w http.ResponseWriter, r *http.Request) error {
 // deleteGroup is operation 12.
 func (a *API) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := a.store.DeleteGroup(r.Context(), auditEntry(r, "group.delete", "group", id), principal(r).OrgID, id); err != nil {
+	if err := a.store.DeleteGroup(r.Context(), a.auditEntry(r, "group.delete", "group", id), principal(r).OrgID, id); err != nil {
 		return groupError(err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, apiv1.OK{OK: true})

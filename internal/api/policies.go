@@ -48,7 +48,7 @@ func (a *API) setApprovalPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	orgID := principal(r).OrgID
-	p, err := a.store.SetApprovalPolicy(r.Context(), auditEntry(r, "approval_policy.set", "approval_policy", orgID), orgID,
+	p, err := a.store.SetApprovalPolicy(r.Context(), a.auditEntry(r, "approval_policy.set", "approval_policy", orgID), orgID,
 		store.PolicyChange{ReplaceRules: true, Rules: rules, DeclineOlder: body.DeclineOlder})
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func (a *API) setRemediationPolicy(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	orgID := principal(r).OrgID
-	if err := a.store.SetVulnPolicy(r.Context(), auditEntry(r, "vulnerability.policy", "", ""), orgID, p); err != nil {
+	if err := a.store.SetVulnPolicy(r.Context(), a.auditEntry(r, "vulnerability.policy", "", ""), orgID, p); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, remediationOut(p))

@@ -107,7 +107,7 @@ func (a *API) createRole(w http.ResponseWriter, r *http.Request) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	e := auditEntry(r, "role.create", "role", "")
+	e := a.auditEntry(r, "role.create", "role", "")
 	e.Summary = map[string]any{"name": name, "permissions": set.Names()}
 	ro, err := a.store.CreateRoleAudited(r.Context(), e, principal(r).OrgID, name, set)
 	if err != nil {
@@ -155,7 +155,7 @@ func (a *API) patchRole(w http.ResponseWriter, r *http.Request) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	e := auditEntry(r, "role.update", "role", ro.ID)
+	e := a.auditEntry(r, "role.update", "role", ro.ID)
 	e.Summary = map[string]any{"name": name}
 	if name != ro.Name {
 		e.Summary["from"] = ro.Name
@@ -186,7 +186,7 @@ func (a *API) deleteRole(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e := auditEntry(r, "role.delete", "role", ro.ID)
+	e := a.auditEntry(r, "role.delete", "role", ro.ID)
 	e.Summary = map[string]any{"name": ro.Name, "permissions": ro.Permissions.Names()}
 	use, err := a.store.DeleteRole(r.Context(), e, ro.OrgID, ro.ID)
 	if errors.Is(err, store.ErrRoleInUse) {

@@ -81,7 +81,7 @@ func (a *API) getRun(w http.ResponseWriter, r *http.Request) error {
 // running finish and are counted (patchd addition).
 func (a *API) stopRun(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	run, err := a.store.StopRun(r.Context(), auditEntry(r, "run.stop", "run", id), principal(r).OrgID, id, time.Now())
+	run, err := a.store.StopRun(r.Context(), a.auditEntry(r, "run.stop", "run", id), principal(r).OrgID, id, time.Now())
 	switch {
 	case isNotFound(err):
 		return httpx.NotFound("run")
@@ -114,7 +114,7 @@ func (a *API) retryRun(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("api: stored payload of run %s: %w", src.RunID, err)
 	}
 	name := strings.TrimSuffix(src.Name, " (retry)") + " (retry)"
-	e := auditEntry(r, "run.retry", "run", "")
+	e := a.auditEntry(r, "run.retry", "run", "")
 	e.Summary = map[string]any{"retryOf": src.RunID, "endpoints": len(src.FailedEndpoints)}
 	run, err := a.launch(r.Context(), e, store.Launch{
 		Run: store.NewRun{OrgID: p.OrgID, Name: name, CreatedBy: p.Actor(), AutomationID: src.AutomationID, AutomationName: src.AutomationName,

@@ -160,7 +160,7 @@ func (a *API) createScript(w http.ResponseWriter, r *http.Request) error {
 	if err := checkScript(body, &sc); err != nil {
 		return err
 	}
-	e := auditEntry(r, "script.create", "script", "")
+	e := a.auditEntry(r, "script.create", "script", "")
 	e.Summary = scriptSummary(sc)
 	created, err := a.store.CreateScript(r.Context(), e, sc, time.Now())
 	if err != nil {
@@ -185,7 +185,7 @@ func (a *API) updateScript(w http.ResponseWriter, r *http.Request) error {
 	if err := checkScript(body, &sc); err != nil {
 		return err
 	}
-	e := auditEntry(r, "script.update", "script", sc.ID)
+	e := a.auditEntry(r, "script.update", "script", sc.ID)
 	e.Summary = scriptSummary(sc)
 	updated, err := a.store.UpdateScript(r.Context(), e, sc, time.Now())
 	if err != nil {
@@ -203,7 +203,7 @@ func (a *API) deleteScript(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return scriptError(err)
 	}
-	e := auditEntry(r, "script.delete", "script", sc.ID)
+	e := a.auditEntry(r, "script.delete", "script", sc.ID)
 	e.Summary = map[string]any{"name": sc.Name}
 	if err := a.store.DeleteScript(r.Context(), e, orgID, sc.ID); err != nil {
 		return scriptError(err)

@@ -78,7 +78,7 @@ func (a *API) setApprovals(w http.ResponseWriter, r *http.Request) error {
 	for i, k := range body.Keys {
 		in[i] = store.ApprovalInput{Key: k.Key, Title: strings.TrimSpace(k.Title)}
 	}
-	e := auditEntry(r, approvalActions[status], "update", "")
+	e := a.auditEntry(r, approvalActions[status], "update", "")
 	out, err := a.store.SetApprovals(r.Context(), e, principal(r).OrgID, status, in, time.Now())
 	if err != nil {
 		return err

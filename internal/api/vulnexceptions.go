@@ -77,7 +77,7 @@ func (a *API) acceptVulnRisk(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	orgID := principal(r).OrgID
-	x, err := admin.AcceptVulnRiskAudited(r.Context(), a.store, auditEntry(r, "", "", ""), r.PathValue("cve"), body.Kind, body.Reason, validFor, now)
+	x, err := admin.AcceptVulnRiskAudited(r.Context(), a.store, a.auditEntry(r, "", "", ""), r.PathValue("cve"), body.Kind, body.Reason, validFor, now)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (a *API) revokeVulnRisk(w http.ResponseWriter, r *http.Request) error {
 	if err := everyPermission(r, "revoking a vulnerability's accepted risk"); err != nil {
 		return err
 	}
-	_, err := admin.RevokeVulnRiskAudited(r.Context(), a.store, auditEntry(r, "", "", ""), r.PathValue("cve"))
+	_, err := admin.RevokeVulnRiskAudited(r.Context(), a.store, a.auditEntry(r, "", "", ""), r.PathValue("cve"))
 	if errors.Is(err, store.ErrNotFound) {
 		return httpx.Errorf(http.StatusNotFound, "not_found", "no accepted risk or compensating control for this CVE")
 	}
