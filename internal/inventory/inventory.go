@@ -52,7 +52,8 @@ type Update struct {
 	Severity string
 }
 
-// Normalized is a checked document, ready to store.
+// Normalized is a checked document, ready to store: what Check and
+// CheckRaw answer.
 type Normalized struct {
 	Doc     *agentproto.Inventory
 	Updates []Update
@@ -75,15 +76,15 @@ type Dataset struct {
 // trims its text, drops duplicate software rows, derives update keys, and
 // answers the first problem found.
 func Check(doc *agentproto.Inventory, platform, distro string, now time.Time) (Normalized, error) {
-	n, err := check(doc, platform, distro, now)
-	if err != nil {
-		return Normalized{}, err
+	raw := make(map[string]json.RawMessage, len(doc.Datasets))
+	for name, rows := range doc.Datasets {
+		b, err := json.Marshal(rows)
+		if err != nil {
+			return Normalized{}, bad("datasets."+name, "cannot be stored: %v", err)
+		}
+		raw[name] = b
 	}
-	if n.Datasets, err = DatasetsOf(doc.Datasets); err != nil {
-		return Normalized{}, err
-	}
-	n.Distro = DistroOf(doc.Updates, doc.Datasets[agentproto.DatasetOSInformation])
-	return n, nil
+	return CheckRaw(doc, raw, platform, distro, now)
 }
 
 // CheckRaw is Check for a document whose datasets were kept as the JSON
@@ -121,31 +122,8 @@ func CheckRaw(doc *agentproto.Inventory, raw map[string]json.RawMessage, platfor
 			return Normalized{}, bad("datasets."+agentproto.DatasetOSInformation, "must be an array of objects")
 		}
 	}
-	n.Distro = DistroOf(doc.Updates, osInfo)
+	n.Distro = distroOf(doc.Updates, osInfo)
 	return n, nil
-}
-
-// DatasetsOf is the stored form of datasets decoded into rows, by name.
-func DatasetsOf(sets map[string][]map[string]any) ([]Dataset, error) {
-	if len(sets) > MaxDatasets {
-		return nil, bad("datasets", "holds more than %d datasets", MaxDatasets)
-	}
-	out := make([]Dataset, 0, len(sets))
-	for name, rows := range sets {
-		if err := checkDatasetName(name); err != nil {
-			return nil, err
-		}
-		if len(rows) > MaxDatasetRows {
-			return nil, bad("datasets."+name, "holds more than %d rows", MaxDatasetRows)
-		}
-		b, err := json.Marshal(rows)
-		if err != nil {
-			return nil, bad("datasets."+name, "cannot be stored: %v", err)
-		}
-		out = append(out, Dataset{Name: name, JSON: b, Rows: len(rows)})
-	}
-	slices.SortFunc(out, func(a, b Dataset) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
 }
 
 func checkDatasetName(name string) error {
@@ -155,9 +133,9 @@ func checkDatasetName(name string) error {
 	return nil
 }
 
-// DistroOf reads the Linux distribution id (lower case) from the first
+// distroOf reads the Linux distribution id (lower case) from the first
 // update that names it, or else from the os-information dataset's rows.
-func DistroOf(ups []agentproto.Update, osInformation []map[string]any) string {
+func distroOf(ups []agentproto.Update, osInformation []map[string]any) string {
 	for _, u := range ups {
 		if u.Distro != nil && *u.Distro != "" {
 			return strings.ToLower(*u.Distro)

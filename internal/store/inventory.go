@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -90,16 +89,6 @@ type preparedInventory struct {
 // prepareInventory compresses the datasets before the (single, on SQLite)
 // writer is taken.
 func prepareInventory(orgID, endpointID string, n inventory.Normalized, hash string, now time.Time) (*preparedInventory, error) {
-	if n.Datasets == nil && len(n.Doc.Datasets) > 0 {
-		// A document that did not go through inventory.Check.
-		var err error
-		if n.Datasets, err = inventory.DatasetsOf(n.Doc.Datasets); err != nil {
-			return nil, err
-		}
-	}
-	if n.Distro == "" {
-		n.Distro = inventory.DistroOf(n.Doc.Updates, n.Doc.Datasets[agentproto.DatasetOSInformation])
-	}
 	sets, err := compressDatasets(n.Datasets)
 	if err != nil {
 		return nil, err
@@ -388,7 +377,6 @@ func compressDatasets(sets []inventory.Dataset) ([]compressedDataset, error) {
 		}
 		out = append(out, compressedDataset{name: d.Name, blob: b, count: d.Rows})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -87,10 +88,15 @@ func (tx *Tx) recountTitlesForTest(ctx context.Context, orgID string) error {
 func (s *Store) BulkDatasetsForTest(ctx context.Context, orgID string, endpoints []string, sets []map[string][]map[string]any, at time.Time) error {
 	compressed := make([][]compressedDataset, len(sets))
 	for i, set := range sets {
-		ds, err := inventory.DatasetsOf(set)
-		if err != nil {
-			return err
+		var ds []inventory.Dataset
+		for name, rows := range set {
+			b, err := json.Marshal(rows)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, inventory.Dataset{Name: name, JSON: b, Rows: len(rows)})
 		}
+		var err error
 		if compressed[i], err = compressDatasets(ds); err != nil {
 			return err
 		}
