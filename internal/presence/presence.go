@@ -354,23 +354,27 @@ func (h *Hub) Polling(endpointID string) bool {
 	return len(h.waiters[endpointID]) > 0
 }
 
-// Flush writes the batched check-ins, then publishes the replica's
-// watermark.
+// Flush writes the batched check-ins with the replica's watermark, or
+// publishes the watermark alone when there are none.
 func (h *Hub) Flush(ctx context.Context) error {
-	if err := h.write(ctx); err != nil {
+	wrote, err := h.write(ctx)
+	if err != nil || wrote {
 		return err
 	}
 	return h.Publish(ctx)
 }
 
-// write writes the batched check-ins.
-func (h *Hub) write(ctx context.Context) error {
+// write writes the batched check-ins and, in the same transaction, the
+// watermark they make true: every check-in accepted before the batch was
+// taken is in it or written before. It answers false when there was
+// nothing to write.
+func (h *Hub) write(ctx context.Context) (bool, error) {
 	h.writeMu.Lock()
 	defer h.writeMu.Unlock()
 	h.mu.Lock()
 	if len(h.seen) == 0 {
 		h.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	batch := make([]store.Checkin, 0, len(h.seen))
 	for _, c := range h.seen {
@@ -378,12 +382,14 @@ func (h *Hub) write(ctx context.Context) error {
 	}
 	h.seen = make(map[string]store.Checkin, len(batch))
 	h.writing, h.unwritten = h.unwritten, time.Time{}
+	now := h.clock.Now()
+	mark := &store.PresenceMark{Replica: h.replica, WrittenThrough: now, At: now}
 	hold := h.beforeWrite
 	h.mu.Unlock()
 	if hold != nil {
 		hold(ctx)
 	}
-	err := h.store.RecordCheckins(ctx, batch)
+	err := h.store.RecordCheckins(ctx, batch, mark)
 	h.mu.Lock()
 	if err != nil && !errors.As(err, new(*store.CheckinsRefused)) {
 		// Put the batch back unless newer check-ins replaced it.
@@ -407,9 +413,9 @@ func (h *Hub) write(ctx context.Context) error {
 		for id, e := range refused.Refused {
 			slog.Warn("presence: a check-in refused by the database is dropped", "endpoint", id, "err", e)
 		}
-		return nil
+		return true, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // Run flushes check-ins every FlushInterval and listens for commands queued
@@ -432,7 +438,7 @@ func (h *Hub) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.Background(), FinalFlushTimeout)
-			if err := h.write(final); err != nil {
+			if _, err := h.write(final); err != nil {
 				slog.Error("presence: final flush of check-ins", "err", err)
 			} else if err := h.store.DropPresenceWatermark(final, h.replica); err != nil {
 				slog.Warn("presence: remove this replica's watermark", "err", err)

@@ -67,7 +67,7 @@ func TestPoisonedCheckinFailsAlone(t *testing.T) {
 	for _, id := range append(append([]string{}, a...), b...) {
 		batch = append(batch, store.Checkin{EndpointID: id, At: at, AgentVersion: "1.0.1"})
 	}
-	err := s.RecordCheckins(context.Background(), batch)
+	err := s.RecordCheckins(context.Background(), batch, nil)
 	var refused *store.CheckinsRefused
 	if !errors.As(err, &refused) || len(refused.Refused) != 2 || refused.Refused[a[1]] == nil || refused.Refused[b[2]] == nil {
 		t.Fatalf("RecordCheckins: %v, want only %v refused", err, bad)
@@ -91,6 +91,67 @@ func TestPoisonedCheckinFailsAlone(t *testing.T) {
 	}
 }
 
+// TestCheckinsCarryWatermark: a replica's watermark is written with its
+// check-ins, in the same transaction: a batch the database fails leaves
+// the previous watermark, a batch with a refused check-in writes the
+// others and then the watermark.
+func TestCheckinsCarryWatermark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.Open(t)
+	_, ids := enrollN(t, s, "mark", 4, time.Now().Add(-time.Hour))
+	var fault func(store.Checkin) error
+	s.SetCheckinFaultForTest(func(c store.Checkin) error {
+		if fault != nil {
+			return fault(c)
+		}
+		return nil
+	})
+	now := time.Now().Truncate(time.Millisecond)
+	batch := func(at time.Time) []store.Checkin {
+		var b []store.Checkin
+		for _, id := range ids {
+			b = append(b, store.Checkin{EndpointID: id, At: at})
+		}
+		return b
+	}
+	watermark := func() time.Time {
+		t.Helper()
+		through, ok, err := s.PresenceWatermark(ctx, now)
+		if err != nil || !ok {
+			t.Fatalf("PresenceWatermark: %v, %v", ok, err)
+		}
+		return through
+	}
+	first := &store.PresenceMark{Replica: "r1", WrittenThrough: now.Add(-3 * time.Second), At: now.Add(-3 * time.Second)}
+	if err := s.RecordCheckins(ctx, batch(now.Add(-4*time.Second)), first); err != nil {
+		t.Fatal(err)
+	}
+	if got := watermark(); !got.Equal(first.WrittenThrough) {
+		t.Fatalf("watermark %v, want %v", got, first.WrittenThrough)
+	}
+	fault = func(store.Checkin) error { return errors.New("the database went away") }
+	failed := &store.PresenceMark{Replica: "r1", WrittenThrough: now.Add(-time.Second), At: now.Add(-time.Second)}
+	if err := s.RecordCheckins(ctx, batch(now.Add(-2*time.Second)), failed); err == nil {
+		t.Fatal("RecordCheckins answered nil for a failing database")
+	}
+	if got := watermark(); !got.Equal(first.WrittenThrough) {
+		t.Fatalf("a failed batch moved the watermark to %v (want %v)", got, first.WrittenThrough)
+	}
+	fault = func(c store.Checkin) error {
+		if c.EndpointID == ids[2] {
+			return &pgconn.PgError{Code: "22021", Message: "invalid byte sequence for encoding \"UTF8\": 0x00"}
+		}
+		return nil
+	}
+	if err := s.RecordCheckins(ctx, batch(now.Add(-time.Second)), failed); !errors.As(err, new(*store.CheckinsRefused)) {
+		t.Fatalf("RecordCheckins: %v, want one refused", err)
+	}
+	if got := watermark(); !got.Equal(failed.WrittenThrough) {
+		t.Fatalf("watermark %v after the others were written, want %v", got, failed.WrittenThrough)
+	}
+}
+
 // TestCheckinWithNULFailsAlone stores a check-in whose text holds NUL
 // directly (the agent API refuses it before): on PostgreSQL the database
 // refuses it, and only it; on SQLite it is stored. Either way every other
@@ -108,7 +169,7 @@ func TestCheckinWithNULFailsAlone(t *testing.T) {
 		{EndpointID: ids[2], At: at, IPAddresses: []string{"10.0.0.1\x00"}},
 		{EndpointID: ids[3], At: at, AgentVersion: "1.0.0"},
 	}
-	err := s.RecordCheckins(context.Background(), batch)
+	err := s.RecordCheckins(context.Background(), batch, nil)
 	var refused *store.CheckinsRefused
 	if err != nil && !errors.As(err, &refused) {
 		t.Fatalf("RecordCheckins: %v", err)
@@ -178,7 +239,7 @@ func TestCheckinFlushInChunks(t *testing.T) {
 		first[i] = store.Checkin{EndpointID: id, At: enrolled.Add(time.Second), LastBootAt: &boot, User: &alice,
 			IPAddresses: []string{"10.0.0.1"}, AgentVersion: "1.0.0"}
 	}
-	if err := s.RecordCheckins(ctx, first); err != nil {
+	if err := s.RecordCheckins(ctx, first, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteEndpoint(ctx, &store.AuditEntry{OrgID: org.ID, Actor: "test", Action: "endpoint.delete", TargetType: "endpoint"},
@@ -194,7 +255,7 @@ func TestCheckinFlushInChunks(t *testing.T) {
 	second[3].User, second[3].PendingReboot = &bob, true
 	second[511].IPAddresses, second[511].AgentVersion = []string{"10.0.0.2"}, "1.1.0"
 	second[519].User = nil
-	if err := s.RecordCheckins(ctx, second); err != nil {
+	if err := s.RecordCheckins(ctx, second, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, id := range ids {

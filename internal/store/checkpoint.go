@@ -52,17 +52,40 @@ func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.done)
 	tick := time.NewTicker(checkpointEvery)
 	defer tick.Stop()
+	// SQLite writes the log from its start again once a checkpoint copied
+	// all of it, but never shrinks the file: past checkpointFrom, the
+	// file's size says nothing of what is left to copy. A log written
+	// since the last checkpoint began has changed size or time; one that
+	// has not, after a checkpoint that copied all of it, is left alone (an
+	// idle server then makes no checkpoint).
+	var copied os.FileInfo
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		if fi, err := os.Stat(c.wal); err != nil || fi.Size() < checkpointFrom {
+		fi, err := os.Stat(c.wal)
+		if err != nil || fi.Size() < checkpointFrom {
 			continue
 		}
-		if _, err := c.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil && ctx.Err() == nil {
-			slog.Warn("store: background checkpoint of the SQLite log", "err", err)
+		if copied != nil && fi.Size() == copied.Size() && fi.ModTime().Equal(copied.ModTime()) {
+			continue
+		}
+		// busy, the frames in the log, those copied: a reader's snapshot
+		// can keep a passive checkpoint from copying all, and then the
+		// next tick tries again.
+		var busy, frames, done int
+		if err := c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+			if ctx.Err() == nil {
+				slog.Warn("store: background checkpoint of the SQLite log", "err", err)
+			}
+			continue
+		}
+		if done >= frames {
+			copied = fi
+		} else {
+			copied = nil
 		}
 	}
 }

@@ -122,7 +122,7 @@ func TestConcurrentWritersKeepCounts(t *testing.T) {
 				for _, a := range agents[r] {
 					batch = append(batch, store.Checkin{EndpointID: a.id, At: time.Now(), User: &user})
 				}
-				if err := s.RecordCheckins(ctx, batch); err != nil {
+				if err := s.RecordCheckins(ctx, batch, nil); err != nil {
 					errs <- fmt.Errorf("check-ins round %d: %w", round, err)
 				}
 			})

@@ -46,7 +46,7 @@ func TestFindEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		ci.EndpointID, ci.At = id, at
-		if err := s.RecordCheckins(ctx, []store.Checkin{ci}); err != nil {
+		if err := s.RecordCheckins(ctx, []store.Checkin{ci}, nil); err != nil {
 			t.Fatal(err)
 		}
 		return id

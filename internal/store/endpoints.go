@@ -194,21 +194,36 @@ func (e *CheckinsRefused) Error() string {
 	return fmt.Sprintf("store: record check-ins: %d refused by the database, first %s: %v", len(ids), ids[0], e.Refused[ids[0]])
 }
 
-// RecordCheckins writes a batch of check-ins in one transaction. When the
-// database refuses a row's data (rowFault) the batch is written again in
-// halves, down to single check-ins (a few transactions per refused row, not
-// one per row), so that one endpoint's bad data does not keep every other
-// endpoint's last-seen time from being written: the refused ones are
-// answered in a *CheckinsRefused, the others are written. Any other error
-// (the database unreachable, a conflict after retries) fails the batch.
-func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
-	if len(batch) == 1 {
+// RecordCheckins writes a batch of check-ins in one transaction, and with
+// them the writing replica's presence watermark when mark is not nil (see
+// PublishPresenceWatermark): committed together, the watermark never
+// claims a check-in that is not written, and a flush costs one commit.
+// When the database refuses a row's data (rowFault) the batch is written
+// again in halves, down to single check-ins (a few transactions per
+// refused row, not one per row), so that one endpoint's bad data does not
+// keep every other endpoint's last-seen time from being written: the
+// refused ones are answered in a *CheckinsRefused, the others are written,
+// then the watermark in a transaction of its own. Any other error (the
+// database unreachable, a conflict after retries) fails the batch, and
+// the watermark is not written.
+func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin, mark *PresenceMark) error {
+	err := s.recordCheckins(ctx, batch, mark)
+	if err == nil || !rowFault(err) || len(batch) == 1 {
 		// Alone, a refused row cannot be told from a failing database.
-		return s.recordCheckins(ctx, batch)
+		return err
 	}
 	refused := &CheckinsRefused{Refused: map[string]error{}}
-	if err := s.recordIsolating(ctx, batch, refused); err != nil {
+	half := len(batch) / 2
+	if err := s.recordIsolating(ctx, batch[:half], refused); err != nil {
 		return err
+	}
+	if err := s.recordIsolating(ctx, batch[half:], refused); err != nil {
+		return err
+	}
+	if mark != nil {
+		if err := s.PublishPresenceWatermark(ctx, mark.Replica, mark.WrittenThrough, mark.At); err != nil {
+			return err
+		}
 	}
 	if len(refused.Refused) == 0 {
 		return nil
@@ -217,7 +232,7 @@ func (s *Store) RecordCheckins(ctx context.Context, batch []Checkin) error {
 }
 
 func (s *Store) recordIsolating(ctx context.Context, batch []Checkin, refused *CheckinsRefused) error {
-	err := s.recordCheckins(ctx, batch)
+	err := s.recordCheckins(ctx, batch, nil)
 	switch {
 	case err == nil:
 		return nil
@@ -234,8 +249,8 @@ func (s *Store) recordIsolating(ctx context.Context, batch []Checkin, refused *C
 	return s.recordIsolating(ctx, batch[half:], refused)
 }
 
-func (s *Store) recordCheckins(ctx context.Context, batch []Checkin) error {
-	if len(batch) == 0 {
+func (s *Store) recordCheckins(ctx context.Context, batch []Checkin, mark *PresenceMark) error {
+	if len(batch) == 0 && mark == nil {
 		return nil
 	}
 	// Endpoint rows in id order, as the ingester locks them: replicas'
@@ -258,6 +273,9 @@ func (s *Store) recordCheckins(ctx context.Context, batch []Checkin) error {
 				return fmt.Errorf("store: record check-ins: %w", err)
 			}
 		}
+		if mark != nil {
+			return tx.publishPresenceWatermark(ctx, *mark)
+		}
 		return nil
 	})
 }
@@ -266,43 +284,39 @@ func (s *Store) recordCheckins(ctx context.Context, batch []Checkin) error {
 const checkinChunk = 500
 
 // recordCheckinChunk writes check-ins of distinct endpoints, in id order,
-// in a few statements whatever their number: one reads the fields group
-// rules test (on PostgreSQL it locks the rows, in id order), one writes
-// every last-seen time, and only an endpoint whose fields changed has them
-// written and its group membership re-decided. A flush is most of what a
-// check-in costs the database; a statement per endpoint was most of the
-// flush. The endpoints travel as one JSON parameter, so the statements'
-// text is the same whatever the chunk's size (SQLite parses a statement
-// per transaction, and a flush is one).
+// in a few statements whatever their number: every last-seen time is
+// written and the fields group rules test are read (on SQLite in one
+// statement, UPDATE … RETURNING; on PostgreSQL a first statement locks
+// the rows in id order and reads them), and only an endpoint whose fields
+// changed has them written and its group membership re-decided. A flush
+// is most of what a check-in costs the database; a statement per endpoint
+// was most of the flush. The endpoints travel as one JSON parameter, so
+// the statements' text is the same whatever the chunk's size (SQLite
+// parses a statement per transaction, and a flush is one).
 func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	type seenRow struct {
 		ID   string `json:"id"`
 		At   int64  `json:"at"`
 		Boot *int64 `json:"boot"`
 	}
-	ids := make([]string, len(chunk))
 	seen := make([]seenRow, len(chunk))
 	for i, c := range chunk {
-		ids[i] = c.EndpointID
 		seen[i] = seenRow{ID: c.EndpointID, At: millis(c.At)}
 		if c.LastBootAt != nil {
 			boot := millis(*c.LastBootAt)
 			seen[i].Boot = &boot
 		}
 	}
-	idsJSON, _ := json.Marshal(ids)
 	seenJSON, _ := json.Marshal(seen)
-	readFacts := `SELECT id, org_id, pending_reboot, logged_user, ip_addresses, agent_version FROM endpoints
-		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`
-	writeSeen := `UPDATE endpoints SET last_seen_at = seen.value->>'at', last_boot_at = COALESCE(seen.value->>'boot', endpoints.last_boot_at)
-		FROM json_each(?) AS seen WHERE endpoints.id = seen.value->>'id'`
+	// The facts are those before this flush: it writes none of them.
+	const factColumns = `id, org_id, pending_reboot, logged_user, ip_addresses, agent_version`
+	q := `UPDATE endpoints SET last_seen_at = seen.value->>'at', last_boot_at = COALESCE(seen.value->>'boot', endpoints.last_boot_at)
+		FROM json_each(?) AS seen WHERE endpoints.id = seen.value->>'id' RETURNING ` + factColumns
 	if tx.s.engine == Postgres {
-		readFacts = `SELECT id, org_id, pending_reboot, logged_user, ip_addresses, agent_version FROM endpoints
-			WHERE id IN (SELECT json_array_elements_text(CAST(? AS json))) ORDER BY id FOR NO KEY UPDATE`
-		writeSeen = `UPDATE endpoints SET last_seen_at = seen.at, last_boot_at = COALESCE(seen.boot, endpoints.last_boot_at)
-			FROM json_to_recordset(CAST(? AS json)) AS seen(id text, at bigint, boot bigint) WHERE endpoints.id = seen.id`
+		q = `SELECT ` + factColumns + ` FROM endpoints
+			WHERE id IN (SELECT seen.id FROM json_to_recordset(CAST(? AS json)) AS seen(id text)) ORDER BY id FOR NO KEY UPDATE`
 	}
-	rows, err := tx.query(ctx, readFacts, string(idsJSON))
+	rows, err := tx.query(ctx, q, string(seenJSON))
 	if err != nil {
 		return err
 	}
@@ -329,8 +343,11 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	if len(known) == 0 {
 		return nil
 	}
-	if _, err := tx.exec(ctx, writeSeen, string(seenJSON)); err != nil {
-		return err
+	if tx.s.engine == Postgres {
+		if _, err := tx.exec(ctx, `UPDATE endpoints SET last_seen_at = seen.at, last_boot_at = COALESCE(seen.boot, endpoints.last_boot_at)
+			FROM json_to_recordset(CAST(? AS json)) AS seen(id text, at bigint, boot bigint) WHERE endpoints.id = seen.id`, string(seenJSON)); err != nil {
+			return err
+		}
 	}
 	for _, c := range chunk {
 		f, ok := known[c.EndpointID]

@@ -39,7 +39,7 @@ func TestMatcherAndRebootTrackerTogether(t *testing.T) {
 	// tracker's scan order) no longer follows the ids, as in a live fleet.
 	order := rand.Perm(endpoints)
 	for _, i := range order {
-		if err := s.RecordCheckins(ctx, []store.Checkin{{EndpointID: ids[i], At: now, PendingReboot: true}}); err != nil {
+		if err := s.RecordCheckins(ctx, []store.Checkin{{EndpointID: ids[i], At: now, PendingReboot: true}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,7 +129,7 @@ func TestSweepNotHeldByKeyShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordCheckins(ctx, []store.Checkin{{EndpointID: id, At: t0}}); err != nil {
+	if err := s.RecordCheckins(ctx, []store.Checkin{{EndpointID: id, At: t0}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Connected first (seen after the cutoff), so that the sweep under test

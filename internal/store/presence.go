@@ -14,16 +14,31 @@ import (
 // once; one that died holds the offline alerts back for at most this long.
 const PresenceStaleAfter = 5 * time.Minute
 
+// PresenceMark is a replica's presence watermark: every check-in it
+// accepted before WrittenThrough is written; At is the heartbeat that
+// tells the replica is alive.
+type PresenceMark struct {
+	Replica            string
+	WrittenThrough, At time.Time
+}
+
 // PublishPresenceWatermark records that every check-in the replica accepted
 // before writtenThrough is written (heartbeat at now), and forgets the rows
-// of replicas silent for a day.
+// of replicas silent for a day. A replica with check-ins to write records
+// it with them instead (RecordCheckins).
 func (s *Store) PublishPresenceWatermark(ctx context.Context, replica string, writtenThrough, now time.Time) error {
-	if _, err := s.exec(ctx, `INSERT INTO presence_watermarks (replica_id, written_through, updated_at) VALUES (?, ?, ?)
+	return s.InTx(ctx, func(tx *Tx) error {
+		return tx.publishPresenceWatermark(ctx, PresenceMark{Replica: replica, WrittenThrough: writtenThrough, At: now})
+	})
+}
+
+func (tx *Tx) publishPresenceWatermark(ctx context.Context, m PresenceMark) error {
+	if _, err := tx.exec(ctx, `INSERT INTO presence_watermarks (replica_id, written_through, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (replica_id) DO UPDATE SET written_through = excluded.written_through, updated_at = excluded.updated_at`,
-		replica, millis(writtenThrough), millis(now)); err != nil {
+		m.Replica, millis(m.WrittenThrough), millis(m.At)); err != nil {
 		return fmt.Errorf("store: publish presence watermark: %w", err)
 	}
-	if _, err := s.exec(ctx, `DELETE FROM presence_watermarks WHERE updated_at < ?`, millis(now.Add(-24*time.Hour))); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM presence_watermarks WHERE updated_at < ?`, millis(m.At.Add(-24*time.Hour))); err != nil {
 		return fmt.Errorf("store: forget old presence watermarks: %w", err)
 	}
 	return nil
