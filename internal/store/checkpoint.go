@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"log/slog"
 	"os"
 	"time"
@@ -20,11 +22,18 @@ import (
 const (
 	// checkpointEvery is how often the log is looked at.
 	checkpointEvery = 500 * time.Millisecond
-	// checkpointFrom is the log size that starts a background checkpoint.
+	// checkpointFrom is the size of the log not yet copied that starts a
+	// background checkpoint at once.
 	checkpointFrom = 4 << 20
 	// walSafetyPages is the writer's own checkpoint threshold (64 MiB of
 	// 4 KiB pages).
 	walSafetyPages = 16384
+	// checkpointQuiet is how long a log with less than checkpointFrom
+	// left to copy waits after the last checkpoint: a server with a few
+	// writes a second (a fleet checking in) then copies a page written by
+	// several of them once, and syncs the database file a few times less,
+	// while a busy writer's log is still copied every checkpointEvery.
+	checkpointQuiet = 5 * time.Second
 )
 
 // checkpointer copies the write-ahead log of the SQLite file path into
@@ -32,6 +41,7 @@ const (
 type checkpointer struct {
 	db   *sql.DB
 	wal  string
+	shm  string
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -43,7 +53,7 @@ func startCheckpointer(path, pragmas string) (*checkpointer, error) {
 	}
 	db.SetMaxOpenConns(1)
 	ctx, stop := context.WithCancel(context.Background())
-	c := &checkpointer{db: db, wal: path + "-wal", stop: stop, done: make(chan struct{})}
+	c := &checkpointer{db: db, wal: path + "-wal", shm: path + "-shm", stop: stop, done: make(chan struct{})}
 	go c.run(ctx)
 	return c, nil
 }
@@ -52,42 +62,75 @@ func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.done)
 	tick := time.NewTicker(checkpointEvery)
 	defer tick.Stop()
-	// SQLite writes the log from its start again once a checkpoint copied
-	// all of it, but never shrinks the file: past checkpointFrom, the
-	// file's size says nothing of what is left to copy. A log written
-	// since the last checkpoint began has changed size or time; one that
-	// has not, after a checkpoint that copied all of it, is left alone (an
-	// idle server then makes no checkpoint).
-	var copied os.FileInfo
+	var last time.Time
 	for {
+		var now time.Time
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case now = <-tick.C:
 		}
-		fi, err := os.Stat(c.wal)
-		if err != nil || fi.Size() < checkpointFrom {
+		if !c.due(now.Sub(last)) {
 			continue
 		}
-		if copied != nil && fi.Size() == copied.Size() && fi.ModTime().Equal(copied.ModTime()) {
-			continue
-		}
-		// busy, the frames in the log, those copied: a reader's snapshot
-		// can keep a passive checkpoint from copying all, and then the
-		// next tick tries again.
-		var busy, frames, done int
-		if err := c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
-			if ctx.Err() == nil {
-				slog.Warn("store: background checkpoint of the SQLite log", "err", err)
-			}
-			continue
-		}
-		if done >= frames {
-			copied = fi
-		} else {
-			copied = nil
+		last = now
+		if _, err := c.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil && ctx.Err() == nil {
+			slog.Warn("store: background checkpoint of the SQLite log", "err", err)
 		}
 	}
+}
+
+// due tells whether the log should be copied now, since a checkpoint
+// that began ago. SQLite writes the log from its start again once a
+// checkpoint copied all of it, but never shrinks the file: its size says
+// nothing of what is left to copy. The wal-index header in the -shm file
+// does (https://www.sqlite.org/walformat.html): the frames in the log,
+// and those a checkpoint copied. Nothing left: no checkpoint (an idle
+// server makes none); checkpointFrom or more: one now; less: one after
+// checkpointQuiet. When the header cannot be read (or is being written)
+// the log file's size decides, as SQLite's own threshold would.
+func (c *checkpointer) due(ago time.Duration) bool {
+	left, pageSize, ok := walFramesLeft(c.shm)
+	if !ok {
+		fi, err := os.Stat(c.wal)
+		return err == nil && fi.Size() >= checkpointFrom
+	}
+	switch {
+	case left == 0:
+		return false
+	case left*pageSize >= checkpointFrom:
+		return true
+	}
+	return ago >= checkpointQuiet
+}
+
+// walFramesLeft reads the wal-index header at the start of the -shm file:
+// two copies of a 48-byte header (mxFrame, the frames in the log, at
+// offset 16; the page size at 14), then nBackfill, the frames copied, at
+// offset 96. All in the machine's byte order. ok is false unless both
+// copies agree (a writer may be changing them) and the version is known.
+func walFramesLeft(shm string) (left, pageSize int64, ok bool) {
+	f, err := os.Open(shm)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	var h [100]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil {
+		return 0, 0, false
+	}
+	if !bytes.Equal(h[0:48], h[48:96]) || binary.NativeEndian.Uint32(h[0:]) != 3007000 {
+		return 0, 0, false
+	}
+	pageSize = int64(binary.NativeEndian.Uint16(h[14:]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	mxFrame, backfilled := binary.NativeEndian.Uint32(h[16:]), binary.NativeEndian.Uint32(h[96:])
+	if backfilled > mxFrame {
+		return 0, pageSize, true
+	}
+	return int64(mxFrame - backfilled), pageSize, true
 }
 
 // close stops the checkpoints and closes the connection.

@@ -230,3 +230,7 @@ func (s *Store) BulkVulnsForTest(ctx context.Context, orgID string, endpoints []
 		return tx.insertRows(ctx, "org_vulns", []string{"org_id", "cve_id", "endpoints_count", "first_detected_at", "last_detected_at"}, orows)
 	})
 }
+
+// WalFramesLeftForTest reads the frames of an SQLite log not yet copied
+// from its -shm file, as the background checkpointer does.
+var WalFramesLeftForTest = walFramesLeft
