@@ -47,19 +47,21 @@ func UnmarshalBody(body []byte, v any) error {
 	if HasEscapedNUL(body) {
 		return Errorf(http.StatusBadRequest, "invalid_json", "a string of the body holds the NUL character (\\u0000), which patchd does not store")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
+	// Unmarshal, not a Decoder: the body is read already, and a Decoder
+	// copies it into a buffer of its own (as large as an inventory).
+	if err := json.Unmarshal(body, v); err != nil {
+		var syntaxErr *json.SyntaxError
+		if errors.As(err, &syntaxErr) && strings.HasSuffix(syntaxErr.Error(), "after top-level value") {
+			return Errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: data after the top-level value")
+		}
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
 			return Validation(typeErr.Field, "must be "+jsonTypeName(typeErr.Type.Kind().String()))
 		}
 		if errors.As(err, &typeErr) {
-			return Errorf(http.StatusBadRequest, "invalid_json", "the body must be a JSON "+jsonTypeName(typeErr.Type.Kind().String()))
+			return Errorf(http.StatusBadRequest, "invalid_json", "the body must be JSON: "+jsonTypeName(typeErr.Type.Kind().String()))
 		}
 		return Errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if dec.More() {
-		return Errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: data after the top-level value")
 	}
 	return nil
 }

@@ -49,6 +49,40 @@ func TestUnmarshalBodyRefusesNUL(t *testing.T) {
 	}
 }
 
+// TestUnmarshalBodyOneValue: a body is one JSON value, whatever follows it
+// but blanks is refused (a closing bracket too, which a json.Decoder's
+// More would have let through), and the messages say what is wrong.
+func TestUnmarshalBodyOneValue(t *testing.T) {
+	type doc struct {
+		Name string `json:"name"`
+		N    int    `json:"n"`
+	}
+	for _, tc := range []struct {
+		body, message string // message "": accepted
+	}{
+		{"{\"name\":\"a\"} \n\t", ""},
+		{`{"name":"a"} {"name":"b"}`, "malformed JSON: data after the top-level value"},
+		{`{"name":"a"}]`, "malformed JSON: data after the top-level value"},
+		{`{"name":"a"}x`, "malformed JSON: data after the top-level value"},
+		{`{"name":"a"`, "malformed JSON: unexpected end of JSON input"},
+		{`[1]`, "the body must be JSON: an object"},
+		{`   `, "the request body is empty; a JSON object is expected"},
+	} {
+		var v doc
+		err := UnmarshalBody([]byte(tc.body), &v)
+		if tc.message == "" {
+			if err != nil {
+				t.Errorf("%q: refused: %v", tc.body, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Description == nil || *e.Description != tc.message {
+			t.Errorf("%q: got %v, want 400 %q", tc.body, err, tc.message)
+		}
+	}
+}
+
 func TestCheckURLRefusesNUL(t *testing.T) {
 	h := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
