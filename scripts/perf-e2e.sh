@@ -14,14 +14,15 @@
 #   latency   the same fleet checking in every 60 s without long polls:
 #             check-in p50 / p99 and CPU per check-in;
 #   api       wrk against the authenticated GET /api/v1/groups and, in the
-#             same run (alternating), against a bare net/http handler
-#             serving a body of the same shape: the ratio of requests/s;
+#             same run (alternating, API_RUNS pairs of 10 s), against a bare
+#             net/http handler serving a body of the same shape: the ratio
+#             of requests/s over all the pairs, and each pair's;
 #   scale     (SCALE=N, e.g. 100000) N endpoints on one SQLite server,
 #             checking in every 60 s: RSS, peak RSS, check-in p50 / p99.
 #
 # Usage: scripts/perf-e2e.sh [sqlite|postgres|both|none]   (default sqlite;
 # none runs only the SCALE run)
-#   ENDPOINTS=10000 WARMUP=70s STEADY=120s SCALE=0 OUT=folder KEEP=1
+#   ENDPOINTS=10000 WARMUP=70s STEADY=120s SCALE=0 API_RUNS=5 OUT=folder KEEP=1
 # PostgreSQL runs on a cluster of its own (initdb in the work folder, its
 # own port): the machine's PostgreSQL is not touched. Needs jq, curl, wrk
 # (apt-get install wrk) and, for PostgreSQL, its server binaries; run as
@@ -36,6 +37,7 @@ ENDPOINTS=${ENDPOINTS:-10000}
 WARMUP=${WARMUP:-70s}
 STEADY=${STEADY:-120s}
 SCALE=${SCALE:-0}
+API_RUNS=${API_RUNS:-5}
 PGPORT=${PGPORT:-55433}
 PORT=${PORT:-18300}
 
@@ -177,8 +179,8 @@ api() {
   wrk -t2 -c32 -d3s "http://127.0.0.1:$((PORT + 1))/api/v1/groups" >/dev/null
   wrk -t2 -c32 -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$PORT/api/v1/groups" >"$OUT/$engine-wrk-0.txt"
   la0=$(loadavg)
-  log "$engine: wrk, bare net/http and GET /api/v1/groups, 3 × 10 s each, alternating"
-  for i in 1 2 3; do
+  log "$engine: wrk, bare net/http and GET /api/v1/groups, $API_RUNS × 10 s each, alternating"
+  for i in $(seq 1 "$API_RUNS"); do
     wrk -t2 -c32 -d10s "http://127.0.0.1:$((PORT + 1))/api/v1/groups" >"$OUT/$engine-wrk-bare-$i.txt"
     wrk -t2 -c32 -d10s -H "Authorization: Bearer $tok" "http://127.0.0.1:$PORT/api/v1/groups" >"$OUT/$engine-wrk-patchd-$i.txt"
     b=$(awk '/Requests\/sec/ {print $2}' "$OUT/$engine-wrk-bare-$i.txt")
@@ -187,7 +189,7 @@ api() {
       echo "perf-e2e: patchd answered errors to wrk (run $i):" >&2
       cat "$OUT/$engine-wrk-patchd-$i.txt" >&2
     fi
-    echo "$engine run $i: bare $b req/s, patchd $p req/s" >>"$OUT/$engine-api.txt"
+    echo "$engine run $i: bare $b req/s, patchd $p req/s ($(printf '%.2f' "$(echo "$p / $b" | bc -l)"))" >>"$OUT/$engine-api.txt"
     bare=$(echo "$bare + $b" | bc -l)
     pd=$(echo "$pd + $p" | bc -l)
   done
@@ -195,7 +197,7 @@ api() {
   wait "$bare_pid" 2>/dev/null || true
   bare_pid=""
   row "$engine: GET /api/v1/groups against bare net/http (wrk -t2 -c32)" \
-    "$(printf '%.2f' "$(echo "$pd / $bare" | bc -l)") ($(printf '%.0f' "$(echo "$pd / 3" | bc -l)") vs $(printf '%.0f' "$(echo "$bare / 3" | bc -l)") req/s)" \
+    "$(printf '%.2f' "$(echo "$pd / $bare" | bc -l)") ($(printf '%.0f' "$(echo "$pd / $API_RUNS" | bc -l)") vs $(printf '%.0f' "$(echo "$bare / $API_RUNS" | bc -l)") req/s)" \
     "$la0 → $(loadavg)" "$(tr '\n' ';' <"$OUT/$engine-api.txt")"
 }
 
