@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/clock"
 	"github.com/patchd/patchd/internal/httpx"
@@ -174,6 +175,11 @@ func principal(r *http.Request) *auth.Principal {
 func (a *API) auditEntry(r *http.Request, action, targetType, targetID string) *store.AuditEntry {
 	p := principal(r)
 	return &store.AuditEntry{OrgID: p.OrgID, Actor: p.Actor(), Action: action, TargetType: targetType, TargetID: targetID, Address: a.callerAddress(r)}
+}
+
+// by is the caller of a write the admin package records.
+func (a *API) by(r *http.Request) admin.By {
+	return admin.By{Actor: principal(r).Actor(), Address: a.callerAddress(r)}
 }
 
 // callerAddress is the caller's client address for the Audit Trail: the

@@ -74,7 +74,7 @@ func (a *API) createCredential(w http.ResponseWriter, r *http.Request) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	nc, err := admin.CreateCredentialBy(r.Context(), a.store, admin.By{Actor: p.Actor(), Address: a.callerAddress(r)}, p.OrgID, name, role.ID)
+	nc, err := admin.CreateCredentialBy(r.Context(), a.store, a.by(r), p.OrgID, name, role.ID)
 	if errors.Is(err, store.ErrConflict) {
 		return httpx.Validation("name", "is taken by another credential of the organization")
 	}
@@ -116,7 +116,7 @@ func (a *API) patchCredential(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := principal(r)
 	if *body.Disabled != c.Disabled {
-		if _, err := admin.SetCredentialDisabledBy(r.Context(), a.store, admin.By{Actor: p.Actor(), Address: a.callerAddress(r)}, p.OrgID, c.ID, *body.Disabled); err != nil {
+		if _, err := admin.SetCredentialDisabledBy(r.Context(), a.store, a.by(r), p.OrgID, c.ID, *body.Disabled); err != nil {
 			return err
 		}
 		a.auth.Forget(store.AuthChange{CredentialID: c.ID})
@@ -132,7 +132,7 @@ func (a *API) deleteCredential(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := principal(r)
-	if _, err := admin.DeleteCredentialBy(r.Context(), a.store, admin.By{Actor: p.Actor(), Address: a.callerAddress(r)}, p.OrgID, c.ID); err != nil {
+	if _, err := admin.DeleteCredentialBy(r.Context(), a.store, a.by(r), p.OrgID, c.ID); err != nil {
 		if isNotFound(err) {
 			return httpx.NotFound("credential")
 		}
@@ -167,7 +167,7 @@ func (a *API) putSignInPolicy(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Validation("requireSecondFactor", "is required (true or false)")
 	}
 	p := principal(r)
-	if err := admin.SetRequireSecondFactor(r.Context(), a.store, admin.By{Actor: p.Actor(), Address: a.callerAddress(r)}, p.OrgID, *body.RequireSecondFactor); err != nil {
+	if err := admin.SetRequireSecondFactor(r.Context(), a.store, a.by(r), p.OrgID, *body.RequireSecondFactor); err != nil {
 		return err
 	}
 	return a.getSignInPolicy(w, r)

@@ -46,7 +46,7 @@ func (a *API) setSSO(w http.ResponseWriter, r *http.Request) error {
 	for _, m := range body.RoleMap {
 		in.RoleMap = append(in.RoleMap, sso.Mapping{Value: m.Value, Role: m.Role})
 	}
-	out, err := admin.SetSSOBy(r.Context(), a.store, admin.By{Actor: principal(r).Actor(), Address: a.callerAddress(r)}, principal(r).OrgID, in)
+	out, err := admin.SetSSOBy(r.Context(), a.store, a.by(r), principal(r).OrgID, in)
 	var problems sso.Problems
 	if errors.As(err, &problems) {
 		var errs valid.Errors
@@ -70,7 +70,7 @@ func (a *API) deleteSSO(w http.ResponseWriter, r *http.Request) error {
 	if err := everyPermission(r, "single sign-on settings"); err != nil {
 		return err
 	}
-	_, err := admin.DeleteSSOBy(r.Context(), a.store, admin.By{Actor: principal(r).Actor(), Address: a.callerAddress(r)}, principal(r).OrgID)
+	_, err := admin.DeleteSSOBy(r.Context(), a.store, a.by(r), principal(r).OrgID)
 	if errors.Is(err, store.ErrNotFound) {
 		return httpx.NotFound("single sign-on provider")
 	}

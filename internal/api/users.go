@@ -88,7 +88,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	by := admin.By{Actor: p.Actor(), Address: a.callerAddress(r)}
+	by := a.by(r)
 	var u store.User
 	var token string
 	if body.Invite {
@@ -177,7 +177,7 @@ func (a *API) targetUser(r *http.Request) (store.ConsoleUser, admin.By, error) {
 			return u, admin.By{}, httpx.Errorf(http.StatusForbidden, "instance_operator",
 				u.Email+" is an instance operator: only an instance operator changes that account (console, or patchd admin user …)")
 		}
-		return u, admin.By{Actor: p.Actor(), Address: a.callerAddress(r)}, nil
+		return u, a.by(r), nil
 	}
 	return store.ConsoleUser{}, admin.By{}, httpx.NotFound("user")
 }
