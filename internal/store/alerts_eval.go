@@ -269,9 +269,9 @@ func (s *Store) offlineConditions(ctx context.Context, r AlertRule, now, offline
 		return NewAlertEvent{Key: fmt.Sprintf("offline:%s:%d", id, millis(since)), Event: alerts.EndpointOffline, Severity: alerts.Warning,
 			Title: "Endpoint " + name + " is offline", Detail: fmt.Sprintf("Last check-in %s (%s ago). Endpoint id %s.", stamp(since), ago(now, since), id),
 			EndpointID: id, Since: &t}
-	}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(e.last_seen_at, e.enrolled_at) FROM endpoints e
-		WHERE e.org_id = ? AND COALESCE(e.last_seen_at, e.enrolled_at) <= ? AND COALESCE(e.last_seen_at, e.enrolled_at) >= ?
-		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.since = COALESCE(e.last_seen_at, e.enrolled_at))
+	}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(p.last_seen_at, e.enrolled_at) FROM `+endpointsSeen+`
+		WHERE e.org_id = ? AND COALESCE(p.last_seen_at, e.enrolled_at) <= ? AND COALESCE(p.last_seen_at, e.enrolled_at) >= ?
+		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.since = COALESCE(p.last_seen_at, e.enrolled_at))
 		ORDER BY e.id LIMIT ?`,
 		r.OrgID, millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
 }
@@ -320,10 +320,10 @@ func (s *Store) groupConditions(ctx context.Context, r AlertRule, now, offlineAt
 				Title:      fmt.Sprintf("Endpoint %s of group %s is offline", name, g.name),
 				Detail:     fmt.Sprintf("Last check-in %s (%s ago); the group alerts after %d minutes offline. Endpoint id %s.", stamp(since), ago(now, since), g.minutes, id),
 				EndpointID: id, GroupID: g.id, Since: &t}
-		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(e.last_seen_at, e.enrolled_at) FROM endpoints e
-			WHERE e.org_id = ? AND `+member+` AND COALESCE(e.last_seen_at, e.enrolled_at) <= ? AND COALESCE(e.last_seen_at, e.enrolled_at) >= ?
+		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(p.last_seen_at, e.enrolled_at) FROM `+endpointsSeen+`
+			WHERE e.org_id = ? AND `+member+` AND COALESCE(p.last_seen_at, e.enrolled_at) <= ? AND COALESCE(p.last_seen_at, e.enrolled_at) >= ?
 			AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.group_id = ? AND ev.event = ?
-				AND ev.since = COALESCE(e.last_seen_at, e.enrolled_at))
+				AND ev.since = COALESCE(p.last_seen_at, e.enrolled_at))
 			ORDER BY e.id LIMIT ?`,
 			append(append([]any{r.OrgID}, args...), millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, g.id, alerts.GroupUptime, maxCandidates)...)
 		if err != nil {
@@ -340,8 +340,8 @@ func (s *Store) groupConditions(ctx context.Context, r AlertRule, now, offlineAt
 			return NewAlertEvent{Key: fmt.Sprintf("group:%s:online:%s:%d", g.id, id, millis(since)), Event: alerts.EventEndpointOnline, Severity: alerts.Info,
 				Title:  fmt.Sprintf("Endpoint %s of group %s is back online", name, g.name),
 				Detail: fmt.Sprintf("It had been offline since %s. Endpoint id %s.", stamp(since), id), EndpointID: id, GroupID: g.id, Since: &t}
-		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), ev.since FROM alert_events ev JOIN endpoints e ON e.id = ev.endpoint_id
-			WHERE ev.rule_id = ? AND ev.group_id = ? AND ev.event = ? AND e.last_seen_at > ev.since AND e.last_seen_at >= ?
+		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), ev.since FROM alert_events ev JOIN endpoints e ON e.id = ev.endpoint_id JOIN endpoint_presence p ON p.endpoint_id = e.id
+			WHERE ev.rule_id = ? AND ev.group_id = ? AND ev.event = ? AND p.last_seen_at > ev.since AND p.last_seen_at >= ?
 			AND NOT EXISTS (SELECT 1 FROM alert_events back WHERE back.rule_id = ev.rule_id AND back.endpoint_id = ev.endpoint_id
 				AND back.group_id = ev.group_id AND back.event = ? AND back.since = ev.since)
 			ORDER BY e.id LIMIT ?`,

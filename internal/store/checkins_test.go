@@ -225,7 +225,8 @@ func TestIngestBatchWithNUL(t *testing.T) {
 // chunk: every endpoint's last-seen time is written, the fields group
 // rules test are written only where they changed (a check-in without
 // addresses, boot time or version keeps the known ones), and a check-in of
-// an endpoint removed meanwhile is skipped without failing the others.
+// an endpoint removed meanwhile is skipped without failing the others. A
+// new boot time alone is written as well.
 func TestCheckinFlushInChunks(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
@@ -255,6 +256,8 @@ func TestCheckinFlushInChunks(t *testing.T) {
 	second[3].User, second[3].PendingReboot = &bob, true
 	second[511].IPAddresses, second[511].AgentVersion = []string{"10.0.0.2"}, "1.1.0"
 	second[519].User = nil
+	rebooted := boot.Add(30 * time.Minute)
+	second[100].LastBootAt = &rebooted // the boot time alone changed: written too
 	if err := s.RecordCheckins(ctx, second, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +269,10 @@ func TestCheckinFlushInChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantUser, wantReboot, wantIP, wantVersion := &alice, false, "10.0.0.1", "1.0.0"
+		wantUser, wantReboot, wantIP, wantVersion, wantBoot := &alice, false, "10.0.0.1", "1.0.0", boot
 		switch i {
+		case 100:
+			wantBoot = rebooted
 		case 3:
 			wantUser, wantReboot = &bob, true
 		case 511:
@@ -278,8 +283,8 @@ func TestCheckinFlushInChunks(t *testing.T) {
 		switch {
 		case e.LastSeenAt == nil || !e.LastSeenAt.Equal(at):
 			t.Errorf("endpoint %d: last seen %v, want %v", i, e.LastSeenAt, at)
-		case e.LastBootAt == nil || !e.LastBootAt.Equal(boot):
-			t.Errorf("endpoint %d: last boot %v, want %v kept", i, e.LastBootAt, boot)
+		case e.LastBootAt == nil || !e.LastBootAt.Equal(wantBoot):
+			t.Errorf("endpoint %d: last boot %v, want %v", i, e.LastBootAt, wantBoot)
 		case (e.User == nil) != (wantUser == nil) || (wantUser != nil && *e.User != *wantUser):
 			t.Errorf("endpoint %d: user %v, want %v", i, e.User, wantUser)
 		case e.PendingReboot != wantReboot:

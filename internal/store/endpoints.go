@@ -65,11 +65,15 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		case errors.Is(err, sql.ErrNoRows):
 			id, created = NewID(), true
 			_, err = tx.exec(ctx, `INSERT INTO endpoints (id, org_id, machine_uid, secret_hash, hostname, sort_name, platform, os, os_version, arch,
-				agent_version, enrolled_at, last_seen_at, status, status_changed_at, insecure_channel)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?, ?)`,
+				agent_version, enrolled_at, insecure_channel)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				id, en.OrgID, en.MachineUID, en.SecretHash, en.Hostname, strings.ToLower(en.Hostname), en.Platform,
-				nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion), nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), millis(now), millis(now),
+				nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion), nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now),
 				en.InsecureChannel)
+			if err == nil {
+				_, err = tx.exec(ctx, `INSERT INTO endpoint_presence (endpoint_id, last_seen_at, status, status_changed_at)
+					VALUES (?, ?, 'connected', ?)`, id, millis(now), millis(now))
+			}
 			if err != nil {
 				return fmt.Errorf("store: enroll endpoint: %w", err)
 			}
@@ -81,11 +85,16 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		case err != nil:
 			return fmt.Errorf("store: enroll endpoint: %w", err)
 		}
-		_, err = tx.exec(ctx, `UPDATE endpoints SET secret_hash = ?, hostname = ?, sort_name = CASE WHEN display_name IS NULL THEN ? ELSE sort_name END,
-			platform = ?, os = COALESCE(?, os), os_version = COALESCE(?, os_version), arch = COALESCE(?, arch),
-			agent_version = COALESCE(?, agent_version), last_seen_at = ?, insecure_channel = ? WHERE id = ?`,
-			en.SecretHash, en.Hostname, strings.ToLower(en.Hostname), en.Platform, nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion),
-			nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), millis(now), en.InsecureChannel, id)
+		// The presence row first, as a check-in flush locks it before the
+		// endpoint row (PostgreSQL).
+		_, err = tx.exec(ctx, `UPDATE endpoint_presence SET last_seen_at = ? WHERE endpoint_id = ?`, millis(now), id)
+		if err == nil {
+			_, err = tx.exec(ctx, `UPDATE endpoints SET secret_hash = ?, hostname = ?, sort_name = CASE WHEN display_name IS NULL THEN ? ELSE sort_name END,
+				platform = ?, os = COALESCE(?, os), os_version = COALESCE(?, os_version), arch = COALESCE(?, arch),
+				agent_version = COALESCE(?, agent_version), insecure_channel = ? WHERE id = ?`,
+				en.SecretHash, en.Hostname, strings.ToLower(en.Hostname), en.Platform, nullIfEmpty(en.OS), nullIfEmpty(en.OSVersion),
+				nullIfEmpty(en.Arch), nullIfEmpty(en.AgentVersion), en.InsecureChannel, id)
+		}
 		if err != nil {
 			return fmt.Errorf("store: re-enroll endpoint: %w", err)
 		}
@@ -284,39 +293,40 @@ func (s *Store) recordCheckins(ctx context.Context, batch []Checkin, mark *Prese
 const checkinChunk = 500
 
 // recordCheckinChunk writes check-ins of distinct endpoints, in id order,
-// in a few statements whatever their number: every last-seen time is
-// written and the fields group rules test are read (on SQLite in one
-// statement, UPDATE … RETURNING; on PostgreSQL a first statement locks
-// the rows in id order and reads them), and only an endpoint whose fields
-// changed has them written and its group membership re-decided. A flush
-// is most of what a check-in costs the database; a statement per endpoint
-// was most of the flush. The endpoints travel as one JSON parameter, so
-// the statements' text is the same whatever the chunk's size (SQLite
-// parses a statement per transaction, and a flush is one).
+// in a few statements whatever their number: the fields group rules test
+// (and the boot time) are read, every last-seen time is written to the
+// narrow endpoint_presence row (a page holds about eighty; the endpoints
+// row, five or six: migration 038), and only an endpoint whose fields
+// changed has its endpoints row written and its group membership
+// re-decided. On PostgreSQL the read locks the presence rows in id order
+// first. A flush is most of what a check-in costs the database; a
+// statement per endpoint was most of the flush. The endpoints travel as
+// one JSON parameter, so the statements' text is the same whatever the
+// chunk's size (SQLite parses a statement per transaction, and a flush is
+// one).
 func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	type seenRow struct {
-		ID   string `json:"id"`
-		At   int64  `json:"at"`
-		Boot *int64 `json:"boot"`
+		ID string `json:"id"`
+		At int64  `json:"at"`
 	}
 	seen := make([]seenRow, len(chunk))
 	for i, c := range chunk {
 		seen[i] = seenRow{ID: c.EndpointID, At: millis(c.At)}
-		if c.LastBootAt != nil {
-			boot := millis(*c.LastBootAt)
-			seen[i].Boot = &boot
-		}
 	}
 	seenJSON, _ := json.Marshal(seen)
-	// The facts are those before this flush: it writes none of them.
-	const factColumns = `id, org_id, pending_reboot, logged_user, ip_addresses, agent_version`
-	q := `UPDATE endpoints SET last_seen_at = seen.value->>'at', last_boot_at = COALESCE(seen.value->>'boot', endpoints.last_boot_at)
-		FROM json_each(?) AS seen WHERE endpoints.id = seen.value->>'id' RETURNING ` + factColumns
+	// The facts are those before this flush.
+	const factColumns = `e.id, e.org_id, e.pending_reboot, e.logged_user, e.ip_addresses, e.agent_version, e.last_boot_at`
+	read := `SELECT ` + factColumns + ` FROM json_each(?) AS seen JOIN endpoints e ON e.id = seen.value->>'id'`
+	write := `UPDATE endpoint_presence SET last_seen_at = seen.value->>'at'
+		FROM json_each(?) AS seen WHERE endpoint_presence.endpoint_id = seen.value->>'id'`
 	if tx.s.engine == Postgres {
-		q = `SELECT ` + factColumns + ` FROM endpoints
-			WHERE id IN (SELECT seen.id FROM json_to_recordset(CAST(? AS json)) AS seen(id text)) ORDER BY id FOR NO KEY UPDATE`
+		read = `SELECT ` + factColumns + ` FROM endpoint_presence p JOIN endpoints e ON e.id = p.endpoint_id
+			WHERE p.endpoint_id IN (SELECT seen.id FROM json_to_recordset(CAST(? AS json)) AS seen(id text))
+			ORDER BY p.endpoint_id FOR NO KEY UPDATE OF p`
+		write = `UPDATE endpoint_presence SET last_seen_at = seen.at
+			FROM json_to_recordset(CAST(? AS json)) AS seen(id text, at bigint) WHERE endpoint_presence.endpoint_id = seen.id`
 	}
-	rows, err := tx.query(ctx, q, string(seenJSON))
+	rows, err := tx.query(ctx, read, string(seenJSON))
 	if err != nil {
 		return err
 	}
@@ -325,12 +335,13 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 		reboot        bool
 		user, version sql.NullString
 		ips           string
+		boot          sql.NullInt64
 	}
 	known := make(map[string]facts, len(chunk))
 	for rows.Next() {
 		var id string
 		var f facts
-		if err := rows.Scan(&id, &f.org, &f.reboot, &f.user, &f.ips, &f.version); err != nil {
+		if err := rows.Scan(&id, &f.org, &f.reboot, &f.user, &f.ips, &f.version, &f.boot); err != nil {
 			rows.Close()
 			return err
 		}
@@ -343,20 +354,18 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	if len(known) == 0 {
 		return nil
 	}
-	if tx.s.engine == Postgres {
-		if _, err := tx.exec(ctx, `UPDATE endpoints SET last_seen_at = seen.at, last_boot_at = COALESCE(seen.boot, endpoints.last_boot_at)
-			FROM json_to_recordset(CAST(? AS json)) AS seen(id text, at bigint, boot bigint) WHERE endpoints.id = seen.id`, string(seenJSON)); err != nil {
-			return err
-		}
+	if _, err := tx.exec(ctx, write, string(seenJSON)); err != nil {
+		return err
 	}
 	for _, c := range chunk {
 		f, ok := known[c.EndpointID]
 		if !ok {
 			continue
 		}
-		// A check-in without addresses (or version) leaves the known ones.
-		ips, version := f.ips, f.version
-		var newIPs any
+		// A check-in without addresses (or version, or boot time) leaves
+		// the known ones.
+		ips, version, boot := f.ips, f.version, f.boot
+		var newIPs, newBoot any
 		if len(c.IPAddresses) > 0 {
 			b, _ := json.Marshal(c.IPAddresses)
 			ips, newIPs = string(b), string(b)
@@ -364,17 +373,25 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 		if c.AgentVersion != "" {
 			version = sql.NullString{String: c.AgentVersion, Valid: true}
 		}
+		if c.LastBootAt != nil {
+			boot = sql.NullInt64{Int64: millis(*c.LastBootAt), Valid: true}
+			newBoot = boot.Int64
+		}
 		user := sql.NullString{}
 		if c.User != nil {
 			user = sql.NullString{String: *c.User, Valid: true}
 		}
-		if f.reboot == c.PendingReboot && f.user == user && f.ips == ips && f.version == version {
+		rulesSame := f.reboot == c.PendingReboot && f.user == user && f.ips == ips && f.version == version
+		if rulesSame && f.boot == boot {
 			continue
 		}
 		if _, err := tx.exec(ctx, `UPDATE endpoints SET pending_reboot = ?, logged_user = ?, ip_addresses = COALESCE(?, ip_addresses),
-			agent_version = COALESCE(?, agent_version) WHERE id = ?`,
-			c.PendingReboot, c.User, newIPs, nullIfEmpty(c.AgentVersion), c.EndpointID); err != nil {
+			agent_version = COALESCE(?, agent_version), last_boot_at = COALESCE(?, last_boot_at) WHERE id = ?`,
+			c.PendingReboot, c.User, newIPs, nullIfEmpty(c.AgentVersion), newBoot, c.EndpointID); err != nil {
 			return err
+		}
+		if rulesSame {
+			continue // only the boot time: no group rule tests it
 		}
 		if err := tx.afterEndpointChange(ctx, f.org, c.EndpointID); err != nil {
 			return err
@@ -423,7 +440,12 @@ func (tx *Tx) lockGroupsOf(ctx context.Context, batch []Checkin) error {
 	return nil
 }
 
-const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, e.last_seen_at, e.os, e.os_version, e.os_build, e.type,
+// endpointsSeen is the endpoints (e) with their presence (p: migration
+// 038), for the queries that read it (SQLite looks the presence row up
+// even where nothing of it is read).
+const endpointsSeen = `endpoints e LEFT JOIN endpoint_presence p ON p.endpoint_id = e.id`
+
+const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, p.last_seen_at, e.os, e.os_version, e.os_build, e.type,
 	e.domain, e.ad_ou, e.logged_user, e.manufacturer, e.model, e.serial_number, e.cpu, e.cores, e.ram_gb, e.ip_addresses, e.mac_addresses,
 	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel`
 
@@ -534,10 +556,12 @@ var (
 	EndpointMissing  = []string{"critical", "other", "any", "none"}
 )
 
-// endpointWhere is the condition and arguments of q.
-func endpointWhere(q EndpointQuery) (string, []any) {
-	where := `e.org_id = ?`
-	args := []any{q.OrgID}
+// endpointWhere is the condition and arguments of q, and the table it is
+// a condition on: the endpoints with their presence (endpointsSeen) when
+// it tests the last-seen time, else the endpoints alone.
+func endpointWhere(q EndpointQuery) (from, where string, args []any) {
+	from, where = `endpoints e`, `e.org_id = ?`
+	args = []any{q.OrgID}
 	if q.Q != "" {
 		where += ` AND (lower(e.hostname) LIKE ? ESCAPE '\' OR lower(COALESCE(e.display_name, '')) LIKE ? ESCAPE '\')`
 		p := likePattern(q.Q)
@@ -551,10 +575,10 @@ func endpointWhere(q EndpointQuery) (string, []any) {
 	}
 	switch q.Status {
 	case "connected":
-		where += ` AND e.last_seen_at >= ?`
+		where += ` AND p.last_seen_at >= ?`
 		args = append(args, millis(q.ConnectedSince))
 	case "disconnected":
-		where += ` AND (e.last_seen_at IS NULL OR e.last_seen_at < ?)`
+		where += ` AND (p.last_seen_at IS NULL OR p.last_seen_at < ?)`
 		args = append(args, millis(q.ConnectedSince))
 	}
 	if q.Platform != "" {
@@ -602,14 +626,17 @@ func endpointWhere(q EndpointQuery) (string, []any) {
 		args = append(args, q.CVE)
 	}
 	if !q.NotSeenSince.IsZero() {
-		where += ` AND (e.last_seen_at IS NULL OR e.last_seen_at < ?)`
+		where += ` AND (p.last_seen_at IS NULL OR p.last_seen_at < ?)`
 		args = append(args, millis(q.NotSeenSince))
 	}
 	if q.AgentVersion != "" {
 		where += ` AND e.agent_version = ?`
 		args = append(args, q.AgentVersion)
 	}
-	return where, args
+	if strings.Contains(where, "p.last_seen_at") {
+		from = endpointsSeen
+	}
+	return from, where, args
 }
 
 // endpointOrder is the ORDER BY of a sort (the name, then the id, break
@@ -620,8 +647,8 @@ func endpointOrder(sort string, desc bool) string {
 		dir = " DESC"
 	}
 	col := map[string]string{
-		"status":       "e.last_seen_at IS NULL, e.last_seen_at",
-		"lastSeen":     "e.last_seen_at IS NULL, e.last_seen_at",
+		"status":       "p.last_seen_at IS NULL, p.last_seen_at",
+		"lastSeen":     "p.last_seen_at IS NULL, p.last_seen_at",
 		"platform":     "e.platform",
 		"os":           "COALESCE(e.os, ''), COALESCE(e.os_version, '')",
 		"type":         "e.type",
@@ -640,16 +667,16 @@ func endpointOrder(sort string, desc bool) string {
 // FindEndpoints pages the endpoints q selects, in its order, with their
 // total.
 func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.Endpoint, int, error) {
-	where, args := endpointWhere(q)
+	from, where, args := endpointWhere(q)
 	var total int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM endpoints e WHERE `+where, args...).Scan(&total); err != nil {
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM `+from+` WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("store: count endpoints: %w", err)
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = total
 	}
-	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE `+where+` ORDER BY `+endpointOrder(q.Sort, q.Desc)+` LIMIT ? OFFSET ?`,
+	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM `+endpointsSeen+` WHERE `+where+` ORDER BY `+endpointOrder(q.Sort, q.Desc)+` LIMIT ? OFFSET ?`,
 		append(args, limit, q.Offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
@@ -672,8 +699,8 @@ func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.End
 // FindEndpointIDs is the id of every endpoint q selects, its paging
 // ignored: what "select all N matching" acts on.
 func (s *Store) FindEndpointIDs(ctx context.Context, q EndpointQuery) ([]string, error) {
-	where, args := endpointWhere(q)
-	rows, err := s.query(ctx, `SELECT e.id FROM endpoints e WHERE `+where+` ORDER BY e.id`, args...)
+	from, where, args := endpointWhere(q)
+	rows, err := s.query(ctx, `SELECT e.id FROM `+from+` WHERE `+where+` ORDER BY e.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: endpoint ids: %w", err)
 	}
@@ -695,7 +722,7 @@ func (s *Store) FindEndpointIDs(ctx context.Context, q EndpointQuery) ([]string,
 // GetEndpoint reads an endpoint of the organization with its inventory.
 func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSince time.Time) (apiv1.EndpointDetail, error) {
 	var d apiv1.EndpointDetail
-	e, err := scanEndpoint(s.queryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE e.org_id = ? AND e.id = ?`, orgID, id), connectedSince)
+	e, err := scanEndpoint(s.queryRow(ctx, `SELECT `+endpointColumns+` FROM `+endpointsSeen+` WHERE e.org_id = ? AND e.id = ?`, orgID, id), connectedSince)
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
 	}
@@ -853,6 +880,12 @@ func (s *Store) DeleteEndpoint(ctx context.Context, e *AuditEntry, orgID, id str
 				return err
 			}
 		}
+		// The presence row before the endpoint row (the cascade would take
+		// them the other way round): in the order a check-in flush locks
+		// them, so that the two never wait on each other in a circle.
+		if _, err := tx.exec(ctx, `DELETE FROM endpoint_presence WHERE endpoint_id = ?`, id); err != nil {
+			return fmt.Errorf("store: delete endpoint: %w", err)
+		}
 		if _, err := tx.exec(ctx, `DELETE FROM endpoints WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("store: delete endpoint: %w", err)
 		}
@@ -905,24 +938,23 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 			from, to string
 			cond     string
 		}{
-			{"connected", "disconnected", `(last_seen_at IS NULL OR last_seen_at < ?)`},
-			{"disconnected", "connected", `last_seen_at >= ?`},
+			{"connected", "disconnected", `(p.last_seen_at IS NULL OR p.last_seen_at < ?)`},
+			{"disconnected", "connected", `p.last_seen_at >= ?`},
 		} {
-			// In id order, as check-in flushes lock endpoint rows; on
-			// PostgreSQL rows another replica's sweep or a flush holds are
-			// left to the next sweep instead of waited for. FOR NO KEY
-			// UPDATE is the lock the UPDATE below takes anyway (it changes
-			// no key): FOR UPDATE would also skip, and block, endpoints
-			// whose rows are merely referenced meanwhile (the key-share
-			// locks of foreign-key checks: the reboot tracker's
-			// alert_reboots, group members, inventory rows), and missed
-			// their transitions for a sweep.
+			// The narrow presence rows are read (migration 038), and the
+			// endpoints row only of those that change. In id order, as
+			// check-in flushes lock presence rows; on PostgreSQL the
+			// presence rows another replica's sweep or a flush holds are
+			// left to the next sweep instead of waited for. Only p is
+			// locked: the endpoints row is merely read, so an ingester or
+			// a foreign-key check holding it delays no transition.
 			lock := ``
 			if s.engine == Postgres {
-				lock = ` FOR NO KEY UPDATE SKIP LOCKED`
+				lock = ` FOR NO KEY UPDATE OF p SKIP LOCKED`
 			}
-			rows, err := tx.query(ctx, `SELECT id, org_id, COALESCE(display_name, hostname), last_seen_at, status_changed_at FROM endpoints
-				WHERE status = ? AND `+c.cond+` ORDER BY id`+lock, c.from, millis(cutoff))
+			rows, err := tx.query(ctx, `SELECT p.endpoint_id, e.org_id, COALESCE(e.display_name, e.hostname), p.last_seen_at, p.status_changed_at
+				FROM endpoint_presence p JOIN endpoints e ON e.id = p.endpoint_id
+				WHERE p.status = ? AND `+c.cond+` ORDER BY p.endpoint_id`+lock, c.from, millis(cutoff))
 			if err != nil {
 				return fmt.Errorf("store: sweep status: %w", err)
 			}
@@ -944,7 +976,7 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 			}
 			rows.Close()
 			for _, ch := range batch {
-				res, err := tx.exec(ctx, `UPDATE endpoints SET status = ?, status_changed_at = ? WHERE id = ? AND status = ?`,
+				res, err := tx.exec(ctx, `UPDATE endpoint_presence SET status = ?, status_changed_at = ? WHERE endpoint_id = ? AND status = ?`,
 					c.to, millis(now), ch.EndpointID, c.from)
 				if err != nil {
 					return fmt.Errorf("store: sweep status: %w", err)

@@ -29,9 +29,17 @@ func (s *Store) BulkEndpointsForTest(ctx context.Context, orgID string, n int, e
 			rows = append(rows, []any{ids[i], orgID, "uid-" + ids[i], "secret-" + ids[i], host, host, platform, "Test OS", millis(enrolledAt),
 				fmt.Sprintf(`["10.%d.%d.%d"]`, i/65536%256, i/256%256, i%256), fmt.Sprintf(`{"attr1":"dept-%d"}`, i%10)})
 		}
+		presence := make([][]any, 0, end-start)
+		for _, id := range ids[start:end] {
+			presence = append(presence, []any{id})
+		}
 		err := s.InTx(ctx, func(tx *Tx) error {
-			return tx.insertRows(ctx, "endpoints", []string{"id", "org_id", "machine_uid", "secret_hash", "hostname", "sort_name", "platform", "os",
-				"enrolled_at", "ip_addresses", "attributes"}, rows)
+			if err := tx.insertRows(ctx, "endpoints", []string{"id", "org_id", "machine_uid", "secret_hash", "hostname", "sort_name", "platform", "os",
+				"enrolled_at", "ip_addresses", "attributes"}, rows); err != nil {
+				return err
+			}
+			// Never seen (last_seen_at NULL), connected as enrollment leaves it.
+			return tx.insertRows(ctx, "endpoint_presence", []string{"endpoint_id"}, presence)
 		})
 		if err != nil {
 			return nil, err
@@ -234,3 +242,27 @@ func (s *Store) BulkVulnsForTest(ctx context.Context, orgID string, endpoints []
 // WalFramesLeftForTest reads the frames of an SQLite log not yet copied
 // from its -shm file, as the background checkpointer does.
 var WalFramesLeftForTest = walFramesLeft
+
+// UndoMigration038ForTest takes the database back to before migration 038:
+// the presence columns back in the endpoints rows, with their values, and
+// no endpoint_presence table, so that a test can apply it to rows that
+// exist, as an upgrade does.
+func (s *Store) UndoMigration038ForTest(ctx context.Context) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, q := range []string{
+			`ALTER TABLE endpoints ADD COLUMN last_seen_at BIGINT`,
+			`ALTER TABLE endpoints ADD COLUMN status TEXT NOT NULL DEFAULT 'connected'`,
+			`ALTER TABLE endpoints ADD COLUMN status_changed_at BIGINT`,
+			`UPDATE endpoints SET last_seen_at = (SELECT p.last_seen_at FROM endpoint_presence p WHERE p.endpoint_id = endpoints.id),
+				status = (SELECT p.status FROM endpoint_presence p WHERE p.endpoint_id = endpoints.id),
+				status_changed_at = (SELECT p.status_changed_at FROM endpoint_presence p WHERE p.endpoint_id = endpoints.id)`,
+			`DROP TABLE endpoint_presence`,
+			`DELETE FROM schema_migrations WHERE version = 38`,
+		} {
+			if _, err := tx.exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+}

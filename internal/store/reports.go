@@ -93,7 +93,7 @@ type reportSQL struct {
 const endpointName = `COALESCE(e.display_name, e.hostname), e.id`
 
 // connected is the endpoint status column; it takes ConnectedSince.
-const connected = `CASE WHEN e.last_seen_at >= ? THEN 'connected' ELSE 'disconnected' END`
+const connected = `CASE WHEN p.last_seen_at >= ? THEN 'connected' ELSE 'disconnected' END`
 
 // likeAny is the condition that column contains one of n patterns.
 func likeAny(column string, patterns []string) (string, []any) {
@@ -141,8 +141,8 @@ var reportSources = map[string]reportSQL{
 		kinds: []colKind{kText, kText, kText, kText, kText, kText, kText, kText, kList, kText, kText, kText, kTime, kTime},
 		query: func(p ReportParams) (string, []any) {
 			return `SELECT ` + endpointName + `, e.hostname, e.platform, e.os, e.os_version, e.type, e.domain, e.ip_addresses,
-				e.logged_user, ` + connected + `, e.agent_version, e.last_seen_at, e.enrolled_at, e.inventory_at
-				FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, []any{millis(p.ConnectedSince), p.OrgID}
+				e.logged_user, ` + connected + `, e.agent_version, p.last_seen_at, e.enrolled_at, e.inventory_at
+				FROM ` + endpointsSeen + ` WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, []any{millis(p.ConnectedSince), p.OrgID}
 		},
 	},
 	"hardware": {
@@ -156,16 +156,16 @@ var reportSources = map[string]reportSQL{
 	"antivirus": {
 		kinds: []colKind{kText, kText, kText, kText, kText, kBool, kText, kTime},
 		query: func(p ReportParams) (string, []any) {
-			return `SELECT ` + endpointName + `, e.platform, e.os, e.antivirus, e.antivirus IS NOT NULL, ` + connected + `, e.last_seen_at, e.inventory_at
-				FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, []any{millis(p.ConnectedSince), p.OrgID}
+			return `SELECT ` + endpointName + `, e.platform, e.os, e.antivirus, e.antivirus IS NOT NULL, ` + connected + `, p.last_seen_at, e.inventory_at
+				FROM ` + endpointsSeen + ` WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, []any{millis(p.ConnectedSince), p.OrgID}
 		},
 	},
 	"offline": {
 		kinds: []colKind{kText, kText, kText, kText, kText, kList, kTime, kInt},
 		query: func(p ReportParams) (string, []any) {
-			return `SELECT ` + endpointName + `, e.platform, e.os, e.logged_user, e.ip_addresses, e.last_seen_at,
-				(? - COALESCE(e.last_seen_at, e.enrolled_at)) / 86400000, e.inventory_at
-				FROM endpoints e WHERE e.org_id = ? AND (e.last_seen_at IS NULL OR e.last_seen_at < ?) ORDER BY e.sort_name, e.id`,
+			return `SELECT ` + endpointName + `, e.platform, e.os, e.logged_user, e.ip_addresses, p.last_seen_at,
+				(? - COALESCE(p.last_seen_at, e.enrolled_at)) / 86400000, e.inventory_at
+				FROM ` + endpointsSeen + ` WHERE e.org_id = ? AND (p.last_seen_at IS NULL OR p.last_seen_at < ?) ORDER BY e.sort_name, e.id`,
 				[]any{millis(p.Now), p.OrgID, millis(p.ConnectedSince)}
 		},
 	},
@@ -179,8 +179,8 @@ var reportSources = map[string]reportSQL{
 	"agents": {
 		kinds: []colKind{kText, kText, kText, kText, kText, kTime, kTime, kTime, kBool, kBool},
 		query: func(p ReportParams) (string, []any) {
-			return `SELECT ` + endpointName + `, e.platform, e.agent_version, ` + connected + `, e.last_seen_at, e.inventory_at, e.enrolled_at,
-				e.pending_reboot, e.insecure_channel, e.inventory_at FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`,
+			return `SELECT ` + endpointName + `, e.platform, e.agent_version, ` + connected + `, p.last_seen_at, e.inventory_at, e.enrolled_at,
+				e.pending_reboot, e.insecure_channel, e.inventory_at FROM ` + endpointsSeen + ` WHERE e.org_id = ? ORDER BY e.sort_name, e.id`,
 				[]any{millis(p.ConnectedSince), p.OrgID}
 		},
 	},
@@ -315,9 +315,9 @@ var reportSources = map[string]reportSQL{
 			return `SELECT ` + endpointName + `, e.platform, e.os, COUNT(eu.id),
 				SUM(CASE WHEN eu.severity = 'Critical' THEN 1 ELSE 0 END), SUM(CASE WHEN eu.severity = 'Important' THEN 1 ELSE 0 END),
 				SUM(CASE WHEN eu.source <> 'Applications' THEN 1 ELSE 0 END), SUM(CASE WHEN eu.source = 'Applications' THEN 1 ELSE 0 END),
-				COALESCE(MAX(CASE WHEN eu.reboot_required THEN 1 ELSE 0 END), 0) = 1, e.pending_reboot, e.last_seen_at, e.inventory_at
-				FROM endpoints e LEFT JOIN endpoint_updates eu ON eu.endpoint_id = e.id WHERE e.org_id = ?
-				GROUP BY e.id ORDER BY e.sort_name, e.id`, []any{p.OrgID}
+				COALESCE(MAX(CASE WHEN eu.reboot_required THEN 1 ELSE 0 END), 0) = 1, e.pending_reboot, p.last_seen_at, e.inventory_at
+				FROM ` + endpointsSeen + ` LEFT JOIN endpoint_updates eu ON eu.endpoint_id = e.id WHERE e.org_id = ?
+				GROUP BY e.id, p.last_seen_at ORDER BY e.sort_name, e.id`, []any{p.OrgID}
 		},
 	},
 	// commands: run history of one action type, newest first.

@@ -59,7 +59,11 @@ func (s *Store) BulkSoftwareForTest(ctx context.Context, orgID string, endpoints
 				return err
 			}
 		}
-		if _, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ?, last_seen_at = ? WHERE org_id = ?`, millis(at), millis(at), orgID); err != nil {
+		if _, err := tx.exec(ctx, `UPDATE endpoints SET inventory_at = ? WHERE org_id = ?`, millis(at), orgID); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `UPDATE endpoint_presence SET last_seen_at = ?
+			WHERE endpoint_id IN (SELECT id FROM endpoints WHERE org_id = ?)`, millis(at), orgID); err != nil {
 			return err
 		}
 		return tx.recountTitlesForTest(ctx, orgID)
