@@ -1,0 +1,77 @@
+package agentapi_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/agentapi"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// TestAgentsReadAgainSpread: a replica serves an agent it has read from
+// memory for at least half of agentTTL and reads it again by agentTTL, at
+// a moment of its own in between: an endpoint another replica removed
+// (here the store directly, which this replica's cache does not see) is
+// told to uninstall within agentTTL, never before half of it, and a fleet
+// read together is not read again together.
+func TestAgentsReadAgainSpread(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	const n = 24
+	start := time.Now()
+	at := func(d time.Duration) { e.Server.Agents().SetClock(func() time.Time { return start.Add(d) }) }
+	at(0)
+	agents := make([]*apitest.Agent, n)
+	for i := range agents {
+		agents[i] = e.Enroll(fmt.Sprint("uid-", i), fmt.Sprint("ws-", i), "windows")
+		if _, ans := agents[i].Checkin(0, agentproto.CheckinRequest{}); ans.Status != 200 {
+			t.Fatalf("check-in %d: %d %s", i, ans.Status, ans.Body)
+		}
+	}
+	for _, ag := range agents {
+		if err := e.Store.DeleteEndpoint(ctx, &store.AuditEntry{OrgID: e.Org.ID, Actor: "other replica", Action: "endpoint.delete",
+			TargetType: "endpoint"}, e.Org.ID, ag.ID, start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	told := make([]bool, n)
+	checkin := func(when string) (served, uninstall int) {
+		t.Helper()
+		for i, ag := range agents {
+			resp, ans := ag.Checkin(0, agentproto.CheckinRequest{})
+			switch {
+			case told[i] && ans.Status == 401:
+			case !told[i] && ans.Status == 200 && resp.Uninstall:
+				told[i] = true
+				uninstall++
+			case !told[i] && ans.Status == 200:
+				served++
+			default:
+				t.Fatalf("%s: agent %d: %d %s", when, i, ans.Status, ans.Body)
+			}
+		}
+		return served, uninstall
+	}
+	at(agentapi.AgentTTL/2 - time.Second)
+	if served, _ := checkin("before half the TTL"); served != n {
+		t.Fatalf("before half the TTL: %d of %d served from memory, want all", served, n)
+	}
+	// Each lasts a random time between half the TTL and all of it: at
+	// three quarters, all on one side has a chance of 2 in 2^24.
+	at(agentapi.AgentTTL * 3 / 4)
+	if served, uninstall := checkin("at three quarters of the TTL"); served == 0 || uninstall == 0 {
+		t.Fatalf("at three quarters of the TTL: %d served from memory, %d read again: want some of each", served, uninstall)
+	}
+	at(agentapi.AgentTTL + time.Second)
+	checkin("after the TTL")
+	for i := range told {
+		if !told[i] {
+			t.Errorf("agent %d not told to uninstall after the TTL", i)
+		}
+	}
+}
