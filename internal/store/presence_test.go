@@ -52,18 +52,7 @@ func TestPresenceMigration(t *testing.T) {
 		return out
 	}
 	want := "4: upgrade-2 disconnected 08:00:00; upgrade-0 connected 08:10:00; upgrade-1 connected 08:10:01; upgrade-3 connected 08:15:00; offline 1"
-	if got := view(); got != want {
-		t.Fatalf("before the upgrade:\n%s\nwant:\n%s", got, want)
-	}
-	if err := s.UndoMigration038ForTest(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := view(); got != want {
-		t.Fatalf("after the upgrade:\n%s\nwant:\n%s", got, want)
-	}
+	upgradeKeeps(t, s, s.UndoMigration038ForTest, view, want)
 	// The recorded statuses came along: the next sweep records endpoint 3
 	// back online (it went offline at t1) and nothing else.
 	changes, err := s.SweepStatus(ctx, t1.Add(-time.Minute), t2)

@@ -220,18 +220,7 @@ func TestSoftwareTitlesMigration(t *testing.T) {
 		return fmt.Sprint(total, "\n", titlesText(items))
 	}
 	want := "4\nWidget/Acme Software 3 4 3[1.0:2 2.0:1 3.0:1]\nOnly on 0/- 1 1 1[-:1]\nOnly on 1/- 1 1 1[-:1]\nOnly on 2/- 1 1 1[-:1]\n"
-	if got := list(); got != want {
-		t.Fatalf("before the upgrade:\n%s\nwant:\n%s", got, want)
-	}
-	if err := s.UndoMigration019ForTest(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := list(); got != want {
-		t.Fatalf("after the upgrade:\n%s\nwant:\n%s", got, want)
-	}
+	upgradeKeeps(t, s, s.UndoMigration019ForTest, list, want)
 	if bad, err := s.CounterMismatchesForTest(ctx, o.ID); err != nil || len(bad) > 0 {
 		t.Fatalf("counters: %v %v", bad, err)
 	}
