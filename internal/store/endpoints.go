@@ -575,10 +575,10 @@ func endpointWhere(q EndpointQuery) (from, where string, args []any) {
 	}
 	switch q.Status {
 	case "connected":
-		where += ` AND p.last_seen_at >= ?`
+		from, where = endpointsSeen, where+` AND p.last_seen_at >= ?`
 		args = append(args, millis(q.ConnectedSince))
 	case "disconnected":
-		where += ` AND (p.last_seen_at IS NULL OR p.last_seen_at < ?)`
+		from, where = endpointsSeen, where+` AND (p.last_seen_at IS NULL OR p.last_seen_at < ?)`
 		args = append(args, millis(q.ConnectedSince))
 	}
 	if q.Platform != "" {
@@ -626,15 +626,12 @@ func endpointWhere(q EndpointQuery) (from, where string, args []any) {
 		args = append(args, q.CVE)
 	}
 	if !q.NotSeenSince.IsZero() {
-		where += ` AND (p.last_seen_at IS NULL OR p.last_seen_at < ?)`
+		from, where = endpointsSeen, where+` AND (p.last_seen_at IS NULL OR p.last_seen_at < ?)`
 		args = append(args, millis(q.NotSeenSince))
 	}
 	if q.AgentVersion != "" {
 		where += ` AND e.agent_version = ?`
 		args = append(args, q.AgentVersion)
-	}
-	if strings.Contains(where, "p.last_seen_at") {
-		from = endpointsSeen
 	}
 	return from, where, args
 }
