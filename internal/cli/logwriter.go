@@ -8,18 +8,20 @@ import (
 	"time"
 )
 
-// logWriter gathers log lines and writes them every flushEvery, or at once
-// when logBufferSize bytes are waiting: a busy server logs a line per
-// request, and a write system call per line was a sixth of the CPU of a
-// cheap API call. Warnings and errors are written at once (flushingHandler),
-// and Close writes what is left, so only the last flushEvery of routine
-// lines can be lost, and only if the process is killed.
+// logWriter gathers log lines and writes them flushEvery after the first
+// of them, or at once when logBufferSize bytes are waiting: a busy server
+// logs a line per request, and a write system call per line was a sixth of
+// the CPU of a cheap API call. Warnings and errors are written at once
+// (flushingHandler), and Close writes what is left, so only the last
+// flushEvery of routine lines can be lost, and only if the process is
+// killed. The timer runs only while lines wait: a ticker woke an idle
+// server ten times a second for nothing (issue 22).
 type logWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	buf  []byte
-	stop chan struct{}
-	done chan struct{}
+	mu     sync.Mutex
+	w      io.Writer
+	buf    []byte
+	timer  *time.Timer
+	closed bool
 }
 
 const (
@@ -28,24 +30,10 @@ const (
 )
 
 func newLogWriter(w io.Writer) *logWriter {
-	lw := &logWriter{w: w, buf: make([]byte, 0, logBufferSize), stop: make(chan struct{}), done: make(chan struct{})}
-	go lw.run()
+	lw := &logWriter{w: w, buf: make([]byte, 0, logBufferSize)}
+	lw.timer = time.AfterFunc(flushEvery, func() { lw.Flush() })
+	lw.timer.Stop()
 	return lw
-}
-
-func (lw *logWriter) run() {
-	defer close(lw.done)
-	t := time.NewTicker(flushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			lw.Flush()
-		case <-lw.stop:
-			lw.Flush()
-			return
-		}
-	}
 }
 
 // Write keeps p (one log line, as slog handlers write them).
@@ -57,8 +45,11 @@ func (lw *logWriter) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	if len(p) > logBufferSize {
+	if len(p) > logBufferSize || lw.closed {
 		return lw.w.Write(p)
+	}
+	if len(lw.buf) == 0 {
+		lw.timer.Reset(flushEvery)
 	}
 	lw.buf = append(lw.buf, p...)
 	return len(p), nil
@@ -80,11 +71,14 @@ func (lw *logWriter) flushLocked() error {
 	return err
 }
 
-// Close writes what is left and stops the timer.
+// Close writes what is left and stops the timer; lines written after it
+// are written at once.
 func (lw *logWriter) Close() error {
-	close(lw.stop)
-	<-lw.done
-	return nil
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.closed = true
+	lw.timer.Stop()
+	return lw.flushLocked()
 }
 
 // flushingHandler writes the log at once after a warning or an error.

@@ -27,7 +27,9 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestLogWriter: routine lines arrive within the flush interval, a warning
-// at once with the lines before it, in order, and Close writes the rest.
+// at once with the lines before it, in order, Close writes the rest, and
+// lines after Close are written at once. No timer is armed while no line
+// waits.
 func TestLogWriter(t *testing.T) {
 	var out lockedBuffer
 	lw := newLogWriter(&out)
@@ -45,6 +47,12 @@ func TestLogWriter(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	lw.mu.Lock()
+	armed := lw.timer.Stop()
+	lw.mu.Unlock()
+	if armed {
+		t.Fatal("the flush timer is armed with no line waiting")
+	}
 	big := strings.Repeat("x", logBufferSize/3)
 	for range 5 {
 		log.Info("big", "v", big)
@@ -54,5 +62,9 @@ func TestLogWriter(t *testing.T) {
 	s := out.String()
 	if strings.Count(s, "msg=big") != 5 || !strings.HasSuffix(s, "msg=last\n") {
 		t.Fatalf("after Close: %d big lines, ends %q", strings.Count(s, "msg=big"), s[max(0, len(s)-40):])
+	}
+	log.Info("after close")
+	if s := out.String(); !strings.HasSuffix(s, "msg=\"after close\"\n") {
+		t.Fatalf("a line after Close: ends %q", s[max(0, len(s)-40):])
 	}
 }
