@@ -197,7 +197,9 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 }
 
 // trackReboots records when each endpoint was first seen with a pending
-// reboot, and forgets those that rebooted.
+// reboot, and forgets those that rebooted. It reads the endpoints with a
+// pending reboot through their partial index (migration 039) and the
+// tracked ones, never the whole fleet's rows.
 //
 // On PostgreSQL each inserted row's foreign-key check takes FOR KEY SHARE
 // on its endpoint, in the order the rows are inserted, and holds it to the
@@ -213,7 +215,8 @@ func (s *Store) trackReboots(ctx context.Context, now time.Time) error {
 			SELECT id, org_id, ? FROM endpoints WHERE pending_reboot = TRUE ORDER BY id ON CONFLICT (endpoint_id) DO NOTHING`, millis(now)); err != nil {
 			return fmt.Errorf("store: track reboots: %w", err)
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM alert_reboots WHERE endpoint_id IN (SELECT id FROM endpoints WHERE pending_reboot = FALSE)`); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM alert_reboots
+			WHERE NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = alert_reboots.endpoint_id AND e.pending_reboot = TRUE)`); err != nil {
 			return fmt.Errorf("store: track reboots: %w", err)
 		}
 		return nil

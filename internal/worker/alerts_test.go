@@ -319,6 +319,19 @@ func TestAlertRebootRequired(t *testing.T) {
 	if n := a.events(id); n != 1 {
 		t.Fatalf("events = %d", n)
 	}
+	// It reboots: the wait is forgotten, and a later pending reboot waits
+	// its own 24 hours.
+	ag.Checkin(0, agentproto.CheckinRequest{PendingReboot: false})
+	if n := a.evaluate(time.Hour); n != 0 {
+		t.Fatalf("raised %d after the reboot", n)
+	}
+	ag.Checkin(0, agentproto.CheckinRequest{PendingReboot: true})
+	if n := a.evaluate(time.Hour); n != 0 {
+		t.Fatalf("raised %d at once for the next pending reboot", n)
+	}
+	if n := a.evaluate(25 * time.Hour); n != 1 {
+		t.Fatalf("raised %d 25 hours into the next pending reboot", n)
+	}
 }
 
 func TestAlertMissingCriticalUpdate(t *testing.T) {
