@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +76,56 @@ func BenchmarkRecordCheckins(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*perFlush), "µs/checkin")
+}
+
+// BenchmarkIngest stores first inventories of simulated endpoints through
+// the Ingester, 64 submitted at once, as an enrolling fleet sends them: the
+// batches share their transactions. An op is 64 inventories; ms/inventory
+// is what each costs.
+func BenchmarkIngest(b *testing.B) {
+	ctx := context.Background()
+	s := storetest.Open(b)
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := s.NewIngester()
+	defer g.Close()
+	const wave = 64
+	type doc struct {
+		id string
+		n  inventory.Normalized
+	}
+	next := 0
+	for b.Loop() {
+		b.StopTimer()
+		docs := make([]doc, wave)
+		for k := range docs {
+			i := next + k
+			d := sim.Generate(1, i)
+			platform := sim.Platform(1, i)
+			id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", i), Hostname: d.System.Hostname,
+				Platform: platform, SecretHash: fmt.Sprint("s", i)}, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, err := inventory.Check(&d, platform, "", time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			docs[k] = doc{id, n}
+		}
+		b.StartTimer()
+		var wg sync.WaitGroup
+		for _, d := range docs {
+			wg.Go(func() {
+				if err := g.Submit(ctx, o.ID, d.id, d.n, "h", time.Now()); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		next += wave
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(next), "ms/inventory")
 }
