@@ -14,6 +14,24 @@ import (
 	"github.com/patchd/patchd/sim"
 )
 
+// enrolledInventory enrolls simulated endpoint i of an organization and
+// answers its id and its first inventory, checked.
+func enrolledInventory(b *testing.B, s *store.Store, orgID string, i int) (string, inventory.Normalized) {
+	b.Helper()
+	doc := sim.Generate(1, i)
+	platform := sim.Platform(1, i)
+	id, _, err := s.EnrollEndpoint(context.Background(), store.Enrollment{OrgID: orgID, MachineUID: fmt.Sprint("m", i),
+		Hostname: doc.System.Hostname, Platform: platform, SecretHash: fmt.Sprint("s", i)}, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := inventory.Check(&doc, platform, "", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return id, n
+}
+
 // BenchmarkReplaceInventory stores first inventories of simulated endpoints
 // (≈150 applications, ≈10 updates and the report datasets each): the work
 // of enrolling a fleet.
@@ -27,17 +45,7 @@ func BenchmarkReplaceInventory(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
-		doc := sim.Generate(1, i)
-		platform := sim.Platform(1, i)
-		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", i), Hostname: doc.System.Hostname,
-			Platform: platform, SecretHash: fmt.Sprint("s", i)}, time.Now())
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := inventory.Check(&doc, platform, "", time.Now())
-		if err != nil {
-			b.Fatal(err)
-		}
+		id, n := enrolledInventory(b, s, o.ID, i)
 		b.StartTimer()
 		if err := s.ReplaceInventory(ctx, o.ID, id, n, "h", time.Now()); err != nil {
 			b.Fatal(err)
@@ -101,19 +109,7 @@ func BenchmarkIngest(b *testing.B) {
 		b.StopTimer()
 		docs := make([]doc, wave)
 		for k := range docs {
-			i := next + k
-			d := sim.Generate(1, i)
-			platform := sim.Platform(1, i)
-			id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", i), Hostname: d.System.Hostname,
-				Platform: platform, SecretHash: fmt.Sprint("s", i)}, time.Now())
-			if err != nil {
-				b.Fatal(err)
-			}
-			n, err := inventory.Check(&d, platform, "", time.Now())
-			if err != nil {
-				b.Fatal(err)
-			}
-			docs[k] = doc{id, n}
+			docs[k].id, docs[k].n = enrolledInventory(b, s, o.ID, next+k)
 		}
 		b.StartTimer()
 		var wg sync.WaitGroup
