@@ -26,7 +26,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestLogWriter: routine lines arrive within the flush interval, a warning
+// TestLogWriter: routine lines are written by the timer, a warning
 // at once with the lines before it, in order, Close writes the rest, and
 // lines after Close are written at once. No timer is armed while no line
 // waits.
@@ -40,11 +40,10 @@ func TestLogWriter(t *testing.T) {
 		t.Fatalf("after a warning: %q", s)
 	}
 	log.Info("third")
-	deadline := time.Now().Add(time.Minute) // generous: a busy machine must pass
+	// Written by the timer, with no warning after it: waited for without a
+	// deadline of its own (the test binary's timeout ends a writer that
+	// never writes it).
 	for !strings.Contains(out.String(), "msg=third") {
-		if time.Now().After(deadline) {
-			t.Fatal("a routine line was not written within a minute")
-		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	lw.mu.Lock()

@@ -307,43 +307,38 @@ const checkinChunk = 500
 func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	// The facts are those before this flush.
 	const factColumns = `e.id, e.org_id, e.pending_reboot, e.logged_user, e.ip_addresses, e.agent_version, e.last_boot_at`
-	var readArg, writeArg []byte
+	var seen []byte
 	var read, write string
 	if tx.s.engine == Postgres {
 		type seenRow struct {
 			ID string `json:"id"`
 			At int64  `json:"at"`
 		}
-		seen := make([]seenRow, len(chunk))
+		rows := make([]seenRow, len(chunk))
 		for i, c := range chunk {
-			seen[i] = seenRow{ID: c.EndpointID, At: millis(c.At)}
+			rows[i] = seenRow{ID: c.EndpointID, At: millis(c.At)}
 		}
-		readArg, _ = json.Marshal(seen)
-		writeArg = readArg
+		seen, _ = json.Marshal(rows)
 		read = `SELECT ` + factColumns + ` FROM endpoint_presence p JOIN endpoints e ON e.id = p.endpoint_id
 			WHERE p.endpoint_id IN (SELECT seen.id FROM json_to_recordset(CAST(? AS json)) AS seen(id text))
 			ORDER BY p.endpoint_id FOR NO KEY UPDATE OF p`
 		write = `UPDATE endpoint_presence SET last_seen_at = seen.at
 			FROM json_to_recordset(CAST(? AS json)) AS seen(id text, at bigint) WHERE endpoint_presence.endpoint_id = seen.id`
 	} else {
-		// SQLite: an array of ids to read, an object of times by id to
-		// write. json_each hands out an object's keys and values as they
-		// are; a member of an array of objects is handed out as JSON text
-		// that ->> parses again, which made both statements twice as
-		// costly (docs/performance.md).
-		ids := make([]string, len(chunk))
+		// SQLite: an object of times keyed by id. json_each hands out an
+		// object's keys and values as they are; a member of an array of
+		// objects is handed out as JSON text that ->> parses again, which
+		// made both statements twice as costly (docs/performance.md).
 		at := make(map[string]int64, len(chunk))
-		for i, c := range chunk {
-			ids[i] = c.EndpointID
+		for _, c := range chunk {
 			at[c.EndpointID] = millis(c.At)
 		}
-		readArg, _ = json.Marshal(ids)
-		writeArg, _ = json.Marshal(at)
-		read = `SELECT ` + factColumns + ` FROM json_each(?) AS seen JOIN endpoints e ON e.id = seen.value`
+		seen, _ = json.Marshal(at)
+		read = `SELECT ` + factColumns + ` FROM json_each(?) AS seen JOIN endpoints e ON e.id = seen.key`
 		write = `UPDATE endpoint_presence SET last_seen_at = seen.value
 			FROM json_each(?) AS seen WHERE endpoint_presence.endpoint_id = seen.key`
 	}
-	rows, err := tx.query(ctx, read, string(readArg))
+	rows, err := tx.query(ctx, read, string(seen))
 	if err != nil {
 		return err
 	}
@@ -371,7 +366,7 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	if len(known) == 0 {
 		return nil
 	}
-	if _, err := tx.exec(ctx, write, string(writeArg)); err != nil {
+	if _, err := tx.exec(ctx, write, string(seen)); err != nil {
 		return err
 	}
 	for _, c := range chunk {
