@@ -27,28 +27,8 @@ func TestOfflineWaitsForLaggingReplica(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Millisecond)
-	o, err := s.CreateOrg(ctx, "Lag", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]string{}
-	for _, name := range []string{"a1", "a2", "b1", "silent"} {
-		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: "m-" + name, Hostname: name,
-			Platform: "linux", SecretHash: store.NewID()}, now.Add(-time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-	}
-	one := 1
-	in := alerts.Rule{Name: "offline", Trigger: alerts.EndpointOffline, Threshold: &one, EmailTo: "oncall@example.com"}
-	if err := in.Check(); err != nil {
-		t.Fatal(err)
-	}
-	rule, err := s.CreateAlertRule(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "alert.create", TargetType: "alert"}, o.ID, in, now.Add(-30*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newOfflineFixture(t, s, now, "a1", "a2", "b1", "silent")
+	ids := f.ids
 	at := now
 	a, b := New(s, 0), New(s, 0)
 	for _, h := range []*Hub{a, b} {
@@ -97,23 +77,7 @@ func TestOfflineWaitsForLaggingReplica(t *testing.T) {
 
 	offline := func(when time.Time) map[string]bool {
 		t.Helper()
-		st, err := s.EvaluateAlerts(ctx, when, time.Minute, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("evaluated at %v: offline at %v, %d raised", when.Sub(now), st.OfflineAt.Sub(now), st.Raised)
-		evs, err := s.ListAlertEvents(ctx, o.ID, rule.ID, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]bool{}
-		for _, ev := range evs {
-			for name, id := range ids {
-				if ev.EndpointID != nil && *ev.EndpointID == id {
-					got[name] = true
-				}
-			}
-		}
+		_, got := f.evaluate(t, when)
 		return got
 	}
 	st, err := s.EvaluateAlerts(ctx, now, time.Minute, nil)
@@ -163,5 +127,166 @@ func TestOfflineWaitsForLaggingReplica(t *testing.T) {
 	stale := now.Add(store.PresenceStaleAfter + time.Minute)
 	if st, err := s.EvaluateAlerts(ctx, stale, time.Minute, nil); err != nil || !st.OfflineAt.Equal(stale) {
 		t.Errorf("past the dead replica's heartbeat: evaluated at %v (%v)", st.OfflineAt, err)
+	}
+}
+
+// offlineFixture is an organization with endpoints by name and a 1-minute
+// ENDPOINT_OFFLINE rule.
+type offlineFixture struct {
+	s         *store.Store
+	now       time.Time
+	org, rule string
+	ids       map[string]string
+}
+
+func newOfflineFixture(t *testing.T, s *store.Store, now time.Time, names ...string) *offlineFixture {
+	t.Helper()
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Lag", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &offlineFixture{s: s, now: now, org: o.ID, ids: map[string]string{}}
+	for _, name := range names {
+		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: "m-" + name, Hostname: name,
+			Platform: "linux", SecretHash: store.NewID()}, now.Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ids[name] = id
+	}
+	one := 1
+	in := alerts.Rule{Name: "offline", Trigger: alerts.EndpointOffline, Threshold: &one, EmailTo: "oncall@example.com"}
+	if err := in.Check(); err != nil {
+		t.Fatal(err)
+	}
+	rule, err := s.CreateAlertRule(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "alert.create", TargetType: "alert"}, o.ID, in, now.Add(-30*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rule = rule.ID
+	return f
+}
+
+// evaluate evaluates the alerts at when and answers the time the offline
+// conditions were evaluated at and the endpoints raised offline so far.
+func (f *offlineFixture) evaluate(t *testing.T, when time.Time) (time.Time, map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := f.s.EvaluateAlerts(ctx, when, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("evaluated at %v: offline at %v, %d raised", when.Sub(f.now), st.OfflineAt.Sub(f.now), st.Raised)
+	evs, err := f.s.ListAlertEvents(ctx, f.org, f.rule, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, ev := range evs {
+		for name, id := range f.ids {
+			if ev.EndpointID != nil && *ev.EndpointID == id {
+				got[name] = true
+			}
+		}
+	}
+	return st.OfflineAt, got
+}
+
+// TestWatermarkKeptLocal: a replica that keeps its watermark in memory
+// (the one process of a SQLite database) writes no watermark row, neither
+// with its check-ins nor when it has none to write, and still holds its
+// process's offline evaluation back to its oldest unwritten check-in, as a
+// published watermark does. Another process on the database (a second
+// store) finds no row. At its start the replica forgets the rows earlier
+// processes left; once it stopped, nothing waits for it.
+func TestWatermarkKeptLocal(t *testing.T) {
+	t.Parallel()
+	s, u := storetest.OpenURL(t)
+	ctx := context.Background()
+	other, err := store.Open(ctx, u, "", store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	rowless := func() {
+		t.Helper()
+		if through, ok, err := other.PresenceWatermark(ctx, time.Now()); err != nil || ok {
+			t.Fatalf("another process finds a watermark row (%v, %v, %v), want none", through, ok, err)
+		}
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	f := newOfflineFixture(t, s, now, "a1", "silent")
+	sec := func(n int) time.Time { return now.Add(time.Duration(n) * time.Second) }
+	at := now
+	h := New(s, 0)
+	h.SetClock(func() time.Time { return at })
+	h.KeepWatermarkLocal()
+
+	at = sec(-100)
+	h.Seen(store.Checkin{EndpointID: f.ids["a1"], At: at})
+	h.Seen(store.Checkin{EndpointID: f.ids["silent"], At: at})
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rowless()
+	if through, ok, err := s.PresenceWatermark(ctx, now); err != nil || !ok || !through.Equal(now) {
+		t.Fatalf("with every check-in written: watermark %v, %v (%v), want now", through, ok, err)
+	}
+
+	// a1's check-in of 80 seconds ago is being written, slowly; that of
+	// 30 seconds ago waits for the next flush.
+	at = sec(-80)
+	h.Seen(store.Checkin{EndpointID: f.ids["a1"], At: at})
+	held, release := make(chan struct{}), make(chan struct{})
+	h.SetBeforeWrite(func(context.Context) { close(held); <-release })
+	flushed := make(chan error, 1)
+	go func() { flushed <- h.Flush(ctx) }()
+	<-held
+	h.SetBeforeWrite(nil)
+	at = sec(-30)
+	h.Seen(store.Checkin{EndpointID: f.ids["a1"], At: at})
+	if offlineAt, got := f.evaluate(t, now); !offlineAt.Equal(sec(-80)) || len(got) != 0 {
+		t.Fatalf("while a check-in of 80 s ago is written: offline evaluated at %v, raised %v; want %v and none", offlineAt.Sub(now), got, sec(-80).Sub(now))
+	}
+	close(release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if offlineAt, got := f.evaluate(t, now); !offlineAt.Equal(sec(-30)) || fmt.Sprint(got) != "map[silent:true]" {
+		t.Fatalf("with a check-in of 30 s ago unwritten: offline evaluated at %v, raised %v; want %v and silent only", offlineAt.Sub(now), got, sec(-30).Sub(now))
+	}
+	at = now
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Flush(ctx); err != nil { // nothing to write
+		t.Fatal(err)
+	}
+	rowless()
+
+	// An earlier process left its row; this one forgets it when it starts,
+	// and takes its own watermark back when it stops.
+	if err := s.PublishPresenceWatermark(ctx, "earlier", sec(-10), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if through, ok, err := s.PresenceWatermark(ctx, now); err != nil || !ok || !through.Equal(sec(-10)) {
+		t.Fatalf("with an earlier process's row: watermark %v, %v (%v), want %v", through, ok, err, sec(-10))
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { h.Run(runCtx); close(done) }()
+	for {
+		if _, ok, err := other.PresenceWatermark(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		} else if !ok {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	<-done
+	if through, ok, err := s.PresenceWatermark(ctx, now); err != nil || ok {
+		t.Fatalf("after the replica stopped: watermark %v, %v (%v), want none", through, ok, err)
 	}
 }

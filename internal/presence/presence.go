@@ -56,6 +56,10 @@ type Hub struct {
 	// stopping is closed by Drain.
 	stopping  chan struct{}
 	drainOnce sync.Once
+	// local: the watermark is kept in memory, not written (see
+	// KeepWatermarkLocal); forgetLocal undoes that at the stop.
+	local       bool
+	forgetLocal func()
 }
 
 // New makes a Hub on the store that holds at most maxLongPolls long polls
@@ -67,6 +71,15 @@ func New(s *store.Store, maxLongPolls int) *Hub {
 	}
 	return &Hub{store: s, replica: "replica-" + store.NewID(), seen: map[string]store.Checkin{}, pending: map[string]bool{}, waiters: map[string][]*waiter{}, ends: map[int64][]*waiter{},
 		maxHeld: maxLongPolls, stopping: make(chan struct{})}
+}
+
+// KeepWatermarkLocal makes the replica's watermark one the store reads in
+// memory (store.KeepPresenceLocal) instead of a row written with every
+// flush, and every FlushInterval when there is nothing to write. Only for a
+// database no other process serves (SQLite); call it before Run.
+func (h *Hub) KeepWatermarkLocal() {
+	h.local = true
+	h.forgetLocal = h.store.KeepPresenceLocal(h.replica, h.Watermark)
 }
 
 // Drain ends the long polls held now, and every later Wait at once: the
@@ -355,10 +368,11 @@ func (h *Hub) Polling(endpointID string) bool {
 }
 
 // Flush writes the batched check-ins with the replica's watermark, or
-// publishes the watermark alone when there are none.
+// publishes the watermark alone when there are none; a watermark kept in
+// memory is not written.
 func (h *Hub) Flush(ctx context.Context) error {
 	wrote, err := h.write(ctx)
-	if err != nil || wrote {
+	if err != nil || wrote || h.local {
 		return err
 	}
 	return h.Publish(ctx)
@@ -382,8 +396,11 @@ func (h *Hub) write(ctx context.Context) (bool, error) {
 	}
 	h.seen = make(map[string]store.Checkin, len(batch))
 	h.writing, h.unwritten = h.unwritten, time.Time{}
-	now := h.clock.Now()
-	mark := &store.PresenceMark{Replica: h.replica, WrittenThrough: now, At: now}
+	var mark *store.PresenceMark
+	if !h.local {
+		now := h.clock.Now()
+		mark = &store.PresenceMark{Replica: h.replica, WrittenThrough: now, At: now}
+	}
 	hold := h.beforeWrite
 	h.mu.Unlock()
 	if hold != nil {
@@ -425,6 +442,13 @@ func (h *Hub) Run(ctx context.Context) {
 	if err := h.Seed(ctx); err != nil && ctx.Err() == nil {
 		slog.Warn("presence: seed pending commands", "err", err)
 	}
+	if h.local {
+		// The rows are of earlier processes on this database: they
+		// stopped, and what they had not written died with them.
+		if err := h.store.ForgetPresenceWatermarks(ctx); err != nil && ctx.Err() == nil {
+			slog.Warn("presence: forget earlier processes' watermarks", "err", err)
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		err := h.store.ListenCommands(ctx, h.wake)
@@ -440,6 +464,8 @@ func (h *Hub) Run(ctx context.Context) {
 			final, cancel := context.WithTimeout(context.Background(), FinalFlushTimeout)
 			if _, err := h.write(final); err != nil {
 				slog.Error("presence: final flush of check-ins", "err", err)
+			} else if h.local {
+				h.forgetLocal()
 			} else if err := h.store.DropPresenceWatermark(final, h.replica); err != nil {
 				slog.Warn("presence: remove this replica's watermark", "err", err)
 			}

@@ -76,6 +76,12 @@ func New(cfg config.Config, s *store.Store) *Server {
 	}
 	srv := &Server{cfg: cfg, store: s, auth: auth.NewAuthenticator(s), registry: reg, hub: presence.New(s, cfg.MaxLongPolls),
 		replica: "replica-" + store.NewID(), writeRecent: writesRecent}
+	if s.Engine() == store.SQLite {
+		// One process serves a SQLite database: the offline alerts read
+		// this replica's presence watermark in memory (see
+		// store.KeepPresenceLocal).
+		srv.hub.KeepWatermarkLocal()
+	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls",
 		Help: "Agents' long polls this replica holds open."}, func() float64 { held, _ := srv.hub.LongPolls(); return float64(held) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_agent_long_polls_max",

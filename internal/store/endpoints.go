@@ -943,57 +943,59 @@ type StatusChange struct {
 func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]StatusChange, error) {
 	var out []StatusChange
 	err := s.InTx(ctx, func(tx *Tx) error {
-		for _, c := range []struct {
-			from, to string
-			cond     string
-		}{
-			{"connected", "disconnected", `(p.last_seen_at IS NULL OR p.last_seen_at < ?)`},
-			{"disconnected", "connected", `p.last_seen_at >= ?`},
-		} {
-			// The narrow presence rows are read (migration 038), and the
-			// endpoints row only of those that change. In id order, as
-			// check-in flushes lock presence rows; on PostgreSQL the
-			// presence rows another replica's sweep or a flush holds are
-			// left to the next sweep instead of waited for. Only p is
-			// locked: the endpoints row is merely read, so an ingester or
-			// a foreign-key check holding it delays no transition.
-			lock := ``
-			if s.engine == Postgres {
-				lock = ` FOR NO KEY UPDATE OF p SKIP LOCKED`
+		// The narrow presence rows are read once for both transitions
+		// (migration 038), and the endpoints row only of those that
+		// change. In id order, as check-in flushes lock presence rows; on
+		// PostgreSQL the presence rows another replica's sweep or a flush
+		// holds are left to the next sweep instead of waited for. Only p
+		// is locked: the endpoints row is merely read, so an ingester or a
+		// foreign-key check holding it delays no transition.
+		lock := ``
+		if s.engine == Postgres {
+			lock = ` FOR NO KEY UPDATE OF p SKIP LOCKED`
+		}
+		rows, err := tx.query(ctx, `SELECT p.endpoint_id, e.org_id, COALESCE(e.display_name, e.hostname), p.last_seen_at, p.status_changed_at, p.status
+			FROM endpoint_presence p JOIN endpoints e ON e.id = p.endpoint_id
+			WHERE (p.status = 'connected' AND (p.last_seen_at IS NULL OR p.last_seen_at < ?))
+				OR (p.status = 'disconnected' AND p.last_seen_at >= ?)
+			ORDER BY p.endpoint_id`+lock, millis(cutoff), millis(cutoff))
+		if err != nil {
+			return fmt.Errorf("store: sweep status: %w", err)
+		}
+		var batch []StatusChange
+		for rows.Next() {
+			var ch StatusChange
+			var seen, changed sql.NullInt64
+			var from string
+			if err := rows.Scan(&ch.EndpointID, &ch.OrgID, &ch.Name, &seen, &changed, &from); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: sweep status: %w", err)
 			}
-			rows, err := tx.query(ctx, `SELECT p.endpoint_id, e.org_id, COALESCE(e.display_name, e.hostname), p.last_seen_at, p.status_changed_at
-				FROM endpoint_presence p JOIN endpoints e ON e.id = p.endpoint_id
-				WHERE p.status = ? AND `+c.cond+` ORDER BY p.endpoint_id`+lock, c.from, millis(cutoff))
+			ch.Connected, ch.At = from == "disconnected", now
+			if ch.Connected {
+				ch.Since = nullTime(changed)
+			} else {
+				ch.Since = nullTime(seen)
+			}
+			batch = append(batch, ch)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: sweep status: %w", err)
+		}
+		for _, ch := range batch {
+			from, to := "connected", "disconnected"
+			if ch.Connected {
+				from, to = to, from
+			}
+			res, err := tx.exec(ctx, `UPDATE endpoint_presence SET status = ?, status_changed_at = ? WHERE endpoint_id = ? AND status = ?`,
+				to, millis(now), ch.EndpointID, from)
 			if err != nil {
 				return fmt.Errorf("store: sweep status: %w", err)
 			}
-			var batch []StatusChange
-			for rows.Next() {
-				var ch StatusChange
-				var seen, changed sql.NullInt64
-				if err := rows.Scan(&ch.EndpointID, &ch.OrgID, &ch.Name, &seen, &changed); err != nil {
-					rows.Close()
-					return fmt.Errorf("store: sweep status: %w", err)
-				}
-				ch.Connected, ch.At = c.to == "connected", now
-				if ch.Connected {
-					ch.Since = nullTime(changed)
-				} else {
-					ch.Since = nullTime(seen)
-				}
-				batch = append(batch, ch)
-			}
-			rows.Close()
-			for _, ch := range batch {
-				res, err := tx.exec(ctx, `UPDATE endpoint_presence SET status = ?, status_changed_at = ? WHERE endpoint_id = ? AND status = ?`,
-					c.to, millis(now), ch.EndpointID, c.from)
-				if err != nil {
-					return fmt.Errorf("store: sweep status: %w", err)
-				}
-				// Recorded once, by the sweep that changed it.
-				if n, _ := res.RowsAffected(); n > 0 {
-					out = append(out, ch)
-				}
+			// Recorded once, by the sweep that changed it.
+			if n, _ := res.RowsAffected(); n > 0 {
+				out = append(out, ch)
 			}
 		}
 		if len(out) > 0 {

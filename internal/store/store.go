@@ -60,6 +60,9 @@ type Store struct {
 	// checkpoints copies a SQLite file's log in the background (nil on
 	// PostgreSQL and for a database in memory).
 	checkpoints *checkpointer
+	// localMarks are the presence watermarks of this process's replicas
+	// that keep theirs in memory (see KeepPresenceLocal).
+	localMarks localMarks
 }
 
 // maxReadStmts bounds the read statement cache; queries whose text varies
