@@ -56,9 +56,8 @@ type Hub struct {
 	// stopping is closed by Drain.
 	stopping  chan struct{}
 	drainOnce sync.Once
-	// local: the watermark is kept in memory, not written (see
-	// KeepWatermarkLocal); forgetLocal undoes that at the stop.
-	local       bool
+	// forgetLocal, set when the watermark is kept in memory rather than
+	// written (see KeepWatermarkLocal), undoes that at the stop.
 	forgetLocal func()
 }
 
@@ -78,9 +77,11 @@ func New(s *store.Store, maxLongPolls int) *Hub {
 // flush, and every FlushInterval when there is nothing to write. Only for a
 // database no other process serves (SQLite); call it before Run.
 func (h *Hub) KeepWatermarkLocal() {
-	h.local = true
 	h.forgetLocal = h.store.KeepPresenceLocal(h.replica, h.Watermark)
 }
+
+// local tells whether the watermark is kept in memory.
+func (h *Hub) local() bool { return h.forgetLocal != nil }
 
 // Drain ends the long polls held now, and every later Wait at once: the
 // replica is stopping (http.Server.RegisterOnShutdown), and a long poll
@@ -372,7 +373,7 @@ func (h *Hub) Polling(endpointID string) bool {
 // memory is not written.
 func (h *Hub) Flush(ctx context.Context) error {
 	wrote, err := h.write(ctx)
-	if err != nil || wrote || h.local {
+	if err != nil || wrote || h.local() {
 		return err
 	}
 	return h.Publish(ctx)
@@ -397,7 +398,7 @@ func (h *Hub) write(ctx context.Context) (bool, error) {
 	h.seen = make(map[string]store.Checkin, len(batch))
 	h.writing, h.unwritten = h.unwritten, time.Time{}
 	var mark *store.PresenceMark
-	if !h.local {
+	if !h.local() {
 		now := h.clock.Now()
 		mark = &store.PresenceMark{Replica: h.replica, WrittenThrough: now, At: now}
 	}
@@ -442,7 +443,7 @@ func (h *Hub) Run(ctx context.Context) {
 	if err := h.Seed(ctx); err != nil && ctx.Err() == nil {
 		slog.Warn("presence: seed pending commands", "err", err)
 	}
-	if h.local {
+	if h.local() {
 		// The rows are of earlier processes on this database: they
 		// stopped, and what they had not written died with them.
 		if err := h.store.ForgetPresenceWatermarks(ctx); err != nil && ctx.Err() == nil {
@@ -464,7 +465,7 @@ func (h *Hub) Run(ctx context.Context) {
 			final, cancel := context.WithTimeout(context.Background(), FinalFlushTimeout)
 			if _, err := h.write(final); err != nil {
 				slog.Error("presence: final flush of check-ins", "err", err)
-			} else if h.local {
+			} else if h.local() {
 				h.forgetLocal()
 			} else if err := h.store.DropPresenceWatermark(final, h.replica); err != nil {
 				slog.Warn("presence: remove this replica's watermark", "err", err)
