@@ -112,9 +112,9 @@ func (a *agent) authed(ctx context.Context, call, method, path string, body []by
 	return err
 }
 
-func (a *agent) enroll(ctx context.Context) error {
+// enroll enrolls the agent with what it reports of the computer in inv.
+func (a *agent) enroll(ctx context.Context, inv *agentproto.Inventory) error {
 	p := a.prof
-	inv := a.inventoryNow()
 	req := agentproto.EnrollRequest{
 		EnrollToken: a.f.cfg.EnrollToken, MachineUID: p.machineUID, Hostname: p.hostname,
 		Platform: p.platform, OS: p.osName, OSVersion: *inv.System.OSVersion, Arch: p.arch(),
@@ -247,8 +247,15 @@ func (a *agent) inventoryNow() agentproto.Inventory {
 	return generate(a.prof, &ch)
 }
 
-func (a *agent) sendInventory(ctx context.Context) error {
-	inv := a.inventoryNow()
+// sendInventory uploads the inventory collected now, or collected when it
+// is not nil.
+func (a *agent) sendInventory(ctx context.Context, collected *agentproto.Inventory) error {
+	var inv agentproto.Inventory
+	if collected != nil {
+		inv = *collected
+	} else {
+		inv = a.inventoryNow()
+	}
 	// Like patchd-agent, hash the document with collectedAt zeroed, so an
 	// unchanged computer hashes alike on every collection; then stamp the
 	// real time into the body (collectedAt is its first field).
@@ -277,8 +284,8 @@ func (a *agent) sendInventory(ctx context.Context) error {
 }
 
 // settle sends what the agent owes the server: queued statuses and a wanted
-// or changed inventory.
-func (a *agent) settle(ctx context.Context) error {
+// or changed inventory (collected, when not nil, is the computer's as it is).
+func (a *agent) settle(ctx context.Context, collected *agentproto.Inventory) error {
 	if err := a.flushOutbox(ctx); err != nil {
 		return err
 	}
@@ -286,23 +293,31 @@ func (a *agent) settle(ctx context.Context) error {
 	dirty := a.invDirty
 	a.mu.Unlock()
 	if dirty {
-		return a.sendInventory(ctx)
+		return a.sendInventory(ctx, collected)
 	}
 	return nil
 }
 
 // start brings a fresh or resumed agent on line: enroll when it has no
 // secret, check in once without waiting, and send the inventory if wanted.
+// A fresh agent's enrollment reports the OS version of the inventory it
+// collects, and that inventory is the one it sends: nothing changes the
+// computer in between (commands the first check-in brings run after
+// start), and generating it twice made it most of what the load generator
+// spent on an enrolling endpoint.
 func (a *agent) start(ctx context.Context) error {
+	var collected *agentproto.Inventory
 	if _, secret := a.credentials(); secret == "" {
-		if err := a.enroll(ctx); err != nil {
+		inv := a.inventoryNow()
+		if err := a.enroll(ctx, &inv); err != nil {
 			return err
 		}
+		collected = &inv
 	}
 	if _, err := a.checkin(ctx, 0); err != nil {
 		return err
 	}
-	return a.settle(ctx)
+	return a.settle(ctx, collected)
 }
 
 // loop is the agent's life after Enroll: long-poll check-ins spread over the
@@ -330,7 +345,7 @@ func (a *agent) loop(ctx context.Context) {
 			}
 			continue
 		}
-		if err := a.settle(ctx); err != nil {
+		if err := a.settle(ctx, nil); err != nil {
 			if errors.Is(err, errStopped) || !fail() {
 				return
 			}
@@ -353,7 +368,7 @@ func (a *agent) loop(ctx context.Context) {
 		}
 		if a.runPending(ctx) {
 			// report the new state at once and pick up what was queued meanwhile
-			if err := a.settle(ctx); err == nil {
+			if err := a.settle(ctx, nil); err == nil {
 				if _, err := a.checkin(ctx, 0); errors.Is(err, errStopped) {
 					return
 				}
@@ -361,7 +376,7 @@ func (a *agent) loop(ctx context.Context) {
 			continue
 		}
 		// an inventory the server just asked for goes now, not after the sleep
-		if err := a.settle(ctx); errors.Is(err, errStopped) {
+		if err := a.settle(ctx, nil); errors.Is(err, errStopped) {
 			return
 		}
 		// A long poll held to its end is followed by the next at once, as
