@@ -39,7 +39,10 @@ type Enrollment struct {
 // EnrollEndpoint creates the endpoint, or, when the machine is enrolled in
 // the organization already, gives it the new secret and keeps its id.
 func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time) (id string, created bool, err error) {
-	err = s.InTxRetry(ctx, func(tx *Tx) error {
+	// Enrollments arriving together share a transaction on SQLite (a fleet
+	// enrolling: see inSharedTx); the function may run again.
+	err = s.inSharedTx(ctx, func(tx *Tx) error {
+		id, created = "", false
 		// The group lock before any row lock (see Ingester.write).
 		if err := tx.shareGroups(ctx, en.OrgID); err != nil {
 			return err

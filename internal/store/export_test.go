@@ -266,3 +266,11 @@ func (s *Store) UndoMigration038ForTest(ctx context.Context) error {
 		return nil
 	})
 }
+
+// SharedWaitingForTest answers how many requests wait for a shared
+// transaction (inSharedTx): queued, or in the one being written.
+func (s *Store) SharedWaitingForTest() int {
+	s.shared.mu.Lock()
+	defer s.shared.mu.Unlock()
+	return len(s.shared.queue) + s.shared.inFlight
+}

@@ -63,6 +63,9 @@ type Store struct {
 	// localMarks are the presence watermarks of this process's replicas
 	// that keep theirs in memory (see KeepPresenceLocal).
 	localMarks localMarks
+	// shared queues the SQLite write transactions that run together
+	// (inSharedTx).
+	shared sharedTx
 }
 
 // maxReadStmts bounds the read statement cache; queries whose text varies
