@@ -288,9 +288,23 @@ func (a *API) setInventoryHash(secretHash, invHash string) {
 // readBody reads a possibly gzip-compressed body of at most limit bytes
 // once decompressed; over it: 413.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		// Refused before a byte of it is read.
+		return nil, httpx.Errorf(http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body exceeds %d bytes", limit))
+	}
 	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
 	switch strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))) {
 	case "", "identity":
+		if r.ContentLength > 0 {
+			// net/http ends the body after Content-Length bytes (and
+			// answers a shorter one with an error): read into a buffer
+			// of that size, where io.ReadAll grew one from 512 bytes.
+			data := make([]byte, r.ContentLength)
+			if _, err := io.ReadFull(body, data); err != nil {
+				return nil, httpx.Errorf(http.StatusBadRequest, "invalid_request", "the body could not be read: "+err.Error())
+			}
+			return data, nil
+		}
 	case "gzip":
 		zr, err := gzip.NewReader(body)
 		if err != nil {
@@ -434,7 +448,7 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	wait := 0
-	if s := r.URL.Query().Get("wait"); s != "" {
+	if s := httpx.QueryValue(r, "wait"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
 			return httpx.Errorf(http.StatusBadRequest, "invalid_request", "wait must be a number of seconds from 0 to 60")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -167,4 +168,34 @@ func FuzzUnmarshalBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// QueryValue must answer what r.URL.Query().Get answers, whatever the
+// query: it only skips building the map.
+func TestQueryValueAgreesWithQuery(t *testing.T) {
+	many := strings.Repeat("x=1&", 70) + "wait=2"
+	queries := []string{"", "wait=55", "wait=5&wait=6", "a=1&wait=", "wait", "wait=5;x=1", "x=1;y&wait=4", "wait=%35",
+		"wa%69t=7", "x=1+2&wait=3", "wait=3+4", "&&wait=9&", "=5&wait=1", "wait=a=b", "wait=%zz&wait=8", many, "WAIT=1&wait=2"}
+	for _, q := range queries {
+		checkQueryValue(t, q, "wait", "x", "a", "")
+	}
+}
+
+func FuzzQueryValue(f *testing.F) {
+	for _, s := range []string{"wait=55", "a=1&wait=%35", "wait=1;2", "x+y=1&x y=2"} {
+		f.Add(s, "wait")
+	}
+	f.Fuzz(func(t *testing.T, query, name string) {
+		checkQueryValue(t, query, name)
+	})
+}
+
+func checkQueryValue(t *testing.T, query string, names ...string) {
+	t.Helper()
+	r := &http.Request{URL: &url.URL{Path: "/", RawQuery: query}}
+	for _, name := range names {
+		if got, want := QueryValue(r, name), r.URL.Query().Get(name); got != want {
+			t.Errorf("query %q, %q: %q, want %q", query, name, got, want)
+		}
+	}
 }

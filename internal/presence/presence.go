@@ -395,7 +395,11 @@ func (h *Hub) write(ctx context.Context) (bool, error) {
 	for _, c := range h.seen {
 		batch = append(batch, c)
 	}
-	h.seen = make(map[string]store.Checkin, len(batch))
+	if len(batch) <= keptSeen {
+		clear(h.seen) // the next flush's check-ins fill it to about its size again
+	} else {
+		h.seen = make(map[string]store.Checkin) // not kept at a burst's size
+	}
 	h.writing, h.unwritten = h.unwritten, time.Time{}
 	var mark *store.PresenceMark
 	if !h.local() {
@@ -435,6 +439,10 @@ func (h *Hub) write(ctx context.Context) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// keptSeen bounds the check-ins of a flush whose map is cleared for the
+// next one rather than made anew (a map keeps its size once grown).
+const keptSeen = 4096
 
 // Run flushes check-ins every FlushInterval and listens for commands queued
 // on other replicas until ctx ends; then it flushes once more, so that a

@@ -268,7 +268,8 @@ func (s *Store) recordCheckins(ctx context.Context, batch []Checkin, mark *Prese
 	// Endpoint rows in id order, as the ingester locks them: replicas'
 	// flushes and ingesters on PostgreSQL then never wait on each other in
 	// a circle.
-	batch = slices.SortedStableFunc(slices.Values(batch), func(a, b Checkin) int { return strings.Compare(a.EndpointID, b.EndpointID) })
+	batch = slices.Clone(batch)
+	slices.SortStableFunc(batch, func(a, b Checkin) int { return strings.Compare(a.EndpointID, b.EndpointID) })
 	return s.InTxRetry(ctx, func(tx *Tx) error {
 		if err := tx.lockGroupsOf(ctx, batch); err != nil {
 			return err
