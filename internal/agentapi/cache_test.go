@@ -57,21 +57,66 @@ func TestAgentsReadAgainSpread(t *testing.T) {
 		}
 		return served, uninstall
 	}
-	at(agentapi.AgentTTL/2 - time.Second)
+	ttl := e.Server.Agents().AgentTTL()
+	at(ttl/2 - time.Second)
 	if served, _ := checkin("before half the TTL"); served != n {
 		t.Fatalf("before half the TTL: %d of %d served from memory, want all", served, n)
 	}
 	// Each lasts a random time between half the TTL and all of it: at
 	// three quarters, all on one side has a chance of 2 in 2^24.
-	at(agentapi.AgentTTL * 3 / 4)
+	at(ttl * 3 / 4)
 	if served, uninstall := checkin("at three quarters of the TTL"); served == 0 || uninstall == 0 {
 		t.Fatalf("at three quarters of the TTL: %d served from memory, %d read again: want some of each", served, uninstall)
 	}
-	at(agentapi.AgentTTL + time.Second)
+	at(ttl + time.Second)
 	checkin("after the TTL")
 	for i := range told {
 		if !told[i] {
 			t.Errorf("agent %d not told to uninstall after the TTL", i)
 		}
+	}
+}
+
+// TestAgentTTLByEngine: on SQLite, where every change to an agent goes
+// through this process (which forgets the entry at once), a cached agent
+// lasts an hour at most; replicas sharing PostgreSQL keep agentTTL, so an
+// endpoint another replica removed (here the store directly) is told to
+// uninstall within it. An endpoint removed through the API is forgotten at
+// once on both.
+func TestAgentTTLByEngine(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	start := time.Now()
+	e.Server.Agents().SetClock(func() time.Time { return start })
+	direct := e.Enroll("uid-direct", "ws-direct", "linux")
+	viaAPI := e.Enroll("uid-api", "ws-api", "linux")
+	for _, ag := range []*apitest.Agent{direct, viaAPI} {
+		if _, ans := ag.Checkin(0, agentproto.CheckinRequest{}); ans.Status != 200 {
+			t.Fatalf("check-in: %d %s", ans.Status, ans.Body)
+		}
+	}
+	if err := e.Store.DeleteEndpoint(ctx, &store.AuditEntry{OrgID: e.Org.ID, Actor: "other replica", Action: "endpoint.delete",
+		TargetType: "endpoint"}, e.Org.ID, direct.ID, start); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Admin.DeleteEndpoint(ctx, viaAPI.ID); err != nil {
+		t.Fatal(err)
+	}
+	if resp, ans := viaAPI.Checkin(0, agentproto.CheckinRequest{}); ans.Status != 200 || !resp.Uninstall {
+		t.Fatalf("removed through the API: %d %s, want the uninstall order at once", ans.Status, ans.Body)
+	}
+	later := agentapi.PostgresAgentTTL + time.Second
+	e.Server.Agents().SetClock(func() time.Time { return start.Add(later) })
+	resp, ans := direct.Checkin(0, agentproto.CheckinRequest{})
+	if ans.Status != 200 {
+		t.Fatalf("after %s: %d %s", later, ans.Status, ans.Body)
+	}
+	sqlite := e.Store.Engine() == store.SQLite
+	if resp.Uninstall == sqlite {
+		t.Errorf("engine %s, after %s: uninstall %v, want %v", e.Store.Engine(), later, resp.Uninstall, !sqlite)
+	}
+	if got := e.Server.Agents().AgentTTL(); sqlite && got != time.Hour || !sqlite && got != agentapi.PostgresAgentTTL {
+		t.Errorf("engine %s: agent TTL %s", e.Store.Engine(), got)
 	}
 }

@@ -1,8 +1,14 @@
 package agentapi
 
+import "time"
+
 // InventoriesInProgress is how many inventory slots are held: the tests
 // wait on it instead of guessing when a slow upload has its slot.
 func (a *API) InventoriesInProgress() int { return len(a.inventories) }
 
-// AgentTTL is agentTTL, for the tests of the agent cache.
-const AgentTTL = agentTTL
+// AgentTTL is how long a cached agent lasts at most on the API's engine,
+// for the tests of the agent cache.
+func (a *API) AgentTTL() time.Duration { return a.ttl() }
+
+// PostgresAgentTTL is agentTTL, which replicas sharing a database keep.
+const PostgresAgentTTL = agentTTL
