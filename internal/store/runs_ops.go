@@ -352,9 +352,10 @@ func (s *Store) ExpireCommands(ctx context.Context, now time.Time, expiry time.D
 	// taking the write transaction (SQLite's single writer, which the
 	// check-in flushes and the ingester wait for) to find nothing was most
 	// ticks' work. A command that falls due just after is the next tick's.
+	const windowEnded, tooOld = `not_after IS NOT NULL AND not_after <= ?`, `not_after IS NULL AND created_at <= ?`
 	var due bool
-	if err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM commands WHERE status = 'PENDING' AND not_after IS NOT NULL AND not_after <= ?)
-		OR EXISTS (SELECT 1 FROM commands WHERE status = 'PENDING' AND not_after IS NULL AND created_at <= ?)`,
+	if err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM commands WHERE status = 'PENDING' AND `+windowEnded+`)
+		OR EXISTS (SELECT 1 FROM commands WHERE status = 'PENDING' AND `+tooOld+`)`,
 		millis(now), millis(now.Add(-expiry))).Scan(&due); err != nil {
 		return 0, fmt.Errorf("store: expire commands: %w", err)
 	}
@@ -363,12 +364,12 @@ func (s *Store) ExpireCommands(ctx context.Context, now time.Time, expiry time.D
 	}
 	total := 0
 	err := s.InTx(ctx, func(tx *Tx) error {
-		n, err := tx.cancelRunCommands(ctx, `not_after IS NOT NULL AND not_after <= ?`, []any{millis(now)},
+		n, err := tx.cancelRunCommands(ctx, windowEnded, []any{millis(now)},
 			"Cancelled: not started before the end of the maintenance window.", now)
 		if err != nil {
 			return err
 		}
-		m, err := tx.cancelRunCommands(ctx, `not_after IS NULL AND created_at <= ?`, []any{millis(now.Add(-expiry))},
+		m, err := tx.cancelRunCommands(ctx, tooOld, []any{millis(now.Add(-expiry))},
 			fmt.Sprintf("Cancelled: the endpoint did not start the command within %s.", humanDuration(expiry)), now)
 		total = n + m
 		return err
