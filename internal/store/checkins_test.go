@@ -296,3 +296,116 @@ func TestCheckinFlushInChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckinFactsRemembered: on SQLite a flush reads only the endpoint
+// rows whose check-in sends other facts than the row was last written with;
+// an enrollment, a removal and a refused check-in make the row be read
+// again, and what the rows hold is the same as when every row is read
+// (PostgreSQL, whose replicas always read them).
+func TestCheckinFactsRemembered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.Open(t)
+	enrolled := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	org, ids := enrollN(t, s, "facts", 4, enrolled)
+	sqlite := s.Engine() == store.SQLite
+	user := "alice"
+	boot := enrolled.Add(-time.Minute)
+	checkins := func(at time.Time, version string, ids ...string) []store.Checkin {
+		var out []store.Checkin
+		for _, id := range ids {
+			out = append(out, store.Checkin{EndpointID: id, At: at, LastBootAt: &boot, User: &user,
+				IPAddresses: []string{"10.0.0.1", "fd00::1"}, AgentVersion: version})
+		}
+		return out
+	}
+	toRead := func(batch []store.Checkin, onSQLite int) {
+		t.Helper()
+		want := len(batch)
+		if sqlite {
+			want = onSQLite
+		}
+		if got := s.CheckinsToReadForTest(batch); got != want {
+			t.Fatalf("a flush of %d check-ins reads %d endpoint rows, want %d", len(batch), got, want)
+		}
+	}
+	version := func(id string) string {
+		t.Helper()
+		d, err := s.GetEndpoint(ctx, org.ID, id, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.AgentVersion == nil {
+			return ""
+		}
+		return *d.AgentVersion
+	}
+	record := func(batch []store.Checkin) {
+		t.Helper()
+		if err := s.RecordCheckins(ctx, batch, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	at := enrolled.Add(time.Minute)
+	first := checkins(at, "1.1", ids...)
+	toRead(first, 4) // never written by a check-in
+	record(first)
+	at = at.Add(time.Minute)
+	toRead(checkins(at, "1.1", ids...), 0)
+
+	// Other facts: that row is read (and written).
+	changed := checkins(at, "1.2", ids[1])
+	toRead(append(checkins(at, "1.1", ids[0]), changed...), 1)
+	record(changed)
+	if v := version(ids[1]); v != "1.2" {
+		t.Fatalf("agent version %q after a check-in sent 1.2", v)
+	}
+	toRead(checkins(at, "1.2", ids[1]), 0)
+	noUser := checkins(at, "1.1", ids[0])
+	noUser[0].User = nil
+	toRead(noUser, 1)
+
+	// An enrollment writes the agent version: the next check-in's row is
+	// read again and the check-in's version written, as on PostgreSQL.
+	if _, created, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: org.ID, MachineUID: "facts-0", Hostname: "facts-0",
+		Platform: "linux", SecretHash: store.NewID(), AgentVersion: "2.0"}, at); err != nil || created {
+		t.Fatalf("enroll again: created %v, %v", created, err)
+	}
+	if v := version(ids[0]); v != "2.0" {
+		t.Fatalf("agent version %q after enrolling with 2.0", v)
+	}
+	at = at.Add(time.Minute)
+	toRead(checkins(at, "1.1", ids[0]), 1)
+	record(checkins(at, "1.1", ids[0]))
+	if v := version(ids[0]); v != "1.1" {
+		t.Fatalf("agent version %q after a check-in sent 1.1 following an enrollment with 2.0", v)
+	}
+
+	// A removed endpoint is forgotten; its late check-in changes nothing.
+	if err := s.DeleteEndpoint(ctx, &store.AuditEntry{OrgID: org.ID, Actor: "test", Action: "endpoint.delete", TargetType: "endpoint"},
+		org.ID, ids[3], at); err != nil {
+		t.Fatal(err)
+	}
+	toRead(checkins(at, "1.1", ids[3]), 1)
+	record(checkins(at.Add(time.Second), "1.1", ids[2], ids[3]))
+	if got := lastSeen(t, s, org.ID, ids[2]); !got.Equal(at.Add(time.Second)) {
+		t.Fatalf("last seen %v, want %v", got, at.Add(time.Second))
+	}
+
+	// A check-in the database refuses leaves nothing remembered of it.
+	s.SetCheckinFaultForTest(func(c store.Checkin) error {
+		if c.EndpointID == ids[2] {
+			return &pgconn.PgError{Code: "22021", Message: "refused for the test"}
+		}
+		return nil
+	})
+	refused := checkins(at.Add(2*time.Second), "1.3", ids[1], ids[2])
+	var rerr *store.CheckinsRefused
+	if err := s.RecordCheckins(ctx, refused, nil); !errors.As(err, &rerr) {
+		t.Fatalf("RecordCheckins = %v, want the refused check-in answered", err)
+	}
+	s.SetCheckinFaultForTest(nil)
+	toRead(refused[:1], 0)
+	toRead(refused[1:], 1)
+}

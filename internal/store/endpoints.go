@@ -88,6 +88,8 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		case err != nil:
 			return fmt.Errorf("store: enroll endpoint: %w", err)
 		}
+		// The enrollment may change the agent version a check-in wrote.
+		tx.s.facts.forget(id)
 		// The presence row first, as a check-in flush locks it before the
 		// endpoint row (PostgreSQL).
 		_, err = tx.exec(ctx, `UPDATE endpoint_presence SET last_seen_at = ? WHERE endpoint_id = ?`, millis(now), id)
@@ -298,7 +300,9 @@ const checkinChunk = 500
 
 // recordCheckinChunk writes check-ins of distinct endpoints, in id order,
 // in a few statements whatever their number: the fields group rules test
-// (and the boot time) are read, every last-seen time is written to the
+// (and the boot time) are read (on SQLite only for the check-ins whose facts
+// differ from those the row was last written with: checkinFacts), every
+// last-seen time is written to the
 // narrow endpoint_presence row (a page holds about eighty; the endpoints
 // row, five or six: migration 038), and only an endpoint whose fields
 // changed has its endpoints row written and its group membership
@@ -311,72 +315,45 @@ const checkinChunk = 500
 func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	// The facts are those before this flush.
 	const factColumns = `e.id, e.org_id, e.pending_reboot, e.logged_user, e.ip_addresses, e.agent_version, e.last_boot_at`
-	var seen []byte
 	var read, write string
 	if tx.s.engine == Postgres {
-		type seenRow struct {
-			ID string `json:"id"`
-			At int64  `json:"at"`
-		}
-		rows := make([]seenRow, len(chunk))
-		for i, c := range chunk {
-			rows[i] = seenRow{ID: c.EndpointID, At: millis(c.At)}
-		}
-		seen, _ = json.Marshal(rows)
 		read = `SELECT ` + factColumns + ` FROM endpoint_presence p JOIN endpoints e ON e.id = p.endpoint_id
 			WHERE p.endpoint_id IN (SELECT seen.id FROM json_to_recordset(CAST(? AS json)) AS seen(id text))
 			ORDER BY p.endpoint_id FOR NO KEY UPDATE OF p`
 		write = `UPDATE endpoint_presence SET last_seen_at = seen.at
 			FROM json_to_recordset(CAST(? AS json)) AS seen(id text, at bigint) WHERE endpoint_presence.endpoint_id = seen.id`
 	} else {
-		// SQLite: an object of times keyed by id. json_each hands out an
-		// object's keys and values as they are; a member of an array of
-		// objects is handed out as JSON text that ->> parses again, which
-		// made both statements twice as costly (docs/performance.md).
-		at := make(map[string]int64, len(chunk))
-		for _, c := range chunk {
-			at[c.EndpointID] = millis(c.At)
-		}
-		seen, _ = json.Marshal(at)
 		read = `SELECT ` + factColumns + ` FROM json_each(?) AS seen JOIN endpoints e ON e.id = seen.key`
 		write = `UPDATE endpoint_presence SET last_seen_at = seen.value
 			FROM json_each(?) AS seen WHERE endpoint_presence.endpoint_id = seen.key`
 	}
-	rows, err := tx.query(ctx, read, string(seen))
-	if err != nil {
-		return err
-	}
-	type facts struct {
-		org           string
-		reboot        bool
-		user, version sql.NullString
-		ips           string
-		boot          sql.NullInt64
-	}
-	known := make(map[string]facts, len(chunk))
-	for rows.Next() {
-		var id string
-		var f facts
-		if err := rows.Scan(&id, &f.org, &f.reboot, &f.user, &f.ips, &f.version, &f.boot); err != nil {
-			rows.Close()
+	seen := tx.s.seenJSON(chunk)
+	// Rows known to hold what their check-in would write need no reading
+	// (SQLite: see checkinFacts); on PostgreSQL the read locks them all.
+	toRead := tx.s.facts.toRead(chunk, time.Now())
+	known := make(map[string]facts, len(toRead))
+	if len(toRead) > 0 {
+		readSeen := seen
+		if len(toRead) != len(chunk) {
+			readSeen = tx.s.seenJSON(toRead)
+		}
+		if err := tx.readFacts(ctx, read, readSeen, known); err != nil {
 			return err
 		}
-		known[id] = f
+		if len(known) == 0 && len(toRead) == len(chunk) {
+			return nil // none of the endpoints is there any more
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(known) == 0 {
-		return nil
-	}
-	if _, err := tx.exec(ctx, write, string(seen)); err != nil {
+	if _, err := tx.exec(ctx, write, seen); err != nil {
 		return err
 	}
 	for _, c := range chunk {
 		f, ok := known[c.EndpointID]
 		if !ok {
 			continue
+		}
+		if tx.s.facts != nil {
+			tx.checkinsApplied = append(tx.checkinsApplied, c)
 		}
 		// A check-in without addresses (or version, or boot time) leaves
 		// the known ones.
@@ -414,6 +391,62 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 		}
 	}
 	return nil
+}
+
+// facts are what a check-in flush reads of an endpoint row before writing
+// it.
+type facts struct {
+	org           string
+	reboot        bool
+	user, version sql.NullString
+	ips           string
+	boot          sql.NullInt64
+}
+
+// seenJSON is the one parameter naming a flush's endpoints and their
+// last-seen times. PostgreSQL reads an array of objects; SQLite an object
+// of times keyed by id: json_each hands out an object's keys and values as
+// they are, while a member of an array of objects is handed out as JSON
+// text that ->> parses again, which made both statements twice as costly
+// (docs/performance.md).
+func (s *Store) seenJSON(chunk []Checkin) string {
+	var b []byte
+	if s.engine == Postgres {
+		type seenRow struct {
+			ID string `json:"id"`
+			At int64  `json:"at"`
+		}
+		rows := make([]seenRow, len(chunk))
+		for i, c := range chunk {
+			rows[i] = seenRow{ID: c.EndpointID, At: millis(c.At)}
+		}
+		b, _ = json.Marshal(rows)
+	} else {
+		at := make(map[string]int64, len(chunk))
+		for _, c := range chunk {
+			at[c.EndpointID] = millis(c.At)
+		}
+		b, _ = json.Marshal(at)
+	}
+	return string(b)
+}
+
+// readFacts reads the facts of the endpoints seen names into known.
+func (tx *Tx) readFacts(ctx context.Context, read, seen string, known map[string]facts) error {
+	rows, err := tx.query(ctx, read, seen)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var f facts
+		if err := rows.Scan(&id, &f.org, &f.reboot, &f.user, &f.ips, &f.version, &f.boot); err != nil {
+			return err
+		}
+		known[id] = f
+	}
+	return rows.Err()
 }
 
 // lockGroupsOf takes, on PostgreSQL, the group locks of the batch's
@@ -902,6 +935,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, e *AuditEntry, orgID, id str
 		if _, err := tx.exec(ctx, `DELETE FROM endpoints WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("store: delete endpoint: %w", err)
 		}
+		tx.s.facts.forget(id)
 		if _, err := tx.exec(ctx, `INSERT INTO endpoint_tombstones (secret_hash, org_id, endpoint_id, removed_at) VALUES (?, ?, ?, ?)`,
 			secret, orgID, id, millis(now)); err != nil {
 			return fmt.Errorf("store: endpoint tombstone: %w", err)

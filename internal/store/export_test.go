@@ -274,3 +274,10 @@ func (s *Store) SharedWaitingForTest() int {
 	defer s.shared.mu.Unlock()
 	return len(s.shared.queue) + s.shared.inFlight
 }
+
+// CheckinsToReadForTest answers how many of batch's endpoint rows a flush
+// would read before writing (SQLite skips those known to hold what their
+// check-in would write: checkinFacts).
+func (s *Store) CheckinsToReadForTest(batch []Checkin) int {
+	return len(s.facts.toRead(batch, time.Now()))
+}

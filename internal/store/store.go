@@ -66,6 +66,9 @@ type Store struct {
 	// shared queues the SQLite write transactions that run together
 	// (inSharedTx).
 	shared sharedTx
+	// facts remembers the check-ins endpoint rows were written with (SQLite;
+	// nil on PostgreSQL).
+	facts *checkinFacts
 }
 
 // maxReadStmts bounds the read statement cache; queries whose text varies
@@ -200,7 +203,7 @@ func openSQLite(path string, opt Options) (*Store, error) {
 	r.SetMaxIdleConns(opt.MaxConns)
 	// Readers a burst opened close after a while idle, with their caches.
 	r.SetConnMaxIdleTime(2 * time.Minute)
-	s := &Store{engine: SQLite, read: r, write: w}
+	s := &Store{engine: SQLite, read: r, write: w, facts: &checkinFacts{}}
 	if inFile {
 		if s.checkpoints, err = startCheckpointer(path, pragmas); err != nil {
 			r.Close()
@@ -348,6 +351,9 @@ type Tx struct {
 	// groupsChanged says the transaction changes a group or its members
 	// (the cached group lists are stale once it commits).
 	groupsChanged bool
+	// checkinsApplied are the check-ins whose facts this transaction wrote
+	// or found written (SQLite: remembered in checkinFacts at the commit).
+	checkinsApplied []Checkin
 }
 
 // stmt answers the transaction's prepared statement for query, or nil on
@@ -427,7 +433,12 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		s.noteWrite(err)
 		return err
 	}
+	// Remembered while the transaction holds the write lock: no other
+	// write transaction, an enrollment forgetting an endpoint, runs between
+	// the commit and this (checkinFacts).
+	s.facts.remember(tx.checkinsApplied, time.Now())
 	if err := sqlTx.Commit(); err != nil {
+		s.facts.forgetApplied(tx.checkinsApplied)
 		s.noteWrite(err)
 		return fmt.Errorf("store: commit: %w", err)
 	}
