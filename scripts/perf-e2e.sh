@@ -22,7 +22,14 @@
 #
 # Usage: scripts/perf-e2e.sh [sqlite|postgres|both|none]   (default sqlite;
 # none runs only the SCALE run)
-#   ENDPOINTS=10000 WARMUP=70s STEADY=120s SCALE=0 API_RUNS=5 OUT=folder KEEP=1
+#   ENDPOINTS=10000 WARMUP=70s POLL_WARMUP=240s STEADY=120s SCALE=0 API_RUNS=5 OUT=folder KEEP=1
+# The long polls' warm-up is longer: once the fleet holds its long polls
+# the server's heap grows for about three minutes more (10,000 long polls
+# hold ~100 MiB of net/http's buffers), and until it has its size the
+# kernel hands it fresh pages (500 page faults a second, ~8 % of the
+# server's CPU), a cost a server pays once, not with each check-in.
+# STEADY=120s holds one collection of the heap (the runtime collects at
+# least every two minutes).
 # PostgreSQL runs on a cluster of its own (initdb in the work folder, its
 # own port): the machine's PostgreSQL is not touched. Needs jq, curl, wrk
 # (apt-get install wrk) and, for PostgreSQL, its server binaries; run as
@@ -35,6 +42,7 @@ cd "$(dirname "$0")/.."
 ENGINES=${1:-sqlite}
 ENDPOINTS=${ENDPOINTS:-10000}
 WARMUP=${WARMUP:-70s}
+POLL_WARMUP=${POLL_WARMUP:-240s}
 STEADY=${STEADY:-120s}
 SCALE=${SCALE:-0}
 API_RUNS=${API_RUNS:-5}
@@ -141,8 +149,8 @@ fleet() { # ENGINE DB DBPID
     "$la0 → $(loadavg)" "$(jq -r '.processes[0].peakRssMiB' "$OUT/$engine-enroll.json") MiB peak RSS"
 
   la0=$(loadavg)
-  log "$engine: steady check-ins, long polls ($WARMUP warm-up, $STEADY measured)"
-  load "$engine-checkin" --endpoints "$ENDPOINTS" --clients 0 --warmup "$WARMUP" --duration "$STEADY" --state-dir "$state" "${dbargs[@]}"
+  log "$engine: steady check-ins, long polls ($POLL_WARMUP warm-up, $STEADY measured)"
+  load "$engine-checkin" --endpoints "$ENDPOINTS" --clients 0 --warmup "$POLL_WARMUP" --duration "$STEADY" --state-dir "$state" "${dbargs[@]}"
   local r="$OUT/$engine-checkin.json" dbcpu=""
   [ "$dbpid" != 0 ] && dbcpu=", PostgreSQL $(jq -r '.databaseCpuPerCheckinMicros' "$r") µs"
   row "$engine: steady check-in (long polls), server CPU per check-in" \
