@@ -116,16 +116,3 @@ func (cf *checkinFacts) forget(endpointIDs ...string) {
 	}
 	cf.mu.Unlock()
 }
-
-// forgetApplied drops the check-ins a transaction applied (its commit
-// failed).
-func (cf *checkinFacts) forgetApplied(applied []Checkin) {
-	if cf == nil {
-		return
-	}
-	cf.mu.Lock()
-	for _, c := range applied {
-		delete(cf.m, c.EndpointID)
-	}
-	cf.mu.Unlock()
-}

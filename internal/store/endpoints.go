@@ -302,9 +302,9 @@ const checkinChunk = 500
 // in a few statements whatever their number: the fields group rules test
 // (and the boot time) are read (on SQLite only for the check-ins whose facts
 // differ from those the row was last written with: checkinFacts), every
-// last-seen time is written to the
-// narrow endpoint_presence row (a page holds about eighty; the endpoints
-// row, five or six: migration 038), and only an endpoint whose fields
+// last-seen time is written to the narrow endpoint_presence row (a page
+// holds about eighty; the endpoints row, five or six: migration 038), and
+// only an endpoint whose fields
 // changed has its endpoints row written and its group membership
 // re-decided. On PostgreSQL the read locks the presence rows in id order
 // first. A flush is most of what a check-in costs the database; a

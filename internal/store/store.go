@@ -438,7 +438,9 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	// the commit and this (checkinFacts).
 	s.facts.remember(tx.checkinsApplied, time.Now())
 	if err := sqlTx.Commit(); err != nil {
-		s.facts.forgetApplied(tx.checkinsApplied)
+		for _, c := range tx.checkinsApplied {
+			s.facts.forget(c.EndpointID)
+		}
 		s.noteWrite(err)
 		return fmt.Errorf("store: commit: %w", err)
 	}
