@@ -198,11 +198,10 @@ func abs(d int) int {
 	return d
 }
 
-// addDeltas runs update, whose VALUES list is %s, on 64 rows at a time,
-// each row written as row says.
+// addDeltas runs update, whose VALUES list is %s, on the rows in the
+// chunks of statementChunks, each row written as row says.
 func (tx *Tx) addDeltas(ctx context.Context, what, update, row string, rows [][]any) error {
-	const perStatement = 64
-	for batch := range slices.Chunk(rows, perStatement) {
+	for batch := range statementChunks(rows) {
 		var args []any
 		for _, r := range batch {
 			args = append(args, r...)

@@ -281,3 +281,27 @@ func (s *Store) SharedWaitingForTest() int {
 func (s *Store) CheckinsToReadForTest(batch []Checkin) int {
 	return len(s.facts.toRead(batch, time.Now()))
 }
+
+// ExecForTest runs a statement in the transaction as the store's writers
+// do (tx.exec).
+func (t *Tx) ExecForTest(ctx context.Context, query string, args ...any) error {
+	_, err := t.exec(ctx, query, args...)
+	return err
+}
+
+// WriteStmtCachedForTest tells whether the writer's statement cache holds
+// query.
+func (s *Store) WriteStmtCachedForTest(query string) bool { return s.writeStmts.get(query) != nil }
+
+// FillWriteStmtsForTest makes the writer's statement cache count as full.
+func (s *Store) FillWriteStmtsForTest() { s.writeStmts.n.Store(maxStmts) }
+
+// StatementChunksForTest answers the sizes of the chunks multi-row
+// statements write n rows in.
+func StatementChunksForTest(n int) []int {
+	var sizes []int
+	for c := range statementChunks(make([]struct{}, n)) {
+		sizes = append(sizes, len(c))
+	}
+	return sizes
+}

@@ -167,9 +167,21 @@ func (g *Ingester) write(batch []*ingestReq) {
 	}
 	err := g.s.ensureCatalog(ctx, invs)
 	if err == nil {
+		// First without savepoints (they cost an eighth of the writer's
+		// time: each page an inventory changes is copied to the savepoint's
+		// journal first); if an inventory fails, that transaction is
+		// rolled back and the batch written again, one savepoint each.
 		err = g.s.InTxRetry(ctx, func(tx *Tx) error {
-			return g.writeBatch(ctx, tx, batch, order, orgs, results)
+			return g.writeBatch(ctx, tx, batch, order, orgs, results, false)
 		})
+		if errors.Is(err, errInventoryFailed) {
+			err = nil
+			if len(batch) > 1 {
+				err = g.s.InTxRetry(ctx, func(tx *Tx) error {
+					return g.writeBatch(ctx, tx, batch, order, orgs, results, true)
+				})
+			}
+		}
 	}
 	if err != nil && len(batch) > 1 && rowFault(err) {
 		// What fails the whole batch outside an inventory's savepoint (the
@@ -189,9 +201,15 @@ func (g *Ingester) write(batch []*ingestReq) {
 	}
 }
 
-// writeBatch stores the batch's inventories in tx, one savepoint each, and
-// keeps each one's own error in results.
-func (g *Ingester) writeBatch(ctx context.Context, tx *Tx, batch []*ingestReq, order []int, orgs []string, results []error) error {
+// errInventoryFailed ends a batch's transaction written without
+// savepoints when one of its inventories fails (its error in results).
+var errInventoryFailed = errors.New("store: an inventory of the batch failed")
+
+// writeBatch stores the batch's inventories in tx and keeps each one's own
+// error in results. With savepoints, each inventory is written in one and
+// a failing one is undone alone; without, the first failure ends the
+// transaction with errInventoryFailed.
+func (g *Ingester) writeBatch(ctx context.Context, tx *Tx, batch []*ingestReq, order []int, orgs []string, results []error, savepoints bool) error {
 	clear(results)
 	for _, org := range orgs {
 		if err := tx.shareGroups(ctx, org); err != nil {
@@ -200,6 +218,16 @@ func (g *Ingester) writeBatch(ctx context.Context, tx *Tx, batch []*ingestReq, o
 	}
 	for _, i := range order {
 		r := batch[i]
+		if !savepoints {
+			if err := tx.replaceInventory(ctx, r.inv); err != nil {
+				if retryable(err) {
+					return err
+				}
+				results[i] = err
+				return errInventoryFailed
+			}
+			continue
+		}
 		if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT inventory"); err != nil {
 			return fmt.Errorf("store: savepoint: %w", err)
 		}

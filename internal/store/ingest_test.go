@@ -73,3 +73,87 @@ func TestIngesterBatches(t *testing.T) {
 		t.Fatalf("after close: %v", err)
 	}
 }
+
+// TestIngestBatchMemberFails writes batches in which one inventory fails
+// (its endpoint does not exist), first or last in the batch's order, and a
+// batch of that one alone. The batch is written once without savepoints,
+// rolled back at the failure and written again with one savepoint per
+// inventory: the failing one answers its own error, the others are stored,
+// and the title counters count each stored inventory once.
+func TestIngestBatchMemberFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.Open(t)
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.NewIngester()
+	defer g.Close()
+	now := time.Now()
+	enrolled := 0
+	batch := func(missing string, n int) ([]string, []inventory.Normalized) {
+		ids := make([]string, n)
+		ns := make([]inventory.Normalized, n)
+		for i := range ids {
+			if i == 0 {
+				ids[i] = missing
+			} else {
+				enrolled++
+				ids[i], _, err = s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", enrolled),
+					Hostname: fmt.Sprint("h", enrolled), Platform: "linux", SecretHash: fmt.Sprint("s", enrolled)}, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			v := "1.0"
+			doc := agentproto.Inventory{System: agentproto.System{Hostname: fmt.Sprint("h", i)},
+				Software: []agentproto.Software{{Name: "common", Version: &v}, {Name: "only-" + ids[i], Version: &v}}}
+			if ns[i], err = inventory.Check(&doc, "linux", "debian", now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ids, ns
+	}
+	check := func(ids []string, errs []error) {
+		t.Helper()
+		for i, err := range errs {
+			if (i == 0) != errors.Is(err, store.ErrNotFound) || (i != 0 && err != nil) {
+				t.Fatalf("inventory %d (%s): %v", i, ids[i], err)
+			}
+			_, total, err := s.ListSoftware(ctx, store.SoftwareQuery{OrgID: o.ID, Q: "only-" + ids[i], Limit: 10})
+			if err != nil || (total == 1) != (i != 0) {
+				t.Fatalf("inventory %d (%s): %d rows stored, %v", i, ids[i], total, err)
+			}
+		}
+	}
+	common := func() (hosts, installs int) {
+		t.Helper()
+		titles, _, err := s.ListSoftwareTitles(ctx, store.SoftwareTitleQuery{OrgID: o.ID, Q: "common", Limit: 10})
+		if err != nil || len(titles) != 1 {
+			t.Fatalf("title common: %+v %v", titles, err)
+		}
+		return titles[0].Hosts, titles[0].Installs
+	}
+	// Ids sort before the others ("0…" < "01…", store.NewID) and after
+	// them ("z…"): the failure comes first, and after three were written.
+	for k, missing := range []string{"00000000000000000000000000000000", "zzzz"} {
+		ids, ns := batch(missing, 4)
+		check(ids, g.IngestForTest(o.ID, ids, ns, now))
+		if hosts, installs := common(); hosts != 3*(k+1) || installs != 3*(k+1) {
+			t.Fatalf("after batch %d: common on %d hosts, %d installs; want %d", k, hosts, installs, 3*(k+1))
+		}
+	}
+	ids, ns := batch("zzzz", 1)
+	check(ids, g.IngestForTest(o.ID, ids, ns, now))
+	ids, ns = batch("zzzz", 3)
+	ids, ns = ids[1:], ns[1:] // all of them enrolled
+	for i, err := range g.IngestForTest(o.ID, ids, ns, now) {
+		if err != nil {
+			t.Fatalf("inventory %d: %v", i, err)
+		}
+	}
+	if hosts, installs := common(); hosts != 8 || installs != 8 {
+		t.Fatalf("at the end: common on %d hosts, %d installs; want 8", hosts, installs)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -434,24 +435,43 @@ func (tx *Tx) releaseInventory(ctx context.Context, orgID, endpointID string) er
 
 // insertRows inserts rows in multi-row statements.
 func (tx *Tx) insertRows(ctx context.Context, table string, columns []string, rows [][]any) error {
-	const perStatement = 64
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
 	head := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES "
-	for start := 0; start < len(rows); start += perStatement {
-		end := min(start+perStatement, len(rows))
+	for chunk := range statementChunks(rows) {
 		var b strings.Builder
 		b.WriteString(head)
-		args := make([]any, 0, (end-start)*len(columns))
-		for i := start; i < end; i++ {
-			if i > start {
+		args := make([]any, 0, len(chunk)*len(columns))
+		for i, r := range chunk {
+			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString(one)
-			args = append(args, rows[i]...)
+			args = append(args, r...)
 		}
 		if _, err := tx.exec(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("store: insert into %s: %w", table, err)
 		}
 	}
 	return nil
+}
+
+// rowsPerStatement bounds the rows one multi-row statement writes.
+const rowsPerStatement = 64
+
+// statementChunks splits rows for multi-row statements: rowsPerStatement
+// at a time, the rest in chunks of powers of two (32, 16, …, 1), so that a
+// table's statements come in seven texts, which the writer's statement
+// cache keeps prepared, whatever the number of rows.
+func statementChunks[T any](rows []T) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for n := rowsPerStatement; len(rows) > 0; {
+			for n > len(rows) {
+				n /= 2
+			}
+			if !yield(rows[:n]) {
+				return
+			}
+			rows = rows[n:]
+		}
+	}
 }
