@@ -201,13 +201,13 @@ func abs(d int) int {
 // addDeltas runs update, whose VALUES list is %s, on the rows in the
 // chunks of statementChunks, each row written as row says.
 func (tx *Tx) addDeltas(ctx context.Context, what, update, row string, rows [][]any) error {
+	var args []any
 	for batch := range statementChunks(rows) {
-		var args []any
+		args = args[:0]
 		for _, r := range batch {
 			args = append(args, r...)
 		}
-		values := strings.TrimSuffix(strings.Repeat(row+", ", len(batch)), ", ")
-		if _, err := tx.exec(ctx, fmt.Sprintf(update, values), args...); err != nil {
+		if _, err := tx.exec(ctx, statementText(update, row, len(batch)), args...); err != nil {
 			return fmt.Errorf("store: %s: %w", what, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
@@ -436,23 +437,40 @@ func (tx *Tx) releaseInventory(ctx context.Context, orgID, endpointID string) er
 // insertRows inserts rows in multi-row statements.
 func (tx *Tx) insertRows(ctx context.Context, table string, columns []string, rows [][]any) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
-	head := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES "
+	insert := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES %s"
+	var args []any
 	for chunk := range statementChunks(rows) {
-		var b strings.Builder
-		b.WriteString(head)
-		args := make([]any, 0, len(chunk)*len(columns))
-		for i, r := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(one)
+		args = args[:0]
+		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		if _, err := tx.exec(ctx, b.String(), args...); err != nil {
+		if _, err := tx.exec(ctx, statementText(insert, one, len(chunk)), args...); err != nil {
 			return fmt.Errorf("store: insert into %s: %w", table, err)
 		}
 	}
 	return nil
+}
+
+// statementTexts are the texts statementText made.
+var statementTexts sync.Map // statementKey -> string
+
+type statementKey struct {
+	format, row string
+	n           int
+}
+
+// statementText answers format with its %s replaced by n copies of row
+// separated by commas: a multi-row statement. Its few texts (the chunks of
+// statementChunks) are made once, not again for each inventory; callers
+// pass constant formats and rows, so the texts are bounded.
+func statementText(format, row string, n int) string {
+	k := statementKey{format, row, n}
+	if v, ok := statementTexts.Load(k); ok {
+		return v.(string)
+	}
+	text := fmt.Sprintf(format, strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
+	statementTexts.Store(k, text)
+	return text
 }
 
 // rowsPerStatement bounds the rows one multi-row statement writes.
