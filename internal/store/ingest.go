@@ -167,10 +167,11 @@ func (g *Ingester) write(batch []*ingestReq) {
 	}
 	err := g.s.ensureCatalog(ctx, invs)
 	if err == nil {
-		// First without savepoints (they cost an eighth of the writer's
-		// time: each page an inventory changes is copied to the savepoint's
-		// journal first); if an inventory fails, that transaction is
-		// rolled back and the batch written again, one savepoint each.
+		// First without savepoints (each page an inventory changes was
+		// copied to its savepoint's journal first: 3 % of the writer's CPU
+		// while a fleet enrolls; SQLite's own statement journals stay); if
+		// an inventory fails, that transaction is rolled back and the
+		// batch written again, one savepoint each.
 		err = g.s.InTxRetry(ctx, func(tx *Tx) error {
 			return g.writeBatch(ctx, tx, batch, order, orgs, results, false)
 		})
