@@ -304,14 +304,13 @@ const checkinChunk = 500
 // differ from those the row was last written with: checkinFacts), every
 // last-seen time is written to the narrow endpoint_presence row (a page
 // holds about eighty; the endpoints row, five or six: migration 038), and
-// only an endpoint whose fields
-// changed has its endpoints row written and its group membership
-// re-decided. On PostgreSQL the read locks the presence rows in id order
-// first. A flush is most of what a check-in costs the database; a
-// statement per endpoint was most of the flush. The endpoints travel as
-// one JSON parameter, so the statements' text is the same whatever the
-// chunk's size (SQLite parses a statement per transaction, and a flush is
-// one).
+// only an endpoint whose fields changed has its endpoints row written and
+// its group membership re-decided. On PostgreSQL the read locks the
+// presence rows in id order first. A flush is most of what a check-in
+// costs the database; a statement per endpoint was most of the flush. The
+// endpoints travel as one JSON parameter, so the statements' text is the
+// same whatever the chunk's size (each is prepared once: the writer's
+// statement cache on SQLite, pgx's on PostgreSQL).
 func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	// The facts are those before this flush.
 	const factColumns = `e.id, e.org_id, e.pending_reboot, e.logged_user, e.ip_addresses, e.agent_version, e.last_boot_at`
