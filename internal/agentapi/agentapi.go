@@ -7,7 +7,6 @@ package agentapi
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,6 +27,7 @@ import (
 	"github.com/patchd/patchd/internal/clock"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/inventory"
+	"github.com/patchd/patchd/internal/pool"
 	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -305,51 +305,9 @@ func (a *API) setInventoryHash(secretHash, invHash string) {
 	a.mu.Unlock()
 }
 
-// Request bodies are read into pooled buffers and decompressed by pooled
-// gzip readers: while a fleet enrolled, growing a buffer for each body was
-// a fifth of the bytes the server allocated, and a gzip reader for each
-// (its 32 KiB window) another 7 %; every byte less is collector work the
-// one database writer no longer shares its processors with (issue 22).
-var (
-	bodyBuffers sync.Pool // *bytes.Buffer
-	gzipReaders sync.Pool // *gzip.Reader
-)
-
-// maxPooledBody is the largest buffer kept for another body: a rare large
-// inventory's buffer is left to the collector rather than kept.
-const maxPooledBody = 4 << 20
-
-func getBuffer() *bytes.Buffer {
-	if b, ok := bodyBuffers.Get().(*bytes.Buffer); ok {
-		return b
-	}
-	return new(bytes.Buffer)
-}
-
-// putBuffer gives a buffer back once nothing refers to its bytes (the
-// decoded document holds copies: strings and json.RawMessage copy).
-func putBuffer(b *bytes.Buffer) {
-	if b.Cap() > maxPooledBody {
-		return
-	}
-	b.Reset()
-	bodyBuffers.Put(b)
-}
-
-// gunzip is a pooled gzip reader of r, given back with gzipReaders.Put.
-func gunzip(r io.Reader) (*gzip.Reader, error) {
-	if zr, ok := gzipReaders.Get().(*gzip.Reader); ok {
-		if err := zr.Reset(r); err != nil {
-			gzipReaders.Put(zr)
-			return nil, err
-		}
-		return zr, nil
-	}
-	return gzip.NewReader(r)
-}
-
 // readBody reads a possibly gzip-compressed body of at most limit bytes
-// once decompressed into buf; over it: 413.
+// once decompressed into buf; over it: 413. Callers read into a pooled
+// buffer, by a pooled gzip reader (package pool).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64, buf *bytes.Buffer) error {
 	if r.ContentLength > limit {
 		// Refused before a byte of it is read.
@@ -363,11 +321,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, buf *bytes.Bu
 			buf.Grow(int(r.ContentLength) + bytes.MinRead)
 		}
 	case "gzip":
-		zr, err := gunzip(body)
+		zr, err := pool.Gunzip(body)
 		if err != nil {
 			return httpx.Errorf(http.StatusBadRequest, "invalid_request", "the body is not valid gzip")
 		}
-		defer gzipReaders.Put(zr)
+		defer pool.PutGunzip(zr)
 		body = zr
 	default:
 		return httpx.Errorf(http.StatusUnsupportedMediaType, "unsupported_encoding", "only gzip bodies are accepted")
@@ -385,8 +343,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, buf *bytes.Bu
 
 // decode reads the body (see readBody) and decodes it into v.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	buf := getBuffer()
-	defer putBuffer(buf)
+	buf := pool.Buffer()
+	defer pool.PutBuffer(buf)
 	if err := readBody(w, r, limit, buf); err != nil {
 		return err
 	}
@@ -620,8 +578,8 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 		agentproto.Inventory
 		Datasets map[string]json.RawMessage `json:"datasets"`
 	}
-	buf := getBuffer()
-	defer putBuffer(buf)
+	buf := pool.Buffer()
+	defer pool.PutBuffer(buf)
 	if err := readBody(w, r, agentproto.MaxInventoryBytes, buf); err != nil {
 		return err
 	}

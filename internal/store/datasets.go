@@ -15,6 +15,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/patchd/patchd/internal/pool"
 )
 
 var gzipWriters = sync.Pool{New: func() any {
@@ -51,11 +53,11 @@ func decompressRows(b []byte) ([]map[string]any, error) {
 		err := json.Unmarshal(b, &rows)
 		return rows, err
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	zr, err := pool.Gunzip(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
+	defer pool.PutGunzip(zr)
 	if err := json.NewDecoder(io.Reader(zr)).Decode(&rows); err != nil {
 		return nil, err
 	}
@@ -106,11 +108,6 @@ func (s *Store) Datasets(ctx context.Context, orgID, name string) iter.Seq2[Data
 	}
 }
 
-var gzipReaders sync.Pool // *gzip.Reader
-
-// plainBuffers holds the buffers datasets are decompressed into.
-var plainBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
 // decompressKeys is decompressRows keeping only the given keys of each
 // row: a report reads a few keys of rows that have many, and decoding the
 // others (a string allocated per key and per value) was most of its cost.
@@ -120,20 +117,13 @@ func decompressKeys(b []byte, keys []string) ([]map[string]any, error) {
 	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
 		return decodeKeys(b, keys)
 	}
-	zr, _ := gzipReaders.Get().(*gzip.Reader)
-	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(bytes.NewReader(b))
-	} else {
-		err = zr.Reset(bytes.NewReader(b))
-	}
+	zr, err := pool.Gunzip(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
-	defer gzipReaders.Put(zr)
-	buf := plainBuffers.Get().(*bytes.Buffer)
-	defer plainBuffers.Put(buf)
-	buf.Reset()
+	defer pool.PutGunzip(zr)
+	buf := pool.Buffer()
+	defer pool.PutBuffer(buf)
 	if _, err := buf.ReadFrom(zr); err != nil {
 		return nil, err
 	}
