@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -131,7 +130,7 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 	for _, id := range nonZero(ids) {
 		titles = append(titles, []any{id, tx.counts.titles[id], tx.counts.hosts[id]})
 	}
-	if err := tx.addDeltas(ctx, "software title count", `UPDATE software_titles SET installs = installs + d.column2, hosts = hosts + d.column3
+	if err := tx.execRows(ctx, "software title count", `UPDATE software_titles SET installs = installs + d.column2, hosts = hosts + d.column3
 		FROM (VALUES %s) AS d WHERE software_titles.id = d.column1`, "(CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS INTEGER))", titles); err != nil {
 		return err
 	}
@@ -148,7 +147,7 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 	}
 	// An upsert: a version's row is made by its first endpoint. WHERE true:
 	// SQLite needs it to parse an upsert whose rows come from a SELECT.
-	if err := tx.addDeltas(ctx, "software version count", `INSERT INTO software_versions (title_id, version_key, hosts)
+	if err := tx.execRows(ctx, "software version count", `INSERT INTO software_versions (title_id, version_key, hosts)
 		SELECT d.column1, d.column2, d.column3 FROM (VALUES %s) AS d WHERE true
 		ON CONFLICT (title_id, version_key) DO UPDATE SET hosts = software_versions.hosts + excluded.hosts`,
 		"(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS INTEGER))", versionRows); err != nil {
@@ -165,7 +164,7 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 	for i, k := range keys {
 		keyRows[i] = []any{k[0], k[1], tx.counts.keys[k]}
 	}
-	if err := tx.addDeltas(ctx, "update key count", `UPDATE update_keys SET endpoints = endpoints + d.column3 FROM (VALUES %s) AS d
+	if err := tx.execRows(ctx, "update key count", `UPDATE update_keys SET endpoints = endpoints + d.column3 FROM (VALUES %s) AS d
 		WHERE update_keys.org_id = d.column1 AND update_keys.key = d.column2`, "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER))", keyRows); err != nil {
 		return err
 	}
@@ -173,7 +172,7 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 	for _, id := range nonZero(tx.counts.members) {
 		groups = append(groups, []any{id, tx.counts.members[id]})
 	}
-	if err := tx.addDeltas(ctx, "group member count", `UPDATE endpoint_groups SET members = members + d.column2 FROM (VALUES %s) AS d
+	if err := tx.execRows(ctx, "group member count", `UPDATE endpoint_groups SET members = members + d.column2 FROM (VALUES %s) AS d
 		WHERE endpoint_groups.id = d.column1`, "(CAST(? AS TEXT), CAST(? AS INTEGER))", groups); err != nil {
 		return err
 	}
@@ -181,7 +180,7 @@ func (tx *Tx) applyCounts(ctx context.Context) error {
 	for _, id := range nonZero(tx.counts.tokenUses) {
 		uses = append(uses, []any{id, rand.IntN(tokenUseSlots), tx.counts.tokenUses[id]})
 	}
-	if err := tx.addDeltas(ctx, "enroll token use count", `INSERT INTO enroll_token_uses (token_id, slot, uses)
+	if err := tx.execRows(ctx, "enroll token use count", `INSERT INTO enroll_token_uses (token_id, slot, uses)
 		SELECT d.column1, d.column2, d.column3 FROM (VALUES %s) AS d WHERE true
 		ON CONFLICT (token_id, slot) DO UPDATE SET uses = enroll_token_uses.uses + excluded.uses`,
 		"(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS BIGINT))", uses); err != nil {
@@ -196,22 +195,6 @@ func abs(d int) int {
 		return -d
 	}
 	return d
-}
-
-// addDeltas runs update, whose VALUES list is %s, on the rows in the
-// chunks of statementChunks, each row written as row says.
-func (tx *Tx) addDeltas(ctx context.Context, what, update, row string, rows [][]any) error {
-	var args []any
-	for batch := range statementChunks(rows) {
-		args = args[:0]
-		for _, r := range batch {
-			args = append(args, r...)
-		}
-		if _, err := tx.exec(ctx, statementText(update, row, len(batch)), args...); err != nil {
-			return fmt.Errorf("store: %s: %w", what, err)
-		}
-	}
-	return nil
 }
 
 // maxTxAttempts bounds InTxRetry.

@@ -438,14 +438,21 @@ func (tx *Tx) releaseInventory(ctx context.Context, orgID, endpointID string) er
 func (tx *Tx) insertRows(ctx context.Context, table string, columns []string, rows [][]any) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
 	insert := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES %s"
+	return tx.execRows(ctx, "insert into "+table, insert, one, rows)
+}
+
+// execRows runs format, whose VALUES list is %s, on the rows in the chunks
+// of statementChunks, each row written as row says: the multi-row inserts
+// of inventories and the counters' updates.
+func (tx *Tx) execRows(ctx context.Context, what, format, row string, rows [][]any) error {
 	var args []any
 	for chunk := range statementChunks(rows) {
 		args = args[:0]
 		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		if _, err := tx.exec(ctx, statementText(insert, one, len(chunk)), args...); err != nil {
-			return fmt.Errorf("store: insert into %s: %w", table, err)
+		if _, err := tx.exec(ctx, statementText(format, row, len(chunk)), args...); err != nil {
+			return fmt.Errorf("store: %s: %w", what, err)
 		}
 	}
 	return nil
