@@ -1,6 +1,7 @@
 package agentapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -423,6 +424,59 @@ func TestInventoryBound(t *testing.T) {
 		t.Fatalf("the inventory within the bound: %d", code)
 	}
 	other.MustInventory(apitest.Sample("ws-02", "windows"))
+}
+
+// TestDecodingBound: with every decoding slot taken, uploads wait for one
+// (their bodies read); one whose client goes away stores nothing and gives
+// up its place, the other is decoded and stored once a slot is free.
+func TestDecodingBound(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	a := e.Server.Agents()
+	gone, kept := e.Enroll("uid-1", "ws-01", "linux"), e.Enroll("uid-2", "ws-02", "linux")
+	send := func(ctx context.Context, ag *apitest.Agent, host, hash string, done chan<- int) {
+		body, _ := json.Marshal(apitest.Sample(host, "linux"))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, e.URL+agentproto.PathInventory, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+ag.Secret)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(agentproto.HeaderInventoryHash, hash)
+		resp, err := e.HTTPClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}
+	release := a.HoldDecoding()
+	ctx, cancel := context.WithCancel(context.Background())
+	goneDone, keptDone := make(chan int, 1), make(chan int, 1)
+	go send(ctx, gone, "ws-01", "h-gone", goneDone)
+	waitFor(t, "the first upload waiting for a decoding slot", func() bool { return a.DecodeWaits() == 1 })
+	go send(context.Background(), kept, "ws-02", "h-kept", keptDone)
+	waitFor(t, "both uploads waiting for a decoding slot", func() bool { return a.DecodeWaits() == 2 })
+	cancel()
+	<-goneDone
+	waitFor(t, "the gone client's upload leaving", func() bool { return a.DecodeWaits() == 1 })
+	select {
+	case code := <-keptDone:
+		t.Fatalf("an upload answered %d while every decoding slot was taken", code)
+	default:
+	}
+	release()
+	if code := <-keptDone; code != http.StatusOK {
+		t.Fatalf("the waiting upload, once a slot was free: %d", code)
+	}
+	if resp, _ := kept.Checkin(0, agentproto.CheckinRequest{InventoryHash: "h-kept"}); resp.InventoryWanted {
+		t.Fatal("the waiting upload's inventory was not stored")
+	}
+	if resp, _ := gone.Checkin(0, agentproto.CheckinRequest{InventoryHash: "h-gone"}); !resp.InventoryWanted {
+		t.Fatal("the inventory of a client that went away while it waited was stored")
+	}
+	if n := a.InventoriesInProgress(); n != 0 {
+		t.Fatalf("%d inventory slots held after both uploads ended", n)
+	}
+	gone.MustInventory(apitest.Sample("ws-01", "linux"))
 }
 
 // TestCrowdedClosesConnections: while the server is crowded, agent answers
