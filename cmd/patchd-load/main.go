@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	lightGC()
 	logger := log.New(stderr, "", log.LstdFlags)
 	cfg.Logf = logger.Printf
 	rep, err := load.Run(ctx, cfg)
@@ -52,6 +54,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
+}
+
+// lightGC has the simulated fleet's collector run a quarter as often as
+// Go's default (GOGC=400) unless GOGC says otherwise. The load generator
+// shares the machine's cores with the server it measures; at the default,
+// its collector was 11 % of its CPU while 10,000 endpoints enrolled (the
+// inventories it builds, encodes and compresses are garbage at once), CPU
+// the server did not get. Its heap is small: the fleet's state and the
+// bodies in flight. The bare handler keeps the default: it is the ceiling
+// patchd's own handlers are compared with, at the same setting.
+func lightGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 }
 
 func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
