@@ -124,7 +124,8 @@ type API struct {
 	// uploads arriving together never take every processor from the
 	// database writer that stores them (see decodeInventory).
 	decoding chan struct{}
-	// decodeWaits counts the documents waiting for a decoding slot.
+	// decodeWaits counts the documents waiting for (or taking) a
+	// decoding slot.
 	decodeWaits atomic.Int32
 }
 
@@ -622,17 +623,13 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 // endpoints enrolling on 2 cores), and the fleet waited for the writer.
 // The body was read before: a slow client never holds a slot.
 func (a *API) decodeInventory(ctx context.Context, raw []byte, ag *cachedAgent) (inventory.Normalized, error) {
+	a.decodeWaits.Add(1)
 	select {
 	case a.decoding <- struct{}{}:
-	default:
-		a.decodeWaits.Add(1)
-		select {
-		case a.decoding <- struct{}{}:
-			a.decodeWaits.Add(-1)
-		case <-ctx.Done():
-			a.decodeWaits.Add(-1)
-			return inventory.Normalized{}, ctx.Err()
-		}
+		a.decodeWaits.Add(-1)
+	case <-ctx.Done():
+		a.decodeWaits.Add(-1)
+		return inventory.Normalized{}, ctx.Err()
 	}
 	defer func() { <-a.decoding }()
 	// The datasets are kept as the JSON they came in: they are stored as
