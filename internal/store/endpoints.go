@@ -108,6 +108,9 @@ func (s *Store) EnrollEndpoint(ctx context.Context, en Enrollment, now time.Time
 		}
 		return tx.afterEndpointChange(ctx, en.OrgID, id)
 	})
+	if err == nil && created {
+		s.planStats.endpointCreated(s)
+	}
 	return id, created, err
 }
 

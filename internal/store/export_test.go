@@ -305,3 +305,16 @@ func StatementChunksForTest(n int) []int {
 	}
 	return sizes
 }
+
+// PlanAnalysesForTest waits for the planner statistics' analysis under way,
+// if any, and answers how many have run (0 on SQLite).
+func (s *Store) PlanAnalysesForTest() int {
+	p := s.planStats
+	if p == nil {
+		return 0
+	}
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.analyzes
+}

@@ -72,6 +72,9 @@ type Store struct {
 	// facts remembers the check-ins endpoint rows were written with (SQLite;
 	// nil on PostgreSQL).
 	facts *checkinFacts
+	// planStats analyzes a growing fleet's tables (PostgreSQL; nil on
+	// SQLite).
+	planStats *planStats
 }
 
 // maxStmts bounds a statement cache; queries whose text varies with their
@@ -204,6 +207,12 @@ func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error)
 			return nil, err
 		}
 	}
+	if s.engine == Postgres {
+		if err := s.openPlanStats(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("store: planner statistics: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -320,6 +329,7 @@ func (s *Store) Close() error {
 	if s.checkpoints != nil {
 		err = s.checkpoints.close()
 	}
+	s.planStats.close()
 	err = errors.Join(err, s.read.Close())
 	if s.write != s.read {
 		err = errors.Join(err, s.write.Close())
