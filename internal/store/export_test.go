@@ -318,3 +318,33 @@ func (s *Store) PlanAnalysesForTest() int {
 	defer p.mu.Unlock()
 	return p.analyzes
 }
+
+// UndoMigration040ForTest takes the database back to before migration 040:
+// on SQLite endpoint_software with its foreign keys again and no cascade
+// trigger (on PostgreSQL the migration changes nothing), so that a test can
+// apply it to rows that exist, as an upgrade does.
+func (s *Store) UndoMigration040ForTest(ctx context.Context) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		qs := []string{`DELETE FROM schema_migrations WHERE version = 40`}
+		if s.engine == SQLite {
+			qs = append(qs,
+				`DROP TRIGGER IF EXISTS endpoints_software_cascade`,
+				`CREATE TABLE endpoint_software_old (
+					endpoint_id TEXT NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
+					title_id BIGINT NOT NULL REFERENCES software_titles(id),
+					version_key TEXT NOT NULL, publisher TEXT, install_date TEXT, installed_for TEXT, install_type TEXT, source_package TEXT,
+					PRIMARY KEY (endpoint_id, title_id, version_key)) WITHOUT ROWID`,
+				`INSERT INTO endpoint_software_old SELECT * FROM endpoint_software`,
+				`DROP TABLE endpoint_software`,
+				`ALTER TABLE endpoint_software_old RENAME TO endpoint_software`,
+				`CREATE INDEX endpoint_software_title ON endpoint_software
+					(title_id, endpoint_id, version_key, publisher, install_date, installed_for, install_type)`)
+		}
+		for _, q := range qs {
+			if _, err := tx.exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+}

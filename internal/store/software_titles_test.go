@@ -181,7 +181,7 @@ func TestSoftwareTitles(t *testing.T) {
 
 // TestSoftwareTitlesMigration: migration 019 counts the endpoints of the
 // titles and versions already stored, and takes their publisher, when it
-// upgrades a database with inventories in it.
+// upgrades a database with inventories in it; migration 040 keeps them.
 func TestSoftwareTitlesMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -192,6 +192,7 @@ func TestSoftwareTitlesMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	str := func(v string) *string { return &v }
+	var ids []string
 	for i, vers := range [][]string{{"1.0", "2.0"}, {"1.0"}, {"3.0"}} {
 		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", i), Hostname: fmt.Sprint("h", i),
 			Platform: "windows", SecretHash: fmt.Sprint("s", i)}, now)
@@ -210,6 +211,7 @@ func TestSoftwareTitlesMigration(t *testing.T) {
 		if err := s.ReplaceInventory(ctx, o.ID, id, n, "x", now); err != nil {
 			t.Fatal(err)
 		}
+		ids = append(ids, id)
 	}
 	list := func() string {
 		t.Helper()
@@ -223,5 +225,20 @@ func TestSoftwareTitlesMigration(t *testing.T) {
 	upgradeKeeps(t, s, s.UndoMigration019ForTest, list, want)
 	if bad, err := s.CounterMismatchesForTest(ctx, o.ID); err != nil || len(bad) > 0 {
 		t.Fatalf("counters: %v %v", bad, err)
+	}
+
+	// Migration 040 (SQLite: endpoint_software's foreign keys replaced by a
+	// cascade trigger) keeps the installations, and a deleted endpoint's
+	// go with it.
+	upgradeKeeps(t, s, s.UndoMigration040ForTest, list, want)
+	if err := s.DeleteEndpoint(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "endpoint.delete", TargetType: "endpoint"},
+		o.ID, ids[0], now); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := list(), "3\nWidget/Acme Software 2 2 2[1.0:1 3.0:1]\nOnly on 1/- 1 1 1[-:1]\nOnly on 2/- 1 1 1[-:1]\n"; got != want {
+		t.Fatalf("after a deletion:\n%s\nwant:\n%s", got, want)
+	}
+	if bad, err := s.CounterMismatchesForTest(ctx, o.ID); err != nil || len(bad) > 0 {
+		t.Fatalf("counters after a deletion: %v %v", bad, err)
 	}
 }
