@@ -32,34 +32,21 @@ func TestPlanStatsFollowEnrollment(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	enroll := func(from, to int) {
-		t.Helper()
-		for i := from; i < to; i++ {
-			en := store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprintf("m%d", i), Hostname: fmt.Sprintf("h%d", i), Platform: "linux",
-				SecretHash: fmt.Sprintf("s%d", i)}
+	enrolled := 0
+	for _, step := range []struct{ endpoints, analyses int }{{63, 0}, {64, 1}, {255, 1}, {256, 2}} {
+		for ; enrolled < step.endpoints; enrolled++ {
+			en := store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprintf("m%d", enrolled), Hostname: fmt.Sprintf("h%d", enrolled),
+				Platform: "linux", SecretHash: fmt.Sprintf("s%d", enrolled)}
 			if _, _, err := s.EnrollEndpoint(ctx, en, now); err != nil {
 				t.Fatal(err)
 			}
 		}
+		if n := s.PlanAnalysesForTest(); n != step.analyses {
+			t.Fatalf("%d analyses at %d endpoints, want %d", n, step.endpoints, step.analyses)
+		}
 	}
-	enroll(0, 63)
-	if n := s.PlanAnalysesForTest(); n != 0 {
-		t.Fatalf("%d analyses before 64 endpoints", n)
-	}
-	enroll(63, 64)
-	if n := s.PlanAnalysesForTest(); n != 1 {
-		t.Fatalf("%d analyses at 64 endpoints, want 1", n)
-	}
-	if analyzed := lastAnalyzed(t, otherURL); analyzed {
+	if lastAnalyzed(t, otherURL) {
 		t.Error("another schema's endpoints were analyzed")
-	}
-	enroll(64, 255)
-	if n := s.PlanAnalysesForTest(); n != 1 {
-		t.Fatalf("%d analyses at 255 endpoints, want 1", n)
-	}
-	enroll(255, 256)
-	if n := s.PlanAnalysesForTest(); n != 2 {
-		t.Fatalf("%d analyses at 256 endpoints, want 2", n)
 	}
 	if plan := genericPlan(t, u, `SELECT id FROM endpoints WHERE org_id = $1 AND machine_uid = $2`); !strings.Contains(plan, "endpoints_org_id_machine_uid_key") {
 		t.Errorf("generic plan of the enrollment's lookup at 256 endpoints:\n%s", plan)
