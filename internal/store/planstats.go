@@ -21,12 +21,13 @@ import (
 // minute (autovacuum_naptime), while 10,000 endpoints enroll in about one:
 // that lookup alone took a quarter of PostgreSQL's time in the enrollment.
 //
-// So the store analyzes its tables itself (those of its schema: a
-// database may hold others, and the tests' schemas share one) whenever the endpoints this
-// process has enrolled make the table four times what the planner last
-// knew (the first time at firstAnalysis): six times on the way to 100,000
-// endpoints. ANALYZE invalidates the cached plans; the next run of each
-// statement plans it again.
+// So the store analyzes its tables itself (those of its schema: a database
+// may hold others, and the tests' schemas share one) whenever the endpoints
+// this process has enrolled make the table four times what the planner
+// last knew (the first time at firstAnalysis): six times on the way to
+// 100,000 endpoints. ANALYZE invalidates the cached plans; the next run of
+// each statement plans it again. An enrollment that crosses the mark while
+// an analysis runs leaves it to the next one.
 type planStats struct {
 	mu       sync.Mutex
 	known    int64 // endpoints when last analyzed (the planner's count at open)
@@ -55,9 +56,9 @@ func (s *Store) openPlanStats(ctx context.Context) error {
 	return nil
 }
 
-// endpointCreated counts an enrolled endpoint and analyzes the database in
-// the background when the count has grown enough (nil on SQLite, whose
-// planner reads its tables' sizes as they are).
+// endpointCreated counts an enrolled endpoint and analyzes the store's
+// tables in the background when the count has grown enough. p is nil on
+// SQLite, whose planner reads its tables' sizes as they are.
 func (p *planStats) endpointCreated(s *Store) {
 	if p == nil {
 		return

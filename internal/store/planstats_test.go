@@ -17,8 +17,8 @@ import (
 // enrolled, and again only when four times as many have: a generic plan of
 // the enrollment's lookup at 256 endpoints uses the machine id's unique
 // index (made with the empty table's statistics it reads every endpoint of
-// the organization through another index). Another store's schema in the same
-// database is left alone.
+// the organization through another index). Another store's schema in the
+// same database is left alone.
 func TestPlanStatsFollowEnrollment(t *testing.T) {
 	if !storetest.Postgres() {
 		t.Skip("PostgreSQL's planner statistics")
