@@ -372,16 +372,14 @@ func TestLongPollBound(t *testing.T) {
 	}
 }
 
-// waitFor waits until cond holds. It sets no time of its own: a
-// condition that never comes fails the test shortly before the test
-// binary's own deadline (go test -timeout), naming what it waited for.
+// waitFor waits until cond holds, polling; it measures no time. A
+// condition that never comes is ended by the test binary's own timeout (go
+// test -timeout), whose report names the test and the waitFor call it
+// stopped in; what is logged before the wait.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline, bounded := t.Deadline()
+	t.Logf("waiting for %s", what)
 	for !cond() {
-		if bounded && time.Until(deadline) < 10*time.Second {
-			t.Fatalf("%s never came before the test binary's deadline", what)
-		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
