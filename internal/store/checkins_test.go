@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -408,4 +410,92 @@ func TestCheckinFactsRemembered(t *testing.T) {
 	s.SetCheckinFaultForTest(nil)
 	toRead(refused[:1], 0)
 	toRead(refused[1:], 1)
+}
+
+// TestCheckinFlushDecidesPerOrganization: one flush holding check-ins of two
+// organizations writes each changed endpoint and re-decides its membership
+// in its own organization's dynamic groups only, and queues for matching
+// the endpoints whose rule fields changed (not one whose boot time alone
+// did).
+func TestCheckinFlushDecidesPerOrganization(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	ctx := context.Background()
+	enrolled := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	orgA, a := enrollN(t, s, "flush-a", 3, enrolled)
+	orgB, b := enrollN(t, s, "flush-b", 3, enrolled)
+	group := func(org store.Org) string {
+		g, err := s.CreateGroup(ctx, &store.AuditEntry{OrgID: org.ID, Actor: "test", Action: "group.create", TargetType: "group"}, org.ID,
+			store.GroupChangeForTest("Lab", true, []groups.Rule{{Field: "ipAddresses", Op: groups.OpStartsWith, Value: "10.1."}}), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.ID
+	}
+	groupA, groupB := group(orgA), group(orgB)
+	members := func(org store.Org, groupID string, want ...string) {
+		t.Helper()
+		got, err := s.GroupMemberIDs(ctx, org.ID, groupID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("group of %s: members %v, want %v", org.Name, got, want)
+		}
+	}
+	gens := func() map[string]int64 {
+		t.Helper()
+		dirty, err := s.DirtyEndpoints(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, d := range dirty {
+			out[d.ID] = d.Gen
+		}
+		return out
+	}
+	before := gens()
+	at := enrolled.Add(time.Minute)
+	boot := enrolled.Add(-time.Minute)
+	if err := s.RecordCheckins(ctx, []store.Checkin{
+		{EndpointID: a[0], At: at, IPAddresses: []string{"10.1.0.1"}},
+		{EndpointID: a[1], At: at, IPAddresses: []string{"10.2.0.1"}},
+		{EndpointID: a[2], At: at, LastBootAt: &boot},
+		{EndpointID: b[0], At: at, IPAddresses: []string{"10.1.0.2"}},
+		{EndpointID: b[1], At: at, IPAddresses: []string{"10.1.0.3"}, AgentVersion: "1.2.0"},
+		{EndpointID: b[2], At: at},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	members(orgA, groupA, a[0])
+	members(orgB, groupB, b[0], b[1])
+	after := gens()
+	for _, id := range []string{a[0], a[1], b[0], b[1]} {
+		if after[id] != before[id]+1 {
+			t.Errorf("endpoint %s: matching mark %d, want %d", id, after[id], before[id]+1)
+		}
+	}
+	for _, id := range []string{a[2], b[2]} {
+		if after[id] != before[id] {
+			t.Errorf("endpoint %s (no rule field changed): matching mark %d, want %d", id, after[id], before[id])
+		}
+	}
+	if e, err := s.GetEndpoint(ctx, orgA.ID, a[2], time.Time{}); err != nil {
+		t.Fatal(err)
+	} else if e.LastBootAt == nil || !e.LastBootAt.Equal(boot) {
+		t.Errorf("endpoint a2: last boot %v, want %v", e.LastBootAt, boot)
+	}
+
+	at = at.Add(time.Minute)
+	if err := s.RecordCheckins(ctx, []store.Checkin{
+		{EndpointID: a[0], At: at, IPAddresses: []string{"10.2.0.9"}},
+		{EndpointID: b[2], At: at, IPAddresses: []string{"10.1.0.4"}},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	members(orgA, groupA)
+	members(orgB, groupB, b[0], b[1], b[2])
 }

@@ -349,6 +349,11 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 	if _, err := tx.exec(ctx, write, seen); err != nil {
 		return err
 	}
+	// The endpoints whose fields changed have their rows written in one
+	// statement, then those whose rule fields changed their membership
+	// re-decided, an organization at a time.
+	var changed []factChange
+	var rules map[string][]string // endpoint ids by organization
 	for _, c := range chunk {
 		f, ok := known[c.EndpointID]
 		if !ok {
@@ -359,18 +364,20 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 		}
 		// A check-in without addresses (or version, or boot time) leaves
 		// the known ones.
+		ch := factChange{ID: c.EndpointID, Reboot: c.PendingReboot, Login: c.User}
 		ips, version, boot := f.ips, f.version, f.boot
-		var newIPs, newBoot any
 		if len(c.IPAddresses) > 0 {
 			b, _ := json.Marshal(c.IPAddresses)
-			ips, newIPs = string(b), string(b)
+			ips = string(b)
+			ch.IPs = &ips
 		}
 		if c.AgentVersion != "" {
 			version = sql.NullString{String: c.AgentVersion, Valid: true}
+			ch.Version = &c.AgentVersion
 		}
 		if c.LastBootAt != nil {
 			boot = sql.NullInt64{Int64: millis(*c.LastBootAt), Valid: true}
-			newBoot = boot.Int64
+			ch.Boot = &boot.Int64
 		}
 		user := sql.NullString{}
 		if c.User != nil {
@@ -380,19 +387,63 @@ func (tx *Tx) recordCheckinChunk(ctx context.Context, chunk []Checkin) error {
 		if rulesSame && f.boot == boot {
 			continue
 		}
-		if _, err := tx.exec(ctx, `UPDATE endpoints SET pending_reboot = ?, logged_user = ?, ip_addresses = COALESCE(?, ip_addresses),
-			agent_version = COALESCE(?, agent_version), last_boot_at = COALESCE(?, last_boot_at) WHERE id = ?`,
-			c.PendingReboot, c.User, newIPs, nullIfEmpty(c.AgentVersion), newBoot, c.EndpointID); err != nil {
-			return err
+		changed = append(changed, ch)
+		if !rulesSame { // not only the boot time, which no group rule tests
+			if rules == nil {
+				rules = map[string][]string{}
+			}
+			rules[f.org] = append(rules[f.org], c.EndpointID)
 		}
-		if rulesSame {
-			continue // only the boot time: no group rule tests it
-		}
-		if err := tx.afterEndpointChange(ctx, f.org, c.EndpointID); err != nil {
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if err := tx.writeFacts(ctx, changed); err != nil {
+		return err
+	}
+	for _, org := range slices.Sorted(maps.Keys(rules)) {
+		if err := tx.afterEndpointsChange(ctx, org, rules[org]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// factChange is what a check-in writes of an endpoint row whose fields
+// changed; a nil address list, version or boot time keeps the row's.
+type factChange struct {
+	ID      string  `json:"id"`
+	Reboot  bool    `json:"reboot"`
+	Login   *string `json:"login"`
+	IPs     *string `json:"ips"` // a JSON array, as ip_addresses holds it
+	Version *string `json:"version"`
+	Boot    *int64  `json:"boot"`
+}
+
+// writeFacts writes the changed fields of a flush's endpoints, in id order,
+// in one statement (two on PostgreSQL, which first locks the rows in id
+// order as the ingester does: an UPDATE … FROM locks them in the order of
+// its join).
+func (tx *Tx) writeFacts(ctx context.Context, changed []factChange) error {
+	b, _ := json.Marshal(changed)
+	var update string
+	if tx.s.engine == Postgres {
+		if _, err := tx.exec(ctx, `SELECT id FROM endpoints
+			WHERE id IN (SELECT c.id FROM json_to_recordset(CAST(? AS json)) AS c(id text)) ORDER BY id FOR NO KEY UPDATE`, string(b)); err != nil {
+			return err
+		}
+		update = `UPDATE endpoints SET pending_reboot = c.reboot, logged_user = c.login, ip_addresses = COALESCE(c.ips, endpoints.ip_addresses),
+			agent_version = COALESCE(c.version, endpoints.agent_version), last_boot_at = COALESCE(c.boot, endpoints.last_boot_at)
+			FROM json_to_recordset(CAST(? AS json)) AS c(id text, reboot boolean, login text, ips text, version text, boot bigint)
+			WHERE endpoints.id = c.id`
+	} else {
+		update = `UPDATE endpoints SET pending_reboot = c.value ->> 'reboot', logged_user = c.value ->> 'login',
+			ip_addresses = COALESCE(c.value ->> 'ips', ip_addresses), agent_version = COALESCE(c.value ->> 'version', agent_version),
+			last_boot_at = COALESCE(c.value ->> 'boot', last_boot_at)
+			FROM json_each(?) AS c WHERE endpoints.id = c.value ->> 'id'`
+	}
+	_, err := tx.exec(ctx, update, string(b))
+	return err
 }
 
 // facts are what a check-in flush reads of an endpoint row before writing
@@ -890,13 +941,18 @@ func (s *Store) PatchEndpoint(ctx context.Context, e *AuditEntry, orgID, id stri
 	})
 }
 
-// endpointChangeHooks run in the transaction of any change to an endpoint's
-// record or inventory (group membership follows them).
-var endpointChangeHooks []func(ctx context.Context, tx *Tx, orgID, endpointID string) error
+// endpointChangeHooks run in the transaction of any change to endpoints'
+// records or inventories (group membership follows them), with the changed
+// endpoints of one organization, distinct and in id order.
+var endpointChangeHooks []func(ctx context.Context, tx *Tx, orgID string, endpointIDs []string) error
 
 func (tx *Tx) afterEndpointChange(ctx context.Context, orgID, id string) error {
+	return tx.afterEndpointsChange(ctx, orgID, []string{id})
+}
+
+func (tx *Tx) afterEndpointsChange(ctx context.Context, orgID string, ids []string) error {
 	for _, h := range endpointChangeHooks {
-		if err := h(ctx, tx, orgID, id); err != nil {
+		if err := h(ctx, tx, orgID, ids); err != nil {
 			return err
 		}
 	}

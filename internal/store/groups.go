@@ -65,8 +65,8 @@ func (c GroupChange) touchesCriteria() bool {
 
 func init() {
 	orgCreateHooks = append(orgCreateHooks, createBuiltinGroups)
-	endpointChangeHooks = append(endpointChangeHooks, func(ctx context.Context, tx *Tx, orgID, endpointID string) error {
-		return tx.refreshMembership(ctx, orgID, endpointID)
+	endpointChangeHooks = append(endpointChangeHooks, func(ctx context.Context, tx *Tx, orgID string, endpointIDs []string) error {
+		return tx.refreshMembership(ctx, orgID, endpointIDs)
 	})
 	endpointDeleteHooks = append(endpointDeleteHooks, func(ctx context.Context, tx *Tx, orgID, endpointID string) error {
 		return tx.dropMemberships(ctx, orgID, endpointID)
@@ -706,9 +706,10 @@ func scanFacts(row interface{ Scan(...any) error }, id *string) (groups.Facts, e
 	return f, nil
 }
 
-// refreshMembership re-decides an endpoint's membership in the
-// organization's dynamic groups after its record or inventory changed.
-func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) error {
+// refreshMembership re-decides endpoints' membership in the
+// organization's dynamic groups after their records or inventories
+// changed: the groups are read once.
+func (tx *Tx) refreshMembership(ctx context.Context, orgID string, endpointIDs []string) error {
 	if err := tx.shareGroups(ctx, orgID); err != nil {
 		return err
 	}
@@ -717,13 +718,9 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) e
 	if err != nil {
 		return fmt.Errorf("store: dynamic groups: %w", err)
 	}
-	type dyn struct {
-		id string
-		c  groups.Criteria
-	}
-	var dyns []dyn
+	var dyns []dynamicGroup
 	for rows.Next() {
-		var d dyn
+		var d dynamicGroup
 		var matchAll bool
 		var rules, exclude string
 		if err := rows.Scan(&d.id, &matchAll, &rules, &exclude); err != nil {
@@ -743,8 +740,25 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID, endpointID string) e
 	if len(dyns) == 0 {
 		return nil
 	}
+	for _, id := range endpointIDs {
+		if err := tx.refreshOneMembership(ctx, orgID, dyns, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dynamicGroup is a dynamic group's criteria.
+type dynamicGroup struct {
+	id string
+	c  groups.Criteria
+}
+
+// refreshOneMembership re-decides one endpoint's membership in dyns, the
+// dynamic groups of its organization.
+func (tx *Tx) refreshOneMembership(ctx context.Context, orgID string, dyns []dynamicGroup, endpointID string) error {
 	var id string
-	f, err := scanFacts(tx.queryRow(ctx, `SELECT e.id, `+factColumns+` FROM endpoints e WHERE e.id = ?`, endpointID), &id)
+	f, err := scanFacts(tx.queryRow(ctx, `SELECT e.id, `+factColumns+` FROM endpoints e WHERE e.id = ? AND e.org_id = ?`, endpointID, orgID), &id)
 	if err != nil {
 		return fmt.Errorf("store: endpoint facts: %w", err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,21 +24,37 @@ import (
 // (internal/vulndb); an inventory change only marks its endpoint dirty.
 
 func init() {
-	endpointChangeHooks = append(endpointChangeHooks, func(ctx context.Context, tx *Tx, orgID, endpointID string) error {
-		return tx.markVulnDirty(ctx, orgID, endpointID)
+	endpointChangeHooks = append(endpointChangeHooks, func(ctx context.Context, tx *Tx, orgID string, endpointIDs []string) error {
+		return tx.markVulnDirty(ctx, orgID, endpointIDs)
 	})
 	endpointDeleteHooks = append(endpointDeleteHooks, func(ctx context.Context, tx *Tx, orgID, endpointID string) error {
 		return tx.dropEndpointVulns(ctx, orgID, endpointID)
 	})
 }
 
-// markVulnDirty queues the endpoint for matching: one upsert, so that the
-// inventory transaction stays fast.
-func (tx *Tx) markVulnDirty(ctx context.Context, orgID, endpointID string) error {
-	if _, err := tx.exec(ctx, `INSERT INTO vuln_dirty (endpoint_id, org_id, gen, marked_at) VALUES (?, ?, 0, ?)
-		ON CONFLICT (endpoint_id) DO UPDATE SET gen = vuln_dirty.gen + 1, marked_at = excluded.marked_at`,
-		endpointID, orgID, millis(time.Now())); err != nil {
-		return fmt.Errorf("store: mark endpoint for matching: %w", err)
+// markVulnDirty queues distinct endpoints for matching: one upsert, so
+// that the inventory transaction stays fast.
+func (tx *Tx) markVulnDirty(ctx context.Context, orgID string, endpointIDs []string) error {
+	var err error
+	if len(endpointIDs) == 1 {
+		_, err = tx.exec(ctx, `INSERT INTO vuln_dirty (endpoint_id, org_id, gen, marked_at) VALUES (?, ?, 0, ?)
+			ON CONFLICT (endpoint_id) DO UPDATE SET gen = vuln_dirty.gen + 1, marked_at = excluded.marked_at`,
+			endpointIDs[0], orgID, millis(time.Now()))
+	} else {
+		// The endpoints as one JSON array, so that the statement's text does
+		// not change with their number (WHERE TRUE: SQLite's parser would
+		// otherwise read ON CONFLICT as a join's).
+		ids, _ := json.Marshal(endpointIDs)
+		from := `json_each(?) AS d`
+		if tx.s.engine == Postgres {
+			from = `json_array_elements_text(CAST(? AS json)) AS d(value)`
+		}
+		_, err = tx.exec(ctx, `INSERT INTO vuln_dirty (endpoint_id, org_id, gen, marked_at) SELECT d.value, ?, 0, ? FROM `+from+` WHERE TRUE
+			ON CONFLICT (endpoint_id) DO UPDATE SET gen = vuln_dirty.gen + 1, marked_at = excluded.marked_at`,
+			orgID, millis(time.Now()), string(ids))
+	}
+	if err != nil {
+		return fmt.Errorf("store: mark endpoints for matching: %w", err)
 	}
 	return nil
 }
