@@ -239,20 +239,18 @@ func (tx *Tx) closeCommands(ctx context.Context, runID, status string, n int, no
 // cancelPendingCommands cancels an endpoint's pending commands.
 func (tx *Tx) cancelPendingCommands(ctx context.Context, endpointID, reason string, now time.Time) error {
 	rows, err := tx.query(ctx, `SELECT run_id, COUNT(*) FROM commands WHERE endpoint_id = ? AND status IN ('PENDING', 'RUNNING') GROUP BY run_id`, endpointID)
-	if err != nil {
-		return fmt.Errorf("store: cancel commands: %w", err)
-	}
 	counts := map[string]int{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var run string
 		var n int
-		if err := rows.Scan(&run, &n); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: cancel commands: %w", err)
+		if err := r.Scan(&run, &n); err != nil {
+			return err
 		}
 		counts[run] = n
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: cancel commands: %w", err)
 	}
-	rows.Close()
 	if len(counts) == 0 {
 		return nil
 	}

@@ -525,19 +525,17 @@ func (s *Store) EndpointNames(ctx context.Context, orgID string, ids []string) (
 		}
 		rows, err := s.query(ctx, `SELECT id, COALESCE(display_name, hostname), platform FROM endpoints WHERE org_id = ? AND id IN (?`+
 			repeatPlaceholders(len(chunk)-1)+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("store: endpoint names: %w", err)
-		}
 		byID := map[string]EndpointName{}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var n EndpointName
-			if err := rows.Scan(&n.ID, &n.Name, &n.Platform); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: endpoint names: %w", err)
+			if err := r.Scan(&n.ID, &n.Name, &n.Platform); err != nil {
+				return err
 			}
 			byID[n.ID] = n
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("store: endpoint names: %w", err)
 		}
-		rows.Close()
 		for _, id := range chunk {
 			if n, ok := byID[id]; ok {
 				out = append(out, n)

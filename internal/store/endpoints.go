@@ -829,56 +829,41 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 		return d, fmt.Errorf("store: get endpoint: %w", err)
 	}
 	d.Endpoint = e
-	d.Disks, d.Software, d.MissingUpdates = []apiv1.Disk{}, []apiv1.Software{}, []apiv1.MissingUpdate{}
 	rows, err := s.query(ctx, `SELECT drive, size_gb, free_gb FROM endpoint_disks WHERE endpoint_id = ? ORDER BY pos`, id)
-	if err != nil {
-		return d, fmt.Errorf("store: endpoint disks: %w", err)
-	}
-	for rows.Next() {
+	if d.Disks, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.Disk, error) {
 		var disk apiv1.Disk
 		var size, free sql.NullFloat64
-		if err := rows.Scan(&disk.Drive, &size, &free); err != nil {
-			rows.Close()
-			return d, fmt.Errorf("store: endpoint disks: %w", err)
-		}
+		err := r.Scan(&disk.Drive, &size, &free)
 		disk.SizeGB, disk.FreeGB = nullFloat(size), nullFloat(free)
-		d.Disks = append(d.Disks, disk)
+		return disk, err
+	}); err != nil {
+		return d, fmt.Errorf("store: endpoint disks: %w", err)
 	}
-	rows.Close()
 	rows, err = s.query(ctx, `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, es.install_date FROM endpoint_software es
 		JOIN software_titles t ON t.id = es.title_id WHERE es.endpoint_id = ? ORDER BY t.name_lower, es.title_id, es.version_key`, id)
-	if err != nil {
-		return d, fmt.Errorf("store: endpoint software: %w", err)
-	}
-	for rows.Next() {
+	if d.Software, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.Software, error) {
 		var sw apiv1.Software
 		var version, publisher, installDate sql.NullString
-		if err := rows.Scan(&sw.Name, &version, &publisher, &installDate); err != nil {
-			rows.Close()
-			return d, fmt.Errorf("store: endpoint software: %w", err)
-		}
+		err := r.Scan(&sw.Name, &version, &publisher, &installDate)
 		sw.Version, sw.Publisher, sw.InstallDate = nullString(version), nullString(publisher), nullString(installDate)
-		d.Software = append(d.Software, sw)
+		return sw, err
+	}); err != nil {
+		return d, fmt.Errorf("store: endpoint software: %w", err)
 	}
-	rows.Close()
 	rows, err = s.query(ctx, `SELECT id, title, kb, severity, source, winget_id, installed_version, latest_version, reboot_required
 		FROM endpoint_updates WHERE endpoint_id = ? ORDER BY CASE severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END, title`, id)
-	if err != nil {
-		return d, fmt.Errorf("store: endpoint updates: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if d.MissingUpdates, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.MissingUpdate, error) {
 		var u apiv1.MissingUpdate
 		var kb, winget, installed, latest sql.NullString
 		var severity string
-		if err := rows.Scan(&u.ID, &u.Title, &kb, &severity, &u.Source, &winget, &installed, &latest, &u.RebootRequired); err != nil {
-			return d, fmt.Errorf("store: endpoint updates: %w", err)
-		}
+		err := r.Scan(&u.ID, &u.Title, &kb, &severity, &u.Source, &winget, &installed, &latest, &u.RebootRequired)
 		u.KB, u.WingetID, u.InstalledVersion, u.LatestVersion = nullString(kb), nullString(winget), nullString(installed), nullString(latest)
 		u.Severity = &severity
-		d.MissingUpdates = append(d.MissingUpdates, u)
+		return u, err
+	}); err != nil {
+		return d, fmt.Errorf("store: endpoint updates: %w", err)
 	}
-	return d, rows.Err()
+	return d, nil
 }
 
 // EndpointPatch is a checked change of an endpoint.

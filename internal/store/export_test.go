@@ -348,3 +348,9 @@ func (s *Store) UndoMigration040ForTest(ctx context.Context) error {
 		return nil
 	})
 }
+
+// QueryStringsForTest runs a query of one text column through scanRows.
+func (s *Store) QueryStringsForTest(ctx context.Context, query string) ([]string, error) {
+	rows, err := s.query(ctx, query)
+	return scanRows(rows, err, scanString)
+}

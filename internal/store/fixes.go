@@ -278,22 +278,14 @@ func kbFixPairs(ctx context.Context, query func(context.Context, string, ...any)
 		part := endpointIDs[start:min(start+chunk, len(endpointIDs))]
 		rows, err := query(ctx, `SELECT endpoint_id, key, title, kb, severity FROM endpoint_updates
 			WHERE org_id = ? AND kb IS NOT NULL AND endpoint_id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, part...)...)
-		if err != nil {
-			return nil, fmt.Errorf("store: Windows fixes: %w", err)
-		}
-		var page []apiv1.Update
-		for rows.Next() {
+		page, err := scanRows(rows, err, func(r *sql.Rows) (apiv1.Update, error) {
 			var u apiv1.Update
 			var kb string
-			if err := rows.Scan(&u.EndpointID, &u.Key, &u.Title, &kb, &u.Severity); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: Windows fixes: %w", err)
-			}
+			err := r.Scan(&u.EndpointID, &u.Key, &u.Title, &kb, &u.Severity)
 			u.KB = &kb
-			page = append(page, u)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return u, err
+		})
+		if err != nil {
 			return nil, fmt.Errorf("store: Windows fixes: %w", err)
 		}
 		if err := fillKBCVEs(ctx, query, orgID, page); err != nil {
@@ -308,18 +300,13 @@ func kbFixPairs(ctx context.Context, query func(context.Context, string, ...any)
 		kev := map[string]bool{}
 		if len(cves) > 0 {
 			rows, err := query(ctx, `SELECT cve_id FROM vuln_kev WHERE cve_id IN (`+placeholders(len(cves))+`)`, cves...)
+			ids, err := scanRows(rows, err, scanString)
 			if err != nil {
 				return nil, fmt.Errorf("store: Windows fixes: %w", err)
 			}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("store: Windows fixes: %w", err)
-				}
+			for _, id := range ids {
 				kev[id] = true
 			}
-			rows.Close()
 		}
 		for _, u := range page {
 			for _, c := range u.CVEs {

@@ -398,37 +398,30 @@ func (tx *Tx) replaceDatasets(ctx context.Context, orgID, endpointID string, set
 func (tx *Tx) releaseInventory(ctx context.Context, orgID, endpointID string) error {
 	tdelta := map[int64]int{}
 	rows, err := tx.query(ctx, `SELECT title_id, version_key FROM endpoint_software WHERE endpoint_id = ?`, endpointID)
-	if err != nil {
-		return fmt.Errorf("store: release software: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id int64
 		var ver string
-		if err := rows.Scan(&id, &ver); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: release software: %w", err)
+		if err := r.Scan(&id, &ver); err != nil {
+			return err
 		}
 		tdelta[id]--
 		tx.countVersion(titleVersion{id, ver}, -1)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: release software: %w", err)
 	}
-	rows.Close()
 	for id := range tdelta {
 		tx.countTitleHost(id, -1)
 	}
 	kdelta := map[string]int{}
 	rows, err = tx.query(ctx, `SELECT key FROM endpoint_updates WHERE endpoint_id = ?`, endpointID)
+	keys, err := scanRows(rows, err, scanString)
 	if err != nil {
 		return fmt.Errorf("store: release updates: %w", err)
 	}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: release updates: %w", err)
-		}
+	for _, k := range keys {
 		kdelta[k]--
 	}
-	rows.Close()
 	tx.applyTitleDelta(tdelta)
 	tx.applyKeyDelta(orgID, kdelta)
 	return nil

@@ -139,18 +139,14 @@ func (tx *Tx) targets(ctx context.Context, orgID string, ids []string) ([]target
 		part := uniq[start:min(start+inChunk, len(uniq))]
 		args := append([]any{orgID}, anySlice(part)...)
 		rows, err := tx.query(ctx, `SELECT id, COALESCE(display_name, hostname) FROM endpoints WHERE org_id = ? AND id IN (`+placeholders(len(part))+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("store: run targets: %w", err)
-		}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var id, name string
-			if err := rows.Scan(&id, &name); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: run targets: %w", err)
+			if err := r.Scan(&id, &name); err != nil {
+				return err
 			}
 			names[id] = name
-		}
-		if err := rows.Close(); err != nil {
+			return nil
+		}); err != nil {
 			return nil, fmt.Errorf("store: run targets: %w", err)
 		}
 	}
@@ -182,18 +178,14 @@ func anySlice(ids []string) []any {
 func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selection, cmds []NewCommand) (int, error) {
 	approvals := map[string]string{}
 	rows, err := tx.query(ctx, `SELECT key, status FROM update_approvals WHERE org_id = ?`, orgID)
-	if err != nil {
-		return 0, fmt.Errorf("store: approvals: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var k, st string
-		if err := rows.Scan(&k, &st); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("store: approvals: %w", err)
+		if err := r.Scan(&k, &st); err != nil {
+			return err
 		}
 		approvals[k] = st
-	}
-	if err := rows.Close(); err != nil {
+		return nil
+	}); err != nil {
 		return 0, fmt.Errorf("store: approvals: %w", err)
 	}
 	missing := map[string][]actions.Missing{}
@@ -205,16 +197,12 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 		}
 		rows, err := tx.query(ctx, `SELECT endpoint_id, key, title, kb, severity, source, categories, winget_id, package_name, product_key, latest_version
 			FROM endpoint_updates WHERE org_id = ? AND endpoint_id IN (`+placeholders(len(part))+`) ORDER BY endpoint_id, key`, args...)
-		if err != nil {
-			return 0, fmt.Errorf("store: missing updates: %w", err)
-		}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var ep, cats string
 			var m actions.Missing
 			var kb, winget, pkg, product, latest sql.NullString
-			if err := rows.Scan(&ep, &m.Key, &m.Title, &kb, &m.Severity, &m.Source, &cats, &winget, &pkg, &product, &latest); err != nil {
-				rows.Close()
-				return 0, fmt.Errorf("store: missing updates: %w", err)
+			if err := r.Scan(&ep, &m.Key, &m.Title, &kb, &m.Severity, &m.Source, &cats, &winget, &pkg, &product, &latest); err != nil {
+				return err
 			}
 			m.KB, m.WingetID, m.PackageName, m.ProductKey, m.Latest = nullString(kb), nullString(winget), nullString(pkg), nullString(product), nullString(latest)
 			json.Unmarshal([]byte(cats), &m.Categories)
@@ -231,8 +219,8 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 				}
 			}
 			missing[ep] = append(missing[ep], m)
-		}
-		if err := rows.Close(); err != nil {
+			return nil
+		}); err != nil {
 			return 0, fmt.Errorf("store: missing updates: %w", err)
 		}
 		if sel.NeedsFixes() {
@@ -312,21 +300,17 @@ func (s *Store) StopRun(ctx context.Context, e *AuditEntry, orgID, runID string,
 func (tx *Tx) cancelRunCommands(ctx context.Context, where string, args []any, reason string, now time.Time) (int, error) {
 	rows, err := tx.query(ctx, `UPDATE commands SET status = 'CANCELLED', finished_at = ?, result = COALESCE(result, '') || ?
 		WHERE status = 'PENDING' AND `+where+` RETURNING run_id`, append([]any{millis(now), reason}, args...)...)
-	if err != nil {
-		return 0, fmt.Errorf("store: cancel commands: %w", err)
-	}
 	counts := map[string]int{}
 	total := 0
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var run string
-		if err := rows.Scan(&run); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("store: cancel commands: %w", err)
+		if err := r.Scan(&run); err != nil {
+			return err
 		}
 		counts[run]++
 		total++
-	}
-	if err := rows.Close(); err != nil {
+		return nil
+	}); err != nil {
 		return 0, fmt.Errorf("store: cancel commands: %w", err)
 	}
 	for run, n := range counts {
@@ -396,18 +380,14 @@ func (s *Store) ExistingEndpoints(ctx context.Context, orgID string, ids []strin
 	for start := 0; start < len(ids); start += inChunk {
 		part := ids[start:min(start+inChunk, len(ids))]
 		rows, err := s.query(ctx, `SELECT id FROM endpoints WHERE org_id = ? AND id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, anySlice(part)...)...)
-		if err != nil {
-			return nil, fmt.Errorf("store: existing endpoints: %w", err)
-		}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: existing endpoints: %w", err)
+			if err := r.Scan(&id); err != nil {
+				return err
 			}
 			out[id] = true
-		}
-		if err := rows.Close(); err != nil {
+			return nil
+		}); err != nil {
 			return nil, fmt.Errorf("store: existing endpoints: %w", err)
 		}
 	}

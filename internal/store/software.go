@@ -124,19 +124,14 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 			args = append(args, likePattern(q.Q))
 		}
 		rows, err := r.query(ctx, `SELECT id, installs FROM software_titles WHERE `+where+` ORDER BY name_lower, id`, args...)
+		entries, err := scanRows(rows, err, func(r *sql.Rows) (countedKey[int64], error) {
+			var e countedKey[int64]
+			err := r.Scan(&e.key, &e.n)
+			return e, err
+		})
 		if err != nil {
 			return fmt.Errorf("store: software titles: %w", err)
 		}
-		var entries []countedKey[int64]
-		for rows.Next() {
-			var e countedKey[int64]
-			if err := rows.Scan(&e.key, &e.n); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: software titles: %w", err)
-			}
-			entries = append(entries, e)
-		}
-		rows.Close()
 		start, local, sum := window(entries, q.Offset)
 		total = sum
 		for i := start; i < len(entries) && len(out) < q.Limit; i++ {

@@ -365,18 +365,13 @@ func (tx *Tx) declineOlderIfSet(ctx context.Context, orgID, approvedKey, by stri
 		`SELECT key FROM update_approvals WHERE org_id = ? AND lower(key) LIKE ? ESCAPE '\' AND status <> 'DECLINED'`,
 	} {
 		rows, err := tx.query(ctx, q, orgID, likePrefix(product)+"@%")
+		keys, err := scanRows(rows, err, scanString)
 		if err != nil {
 			return nil, fmt.Errorf("store: older versions: %w", err)
 		}
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: older versions: %w", err)
-			}
+		for _, k := range keys {
 			candidates[k] = true
 		}
-		rows.Close()
 	}
 	var keys []string
 	for k := range candidates {
@@ -530,20 +525,15 @@ func (s *Store) ApplyDueApprovals(ctx context.Context, now time.Time) (int, erro
 	err := s.InTx(ctx, func(tx *Tx) error {
 		rows, err := tx.query(ctx, `SELECT org_id, key, source, title FROM update_keys WHERE auto_due_at IS NOT NULL AND auto_due_at <= ?
 			ORDER BY org_id, key LIMIT 1000`, millis(now))
+		type due struct{ org, key, source, title string }
+		list, err := scanRows(rows, err, func(r *sql.Rows) (due, error) {
+			var d due
+			err := r.Scan(&d.org, &d.key, &d.source, &d.title)
+			return d, err
+		})
 		if err != nil {
 			return fmt.Errorf("store: due approvals: %w", err)
 		}
-		type due struct{ org, key, source, title string }
-		var list []due
-		for rows.Next() {
-			var d due
-			if err := rows.Scan(&d.org, &d.key, &d.source, &d.title); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: due approvals: %w", err)
-			}
-			list = append(list, d)
-		}
-		rows.Close()
 		byOrg := map[string][2][]string{}
 		for _, d := range list {
 			res, err := tx.exec(ctx, `UPDATE update_keys SET auto_due_at = NULL WHERE org_id = ? AND key = ? AND auto_due_at IS NOT NULL`, d.org, d.key)
