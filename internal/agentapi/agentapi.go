@@ -1,5 +1,5 @@
 // Package agentapi serves the agent protocol v1 under /agent/v1
-// (shared/design/AGENT-PROTOCOL.md): enrollment, check-in with long poll,
+// (docs/design/agent-protocol.md): enrollment, check-in with long poll,
 // inventory, and command status. The check-in is the hottest path of the
 // system: a cached secret lookup and an in-memory update, plus a database
 // read only when the endpoint may have commands.

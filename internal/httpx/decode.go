@@ -17,7 +17,7 @@ const maxBody = 1 << 20
 
 // decodeJSON reads the request body into v. Malformed JSON answers 400
 // invalid_json; a value of the wrong type for a known field answers 422 with
-// that field; unknown fields are ignored (ARCHITECTURE.md).
+// that field; unknown fields are ignored (docs/design/api-contract.md).
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return DecodeJSONLimit(w, r, v, maxBody)
 }
@@ -39,7 +39,7 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, maxBody int6
 // A string that holds the NUL character (the escape \u0000) is refused
 // with 400 invalid_json before anything is decoded: text is UTF-8 without
 // NUL on both engines (PostgreSQL cannot store it), so the same body gets
-// the same answer on SQLite and PostgreSQL (ARCHITECTURE.md).
+// the same answer on SQLite and PostgreSQL (docs/design/architecture.md).
 func UnmarshalBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")

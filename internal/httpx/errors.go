@@ -47,7 +47,7 @@ func Errorf(status int, code, description string) *Error {
 	return &Error{Status: status, Code: code, Description: &description}
 }
 
-// Errors used across handlers; codes as decided in ARCHITECTURE.md.
+// Errors used across handlers; codes as docs/design/api-contract.md lists them.
 func NotFound(what string) *Error {
 	return Errorf(http.StatusNotFound, "not_found", what+" not found")
 }
