@@ -1,7 +1,7 @@
 // Package agent is patchd-agent: enrollment, the state it keeps on disk,
 // the protocol client and the run loop that checks in, sends inventory,
 // runs commands and reports their results (agent protocol v1,
-// shared/design/AGENT-PROTOCOL.md). It imports nothing of the server.
+// docs/design/agent-protocol.md). It imports nothing of the server.
 package agent
 
 import (

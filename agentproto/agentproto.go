@@ -1,5 +1,5 @@
 // Package agentproto holds the wire types of the agent protocol v1
-// (shared/design/AGENT-PROTOCOL.md). The server, patchd-agent and patchd-sim
+// (docs/design/agent-protocol.md). The server, patchd-agent and patchd-sim
 // all speak through these types; the package imports nothing of the server,
 // so the agent can depend on it.
 package agentproto
@@ -65,7 +65,7 @@ const (
 
 // Limits of the text an agent sends, in bytes of UTF-8. Text never holds
 // the NUL character. A document over a limit is refused with 400 and
-// nothing of it is stored (docs/design-notes.md).
+// nothing of it is stored (docs/design/notes.md).
 const (
 	MaxHostname      = 255  // EnrollRequest.Hostname, System.Hostname
 	MaxMachineUID    = 255  // EnrollRequest.MachineUID

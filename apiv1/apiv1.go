@@ -1,7 +1,8 @@
 // Package apiv1 holds the wire types of the REST API v1
-// (shared/spec/patch-management-api-v1.md, section 2). The server writes them
-// and the Go client reads them, so both follow one definition. Nullable
-// fields are pointers and are always sent (as null when unknown).
+// (docs/design/api-contract.md; every field is in openapi/openapi.yaml).
+// The server writes them and the Go client reads them, so both follow one
+// definition. Nullable fields are pointers and are always sent (as null
+// when unknown).
 package apiv1
 
 import (

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault test of a patchd cluster (issue 21): three replicas on a PostgreSQL
+# Fault test of a patchd cluster: three replicas on a PostgreSQL
 # cluster of the test's own (initdb in a temporary folder, on its own port:
 # nothing of the machine's PostgreSQL is touched), simulated agents
 # (patchd-sim, one simulator per replica) and an HTTPS webhook receiver.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end performance of patchd, measured from outside (issue 22): real
+# End-to-end performance of patchd, measured from outside: real
 # `patchd serve` processes, the simulated fleet of patchd-load (the sim
 # package: the agent protocol as patchd-agent speaks it), CPU from /proc,
 # latencies from the clients. It prints the figures docs/performance.md

@@ -1,7 +1,7 @@
 // Package sim simulates a fleet of patchd agents in one process: N endpoints
 // with a believable, deterministic inventory (Generate) that enroll, send
 // their inventory and long-poll for commands over the real agent protocol
-// (shared/design/AGENT-PROTOCOL.md), run those commands with realistic
+// (docs/design/agent-protocol.md), run those commands with realistic
 // durations and outcomes, and count what happened (Stats). patchd-sim is its
 // command line; tests of other packages use it as a ready-made fleet.
 package sim

@@ -2,7 +2,7 @@
 // Go client that oapi-codegen generates from the served OpenAPI document
 // (.ci/run writes it into patchdapi/ of a temporary copy of this folder):
 // the token, then the approval policy, the remediation periods and a
-// decision about a CVE (patchd additions of issue 23), their answers and a
+// decision about a CVE (patchd additions), their answers and a
 // 422 decoded into the generated types.
 package oapigo_test
 

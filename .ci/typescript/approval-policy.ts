@@ -1,6 +1,6 @@
 // Compiled by .ci/run against the client types that openapi-typescript
 // generates from the served OpenAPI document (./api.d.ts), like
-// create-group.ts: the patchd additions of issue 23 (approval policy,
+// create-group.ts: patchd's additions (approval policy,
 // decisions about CVEs, remediation periods) must give a usable client.
 import type { components, paths } from "./api";
 

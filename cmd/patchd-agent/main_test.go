@@ -10,7 +10,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 )
 
-// TestNoServerImports holds the line of STYLE.md: the agent imports
+// TestNoServerImports holds the line of docs/design/style.md: the agent imports
 // nothing of the server.
 func TestNoServerImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "github.com/patchd/patchd/cmd/patchd-agent", "github.com/patchd/patchd/agent/...").CombinedOutput()

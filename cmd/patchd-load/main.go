@@ -59,9 +59,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 // lightGC has the simulated fleet's collector run a quarter as often as
 // Go's default (GOGC=400) unless GOGC says otherwise. The load generator
 // shares the machine's cores with the server it measures; at the default,
-// its collector was 11 % of its CPU while 10,000 endpoints enrolled (the
-// inventories it builds, encodes and compresses are garbage at once), CPU
-// the server did not get. Its heap is small: the fleet's state and the
+// its collector takes a noticeable share of its CPU while a fleet enrolls
+// (the inventories it builds, encodes and compresses are garbage at once),
+// CPU the server would not get. Its heap is small: the fleet's state and the
 // bodies in flight. The bare handler keeps the default: it is the ceiling
 // patchd's own handlers are compared with, at the same setting.
 func lightGC() {

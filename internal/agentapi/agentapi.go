@@ -1,5 +1,5 @@
 // Package agentapi serves the agent protocol v1 under /agent/v1
-// (shared/design/AGENT-PROTOCOL.md): enrollment, check-in with long poll,
+// (docs/design/agent-protocol.md): enrollment, check-in with long poll,
 // inventory, and command status. The check-in is the hottest path of the
 // system: a cached secret lookup and an in-memory update, plus a database
 // read only when the endpoint may have commands.
@@ -40,19 +40,18 @@ import (
 // once, another replica tells the agent to uninstall within agentTTL.
 // Each entry lasts between half of it and all of it, at random: a fleet
 // that checked in together (after a restart, all in its first minute) is
-// read again spread over five minutes, not all in one (issue 22: 10,000
-// agents read again within a minute, every ten minutes, were a fifth of
-// the server's CPU over the 90 seconds profiled around it).
+// read again spread over five minutes, not all in one (a whole fleet read
+// again within one minute is a burst of database reads the check-ins wait
+// behind; docs/design/notes.md).
 const agentTTL = 10 * time.Minute
 
 // sqliteAgentTTL is agentTTL on SQLite, where one process serves the
 // database: every change to an agent's secret or endpoint (re-enrollment,
 // removal, a stored inventory) goes through this API, which forgets or
 // updates the entry at once, so the entry lasts only as a safety net.
-// Reading an agent again costs about 80 µs of CPU (the reading
-// connection's page cache is dropped at every commit): with entries of
-// five to ten minutes, 10,000 endpoints were read again 22 times a
-// second, about 10 µs of every check-in (issue 22).
+// Reading an agent again is costly (the reading connection's page cache
+// is dropped at every commit), and with entries of five to ten minutes a
+// large fleet would be read again many times a second.
 const sqliteAgentTTL = time.Hour
 
 // ttl is how long a cached agent lasts at most on this engine.
@@ -619,8 +618,7 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 // the decoding slots is free. Decoding is most of the CPU an upload costs
 // before its store; when a fleet enrolls, uploads arrive together, and on
 // SQLite one writer stores them all: with every processor decoding, the
-// writer waited for one (15 % of its time in a runtime trace of 10,000
-// endpoints enrolling on 2 cores), and the fleet waited for the writer.
+// writer waited for a processor, and the fleet waited for the writer.
 // The body was read before: a slow client never holds a slot.
 func (a *API) decodeInventory(ctx context.Context, raw []byte, ag *cachedAgent) (inventory.Normalized, error) {
 	a.decodeWaits.Add(1)

@@ -1,4 +1,4 @@
-// Package api serves the REST API v1 (shared/spec/patch-management-api-v1.md):
+// Package api serves the REST API v1 (docs/design/api-contract.md):
 // the token call, authentication and authorization of every /api/v1 call,
 // and one file of handlers per resource. routes.go is the one route table.
 package api

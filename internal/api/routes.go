@@ -36,7 +36,7 @@ func (a *API) routes() {
 	a.route("GET /api/v1/reports/{key}", perm.ReportsView, a.getReport)                    // 24
 	a.public("GET /api/v1/openapi.json", a.openAPIDocument)                                // 25
 
-	// patchd additions (docs/design-notes.md, "REST API extensions").
+	// patchd additions (docs/design/notes.md, "Extensions of the REST API").
 	a.route("GET /api/v1/scripts", perm.AutomationsView, a.listScripts)
 	a.route("POST /api/v1/scripts", perm.AutomationsManage, a.createScript)
 	a.route("GET /api/v1/scripts/{id}", perm.AutomationsView, a.getScript)

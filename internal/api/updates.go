@@ -16,8 +16,9 @@ import (
 const maxApprovalKeys = 5000
 
 // listUpdates is operation 6. The severity and source filters are applied
-// in the query, before paging (ARCHITECTURE.md), so total counts matching
-// rows; unknown values are 400, as the OpenAPI document declares enums.
+// in the query, before paging (docs/design/api-contract.md), so total
+// counts matching rows; unknown values are 400, as the OpenAPI document
+// declares enums.
 func (a *API) listUpdates(w http.ResponseWriter, r *http.Request) error {
 	page, err := httpx.ParsePage(r)
 	if err != nil {

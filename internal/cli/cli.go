@@ -1,7 +1,7 @@
 // Package cli is patchd's command line: serve, migrate and the admin
-// commands of ARCHITECTURE.md. Every admin command prints one JSON object
-// (audit list: one per line); errors go to standard error with exit code 1,
-// usage mistakes with exit code 2.
+// commands (docs/design/architecture.md, "Administration contract"). Every
+// admin command prints one JSON object (audit list: one per line); errors go
+// to standard error with exit code 1, usage mistakes with exit code 2.
 package cli
 
 import (

@@ -10,12 +10,12 @@ import (
 
 // logWriter gathers log lines and writes them flushEvery after the first
 // of them, or at once when logBufferSize bytes are waiting: a busy server
-// logs a line per request, and a write system call per line was a sixth of
-// the CPU of a cheap API call. Warnings and errors are written at once
+// logs a line per request, and a write system call per line cost a cheap
+// API call much of its CPU. Warnings and errors are written at once
 // (flushingHandler), and Close writes what is left, so only the last
 // flushEvery of routine lines can be lost, and only if the process is
 // killed. The timer runs only while lines wait: a ticker woke an idle
-// server ten times a second for nothing (issue 22).
+// server ten times a second for nothing.
 type logWriter struct {
 	mu     sync.Mutex
 	w      io.Writer

@@ -16,9 +16,10 @@ import (
 	"github.com/patchd/patchd/internal/store"
 )
 
-// Issue 18, defect 10: no "· serial" without a serial number, a signed-in
-// 404 keeps the navigation and does not offer to sign in, and the dashboard
-// gives no green "0 overdue" before any vulnerability feed was loaded.
+// TestEmptySerialSignedIn404AndNoFeed: no "· serial" without a serial number,
+// a signed-in 404 keeps the navigation and does not offer to sign in, and the
+// dashboard gives no green "0 overdue" before any vulnerability feed was
+// loaded.
 func TestEmptySerialSignedIn404AndNoFeed(t *testing.T) {
 	e := apitest.New(t)
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
@@ -58,8 +59,8 @@ func between(s, start, end string) string {
 	return s
 }
 
-// Issue 18, defect 5: the schedule preview never lists a past date as a
-// next run; it says the date is past, as the server will.
+// TestSchedulePreviewRefusesPastDates: the schedule preview never lists a
+// past date as a next run; it says the date is past, as the server will.
 func TestSchedulePreviewRefusesPastDates(t *testing.T) {
 	e := apitest.New(t)
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
@@ -97,9 +98,10 @@ func commandsOf(t *testing.T, e *apitest.Env, runID string) map[string]string {
 	return out
 }
 
-// Issue 18, defect 3: nothing to install is its own outcome (not
-// CANCELLED, not "unfinished" grey), a run with some failures says
-// "completed with failures", and the message counts what really started.
+// TestRunOutcomeNothingToInstallAndPartialFailure: nothing to install is its
+// own outcome (not CANCELLED, not "unfinished" grey), a run with some
+// failures says "completed with failures", and the message counts what really
+// started.
 func TestRunOutcomeNothingToInstallAndPartialFailure(t *testing.T) {
 	e := apitest.New(t)
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
@@ -151,8 +153,9 @@ func TestRunOutcomeNothingToInstallAndPartialFailure(t *testing.T) {
 	}
 }
 
-// Issue 18, defect 7: after "Stop run" the page keeps refreshing while
-// commands already started still run, and stops when they finished.
+// TestStoppedRunRefreshesUntilCommandsFinish: after "Stop run" the page keeps
+// refreshing while commands already started still run, and stops when they
+// finished.
 func TestStoppedRunRefreshesUntilCommandsFinish(t *testing.T) {
 	e := apitest.New(t)
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
@@ -181,8 +184,9 @@ func TestStoppedRunRefreshesUntilCommandsFinish(t *testing.T) {
 	}
 }
 
-// Issue 18, defect 4: a refused automation form comes back with what was
-// typed, and the problems in the form's labels, not the API's field names.
+// TestRefusedAutomationFormKeepsInput: a refused automation form comes back
+// with what was typed, and the problems in the form's labels, not the API's
+// field names.
 func TestRefusedAutomationFormKeepsInput(t *testing.T) {
 	e := apitest.New(t)
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
@@ -211,7 +215,7 @@ func TestRefusedAutomationFormKeepsInput(t *testing.T) {
 	}
 }
 
-// Issue 18, defect 11: an automation is edited in the console, through the
+// TestEditAutomation: an automation is edited in the console, through the
 // API's own replace (validated and audited alike).
 func TestEditAutomation(t *testing.T) {
 	e := apitest.New(t)
@@ -284,8 +288,8 @@ func newAutomationForm(name string) url.Values {
 		"kind": {"SCHEDULED"}, "targetMode": {"all"}, "scheduleKind": {"RECURRING"}, "freq": {"PATCH_TUESDAY"}, "offsetDays": {"1"}, "atTime": {"22:00"}}
 }
 
-// Issue 18, defect 4: refused alert rule and script forms come back as
-// typed, the problems in the forms' labels.
+// TestRefusedAlertAndScriptFormsKeepInput: refused alert rule and script
+// forms come back as typed, the problems in the forms' labels.
 func TestRefusedAlertAndScriptFormsKeepInput(t *testing.T) {
 	e := apitest.New(t)
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
@@ -337,8 +341,8 @@ func TestRefusedAlertAndScriptFormsKeepInput(t *testing.T) {
 	}
 }
 
-// Issue 18, defect 2 (its loopback part): the Enrollment page warns when
-// the address it gives agents is this computer's loopback address.
+// TestEnrollmentWarnsOfLoopbackAddress: the Enrollment page warns when the
+// address it gives agents is this computer's loopback address.
 func TestEnrollmentWarnsOfLoopbackAddress(t *testing.T) {
 	for _, tc := range []struct {
 		base string

@@ -17,7 +17,7 @@ import (
 	"github.com/patchd/patchd/internal/store"
 )
 
-// forgedFeed writes the feed of issue 15's attack: a CVSS 10 CVE for any
+// forgedFeed writes a forged feed, as an attacker would: a CVSS 10 CVE for any
 // Chrome, and the real KEV CVE-2024-4671 marked Rejected (so deleted).
 func forgedFeed(t *testing.T) string {
 	t.Helper()
@@ -62,7 +62,7 @@ func vulnIDs(t *testing.T, e *apitest.Env, orgID string) []string {
 	return out
 }
 
-// TestFeedsOnlyInstanceOperators: issue 15 item 3. An organization's
+// TestFeedsOnlyInstanceOperators: an organization's
 // Administrator cannot change the feeds every organization shares (403,
 // nothing stored, the other organization's results unchanged); an instance
 // operator can, and the change is in the instance's Audit Trail.

@@ -95,7 +95,8 @@ func ringArc(t *testing.T, tag string) (drawn float64, fromTop bool) {
 	return float64(n) * 100 / steps, n > 0 && on(math.Mod(top+0.5, 100)) && (n == steps || !on(math.Mod(top-0.5+100, 100)))
 }
 
-// Issue 18, defect 1: the connected ring draws its share, from 12 o'clock.
+// TestDashboardRingDrawsItsShare: the connected ring draws its share, from 12
+// o'clock.
 func TestDashboardRingDrawsItsShare(t *testing.T) {
 	for _, tc := range []struct{ connected, total int }{{10, 10}, {3, 10}, {1, 4}, {0, 5}} {
 		want := pct(tc.connected, tc.total)
@@ -111,8 +112,8 @@ func TestDashboardRingDrawsItsShare(t *testing.T) {
 	}
 }
 
-// Issue 18, defect 6: the automations list and page say the whole
-// schedule, the Patch Tuesday offset included.
+// TestAutomationScheduleInPlainWords: the automations list and page say the
+// whole schedule, the Patch Tuesday offset included.
 func TestAutomationScheduleInPlainWords(t *testing.T) {
 	one, two, five := 1, 2, 5
 	for _, tc := range []struct {
@@ -139,8 +140,9 @@ func TestAutomationScheduleInPlainWords(t *testing.T) {
 	}
 }
 
-// Issue 18, defect 8: a page whose browser left (a live preview replaced
-// by the next) is not logged as a server error nor answered 500.
+// TestPageClientGoneIsNotAServerError: a page whose browser left (a live
+// preview replaced by the next) is not logged as a server error nor answered
+// 500.
 func TestPageClientGoneIsNotAServerError(t *testing.T) {
 	var buf bytes.Buffer
 	old := slog.Default()

@@ -15,9 +15,9 @@ import (
 // maxBody bounds every JSON request body of the REST API.
 const maxBody = 1 << 20
 
-// decodeJSON reads the request body into v. Malformed JSON answers 400
+// DecodeJSON reads the request body into v. Malformed JSON answers 400
 // invalid_json; a value of the wrong type for a known field answers 422 with
-// that field; unknown fields are ignored (ARCHITECTURE.md).
+// that field; unknown fields are ignored (docs/design/api-contract.md).
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return DecodeJSONLimit(w, r, v, maxBody)
 }
@@ -39,7 +39,7 @@ func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, maxBody int6
 // A string that holds the NUL character (the escape \u0000) is refused
 // with 400 invalid_json before anything is decoded: text is UTF-8 without
 // NUL on both engines (PostgreSQL cannot store it), so the same body gets
-// the same answer on SQLite and PostgreSQL (ARCHITECTURE.md).
+// the same answer on SQLite and PostgreSQL (docs/design/architecture.md).
 func UnmarshalBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(http.StatusBadRequest, "invalid_json", "the request body is empty; a JSON object is expected")
@@ -112,7 +112,7 @@ func CheckURL(r *http.Request) error {
 	// A NUL reaches a parsed query only as %00: net/http refuses a
 	// request line holding a control byte. A query without an escape (an
 	// agent's ?wait=55) is not parsed again here: the map r.URL.Query()
-	// builds was a kilobyte of garbage per check-in (issue 22).
+	// builds would be garbage made on every check-in.
 	if !strings.Contains(r.URL.RawQuery, "%") {
 		return nil
 	}
@@ -186,7 +186,7 @@ type Page struct {
 	Offset int
 }
 
-// parsePage reads limit and offset. A limit outside 1-500 is clamped (the
+// ParsePage reads limit and offset. A limit outside 1-500 is clamped (the
 // answer's limit says what was used); a non-numeric value or a negative
 // offset is 400 invalid_request.
 func ParsePage(r *http.Request) (Page, error) {

@@ -14,7 +14,7 @@ import (
 )
 
 // Error is an answer in the spec's Error shape. Handlers return it (or an
-// error wrapping store.ErrNotFound or a *valid.Error); writeError maps a
+// error wrapping store.ErrNotFound or a *valid.Error); WriteError maps a
 // database that is unavailable (store.IsUnavailable) to 503 with
 // Retry-After and anything else to a generic 500, and logs the detail,
 // never echoing it.
@@ -42,12 +42,12 @@ func (e *Error) Error() string {
 	return e.Code
 }
 
-// errorf makes an Error with a description.
+// Errorf makes an Error with a description.
 func Errorf(status int, code, description string) *Error {
 	return &Error{Status: status, Code: code, Description: &description}
 }
 
-// Errors used across handlers; codes as decided in ARCHITECTURE.md.
+// Errors used across handlers; codes as docs/design/api-contract.md lists them.
 func NotFound(what string) *Error {
 	return Errorf(http.StatusNotFound, "not_found", what+" not found")
 }
@@ -90,7 +90,7 @@ func ClientGone(r *http.Request, err error) bool {
 	return err != nil && r.Context().Err() != nil
 }
 
-// writeError writes err in the Error shape.
+// WriteError writes err in the Error shape.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
 	var vErr *valid.Error
@@ -123,7 +123,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	WriteJSON(w, apiErr.Status, apiErr)
 }
 
-// writeJSON writes v as the JSON body of the answer.
+// WriteJSON writes v as the JSON body of the answer.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {

@@ -1,9 +1,9 @@
 // Package pool holds the process's reusable gzip readers and byte buffers.
 // Agents' request bodies and stored datasets are read through them instead
 // of allocating, for each, a gzip reader (its 32 KiB window and tables) and
-// a buffer grown from nothing: while a fleet enrolled, those were a quarter
-// of the bytes the server allocated, collector work the one database
-// writer shared its processors with (issue 22).
+// a buffer grown from nothing: while a fleet enrolls, those would be a
+// large share of what the server allocates, collector work the one
+// database writer shares its processors with.
 package pool
 
 import (

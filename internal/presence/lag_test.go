@@ -11,8 +11,8 @@ import (
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
-// TestOfflineWaitsForLaggingReplica reproduces issue 21's false
-// ENDPOINT_OFFLINE alerts: two replicas on one database; replica A accepts
+// TestOfflineWaitsForLaggingReplica reproduces the false
+// ENDPOINT_OFFLINE alerts a lagging replica caused: two replicas on one database; replica A accepts
 // check-ins of two endpoints every 20 seconds but its flush cannot write
 // them (held, as a database that gives it no transaction would), while
 // replica B evaluates a 1-minute offline rule. Judged by last_seen_at

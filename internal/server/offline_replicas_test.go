@@ -31,8 +31,8 @@ type testClock struct {
 func (c *testClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *testClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-// TestOfflineAcrossReplicasWithLaggingFlush reproduces issue 21's false
-// ENDPOINT_OFFLINE alerts with three replicas on one PostgreSQL database:
+// TestOfflineAcrossReplicasWithLaggingFlush reproduces false
+// ENDPOINT_OFFLINE alerts of a lagging replica, with three replicas on one PostgreSQL database:
 // agents check in every 20 seconds, two with replica A, one with B; A's
 // flush is held (as when its database gives it no transaction) for 100
 // seconds, while C evaluates a 1-minute offline rule. last_seen_at of A's

@@ -20,7 +20,7 @@ import (
 	"github.com/patchd/patchd/internal/store"
 )
 
-// TestShutdownAtScale (issue 21 item 6): a replica holding 2,000 long polls
+// TestShutdownAtScale: a replica holding 2,000 long polls
 // of 40 endpoints and a request that never ends (an inventory whose body
 // stops coming, as requests hang on a database that gives no transaction)
 // is stopped as on SIGTERM, with the 30 seconds until the SIGKILL as the

@@ -167,9 +167,10 @@ func (g *Ingester) write(batch []*ingestReq) {
 	}
 	err := g.s.ensureCatalog(ctx, invs)
 	if err == nil {
-		// First without savepoints (each page an inventory changes was
-		// copied to its savepoint's journal first: 3 % of the writer's CPU
-		// while a fleet enrolls; SQLite's own statement journals stay); if
+		// First without savepoints (each page an inventory changes would
+		// be copied to its savepoint's journal first, work the single
+		// writer does for nothing while a fleet enrolls; SQLite's own
+		// statement journals stay); if
 		// an inventory fails, that transaction is rolled back and the
 		// batch written again, one savepoint each.
 		err = g.s.InTxRetry(ctx, func(tx *Tx) error {

@@ -18,7 +18,7 @@ import (
 // were rewritten in a shuffled order, so that the tracker's scan of
 // endpoints meets them out of id order. On PostgreSQL the matcher locked
 // the rows FOR UPDATE in id order while the tracker's foreign-key checks
-// took key-share locks in scan order, and the two deadlocked (issue 22);
+// took key-share locks in scan order, and the two deadlocked;
 // neither may fail now, and both must have done their work.
 func TestMatcherAndRebootTrackerTogether(t *testing.T) {
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 )
 
 // planStats keeps PostgreSQL's planner statistics up with a fleet that
-// grows from few endpoints to many (issue 22).
+// grows from few endpoints to many.
 //
 // pgx prepares each statement on each connection, and after five runs
 // PostgreSQL keeps a generic plan made with the statistics of that moment

@@ -300,8 +300,8 @@ var reportSources = map[string]reportSQL{
 			// A filter on the key keeps a few of the keys: start from them
 			// and their rows (index on org_id, key) and sort what is found,
 			// rather than walk every endpoint's updates in name order, which
-			// SQLite prefers to avoid the sort (2.6 times slower at 50,000
-			// endpoints). CROSS JOIN fixes SQLite's join order; PostgreSQL
+			// SQLite prefers to avoid the sort (much slower on a large
+			// fleet). CROSS JOIN fixes SQLite's join order; PostgreSQL
 			// plans it as a plain join.
 			return columns + ` FROM update_keys k CROSS JOIN endpoint_updates eu CROSS JOIN endpoints e
 				LEFT JOIN update_approvals a ON a.org_id = eu.org_id AND a.key = eu.key

@@ -414,7 +414,7 @@ func (s *Store) SaveMatchResults(ctx context.Context, results []MatchResult, now
 // UPDATE but not with FOR NO KEY UPDATE. With FOR UPDATE, the reboot
 // tracker's INSERT INTO alert_reboots … SELECT … FROM endpoints, whose
 // key-share locks are taken in the order of its rows, and this lock, taken
-// in id order, deadlocked (issue 22). The matcher never changes an
+// in id order, deadlocked. The matcher never changes an
 // endpoint's id, so the weaker lock is all it needs.
 func (tx *Tx) lockFindings(ctx context.Context, ids []string) (map[string]bool, map[string]map[vulnKey]storedFinding, error) {
 	sorted := append([]string(nil), ids...)
