@@ -35,29 +35,46 @@ import (
 	"github.com/patchd/patchd/internal/config"
 )
 
-// attackerCA is a man in the middle's own CA and a certificate it issued
-// for 127.0.0.1, as a proxy intercepting the installers would present.
-func attackerCA(t *testing.T) (caDER []byte, leaf tls.Certificate) {
+// testCA makes a CA certificate named cn.
+func testCA(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "intercepting CA"},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, SubjectKeyId: []byte(cn),
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	lkey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ltmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+	ca, _ := x509.ParseCertificate(der)
+	return ca, key
+}
+
+// testLeaf makes a server certificate for 127.0.0.1 naming parent as its
+// issuer, signed by parentKey.
+func testLeaf(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) tls.Certificate {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		KeyUsage: x509.KeyUsageDigitalSignature}
-	lder, err := x509.CreateCertificate(rand.Reader, ltmpl, ca, &lkey.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return caDER, tls.Certificate{Certificate: [][]byte{lder, caDER}, PrivateKey: lkey}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// attackerCA is a man in the middle's own CA and a certificate it issued
+// for 127.0.0.1 (sent with the CA), as a proxy intercepting the installers
+// would present.
+func attackerCA(t *testing.T) (caDER []byte, leaf tls.Certificate, caKey *ecdsa.PrivateKey) {
+	t.Helper()
+	ca, key := testCA(t, "intercepting CA")
+	leaf = testLeaf(t, ca, key)
+	leaf.Certificate = append(leaf.Certificate, ca.Raw)
+	return ca.Raw, leaf, key
 }
 
 // forgedCAFiles are the ca.pem answers the pinned installers must refuse
@@ -140,7 +157,7 @@ func TestPinnedInstallersRefuseForgedCA(t *testing.T) {
 	// The man in the middle: his CA's certificate for 127.0.0.1, a hostile
 	// install.sh and agent (with its right SHA-256), and whatever ca.pem
 	// the case gives.
-	evil, leaf := attackerCA(t)
+	evil, leaf, _ := attackerCA(t)
 	hostile := []byte("#!/bin/sh\ntouch /pwned\necho pwned\n")
 	var mu sync.Mutex
 	var caBody []byte
