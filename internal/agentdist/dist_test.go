@@ -145,17 +145,21 @@ func TestInstallersFor(t *testing.T) {
 }
 
 // TestPinnedOneLiner runs the printed line for a self-made CA against a
-// TLS server: with the right pin it fetches install.sh over the verified
-// channel and runs it; with another pin it runs nothing.
+// TLS server, with curl and, curl hidden, with wget: with the right pin it
+// fetches install.sh over the verified channel and runs it; with another
+// pin, or with ca.pem forged, it runs nothing and says why in one line.
 func TestPinnedOneLiner(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed")
-	}
 	var ts *httptest.Server
+	caPEM := func() []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}) }
+	var forged []byte
 	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/agent/v1/ca.pem":
-			pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+			if forged != nil {
+				w.Write(forged)
+				return
+			}
+			w.Write(caPEM())
 		case "/install.sh":
 			io.WriteString(w, "echo INSTALLER-RAN \"$@\"\n")
 		default:
@@ -166,19 +170,50 @@ func TestPinnedOneLiner(t *testing.T) {
 	defer ts.Close()
 	sum := sha256.Sum256(ts.Certificate().Raw)
 	pin := hex.EncodeToString(sum[:])
-	run := func(pin string) (string, error) {
-		in := agentdist.InstallersFor(ts.URL, "pdet_x", pin)
-		line := strings.Replace(in.Linux, "| sudo sh", "| sh", 1) // the test runs as whoever it is
-		out, err := exec.Command("sh", "-c", line).CombinedOutput()
-		return string(out), err
+	evil, _, _ := attackerCA(t)
+	// PATH folders: the machine's tools with a sudo that runs the command
+	// as is; and the same without curl.
+	withCurl, withoutCurl := t.TempDir(), t.TempDir()
+	for _, d := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if e.Name() != "curl" && e.Name() != "sudo" {
+				os.Symlink(filepath.Join(d, e.Name()), filepath.Join(withoutCurl, e.Name()))
+			}
+		}
 	}
-	out, err := run(pin)
-	if err != nil || !strings.Contains(out, "INSTALLER-RAN --token pdet_x."+pin) {
-		t.Errorf("right pin: %v %s", err, out)
+	for _, d := range []string{withCurl, withoutCurl} {
+		os.WriteFile(filepath.Join(d, "sudo"), []byte("#!/bin/sh\nexec \"$@\"\n"), 0o755)
 	}
-	out, err = run(strings.Repeat("0", 64))
-	if err == nil || strings.Contains(out, "INSTALLER-RAN") {
-		t.Errorf("wrong pin ran the installer: %v %s", err, out)
+	for _, fetcher := range []string{"curl", "wget"} {
+		path := withCurl + ":/usr/local/bin:/usr/bin:/bin"
+		if fetcher == "wget" {
+			path = withoutCurl
+		}
+		if _, err := exec.LookPath(fetcher); err != nil {
+			t.Logf("%s is not installed: the line is not run with it", fetcher)
+			continue
+		}
+		run := func(pin string) (string, error) {
+			cmd := exec.Command("/bin/sh", "-c", agentdist.InstallersFor(ts.URL, "pdet_x", pin).Linux)
+			cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir(), "LANG=C"}
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		forged = nil
+		out, err := run(pin)
+		if err != nil || out != "INSTALLER-RAN --token pdet_x."+pin+"\n" {
+			t.Errorf("%s, right pin: %v %s", fetcher, err, out)
+		}
+		out, err = run(strings.Repeat("0", 64))
+		if err == nil || !strings.HasPrefix(out, "patchd install: the CA the server sent does not match the pin in the token (its SHA-256 is "+pin+")") || strings.Count(out, "\n") != 1 {
+			t.Errorf("%s, wrong pin: %v %s", fetcher, err, out)
+		}
+		forged = forgedCAFiles(caPEM(), evil)["forged"]
+		out, err = run(pin)
+		if err == nil || out != "patchd install: the ca.pem the server sent is not exactly one certificate: someone may be intercepting; nothing was run or installed\n" {
+			t.Errorf("%s, forged ca.pem: %v %s", fetcher, err, out)
+		}
 	}
 	// Without the line's CA check curl refuses the self-made certificate.
 	if out, err := exec.Command("sh", "-c", "curl -fsSL "+ts.URL+"/install.sh | sh").CombinedOutput(); err == nil && strings.Contains(string(out), "INSTALLER-RAN") {

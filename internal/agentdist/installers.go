@@ -17,6 +17,65 @@ var installPs1 string
 // InstallScript is install.sh with server baked in.
 func InstallScript(server string) string { return strings.ReplaceAll(installSh, "@SERVER@", server) }
 
+// pinnedLineSh is the rest of the pinned Linux line, after install.sh's
+// pin check: $1 is the server, $2 the pin, $3 the token.
+const pinnedLineSh = `d=$(mktemp -d 2>/dev/null || mktemp -d -t patchd 2>/dev/null) || { echo "patchd install: cannot make a temporary folder" >&2; exit 1; }; ` +
+	`c() { rm -rf "$d"; }; trap c EXIT; trap "exit 1" HUP INT TERM; ` +
+	`pd_pinned_ca "$1" "$2" "$d" || exit 1; ` +
+	`pd_fetch "$1/install.sh" "$d/install.sh" "$d/ca.pem" || { echo "patchd install: cannot fetch $1/install.sh over the pinned connection (curl or wget exit status $?)" >&2; exit 1; }; ` +
+	`if [ "$(id -u)" = 0 ]; then sh "$d/install.sh" --token "$3"; else sudo sh "$d/install.sh" --token "$3"; fi`
+
+// pinCheckSh and pinCheckPs are the pin checks of install.sh and
+// install.ps1 made one line each, for the one-line installers.
+var (
+	pinCheckSh = oneLine(installSh, "; ", "'", func(l string) bool {
+		for _, end := range []string{"{", "then", "else", "do", "|", "&&", "||", ";"} {
+			if strings.HasSuffix(l, end) {
+				return true
+			}
+		}
+		return false
+	})
+	pinCheckPs = oneLine(installPs1, "; ", `"%`, func(l string) bool {
+		return strings.HasSuffix(l, "{") || strings.HasSuffix(l, "(") || strings.HasSuffix(l, "|") || strings.HasSuffix(l, ",")
+	})
+)
+
+// oneLine joins the lines between script's "--- pin check" and "--- end of
+// the pin check" markers, leaving out comments and blank lines, by a blank
+// after a line that continues (cont), and by sep after any other. A
+// character of forbidden in them (what the line's quoting cannot carry),
+// or a backslash ending a line, is a defect of the script, caught by every
+// test.
+func oneLine(script, sep, forbidden string, cont func(string) bool) string {
+	_, rest, ok := strings.Cut(script, "# --- pin check")
+	body, _, ok2 := strings.Cut(rest, "# --- end of the pin check")
+	if !ok || !ok2 {
+		panic("agentdist: an installer script lost its pin check markers")
+	}
+	var b strings.Builder
+	for i, l := range strings.Split(body, "\n") {
+		l = strings.TrimSpace(l)
+		if i == 0 || l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if strings.HasSuffix(l, `\`) {
+			panic("agentdist: an installer's pin check continues a line with a backslash, which its one-line form cannot carry")
+		}
+		b.WriteString(l)
+		if cont(l) {
+			b.WriteString(" ")
+		} else {
+			b.WriteString(sep)
+		}
+	}
+	line := strings.TrimSpace(b.String())
+	if strings.ContainsAny(line, forbidden) {
+		panic("agentdist: an installer's pin check holds a character its one-line form cannot carry: one of " + forbidden)
+	}
+	return line
+}
+
 // InstallPowerShell is install.ps1 with server baked in.
 func InstallPowerShell(server string) string {
 	return strings.ReplaceAll(installPs1, "@SERVER@", server)
@@ -64,12 +123,17 @@ var PackageTypes = []struct{ Type, OS string }{{"deb", "linux"}, {"rpm", "linux"
 // lowercase hex SHA-256 of the server's CA certificate (DER), or "" when
 // the server's certificate is publicly trusted (or it speaks http).
 //
-// With a pin the Linux line first fetches the CA without verification and
-// goes on only when its hash is the pin; install.sh itself is then fetched
-// with that CA (curl --cacert), and install.sh checks the pin again for its
-// own downloads: nothing that runs came over a channel an attacker could
-// have answered. The PowerShell line installs a certificate check that
-// accepts a server only when the pinned CA is in its chain.
+// With a pin the Linux line runs install.sh's own pin check (the lines
+// between its "pin check" markers) in a temporary folder: ca.pem is
+// fetched without verification and kept only when it is exactly one
+// certificate whose hash is the pin; install.sh is then downloaded to a
+// file over a connection verified with that certificate alone (rewritten
+// from the checked DER), and run (with sudo when not root) only when every
+// step succeeded; install.sh checks the pin again for its own downloads.
+// Any failure ends the line with one line saying why, and the folder is
+// removed. The PowerShell line does the same with install.ps1's pin check:
+// a server is accepted only when its chain is built up to the pinned
+// certificate and it bears the server's name.
 func InstallersFor(server, token, pin string) Installers {
 	server = strings.TrimRight(server, "/")
 	in := Installers{Token: token, Downloads: map[string]string{}, Packages: map[string]string{}}
@@ -78,13 +142,11 @@ func InstallersFor(server, token, pin string) Installers {
 	}
 	tok := shellQuote(in.Token)
 	if in.Pinned {
-		in.Linux = `f=$(mktemp) && curl -fsSLk -o "$f" ` + server + `/agent/v1/ca.pem && ` +
-			`[ "$(sed '/-----/d' "$f" | tr -d '\r\n' | base64 --decode | (sha256sum 2>/dev/null || shasum -a 256) | cut -c1-64)" = ` + pin + ` ] && ` +
-			`curl -fsSL --cacert "$f" ` + server + `/install.sh | sudo sh -s -- --token ` + tok
-		in.Windows = `powershell -NoProfile -ExecutionPolicy Bypass -Command "[Net.ServicePointManager]::SecurityProtocol='Tls12'; ` +
-			`[Net.ServicePointManager]::ServerCertificateValidationCallback={param($s,$c,$ch,$e) $h=[Security.Cryptography.SHA256]::Create(); ` +
-			`@($ch.ChainElements | Where-Object { (-join ($h.ComputeHash($_.Certificate.RawData) | ForEach-Object { $_.ToString('x2') })) -eq '` + pin + `' }).Count -gt 0}; ` +
-			`& ([scriptblock]::Create((Invoke-RestMethod '` + server + `/install.ps1'))) -Token '` + in.Token + `'"`
+		in.Linux = "sh -c '" + pinCheckSh + " " + pinnedLineSh + "' sh " + shellQuote(server) + " " + shellQuote(pin) + " " + tok
+		in.Windows = `powershell -NoProfile -ExecutionPolicy Bypass -Command "$ErrorActionPreference='Stop'; [Net.ServicePointManager]::SecurityProtocol='Tls12'; ` +
+			`try { ` + pinCheckPs + ` Set-PatchdPinnedTrust (Get-PatchdPinnedCA '` + server + `' '` + pin + `'); ` +
+			`$s = Invoke-RestMethod '` + server + `/install.ps1'; & ([scriptblock]::Create($s)) -Token '` + in.Token + `' } ` +
+			`catch { $m = $_.Exception.Message; if (-not $m.StartsWith('patchd install:')) { $m = 'patchd install: ' + $m }; [Console]::Error.WriteLine($m); exit 1 }"`
 	} else {
 		in.Linux = `curl -fsSL ` + server + `/install.sh | sudo sh -s -- --token ` + tok
 		in.Windows = `powershell -NoProfile -ExecutionPolicy Bypass -Command "[Net.ServicePointManager]::SecurityProtocol='Tls12'; ` +

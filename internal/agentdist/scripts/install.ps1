@@ -30,22 +30,130 @@ if (-not $principal.IsInRole([Security.Principal.WindowsBuiltInRole]::Administra
 	throw 'patchd install: run from an elevated (administrator) PowerShell'
 }
 
+# --- pin check (the one-line installer runs these lines too) ---
+# No double quote and no percent sign in here (the line carries it inside
+# cmd's double quotes), no comment after code: the line is these lines
+# without comments, joined by a blank after a line ending in { ( | or ,
+# and by "; " after any other (so } else { and } catch { stay on one line).
+
+# Get-PatchdPinnedCA SERVER PIN: reads SERVER/agent/v1/ca.pem once without
+# verification, on a connection of its own that is closed after the answer
+# (no later request reuses it), and answers the certificate only when the
+# text is, to the character, one certificate as patchd serves it (a BEGIN
+# CERTIFICATE line, the base64 of its DER in lines of 64, an END
+# CERTIFICATE line, LF endings) whose DER has the SHA-256 PIN; it throws
+# otherwise.
+function Get-PatchdPinnedCA([string]$Server, [string]$Pin) {
+	$req = [Net.WebRequest]::Create($Server + '/agent/v1/ca.pem')
+	$req.KeepAlive = $false
+	$req.ConnectionGroupName = [Guid]::NewGuid().ToString()
+	$req.ServerCertificateValidationCallback = { $true }
+	$resp = $req.GetResponse()
+	try {
+		$text = (New-Object IO.StreamReader($resp.GetResponseStream())).ReadToEnd()
+	} finally {
+		$resp.Close()
+	}
+	return (ConvertFrom-PatchdCAPem $text $Pin)
+}
+# ConvertFrom-PatchdCAPem TEXT PIN: the certificate TEXT holds, when TEXT is
+# exactly the PEM of one certificate with the SHA-256 PIN; throws otherwise.
+function ConvertFrom-PatchdCAPem([string]$Text, [string]$Pin) {
+	$lf = [string][char]10
+	$der = $null
+	try {
+		$der = [Convert]::FromBase64String(($Text -creplace '(?m)^-----[^\n]*$', ''))
+	} catch {
+		$der = $null
+	}
+	$canonical = ''
+	if ($null -ne $der -and $der.Length -gt 0) {
+		$b64 = [Convert]::ToBase64String($der)
+		$canonical = '-----BEGIN CERTIFICATE-----' + $lf
+		for ($i = 0; $i -lt $b64.Length; $i += 64) {
+			$canonical += $b64.Substring($i, [Math]::Min(64, $b64.Length - $i)) + $lf
+		}
+		$canonical += '-----END CERTIFICATE-----' + $lf
+	}
+	if ($canonical -eq '' -or -not $Text.Equals($canonical)) {
+		throw 'the ca.pem the server sent is not exactly one certificate: someone may be intercepting; nothing was run or installed'
+	}
+	$sha = [Security.Cryptography.SHA256]::Create()
+	$got = -join ($sha.ComputeHash($der) | ForEach-Object { $_.ToString('x2') })
+	if ($got -ne $Pin) {
+		throw ('the CA the server sent does not match the pin in the token (its SHA-256 is ' + $got + '): someone may be intercepting; nothing was run or installed')
+	}
+	return (New-Object Security.Cryptography.X509Certificates.X509Certificate2(,$der))
+}
+# New-PatchdCertCheck CA: the server certificate check that trusts CA
+# alone: the certificate must bear the server's name, and the chain built
+# from it (with the certificates the server sent, CA added, no other root
+# trusted) must end in exactly CA with no error but CA's being no trusted
+# root; or the server's certificate is CA itself. A chain merely holding
+# CA somewhere is not enough.
+function New-PatchdCertCheck($CA) {
+	return {
+		$cert = $args[1]
+		$chain = $args[2]
+		$policyErrors = [int]$args[3]
+		if ($null -eq $cert -or ($policyErrors -band 3) -ne 0) {
+			return $false
+		}
+		$leaf = New-Object Security.Cryptography.X509Certificates.X509Certificate2($cert)
+		$want = [Convert]::ToBase64String($CA.RawData)
+		if ([Convert]::ToBase64String($leaf.RawData) -eq $want) {
+			return $true
+		}
+		$built = New-Object Security.Cryptography.X509Certificates.X509Chain
+		$built.ChainPolicy.RevocationMode = [Security.Cryptography.X509Certificates.X509RevocationMode]::NoCheck
+		$built.ChainPolicy.VerificationFlags = [Security.Cryptography.X509Certificates.X509VerificationFlags]::AllowUnknownCertificateAuthority
+		[void]$built.ChainPolicy.ExtraStore.Add($CA)
+		if ($null -ne $chain) {
+			foreach ($el in $chain.ChainElements) {
+				[void]$built.ChainPolicy.ExtraStore.Add($el.Certificate)
+			}
+		}
+		[void]$built.Build($leaf)
+		$n = $built.ChainElements.Count
+		if ($n -lt 2 -or [Convert]::ToBase64String($built.ChainElements[$n - 1].Certificate.RawData) -ne $want) {
+			return $false
+		}
+		foreach ($st in $built.ChainStatus) {
+			if (([int]$st.Status -band (-bnot 32)) -ne 0) {
+				return $false
+			}
+		}
+		foreach ($el in $built.ChainElements) {
+			foreach ($st in $el.ChainElementStatus) {
+				if (([int]$st.Status -band (-bnot 32)) -ne 0) {
+					return $false
+				}
+			}
+		}
+		return $true
+	}.GetNewClosure()
+}
+# Set-PatchdPinnedTrust CA: every later HTTPS request of this process is
+# checked by New-PatchdCertCheck CA.
+function Set-PatchdPinnedTrust($CA) {
+	[Net.ServicePointManager]::ServerCertificateValidationCallback = (New-PatchdCertCheck $CA)
+}
+# --- end of the pin check ---
+
 # A token printed as <token>.<64 hex> pins the SHA-256 of the server's CA
-# (DER): a server certificate is accepted only when its chain holds it.
+# (DER): a server is accepted only when its chain ends in that certificate.
 $pin = ''
 if ($Token -match '\.([0-9a-f]{64})$') { $pin = $Matches[1] }
 if ($pin -ne '') {
 	if (-not $Server.StartsWith('https://')) { throw 'patchd install: a pinned token needs an https:// server' }
-	# A closure: the callback keeps $pin wherever it is called from.
-	[Net.ServicePointManager]::ServerCertificateValidationCallback = {
-		param($req, $cert, $chain, $policyErrors)
-		$sha = [Security.Cryptography.SHA256]::Create()
-		foreach ($el in $chain.ChainElements) {
-			$hex = -join ($sha.ComputeHash($el.Certificate.RawData) | ForEach-Object { $_.ToString('x2') })
-			if ($hex -eq $pin) { return $true }
-		}
-		return $false
-	}.GetNewClosure()
+	$ca = $null
+	try {
+		$ca = Get-PatchdPinnedCA $Server $pin
+	} catch {
+		throw ('patchd install: ' + $_.Exception.Message)
+	}
+	Set-PatchdPinnedTrust $ca
+	Write-Host 'patchd install: the server''s CA matches the token''s pin'
 }
 
 $arch = if ($env:PROCESSOR_ARCHITEW6432) { $env:PROCESSOR_ARCHITEW6432 } else { $env:PROCESSOR_ARCHITECTURE }

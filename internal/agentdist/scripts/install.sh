@@ -69,73 +69,99 @@ esac
 TMP=$(mktemp -d 2>/dev/null || mktemp -d -t patchd)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-sha256_of() {
-	if command -v sha256sum >/dev/null 2>&1; then sha256sum | cut -c1-64
-	elif command -v shasum >/dev/null 2>&1; then shasum -a 256 | cut -c1-64
-	elif command -v openssl >/dev/null 2>&1; then openssl dgst -sha256 -r | cut -c1-64
-	else die "no sha256sum, shasum or openssl to check the download"
-	fi
-}
+# --- pin check (the one-line installer runs these lines too) ---
+# No single quote in here (the line carries it inside one), no comment
+# after code, no backslash at a line's end: the line is these lines
+# without comments, joined by blanks (by "; " after a line ending a
+# command).
 
-b64decode() {
-	if base64 --decode </dev/null >/dev/null 2>&1; then base64 --decode
-	elif command -v openssl >/dev/null 2>&1; then openssl base64 -d -A
-	else die "no base64 or openssl to read the CA"
-	fi
-}
-
-# fetch URL FILE [tls options]: curl, else wget.
-fetch() {
-	url=$1; out=$2; shift 2
+# pd_fetch URL FILE [CA]: downloads URL into FILE with curl, else wget,
+# saying nothing (the caller says what failed). CA is the certificate file
+# that alone verifies the server (https only), or -k for no verification
+# (ca.pem only: it is checked against the pin).
+pd_fetch() {
 	if command -v curl >/dev/null 2>&1; then
-		curl -fsSL --proto '=https,http' "$@" -o "$out" "$url"
+		if [ "${3-}" = -k ]; then curl -fsLk --proto =https -o "$2" "$1"
+		elif [ -n "${3-}" ]; then curl -fsL --proto =https --proto-redir =https --cacert "$3" -o "$2" "$1"
+		else curl -fsL --proto =https,http -o "$2" "$1"
+		fi
 	elif command -v wget >/dev/null 2>&1; then
-		wget -q -O "$out" "$@" "$url"
-	else
-		die "neither curl nor wget is installed"
+		if [ "${3-}" = -k ]; then wget -q --no-check-certificate -O "$2" "$1"
+		elif [ -n "${3-}" ]; then wget -q --https-only --ca-certificate="$3" -O "$2" "$1"
+		else wget -q -O "$2" "$1"
+		fi
+	else return 127
 	fi
 }
+# pd_sha256 FILE: prints the lowercase hex SHA-256 of FILE.
+pd_sha256() {
+	if command -v sha256sum >/dev/null 2>&1; then pd_s=$(sha256sum <"$1") || return 1
+	elif command -v shasum >/dev/null 2>&1; then pd_s=$(shasum -a 256 <"$1") || return 1
+	elif command -v openssl >/dev/null 2>&1; then pd_s=$(openssl dgst -sha256 -r <"$1") || return 1
+	else echo "patchd install: no sha256sum, shasum or openssl to check the downloads" >&2; return 1
+	fi
+	pd_s=${pd_s%% *}
+	[ ${#pd_s} -eq 64 ] || { echo "patchd install: cannot compute a SHA-256 of $1" >&2; return 1; }
+	echo "$pd_s"
+}
+# pd_b64 [-d]: base64 encoding, or decoding with -d, by base64 (GNU,
+# macOS, BusyBox) or openssl; a failure of all fails.
+pd_b64() {
+	if [ "${1-}" = -d ]; then base64 --decode 2>/dev/null || base64 -d 2>/dev/null || openssl base64 -d 2>/dev/null
+	else base64 2>/dev/null || openssl base64 2>/dev/null
+	fi
+}
+# pd_pinned_ca SERVER PIN DIR: downloads SERVER/agent/v1/ca.pem without
+# verification and writes DIR/ca.pem only when the download is, byte for
+# byte, one certificate as patchd serves it (a BEGIN CERTIFICATE line, the
+# base64 of its DER in lines of 64, an END CERTIFICATE line, LF endings)
+# and that DER has the SHA-256 PIN. Anything else (another block of any
+# kind, a junk line, CRLF) is refused. DIR/ca.pem is written here from the
+# checked DER: what was downloaded never reaches curl or wget. A refusal
+# says why in one line and returns 1.
+pd_pinned_ca() {
+	command -v curl >/dev/null 2>&1 || command -v wget >/dev/null 2>&1 || { echo "patchd install: neither curl nor wget is installed" >&2; return 1; }
+	command -v base64 >/dev/null 2>&1 || command -v openssl >/dev/null 2>&1 || { echo "patchd install: neither base64 nor openssl is installed to read the CA" >&2; return 1; }
+	pd_fetch "$1/agent/v1/ca.pem" "$3/ca.download" -k || { echo "patchd install: cannot fetch $1/agent/v1/ca.pem (curl or wget exit status $?)" >&2; return 1; }
+	if grep -v -e ----- "$3/ca.download" >"$3/ca.body" && pd_b64 -d <"$3/ca.body" >"$3/ca.der" && { printf "%s\n" "-----BEGIN CERTIFICATE-----" && pd_b64 <"$3/ca.der" | tr -d "[:space:]" | fold -w 64 && printf "\n%s\n" "-----END CERTIFICATE-----"; } >"$3/ca.canonical" && cmp -s "$3/ca.download" "$3/ca.canonical"; then :
+	else echo "patchd install: the ca.pem the server sent is not exactly one certificate: someone may be intercepting; nothing was run or installed" >&2; return 1
+	fi
+	pd_h=$(pd_sha256 "$3/ca.der") || return 1
+	[ "$pd_h" = "$2" ] || { echo "patchd install: the CA the server sent does not match the pin in the token (its SHA-256 is $pd_h): someone may be intercepting; nothing was run or installed" >&2; return 1; }
+	mv -f "$3/ca.canonical" "$3/ca.pem"
+}
+# --- end of the pin check ---
 
 # The pin: a token printed as <token>.<64 hex> carries the SHA-256 of the
 # server's CA certificate (DER). The CA is fetched without verification and
-# kept only when its hash is the pin; everything after is verified with it.
+# kept only when it is that one certificate; everything after is verified
+# with it alone.
 PIN=''
 case "$TOKEN" in
 	*.*) last=${TOKEN##*.}
 		if [ ${#last} -eq 64 ] && [ -z "$(printf %s "$last" | tr -d '0-9a-f')" ]; then PIN=$last; fi ;;
 esac
+command -v curl >/dev/null 2>&1 || command -v wget >/dev/null 2>&1 || die "neither curl nor wget is installed"
 TLS=''
 if [ -n "$CA_FILE" ]; then
 	[ -r "$CA_FILE" ] || die "cannot read --ca-file $CA_FILE"
-	TLS=ca
-	cp "$CA_FILE" "$TMP/ca.pem"
+	TLS=$TMP/ca.pem
+	cp "$CA_FILE" "$TLS"
 elif [ -n "$PIN" ]; then
 	case "$SERVER" in https://*) ;; *) die "a pinned token needs an https:// server" ;; esac
-	if command -v curl >/dev/null 2>&1; then
-		curl -fsSL --proto '=https' -k -o "$TMP/ca.pem" "$SERVER/agent/v1/ca.pem" || die "cannot fetch $SERVER/agent/v1/ca.pem"
-	else
-		wget -q --no-check-certificate -O "$TMP/ca.pem" "$SERVER/agent/v1/ca.pem" || die "cannot fetch $SERVER/agent/v1/ca.pem"
-	fi
-	[ "$(grep -c 'BEGIN CERTIFICATE' "$TMP/ca.pem")" = 1 ] || die "the server's ca.pem is not one certificate"
-	got=$(sed -e '/-----/d' "$TMP/ca.pem" | tr -d '\r\n' | b64decode | sha256_of)
-	[ "$got" = "$PIN" ] || die "the server's CA does not match the pin in the token (got $got): someone may be intercepting; nothing was installed"
-	TLS=ca
+	pd_pinned_ca "$SERVER" "$PIN" "$TMP" || exit 1
+	TLS=$TMP/ca.pem
 	say "the server's CA matches the token's pin"
 fi
-get() {
-	if [ "$TLS" = ca ]; then
-		if command -v curl >/dev/null 2>&1; then fetch "$1" "$2" --cacert "$TMP/ca.pem"; else fetch "$1" "$2" --ca-certificate="$TMP/ca.pem"; fi
-	else
-		fetch "$1" "$2"
-	fi
-}
+# get URL FILE: downloads with the CA decided above (none: the system's).
+get() { pd_fetch "$1" "$2" "$TLS"; }
 
 URL="$SERVER/agent/v1/download/$OS/$ARCH"
 say "downloading the agent for $OS/$ARCH from $SERVER"
-get "$URL.sha256" "$TMP/patchd-agent.sha256" || die "cannot download $URL.sha256"
-get "$URL" "$TMP/patchd-agent" || die "cannot download $URL"
+get "$URL.sha256" "$TMP/patchd-agent.sha256" || die "cannot download $URL.sha256 (curl or wget exit status $?)"
+get "$URL" "$TMP/patchd-agent" || die "cannot download $URL (curl or wget exit status $?)"
 want=$(cut -c1-64 "$TMP/patchd-agent.sha256")
-got=$(sha256_of <"$TMP/patchd-agent")
+got=$(pd_sha256 "$TMP/patchd-agent") || exit 1
 [ "$got" = "$want" ] || die "the download's SHA-256 $got is not the server's $want; nothing was installed"
 # Run it from beside its final place: /tmp may be mounted noexec.
 mkdir -p "$(dirname "$BIN")"
