@@ -54,6 +54,12 @@ type State struct {
 	// RefusedReleases are the SHA-256 of releases refused or rolled back:
 	// not tried again (a release published anew has another hash).
 	RefusedReleases []string `json:"refusedReleases,omitempty"`
+	// RefusedDowngrades are the SHA-256 of releases refused under the
+	// policy "latest" for not being newer than this agent: reported once,
+	// and kept apart from RefusedReleases because a policy that names
+	// exactly that version (an administrator's rollback) may still be
+	// followed.
+	RefusedDowngrades []string `json:"refusedDowngrades,omitempty"`
 	// UpdateFailure is the last refused or rolled-back release not yet
 	// reported: sent with the check-ins until one is answered.
 	UpdateFailure *agentproto.UpdateFailure `json:"updateFailure,omitempty"`

@@ -109,9 +109,25 @@ func (r *runner) refuse(sum, version, why string, args ...any) {
 	}
 }
 
+// refuseDowngrade notes a release refused under "latest" for not being
+// newer (not tried again under "latest", still followed when a policy
+// names its version) and keeps the failure to report.
+func (r *runner) refuseDowngrade(sum, version, why string) {
+	r.log.Error("agent update refused: "+why, "version", version, "running", Version)
+	if slices.Contains(r.state.RefusedDowngrades, sum) {
+		return
+	}
+	r.state.UpdateFailure = &agentproto.UpdateFailure{Version: version, Reason: why, At: time.Now().UTC()}
+	r.state.RefusedDowngrades = append(r.state.RefusedDowngrades, sum)
+	if n := len(r.state.RefusedDowngrades); n > maxRefused {
+		r.state.RefusedDowngrades = r.state.RefusedDowngrades[n-maxRefused:]
+	}
+	r.save()
+}
+
 // selfUpdate follows the server's agentTarget: it reads the release
 // published for this platform and, when it is the target and another
-// version than this one, downloads it, checks its SHA-256 and its
+// version than this one (under "latest": a newer one), downloads it, checks its SHA-256 and its
 // signature by a trusted release key, checks that it starts, puts it in
 // place of this binary (keeping the old one) and restarts into it. It
 // returns only when nothing was done or the update failed (the old agent
@@ -144,6 +160,9 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 		slices.Contains(r.state.RefusedReleases, rel.SHA256) {
 		return
 	}
+	if target == "latest" && slices.Contains(r.state.RefusedDowngrades, rel.SHA256) {
+		return
+	}
 	if rel.OS != runtime.GOOS || rel.Arch != runtime.GOARCH {
 		r.refuse(rel.SHA256, rel.Version, "the release is for another platform", "release", rel.OS+"/"+rel.Arch)
 		return
@@ -151,6 +170,21 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 	if err := agentproto.VerifyRelease(keys, *rel); err != nil {
 		r.refuse(rel.SHA256, rel.Version, "bad signature", "err", err)
 		return
+	}
+	// Under "latest" an agent only goes up: a validly signed older
+	// release (served again, by mistake or by whoever can write the
+	// server's agent folder) is refused. A policy that names the version
+	// (pinned, or a staged rollout) is an administrator's explicit,
+	// audited choice and is followed even downwards.
+	if cmp, err := agentproto.CompareVersions(rel.Version, Version); target == "latest" && (err != nil || cmp < 0) {
+		why := "older than this agent (" + Version + "): under the policy latest an agent never goes back; pin the version to roll back"
+		if err != nil {
+			why = "the versions cannot be ordered (" + err.Error() + "): under the policy latest an agent only goes to a newer semantic version"
+		}
+		r.refuseDowngrade(rel.SHA256, rel.Version, why)
+		return
+	} else if err == nil && cmp < 0 {
+		r.log.Warn("agent update to an older version: the server's policy names it", "from", Version, "to", rel.Version)
 	}
 	exe := r.cfg.Executable
 	dir := filepath.Dir(exe)

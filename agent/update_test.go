@@ -269,3 +269,91 @@ func TestUpdateEndsForServiceManager(t *testing.T) {
 		t.Fatalf("after the rollback the binary is %q", b)
 	}
 }
+
+// TestUpdateRefusesDowngradeUnderLatest: under the policy "latest" a
+// validly signed release older than the running agent is refused — not
+// downloaded, reported once, the binary left alone — while a policy that
+// names exactly that version (an administrator's pin) is followed down.
+func TestUpdateRefusesDowngradeUnderLatest(t *testing.T) {
+	f, srv := newFakeServer(t)
+	dir := enroll(t, srv)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := LoadState(dir)
+	st.ReleaseKey = base64.StdEncoding.EncodeToString(pub)
+	st.Save(dir)
+	saved := Version
+	t.Cleanup(func() { Version = saved })
+	Version = "2.0.0"
+
+	older := []byte("#!/bin/sh\necho patchd-agent 1.9.0 " + runtime.GOOS + "/" + runtime.GOARCH + "\n")
+	sum := sha256.Sum256(older)
+	sumHex := hex.EncodeToString(sum[:])
+	f.mu.Lock()
+	f.agentTarget = "latest"
+	f.release = &agentproto.Release{OS: runtime.GOOS, Arch: runtime.GOARCH, Version: "1.9.0", SHA256: sumHex, Size: int64(len(older)),
+		Signature: agentproto.SignRelease(priv, runtime.GOOS, runtime.GOARCH, "1.9.0", sumHex)}
+	f.download = older
+	f.mu.Unlock()
+
+	exe := filepath.Join(t.TempDir(), "patchd-agent")
+	os.WriteFile(exe, []byte("agent 2.0.0"), 0o755)
+	var collects atomic.Int32
+	cfg := testConfig(t, dir, &collects)
+	cfg.Executable = exe
+	cfg.ReleaseCheckEvery = time.Millisecond // read the release at every check-in
+	cfg.Restart = func(string) error { return ErrRestart }
+	cfg.StartWatchdog = func(old, stateDir string, pid int) error { return nil }
+	stop, done := start(t, cfg)
+	eventually(t, "the downgrade reported", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.failures) > 0
+	})
+	reads := f.releaseGets.Load()
+	eventually(t, "the release read again", func() bool { return f.releaseGets.Load() > reads+2 })
+	select {
+	case err := <-done:
+		t.Fatalf("the agent ended (%v): it took the older release", err)
+	default:
+	}
+	f.mu.Lock()
+	failures := slices.Clone(f.failures)
+	f.mu.Unlock()
+	if len(failures) != 1 || failures[0].Version != "1.9.0" || !strings.Contains(failures[0].Reason, "older than this agent (2.0.0)") {
+		t.Fatalf("failures reported: %+v", failures)
+	}
+	if b, _ := os.ReadFile(exe); string(b) != "agent 2.0.0" {
+		t.Fatalf("the binary was replaced under latest: %q", b)
+	}
+	if _, err := os.Stat(exe + ".old"); !os.IsNotExist(err) {
+		t.Fatalf("an update was started under latest: %v", err)
+	}
+	stop()
+	st, _ = LoadState(dir)
+	if !slices.Contains(st.RefusedDowngrades, sumHex) || slices.Contains(st.RefusedReleases, sumHex) {
+		t.Fatalf("state: refused downgrades %v, refused releases %v", st.RefusedDowngrades, st.RefusedReleases)
+	}
+
+	// The administrator pins 1.9.0: the agent follows it down.
+	f.mu.Lock()
+	f.agentTarget = "1.9.0"
+	f.mu.Unlock()
+	_, done = start(t, cfg)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrRestart) {
+			t.Fatalf("Run ended with %v, want ErrRestart", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the pinned older version was not taken")
+	}
+	if b, _ := os.ReadFile(exe); string(b) != string(older) {
+		t.Fatalf("the binary is not the pinned 1.9.0: %q", b)
+	}
+	if st, _ := LoadState(dir); st.Update == nil || st.Update.From != "2.0.0" || st.Update.To != "1.9.0" {
+		t.Fatalf("the pending update: %+v", st.Update)
+	}
+}

@@ -45,6 +45,8 @@ type agent struct {
 	releaseTarget string
 	releaseAt     time.Time
 	refused       []string
+	// downgrades are releases refused under "latest" for not being newer.
+	downgrades    []string
 	updateFailure *agentproto.UpdateFailure
 }
 

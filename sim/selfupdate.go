@@ -84,6 +84,20 @@ func (a *agent) selfUpdate(ctx context.Context, target string) bool {
 		a.refuse(rel, "bad signature")
 		return false
 	}
+	// Under "latest" only a newer version is taken, as the real agent does.
+	if cmp, err := agentproto.CompareVersions(rel.Version, version); target == "latest" && (err != nil || cmp < 0) {
+		a.mu.Lock()
+		seen := slices.Contains(a.downgrades, rel.SHA256)
+		if !seen {
+			a.downgrades = append(a.downgrades, rel.SHA256)
+			a.updateFailure = &agentproto.UpdateFailure{Version: rel.Version, Reason: "older than this agent (" + version + "): under the policy latest an agent never goes back; pin the version to roll back", At: time.Now().UTC()}
+		}
+		a.mu.Unlock()
+		if !seen {
+			a.f.stats.agentUpdateFailures.Add(1)
+		}
+		return false
+	}
 	if err := a.download(ctx, rel); err != nil {
 		if errors.Is(err, agentproto.ErrTampered) {
 			a.refuse(rel, "the download does not match the signed release")

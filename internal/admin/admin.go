@@ -313,11 +313,11 @@ func BootstrapIfEmpty(ctx context.Context, s *store.Store) (Bootstrap, bool, err
 	if err != nil {
 		return Bootstrap{}, false, err
 	}
-	c, err := CreateCredential(ctx, s, "system:bootstrap", o.ID, "bootstrap-admin", store.RoleAdministrator)
+	c, err := CreateCredential(ctx, s, store.FirstStartActor, o.ID, "bootstrap-admin", store.RoleAdministrator)
 	if err != nil {
 		return Bootstrap{}, false, err
 	}
-	t, err := CreateEnrollToken(ctx, s, "system:bootstrap", o.ID, 0)
+	t, err := CreateEnrollToken(ctx, s, store.FirstStartActor, o.ID, 0)
 	if err != nil {
 		return Bootstrap{}, false, err
 	}

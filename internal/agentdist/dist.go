@@ -150,6 +150,12 @@ func (s *Store) Publish(file string, p Platform) (Binary, error) {
 	if err := checkExecutable(file, p); err != nil {
 		return Binary{}, err
 	}
+	// The release of the binary before goes first: a release is only
+	// ever served with the file it was signed for, and a file that
+	// differs from its release is one changed outside patchd.
+	if err := s.withdrawRelease(p); err != nil {
+		return Binary{}, err
+	}
 	dst := s.path(p)
 	if err := copyFile(file, dst, 0o755); err != nil {
 		return Binary{}, fmt.Errorf("publish %s: %w", p, err)

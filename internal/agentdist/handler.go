@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/patchd/patchd/internal/httpx"
 )
@@ -18,6 +19,13 @@ type Host struct {
 	Packages *Packager
 	// BaseURL is the server's public address, baked into the installers.
 	BaseURL string
+	// ReleaseChanged is told, once per changed file and replica, that a
+	// published binary changed on disk after its release was signed (the
+	// server raises an alert); an error makes the next request tell it
+	// again.
+	ReleaseChanged func(ctx context.Context, e *ReleaseChangedError) error
+	reported       sync.Map // platform + SHA-256 of the changed file: reported
+
 	// CAPin answers the lowercase hex SHA-256 of the server's CA
 	// certificate (DER) that enrollment tokens carry, or "" when agents
 	// trust the server through the system's CAs (nil: no pin).
@@ -78,24 +86,58 @@ func (h *Host) index(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *Host) lookup(goos, arch string) (Binary, error) {
+func (h *Host) lookup(ctx context.Context, goos, arch string) (Binary, error) {
 	p, err := ParsePlatform(goos, arch)
 	if err != nil {
 		return Binary{}, httpx.Errorf(http.StatusNotFound, "not_found", err.Error())
 	}
-	b, err := h.Store.Lookup(p)
+	b, err := h.Store.Served(p)
 	if errors.Is(err, ErrNotPublished) {
 		return Binary{}, httpx.Errorf(http.StatusNotFound, "not_found",
 			fmt.Sprintf("no agent for %s has been published on this server yet (patchd admin agent publish)", p))
 	}
-	return b, err
+	if err != nil {
+		return Binary{}, h.changed(ctx, err)
+	}
+	return b, nil
+}
+
+// changed answers err, and when it is a *ReleaseChangedError, logs it at
+// ERROR, has the server raise its alert (once per changed file and
+// replica) and answers 503 with what to do: nothing is served for the
+// platform until the agent is published again.
+func (h *Host) changed(ctx context.Context, err error) error {
+	var ch *ReleaseChangedError
+	if !errors.As(err, &ch) {
+		return err
+	}
+	h.ReportChanged(ctx, ch)
+	return httpx.Errorf(http.StatusServiceUnavailable, "unavailable", ch.Error())
+}
+
+// ReportChanged logs a published binary changed on disk at ERROR and
+// tells ReleaseChanged, once per changed file on this replica.
+func (h *Host) ReportChanged(ctx context.Context, ch *ReleaseChangedError) {
+	key := ch.Platform.String() + " " + ch.SHA256
+	if _, done := h.reported.LoadOrStore(key, true); done {
+		return
+	}
+	slog.ErrorContext(ctx, "agent release withdrawn: the published binary changed on disk after its release was signed",
+		"platform", ch.Platform.String(), "version", ch.Release.Version, "release_sha256", ch.Release.SHA256, "file_sha256", ch.SHA256)
+	if h.ReleaseChanged == nil {
+		return
+	}
+	if err := h.ReleaseChanged(context.WithoutCancel(ctx), ch); err != nil {
+		slog.ErrorContext(ctx, "agent release withdrawn: the alert was not raised; the next request tries again", "platform", ch.Platform.String(), "err", err)
+		h.reported.Delete(key)
+	}
 }
 
 // download serves /agent/v1/download/{os}/{arch} (the binary) and
 // /agent/v1/download/{os}/{arch}.sha256 (its hash, as sha256sum prints).
 func (h *Host) download(w http.ResponseWriter, r *http.Request) error {
 	arch, sumOnly := strings.CutSuffix(r.PathValue("file"), ".sha256")
-	b, err := h.lookup(r.PathValue("os"), arch)
+	b, err := h.lookup(r.Context(), r.PathValue("os"), arch)
 	if err != nil {
 		return err
 	}
@@ -136,6 +178,8 @@ func (h *Host) pkg(w http.ResponseWriter, r *http.Request) error {
 	out, err := h.Packages.Build(r.Context(), PackageRequest{Type: typ, Arch: arch, Server: h.base(r)})
 	var bad *PackageError
 	switch {
+	case errors.Is(err, ErrReleaseChanged):
+		return h.changed(r.Context(), err)
 	case errors.As(err, &bad):
 		return httpx.Errorf(http.StatusNotFound, "not_found", bad.Error())
 	case errors.Is(err, ErrNotPublished):

@@ -89,7 +89,7 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 	if err != nil {
 		return Package{}, &PackageError{err.Error()}
 	}
-	bin, err := pk.Store.Lookup(p)
+	bin, err := pk.Store.Served(p)
 	if err != nil {
 		return Package{}, err
 	}

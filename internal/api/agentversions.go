@@ -70,7 +70,7 @@ func (a *API) agentVersions(r *http.Request, orgID string) (apiv1.AgentVersions,
 	}
 	var releases []agentproto.Release
 	if a.cfg.Releases != nil {
-		if releases, err = a.cfg.Releases(); err != nil {
+		if releases, err = a.cfg.Releases(r.Context()); err != nil {
 			return out, err
 		}
 	}

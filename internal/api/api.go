@@ -38,7 +38,7 @@ type Config struct {
 	Queued func(ctx context.Context, endpointIDs []string)
 	// Releases answers the signed agent releases the server publishes
 	// (GET /api/v1/agent-versions); nil: none.
-	Releases func() ([]agentproto.Release, error)
+	Releases func(ctx context.Context) ([]agentproto.Release, error)
 	// BaseURL is the server's public address (--base-url), for the links
 	// the API answers (an invitation's); "": the request's.
 	BaseURL string

@@ -37,7 +37,7 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 	base := fs.String("base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "package: the server the package enrolls with by default")
 	signCert := fs.String("sign-cert", config.Env("PATCHD_SIGN_CERT", ""), "publish a Windows agent, package msi: PEM certificate for Authenticode signing")
 	signKey := fs.String("sign-key", config.Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert")
-	version := fs.String("version", "", "publish, sign: the agent's version (as it reports it)")
+	version := fs.String("version", "", "publish, sign: the agent's version, a semantic version such as 1.4.0; it must be the one the binary reports (checked)")
 	signature := fs.String("signature", "", "publish: the release signature (patchd admin agent sign)")
 	releaseKey := fs.String("release-key", config.Env("PATCHD_RELEASE_KEY", ""), "publish, sign: the release private key file (patchd admin agent keygen); publish signs with it")
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +71,15 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 		}
 		if *signature != "" && *releaseKey != "" {
 			return usagef("%s: give --signature or --release-key, not both", name)
+		}
+		if *version != "" {
+			if err := agentproto.CheckVersion(*version); err != nil {
+				return usagef("%s: --version: %v", name, err)
+			}
+			// Before anything is published: a refused release changes nothing.
+			if err := agentdist.CheckBinaryVersion(ctx, fs.Arg(0), p, *version); err != nil {
+				return usagef("%s: --version %s: %v", name, *version, err)
+			}
 		}
 		b, err := st.PublishSigned(ctx, fs.Arg(0), p, sign)
 		if err != nil {
@@ -122,6 +131,12 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 		p, err := agentdist.ParsePlatform(*goos, *arch)
 		if err != nil {
 			return usagef("%s: %v", name, err)
+		}
+		if err := agentproto.CheckVersion(*version); err != nil {
+			return usagef("%s: --version: %v", name, err)
+		}
+		if err := agentdist.CheckBinaryVersion(ctx, fs.Arg(0), p, *version); err != nil {
+			return usagef("%s: --version %s: %v", name, *version, err)
 		}
 		key, err := agentdist.ReadReleaseKey(*releaseKey)
 		if err != nil {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -18,12 +21,26 @@ import (
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
+// buildAgent builds the real agent for this machine as version into
+// file; extra are more -ldflags (another build of the same version).
+func buildAgent(t *testing.T, file, version string, extra ...string) {
+	t.Helper()
+	ldflags := strings.Join(append([]string{"-X github.com/patchd/patchd/agent.Version=" + version}, extra...), " ")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", file, "-ldflags", ldflags, "github.com/patchd/patchd/cmd/patchd-agent")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the agent %s: %v\n%s", version, err, out)
+	}
+}
+
 // TestAgentReleaseSigning: keygen writes a private key (0600) and prints
 // the public one; sign prints a signature that verifies with it over the
 // file's platform, version and SHA-256; publish --version --release-key
 // stores the release, publish --signature with a signature of another
 // file is stored as given (agents refuse it), and the store answers no
-// release once the binary is published again without one.
+// release once the binary is published again without one. A --version
+// that is no semantic version, or not the one the binary reports, is
+// refused by sign and publish, and publishes nothing.
 func TestAgentReleaseSigning(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -51,15 +68,29 @@ func TestAgentReleaseSigning(t *testing.T) {
 	if code, _, _ := run("admin", "agent", "keygen", "--out", keyFile); code == 0 {
 		t.Error("keygen overwrote a key")
 	}
+	goos, arch := runtime.GOOS, runtime.GOARCH
+	p := agentdist.Platform{OS: goos, Arch: arch}
+	if _, err := agentdist.ParsePlatform(goos, arch); err != nil {
+		t.Skipf("no agent is hosted for %s", p)
+	}
 	agentFile := filepath.Join(dir, "agent")
-	os.WriteFile(agentFile, append([]byte{0x7f, 'E', 'L', 'F'}, make([]byte, 100)...), 0o755)
+	buildAgent(t, agentFile, "2.0.0")
 	sum, _ := agentdist.FileSHA256(agentFile)
 
-	code, m, e = run("admin", "agent", "sign", "--release-key", keyFile, "--version", "2.0.0", "--os", "linux", "--arch", "arm64", agentFile)
+	for _, bad := range []struct{ version, says string }{
+		{"9.9.9", "reports version 2.0.0"},
+		{"linux/amd64", "not a semantic version"},
+		{"v2.0.0", "not a semantic version"},
+	} {
+		if code, _, e := run("admin", "agent", "sign", "--release-key", keyFile, "--version", bad.version, "--os", goos, "--arch", arch, agentFile); code != 2 || !strings.Contains(e, bad.says) {
+			t.Errorf("sign --version %s: %d %s", bad.version, code, e)
+		}
+	}
+	code, m, e = run("admin", "agent", "sign", "--release-key", keyFile, "--version", "2.0.0", "--os", goos, "--arch", arch, agentFile)
 	if code != 0 {
 		t.Fatal(e)
 	}
-	rel := agentproto.Release{OS: "linux", Arch: "arm64", Version: "2.0.0", SHA256: sum, Signature: m["signature"].(string)}
+	rel := agentproto.Release{OS: goos, Arch: arch, Version: "2.0.0", SHA256: sum, Signature: m["signature"].(string)}
 	if err := agentproto.VerifyRelease([]ed25519.PublicKey{pub}, rel); err != nil || m["sha256"] != sum {
 		t.Fatalf("sign: %v %v", m, err)
 	}
@@ -70,31 +101,46 @@ func TestAgentReleaseSigning(t *testing.T) {
 	}
 
 	agentDir := filepath.Join(dir, "agents")
-	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", "--release-key", keyFile, agentFile); code != 2 || !strings.Contains(e, "--version") {
+	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", goos, "--arch", arch, "--release-key", keyFile, agentFile); code != 2 || !strings.Contains(e, "--version") {
 		t.Errorf("a signed release without --version: %d %s", code, e)
 	}
-	code, m, e = run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", "--version", "2.0.0", "--release-key", keyFile, agentFile)
+	code, m, e = run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", goos, "--arch", arch, "--version", "2.0.0", "--release-key", keyFile, agentFile)
 	if release, _ := m["release"].(map[string]any); code != 0 || release["version"] != "2.0.0" || release["sha256"] != sum {
 		t.Fatalf("publish a signed release: %d %v %s", code, m, e)
 	}
 	st, _ := agentdist.NewStore(agentDir)
-	p := agentdist.Platform{OS: "linux", Arch: "arm64"}
 	got, err := st.Release(p)
 	if err != nil || got.Version != "2.0.0" || got.SHA256 != sum || agentproto.VerifyRelease([]ed25519.PublicKey{pub}, got) != nil {
 		t.Fatalf("stored release: %+v %v", got, err)
 	}
+	// Another build that reports 1.0.0, published as 9.9.9 or under a
+	// platform for a version: refused, and the release stays as it was.
+	oneFile := filepath.Join(dir, "agent-1.0.0")
+	buildAgent(t, oneFile, "1.0.0")
+	for _, bad := range []struct{ version, says string }{
+		{"9.9.9", "reports version 1.0.0"},
+		{"linux/amd64", "not a semantic version"},
+	} {
+		if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", goos, "--arch", arch, "--version", bad.version, "--release-key", keyFile, oneFile); code != 2 || !strings.Contains(e, bad.says) {
+			t.Errorf("publish --version %s of a binary that reports 1.0.0: %d %s", bad.version, code, e)
+		}
+	}
+	if got, err := st.Release(p); err != nil || got.Version != "2.0.0" || got.SHA256 != sum {
+		t.Fatalf("a refused publish changed the release: %+v %v", got, err)
+	}
 	// Published again without a release: the old release is not served
 	// for the new binary.
 	os.WriteFile(agentFile, append([]byte{0x7f, 'E', 'L', 'F'}, make([]byte, 200)...), 0o755)
-	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", agentFile); code != 0 {
+	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", goos, "--arch", arch, agentFile); code != 0 {
 		t.Fatal(e)
 	}
-	if _, err := st.Release(p); err == nil {
-		t.Fatal("a release served for a binary it was not made for")
+	if _, err := st.Release(p); !errors.Is(err, agentdist.ErrNoRelease) {
+		t.Fatalf("a release served for a binary it was not made for: %v", err)
 	}
-	// --signature of the previous file: stored (only agents hold the keys),
-	// and it does not verify.
-	code, _, e = run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", "--version", "2.0.0", "--signature", rel.Signature, agentFile)
+	// --signature of the previous file on another build of 2.0.0: stored
+	// (only agents hold the keys), and it does not verify.
+	buildAgent(t, agentFile, "2.0.0", "-X github.com/patchd/patchd/agent.ReleaseKey="+m["release"].(map[string]any)["sha256"].(string))
+	code, _, e = run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", goos, "--arch", arch, "--version", "2.0.0", "--signature", rel.Signature, agentFile)
 	if code != 0 {
 		t.Fatal(e)
 	}

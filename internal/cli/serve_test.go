@@ -180,3 +180,71 @@ func TestServeLoopbackPlain(t *testing.T) {
 		t.Fatalf("enroll-token create: %v", tok)
 	}
 }
+
+// TestServeRefusesHTTPSBaseOnPlain: patchd serve on a loopback address
+// without TLS and with an https --base-url refuses to start, naming both
+// flags and what to add, instead of serving plain HTTP under a banner and
+// tokens that say https://; with --tls-self the same command serves HTTPS.
+func TestServeRefusesHTTPSBaseOnPlain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 here: %v", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	db := storetest.URL(t)
+	base := "https://" + addr
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"serve", "--db", db, "--addr", addr, "--base-url", base, "--log-level", "warn"},
+			IO{In: strings.NewReader(""), Out: out, Err: errOut})
+	}()
+	deadline := time.After(30 * time.Second)
+	for refused := false; !refused; {
+		select {
+		case code := <-done:
+			if code == 0 {
+				t.Fatalf("patchd serve exited 0: %s", errOut.String())
+			}
+			refused = true
+		case <-deadline:
+			t.Fatal("patchd serve neither refused nor listened within 30 s")
+		case <-time.After(50 * time.Millisecond):
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				cancel()
+				<-done
+				t.Fatalf("patchd serve listens with plain HTTP under --base-url %s; banner:\n%s", base, out.String())
+			}
+		}
+	}
+	msg := errOut.String()
+	for _, want := range []string{"--base-url " + base, "--addr " + addr, "plain HTTP", "--tls-self", "--tls-cert"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(out.String(), "Enrollment token") {
+		t.Errorf("a refused start printed a banner:\n%s", out.String())
+	}
+
+	// What the refusal says to add makes the same command serve HTTPS.
+	banner := serve(t, db, addr, "--base-url", base, "--tls-self")
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second}
+	resp, err := insecure.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("healthz over HTTPS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz over HTTPS: %d", resp.StatusCode)
+	}
+	// Answered: the banner was printed before the server served.
+	if !strings.Contains(banner.String(), base+"/api/v1") {
+		t.Fatalf("banner:\n%s", banner.String())
+	}
+}

@@ -293,6 +293,13 @@ func ParseServe(args []string) (Config, error) {
 	if c.TLSProxy && !strings.HasPrefix(c.BaseURL, "https://") {
 		return c, fmt.Errorf("--tls-proxy needs --base-url https://… (the proxy's address, which agents use)")
 	}
+	if !c.TLSProxy && c.Plain() && strings.HasPrefix(strings.ToLower(c.BaseURL), "https://") {
+		// The banner, the enrollment tokens and the install lines would
+		// say https:// while the listener speaks plain HTTP.
+		return c, fmt.Errorf("--base-url %s says HTTPS, but on the loopback --addr %s patchd serves plain HTTP: "+
+			"add --tls-self (HTTPS with the server's own CA) or --tls-cert and --tls-key (your certificate), "+
+			"or --tls-proxy when a reverse proxy in front terminates TLS; or give --base-url http://…", c.BaseURL, c.Addr)
+	}
 	if c.AgentCA != "" && !c.TLSProxy {
 		return c, fmt.Errorf("--agent-ca goes with --tls-proxy (otherwise the pin is the certificate this server presents)")
 	}

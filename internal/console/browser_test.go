@@ -303,7 +303,7 @@ func TestBrowserJourneys(t *testing.T) {
 		c.WebhookTLS = &tls.Config{RootCAs: roots}
 	})
 	ctx := context.Background()
-	boot, err := admin.CreateCredential(ctx, e.Store, "system:bootstrap", e.Org.ID, "bootstrap-admin", store.RoleAdministrator)
+	boot, err := admin.CreateCredential(ctx, e.Store, store.FirstStartActor, e.Org.ID, "bootstrap-admin", store.RoleAdministrator)
 	if err != nil {
 		t.Fatal(err)
 	}

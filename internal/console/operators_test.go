@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
 	"os"
@@ -209,14 +210,19 @@ func TestOperatorAccountsGuarded(t *testing.T) {
 	}
 }
 
-// TestFirstRunSetupMakesOperator: the instance's first console user is an
-// instance operator; the first user of a later organization is not.
+// TestFirstRunSetupMakesOperator: the first user made on the first-run
+// page with the first start's credential while the instance has no
+// operator becomes one — whatever users and invitations other
+// organizations have already — and every other first user is told
+// plainly that they are not one: before an operator exists, an
+// Administrator credential made later never makes one; after, nothing
+// does.
 func TestFirstRunSetupMakesOperator(t *testing.T) {
 	e := apitest.New(t)
 	ctx := context.Background()
-	setup := func(org store.Org, email string) {
+	setup := func(org store.Org, actor, email string) string {
 		t.Helper()
-		cred, err := admin.CreateCredential(ctx, e.Store, "test", org.ID, "bootstrap-admin", store.RoleAdministrator)
+		cred, err := admin.CreateCredential(ctx, e.Store, actor, org.ID, "admin-"+apitest.NewName(), store.RoleAdministrator)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,25 +233,72 @@ func TestFirstRunSetupMakesOperator(t *testing.T) {
 		if code != http.StatusSeeOther || loc != "/console/" {
 			t.Fatalf("setup of %s: %d %s\n%.600s", email, code, loc, body)
 		}
+		_, body = b.get("/console/")
+		return html.UnescapeString(body)
 	}
-	setup(e.Org, "first@example.com")
-	globex := e.NewOrg("Globex")
-	setup(globex, "first@globex.example")
+	operators := func() []string {
+		t.Helper()
+		ops, err := e.Store.ListInstanceOperators(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, o := range ops {
+			out = append(out, o.Email)
+		}
+		return out
+	}
 
-	ops, err := e.Store.ListInstanceOperators(ctx)
-	if err != nil || len(ops) != 1 || ops[0].Email != "first@example.com" {
-		t.Fatalf("instance operators after two setups: %+v %v", ops, err)
+	// Before anyone signs up in the first organization, another
+	// organization has an invitation pending, and a third one its first
+	// administrator, proved with a credential made on the command line.
+	globex := e.NewOrg("Globex")
+	role, err := e.Store.FindRole(ctx, globex.ID, store.RoleAdministrator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := admin.InvitePerson(ctx, e.Store, admin.By{Actor: "test"}, globex.ID, "invited@globex.example", role, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	initech := e.NewOrg("Initech")
+	body := setup(initech, admin.ActorCLI, "first@initech.example")
+	if ops := operators(); len(ops) != 0 {
+		t.Fatalf("a later organization's Administrator credential made an operator: %v", ops)
+	}
+	if !strings.Contains(body, "You are not this server's instance operator") || !strings.Contains(body, "it has none yet") ||
+		!strings.Contains(body, "patchd admin user operator grant --email first@initech.example") {
+		t.Errorf("the first user of a later organization is not told who may be the operator:\n%.3000s", body)
+	}
+
+	// The first start's credential makes the operator all the same.
+	body = setup(e.Org, store.FirstStartActor, "first@example.com")
+	if ops := operators(); len(ops) != 1 || ops[0] != "first@example.com" {
+		t.Fatalf("instance operators after the first start's credential signed up: %v", ops)
+	}
+	if !strings.Contains(body, "you are also this server's instance operator") {
+		t.Errorf("the operator is not told:\n%.3000s", body)
 	}
 	events, err := e.Store.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"instance_operator.grant"}})
-	if err != nil || len(events) != 1 || events[0].Actor != "user:first@example.com" || events[0].TargetID != ops[0].ID ||
+	if err != nil || len(events) != 1 || events[0].Actor != "user:first@example.com" || events[0].TargetID == "" ||
 		events[0].Summary["firstRun"] != true || events[0].Address == "" {
 		t.Errorf("the grant's instance event: %+v %v", events, err)
 	}
+
+	// Once there is an operator, no setup makes another, not even with a
+	// credential that claims the first start's creator.
+	umbrella := e.NewOrg("Umbrella")
+	body = setup(umbrella, store.FirstStartActor, "first@umbrella.example")
+	if ops := operators(); len(ops) != 1 || ops[0] != "first@example.com" {
+		t.Fatalf("instance operators after a later organization's setup: %v", ops)
+	}
+	if !strings.Contains(body, "You are not this server's instance operator") || !strings.Contains(body, "another user is") {
+		t.Errorf("the first user of a later organization is not told that another user is the operator:\n%.3000s", body)
+	}
 	g := newBrowser(t, e.URL)
-	g.signIn("first@globex.example")
+	g.signIn("first@umbrella.example")
 	g.get("/console/feeds")
 	if code, _ := g.upload("/console/feeds", feedFixtures[1]); code != http.StatusForbidden {
-		t.Errorf("the first user of a second organization uploads a feed: %d, want 403", code)
+		t.Errorf("the first user of a later organization uploads a feed: %d, want 403", code)
 	}
 }
 

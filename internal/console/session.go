@@ -296,7 +296,10 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) err
 // one (bootstrap-admin), and `patchd admin credential create --role
 // Administrator` makes another. Nothing secret is printed for the console
 // alone, the page is useless to someone without such a secret, and it
-// closes by itself once the organization has a user.
+// closes by itself once the organization has a user. The user made here
+// with the first start's credential while the instance has no operator
+// is its first instance operator; every other user made here is told
+// plainly that they are not.
 
 type setupData struct {
 	Email, ClientID, Error, FormToken string
@@ -373,11 +376,12 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	// The instance's first console user is its first instance operator
-	// (the store decides, in the transaction that creates the user).
+	// The first user made with the first start's credential while the
+	// instance has no operator becomes its first operator (the store
+	// decides, in the transaction that creates the user).
 	ie := &store.InstanceEvent{Actor: "user:" + email, Address: c.clientIP(r), Action: "instance_operator.grant",
 		Summary: map[string]any{"email": email, "orgId": cred.OrgID, "firstRun": true, "provedWith": "api:" + cred.Name}}
-	u, err := c.store.CreateFirstUser(r.Context(), e, ie, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: hash})
+	u, err := c.store.CreateFirstUser(r.Context(), e, ie, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: hash}, cred.ID)
 	if errors.Is(err, store.ErrConflict) {
 		show(http.StatusConflict, "This organization has console users already: sign in, or ask an administrator for an account.")
 		return
@@ -386,14 +390,26 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
+	welcome := "Welcome. You are the organization's first administrator."
+	if u.InstanceOperator {
+		welcome += " As the first user made with the first start's credential you are also this server's instance operator: you manage the vulnerability feeds every organization shares."
+	} else {
+		ops, err := c.store.ListInstanceOperators(r.Context())
+		if err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
+		if len(ops) > 0 {
+			welcome += " You are not this server's instance operator (who manages the vulnerability feeds every organization shares): another user is."
+		} else {
+			welcome += " You are not this server's instance operator (who manages the vulnerability feeds every organization shares), and it has none yet: " +
+				"only the credential the first start printed (bootstrap-admin) makes one here. Whoever runs the server grants it with: patchd admin user operator grant --email " + email
+		}
+	}
 	slog.Info("console: first administrator created", "org", cred.OrgID, "email", email, "instanceOperator", u.InstanceOperator)
 	if _, err := c.startSession(w, r, store.ConsoleUser{User: u, RoleName: role.Name, Permissions: role.Permissions}, store.StageSignedIn); err != nil {
 		c.fail(w, r, nil, err)
 		return
-	}
-	welcome := "Welcome. You are the organization's first administrator."
-	if u.InstanceOperator {
-		welcome += " As the server's first user you are also its instance operator: you manage the vulnerability feeds every organization shares."
 	}
 	setFlash(w, c, "ok", welcome)
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)

@@ -110,7 +110,9 @@ func New(cfg config.Config, s *store.Store) *Server {
 		ClientIP: func(r *http.Request) string { return srv.api.ClientIP(r) }})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
 		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued, BaseURL: cfg.BaseURL,
-		Releases: func() ([]agentproto.Release, error) { return srv.agentDist.Store.Releases() }})
+		Releases: func(ctx context.Context) ([]agentproto.Release, error) {
+			return srv.agentDist.Store.Releases(func(ch *agentdist.ReleaseChangedError) { srv.agentDist.ReportChanged(ctx, ch) })
+		}})
 
 	mux := http.NewServeMux()
 	srv.api.Register(mux)
@@ -168,7 +170,11 @@ func newAgentHost(cfg config.Config, s *store.Store) *agentdist.Host {
 	if cfg.SignCert != "" {
 		pk.Sign = &agentdist.Signer{CertFile: cfg.SignCert, KeyFile: cfg.SignKey}
 	}
-	return &agentdist.Host{Store: st, Packages: pk, BaseURL: cfg.BaseURL, CAPin: s.EnrollPin}
+	return &agentdist.Host{Store: st, Packages: pk, BaseURL: cfg.BaseURL, CAPin: s.EnrollPin,
+		ReleaseChanged: func(ctx context.Context, ch *agentdist.ReleaseChangedError) error {
+			_, err := s.RaiseAgentReleaseChanged(ctx, ch.Platform.String(), ch.Release.Version, ch.Release.SHA256, ch.SHA256, time.Now())
+			return err
+		}}
 }
 
 // AgentDist serves the agent's downloads and installers.

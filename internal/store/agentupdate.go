@@ -251,3 +251,48 @@ func (s *Store) AgentFleetOf(ctx context.Context, orgID string) (AgentFleet, err
 	}
 	return f, rows.Err()
 }
+
+// RaiseAgentReleaseChanged raises AGENT_UPDATE_FAILED for the enabled
+// rules of every organization: the agent binary published for platform
+// changed on disk after its release (version) was signed, so no endpoint
+// of any organization gets that release until it is published again. The
+// condition key names the changed file (its SHA-256): replicas and
+// requests that find the same file raise one event per rule.
+func (s *Store) RaiseAgentReleaseChanged(ctx context.Context, platform, version, releaseSHA, fileSHA string, now time.Time) (int, error) {
+	raised := 0
+	err := s.InTx(ctx, func(tx *Tx) error {
+		rows, err := tx.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE trigger_kind = ? AND enabled = TRUE ORDER BY org_id, id`, alerts.AgentUpdateFailed)
+		if err != nil {
+			return fmt.Errorf("store: alert rules: %w", err)
+		}
+		var rules []AlertRule
+		for rows.Next() {
+			r, err := scanAlertRule(rows)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("store: alert rules: %w", err)
+			}
+			rules = append(rules, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: alert rules: %w", err)
+		}
+		detail := fmt.Sprintf("The agent binary published for %s changed on the server's disk after its release %s was signed "+
+			"(the file's SHA-256 is %s, the release's %s). The server serves neither the release nor the file until the agent is "+
+			"published again (patchd admin agent publish --version …); no endpoint updates meanwhile. Find out who changed the file.",
+			platform, version, fileSHA, releaseSHA)
+		for _, r := range rules {
+			ok, err := tx.raiseAlert(ctx, r, NewAlertEvent{Key: "agent-release-changed:" + platform + ":" + fileSHA, Event: alerts.AgentUpdateFailed,
+				Severity: alerts.Critical, Title: "Published agent for " + platform + " changed on disk", Detail: detail}, now)
+			if err != nil {
+				return err
+			}
+			if ok {
+				raised++
+			}
+		}
+		return nil
+	})
+	return raised, err
+}

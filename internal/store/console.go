@@ -91,31 +91,42 @@ func (s *Store) CountUsers(ctx context.Context, orgID string) (int, error) {
 // organization has a user already it answers ErrConflict, so that two
 // first-run forms sent at once make one administrator.
 //
-// The first console user of the whole instance (no user in any
-// organization yet) is made an instance operator, and ie records it in the
-// instance's Audit Trail. The first user of a later organization is not:
-// whoever holds an organization's Administrator credential must not gain
-// power over the other organizations.
-func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent, u User) (User, error) {
+// The user becomes an instance operator, and ie records it in the
+// instance's Audit Trail, when both hold in the transaction that creates
+// it: the instance has no operator (no user of any organization holds the
+// attribute, enabled or disabled), and the proof is the credential the
+// first start made (proofCredentialID names one created by
+// FirstStartActor). Users, invitations and operators-to-be of other
+// organizations change nothing; an Administrator credential made later
+// for any organization never makes an operator: whoever holds one must not
+// gain power over the other organizations.
+func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent, u User, proofCredentialID string) (User, error) {
 	u.ID = NewID()
 	u.CreatedAt = time.Now().UTC()
 	e.TargetID = u.ID
 	err := s.Audited(ctx, e, func(tx *Tx) error {
 		if tx.s.engine == Postgres {
-			// Two first-run forms of two organizations at once: one of
-			// them is the instance's first user.
+			// Two first-run forms of two organizations at once, or a
+			// grant on the command line meanwhile: the operator
+			// check below sees the other's user.
 			if _, err := tx.exec(ctx, `LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 				return fmt.Errorf("store: lock users: %w", err)
 			}
 		}
-		var inOrg, all int
-		if err := tx.queryRow(ctx, `SELECT COUNT(CASE WHEN org_id = ? THEN 1 END), COUNT(*) FROM users`, u.OrgID).Scan(&inOrg, &all); err != nil {
+		var inOrg, operators int
+		if err := tx.queryRow(ctx, `SELECT COUNT(CASE WHEN org_id = ? THEN 1 END), COUNT(CASE WHEN instance_operator = TRUE THEN 1 END) FROM users`,
+			u.OrgID).Scan(&inOrg, &operators); err != nil {
 			return fmt.Errorf("store: count users: %w", err)
 		}
 		if inOrg > 0 {
 			return fmt.Errorf("store: the organization has console users already: %w", ErrConflict)
 		}
-		u.InstanceOperator = all == 0
+		var firstStart int
+		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM credentials WHERE id = ? AND org_id = ? AND created_by = ?`,
+			proofCredentialID, u.OrgID, FirstStartActor).Scan(&firstStart); err != nil {
+			return fmt.Errorf("store: read the proof's credential: %w", err)
+		}
+		u.InstanceOperator = operators == 0 && firstStart == 1
 		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, created_at)
 			VALUES (?, ?, ?, ?, ?, FALSE, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, millis(u.CreatedAt))
 		if err != nil {

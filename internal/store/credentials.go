@@ -25,6 +25,12 @@ type Credential struct {
 	Permissions perm.Set `json:"-"`
 }
 
+// FirstStartActor is the creator of what the first start on an empty
+// database makes (organization Default's bootstrap-admin credential and
+// enrollment token). Nothing else creates with it, so the first-run page
+// tells the first-start credential by it.
+const FirstStartActor = "system:bootstrap"
+
 // CreateCredential stores a new credential; the caller made the client id
 // and hashed the secret.
 func (s *Store) CreateCredential(ctx context.Context, e *AuditEntry, c Credential) (Credential, error) {
