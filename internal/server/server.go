@@ -137,7 +137,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	if cfg.MetricsToken != "" {
 		mux.Handle("GET /metrics", metricsHandler(reg, cfg.MetricsToken))
 	}
-	srv.handler = hsts(httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/"))
+	srv.handler = securityHeaders(httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/"))
 	return srv
 }
 
@@ -146,7 +146,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 func (s *Server) MetricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metricsHandler(s.registry, s.cfg.MetricsToken))
-	return mux
+	return securityHeaders(mux)
 }
 
 // UseTLS tells the server how it serves TLS: GET /agent/v1/ca.pem
