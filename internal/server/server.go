@@ -88,7 +88,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		Help: "The bound of long polls held at once (--max-long-polls); past it check-ins are answered at once."},
 		func() float64 { _, bound := srv.hub.LongPolls(); return float64(bound) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_alert_pending_retries",
-		Help: "Alert deliveries that failed and wait for another attempt (rules with webhookRetryMinutes)."},
+		Help: "Alert deliveries that failed and wait for another attempt (webhooks of rules with webhookRetryMinutes, e-mail refused for now)."},
 		func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
