@@ -164,6 +164,14 @@ const (
 )
 
 // principal is the authenticated caller of a routed operation.
+// noStore marks an answer that carries a secret (a client secret, an
+// enrollment token, an invitation): no cache, shared or the browser's, may
+// keep it.
+func noStore(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+}
+
 func principal(r *http.Request) *auth.Principal {
 	if p, ok := httpx.Caller(r.Context()).(*auth.Principal); ok {
 		return p

@@ -42,6 +42,7 @@ func (a *API) listCredentials(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) createCredential(w http.ResponseWriter, r *http.Request) error {
+	noStore(w)
 	if err := everyPermission(r, "managing API credentials"); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ func (a *API) listEnrollTokens(w http.ResponseWriter, r *http.Request) error {
 // shown, pinned ("<secret>.<caSha256>") when the server has a CA for agents
 // to pin (patchd addition).
 func (a *API) createEnrollToken(w http.ResponseWriter, r *http.Request) error {
+	noStore(w)
 	var body apiv1.EnrollTokenBody
 	if err := httpx.DecodeJSON(w, r, &body); err != nil {
 		return err

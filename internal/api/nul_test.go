@@ -169,6 +169,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/sso":                      "x=%00",
 	}
 	type probe struct{ name, method, path, body string }
+	routeOf := map[string]string{} // probe name: its route, for the declared statuses
 	var probes []probe
 	for _, route := range e.Server.API().Routes() {
 		method, pattern, _ := strings.Cut(route, " ")
@@ -180,6 +181,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 			bad := strings.Replace(strings.Replace(strings.Replace(pattern, "{id}", id+"%00", 1), "{key}", "endpoints%00", 1), "{delivery}", id, 1)
 			bad = strings.Replace(bad, "{cve}", id+"%00", 1)
 			probes = append(probes, probe{route + " id", method, bad, bodies[route]})
+			routeOf[route+" id"] = route
 		} else if strings.Contains(pattern, "{") {
 			t.Fatalf("%s: give this test an id for it", route)
 		}
@@ -190,10 +192,12 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 			}
 			if body != "" {
 				probes = append(probes, probe{route + " body", method, path, body})
+				routeOf[route+" body"] = route
 			}
 		}
 		if q, ok := queries[route]; ok {
 			probes = append(probes, probe{route + " query", method, path + "?" + q, bodies[route]})
+			routeOf[route+" query"] = route
 		} else if method == http.MethodGet && !strings.Contains(pattern, "{") {
 			t.Fatalf("%s: give this test a query for it", route)
 		}
@@ -205,10 +209,23 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		probe{"DELETE alert id", http.MethodDelete, "/api/v1/alerts/" + rule.Rule.ID + "%00", ""},
 		probe{"DELETE exception cve", http.MethodDelete, "/api/v1/vulnerabilities/CVE-2023-4863%00/exception", ""},
 	)
+	for route, name := range map[string]string{"POST /api/oauth/token": "token form", "DELETE /api/v1/endpoints/{id}": "DELETE endpoint id",
+		"DELETE /api/v1/scripts/{id}": "DELETE script id", "DELETE /api/v1/alerts/{id}": "DELETE alert id",
+		"DELETE /api/v1/vulnerabilities/{cve}/exception": "DELETE exception cve"} {
+		routeOf[name] = route
+	}
+	// Each 400 is declared for its operation in the served document
+	// (TestEveryAnsweredStatusIsDeclared checks the other refusals).
+	doc := servedDocument(t, e)
 	for _, p := range probes {
 		ans := rawCall(t, e, p.method, p.path, token, []byte(p.body))
 		if ans.status != http.StatusBadRequest || (ans.code != "invalid_json" && ans.code != "invalid_request") || ans.desc == "" {
 			t.Errorf("%s: %d %s, want 400 invalid_json or invalid_request", p.name, ans.status, ans.body)
+		}
+		if route, ok := routeOf[p.name]; !ok {
+			t.Errorf("%s: no route", p.name)
+		} else if msg := undeclared(doc, route, ans.status); msg != "" {
+			t.Error(msg)
 		}
 	}
 

@@ -3,11 +3,19 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
@@ -113,5 +121,89 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 	list, err := s.ListAutomations(ctx, e.Org.ID)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("after the outage the organization holds %d automations (%v); want none", len(list), err)
+	}
+}
+
+// TestRefusedConnectionsAnswer503 runs the server on a PostgreSQL database
+// that then stops accepting connections (ALLOW_CONNECTIONS false, its
+// sessions ended): every new connection fails with "FATAL: database … is
+// not currently accepting connections" (SQLSTATE 55000, inside a connect
+// error), which answered 500. A failure to connect is unavailability
+// whatever the server's SQLSTATE: 503 with Retry-After in the Error shape.
+func TestRefusedConnectionsAnswer503(t *testing.T) {
+	t.Parallel()
+	pg := os.Getenv(storetest.EnvPostgres)
+	if pg == "" {
+		t.Skip("PostgreSQL only (" + storetest.EnvPostgres + "): SQLite has no connections to refuse")
+	}
+	ctx := context.Background()
+	adminDB, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adminDB.Close() }) // after the drop below
+	var b [6]byte
+	rand.Read(b[:])
+	name := "patchd_refuse_" + hex.EncodeToString(b[:])
+	if _, err := adminDB.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := adminDB.ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop the test's database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	s, err := store.Open(ctx, u.String(), "", store.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	e := apitest.NewOn(t, s)
+	token, _, err := e.Admin.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Admin.ListAutomations(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := adminDB.ExecContext(ctx, "ALTER DATABASE "+name+" ALLOW_CONNECTIONS false"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adminDB.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
+		t.Fatal(err)
+	}
+	// The store meets the refusal as a connect error carrying SQLSTATE 55000.
+	err = s.Ping(ctx)
+	var connErr *pgconn.ConnectError
+	var pgErr *pgconn.PgError
+	for range 10 { // the pool's connections ended by the termination go first
+		if errors.As(err, &connErr) {
+			break
+		}
+		err = s.Ping(ctx)
+	}
+	if !errors.As(err, &connErr) || !errors.As(err, &pgErr) || pgErr.Code != "55000" {
+		t.Fatalf("ping of a database refusing connections: %v; want a connect error with SQLSTATE 55000", err)
+	}
+	if !store.IsUnavailable(err) {
+		t.Errorf("store.IsUnavailable(%v) = false", err)
+	}
+
+	body := `{"name":"Refused","actionType":"REBOOT","payload":{"message":"x","timeoutSeconds":60},"targetMode":"all","scheduleKind":"RECURRING","freq":"DAILY","atTime":"23:30"}`
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/automations", body},
+		{"GET", "/api/v1/automations", ""},
+		{"GET", "/api/v1/endpoints", ""},
+	} {
+		ans := rawCall(t, e, c.method, c.path, token, []byte(c.body))
+		if ans.status != http.StatusServiceUnavailable || ans.code != "service_unavailable" || ans.desc == "" {
+			t.Errorf("%s %s while the database refuses connections: %d %s; want 503 service_unavailable", c.method, c.path, ans.status, ans.body)
+		}
 	}
 }

@@ -47,6 +47,7 @@ func userOut(u store.ConsoleUser) apiv1.User {
 // createUser creates a console user with an initial password (changed at
 // the first sign-in) or an invitation (patchd addition).
 func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
+	noStore(w)
 	if err := adminOnly(r); err != nil {
 		return err
 	}

@@ -80,15 +80,29 @@ func CheckTOTP(secret, code string, now time.Time) (int64, bool) {
 }
 
 // TOTPURI is the otpauth:// URI an authenticator app enrolls from (the
-// Key Uri Format of Google Authenticator, which the others follow).
+// Key Uri Format of Google Authenticator, which the others follow): the
+// label is the issuer, one colon, and the account; neither may hold a
+// colon of its own (an app splits the label at the first one and would
+// show the rest of the issuer as the account), so each colon in them
+// becomes a space. Every part is percent-encoded, a space as %20: the
+// format has no "+" for a space.
 func TOTPURI(issuer, account, secret string) string {
-	v := url.Values{}
-	v.Set("secret", secret)
-	v.Set("issuer", issuer)
-	v.Set("algorithm", "SHA1")
-	v.Set("digits", "6")
-	v.Set("period", "30")
-	return "otpauth://totp/" + url.PathEscape(issuer+":"+account) + "?" + v.Encode()
+	issuer, account = labelPart(issuer), labelPart(account)
+	label := strings.ReplaceAll(uriEscape(issuer)+":"+uriEscape(account), "%40", "@") // a path may carry "@"
+	return "otpauth://totp/" + label + "?secret=" + uriEscape(secret) + "&issuer=" + uriEscape(issuer) +
+		"&algorithm=SHA1&digits=6&period=30"
+}
+
+// labelPart is an issuer or account name as the label may carry it: no
+// colon, spaces collapsed.
+func labelPart(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, ":", " ")), " ")
+}
+
+// uriEscape percent-encodes everything but RFC 3986's unreserved
+// characters (a space is %20).
+func uriEscape(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }
 
 // NewRecoveryCodes returns RecoveryCodes random codes of 80 bits each,

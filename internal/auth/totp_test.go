@@ -74,6 +74,22 @@ func TestTOTPURIAndRecoveryCodes(t *testing.T) {
 		!strings.HasSuffix(u.Path, ":alice@example.com") {
 		t.Errorf("URI %s", u)
 	}
+	// A base URL with a port: the label has exactly one colon (the key URI
+	// format forbids others: apps show what follows the first as the
+	// account), and a space is %20, never "+", in the label and the issuer.
+	raw := TOTPURI("patchd 127.0.0.1:18480", "user@example.com", "JBSWY3DPEHPK3PXP")
+	want := "otpauth://totp/patchd%20127.0.0.1%2018480:user@example.com?secret=JBSWY3DPEHPK3PXP&issuer=patchd%20127.0.0.1%2018480&"
+	if !strings.HasPrefix(raw, want) || strings.Contains(raw, "+") {
+		t.Errorf("URI %s\nwant %s...", raw, want)
+	}
+	u, err = url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label := strings.TrimPrefix(u.Path, "/"); strings.Count(label, ":") != 1 || label != "patchd 127.0.0.1 18480:user@example.com" ||
+		u.Query().Get("issuer") != "patchd 127.0.0.1 18480" {
+		t.Errorf("label %q, issuer %q", label, u.Query().Get("issuer"))
+	}
 	codes := NewRecoveryCodes()
 	if len(codes) != RecoveryCodes {
 		t.Fatalf("%d codes", len(codes))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -111,10 +112,18 @@ type SMTP struct {
 	Addr     string
 	User     string
 	Password string
-	From     string
+	// From is --smtp-from as given: an address, or a name and an address
+	// ("patchd alerts <patchd@example.com>"); checked with net/mail.
+	From string
 	// TLS is starttls, tls or none.
 	TLS string
+	// Retry is how long after an alert e-mail was queued temporary
+	// failures (a 4xx reply, a server not reachable) are tried again.
+	Retry time.Duration
 }
+
+// MaxSMTPRetry bounds --smtp-retry.
+const MaxSMTPRetry = 7 * 24 * time.Hour
 
 // Feeds are the addresses and key of the vulnerability feeds (patchd
 // vulndb sync and --vulndb-sync-interval).
@@ -246,7 +255,13 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.SMTP.User, "smtp-user", Env("PATCHD_SMTP_USER", ""), "SMTP user (PLAIN authentication) (env PATCHD_SMTP_USER)")
 	// The password's default is read after parsing: a flag's default is shown by --help.
 	fs.StringVar(&c.SMTP.Password, "smtp-password", "", "SMTP password; prefer the env PATCHD_SMTP_PASSWORD")
-	fs.StringVar(&c.SMTP.From, "smtp-from", Env("PATCHD_SMTP_FROM", "patchd@localhost"), "sender address of alert e-mail (env PATCHD_SMTP_FROM)")
+	fs.StringVar(&c.SMTP.From, "smtp-from", Env("PATCHD_SMTP_FROM", "patchd@localhost"), "sender of alert e-mail: an address, or a name and an address (\"patchd alerts <patchd@example.com>\") (env PATCHD_SMTP_FROM)")
+	smtpRetry, err := time.ParseDuration(Env("PATCHD_SMTP_RETRY", "24h"))
+	if err != nil {
+		return c, fmt.Errorf("PATCHD_SMTP_RETRY: %w", err)
+	}
+	fs.DurationVar(&c.SMTP.Retry, "smtp-retry", smtpRetry,
+		"how long alert e-mail refused for now (4xx, server unreachable) is tried again, with back-off (env PATCHD_SMTP_RETRY)")
 	fs.StringVar(&c.SMTP.TLS, "smtp-tls", Env("PATCHD_SMTP_TLS", "starttls"), "starttls, tls (implicit, port 465) or none (env PATCHD_SMTP_TLS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -323,6 +338,12 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.SMTP.TLS != "starttls" && c.SMTP.TLS != "tls" && c.SMTP.TLS != "none" {
 		return c, fmt.Errorf("--smtp-tls must be starttls, tls or none")
+	}
+	if _, err := mail.ParseAddress(c.SMTP.From); err != nil {
+		return c, fmt.Errorf("--smtp-from %q is not one e-mail address (for example patchd@example.com, or with a name: \"patchd alerts <patchd@example.com>\"): %v", c.SMTP.From, err)
+	}
+	if c.SMTP.Retry < time.Minute || c.SMTP.Retry > MaxSMTPRetry {
+		return c, fmt.Errorf("--smtp-retry must be from 1m to %s", MaxSMTPRetry)
 	}
 	if err := c.Feeds.Validate(); err != nil {
 		return c, err

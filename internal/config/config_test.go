@@ -73,3 +73,28 @@ func TestServeMSRCFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSMTPFromFlag: --smtp-from takes an address, or a name and an address,
+// checked at start; anything else is refused then, with a clear error,
+// rather than refused by the SMTP server at every e-mail.
+func TestSMTPFromFlag(t *testing.T) {
+	for _, from := range []string{"patchd@example.com", "patchd alerts <patchd@example.com>", `"Patchd, alerts" <patchd@example.com>`, "Zoë <z@example.com>"} {
+		if c, err := ParseServe([]string{"--smtp-from", from}); err != nil || c.SMTP.From != from {
+			t.Errorf("--smtp-from %q: %q %v", from, c.SMTP.From, err)
+		}
+	}
+	for _, from := range []string{"", "patchd alerts", "patchd alerts <patchd@example.com", "a@example.com, b@example.com",
+		"patchd@example.com\r\nBcc: x@example.com", "<>"} {
+		if _, err := ParseServe([]string{"--smtp-from", from}); err == nil || !strings.Contains(err.Error(), "--smtp-from") {
+			t.Errorf("--smtp-from %q: %v, want a refusal naming the flag", from, err)
+		}
+	}
+	for _, retry := range []string{"30s", "200h"} {
+		if _, err := ParseServe([]string{"--smtp-retry", retry}); err == nil || !strings.Contains(err.Error(), "--smtp-retry") {
+			t.Errorf("--smtp-retry %s: %v, want a refusal", retry, err)
+		}
+	}
+	if c, err := ParseServe(nil); err != nil || c.SMTP.Retry != 24*time.Hour || c.SMTP.From != "patchd@localhost" {
+		t.Errorf("defaults: %+v %v", c.SMTP, err)
+	}
+}

@@ -560,9 +560,19 @@ func (c *Console) passwordChange(w http.ResponseWriter, r *http.Request, s *sess
 	return c.done(w, r, "/console/account", nil, "Your password is changed; your other sessions are signed out.")
 }
 
+// ssoSecondFactor refuses an authenticator app to a single sign-on user.
+const ssoSecondFactor = "You sign in through single sign-on: your provider has your second factor, and patchd asks for none."
+
 // totpBegin starts setting up an authenticator app: a new secret kept on
 // the session until a code of it confirms it.
+//
+// A user who signs in through single sign-on only is not offered one: that
+// sign-in never asks patchd's second factor (the provider has its own), so
+// an app set up here would protect nothing.
 func (c *Console) totpBegin(w http.ResponseWriter, r *http.Request, s *session) error {
+	if s.User.PasswordHash == "" {
+		return c.done(w, r, "/console/account", badRequest(ssoSecondFactor), "")
+	}
 	if s.User.TOTP {
 		return c.done(w, r, "/console/account", badRequest("You have an authenticator app: remove it first to set up another."), "")
 	}
@@ -574,6 +584,9 @@ func (c *Console) totpBegin(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (c *Console) totpConfirm(w http.ResponseWriter, r *http.Request, s *session) error {
+	if s.User.PasswordHash == "" {
+		return c.done(w, r, "/console/account", badRequest(ssoSecondFactor), "")
+	}
 	if s.User.TOTP {
 		return c.done(w, r, "/console/account", badRequest("You have an authenticator app already."), "")
 	}

@@ -41,7 +41,7 @@ func (s *Server) runAlertWorkers(ctx context.Context) {
 		(&worker.AlertEvaluator{Store: s.store, DisconnectedAfter: 3 * s.cfg.CheckinInterval}).Run(ctx)
 	})
 	wg.Go(func() {
-		(&worker.AlertDeliverer{Store: s.store, Holder: s.replica, Mailer: mailer,
+		(&worker.AlertDeliverer{Store: s.store, Holder: s.replica, Mailer: mailer, EmailRetry: s.cfg.SMTP.Retry,
 			AllowPrivate: s.cfg.AllowPrivateWebhooks, WebhookTLS: s.cfg.WebhookTLS,
 			Claim: s.cfg.AlertClaim, Counted: func(channel, outcome string) { deliveries.WithLabelValues(channel, outcome).Inc() }}).Run(ctx)
 	})

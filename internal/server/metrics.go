@@ -42,11 +42,14 @@ func metricsHandler(reg *prometheus.Registry, token string) http.Handler {
 	})
 }
 
-// hsts adds Strict-Transport-Security to the answers of requests that came
-// over TLS (patchd serve --tls-cert): browsers then refuse plain HTTP to the
-// server for a year. Behind a TLS-terminating proxy the proxy sets it.
-func hsts(next http.Handler) http.Handler {
+// securityHeaders adds to every answer X-Content-Type-Options: nosniff (a
+// browser never reads a JSON answer, or an error's text, as HTML or a
+// script), and Strict-Transport-Security to the answers of requests that
+// came over TLS: browsers then refuse plain HTTP to the server for a year.
+// Behind a TLS-terminating proxy the proxy sets the latter.
+func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if r.TLS != nil {
 			w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 		}

@@ -88,7 +88,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		Help: "The bound of long polls held at once (--max-long-polls); past it check-ins are answered at once."},
 		func() float64 { _, bound := srv.hub.LongPolls(); return float64(bound) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_alert_pending_retries",
-		Help: "Alert deliveries that failed and wait for another attempt (rules with webhookRetryMinutes)."},
+		Help: "Alert deliveries that failed and wait for another attempt (webhooks of rules with webhookRetryMinutes, e-mail refused for now)."},
 		func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -139,7 +139,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	if cfg.MetricsToken != "" {
 		mux.Handle("GET /metrics", metricsHandler(reg, cfg.MetricsToken))
 	}
-	srv.handler = hsts(httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/"))
+	srv.handler = securityHeaders(httpx.Middleware(mux, httpx.NewMetrics(reg), "/agent/"))
 	return srv
 }
 
@@ -148,7 +148,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 func (s *Server) MetricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metricsHandler(s.registry, s.cfg.MetricsToken))
-	return mux
+	return securityHeaders(mux)
 }
 
 // UseTLS tells the server how it serves TLS: GET /agent/v1/ca.pem

@@ -86,6 +86,21 @@ func (s *Setup) CAPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.CACert})
 }
 
+// CipherSuites are the TLS 1.2 suites the server accepts: forward-secret
+// key exchange (ECDHE) with an AEAD cipher. Go's defaults also take the
+// CBC suites with HMAC-SHA1 (TLS_ECDHE_*_WITH_AES_*_CBC_SHA), which
+// scanners and the Mozilla "intermediate" profile reject (Lucky13-style
+// padding oracles, SHA-1). TLS 1.3's suites are all AEAD and not
+// configurable.
+var CipherSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
 // Pin answers the pin of a certificate: the lowercase hex SHA-256 of its DER.
 func Pin(der []byte) string {
 	sum := sha256.Sum256(der)
@@ -111,6 +126,10 @@ func New(ctx context.Context, cfg config.Config, s *store.Store) (*Setup, error)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if setup.TLS != nil {
+		setup.TLS.MinVersion = tls.VersionTLS12
+		setup.TLS.CipherSuites = CipherSuites
 	}
 	if err := s.PutTLSData(ctx, store.TLSPinName, []byte(setup.Pin)); err != nil {
 		return nil, err

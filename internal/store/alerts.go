@@ -340,6 +340,9 @@ type Delivery struct {
 	// RetryUntil is the last time a failed webhook may be tried again
 	// (zero: the rule does not retry).
 	RetryUntil time.Time
+	// QueuedAt is when the row entered the outbox (e-mail retries count
+	// their window from it).
+	QueuedAt time.Time
 }
 
 // PendingDeliveries answers outbox rows nobody delivered or holds a claim on.
@@ -389,7 +392,7 @@ func (s *Store) ClaimDelivery(ctx context.Context, id, holder string, now, until
 	if err != nil {
 		return d, false, fmt.Errorf("store: read delivery: %w", err)
 	}
-	d.ID, d.EmailTo, d.Webhook, d.Secret = id, email.String, hook.String, secret.String
+	d.ID, d.EmailTo, d.Webhook, d.Secret, d.QueuedAt = id, email.String, hook.String, secret.String, fromMillis(queued)
 	if retryMinutes > 0 && d.Channel == ChannelWebhook {
 		d.RetryUntil = fromMillis(queued).Add(time.Duration(retryMinutes) * time.Minute)
 	}

@@ -50,13 +50,17 @@ func IsUnavailable(err error) bool {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return true
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgUnavailable(pgErr.Code)
-	}
+	// A failure to connect is unavailability whatever SQLSTATE the server
+	// gave for it (55000 for a database not accepting connections, 28000
+	// for a login refused by pg_hba.conf): the request never reached a
+	// statement. So the connect error is looked at before the server's.
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
 		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgUnavailable(pgErr.Code)
 	}
 	var netErr *net.OpError
 	if errors.As(err, &netErr) {

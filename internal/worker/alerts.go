@@ -11,7 +11,9 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/smtp"
+	"net/textproto"
 	"strings"
 	"sync"
 	"time"
@@ -79,9 +81,13 @@ func (e *AlertEvaluator) EvaluateOnce(ctx context.Context) (store.AlertEvaluatio
 const WebhookTimeout = 10 * time.Second
 
 // AlertDeliverer delivers the outbox: each row is claimed by one replica's
-// deliverer and sent once, by e-mail or webhook, without retries; the
-// outcome is recorded on the event (that write is retried, under the
-// claim, until it lands: see record). Deliveries run concurrently, at most
+// deliverer and sent, by e-mail or webhook; the outcome is recorded on the
+// event (that write is retried, under the claim, until it lands: see
+// record). A failed webhook of a rule with webhookRetryMinutes, and an
+// e-mail refused for now (a 4xx reply, a server not reachable) within
+// EmailRetry of its queueing, go back to the outbox for another attempt
+// after a back-off; an e-mail refused for good (a 5xx reply) is recorded
+// failed at once. Deliveries run concurrently, at most
 // Concurrency at a time, so a slow receiver holds one slot and delays
 // neither the API (which only wrote the outbox) nor other deliveries.
 type AlertDeliverer struct {
@@ -108,10 +114,14 @@ type AlertDeliverer struct {
 	// Timeout plus a minute): a replica that dies holding claims gives
 	// them up to the others when they expire. It must outlive Timeout.
 	Claim time.Duration
-	// RetryBase is the first back-off of a rule's webhook retries (default
-	// 30 s); each further one doubles, up to RetryMax (default 10 min),
-	// with up to a fifth of random jitter either way.
+	// RetryBase is the first back-off of a rule's webhook retries and of
+	// e-mail retries (default 30 s); each further one doubles, up to
+	// RetryMax (default 10 min), with up to a fifth of random jitter either
+	// way.
 	RetryBase, RetryMax time.Duration
+	// EmailRetry is how long after its queueing an e-mail refused for now
+	// is tried again (--smtp-retry, default 24 h).
+	EmailRetry time.Duration
 	// Counted, when set, is told each delivery's channel and result
 	// ("sent", "retry" or "failed") for patchd_alert_deliveries_total.
 	Counted func(channel, result string)
@@ -138,6 +148,9 @@ func (d *AlertDeliverer) init() {
 		}
 		if d.RetryMax <= 0 {
 			d.RetryMax = 10 * time.Minute
+		}
+		if d.EmailRetry <= 0 {
+			d.EmailRetry = 24 * time.Hour
 		}
 		if d.Holder == "" {
 			d.Holder = "deliverer-" + store.NewID()
@@ -210,7 +223,8 @@ func (d *AlertDeliverer) DeliverPending(ctx context.Context) error {
 		}
 		d.wg.Go(func() {
 			defer func() { <-d.slots }()
-			d.settle(ctx, dl, d.deliver(ctx, dl))
+			outcome, final := d.deliver(ctx, dl)
+			d.settle(ctx, dl, outcome, final)
 		})
 	}
 	return nil
@@ -249,18 +263,23 @@ func (d *AlertDeliverer) backoff(attempts int) time.Duration {
 	return wait + jitter
 }
 
-// settle records the outcome of one attempt: a failed webhook of a rule
-// with webhookRetryMinutes goes back to the outbox for another attempt
-// after the back-off while that attempt would start within the retry
-// window; anything else closes the row.
-func (d *AlertDeliverer) settle(ctx context.Context, dl store.Delivery, outcome string) {
+// settle records the outcome of one attempt: a failure that is not final
+// (final: an e-mail refused for good) goes back to the outbox for another
+// attempt after the back-off while that attempt would start within the
+// retry window (a webhook's: the rule's webhookRetryMinutes; an e-mail's:
+// EmailRetry); anything else closes the row.
+func (d *AlertDeliverer) settle(ctx context.Context, dl store.Delivery, outcome string, final bool) {
 	failed := Failed(outcome)
 	result := ResultSent
 	if failed {
 		result = ResultFailed
-		if !dl.RetryUntil.IsZero() {
+		until := dl.RetryUntil
+		if dl.Channel == store.ChannelEmail {
+			until = dl.QueuedAt.Add(d.EmailRetry)
+		}
+		if !final && !until.IsZero() {
 			next := time.Now().Add(d.backoff(dl.Attempts + 1))
-			if !next.After(dl.RetryUntil) {
+			if !next.After(until) {
 				d.record(ctx, dl, func(ctx context.Context) error {
 					_, err := d.Store.RetryDelivery(ctx, dl.ID, d.Holder, outcome, next)
 					return err
@@ -268,6 +287,10 @@ func (d *AlertDeliverer) settle(ctx context.Context, dl store.Delivery, outcome 
 				d.count(dl.Channel, ResultRetry)
 				return
 			}
+		}
+		if dl.Channel == store.ChannelEmail {
+			slog.Warn("alert e-mail failed for good: listed with the rule's failed deliveries", "event", dl.Message.ID,
+				"delivery", dl.ID, "attempts", dl.Attempts+1, "outcome", outcome)
 		}
 	}
 	d.record(ctx, dl, func(ctx context.Context) error {
@@ -335,26 +358,29 @@ func (d *AlertDeliverer) record(ctx context.Context, dl store.Delivery, save fun
 // Wait waits for the deliveries in flight.
 func (d *AlertDeliverer) Wait() { d.wg.Wait() }
 
-func (d *AlertDeliverer) deliver(ctx context.Context, dl store.Delivery) string {
+// deliver makes one attempt; final says a failure is for good (an e-mail
+// the server refused with a 5xx reply, or that cannot be sent as it is),
+// not worth another attempt.
+func (d *AlertDeliverer) deliver(ctx context.Context, dl store.Delivery) (outcome string, final bool) {
 	switch dl.Channel {
 	case store.ChannelWebhook:
-		return d.postWebhook(ctx, dl)
+		return d.postWebhook(ctx, dl), false
 	case store.ChannelEmail:
 		if d.Mailer == nil || d.Mailer.Addr == "" {
-			return "error: SMTP is not configured (--smtp-addr)"
+			return "error: SMTP is not configured (--smtp-addr)", true
 		}
 		to, err := alerts.ParseRecipients(dl.EmailTo)
 		if err != nil {
-			return "error: " + err.Error()
+			return "error: " + err.Error(), true
 		}
 		body := dl.Message.Text + "\n\nEvent " + dl.Message.ID + " (" + dl.Message.Event + ") at " + dl.Message.At.Format(time.RFC3339) + ".\n"
 		if err := d.Mailer.Send(ctx, to, "[patchd] "+dl.Message.Title, body); err != nil {
-			slog.Info("alert e-mail failed", "event", dl.Message.ID, "err", err)
-			return "error: " + err.Error()
+			slog.Info("alert e-mail failed", "event", dl.Message.ID, "attempt", dl.Attempts+1, "err", err)
+			return "error: " + err.Error(), PermanentMailError(err)
 		}
-		return "sent"
+		return "sent", false
 	}
-	return "error: unknown channel " + dl.Channel
+	return "error: unknown channel " + dl.Channel, true
 }
 
 // postWebhook sends the event once and answers "HTTP <status>" or the error.
@@ -405,13 +431,29 @@ const (
 	SMTPNone     = "none"
 )
 
+// ErrBadSender is a Mailer's From that is not one address.
+var ErrBadSender = errors.New("smtp: the sender (--smtp-from) is not one e-mail address")
+
+// PermanentMailError tells whether a Mailer's error is final: the server
+// refused with a 5xx reply (RFC 5321: do not repeat the same request), or
+// the sender is not an address. Anything else (a 4xx reply, a server not
+// reachable, a connection or TLS failure) may pass when tried again.
+func PermanentMailError(err error) bool {
+	var reply *textproto.Error
+	return errors.Is(err, ErrBadSender) || errors.As(err, &reply) && reply.Code >= 500 && reply.Code <= 599
+}
+
 // Mailer sends plain-text e-mail through an SMTP server.
 type Mailer struct {
 	// Addr is host:port of the server.
 	Addr string
 	// User and Password authenticate with PLAIN when User is set.
 	User, Password string
-	From           string
+	// From is the sender: an address, or a name and an address
+	// ("patchd alerts <patchd@example.com>"), as net/mail parses it. The
+	// address alone is the envelope's (MAIL FROM); the whole is the From
+	// header.
+	From string
 	// TLS is starttls (default), tls (implicit, usually port 465) or none.
 	TLS string
 	// TLSConfig overrides the TLS settings (tests trust their server).
@@ -425,6 +467,10 @@ func (m *Mailer) Send(ctx context.Context, to []string, subject, body string) er
 	timeout := m.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
+	}
+	from, err := mail.ParseAddress(m.From)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrBadSender, m.From, err)
 	}
 	host, _, err := net.SplitHostPort(m.Addr)
 	if err != nil {
@@ -471,7 +517,7 @@ func (m *Mailer) Send(ctx context.Context, to []string, subject, body string) er
 			return fmt.Errorf("smtp auth: %w", err)
 		}
 	}
-	if err := c.Mail(m.From); err != nil {
+	if err := c.Mail(from.Address); err != nil {
 		return fmt.Errorf("smtp sender: %w", err)
 	}
 	for _, rcpt := range to {
@@ -483,22 +529,29 @@ func (m *Mailer) Send(ctx context.Context, to []string, subject, body string) er
 	if err != nil {
 		return fmt.Errorf("smtp data: %w", err)
 	}
-	if _, err := io.WriteString(w, m.compose(to, subject, body)); err != nil {
+	if _, err := io.WriteString(w, compose(from, to, subject, body)); err != nil {
 		w.Close()
 		return fmt.Errorf("smtp data: %w", err)
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("smtp data: %w", err)
 	}
-	return c.Quit()
+	// The server took the message (250 after the data): it is sent, whatever
+	// becomes of the goodbye. Counting a lost QUIT answer as a failure would
+	// send the message again.
+	if err := c.Quit(); err != nil {
+		slog.Debug("smtp quit after the message was accepted", "err", err)
+	}
+	return nil
 }
 
 // compose writes the message with CRLF line ends; the SMTP client's data
-// writer dot-stuffs it.
-func (m *Mailer) compose(to []string, subject, body string) string {
+// writer dot-stuffs it. The From header is the sender as parsed (a name
+// quoted or encoded as RFC 5322 and 2047 want).
+func compose(from *mail.Address, to []string, subject, body string) string {
 	var b strings.Builder
 	header := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
-	header("From", m.From)
+	header("From", from.String())
 	header("To", strings.Join(to, ", "))
 	header("Subject", mime.QEncoding.Encode("utf-8", strings.NewReplacer("\r", " ", "\n", " ").Replace(subject)))
 	header("Date", time.Now().UTC().Format(time.RFC1123Z))
