@@ -2,8 +2,8 @@ package agentdist_test
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +33,9 @@ func buildPackage(t *testing.T, h *agentdist.Host, typ, version string, content 
 	return out
 }
 
-func agentOf(version string) []byte { return append(append([]byte(nil), fakeELF...), "release "+version...) }
+func agentOf(version string) []byte {
+	return append(append([]byte(nil), fakeELF...), "release "+version...)
+}
 
 // TestPackageVersions: a package carries the version of the agent's
 // release, not the server's; prereleases sort before their release.
