@@ -296,7 +296,7 @@ type linuxPackage struct {
 
 // Package texts.
 const (
-	packageSummary     = "agent of the patchd patch-management server"
+	packageSummary     = "Agent of the patchd patch-management server"
 	packageDescription = packageSummary + `
 patchd-agent runs as a service on a managed computer: it checks in with a
 patchd server, reports the computer's inventory (installed software and the
@@ -335,8 +335,9 @@ func (lp linuxPackage) build(w io.Writer) error {
 	contents := files.Contents{
 		file(lp.bin.Path, PackageBin, 0o755, ""),
 		file(write("unit", []byte(agent.SystemdUnit(PackageBin, PackageState))), PackageUnit, 0o644, ""),
-		file(write("man", gzipBytes(manPage(lp.version.Release, mtime))), "/usr/share/man/man8/patchd-agent.8.gz", 0o644, ""),
 	}
+	man := write("man", gzipBytes(manPage(lp.version.Release, mtime)))
+	const manPath = "/usr/share/man/man8/patchd-agent.8.gz"
 	info := &nfpm.Info{
 		Name: "patchd-agent", Arch: lp.bin.Arch, Platform: "linux", Version: lp.version.Linux, VersionSchema: "none",
 		Section: "admin", Priority: "optional", Maintainer: lp.maintainer,
@@ -348,6 +349,7 @@ func (lp linuxPackage) build(w io.Writer) error {
 		contents = append(contents,
 			// A conffile: dpkg keeps an administrator's changes.
 			file(write("initd", []byte(initd)), agent.InitScript, 0o755, files.TypeConfig),
+			file(man, manPath, 0o644, ""),
 			file(write("copyright", []byte(copyrightFile)), doc+"copyright", 0o644, ""),
 			file(write("changelog", gzipBytes(debChangelog(lp.version.Linux, lp.maintainer, mtime))), doc+"changelog.gz", 0o644, ""),
 			file(write("overrides", []byte(lintianOverrides)), "/usr/share/lintian/overrides/patchd-agent", 0o644, ""),
@@ -357,6 +359,8 @@ func (lp linuxPackage) build(w io.Writer) error {
 		// The version has no Debian revision: the package is made from
 		// the agent by its own project (a native package).
 		info.Release = ""
+		// invoke-rc.d --skip-systemd-native (init-system-helpers 1.54).
+		info.Deb.Predepends = []string{"init-system-helpers (>= 1.54~)"}
 		if lp.gpgKey != "" {
 			info.Deb.Signature = nfpm.DebSignature{PackageSignature: nfpm.PackageSignature{KeyFile: lp.gpgKey, KeyPassphrase: lp.gpgPassphrase},
 				Method: "debsign", Type: "origin"}
@@ -374,6 +378,7 @@ func (lp linuxPackage) build(w io.Writer) error {
 			file(write("initd", []byte(initd)), agent.InitScript, 0o755, ""),
 			file(write("copyright", []byte(copyrightFile)), "/usr/share/licenses/patchd-agent/copyright", 0o644, files.TypeRPMLicense),
 			file(write("README", []byte(rpmReadme)), doc+"README", 0o644, files.TypeRPMDoc),
+			file(man, manPath, 0o644, files.TypeRPMDoc),
 		)
 		info.Release = "1"
 		info.License = "Apache-2.0 AND BSD-3-Clause"

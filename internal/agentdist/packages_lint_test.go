@@ -105,28 +105,121 @@ func TestDebLintian(t *testing.T) {
 	}
 }
 
-// TestRPMLint runs rpmlint on the .rpm of the real agent: no error or
-// warning but those patchd-agent.rpmlintrc filters (with their reasons).
+// TestRPMLint runs rpmlint on the signed .rpm of the real agent: no
+// error or warning but those RPMLintConfig filters (with their reasons).
+//
+// rpmlint unpacks the payload with rpm2cpio | cpio -id, and nfpm writes
+// the payload's names absolute (/usr/bin/patchd-agent; rpm installs from
+// the header and does not mind): cpio would write them into this
+// machine's own folders. A cpio first in rpmlint's PATH adds
+// --no-absolute-filenames. rpmlint checks the signature with rpm's key
+// database: a database of the test's own, named in the .rpmmacros of a
+// HOME of its own, holds the test key.
 func TestRPMLint(t *testing.T) {
-	need(t, "rpmlint")
+	need(t, "rpmlint", "rpm", "cpio")
 	_, h := newEnv(t)
-	// Signed, as a repository's packages are (rpmlint: no-signature).
-	h.Packages.GPGKey, _, _ = gpgKey(t, "patchd rpmlint test")
+	secret, public, _ := gpgKey(t, "patchd rpmlint test")
+	h.Packages.GPGKey = secret
 	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
 	publishRelease(t, h, p, realAgent(t, "1.5.0"), "1.5.0")
 	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "rpm", Arch: "amd64", Server: "https://patchd.example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{pkg.Path}
-	if rc := agentdist.RPMLintConfig(); rc != "" {
-		f := filepath.Join(t.TempDir(), "patchd-agent.rpmlintrc")
-		os.WriteFile(f, []byte(rc), 0o644)
-		args = append([]string{"--rpmlintrc", f}, args...)
+	dir := t.TempDir()
+	bin, home, db := filepath.Join(dir, "bin"), filepath.Join(dir, "home"), filepath.Join(dir, "rpmdb")
+	os.MkdirAll(bin, 0o755)
+	os.MkdirAll(home, 0o755)
+	os.WriteFile(filepath.Join(bin, "cpio"), []byte("#!/bin/sh\nexec /usr/bin/cpio --no-absolute-filenames \"$@\"\n"), 0o755)
+	os.WriteFile(filepath.Join(home, ".rpmmacros"), []byte("%_dbpath "+db+"\n"), 0o644)
+	if out, err := exec.Command("rpm", "--dbpath", db, "--import", public).CombinedOutput(); err != nil {
+		t.Fatalf("rpm --import: %v %s", err, out)
 	}
-	out, _ := exec.Command("rpmlint", args...).CombinedOutput()
-	if tags := lintTags(string(out), pkg.Name+": E: ", pkg.Name+": W: ", "patchd-agent.x86_64: E: ", "patchd-agent.x86_64: W: "); len(tags) > 0 {
+	rc := filepath.Join(dir, "patchd-agent.rpmlintrc")
+	os.WriteFile(rc, []byte(agentdist.RPMLintConfig()), 0o644)
+	before := exists("/", "usr/bin/patchd-agent")
+	cmd := exec.Command("rpmlint", "--rpmlintrc", rc, pkg.Path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+home)
+	out, _ := cmd.CombinedOutput()
+	if tags := lintTags(string(out), "patchd-agent.x86_64: E: ", "patchd-agent.x86_64: W: "); len(tags) > 0 || !strings.Contains(string(out), "1 packages and 0 specfiles checked; 0 errors, 0 warnings") {
 		t.Errorf("rpmlint %s:\n%s", pkg.Name, out)
+	}
+	if !before && exists("/", "usr/bin/patchd-agent") {
+		t.Fatal("rpmlint unpacked the package into this machine's /usr/bin: remove /usr/bin/patchd-agent and what came with it")
+	}
+}
+
+// TestSignedPackages: with a signing key the .rpm carries a header
+// signature rpm -K verifies with the key imported (and not without it, or
+// with another key), and the .deb a debsig origin signature debsig-verify
+// verifies under a policy for the key.
+func TestSignedPackages(t *testing.T) {
+	need(t, "rpm")
+	secret, public, keyID := gpgKey(t, "patchd signing test")
+	_, otherPublic, _ := gpgKey(t, "another key")
+	_, h := newEnv(t)
+	h.Packages.GPGKey = secret
+	dir := t.TempDir()
+	rpmFile := buildPackage(t, h, "rpm", "1.5.0", agentOf("1.5.0"), dir)
+	check := func(keys ...string) string {
+		db := t.TempDir()
+		for _, k := range keys {
+			if out, err := exec.Command("rpm", "--dbpath", db, "--import", k).CombinedOutput(); err != nil {
+				t.Fatalf("rpm --import: %v %s", err, out)
+			}
+		}
+		out, _ := exec.Command("rpm", "--dbpath", db, "-K", rpmFile).CombinedOutput()
+		return string(out)
+	}
+	if out := check(public); !strings.HasSuffix(out, ": digests signatures OK\n") {
+		t.Errorf("rpm -K with the key: %s", out)
+	}
+	if out := check(); strings.Contains(out, "signatures OK") || !strings.Contains(out, "SIGNATURES NOT OK") {
+		t.Errorf("rpm -K without the key: %s", out)
+	}
+	if out := check(otherPublic); strings.Contains(out, "signatures OK") {
+		t.Errorf("rpm -K with another key: %s", out)
+	}
+	// An unsigned package says so.
+	h.Packages.GPGKey = ""
+	unsigned := buildPackage(t, h, "rpm", "1.5.1", agentOf("1.5.1"), dir)
+	if out, _ := exec.Command("rpm", "-qp", "--queryformat", "%{RSAHEADER:pgpsig}", unsigned).Output(); string(out) != "(none)" {
+		t.Errorf("unsigned rpm: %s", out)
+	}
+	h.Packages.GPGKey = secret
+
+	need(t, "debsig-verify")
+	deb := buildPackage(t, h, "deb", "1.5.0", agentOf("1.5.0"), dir)
+	if out, _ := exec.Command("ar", "t", deb).Output(); !strings.Contains(string(out), "_gpgorigin") {
+		t.Fatalf("the .deb has no _gpgorigin member: %s", out)
+	}
+	policies, keyrings := t.TempDir(), t.TempDir()
+	verify := func(pub string) (string, error) {
+		os.RemoveAll(filepath.Join(keyrings, keyID))
+		os.MkdirAll(filepath.Join(keyrings, keyID), 0o755)
+		os.MkdirAll(filepath.Join(policies, keyID), 0o755)
+		// The keyring: the public key's binary packets.
+		ring := filepath.Join(keyrings, keyID, "debsig.gpg")
+		if out, err := exec.Command("gpg", "--homedir", t.TempDir(), "--batch", "--yes", "--dearmor", "--output", ring, pub).CombinedOutput(); err != nil {
+			t.Fatalf("gpg --dearmor: %v %s", err, out)
+		}
+		os.WriteFile(filepath.Join(policies, keyID, "patchd.pol"), []byte(`<?xml version="1.0"?>
+<!DOCTYPE Policy SYSTEM "https://www.debian.org/debsig/1.0/policy.dtd">
+<Policy xmlns="https://www.debian.org/debsig/1.0/">
+  <Origin Name="patchd" id="`+keyID+`" Description="patchd agent packages"/>
+  <Selection><Required Type="origin" File="debsig.gpg" id="`+keyID+`"/></Selection>
+  <Verification MinOptional="0"><Required Type="origin" File="debsig.gpg" id="`+keyID+`"/></Verification>
+</Policy>
+`), 0o644)
+		out, err := exec.Command("debsig-verify", "--policies-dir", policies, "--keyrings-dir", keyrings, deb).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := verify(public); err != nil {
+		t.Errorf("debsig-verify: %v %s", err, out)
+	}
+	if out, err := verify(otherPublic); err == nil {
+		t.Errorf("debsig-verify accepted another key: %s", out)
 	}
 }
 

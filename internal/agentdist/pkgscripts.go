@@ -90,11 +90,11 @@ set -e
 if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
 	systemctl --system daemon-reload >/dev/null || true
 fi
-if [ "$1" = remove ] && [ -x /usr/bin/deb-systemd-helper ]; then
+if [ "$1" = remove ] && command -v deb-systemd-helper >/dev/null; then
 	deb-systemd-helper mask patchd-agent.service >/dev/null || true
 fi
 if [ "$1" = purge ]; then
-	if [ -x /usr/bin/deb-systemd-helper ]; then
+	if command -v deb-systemd-helper >/dev/null; then
 		deb-systemd-helper purge patchd-agent.service >/dev/null || true
 		deb-systemd-helper unmask patchd-agent.service >/dev/null || true
 	fi
