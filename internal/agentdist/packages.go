@@ -60,6 +60,9 @@ type Package struct {
 	Path   string
 	Name   string
 	SHA256 string
+	// Version is the package's version: the agent's release version as
+	// dpkg and rpm write it, or the MSI's ProductVersion.
+	Version string
 }
 
 // Packager builds packages from the published agents, cached by the
@@ -185,7 +188,11 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 	if err != nil {
 		return Package{}, err
 	}
-	return Package{Path: path, Name: name, SHA256: sum}, nil
+	version := ver.Linux
+	if req.Type == "msi" {
+		version = ver.MSI
+	}
+	return Package{Path: path, Name: name, SHA256: sum, Version: version}, nil
 }
 
 var rpmArch = map[string]string{"amd64": "x86_64", "arm64": "aarch64"}
