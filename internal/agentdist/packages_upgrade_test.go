@@ -237,6 +237,9 @@ func TestMSIUpgrade(t *testing.T) {
 	if !upgrades || !refuses {
 		t.Errorf("Upgrade table (upgrades older: %v, refuses newer: %v):\n%v", upgrades, refuses, table(newer, "Upgrade"))
 	}
+	if lc := table(newer, "LaunchCondition"); lc["NOT WIX_DOWNGRADE_DETECTED\tA newer patchd agent is installed."] == nil {
+		t.Errorf("no launch condition refusing a downgrade: %v", lc)
+	}
 	seq := table(newer, "InstallExecuteSequence")
 	var removes bool
 	for _, f := range seq {
