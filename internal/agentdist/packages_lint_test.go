@@ -14,6 +14,18 @@ import (
 
 var realAgents sync.Map // version → *realAgentBuild
 
+// TestMain removes the agents realAgent built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	realAgents.Range(func(_, v any) bool {
+		if b := v.(*realAgentBuild); b.path != "" {
+			os.RemoveAll(filepath.Dir(b.path))
+		}
+		return true
+	})
+	os.Exit(code)
+}
+
 type realAgentBuild struct {
 	once sync.Once
 	path string
