@@ -74,9 +74,9 @@ type Packager struct {
 	// Sign signs the Windows binary and the MSI (nil: unsigned).
 	Sign *Signer
 	// GPGKey is an OpenPGP secret key file (armored or binary) that signs
-	// the .deb (a debsig _gpgorigin member, which debsig-verify checks) and
-	// the .rpm (its header signature, which rpm -K checks); "" leaves
-	// them unsigned. GPGPassphrase unlocks it when it is encrypted.
+	// the .rpm (its header signature, which rpm -K checks); "" leaves it
+	// unsigned. GPGPassphrase unlocks it when it is encrypted. The .deb is
+	// never signed: apt trusts it through a signed repository.
 	GPGKey, GPGPassphrase string
 	// Maintainer is the packages' Maintainer (deb) and Packager (rpm),
 	// "Name <address>"; by default patchd <patchd@HOST>, HOST being the
@@ -145,7 +145,7 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 	if pk.Sign != nil {
 		fmt.Fprintf(h, "%s\n", pk.Sign.CertFile)
 	}
-	if pk.GPGKey != "" && req.Type != "msi" {
+	if pk.GPGKey != "" && req.Type == "rpm" {
 		sum, err := fileSHA256(pk.GPGKey)
 		if err != nil {
 			return Package{}, fmt.Errorf("package signing key: %w", err)
@@ -368,10 +368,10 @@ func (lp linuxPackage) build(w io.Writer) error {
 		info.Release = ""
 		// invoke-rc.d --skip-systemd-native (init-system-helpers 1.54).
 		info.Deb.Predepends = []string{"init-system-helpers (>= 1.54~)"}
-		if lp.gpgKey != "" {
-			info.Deb.Signature = nfpm.DebSignature{PackageSignature: nfpm.PackageSignature{KeyFile: lp.gpgKey, KeyPassphrase: lp.gpgPassphrase},
-				Method: "debsign", Type: "origin"}
-		}
+		// Not signed: a signature inside a .deb is an extra ar member,
+		// which Debian's archive tools refuse (lintian:
+		// misplaced-extra-member-in-deb) and dpkg never checks; apt
+		// trusts a package through its repository's signed InRelease.
 	case "rpm":
 		changelog, err := json.Marshal([]map[string]any{{
 			"semver": lp.version.Linux + "-1", "date": mtime, "packager": lp.maintainer,

@@ -37,7 +37,7 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 	base := fs.String("base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "package: the server the package enrolls with by default")
 	signCert := fs.String("sign-cert", config.Env("PATCHD_SIGN_CERT", ""), "publish a Windows agent, package msi: PEM certificate for Authenticode signing")
 	signKey := fs.String("sign-key", config.Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert")
-	gpgKey := fs.String("gpg-key", config.Env("PATCHD_PACKAGE_GPG_KEY", ""), "package deb, rpm: OpenPGP secret key file to sign with (passphrase: env PATCHD_PACKAGE_GPG_PASSPHRASE)")
+	gpgKey := fs.String("gpg-key", config.Env("PATCHD_PACKAGE_GPG_KEY", ""), "package rpm: OpenPGP secret key file to sign with (passphrase: env PATCHD_PACKAGE_GPG_PASSPHRASE)")
 	maintainer := fs.String("maintainer", config.Env("PATCHD_PACKAGE_MAINTAINER", ""), "package: the maintainer, 'Name <address>' (default patchd <patchd@HOST of --base-url>)")
 	version := fs.String("version", "", "publish, sign: the agent's version (as it reports it)")
 	signature := fs.String("signature", "", "publish: the release signature (patchd admin agent sign)")

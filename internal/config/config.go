@@ -100,8 +100,8 @@ type Config struct {
 	// SignCert and SignKey (PEM) sign the Windows agent and MSI the server
 	// builds (Authenticode, osslsigncode); empty: unsigned.
 	SignCert, SignKey string
-	// PackageGPGKey is the OpenPGP secret key file that signs the .deb and
-	// .rpm the server builds (PackageGPGPassphrase, from the environment
+	// PackageGPGKey is the OpenPGP secret key file that signs the .rpm
+	// the server builds (PackageGPGPassphrase, from the environment
 	// only, unlocks it); empty: unsigned.
 	PackageGPGKey, PackageGPGPassphrase string
 	// PackageMaintainer is the packages' maintainer, Name <address>;
@@ -203,7 +203,7 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.AgentDir, "agent-dir", Env("PATCHD_AGENT_DIR", ""), "folder of the agents served for download, {os}-{arch}/patchd-agent[.exe]; default DATA/agents (env PATCHD_AGENT_DIR)")
 	fs.StringVar(&c.SignCert, "sign-cert", Env("PATCHD_SIGN_CERT", ""), "PEM certificate to sign the Windows agent and MSI with (Authenticode; env PATCHD_SIGN_CERT)")
 	fs.StringVar(&c.SignKey, "sign-key", Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert (env PATCHD_SIGN_KEY)")
-	fs.StringVar(&c.PackageGPGKey, "package-gpg-key", Env("PATCHD_PACKAGE_GPG_KEY", ""), "OpenPGP secret key file (armored or binary) to sign the .deb and .rpm packages with; a passphrase comes from env PATCHD_PACKAGE_GPG_PASSPHRASE (env PATCHD_PACKAGE_GPG_KEY)")
+	fs.StringVar(&c.PackageGPGKey, "package-gpg-key", Env("PATCHD_PACKAGE_GPG_KEY", ""), "OpenPGP secret key file (armored or binary) to sign the .rpm packages with (a .deb is trusted through a signed apt repository); a passphrase comes from env PATCHD_PACKAGE_GPG_PASSPHRASE (env PATCHD_PACKAGE_GPG_KEY)")
 	fs.StringVar(&c.PackageMaintainer, "package-maintainer", Env("PATCHD_PACKAGE_MAINTAINER", ""), "the packages' maintainer, 'Name <address>'; default patchd <patchd@HOST of --base-url> (env PATCHD_PACKAGE_MAINTAINER)")
 	c.PackageGPGPassphrase = Env("PATCHD_PACKAGE_GPG_PASSPHRASE", "")
 	fs.BoolVar(&c.NoAgentBuild, "no-agent-build", false, "do not build the agent for this machine from source at start when none is published")
