@@ -92,11 +92,7 @@ func exists(root, p string) bool {
 func TestDebInDebianRoot(t *testing.T) {
 	root := debianRoot(t)
 	_, h := newEnv(t)
-	f := filepath.Join(t.TempDir(), "patchd-agent")
-	os.WriteFile(f, fakeELF, 0o755)
-	if _, err := h.Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
-		t.Fatal(err)
-	}
+	publishFake(t, h, agentdist.Platform{OS: "linux", Arch: "amd64"}, fakeELF, "1.4.0")
 	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "deb", Arch: "amd64"})
 	if err != nil {
 		t.Fatal(err)
@@ -288,9 +284,7 @@ func TestDebEnrollsInDebianRoot(t *testing.T) {
 	// No service starts while dpkg runs in this root (Debian's policy-rc.d).
 	os.WriteFile(filepath.Join(root, "usr/sbin/policy-rc.d"), []byte("#!/bin/sh\nexit 101\n"), 0o755)
 	e, h := newEnv(t)
-	if _, err := h.Store.BuildFromSource(context.Background(), agentdist.ModuleRoot("."), agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
-		t.Fatal(err)
-	}
+	publishRelease(t, h, agentdist.Platform{OS: "linux", Arch: "amd64"}, realAgent(t, "1.4.0"), "1.4.0")
 	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: e.URL})
 	if err != nil {
 		t.Fatal(err)

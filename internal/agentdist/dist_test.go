@@ -104,6 +104,14 @@ func TestDownloads(t *testing.T) {
 	if resp, body := get(t, e.URL+"/install.ps1"); resp.StatusCode != 200 || !strings.Contains(string(body), "[string]$Server = '"+e.URL+"'") {
 		t.Errorf("install.ps1: %d %.200s", resp.StatusCode, body)
 	}
+	// A package needs the agent's release version.
+	resp, body = get(t, e.URL+"/agent/v1/package/deb/amd64")
+	if json.Unmarshal(body, &apiErr); resp.StatusCode != 404 || apiErr.Error != "not_found" || !strings.Contains(apiErr.Description, "--version") {
+		t.Errorf("package of an agent without a release: %d %s", resp.StatusCode, body)
+	}
+	if _, err := h.Store.SetRelease(agentdist.Platform{OS: "linux", Arch: "amd64"}, "1.4.0", "test-signature", nil); err != nil {
+		t.Fatal(err)
+	}
 	resp, body = get(t, e.URL+"/agent/v1/package/deb/amd64")
 	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "!<arch>\n") || !strings.Contains(resp.Header.Get("Content-Disposition"), "patchd-agent_") {
 		t.Errorf("deb download: %d %v", resp.StatusCode, resp.Header)
@@ -116,9 +124,7 @@ func TestDownloads(t *testing.T) {
 	}
 	// A new agent: a new package, and the old one leaves the cache.
 	os.WriteFile(f, append(fakeELF, "v2"...), 0o755)
-	if _, err := h.Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
-		t.Fatal(err)
-	}
+	publishRelease(t, h, agentdist.Platform{OS: "linux", Arch: "amd64"}, f, "1.5.0")
 	_, body2 := get(t, e.URL+"/agent/v1/package/deb/amd64")
 	if now, _ := filepath.Glob(filepath.Join(h.Store.Dir, ".packages", "*", "*.deb")); len(now) != 1 || now[0] == first[0] || string(body2) == string(body) {
 		t.Errorf("package cache after a new agent: %v (was %v)", now, first)

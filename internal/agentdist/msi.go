@@ -25,7 +25,14 @@ const (
 // with TOKEN the deferred custom action enrolls (as SYSTEM, before the
 // service starts); without it the service is installed and waits for an
 // enrollment. Upgrades keep the state in %ProgramData%\patchd-agent.
-func msiSource(exe, server string) string {
+//
+// The ProductVersion is the agent's release version: a MajorUpgrade (one
+// UpgradeCode for ever, a new ProductCode for each build) replaces an
+// older or equal version (a package of the same agent rebuilt for another
+// server replaces the installed one rather than installing beside it:
+// upgradeSameVersion makes the bound inclusive) and refuses to replace a newer
+// one.
+func msiSource(exe, server string, v packageVersion) string {
 	state := `[CommonAppDataFolder]patchd-agent`
 	serverProp := ""
 	if server != "" { // an MSI property cannot be empty
@@ -34,7 +41,7 @@ func msiSource(exe, server string) string {
 	}
 	return `<?xml version="1.0" encoding="utf-8"?>
 <Wix xmlns="http://schemas.microsoft.com/wix/2006/wi">
-  <Product Id="*" Name="patchd agent" Language="1033" Version="` + agent.Version + `" Manufacturer="patchd" UpgradeCode="` + msiUpgradeCode + `">
+  <Product Id="*" Name="patchd agent" Language="1033" Version="` + v.MSI + `" Manufacturer="patchd" UpgradeCode="` + msiUpgradeCode + `">
     <Package InstallerVersion="500" Compressed="yes" InstallScope="perMachine" Description="patchd agent" Manufacturer="patchd"/>
     <Media Id="1" Cabinet="agent.cab" EmbedCab="yes"/>
     <MajorUpgrade DowngradeErrorMessage="A newer patchd agent is installed."/>` + serverProp + `
@@ -64,7 +71,7 @@ func msiSource(exe, server string) string {
 
 // buildMSI builds the Windows package with wixl (Debian's msitools),
 // signing the binary first and the MSI after when a signer is set.
-func (pk *Packager) buildMSI(ctx context.Context, bin Binary, server, out string) error {
+func (pk *Packager) buildMSI(ctx context.Context, bin Binary, v packageVersion, server, out string) error {
 	wixl, err := exec.LookPath("wixl")
 	if err != nil {
 		return fmt.Errorf("%w: building the MSI needs wixl (apt-get install wixl msitools)", ErrNoTool)
@@ -85,7 +92,7 @@ func (pk *Packager) buildMSI(ctx context.Context, bin Binary, server, out string
 	}
 	wxs := filepath.Join(tmp, "agent.wxs")
 	// wixl finds sources relative to its working folder only.
-	if err := os.WriteFile(wxs, []byte(msiSource(filepath.Base(exe), server)), 0o644); err != nil {
+	if err := os.WriteFile(wxs, []byte(msiSource(filepath.Base(exe), server, v)), 0o644); err != nil {
 		return err
 	}
 	msi := filepath.Join(tmp, "agent.msi")
@@ -95,6 +102,9 @@ func (pk *Packager) buildMSI(ctx context.Context, bin Binary, server, out string
 		return fmt.Errorf("build msi: wixl: %w: %s", err, strings.TrimSpace(string(b)))
 	}
 	if err := addMSIRecovery(ctx, tmp, msi); err != nil {
+		return err
+	}
+	if err := upgradeSameVersion(ctx, tmp, msi, v); err != nil {
 		return err
 	}
 	if pk.Sign != nil {
@@ -136,9 +146,30 @@ func addMSIRecovery(ctx context.Context, dir, msi string) error {
 	return nil
 }
 
+// upgradeSameVersion makes the MSI replace an installed package of the
+// same version (rebuilt for another server, or a prerelease of it), as
+// WiX's AllowSameVersionUpgrades does; wixl ignores that attribute. The
+// Upgrade table's row that finds older versions gets
+// msidbUpgradeAttributesVersionMaxInclusive; the attributes are part of the
+// row's key, so the row is replaced.
+func upgradeSameVersion(ctx context.Context, dir, msi string, v packageVersion) error {
+	cmd := exec.CommandContext(ctx, "msibuild", msi,
+		"-q", "DELETE FROM `Upgrade` WHERE `ActionProperty` = 'WIX_UPGRADE_DETECTED'",
+		"-q", "INSERT INTO `Upgrade` (`UpgradeCode`, `VersionMin`, `VersionMax`, `Attributes`, `ActionProperty`) VALUES "+
+			"('{"+msiUpgradeCode+"}', '', '"+v.MSI+"', "+msiUpgradeAttributes+", 'WIX_UPGRADE_DETECTED')")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build msi: msibuild: %w: %s", err, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
 // msiConfigureServicesSeq is MsiConfigureServices' place in the standard
 // sequence: after InstallServices (5800), before StartServices (5900).
 const msiConfigureServicesSeq = "5850"
+
+// msidbUpgradeAttributesMigrateFeatures | VersionMaxInclusive.
+const msiUpgradeAttributes = "513"
 
 // msidbServiceConfigEventInstall | msidbServiceConfigEventReinstall.
 const msiServiceConfigEvents = "5"

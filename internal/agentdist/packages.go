@@ -1,14 +1,21 @@
 package agentdist
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/mail"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +60,9 @@ type Package struct {
 	Path   string
 	Name   string
 	SHA256 string
+	// Version is the package's version: the agent's release version as
+	// dpkg and rpm write it, or the MSI's ProductVersion.
+	Version string
 }
 
 // Packager builds packages from the published agents, cached by the
@@ -63,6 +73,15 @@ type Packager struct {
 	Server string
 	// Sign signs the Windows binary and the MSI (nil: unsigned).
 	Sign *Signer
+	// GPGKey is an OpenPGP secret key file (armored or binary) that signs
+	// the .rpm (its header signature, which rpm -K checks); "" leaves it
+	// unsigned. GPGPassphrase unlocks it when it is encrypted. The .deb is
+	// never signed: apt trusts it through a signed repository.
+	GPGKey, GPGPassphrase string
+	// Maintainer is the packages' Maintainer (deb) and Packager (rpm),
+	// "Name <address>"; by default patchd <patchd@HOST>, HOST being the
+	// server's host name.
+	Maintainer string
 	// CacheDir holds built packages (default Store.Dir/.packages).
 	CacheDir string
 
@@ -70,9 +89,11 @@ type Packager struct {
 }
 
 // packageFormat is bumped when what goes into packages changes.
-const packageFormat = "2" // 2: the MSI sets the service's recovery
+const packageFormat = "3" // 3: the release's version, documentation, signatures
 
-// Build returns the package, from the cache when it is there.
+// Build returns the package, from the cache when it is there. The
+// package's version is the version of the agent's signed release: a
+// package built after a newer release upgrades an older one.
 func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, error) {
 	goos := "linux"
 	switch req.Type {
@@ -93,7 +114,19 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 	if err != nil {
 		return Package{}, err
 	}
-	h := sha256.New()
+	rel, err := pk.Store.Release(p)
+	if errors.Is(err, ErrNoRelease) {
+		return Package{}, &PackageError{fmt.Sprintf("the agent published for %s has no release version, and a package needs one "+
+			"(a newer package upgrades an older one by it): publish it with --version "+
+			"(patchd admin agent publish --os %s --arch %s --version V --release-key KEY FILE)", p, p.OS, p.Arch)}
+	}
+	if err != nil {
+		return Package{}, err
+	}
+	ver, err := parsePackageVersion(rel.Version, req.Type)
+	if err != nil {
+		return Package{}, &PackageError{fmt.Sprintf("%s: %v", p, err)}
+	}
 	server := req.Server
 	if server == "" {
 		server = pk.Server
@@ -103,12 +136,24 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 			return Package{}, &PackageError{err.Error()}
 		}
 	}
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n", packageFormat, bin.SHA256, server, agent.Version, req.Type)
+	maintainer := pk.Maintainer
+	if maintainer == "" {
+		maintainer = DefaultMaintainer(server)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%s\n", packageFormat, bin.SHA256, server, rel.Version, req.Type, maintainer)
 	if pk.Sign != nil {
 		fmt.Fprintf(h, "%s\n", pk.Sign.CertFile)
 	}
+	if pk.GPGKey != "" && req.Type == "rpm" {
+		sum, err := fileSHA256(pk.GPGKey)
+		if err != nil {
+			return Package{}, fmt.Errorf("package signing key: %w", err)
+		}
+		fmt.Fprintf(h, "gpg %s\n", sum)
+	}
 	key := hex.EncodeToString(h.Sum(nil))[:16]
-	name := packageName(req.Type, req.Arch)
+	name := packageName(req.Type, req.Arch, ver)
 	dir := pk.CacheDir
 	if dir == "" {
 		dir = filepath.Join(pk.Store.Dir, ".packages")
@@ -123,15 +168,16 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 		}
 		switch req.Type {
 		case "msi":
-			err = pk.buildMSI(ctx, bin, server, path)
+			err = pk.buildMSI(ctx, bin, ver, server, path)
 		default:
-			err = writeAtomic(path, 0o644, func(w io.Writer) error { return buildLinux(req.Type, bin, server, w) })
+			spec := linuxPackage{typ: req.Type, bin: bin, version: ver, server: server, maintainer: maintainer, gpgKey: pk.GPGKey, gpgPassphrase: pk.GPGPassphrase}
+			err = writeAtomic(path, 0o644, func(w io.Writer) error { return spec.build(w) })
 		}
 		if err != nil {
 			return Package{}, err
 		}
 		// Packages of older binaries are not served any more.
-		old, _ := filepath.Glob(filepath.Join(dir, "*", name))
+		old, _ := filepath.Glob(filepath.Join(dir, "*", packageGlob(req.Type, req.Arch)))
 		for _, o := range old {
 			if o != path {
 				os.RemoveAll(filepath.Dir(o))
@@ -142,55 +188,219 @@ func (pk *Packager) Build(ctx context.Context, req PackageRequest) (Package, err
 	if err != nil {
 		return Package{}, err
 	}
-	return Package{Path: path, Name: name, SHA256: sum}, nil
+	version := ver.Linux
+	if req.Type == "msi" {
+		version = ver.MSI
+	}
+	return Package{Path: path, Name: name, SHA256: sum, Version: version}, nil
 }
 
-func packageName(typ, arch string) string {
+var rpmArch = map[string]string{"amd64": "x86_64", "arm64": "aarch64"}
+
+// packageName is the package's conventional file name.
+func packageName(typ, arch string, v packageVersion) string {
 	switch typ {
 	case "rpm":
-		return "patchd-agent-" + agent.Version + "-1." + map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[arch] + ".rpm"
+		return "patchd-agent-" + v.Linux + "-1." + rpmArch[arch] + ".rpm"
 	case "msi":
-		return "patchd-agent-" + agent.Version + "-x64.msi"
+		return "patchd-agent-" + v.Linux + "-x64.msi"
 	}
-	return "patchd-agent_" + agent.Version + "_" + arch + ".deb"
+	return "patchd-agent_" + v.Linux + "_" + arch + ".deb"
 }
 
-// buildLinux writes a .deb or .rpm with nfpm: the binary, the systemd
-// unit, a SysV init script for systems without systemd, and maintainer
-// scripts that enroll, enable and start (postinst), stop (prerm) and
-// remove the state on purge (postrm).
-func buildLinux(typ string, bin Binary, server string, w io.Writer) error {
+// packageGlob matches the packages of every version of one type and
+// architecture.
+func packageGlob(typ, arch string) string {
+	switch typ {
+	case "rpm":
+		return "patchd-agent-*." + rpmArch[arch] + ".rpm"
+	case "msi":
+		return "patchd-agent-*-x64.msi"
+	}
+	return "patchd-agent_*_" + arch + ".deb"
+}
+
+// packageVersion is an agent's release version as the package managers
+// compare it.
+type packageVersion struct {
+	// Release is the agent's version as published (1.5.0-rc.1).
+	Release string
+	// Linux is the .deb and .rpm version: the numbers, a prerelease after
+	// "~" (1.5.0~rc.1 sorts before 1.5.0 for dpkg and rpm alike), build
+	// metadata after "+".
+	Linux string
+	// MSI is the ProductVersion: major.minor.build, numbers.
+	MSI string
+}
+
+var versionIdent = regexp.MustCompile(`^[0-9A-Za-z.-]+$`)
+
+// parsePackageVersion reads a release version: numbers separated by dots
+// (1.5.0, a leading "v" allowed), then optionally a -prerelease and a
+// +build, as in semantic versioning. Anything else cannot be ordered the
+// same way by dpkg, rpm and Windows Installer, and is refused.
+func parsePackageVersion(v, typ string) (packageVersion, error) {
+	bad := fmt.Errorf("the release version %q cannot be a package version: use numbers separated by dots (1.5.0), optionally followed by -prerelease and +build", v)
+	rest, meta, hasMeta := strings.Cut(strings.TrimPrefix(v, "v"), "+")
+	core, pre, hasPre := strings.Cut(rest, "-")
+	nums := strings.Split(core, ".")
+	if len(nums) > 4 || hasPre && !versionIdent.MatchString(pre) || hasMeta && !versionIdent.MatchString(meta) {
+		return packageVersion{}, bad
+	}
+	for _, n := range nums {
+		if n == "" || len(n) > 9 || strings.Trim(n, "0123456789") != "" {
+			return packageVersion{}, bad
+		}
+	}
+	out := packageVersion{Release: v, Linux: core}
+	if hasPre {
+		out.Linux += "~" + strings.ReplaceAll(pre, "-", ".")
+	}
+	if hasMeta {
+		out.Linux += "+" + strings.ReplaceAll(meta, "-", ".")
+	}
+	// Windows Installer compares the first three fields of
+	// ProductVersion: up to 255, 255 and 65535.
+	msi := append(nums[:min(len(nums), 3):min(len(nums), 3)], "0", "0")[:3]
+	for i, limit := range []int{255, 255, 65535} {
+		n, _ := strconv.Atoi(msi[i])
+		if n > limit && typ == "msi" {
+			return packageVersion{}, fmt.Errorf("the release version %q cannot be an MSI ProductVersion: its first fields may be up to 255.255.65535", v)
+		}
+		msi[i] = strconv.Itoa(n)
+	}
+	out.MSI = strings.Join(msi, ".")
+	return out, nil
+}
+
+// DefaultMaintainer is the packages' maintainer when none is configured:
+// patchd at the server's host name.
+func DefaultMaintainer(server string) string {
+	host := "localhost"
+	if u, err := url.Parse(server); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	return "patchd <patchd@" + host + ">"
+}
+
+// CheckMaintainer checks a configured maintainer: "Name <address>".
+func CheckMaintainer(m string) error {
+	a, err := mail.ParseAddress(m)
+	if err != nil || a.Name == "" || strings.ContainsAny(m, "\n\r") {
+		return fmt.Errorf("the packages' maintainer must be Name <address>, not %q", m)
+	}
+	return nil
+}
+
+// linuxPackage is one .deb or .rpm to build.
+type linuxPackage struct {
+	typ                   string // deb or rpm
+	bin                   Binary
+	version               packageVersion
+	server, maintainer    string
+	gpgKey, gpgPassphrase string
+}
+
+// Package texts.
+const (
+	packageSummary     = "Agent of the patchd patch-management server"
+	packageDescription = packageSummary + `
+patchd-agent runs as a service on a managed computer: it checks in with a
+patchd server, reports the computer's inventory (installed software and the
+updates its package manager offers) and installs the updates the server's
+administrators approve.
+.
+The package enrolls the computer when PATCHD_TOKEN is set in the
+environment or in /etc/patchd-agent/enroll.conf, and starts the service
+once the computer is enrolled.`
+)
+
+// build writes the .deb or .rpm with nfpm: the binary, the systemd unit, a
+// SysV init script for systems without systemd, the documentation and
+// maintainer scripts that enroll, enable and start (postinst), stop
+// (prerm) and remove the state on purge (postrm).
+func (lp linuxPackage) build(w io.Writer) error {
+	typ := lp.typ
 	tmp, err := os.MkdirTemp("", "patchd-pkg-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	write := func(name, content string) string {
+	var werr error
+	write := func(name string, content []byte) string {
 		p := filepath.Join(tmp, name)
-		os.WriteFile(p, []byte(content), 0o644)
+		if err := os.WriteFile(p, content, 0o644); err != nil && werr == nil {
+			werr = err
+		}
 		return p
 	}
-	unit := write("unit", agent.SystemdUnit(PackageBin, PackageState))
-	initd := write("initd", agent.SysVScript(PackageBin, PackageState))
-	postinst := write("postinst", postinstScript(server))
-	prerm := write("prerm", prermScript)
-	postrm := write("postrm", postrmScript)
-	mtime := bin.ModTime.UTC().Truncate(time.Second)
-	info := &nfpm.Info{
-		Name: "patchd-agent", Arch: bin.Arch, Platform: "linux", Version: agent.Version, Release: "1",
-		Section: "admin", Priority: "optional", Maintainer: "patchd <patchd@localhost>",
-		Description: "patchd agent: checks in with a patchd server, reports inventory and installs updates",
-		Vendor:      "patchd", Homepage: "https://github.com/patchd/patchd", License: "Apache-2.0", MTime: mtime,
-		Overridables: nfpm.Overridables{
-			Contents: files.Contents{
-				{Source: bin.Path, Destination: PackageBin, FileInfo: &files.ContentFileInfo{Mode: 0o755, MTime: mtime}},
-				{Source: unit, Destination: PackageUnit, FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: mtime}},
-				{Source: initd, Destination: agent.InitScript, Type: files.TypeConfig, FileInfo: &files.ContentFileInfo{Mode: 0o755, MTime: mtime}},
-				{Destination: PackageState, Type: files.TypeDir, FileInfo: &files.ContentFileInfo{Mode: 0o700, MTime: mtime}},
-			},
-			Scripts: nfpm.Scripts{PostInstall: postinst, PreRemove: prerm, PostRemove: postrm},
-		},
+	mtime := lp.bin.ModTime.UTC().Truncate(time.Second)
+	file := func(src, dst string, mode os.FileMode, kind string) *files.Content {
+		return &files.Content{Source: src, Destination: dst, Type: kind, FileInfo: &files.ContentFileInfo{Mode: mode, MTime: mtime}}
 	}
+	doc := "/usr/share/doc/patchd-agent/"
+	contents := files.Contents{
+		file(lp.bin.Path, PackageBin, 0o755, ""),
+		file(write("unit", []byte(agent.SystemdUnit(PackageBin, PackageState))), PackageUnit, 0o644, ""),
+	}
+	man := write("man", gzipBytes(manPage(lp.version.Release, mtime)))
+	const manPath = "/usr/share/man/man8/patchd-agent.8.gz"
+	info := &nfpm.Info{
+		Name: "patchd-agent", Arch: lp.bin.Arch, Platform: "linux", Version: lp.version.Linux, VersionSchema: "none",
+		Section: "admin", Priority: "optional", Maintainer: lp.maintainer,
+		Description: packageDescription, Vendor: "patchd", Homepage: "https://github.com/patchd/patchd", MTime: mtime,
+	}
+	initd := packageInitScript()
+	switch typ {
+	case "deb":
+		contents = append(contents,
+			// A conffile: dpkg keeps an administrator's changes.
+			file(write("initd", []byte(initd)), agent.InitScript, 0o755, files.TypeConfig),
+			file(man, manPath, 0o644, ""),
+			file(write("copyright", []byte(copyrightFile)), doc+"copyright", 0o644, ""),
+			file(write("changelog", gzipBytes(debChangelog(lp.version.Linux, lp.maintainer, mtime))), doc+"changelog.gz", 0o644, ""),
+			file(write("overrides", []byte(lintianOverrides)), "/usr/share/lintian/overrides/patchd-agent", 0o644, ""),
+		)
+		info.Scripts = nfpm.Scripts{PostInstall: write("postinst", []byte(debPostinst(lp.server))),
+			PreRemove: write("prerm", []byte(debPrerm)), PostRemove: write("postrm", []byte(debPostrm))}
+		// The version has no Debian revision: the package is made from
+		// the agent by its own project (a native package).
+		info.Release = ""
+		// invoke-rc.d --skip-systemd-native (init-system-helpers 1.54).
+		info.Deb.Predepends = []string{"init-system-helpers (>= 1.54~)"}
+		// Not signed: a signature inside a .deb is an extra ar member,
+		// which Debian's archive tools refuse (lintian:
+		// misplaced-extra-member-in-deb) and dpkg never checks; apt
+		// trusts a package through its repository's signed InRelease.
+	case "rpm":
+		changelog, err := json.Marshal([]map[string]any{{
+			"semver": lp.version.Linux + "-1", "date": mtime, "packager": lp.maintainer,
+			"changes": []map[string]string{{"note": "patchd agent " + lp.version.Release + ", packaged from the published agent."}},
+		}})
+		if err != nil {
+			return err
+		}
+		contents = append(contents,
+			// Not a configuration file: the package replaces it whole.
+			file(write("initd", []byte(initd)), agent.InitScript, 0o755, ""),
+			file(write("copyright", []byte(copyrightFile)), "/usr/share/licenses/patchd-agent/copyright", 0o644, files.TypeRPMLicense),
+			file(write("README", []byte(rpmReadme)), doc+"README", 0o644, files.TypeRPMDoc),
+			file(man, manPath, 0o644, files.TypeRPMDoc),
+		)
+		info.Release = "1"
+		info.License = "Apache-2.0 AND BSD-3-Clause"
+		info.Changelog = write("changelog.yaml", changelog)
+		info.RPM = nfpm.RPM{Group: "System Environment/Daemons", Summary: packageSummary, Packager: lp.maintainer, BuildHost: "patchd"}
+		info.Scripts = nfpm.Scripts{PostInstall: write("post", []byte(rpmPost(lp.server))),
+			PreRemove: write("preun", []byte(rpmPreun)), PostRemove: write("postun", []byte(rpmPostun))}
+		if lp.gpgKey != "" {
+			info.RPM.Signature = nfpm.RPMSignature{PackageSignature: nfpm.PackageSignature{KeyFile: lp.gpgKey, KeyPassphrase: lp.gpgPassphrase}}
+		}
+	}
+	if werr != nil {
+		return werr
+	}
+	info.Contents = contents
 	info = nfpm.WithDefaults(info)
 	if err := nfpm.PrepareForPackager(info, typ); err != nil {
 		return fmt.Errorf("build %s: %w", typ, err)
@@ -205,73 +415,15 @@ func buildLinux(typ string, bin Binary, server string, w io.Writer) error {
 	return nil
 }
 
-// The maintainer scripts serve dpkg ($1: configure, remove, purge,
-// upgrade) and rpm ($1: 1 install, 2 upgrade, 0 erase) alike.
-func postinstScript(server string) string {
-	return `#!/bin/sh
-set -e
-STATE=` + PackageState + `
-CONF=` + PackageConf + `
-mkdir -p "$STATE"
-chmod 0700 "$STATE"
-# Enroll once: PATCHD_SERVER and PATCHD_TOKEN from the environment or
-# ` + PackageConf + ` (written by config management before installing).
-DEFAULT_SERVER='` + server + `'
-if [ -r "$CONF" ]; then . "$CONF"; fi
-PATCHD_SERVER=${PATCHD_SERVER:-$DEFAULT_SERVER}
-if [ ! -f "$STATE/state.json" ] && [ -n "${PATCHD_TOKEN:-}" ] && [ -n "$PATCHD_SERVER" ]; then
-	if ! ` + PackageBin + ` enroll --server "$PATCHD_SERVER" --token "$PATCHD_TOKEN" --state "$STATE"; then
-		echo "patchd-agent: enrollment failed; enroll with: patchd-agent enroll --server URL --token TOKEN, then start the service" >&2
-	fi
-fi
-if [ ! -f "$STATE/state.json" ]; then
-	echo "patchd-agent: not enrolled yet: run patchd-agent enroll --server URL --token TOKEN, then start the patchd-agent service"
-fi
-if [ -d /run/systemd/system ]; then
-	systemctl daemon-reload >/dev/null 2>&1 || true
-	systemctl enable patchd-agent.service >/dev/null 2>&1 || true
-	if [ -f "$STATE/state.json" ]; then systemctl restart patchd-agent.service || true; fi
-elif command -v update-rc.d >/dev/null 2>&1; then
-	update-rc.d patchd-agent defaults >/dev/null || true
-	if [ -f "$STATE/state.json" ]; then invoke-rc.d patchd-agent restart || true; fi
-elif command -v chkconfig >/dev/null 2>&1; then
-	chkconfig --add patchd-agent || true
-	if [ -f "$STATE/state.json" ]; then /etc/init.d/patchd-agent restart || true; fi
-fi
-exit 0
-`
+// gzipBytes compresses b as Debian wants documentation: best compression,
+// no name or time in the header (the same input gives the same bytes).
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
 }
-
-const prermScript = `#!/bin/sh
-set -e
-case "$1" in
-	upgrade|1|failed-upgrade) exit 0 ;; # the new postinst restarts the agent
-esac
-if [ -d /run/systemd/system ]; then
-	systemctl disable --now patchd-agent.service >/dev/null 2>&1 || true
-elif command -v invoke-rc.d >/dev/null 2>&1; then
-	invoke-rc.d patchd-agent stop || true
-elif [ -x /etc/init.d/patchd-agent ]; then
-	/etc/init.d/patchd-agent stop || true
-fi
-exit 0
-`
-
-const postrmScript = `#!/bin/sh
-set -e
-case "$1" in
-	remove|0)
-		if command -v update-rc.d >/dev/null 2>&1; then update-rc.d -f patchd-agent remove >/dev/null || true
-		elif command -v chkconfig >/dev/null 2>&1; then chkconfig --del patchd-agent >/dev/null 2>&1 || true; fi
-		if [ -d /run/systemd/system ]; then systemctl daemon-reload >/dev/null 2>&1 || true; fi
-		;;
-	purge)
-		if command -v update-rc.d >/dev/null 2>&1; then update-rc.d -f patchd-agent remove >/dev/null || true; fi
-		rm -rf ` + PackageState + ` /etc/patchd-agent /var/log/patchd-agent.log
-		;;
-esac
-exit 0
-`
 
 // wixEscape escapes s for an XML attribute.
 func wixEscape(s string) string {

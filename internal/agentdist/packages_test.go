@@ -20,19 +20,18 @@ func need(t *testing.T, tools ...string) {
 	}
 }
 
-func publishFake(t *testing.T, h *agentdist.Host, p agentdist.Platform, content []byte) {
+// publishFake publishes content as the agent for p, released as version.
+func publishFake(t *testing.T, h *agentdist.Host, p agentdist.Platform, content []byte, version string) {
 	f := filepath.Join(t.TempDir(), p.FileName())
 	os.WriteFile(f, content, 0o755)
-	if _, err := h.Store.Publish(f, p); err != nil {
-		t.Fatal(err)
-	}
+	publishRelease(t, h, p, f, version)
 }
 
 // TestRPM reads the .rpm with rpm -qlp: its files and scriptlets.
 func TestRPM(t *testing.T) {
 	need(t, "rpm")
 	_, h := newEnv(t)
-	publishFake(t, h, agentdist.Platform{OS: "linux", Arch: "arm64"}, fakeELF)
+	publishFake(t, h, agentdist.Platform{OS: "linux", Arch: "arm64"}, fakeELF, "1.4.0")
 	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "rpm", Arch: "arm64"})
 	if err != nil {
 		t.Fatal(err)
@@ -41,13 +40,14 @@ func TestRPM(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rpm -qlp: %v %s", err, out)
 	}
-	for _, want := range []string{"/usr/bin/patchd-agent", "/usr/lib/systemd/system/patchd-agent.service", "/etc/init.d/patchd-agent", "/var/lib/patchd-agent"} {
+	for _, want := range []string{"/usr/bin/patchd-agent", "/usr/lib/systemd/system/patchd-agent.service", "/etc/init.d/patchd-agent",
+		"/usr/share/man/man8/patchd-agent.8.gz", "/usr/share/licenses/patchd-agent/copyright", "/usr/share/doc/patchd-agent/README"} {
 		if !strings.Contains(string(out), want+"\n") {
 			t.Errorf("rpm lacks %s:\n%s", want, out)
 		}
 	}
 	out, _ = exec.Command("rpm", "-qp", "--scripts", "--queryformat", "%{ARCH}\n", pkg.Path).CombinedOutput()
-	for _, want := range []string{"aarch64", "postinstall scriptlet", "preuninstall scriptlet", "PATCHD_TOKEN", "systemctl enable patchd-agent.service"} {
+	for _, want := range []string{"aarch64", "postinstall scriptlet", "preuninstall scriptlet", "postuninstall scriptlet", "PATCHD_TOKEN", "systemctl enable patchd-agent.service", "chkconfig --add patchd-agent"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("rpm scripts lack %q:\n%s", want, out)
 		}
@@ -61,7 +61,7 @@ func TestMSI(t *testing.T) {
 	need(t, "wixl", "msiinfo", "msiextract")
 	_, h := newEnv(t)
 	exe := append([]byte("MZ"), []byte(strings.Repeat("windows agent ", 500))...)
-	publishFake(t, h, agentdist.Platform{OS: "windows", Arch: "amd64"}, exe)
+	publishFake(t, h, agentdist.Platform{OS: "windows", Arch: "amd64"}, exe, "1.4.0")
 	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "msi", Arch: "amd64", Server: "https://patchd.example.com"})
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +144,9 @@ func TestSignedMSI(t *testing.T) {
 	}
 	pe, _ := os.ReadFile(filepath.Join(dir, "x.exe"))
 	if _, err := h.Store.PublishSigned(context.Background(), filepath.Join(dir, "x.exe"), agentdist.Platform{OS: "windows", Arch: "amd64"}, h.Packages.Sign); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.SetRelease(agentdist.Platform{OS: "windows", Arch: "amd64"}, "1.4.0", "test-signature", nil); err != nil {
 		t.Fatal(err)
 	}
 	served, err := h.Store.Lookup(agentdist.Platform{OS: "windows", Arch: "amd64"})

@@ -37,6 +37,8 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 	base := fs.String("base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "package: the server the package enrolls with by default")
 	signCert := fs.String("sign-cert", config.Env("PATCHD_SIGN_CERT", ""), "publish a Windows agent, package msi: PEM certificate for Authenticode signing")
 	signKey := fs.String("sign-key", config.Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert")
+	gpgKey := fs.String("gpg-key", config.Env("PATCHD_PACKAGE_GPG_KEY", ""), "package rpm: OpenPGP secret key file to sign with (passphrase: env PATCHD_PACKAGE_GPG_PASSPHRASE)")
+	maintainer := fs.String("maintainer", config.Env("PATCHD_PACKAGE_MAINTAINER", ""), "package: the maintainer, 'Name <address>' (default patchd <patchd@HOST of --base-url>)")
 	version := fs.String("version", "", "publish, sign: the agent's version, a semantic version such as 1.4.0; it must be the one the binary reports (checked)")
 	signature := fs.String("signature", "", "publish: the release signature (patchd admin agent sign)")
 	releaseKey := fs.String("release-key", config.Env("PATCHD_RELEASE_KEY", ""), "publish, sign: the release private key file (patchd admin agent keygen); publish signs with it")
@@ -164,7 +166,18 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 		if (*signCert == "") != (*signKey == "") {
 			return usagef("%s: --sign-cert and --sign-key go together", name)
 		}
-		pk := &agentdist.Packager{Store: st, Server: *base, CacheDir: filepath.Join(agentDir, ".packages")}
+		if *maintainer != "" {
+			if err := agentdist.CheckMaintainer(*maintainer); err != nil {
+				return usagef("%s: --maintainer: %v", name, err)
+			}
+		}
+		if *gpgKey != "" {
+			if _, err := os.Stat(*gpgKey); err != nil {
+				return usagef("%s: --gpg-key: %v", name, err)
+			}
+		}
+		pk := &agentdist.Packager{Store: st, Server: *base, CacheDir: filepath.Join(agentDir, ".packages"),
+			GPGKey: *gpgKey, GPGPassphrase: os.Getenv("PATCHD_PACKAGE_GPG_PASSPHRASE"), Maintainer: *maintainer}
 		if *signCert != "" {
 			pk.Sign = &agentdist.Signer{CertFile: *signCert, KeyFile: *signKey}
 		}
@@ -179,7 +192,7 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 		if err := agentdist.CopyOut(pkg.Path, *out); err != nil {
 			return err
 		}
-		return printJSON(stdio.Out, map[string]any{"type": *typ, "arch": *arch, "file": *out, "sha256": pkg.SHA256})
+		return printJSON(stdio.Out, map[string]any{"type": *typ, "arch": *arch, "file": *out, "sha256": pkg.SHA256, "name": pkg.Name, "version": pkg.Version})
 	}
 	return usagef("unknown admin command %q", "agent "+verb)
 }

@@ -65,16 +65,31 @@ func TestAgentPublishAndPackage(t *testing.T) {
 		t.Errorf("list: %s", out)
 	}
 	deb := filepath.Join(dir, "agent.deb")
+	// A package takes the version of the agent's release: none yet.
+	if code, _, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "deb", "--arch", "arm64", "--out", deb); code != 2 || !strings.Contains(e, "publish it with --version") {
+		t.Errorf("package of an agent without a release: %d %s", code, e)
+	}
+	key := filepath.Join(dir, "release.key")
+	if code, _, e := run("admin", "agent", "keygen", "--out", key); code != 0 {
+		t.Fatalf("keygen: %d %s", code, e)
+	}
+	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", "--version", "1.4.0", "--release-key", key, agentFile); code != 0 {
+		t.Fatalf("publish a release: %d %s", code, e)
+	}
+	if code, _, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "deb", "--arch", "arm64", "--out", deb, "--maintainer", "nobody"); code != 2 || !strings.Contains(e, "Name <address>") {
+		t.Errorf("package with a bad maintainer: %d %s", code, e)
+	}
 	code, out, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "deb", "--arch", "arm64", "--out", deb, "--base-url", "https://patchd.example.com")
 	if code != 0 {
 		t.Fatalf("package: %d %s", code, e)
 	}
-	if b, _ := os.ReadFile(deb); !bytes.HasPrefix(b, []byte("!<arch>\n")) || decode(t, out)["sha256"] == "" {
+	if b, _ := os.ReadFile(deb); !bytes.HasPrefix(b, []byte("!<arch>\n")) || decode(t, out)["sha256"] == "" || decode(t, out)["version"] != "1.4.0" {
 		t.Errorf("package wrote no .deb: %s", out)
 	}
 	if _, err := exec.LookPath("dpkg-deb"); err == nil {
 		info, _ := exec.Command("dpkg-deb", "-I", deb).CombinedOutput()
-		if !strings.Contains(string(info), "Architecture: arm64") || !strings.Contains(string(info), "Package: patchd-agent") {
+		if !strings.Contains(string(info), "Architecture: arm64") || !strings.Contains(string(info), "Package: patchd-agent") ||
+			!strings.Contains(string(info), "Version: 1.4.0\n") || !strings.Contains(string(info), "Maintainer: patchd <patchd@patchd.example.com>") {
 			t.Errorf("dpkg-deb -I:\n%s", info)
 		}
 		ctl, _ := exec.Command("dpkg-deb", "--ctrl-tarfile", deb).Output()

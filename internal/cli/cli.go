@@ -95,7 +95,8 @@ Usage:
   patchd admin agent-policy set --org ORG --policy latest|none | --policy pinned --version V
   patchd admin agent-policy set --org ORG --policy staged --version V --ring GROUP [--ring GROUP]… --delay 3d|12h --success-rate 90
   patchd admin agent-policy get --org ORG
-  patchd admin agent package --type deb|rpm|msi [--arch amd64] --out FILE [--base-url URL] [--sign-cert F --sign-key F]
+  patchd admin agent package --type deb|rpm|msi [--arch amd64] --out FILE [--base-url URL] [--sign-cert F --sign-key F] [--gpg-key F] [--maintainer 'Name <address>']
+      (the agent must be published with --version: the package takes its version)
   patchd version
 
 Every command takes --data DIR (default ./patchd-data, env PATCHD_DATA) and

@@ -100,6 +100,13 @@ type Config struct {
 	// SignCert and SignKey (PEM) sign the Windows agent and MSI the server
 	// builds (Authenticode, osslsigncode); empty: unsigned.
 	SignCert, SignKey string
+	// PackageGPGKey is the OpenPGP secret key file that signs the .rpm
+	// the server builds (PackageGPGPassphrase, from the environment
+	// only, unlocks it); empty: unsigned.
+	PackageGPGKey, PackageGPGPassphrase string
+	// PackageMaintainer is the packages' maintainer, Name <address>;
+	// empty: patchd at the host of BaseURL.
+	PackageMaintainer string
 	// NoAgentBuild: never build the agent from source at start.
 	NoAgentBuild bool
 	// MaxInventories bounds the agents' inventories received and not yet
@@ -204,6 +211,9 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.AgentDir, "agent-dir", Env("PATCHD_AGENT_DIR", ""), "folder of the agents served for download, {os}-{arch}/patchd-agent[.exe]; default DATA/agents (env PATCHD_AGENT_DIR)")
 	fs.StringVar(&c.SignCert, "sign-cert", Env("PATCHD_SIGN_CERT", ""), "PEM certificate to sign the Windows agent and MSI with (Authenticode; env PATCHD_SIGN_CERT)")
 	fs.StringVar(&c.SignKey, "sign-key", Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert (env PATCHD_SIGN_KEY)")
+	fs.StringVar(&c.PackageGPGKey, "package-gpg-key", Env("PATCHD_PACKAGE_GPG_KEY", ""), "OpenPGP secret key file (armored or binary) to sign the .rpm packages with (a .deb is trusted through a signed apt repository); a passphrase comes from env PATCHD_PACKAGE_GPG_PASSPHRASE (env PATCHD_PACKAGE_GPG_KEY)")
+	fs.StringVar(&c.PackageMaintainer, "package-maintainer", Env("PATCHD_PACKAGE_MAINTAINER", ""), "the packages' maintainer, 'Name <address>'; default patchd <patchd@HOST of --base-url> (env PATCHD_PACKAGE_MAINTAINER)")
+	c.PackageGPGPassphrase = Env("PATCHD_PACKAGE_GPG_PASSPHRASE", "")
 	fs.BoolVar(&c.NoAgentBuild, "no-agent-build", false, "do not build the agent for this machine from source at start when none is published")
 	proxies := fs.String("trusted-proxies", Env("PATCHD_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is trusted (env PATCHD_TRUSTED_PROXIES)")
 	allowPrivate, _ := strconv.ParseBool(Env("PATCHD_ALLOW_PRIVATE_WEBHOOKS", "false"))
@@ -379,6 +389,16 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if (c.SignCert == "") != (c.SignKey == "") {
 		return c, fmt.Errorf("--sign-cert and --sign-key go together")
+	}
+	if c.PackageGPGKey != "" {
+		if _, err := os.Stat(c.PackageGPGKey); err != nil {
+			return c, fmt.Errorf("--package-gpg-key: %w", err)
+		}
+	}
+	if c.PackageMaintainer != "" {
+		if a, err := mail.ParseAddress(c.PackageMaintainer); err != nil || a.Name == "" {
+			return c, fmt.Errorf("--package-maintainer: want Name <address>, not %q", c.PackageMaintainer)
+		}
 	}
 	return c, nil
 }

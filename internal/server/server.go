@@ -166,7 +166,7 @@ func newAgentHost(cfg config.Config, s *store.Store) *agentdist.Host {
 			st = &agentdist.Store{}
 		}
 	}
-	pk := &agentdist.Packager{Store: st, Server: cfg.BaseURL}
+	pk := &agentdist.Packager{Store: st, Server: cfg.BaseURL, GPGKey: cfg.PackageGPGKey, GPGPassphrase: cfg.PackageGPGPassphrase, Maintainer: cfg.PackageMaintainer}
 	if cfg.SignCert != "" {
 		pk.Sign = &agentdist.Signer{CertFile: cfg.SignCert, KeyFile: cfg.SignKey}
 	}
