@@ -299,8 +299,8 @@ func openSQLite(path string, opt Options) (*Store, error) {
 // privateFiles creates the SQLite file path readable and writable by its
 // owner only (0600), and takes group and other permissions off an existing
 // one and its -wal and -shm files (Open does the same for the data folder,
-// 0700): the database holds webhook secrets and
-// BitLocker recovery keys. SQLite creates the -wal and -shm files with the
+// 0700): the database holds every computer's inventory, and its secrets
+// sealed (secrets.go). SQLite creates the -wal and -shm files with the
 // permissions of the database file. An in-memory database (":memory:" and
 // the like) is left alone.
 func privateFiles(path string) error {
