@@ -96,7 +96,7 @@ hook_up
 replica() {
   local i=$1
   SSL_CERT_FILE="$work/hook.pem" "$work/patchd" serve --addr "127.0.0.1:$((PORT0 + i))" --base-url "http://127.0.0.1:$((PORT0 + i))" \
-    --db "$DB" --data "$work/r$i" --checkin-interval 20s --allow-private-webhooks --no-agent-build --log-level warn \
+    --db "$DB" --data "$work/r$i" --secret-key-file "$work/secret.key" --checkin-interval 20s --allow-private-webhooks --no-agent-build --log-level warn \
     >>"$work/r$i.out" 2>>"$work/r$i.log" &
   echo $! >"$work/r$i.pid"
   disown

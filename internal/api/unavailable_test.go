@@ -113,7 +113,7 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 
 	// Nothing was written.
 	cut.Restore()
-	s, err := store.Open(ctx, cut.URL, "", store.Options{MaxConns: 2, SkipMigrate: true})
+	s, err := store.Open(ctx, cut.URL, "", store.Options{MaxConns: 2, SkipMigrate: true, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -334,6 +334,8 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		if define, do, err = alertAdmin(ctx, verb); err != nil {
 			return err
 		}
+	case "secrets rotate-key", "secrets status":
+		define, do = secretsAdmin(ctx, verb)
 	case "sso set", "sso show", "sso delete":
 		define, do, _ = ssoAdmin(ctx, verb, stdio)
 	case "script create", "script update", "script list", "script delete", "run stop":

@@ -34,7 +34,7 @@ func TestAdminAlerts(t *testing.T) {
 	}
 	org := ok("admin", "org", "create", "--name", "Acme")
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2})
+	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // mainArgs runs the command line with exactly args.
@@ -29,7 +30,7 @@ func TestAdminBackup(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "patchd.db")
 
-	server, err := store.Open(ctx, db, dir, store.Options{})
+	server, err := store.Open(ctx, db, dir, store.Options{SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestAdminBackupRefuses(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "patchd.db")
-	s, err := store.Open(ctx, db, dir, store.Options{})
+	s, err := store.Open(ctx, db, dir, store.Options{SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,8 @@ Usage:
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
   patchd admin audit list --instance [--limit N] [--actor A] [--action X]   (feed imports and syncs, operator grants)
   patchd admin backup --to FILE   (SQLite: a consistent copy while the server runs; FILE must not exist)
+  patchd admin secrets rotate-key [--new-key-file F]   (seal every secret again with F's key, new when F does not exist; docs/security.md)
+  patchd admin secrets status   (the secrets the database holds, counted by the key that sealed them)
   patchd admin vuln accept --org ORG --cve CVE --reason R [--expires 720h] [--kind accepted|compensating_control]
   patchd admin vuln list --org ORG [--kind K]
   patchd admin vuln revoke --org ORG --cve CVE
@@ -100,8 +102,10 @@ Usage:
   patchd version
 
 Every command takes --data DIR (default ./patchd-data, env PATCHD_DATA) and
---db URL (default SQLite in the data folder, env PATCHD_DB). ORG and ROLE
-accept an id or a name. Run "patchd serve -h" for the server's flags.
+--db URL (default SQLite in the data folder, env PATCHD_DB); those that open
+the database take --secret-key-file F (default DATA/secret.key, env
+PATCHD_SECRET_KEY_FILE, or the key itself in PATCHD_SECRET_KEY). ORG and
+ROLE accept an id or a name. Run "patchd serve -h" for the server's flags.
 `
 
 // Main runs the command line and answers the process exit code.
@@ -183,8 +187,9 @@ func setupLogging(lw *logWriter, cfg config.Config) {
 func openStore(ctx context.Context, name string, args []string, define func(fs *flag.FlagSet)) (*store.Store, *flag.FlagSet, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var dataDir, db string
+	var dataDir, db, keyFile string
 	config.Common(fs, &dataDir, &db)
+	config.SecretKeyFlag(fs, &keyFile)
 	if define != nil {
 		define(fs)
 	}
@@ -194,11 +199,25 @@ func openStore(ctx context.Context, name string, args []string, define func(fs *
 	if fs.NArg() > 0 {
 		return nil, nil, usagef("%s: unexpected argument %q (flags come before arguments)", name, fs.Arg(0))
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4})
+	key, err := secretKey(dataDir, keyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key})
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, fs, nil
+}
+
+// secretKey is the store's secret key from --secret-key-file and
+// PATCHD_SECRET_KEY.
+func secretKey(dataDir, file string) (store.SecretKey, error) {
+	text, path, err := config.ResolveSecretKey(dataDir, file)
+	if err != nil {
+		return store.SecretKey{}, usagef("%v", err)
+	}
+	return store.SecretKey{Text: text, File: path}, nil
 }
 
 func printJSON(w io.Writer, v any) error {

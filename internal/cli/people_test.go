@@ -67,7 +67,7 @@ func TestPeopleCommands(t *testing.T) {
 
 	// A console write with its address.
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2})
+	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ func TestAgentPolicyStagedCommand(t *testing.T) {
 	}
 	orgID := decode(t, out)["id"].(string)
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2})
+	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestAdminScriptsAndRunStop(t *testing.T) {
 
 	// run stop: pending commands are cancelled, the run is STOPPED.
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, "", store.Options{})
+	s, err := store.Open(ctx, db, "", store.Options{SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

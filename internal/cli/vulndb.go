@@ -28,6 +28,8 @@ func runVulndb(ctx context.Context, args []string, stdio IO) error {
 	fs.SetOutput(io.Discard)
 	var dataDir, db string
 	config.Common(fs, &dataDir, &db)
+	var keyFile string
+	config.SecretKeyFlag(fs, &keyFile)
 	var feedFlags config.Feeds
 	var since string
 	switch verb {
@@ -58,7 +60,11 @@ func runVulndb(ctx context.Context, args []string, stdio IO) error {
 		}
 		cfg.NVDSince = t
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4})
+	key, err := secretKey(dataDir, keyFile)
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key})
 	if err != nil {
 		return err
 	}

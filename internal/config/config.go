@@ -22,11 +22,15 @@ import (
 
 // Config is the server's configuration.
 type Config struct {
-	Addr            string
-	DataDir         string
-	DB              string
-	BaseURL         string
-	TLSCert, TLSKey string
+	Addr    string
+	DataDir string
+	DB      string
+	// SecretKeyFile is the file of the key that seals the database's
+	// secrets (--secret-key-file, default DATA/secret.key); SecretKey is
+	// that key given in PATCHD_SECRET_KEY instead, when set.
+	SecretKeyFile, SecretKey string
+	BaseURL                  string
+	TLSCert, TLSKey          string
 	// TLSSelf serves HTTPS with the server's own CA also on a loopback
 	// --addr (elsewhere it is the default without --tls-cert or ACME).
 	TLSSelf bool
@@ -191,11 +195,37 @@ func Common(fs *flag.FlagSet, dataDir, db *string) {
 	fs.StringVar(db, "db", Env("PATCHD_DB", ""), "database URL: postgres://… or a SQLite file; default SQLite in the data folder (env PATCHD_DB)")
 }
 
+// SecretKeyFlag adds --secret-key-file; ResolveSecretKey reads what it
+// leaves.
+func SecretKeyFlag(fs *flag.FlagSet, file *string) {
+	fs.StringVar(file, "secret-key-file", Env("PATCHD_SECRET_KEY_FILE", ""),
+		"file of the key that seals the secrets in the database, created (0600) on first start; every replica needs the same key; "+
+			"default DATA/secret.key (env PATCHD_SECRET_KEY_FILE, or the key itself in PATCHD_SECRET_KEY)")
+}
+
+// ResolveSecretKey answers where the secret key comes from: the key ring
+// in PATCHD_SECRET_KEY (text), or the file --secret-key-file named, by
+// default secret.key in the data folder.
+func ResolveSecretKey(dataDir, file string) (text, path string, err error) {
+	text = strings.TrimSpace(os.Getenv("PATCHD_SECRET_KEY"))
+	if text != "" {
+		if file != "" {
+			return "", "", fmt.Errorf("--secret-key-file and PATCHD_SECRET_KEY exclude each other: give the secret key one way")
+		}
+		return text, "", nil
+	}
+	if file == "" {
+		file = filepath.Join(dataDir, "secret.key")
+	}
+	return "", file, nil
+}
+
 // ParseServe reads the flags of patchd serve.
 func ParseServe(args []string) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("patchd serve", flag.ContinueOnError)
 	Common(fs, &c.DataDir, &c.DB)
+	SecretKeyFlag(fs, &c.SecretKeyFile)
 	fs.StringVar(&c.Addr, "addr", Env("PATCHD_ADDR", "127.0.0.1:8080"), "listen address (env PATCHD_ADDR)")
 	fs.StringVar(&c.BaseURL, "base-url", Env("PATCHD_BASE_URL", ""), "public base URL, for links and agents (env PATCHD_BASE_URL); default from --addr")
 	fs.StringVar(&c.TLSCert, "tls-cert", Env("PATCHD_TLS_CERT", ""), "TLS certificate file (env PATCHD_TLS_CERT)")
@@ -336,6 +366,9 @@ func ParseServe(args []string) (Config, error) {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return c, fmt.Errorf("--log-format must be text or json")
+	}
+	if c.SecretKey, c.SecretKeyFile, err = ResolveSecretKey(c.DataDir, c.SecretKeyFile); err != nil {
+		return c, err
 	}
 	if c.SMTP.Password == "" {
 		c.SMTP.Password = os.Getenv("PATCHD_SMTP_PASSWORD")

@@ -204,7 +204,7 @@ func TestWatermarkKeptLocal(t *testing.T) {
 	t.Parallel()
 	s, u := storetest.OpenURL(t)
 	ctx := context.Background()
-	other, err := store.Open(ctx, u, "", store.Options{MaxConns: 2})
+	other, err := store.Open(ctx, u, "", store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

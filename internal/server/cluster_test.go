@@ -245,7 +245,7 @@ func TestThreeReplicas(t *testing.T) {
 	s1, dbURL := storetest.OpenURL(t)
 	stores := []*store.Store{s1}
 	for range 2 {
-		s, err := store.Open(ctx, dbURL, "", store.Options{MaxConns: 8})
+		s, err := store.Open(ctx, dbURL, "", store.Options{MaxConns: 8, SecretKey: storetest.SecretKey})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ func TestOfflineAcrossReplicasWithLaggingFlush(t *testing.T) {
 		s := s1
 		if i > 0 {
 			var err error
-			if s, err = store.Open(ctx, url, "", store.Options{MaxConns: 4}); err != nil {
+			if s, err = store.Open(ctx, url, "", store.Options{MaxConns: 4, SecretKey: storetest.SecretKey}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })

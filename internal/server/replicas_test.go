@@ -80,7 +80,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	ctx := context.Background()
 	s1, url := storetest.OpenURL(t)
-	s2, err := store.Open(ctx, url, "", store.Options{MaxConns: 8})
+	s2, err := store.Open(ctx, url, "", store.Options{MaxConns: 8, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -303,7 +303,8 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 			return nil, err
 		}
 	}
-	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns})
+	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns,
+		SecretKey: store.SecretKey{Text: cfg.SecretKey, File: cfg.SecretKeyFile}})
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ func TestShutdownAtScale(t *testing.T) {
 		t.Fatalf("long polls answered: %v (status: count), want %d with 200", answered, polls)
 	}
 
-	s, err := store.Open(context.Background(), cfg.DB, cfg.DataDir, store.Options{})
+	s, err := store.Open(context.Background(), cfg.DB, cfg.DataDir, store.Options{SecretKey: store.SecretKey{Text: cfg.SecretKey, File: cfg.SecretKeyFile}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,7 +163,7 @@ func TestACMEWithPebble(t *testing.T) {
 
 	// The second replica on the same database: the cached certificate,
 	// even with the ACME server gone.
-	s2, err := store.Open(ctx, dbURL, "", store.Options{MaxConns: 4})
+	s2, err := store.Open(ctx, dbURL, "", store.Options{MaxConns: 4, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

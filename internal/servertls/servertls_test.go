@@ -25,7 +25,7 @@ func TestCAOnceAcrossReplicas(t *testing.T) {
 	s1, dbURL := storetest.OpenURL(t)
 	stores := []*store.Store{s1}
 	for range 3 {
-		s, err := store.Open(ctx, dbURL, "", store.Options{MaxConns: 4})
+		s, err := store.Open(ctx, dbURL, "", store.Options{MaxConns: 4, SecretKey: storetest.SecretKey})
 		if err != nil {
 			t.Fatal(err)
 		}

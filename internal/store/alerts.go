@@ -15,11 +15,10 @@ import (
 // DO NOTHING), and its deliveries are written to alert_outbox in the same
 // transaction; a delivery worker of any replica claims each outbox row.
 //
-// The webhook secret is stored in clear: every delivery is signed with it,
-// so the server must read it back, and a key kept beside the database (or
-// in every replica's flags) would protect it only from readers who cannot
-// also read that key. It never leaves the store except to sign: AlertRule
-// has no exported field for it and the API answers hasWebhookSecret only.
+// The webhook secret is sealed (secrets.go): every delivery is signed with
+// it, so the server reads it back with the secret key. It never leaves the
+// store except to sign: AlertRule has no exported field for it and the API
+// answers hasWebhookSecret only.
 
 // AlertRule is a stored alert rule.
 type AlertRule struct {
@@ -39,8 +38,10 @@ type AlertRule struct {
 	CreatedBy           string    `json:"createdBy"`
 	CreatedAt           time.Time `json:"createdAt"`
 	UpdatedAt           time.Time `json:"updatedAt"`
-	secret              string
-	overThreshold       bool
+	// secret is the webhook secret, read by GetAlertRule only (the lists
+	// and the evaluation leave it sealed, in sealed).
+	secret, sealed string
+	overThreshold  bool
 }
 
 const alertRuleColumns = `id, org_id, name, trigger_kind, threshold, enabled, email_to, webhook_url, webhook_secret, report_key,
@@ -55,7 +56,7 @@ func scanAlertRule(row interface{ Scan(...any) error }) (AlertRule, error) {
 		return r, err
 	}
 	r.EmailTo, r.WebhookURL, r.ReportKey = nullString(email), nullString(hook), nullString(report)
-	r.secret, r.HasWebhookSecret = secret.String, secret.String != ""
+	r.sealed, r.HasWebhookSecret = secret.String, secret.String != ""
 	r.CreatedAt, r.UpdatedAt = fromMillis(created), fromMillis(updated)
 	return r, nil
 }
@@ -65,13 +66,17 @@ func scanAlertRule(row interface{ Scan(...any) error }) (AlertRule, error) {
 func (s *Store) CreateAlertRule(ctx context.Context, e *AuditEntry, orgID string, in alerts.Rule, now time.Time) (AlertRule, error) {
 	id := NewID()
 	e.TargetID = id
+	secret, err := s.seal(secretWebhook, id, in.WebhookSecret)
+	if err != nil {
+		return AlertRule{}, fmt.Errorf("store: create alert rule: %w", err)
+	}
 	e.Summary = map[string]any{"name": in.Name, "trigger": in.Trigger, "threshold": *in.Threshold,
 		"email": in.EmailTo != "", "webhook": in.WebhookURL != "", "signed": in.WebhookSecret != "",
 		"webhookRetryMinutes": in.WebhookRetryMinutes}
-	err := s.Audited(ctx, e, func(tx *Tx) error {
+	err = s.Audited(ctx, e, func(tx *Tx) error {
 		_, err := tx.exec(ctx, `INSERT INTO alert_rules (id, org_id, name, trigger_kind, threshold, enabled, email_to, webhook_url, webhook_secret,
 			report_key, created_by, created_at, updated_at, webhook_retry_minutes) VALUES (?, ?, ?, ?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, orgID, in.Name, in.Trigger, *in.Threshold, nullIfEmpty(in.EmailTo), nullIfEmpty(in.WebhookURL), nullIfEmpty(in.WebhookSecret),
+			id, orgID, in.Name, in.Trigger, *in.Threshold, nullIfEmpty(in.EmailTo), nullIfEmpty(in.WebhookURL), nullIfEmpty(secret),
 			nullIfEmpty(in.ReportKey), e.Actor, millis(now), millis(now), in.WebhookRetryMinutes)
 		if err != nil {
 			return fmt.Errorf("store: create alert rule: %w", err)
@@ -84,7 +89,8 @@ func (s *Store) CreateAlertRule(ctx context.Context, e *AuditEntry, orgID string
 	return s.GetAlertRule(ctx, orgID, id)
 }
 
-// ListAlertRules answers every rule of the organization, oldest first.
+// ListAlertRules answers every rule of the organization, oldest first,
+// without their webhook secrets (change a rule GetAlertRule read).
 func (s *Store) ListAlertRules(ctx context.Context, orgID string) ([]AlertRule, error) {
 	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? ORDER BY created_at, id`, orgID)
 	if err != nil {
@@ -110,6 +116,9 @@ func (s *Store) GetAlertRule(ctx context.Context, orgID, id string) (AlertRule, 
 	}
 	if err != nil {
 		return r, fmt.Errorf("store: alert rule: %w", err)
+	}
+	if r.secret, err = s.open(secretWebhook, r.ID, r.sealed); err != nil {
+		return r, err
 	}
 	return r, nil
 }
@@ -140,10 +149,14 @@ func (s *Store) UpdateAlertRule(ctx context.Context, e *AuditEntry, orgID, id st
 	if enabled != nil {
 		e.Summary["enabled"] = *enabled
 	}
-	err := s.Audited(ctx, e, func(tx *Tx) error {
+	secret, err := s.seal(secretWebhook, id, in.WebhookSecret)
+	if err != nil {
+		return AlertRule{}, fmt.Errorf("store: update alert rule: %w", err)
+	}
+	err = s.Audited(ctx, e, func(tx *Tx) error {
 		res, err := tx.exec(ctx, `UPDATE alert_rules SET name = ?, threshold = ?, email_to = ?, webhook_url = ?, webhook_secret = ?, report_key = ?,
 			webhook_retry_minutes = ?, enabled = COALESCE(?, enabled), updated_at = ? WHERE org_id = ? AND id = ?`,
-			in.Name, *in.Threshold, nullIfEmpty(in.EmailTo), nullIfEmpty(in.WebhookURL), nullIfEmpty(in.WebhookSecret), nullIfEmpty(in.ReportKey),
+			in.Name, *in.Threshold, nullIfEmpty(in.EmailTo), nullIfEmpty(in.WebhookURL), nullIfEmpty(secret), nullIfEmpty(in.ReportKey),
 			in.WebhookRetryMinutes, enabled, millis(now), orgID, id)
 		if err != nil {
 			return fmt.Errorf("store: update alert rule: %w", err)
@@ -392,7 +405,10 @@ func (s *Store) ClaimDelivery(ctx context.Context, id, holder string, now, until
 	if err != nil {
 		return d, false, fmt.Errorf("store: read delivery: %w", err)
 	}
-	d.ID, d.EmailTo, d.Webhook, d.Secret, d.QueuedAt = id, email.String, hook.String, secret.String, fromMillis(queued)
+	d.ID, d.EmailTo, d.Webhook, d.QueuedAt = id, email.String, hook.String, fromMillis(queued)
+	if d.Secret, err = s.open(secretWebhook, rule.ID, secret.String); err != nil {
+		return d, false, err
+	}
 	if retryMinutes > 0 && d.Channel == ChannelWebhook {
 		d.RetryUntil = fromMillis(queued).Add(time.Duration(retryMinutes) * time.Minute)
 	}

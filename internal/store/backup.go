@@ -15,8 +15,9 @@ var ErrBackupPostgres = errors.New("store: backup copies a SQLite database; on P
 // Backup writes a consistent copy of the SQLite database to path while the
 // server keeps running (VACUUM INTO reads one snapshot; with WAL it blocks no
 // writer), then checks the copy with PRAGMA quick_check. path must not exist:
-// it is created 0600, as the copy holds webhook secrets and recovery keys,
-// and removed again if the copy fails. It answers the copy's size in bytes.
+// it is created 0600, as the copy holds every computer's inventory (its
+// secrets stay sealed: the secret key is not in the copy), and removed
+// again if the copy fails. It answers the copy's size in bytes.
 func (s *Store) Backup(ctx context.Context, path string) (int64, error) {
 	if s.engine != SQLite {
 		return 0, ErrBackupPostgres

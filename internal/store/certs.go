@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -19,10 +20,14 @@ type ServerCA struct {
 
 // EnsureServerCA stores ca as the server's CA unless one exists, and
 // answers the one stored: when several replicas start at once, the first
-// insert wins and every replica answers the same CA.
+// insert wins and every replica answers the same CA. The key is sealed.
 func (s *Store) EnsureServerCA(ctx context.Context, ca ServerCA) (ServerCA, error) {
-	_, err := s.exec(ctx, `INSERT INTO server_ca (id, cert_pem, key_pem, sha256, created_at) VALUES (1, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`, ca.CertPEM, ca.KeyPEM, ca.SHA256, millis(ca.CreatedAt))
+	key, err := s.seal(secretCAKey, "1", ca.KeyPEM)
+	if err != nil {
+		return ServerCA{}, fmt.Errorf("store: insert server CA: %w", err)
+	}
+	_, err = s.exec(ctx, `INSERT INTO server_ca (id, cert_pem, key_pem, sha256, created_at) VALUES (1, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`, ca.CertPEM, key, ca.SHA256, millis(ca.CreatedAt))
 	if err != nil {
 		return ServerCA{}, fmt.Errorf("store: insert server CA: %w", err)
 	}
@@ -46,6 +51,9 @@ func (s *Store) ServerCA(ctx context.Context) (ServerCA, error) {
 	if err != nil {
 		return ServerCA{}, fmt.Errorf("store: server CA: %w", err)
 	}
+	if ca.KeyPEM, err = s.open(secretCAKey, "1", ca.KeyPEM); err != nil {
+		return ServerCA{}, err
+	}
 	ca.CreatedAt = fromMillis(created)
 	return ca, nil
 }
@@ -59,7 +67,8 @@ const (
 	ACMEPrefix = "acme/"
 )
 
-// TLSData answers the value stored under name, or ErrNotFound.
+// TLSData answers the value stored under name, or ErrNotFound. The ACME
+// cache's values (account and certificate keys) are sealed.
 func (s *Store) TLSData(ctx context.Context, name string) ([]byte, error) {
 	var data []byte
 	err := s.write.QueryRowContext(ctx, s.q(`SELECT data FROM server_tls WHERE name = ?`), name).Scan(&data)
@@ -69,6 +78,10 @@ func (s *Store) TLSData(ctx context.Context, name string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: tls %s: %w", name, err)
 	}
+	if strings.HasPrefix(name, ACMEPrefix) {
+		plain, err := s.open(secretTLSData, name, string(data))
+		return []byte(plain), err
+	}
 	return data, nil
 }
 
@@ -76,6 +89,13 @@ func (s *Store) TLSData(ctx context.Context, name string) ([]byte, error) {
 func (s *Store) PutTLSData(ctx context.Context, name string, data []byte) error {
 	if data == nil {
 		data = []byte{}
+	}
+	if strings.HasPrefix(name, ACMEPrefix) {
+		sealed, err := s.seal(secretTLSData, name, string(data))
+		if err != nil {
+			return fmt.Errorf("store: put tls %s: %w", name, err)
+		}
+		data = []byte(sealed)
 	}
 	_, err := s.exec(ctx, `INSERT INTO server_tls (name, data, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`, name, data, millis(time.Now()))

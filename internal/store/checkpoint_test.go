@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestBackgroundCheckpoint: the pages a write commits into SQLite's log
@@ -19,7 +20,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "patchd.db")
-	s, err := store.Open(ctx, "sqlite:"+path, "", store.Options{})
+	s, err := store.Open(ctx, "sqlite:"+path, "", store.Options{SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

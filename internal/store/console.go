@@ -267,6 +267,9 @@ func (s *Store) GetConsoleSession(ctx context.Context, idHash string) (ConsoleSe
 	if err != nil {
 		return cs, fmt.Errorf("store: console session: %w", err)
 	}
+	if cs.PendingTOTP, err = s.open(secretPendingTOTP, idHash, cs.PendingTOTP); err != nil {
+		return cs, err
+	}
 	cs.User = u
 	cs.CreatedAt, cs.LastSeenAt = fromMillis(created), fromMillis(seen)
 	return cs, nil

@@ -29,7 +29,7 @@ func TestConcurrentWritersKeepCounts(t *testing.T) {
 	s1, url := storetest.OpenURL(t)
 	replicas := []*store.Store{s1}
 	for range 2 {
-		s, err := store.Open(ctx, url, "", store.Options{MaxConns: 8})
+		s, err := store.Open(ctx, url, "", store.Options{MaxConns: 8, SecretKey: storetest.SecretKey})
 		if err != nil {
 			t.Fatal(err)
 		}

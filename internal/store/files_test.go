@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestSQLiteFilesArePrivate: a new data folder is 0700 and the database
@@ -19,7 +20,7 @@ func TestSQLiteFilesArePrivate(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")
-	s, err := store.Open(ctx, "", dir, store.Options{})
+	s, err := store.Open(ctx, "", dir, store.Options{SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestSQLiteFilesArePrivate(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err = store.Open(ctx, "", dir, store.Options{})
+	s, err = store.Open(ctx, "", dir, store.Options{SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

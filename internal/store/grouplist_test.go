@@ -18,7 +18,7 @@ func TestGroupListCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, url := storetest.OpenURL(t)
-	other, err := store.Open(ctx, url, "", store.Options{MaxConns: 4})
+	other, err := store.Open(ctx, url, "", store.Options{MaxConns: 4, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

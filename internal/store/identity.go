@@ -88,7 +88,11 @@ func (s *Store) SetSessionStage(ctx context.Context, idHash, stage string) error
 
 // SetPendingTOTP keeps a TOTP secret being enrolled on the session.
 func (s *Store) SetPendingTOTP(ctx context.Context, idHash, secret string) error {
-	if _, err := s.exec(ctx, `UPDATE console_sessions SET pending_totp = ? WHERE id_hash = ?`, secret, idHash); err != nil {
+	sealed, err := s.seal(secretPendingTOTP, idHash, secret)
+	if err != nil {
+		return fmt.Errorf("store: pending TOTP secret: %w", err)
+	}
+	if _, err := s.exec(ctx, `UPDATE console_sessions SET pending_totp = ? WHERE id_hash = ?`, sealed, idHash); err != nil {
 		return fmt.Errorf("store: pending TOTP secret: %w", err)
 	}
 	return nil
@@ -104,7 +108,7 @@ func (s *Store) UserTOTPSecret(ctx context.Context, userID string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("store: read TOTP secret: %w", err)
 	}
-	return secret, nil
+	return s.open(secretTOTP, userID, secret)
 }
 
 // UseTOTPStep records that a code of time step step was accepted for the
@@ -169,8 +173,12 @@ func (tx *Tx) replaceRecoveryCodes(ctx context.Context, userID string, hashes []
 // codes (any older ones end). Pending secrets on the user's sessions are
 // dropped.
 func (s *Store) EnableTOTP(ctx context.Context, e *AuditEntry, orgID, userID, secret string, step int64, hashes []string) error {
+	sealed, err := s.seal(secretTOTP, userID, secret)
+	if err != nil {
+		return fmt.Errorf("store: enable TOTP: %w", err)
+	}
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = ?, totp_last_step = ? WHERE org_id = ? AND id = ?`, secret, step, orgID, userID)
+		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = ?, totp_last_step = ? WHERE org_id = ? AND id = ?`, sealed, step, orgID, userID)
 		if err != nil {
 			return fmt.Errorf("store: enable TOTP: %w", err)
 		}

@@ -141,7 +141,7 @@ func TestReportsPerformance(t *testing.T) {
 	var o store.Org
 	if file := os.Getenv("PATCHD_PERF_DB"); file != "" {
 		if _, err := os.Stat(file); err != nil {
-			loaded, err := store.Open(ctx, "sqlite:"+file, "", store.Options{MaxConns: 8})
+			loaded, err := store.Open(ctx, "sqlite:"+file, "", store.Options{MaxConns: 8, SecretKey: storetest.SecretKey})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestReportsPerformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		var err error
-		if s, err = store.Open(ctx, "sqlite:"+work, "", store.Options{MaxConns: 8}); err != nil {
+		if s, err = store.Open(ctx, "sqlite:"+work, "", store.Options{MaxConns: 8, SecretKey: storetest.SecretKey}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })

@@ -95,11 +95,15 @@ func (s *Store) GetSSOConfig(ctx context.Context, orgID string) (SSOConfig, erro
 	if err != nil {
 		return SSOConfig{}, fmt.Errorf("store: read SSO configuration: %w", err)
 	}
+	if c.secret, err = s.open(secretSSOClient, c.OrgID, c.secret); err != nil {
+		return SSOConfig{}, err
+	}
 	return c, s.fillRoleNames(ctx, &c)
 }
 
 // ListSSOConfigs lists the enabled providers of every organization (the
-// sign-in page matches an e-mail domain against them).
+// sign-in page matches an e-mail domain against them). Their client
+// secrets are not read: GetSSOConfig answers a provider with its secret.
 func (s *Store) ListSSOConfigs(ctx context.Context) ([]SSOConfig, error) {
 	rows, err := s.query(ctx, `SELECT `+ssoConfigColumns+ssoConfigFrom+` WHERE c.enabled = TRUE ORDER BY c.org_id`)
 	if err != nil {
@@ -112,6 +116,7 @@ func (s *Store) ListSSOConfigs(ctx context.Context) ([]SSOConfig, error) {
 		if err != nil {
 			return nil, fmt.Errorf("store: list SSO configurations: %w", err)
 		}
+		c.secret = ""
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -151,7 +156,9 @@ func (s *Store) SetSSOConfig(ctx context.Context, e *AuditEntry, c SSOConfig, se
 			return fmt.Errorf("store: read SSO configuration: %w", err)
 		}
 		if secret != nil {
-			current = *secret
+			if current, err = tx.s.seal(secretSSOClient, c.OrgID, *secret); err != nil {
+				return fmt.Errorf("store: save SSO configuration: %w", err)
+			}
 		}
 		if current == "" {
 			return fmt.Errorf("store: %w", ErrSSOSecretRequired)
@@ -215,12 +222,16 @@ type SSOLogin struct {
 
 // CreateSSOLogin stores a sign-in under way, and drops the expired ones.
 func (s *Store) CreateSSOLogin(ctx context.Context, l SSOLogin, now time.Time) error {
+	verifier, err := s.seal(secretPKCE, l.StateHash, l.PKCEVerifier)
+	if err != nil {
+		return fmt.Errorf("store: create SSO sign-in: %w", err)
+	}
 	return s.InTx(ctx, func(tx *Tx) error {
 		if _, err := tx.exec(ctx, `DELETE FROM sso_logins WHERE expires_at < ?`, millis(now)); err != nil {
 			return fmt.Errorf("store: drop expired SSO sign-ins: %w", err)
 		}
 		if _, err := tx.exec(ctx, `INSERT INTO sso_logins (state_hash, binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at,
-			throttle_key, throttle_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.StateHash, l.BindingHash, l.OrgID, l.Nonce, l.PKCEVerifier, l.Next,
+			throttle_key, throttle_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.StateHash, l.BindingHash, l.OrgID, l.Nonce, verifier, l.Next,
 			millis(l.ExpiresAt), l.ThrottleKey, millis(l.ThrottleStart)); err != nil {
 			return fmt.Errorf("store: create SSO sign-in: %w", err)
 		}
@@ -244,6 +255,9 @@ func (s *Store) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin, e
 	}
 	if err != nil {
 		return SSOLogin{}, fmt.Errorf("store: take SSO sign-in: %w", err)
+	}
+	if l.PKCEVerifier, err = s.open(secretPKCE, stateHash, l.PKCEVerifier); err != nil {
+		return SSOLogin{}, err
 	}
 	l.ExpiresAt, l.ThrottleStart = fromMillis(expires), fromMillis(throttleStart)
 	return l, nil

@@ -20,6 +20,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+
+	"github.com/patchd/patchd/internal/secretbox"
 )
 
 // Errors every store method may answer; callers test them with errors.Is.
@@ -76,6 +78,9 @@ type Store struct {
 	// planStats analyzes a growing fleet's tables (PostgreSQL; nil on
 	// SQLite).
 	planStats *planStats
+	// keys seals and opens the secrets the database holds (secrets.go);
+	// nil only in a store opened with SkipMigrate and no key.
+	keys atomic.Pointer[secretbox.Keyring]
 }
 
 // maxStmts bounds a statement cache; queries whose text varies with their
@@ -158,8 +163,12 @@ func (s *Store) readStmt(ctx context.Context, query string) *sql.Stmt {
 type Options struct {
 	// MaxConns bounds the PostgreSQL pool and the SQLite read pool.
 	MaxConns int
-	// SkipMigrate opens without applying migrations.
+	// SkipMigrate opens without applying migrations (nor sealing the
+	// secrets an older version stored in clear).
 	SkipMigrate bool
+	// SecretKey is the key ring that seals the database's secrets; Open
+	// refuses a database whose secrets it does not open.
+	SecretKey SecretKey
 }
 
 // Open opens the database named by url: a postgres:// or postgresql:// URL,
@@ -206,6 +215,19 @@ func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error)
 		if err := s.Migrate(ctx); err != nil {
 			s.Close()
 			return nil, err
+		}
+		if err := s.openSecrets(ctx, opt.SecretKey); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else if opt.SecretKey != (SecretKey{}) {
+		ring, err := loadSecretKey(opt.SecretKey)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		if ring != nil {
+			s.keys.Store(ring)
 		}
 	}
 	if s.engine == Postgres {
@@ -278,8 +300,8 @@ func openSQLite(path string, opt Options) (*Store, error) {
 // privateFiles creates the SQLite file path readable and writable by its
 // owner only (0600), and takes group and other permissions off an existing
 // one and its -wal and -shm files (Open does the same for the data folder,
-// 0700): the database holds webhook secrets and
-// BitLocker recovery keys. SQLite creates the -wal and -shm files with the
+// 0700): the database holds every computer's inventory, and its secrets
+// sealed (secrets.go). SQLite creates the -wal and -shm files with the
 // permissions of the database file. An in-memory database (":memory:" and
 // the like) is left alone.
 func privateFiles(path string) error {

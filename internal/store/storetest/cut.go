@@ -42,7 +42,7 @@ func OpenCut(t testing.TB) *Cut {
 	t.Helper()
 	u := URL(t)
 	if !strings.HasPrefix(u, "postgres") {
-		s, err := store.Open(context.Background(), u, "", store.Options{MaxConns: 8})
+		s, err := store.Open(context.Background(), u, "", store.Options{MaxConns: 8, SecretKey: SecretKey})
 		if err != nil {
 			t.Fatalf("storetest: open: %v", err)
 		}
@@ -64,7 +64,7 @@ func OpenCut(t testing.TB) *Cut {
 	addr := r.ln.Addr().String()
 	t.Cleanup(r.stop)
 	parsed.Host = addr
-	s, err := store.Open(context.Background(), parsed.String(), "", store.Options{MaxConns: 8})
+	s, err := store.Open(context.Background(), parsed.String(), "", store.Options{MaxConns: 8, SecretKey: SecretKey})
 	if err != nil {
 		t.Fatalf("storetest: open through relay: %v", err)
 	}

@@ -26,6 +26,11 @@ var (
 	adminErr  error
 )
 
+// SecretKey is the secret key every test store is opened with (a fixed
+// test key, so that a test may open its database again, as a second
+// replica or process would, with the same key).
+var SecretKey = store.SecretKey{Text: "dGVzdCBrZXkgb2YgcGF0Y2hkIHN0b3JlIHRlc3RzISE="}
+
 // Open opens an empty, migrated store for t and closes it when t ends.
 func Open(t testing.TB) *store.Store {
 	t.Helper()
@@ -38,7 +43,7 @@ func Open(t testing.TB) *store.Store {
 func OpenURL(t testing.TB) (*store.Store, string) {
 	t.Helper()
 	u := URL(t)
-	s, err := store.Open(context.Background(), u, "", store.Options{MaxConns: 8})
+	s, err := store.Open(context.Background(), u, "", store.Options{MaxConns: 8, SecretKey: SecretKey})
 	if err != nil {
 		t.Fatalf("storetest: open: %v", err)
 	}
