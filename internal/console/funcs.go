@@ -283,3 +283,7 @@ func plain(v string) string {
 	}
 	return v
 }
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+func ptr[T any](v T) *T { return &v }
