@@ -397,8 +397,6 @@ func (c *Console) automationRun(w http.ResponseWriter, r *http.Request, s *sessi
 
 func (c *Console) automationDelete(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
-	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/automations/"+id, nil, nil); err != nil {
-		return c.done(w, r, "/console/automations/"+id, err, "")
-	}
-	return c.done(w, r, "/console/automations", nil, "Automation deleted; its runs stay in the history.")
+	return c.deleted(w, r, s, deletion{api: "/api/v1/automations/" + id, page: "/console/automations/" + id, list: "/console/automations",
+		ok: "Automation deleted; its runs stay in the history."})
 }

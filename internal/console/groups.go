@@ -150,10 +150,7 @@ func (c *Console) groupSave(w http.ResponseWriter, r *http.Request, s *session) 
 
 func (c *Console) groupDelete(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
-	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/groups/"+id, nil, nil); err != nil {
-		return c.done(w, r, "/console/groups/"+id, err, "")
-	}
-	return c.done(w, r, "/console/groups", nil, "Group deleted.")
+	return c.deleted(w, r, s, deletion{api: "/api/v1/groups/" + id, page: "/console/groups/" + id, list: "/console/groups", ok: "Group deleted."})
 }
 
 func (c *Console) groupNames(r *http.Request, s *session) (map[string]string, []store.Group, error) {

@@ -93,6 +93,5 @@ func (c *Console) scriptCreate(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (c *Console) scriptDelete(w http.ResponseWriter, r *http.Request, s *session) error {
-	err := c.callAPI(r, s, http.MethodDelete, "/api/v1/scripts/"+url.PathEscape(r.PathValue("id")), nil, nil)
-	return c.done(w, r, "/console/scripts", err, "Script deleted.")
+	return c.deleted(w, r, s, deletion{api: "/api/v1/scripts/" + url.PathEscape(r.PathValue("id")), page: "/console/scripts", list: "/console/scripts", ok: "Script deleted."})
 }
