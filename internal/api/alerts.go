@@ -17,11 +17,7 @@ func (a *API) listAlertRules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiv1.AlertRule, len(rules))
-	for i, rule := range rules {
-		items[i] = alertRuleOut(rule)
-	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+	httpx.WriteJSON(w, http.StatusOK, listOf(rules, alertRuleOut))
 	return nil
 }
 
@@ -75,12 +71,10 @@ func (a *API) listFailedDeliveries(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	items := make([]apiv1.FailedDelivery, len(failed))
-	for i, f := range failed {
-		items[i] = apiv1.FailedDelivery{ID: f.ID, EventID: f.EventID, Channel: f.Channel, Title: f.Title, RaisedAt: f.RaisedAt,
+	httpx.WriteJSON(w, http.StatusOK, listOf(failed, func(f store.FailedDelivery) apiv1.FailedDelivery {
+		return apiv1.FailedDelivery{ID: f.ID, EventID: f.EventID, Channel: f.Channel, Title: f.Title, RaisedAt: f.RaisedAt,
 			Attempts: f.Attempts, Error: f.Error, FailedAt: f.FailedAt}
-	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+	}))
 	return nil
 }
 

@@ -67,11 +67,7 @@ func (a *API) listAutomations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiv1.Automation, len(list))
-	for i, au := range list {
-		items[i] = toWire(au, false)
-	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+	httpx.WriteJSON(w, http.StatusOK, listOf(list, func(au store.Automation) apiv1.Automation { return toWire(au, false) }))
 	return nil
 }
 

@@ -136,11 +136,7 @@ func groupError(err error) error {
 // listGroups is operation 9.
 func (a *API) listGroups(w http.ResponseWriter, r *http.Request) error {
 	body, err := a.store.GroupListEncoded(r.Context(), principal(r).OrgID, time.Now(), func(list []store.Group) ([]byte, error) {
-		items := make([]apiv1.Group, len(list))
-		for i, g := range list {
-			items[i] = groupOut(g)
-		}
-		return json.Marshal(httpx.NewList(items, len(items)))
+		return json.Marshal(listOf(list, groupOut))
 	})
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/reports"
 	"github.com/patchd/patchd/internal/safecsv"
@@ -26,11 +25,7 @@ const flushEvery = 4096
 func (a *API) getReport(w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
 	if key == "_list" {
-		items := make([]apiv1.ReportMeta, 0, len(reports.Catalog()))
-		for _, d := range reports.Catalog() {
-			items = append(items, d.Meta())
-		}
-		httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+		httpx.WriteJSON(w, http.StatusOK, listOf(reports.Catalog(), (*reports.Definition).Meta))
 		return nil
 	}
 	def, ok := reports.Lookup(key)

@@ -39,11 +39,7 @@ func (a *API) listRoles(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := apiv1.List[apiv1.Role]{Items: []apiv1.Role{}, Total: len(roles)}
-	for _, ro := range roles {
-		out.Items = append(out.Items, roleOut(ro, uses[ro.ID]))
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, listOf(roles, func(ro store.Role) apiv1.Role { return roleOut(ro, uses[ro.ID]) }))
 	return nil
 }
 

@@ -132,11 +132,7 @@ func (a *API) listScripts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiv1.Script, len(list))
-	for i, sc := range list {
-		items[i] = scriptOut(sc)
-	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+	httpx.WriteJSON(w, http.StatusOK, listOf(list, scriptOut))
 	return nil
 }
 

@@ -36,11 +36,7 @@ func (a *API) listVulnExceptions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := apiv1.List[apiv1.VulnException]{Items: make([]apiv1.VulnException, 0, len(list)), Total: len(list)}
-	for _, x := range list {
-		out.Items = append(out.Items, vulnExceptionOut(x))
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, listOf(list, vulnExceptionOut))
 	return nil
 }
 

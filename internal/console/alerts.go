@@ -257,10 +257,8 @@ func (c *Console) alertToggle(w http.ResponseWriter, r *http.Request, s *session
 
 func (c *Console) alertDelete(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
-	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/alerts/"+url.PathEscape(id), nil, nil); err != nil {
-		return c.done(w, r, "/console/alerts/"+id, alertAPIRefusal(err), "")
-	}
-	return c.done(w, r, "/console/alerts", nil, "Alert rule deleted with its events.")
+	return c.deleted(w, r, s, deletion{api: "/api/v1/alerts/" + url.PathEscape(id), page: "/console/alerts/" + id, list: "/console/alerts",
+		ok: "Alert rule deleted with its events.", refusal: alertAPIRefusal})
 }
 
 // alertTest raises a TEST event of the rule, delivered like any other, and

@@ -267,10 +267,8 @@ func (c *Console) endpointPatch(w http.ResponseWriter, r *http.Request, s *sessi
 
 func (c *Console) endpointDelete(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
-	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/endpoints/"+id, nil, nil); err != nil {
-		return c.done(w, r, "/console/endpoints/"+id, err, "")
-	}
-	return c.done(w, r, "/console/endpoints", nil, "Endpoint removed; its agent uninstalls itself at its next check-in.")
+	return c.deleted(w, r, s, deletion{api: "/api/v1/endpoints/" + id, page: "/console/endpoints/" + id, list: "/console/endpoints",
+		ok: "Endpoint removed; its agent uninstalls itself at its next check-in."})
 }
 
 // endpointScan asks the endpoint's agent to refresh its package lists and

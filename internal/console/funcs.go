@@ -207,6 +207,28 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, back string, err 
 	return nil
 }
 
+// deletion is what a console delete button does: the REST API path it
+// deletes, the page a refusal goes back to (the object's own), the page
+// shown after the delete (the list) with its message, and, when the
+// console words a refusal its own way, the function that does.
+type deletion struct {
+	api, page, list, ok string
+	refusal             func(error) error
+}
+
+// deleted ends a delete button: DELETE through the REST API in the
+// process (validated and audited there), then to the list with the
+// message; a refusal goes back to the object's page with the API's words.
+func (c *Console) deleted(w http.ResponseWriter, r *http.Request, s *session, d deletion) error {
+	if err := c.callAPI(r, s, http.MethodDelete, d.api, nil, nil); err != nil {
+		if d.refusal != nil {
+			err = d.refusal(err)
+		}
+		return c.done(w, r, d.page, err, "")
+	}
+	return c.done(w, r, d.list, nil, d.ok)
+}
+
 // count shows a number read from JSON (an audit summary) as a whole
 // number, and anything missing as a dash.
 func count(v any) string {
@@ -283,3 +305,7 @@ func plain(v string) string {
 	}
 	return v
 }
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+func ptr[T any](v T) *T { return &v }

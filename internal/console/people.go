@@ -154,8 +154,7 @@ func (c *Console) roleChange(w http.ResponseWriter, r *http.Request, s *session)
 	path := "/api/v1/roles/" + url.PathEscape(r.PathValue("id"))
 	switch r.PathValue("op") {
 	case "delete":
-		err := c.callAPI(r, s, http.MethodDelete, path, nil, nil)
-		return c.done(w, r, "/console/users#h-roles", err, "Role deleted.")
+		return c.deleted(w, r, s, deletion{api: path, page: "/console/users#h-roles", list: "/console/users#h-roles", ok: "Role deleted."})
 	case "update":
 	default:
 		return notFound("operation")
@@ -262,16 +261,11 @@ func (c *Console) credentialChange(w http.ResponseWriter, r *http.Request, s *se
 		disabled := op == "disable"
 		err = c.callAPI(r, s, http.MethodPatch, path, apiv1.CredentialPatch{Disabled: &disabled}, &cred)
 	case "delete":
-		err = c.callAPI(r, s, http.MethodDelete, path, nil, nil)
-		cred.Name = "deleted"
+		return c.deleted(w, r, s, deletion{api: path, page: "/console/users", list: "/console/users", ok: "Credential deleted."})
 	default:
 		return notFound("operation")
 	}
-	text := "Credential " + cred.Name + ": " + op + "d."
-	if op == "delete" {
-		text = "Credential deleted."
-	}
-	return c.done(w, r, "/console/users", err, text)
+	return c.done(w, r, "/console/users", err, "Credential "+cred.Name+": "+op+"d.")
 }
 
 type enrollData struct {

@@ -1,9 +1,13 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/store"
@@ -108,4 +112,123 @@ func plural(n int, one, many string) string {
 // outcome).
 func nothingToInstall(status string, result *string) bool {
 	return status == store.CmdCancelled && result != nil && strings.HasPrefix(*result, "Nothing to install")
+}
+
+type runsData struct {
+	Items  []runView
+	Page   pager
+	Failed bool
+	Days   int // started in the last Days days; 0 for any time
+	// DayChoices are the periods offered.
+	DayChoices []int
+}
+
+// runDays are the "started in the last" choices of the runs list.
+var runDays = []int{1, 7, 30, 90}
+
+// runList pages the runs, newest first; failed=1 keeps those with a
+// failed command.
+func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) error {
+	p, err := newPager(r, 50)
+	if err != nil {
+		return err
+	}
+	v := url.Values{"limit": {strconv.Itoa(p.Limit)}, "offset": {strconv.Itoa(p.Offset)}}
+	failed := r.URL.Query().Get("failed") == "1"
+	if failed {
+		v.Set("failed", "1")
+	}
+	days := 0
+	if d := r.URL.Query().Get("days"); d != "" {
+		if days, err = strconv.Atoi(d); err != nil || !slices.Contains(runDays, days) {
+			return badRequest("Choose a period the list offers.")
+		}
+		v.Set("since", c.now().AddDate(0, 0, -days).UTC().Format(time.RFC3339))
+	}
+	var list apiv1.List[apiv1.Run]
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+v.Encode(), nil, &list); err != nil {
+		return err
+	}
+	views, err := c.runViews(r, s, list.Items)
+	if err != nil {
+		return err
+	}
+	p.Total = list.Total
+	return c.render(w, r, s, http.StatusOK, "runs", "", "Runs", "runs", runsData{Items: views, Page: p, Failed: failed, Days: days, DayChoices: runDays})
+}
+
+type runData struct {
+	Run      runView
+	Commands []apiv1.RunCommand
+	Page     pager
+	Status   string // the results shown: one status, or all
+	Search   string
+	Statuses []string
+}
+
+// runData reads the run and the page of its results the filters select
+// (status, search in endpoint names and logs), through the API.
+func (c *Console) runData(r *http.Request, s *session) (runData, error) {
+	var d runData
+	p, err := newPager(r, 100)
+	if err != nil {
+		return d, err
+	}
+	var run apiv1.Run
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs/"+url.PathEscape(r.PathValue("id")), nil, &run); err != nil {
+		return d, err
+	}
+	var list apiv1.List[apiv1.RunCommand]
+	status, search := r.URL.Query().Get("status"), strings.TrimSpace(r.URL.Query().Get("search"))
+	q := url.Values{"runId": {run.ID}, "limit": {strconv.Itoa(p.Limit)}, "offset": {strconv.Itoa(p.Offset)}}
+	if status != "" {
+		q.Set("status", status)
+	}
+	if search != "" {
+		q.Set("search", search)
+	}
+	if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &list); err != nil {
+		return d, err
+	}
+	cmds, total := list.Items, list.Total
+	p.Total = total
+	views, err := c.runViews(r, s, []apiv1.Run{run})
+	if err != nil {
+		return d, err
+	}
+	return runData{Run: views[0], Commands: cmds, Page: p, Status: status, Search: search, Statuses: store.CommandStatuses}, nil
+}
+
+func (c *Console) runDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.runData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "run", "", d.Run.Name, "runs", d)
+}
+
+// runProgress is the run page's live part, polled by htmx while it runs.
+func (c *Console) runProgress(w http.ResponseWriter, r *http.Request, s *session) error {
+	d, err := c.runData(r, s)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, s, http.StatusOK, "run", "progress", "", "", d)
+}
+
+func (c *Console) runStop(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := url.PathEscape(r.PathValue("id"))
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/runs/"+id+"/stop", nil, nil)
+	return c.done(w, r, "/console/runs/"+id, err, "Run stopped: commands not started yet were cancelled.")
+}
+
+// runRetry starts a new run on the endpoints whose command failed, and
+// shows it.
+func (c *Console) runRetry(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := url.PathEscape(r.PathValue("id"))
+	var started apiv1.RunStarted
+	if err := c.callAPI(r, s, http.MethodPost, "/api/v1/runs/"+id+"/retry", nil, &started); err != nil {
+		return c.done(w, r, "/console/runs/"+id, err, "")
+	}
+	return c.done(w, r, "/console/runs/"+url.PathEscape(started.RunID), nil, fmt.Sprintf("Retrying on %d endpoint(s).", started.Queued))
 }

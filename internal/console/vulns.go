@@ -119,10 +119,8 @@ func (c *Console) vulnAccept(w http.ResponseWriter, r *http.Request, s *session)
 func (c *Console) vulnRevoke(w http.ResponseWriter, r *http.Request, s *session) error {
 	back := vulnBack(r)
 	cve := strings.ToUpper(r.PathValue("cve"))
-	if err := c.callAPI(r, s, http.MethodDelete, "/api/v1/vulnerabilities/"+url.PathEscape(cve)+"/exception", nil, nil); err != nil {
-		return c.done(w, r, back, err, "")
-	}
-	return c.done(w, r, back, nil, cve+": the exception was revoked; the CVE counts again.")
+	return c.deleted(w, r, s, deletion{api: "/api/v1/vulnerabilities/" + url.PathEscape(cve) + "/exception", page: back, list: back,
+		ok: cve + ": the exception was revoked; the CVE counts again."})
 }
 
 // vulnPolicySet sets the remediation periods through the API's operation.

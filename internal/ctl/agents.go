@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 var agentVersionCols = []column[apiv1.AgentVersionCount]{
@@ -101,22 +102,13 @@ func printAgentVersions(s *session, v apiv1.AgentVersions) error {
 func agentCommands() []command {
 	return []command{
 		{name: "agents versions", summary: "the fleet's agent versions, the published releases, the update policy, who is behind and update failures (patchd addition)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					v, err := c.AgentVersions(s.ctx)
-					if err != nil {
-						return err
-					}
-					return printAgentVersions(s, v)
+			setup: noFlags(withClient("", func(s *session, c *client.Client, _ []string) error {
+				v, err := c.AgentVersions(s.ctx)
+				if err != nil {
+					return err
 				}
-			}},
+				return printAgentVersions(s, v)
+			}))},
 		// "agents policy set": the command is "agents policy", set its word.
 		{name: "agents policy", args: "set --policy latest|pinned|staged|none [--version V] [--ring GROUP]… [--delay 3d|12h] [--success-rate PERCENT]",
 			summary: "set the organization's agent update policy: latest release, a pinned version, a version staged through rings of groups, or none (patchd addition)",

@@ -30,18 +30,9 @@ var alertEventCols = []column[apiv1.AlertEvent]{
 func alertOpCommands() []command {
 	oneRule := func(name, summary string, do func(s *session, c *client.Client, id string) error) command {
 		return command{name: name, args: "RULE_ID", summary: summary,
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RULE_ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					return do(s, c, args[0])
-				}
-			}}
+			setup: noFlags(withClient("RULE_ID", func(s *session, c *client.Client, args []string) error {
+				return do(s, c, args[0])
+			}))}
 	}
 	switchRule := func(on bool) func(s *session, c *client.Client, id string) error {
 		return func(s *session, c *client.Client, id string) error {
@@ -56,13 +47,7 @@ func alertOpCommands() []command {
 		}
 	}
 	return []command{
-		oneRule("alerts get", "show an alert rule", func(s *session, c *client.Client, id string) error {
-			r, err := c.GetAlertRule(s.ctx, id)
-			if err != nil {
-				return err
-			}
-			return printOne(s, r, alertCols, alertPairs)
-		}),
+		getCommand("alerts get", "RULE_ID", "show an alert rule", (*client.Client).GetAlertRule, alertCols, alertPairs),
 		{name: "alerts update", args: "RULE_ID [--name NAME] [--threshold N] [--email-to A,B] [--webhook-url URL] [--webhook-secret-stdin | --no-webhook-secret] [--report-key KEY]",
 			summary: "change the given settings of an alert rule (an empty value removes --email-to, --webhook-url or --report-key)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
@@ -73,14 +58,11 @@ func alertOpCommands() []command {
 				secretStdin := fs.Bool("webhook-secret-stdin", false, "read a new webhook signing secret from the first line of stdin")
 				noSecret := fs.Bool("no-webhook-secret", false, "send webhook deliveries unsigned")
 				reportKey := fs.String("report-key", "", "REPORT_ROWS: the report `KEY`")
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RULE_ID"); err != nil {
-						return err
-					}
-					if *secretStdin && *noSecret {
-						return usagef("--webhook-secret-stdin and --no-webhook-secret contradict each other")
-					}
+				return withChecked("RULE_ID", func(s *session, _ []string) (apiv1.AlertRulePatch, error) {
 					var body apiv1.AlertRulePatch
+					if *secretStdin && *noSecret {
+						return body, usagef("--webhook-secret-stdin and --no-webhook-secret contradict each other")
+					}
 					var setErr error
 					changed := false
 					fs.Visit(func(f *flag.Flag) {
@@ -105,28 +87,21 @@ func alertOpCommands() []command {
 						}
 					})
 					if setErr != nil {
-						return setErr
+						return body, setErr
 					}
 					if !changed {
-						return usagef("nothing to change: give at least one of --name, --threshold, --email-to, --webhook-url, --webhook-secret-stdin, --no-webhook-secret, --report-key")
+						return body, usagef("nothing to change: give at least one of --name, --threshold, --email-to, --webhook-url, --webhook-secret-stdin, --no-webhook-secret, --report-key")
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return body, nil
+				}, func(s *session, c *client.Client, args []string, body apiv1.AlertRulePatch) error {
 					r, err := c.UpdateAlertRule(s.ctx, args[0], body)
 					if err != nil {
 						return err
 					}
 					return s.done(r, "Alert rule %q updated.", r.Name)
-				}
+				})
 			}},
-		oneRule("alerts delete", "delete an alert rule with its events", func(s *session, c *client.Client, id string) error {
-			if err := c.DeleteAlertRule(s.ctx, id); err != nil {
-				return err
-			}
-			return s.done(apiv1.OK{OK: true}, "Alert rule %s deleted with its events.", id)
-		}),
+		deleteCommand("alerts delete", "RULE_ID", "delete an alert rule with its events", "Alert rule %s deleted with its events.", (*client.Client).DeleteAlertRule),
 		oneRule("alerts enable", "enable an alert rule", switchRule(true)),
 		oneRule("alerts disable", "disable an alert rule: it raises no events until enabled again", switchRule(false)),
 		oneRule("alerts test", "raise a TEST event of an alert rule, delivered like any other", func(s *session, c *client.Client, id string) error {
@@ -140,21 +115,13 @@ func alertOpCommands() []command {
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var p pageFlags
 				p.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RULE_ID"); err != nil {
-						return err
-					}
-					if err := p.check(); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+				return withChecked("RULE_ID", func(*session, []string) (struct{}, error) {
+					return struct{}{}, p.check()
+				}, func(s *session, c *client.Client, args []string, _ struct{}) error {
 					return printList(s, alertEventCols, walk(s, "alert events", p, func(q client.PageQuery) (apiv1.Page[apiv1.AlertEvent], error) {
 						return c.ListAlertEvents(s.ctx, args[0], q)
 					}))
-				}
+				})
 			}},
 	}
 }

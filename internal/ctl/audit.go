@@ -54,31 +54,24 @@ func auditCommands() []command {
 				action := fs.String("action", "", "only entries of `ACTION`, e.g. script.create")
 				since := fs.String("since", "", "only entries at or after `T`: date-time, date or duration back from now (24h)")
 				until := fs.String("until", "", "only entries before `T` (same forms as --since)")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (client.AuditQuery, error) {
+					q := client.AuditQuery{Actor: *actor, Action: *action}
 					if err := p.check(); err != nil {
-						return err
+						return q, err
 					}
 					now := time.Now()
-					q := client.AuditQuery{Actor: *actor, Action: *action}
 					var err error
 					if q.Since, err = auditTime("since", *since, now); err != nil {
-						return err
+						return q, err
 					}
-					if q.Until, err = auditTime("until", *until, now); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					q.Until, err = auditTime("until", *until, now)
+					return q, err
+				}, func(s *session, c *client.Client, _ []string, q client.AuditQuery) error {
 					return printList(s, auditCols, walk(s, "audit entries", p, func(pq client.PageQuery) (apiv1.Page[apiv1.AuditEntry], error) {
 						q.PageQuery = pq
 						return c.ListAudit(s.ctx, q)
 					}))
-				}
+				})
 			}},
 	}
 }

@@ -72,24 +72,9 @@ func automationPairs(a apiv1.Automation) [][2]string {
 }
 
 func automationCommands() []command {
-	idCommand := func(name, summary string, do func(s *session, id string) error) command {
-		return command{name: name, args: "ID", summary: summary,
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					return do(s, args[0])
-				}
-			}}
-	}
-	setEnabled := func(enabled bool) func(s *session, id string) error {
-		return func(s *session, id string) error {
-			c, err := s.client()
-			if err != nil {
-				return err
-			}
-			res, err := c.PatchAutomation(s.ctx, id, apiv1.AutomationPatch{Enabled: &enabled})
+	setEnabled := func(enabled bool) func(s *session, c *client.Client, args []string) error {
+		return func(s *session, c *client.Client, args []string) error {
+			res, err := c.PatchAutomation(s.ctx, args[0], apiv1.AutomationPatch{Enabled: &enabled})
 			if err != nil {
 				return err
 			}
@@ -102,38 +87,21 @@ func automationCommands() []command {
 	}
 	return []command{
 		listCommand("automations list", "list automations", automationCols, (*client.Client).ListAutomations),
-		idCommand("automations get", "show an automation with its payload", func(s *session, id string) error {
-			c, err := s.client()
-			if err != nil {
-				return err
-			}
-			a, err := c.GetAutomation(s.ctx, id)
-			if err != nil {
-				return err
-			}
-			return printOne(s, a, automationCols, automationPairs)
-		}),
+		getCommand("automations get", "ID", "show an automation with its payload", (*client.Client).GetAutomation, automationCols, automationPairs),
 		{name: "automations create", args: "-f automation.json [--watch]",
 			summary: "create an automation from an AutomationBody file (scheduleKind NOW runs it at once)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				file := fs.String("f", "", "AutomationBody JSON `FILE` (- for stdin)")
 				var w watchFlags
 				w.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					if *file == "" {
-						return usagef("automations create needs -f FILE")
-					}
+				return withChecked("", func(s *session, _ []string) (apiv1.AutomationBody, error) {
 					var body apiv1.AutomationBody
-					if err := readJSONFile(s, *file, &body); err != nil {
-						return err
+					if *file == "" {
+						return body, usagef("automations create needs -f FILE")
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					err := readJSONFile(s, *file, &body)
+					return body, err
+				}, func(s *session, c *client.Client, _ []string, body apiv1.AutomationBody) error {
 					res, err := c.CreateAutomation(s.ctx, body)
 					if err != nil {
 						return err
@@ -147,7 +115,7 @@ func automationCommands() []command {
 							res.Automation.Name, res.Automation.ID, *res.Automation.RunID, res.Automation.Queued, *res.Automation.RunID)
 					}
 					return s.done(res, "Automation %q created: %s", res.Automation.Name, res.Automation.ID)
-				}
+				})
 			}},
 		{name: "automations update", args: "ID [-f automation.json] [--name NAME] [--description TEXT]",
 			summary: "replace an automation (-f with an actionType) or change its name or description",
@@ -155,56 +123,31 @@ func automationCommands() []command {
 				file := fs.String("f", "", "JSON `FILE` (- for stdin): a full AutomationBody, or an AutomationPatch")
 				name := fs.String("name", "", "new `NAME`")
 				description := fs.String("description", "", "new description `TEXT`")
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					body, err := automationChange(s, fs, *file, *name, *description)
-					if err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+				return withChecked("ID", func(s *session, _ []string) (any, error) {
+					return automationChange(s, fs, *file, *name, *description)
+				}, func(s *session, c *client.Client, args []string, body any) error {
 					res, err := c.PatchAutomation(s.ctx, args[0], body)
 					if err != nil {
 						return err
 					}
 					return s.done(res, "Automation %q updated.", res.Automation.Name)
-				}
+				})
 			}},
-		idCommand("automations enable", "enable an automation", setEnabled(true)),
-		idCommand("automations disable", "disable an automation", setEnabled(false)),
+		{name: "automations enable", args: "ID", summary: "enable an automation", setup: noFlags(withClient("ID", setEnabled(true)))},
+		{name: "automations disable", args: "ID", summary: "disable an automation", setup: noFlags(withClient("ID", setEnabled(false)))},
 		{name: "automations run", args: "ID [--watch]", summary: "run an automation now",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var w watchFlags
 				w.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+				return withClient("ID", func(s *session, c *client.Client, args []string) error {
 					res, err := c.RunAutomation(s.ctx, args[0])
 					if err != nil {
 						return err
 					}
 					return startedRun(s, res, w)
-				}
+				})
 			}},
-		idCommand("automations delete", "delete an automation", func(s *session, id string) error {
-			c, err := s.client()
-			if err != nil {
-				return err
-			}
-			if err := c.DeleteAutomation(s.ctx, id); err != nil {
-				return err
-			}
-			return s.done(apiv1.OK{OK: true}, "Automation %s deleted.", id)
-		}),
+		deleteCommand("automations delete", "ID", "delete an automation", "Automation %s deleted.", (*client.Client).DeleteAutomation),
 	}
 }
 

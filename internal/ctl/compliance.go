@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 var complianceCols = []column[apiv1.ComplianceDay]{
@@ -33,23 +34,18 @@ func complianceCommands() []command {
 			summary: "the fleet's compliance day by day: fully patched, missing critical, critical and overdue CVEs (patchd addition)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				days := fs.Int("days", 30, "the last `N` days, 1 to 400")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (int, error) {
 					if *days < 1 || *days > 400 {
-						return usagef("--days %d: want 1 to 400", *days)
+						return 0, usagef("--days %d: want 1 to 400", *days)
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.ComplianceHistory(s.ctx, *days)
+					return *days, nil
+				}, func(s *session, c *client.Client, _ []string, days int) error {
+					l, err := c.ComplianceHistory(s.ctx, days)
 					if err != nil {
 						return err
 					}
 					return printList(s, complianceCols, sliceSeq(l.Items))
-				}
+				})
 			}},
 	}
 }

@@ -26,22 +26,13 @@ func credentialSwitch(disable bool) command {
 		name, summary, text = "credentials disable", "disable an API credential: its tokens stop working at once", "Credential %s disabled."
 	}
 	return command{name: name, args: "ID|CLIENT-ID|NAME", summary: summary,
-		setup: func(fs *flag.FlagSet) func(*session, []string) error {
-			return func(s *session, args []string) error {
-				if err := needArgs(args, "ID|CLIENT-ID|NAME"); err != nil {
-					return err
-				}
-				c, err := s.client()
-				if err != nil {
-					return err
-				}
-				cred, err := c.SetCredentialDisabled(s.ctx, args[0], disable)
-				if err != nil {
-					return err
-				}
-				return s.done(cred, text, cred.Name)
+		setup: noFlags(withClient("ID|CLIENT-ID|NAME", func(s *session, c *client.Client, args []string) error {
+			cred, err := c.SetCredentialDisabled(s.ctx, args[0], disable)
+			if err != nil {
+				return err
 			}
-		}}
+			return s.done(cred, text, cred.Name)
+		}))}
 }
 
 func credentialCommands() []command {
@@ -51,60 +42,31 @@ func credentialCommands() []command {
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				name := fs.String("name", "", "the credential's name (required)")
 				role := fs.String("role", "", "a role id or name holding api.access (required)")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (apiv1.CredentialBody, error) {
 					if *name == "" || *role == "" {
-						return usagef("--name and --role are required")
+						return apiv1.CredentialBody{}, usagef("--name and --role are required")
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					nc, err := c.CreateCredential(s.ctx, apiv1.CredentialBody{Name: *name, Role: *role})
+					return apiv1.CredentialBody{Name: *name, Role: *role}, nil
+				}, func(s *session, c *client.Client, _ []string, body apiv1.CredentialBody) error {
+					nc, err := c.CreateCredential(s.ctx, body)
 					if err != nil {
 						return err
 					}
 					return s.done(nc, "Credential %s created with the role %s. Copy the secret now, it is not shown again:\nclient_id:     %s\nclient_secret: %s",
 						nc.Name, nc.Role, nc.ClientID, nc.ClientSecret)
-				}
+				})
 			}},
 		credentialSwitch(true),
 		credentialSwitch(false),
-		{name: "credentials delete", args: "ID|CLIENT-ID|NAME", summary: "delete an API credential (its tokens stop working)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID|CLIENT-ID|NAME"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteCredential(s.ctx, args[0]); err != nil {
-						return err
-					}
-					return s.done(apiv1.OK{OK: true}, "Credential %s deleted.", args[0])
-				}
-			}},
+		deleteCommand("credentials delete", "ID|CLIENT-ID|NAME", "delete an API credential (its tokens stop working)", "Credential %s deleted.", (*client.Client).DeleteCredential),
 		{name: "sign-in-policy get", summary: "show the organization's sign-in policy",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					p, err := c.SignInPolicy(s.ctx)
-					if err != nil {
-						return err
-					}
-					return s.done(p, "Require a second factor: %s", yesNo(*p.RequireSecondFactor))
+			setup: noFlags(withClient("", func(s *session, c *client.Client, _ []string) error {
+				p, err := c.SignInPolicy(s.ctx)
+				if err != nil {
+					return err
 				}
-			}},
+				return s.done(p, "Require a second factor: %s", yesNo(*p.RequireSecondFactor))
+			}))},
 		{name: "sign-in-policy set", args: "--require-second-factor=true|false", summary: "set whether password users must have a second factor",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var require *bool
@@ -117,23 +79,18 @@ func credentialCommands() []command {
 					}
 					return usagef("--require-second-factor is true or false")
 				})
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (bool, error) {
 					if require == nil {
-						return usagef("--require-second-factor=true|false is required")
+						return false, usagef("--require-second-factor=true|false is required")
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					p, err := c.SetSignInPolicy(s.ctx, *require)
+					return *require, nil
+				}, func(s *session, c *client.Client, _ []string, require bool) error {
+					p, err := c.SetSignInPolicy(s.ctx, require)
 					if err != nil {
 						return err
 					}
 					return s.done(p, "Require a second factor: %s", yesNo(*p.RequireSecondFactor))
-				}
+				})
 			}},
 	}
 }

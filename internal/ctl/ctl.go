@@ -328,24 +328,82 @@ func helpCommand(s *session, args []string) int {
 	return ExitOK
 }
 
+// noFlags is the setup of a command without flags of its own.
+func noFlags(run func(*session, []string) error) func(*flag.FlagSet) func(*session, []string) error {
+	return func(*flag.FlagSet) func(*session, []string) error { return run }
+}
+
+// withClient is the runner of a command that takes the positional
+// arguments named in names (space-separated, "" for none) and calls the
+// API: a wrong count is a usage error, and the client is built only once
+// the arguments are right.
+func withClient(names string, call func(s *session, c *client.Client, args []string) error) func(*session, []string) error {
+	return withChecked(names, func(*session, []string) (struct{}, error) { return struct{}{}, nil },
+		func(s *session, c *client.Client, args []string, _ struct{}) error { return call(s, c, args) })
+}
+
+// errNothingDone, answered by a check, ends the command with success
+// before the client is built (a "no" to a confirmation).
+var errNothingDone = errors.New("nothing done")
+
+// withChecked is withClient with a check between the arguments and the
+// client: check reads the flags (and any file or stdin) into what call
+// sends. Its usage errors come before the client is built, so "not logged
+// in" never hides a mistake on the command line.
+func withChecked[T any](names string, check func(s *session, args []string) (T, error), call func(s *session, c *client.Client, args []string, v T) error) func(*session, []string) error {
+	want := strings.Fields(names)
+	return func(s *session, args []string) error {
+		if err := needArgs(args, want...); err != nil {
+			return err
+		}
+		v, err := check(s, args)
+		if errors.Is(err, errNothingDone) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		c, err := s.client()
+		if err != nil {
+			return err
+		}
+		return call(s, c, args, v)
+	}
+}
+
+// deleteCommand is a command that deletes (or revokes) the object its one
+// argument names and says so with text, whose %s is the argument.
+func deleteCommand(name, arg, summary, text string, del func(*client.Client, context.Context, string) error) command {
+	return command{name: name, args: arg, summary: summary,
+		setup: noFlags(withClient(arg, func(s *session, c *client.Client, args []string) error {
+			if err := del(c, s.ctx, args[0]); err != nil {
+				return err
+			}
+			return s.done(apiv1.OK{OK: true}, text, args[0])
+		}))}
+}
+
+// getCommand is a command that shows the one object its argument names.
+func getCommand[T any](name, arg, summary string, get func(*client.Client, context.Context, string) (T, error), cols []column[T], pairs func(T) [][2]string) command {
+	return command{name: name, args: arg, summary: summary,
+		setup: noFlags(withClient(arg, func(s *session, c *client.Client, args []string) error {
+			v, err := get(c, s.ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printOne(s, v, cols, pairs)
+		}))}
+}
+
 // listCommand is a command without arguments that prints a whole list the
 // server answers (groups, automations, alert rules, the report catalog).
 func listCommand[T any](name, summary string, cols []column[T], list func(*client.Client, context.Context) (apiv1.List[T], error)) command {
 	return command{name: name, summary: summary,
-		setup: func(fs *flag.FlagSet) func(*session, []string) error {
-			return func(s *session, args []string) error {
-				if err := needArgs(args); err != nil {
-					return err
-				}
-				c, err := s.client()
-				if err != nil {
-					return err
-				}
-				l, err := list(c, s.ctx)
-				if err != nil {
-					return err
-				}
-				return printList(s, cols, sliceSeq(l.Items))
+		setup: noFlags(withClient("", func(s *session, c *client.Client, _ []string) error {
+			l, err := list(c, s.ctx)
+			if err != nil {
+				return err
 			}
-		}}
+			return printList(s, cols, sliceSeq(l.Items))
+		}))}
 }

@@ -92,40 +92,23 @@ func endpointCommands() []command {
 				fs.StringVar(&eq.SoftwareVersion, "software-version", "", "with --software: only that version `V`")
 				fs.StringVar(&eq.Sort, "sort", "", "order by `COL`: name, status, platform, os, type, lastSeen, agentVersion")
 				fs.BoolVar(&eq.Desc, "desc", false, "reverse the order")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					if err := p.check(); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (struct{}, error) {
+					return struct{}{}, p.check()
+				}, func(s *session, c *client.Client, _ []string, _ struct{}) error {
 					return printList(s, endpointCols, walk(s, "endpoints", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Endpoint], error) {
 						eq.PageQuery, eq.Q = pq, *q
 						return c.ListEndpoints(s.ctx, eq)
 					}))
-				}
+				})
 			}},
 		{name: "endpoints get", args: "ID", summary: "show an endpoint with its disks, software and missing updates",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					d, err := c.GetEndpoint(s.ctx, args[0])
-					if err != nil {
-						return err
-					}
-					return printEndpointDetail(s, d)
+			setup: noFlags(withClient("ID", func(s *session, c *client.Client, args []string) error {
+				d, err := c.GetEndpoint(s.ctx, args[0])
+				if err != nil {
+					return err
 				}
-			}},
+				return printEndpointDetail(s, d)
+			}))},
 		{name: "endpoints rename", args: "ID NAME", summary: "set an endpoint's display name (\"\" goes back to the hostname)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				return func(s *session, args []string) error {
@@ -162,43 +145,30 @@ func endpointCommands() []command {
 				}
 			}},
 		{name: "endpoints scan", args: "ID", summary: "have an endpoint's agent refresh its package lists and send its inventory now",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					if err := c.ScanEndpoint(s.ctx, args[0]); err != nil {
-						return err
-					}
-					return s.done(apiv1.OK{OK: true}, "Scan of endpoint %s requested; its agent refreshes its package lists and sends its inventory at its next check-in.", args[0])
+			setup: noFlags(withClient("ID", func(s *session, c *client.Client, args []string) error {
+				if err := c.ScanEndpoint(s.ctx, args[0]); err != nil {
+					return err
 				}
-			}},
+				return s.done(apiv1.OK{OK: true}, "Scan of endpoint %s requested; its agent refreshes its package lists and sends its inventory at its next check-in.", args[0])
+			}))},
 		{name: "endpoints remove", args: "ID [--yes]", summary: "remove an endpoint; its agent uninstalls itself at its next check-in",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				yes := fs.Bool("yes", false, "do not ask for confirmation on a terminal")
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
+				return withChecked("ID", func(s *session, args []string) (struct{}, error) {
 					if !*yes && s.io.IsTerminal(s.io.Stdin) {
 						ok, err := s.confirm(fmt.Sprintf("Remove endpoint %s and uninstall its agent?", args[0]))
-						if err != nil || !ok {
-							return err
+						if err == nil && !ok {
+							err = errNothingDone
 						}
+						return struct{}{}, err
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return struct{}{}, nil
+				}, func(s *session, c *client.Client, args []string, _ struct{}) error {
 					if err := c.DeleteEndpoint(s.ctx, args[0]); err != nil {
 						return err
 					}
 					return s.done(apiv1.OK{OK: true}, "Endpoint %s removed; its agent uninstalls at its next check-in.", args[0])
-				}
+				})
 			}},
 	}
 }

@@ -186,92 +186,45 @@ func (g *groupFlags) body(s *session) (apiv1.GroupBody, error) {
 func groupCommands() []command {
 	return []command{
 		listCommand("groups list", "list endpoint groups", groupCols, (*client.Client).ListGroups),
-		{name: "groups get", args: "ID", summary: "show a group with its criteria and member count",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					g, err := c.GetGroup(s.ctx, args[0])
-					if err != nil {
-						return err
-					}
-					return printOne(s, g, groupCols, groupPairs)
-				}
-			}},
+		getCommand("groups get", "ID", "show a group with its criteria and member count", (*client.Client).GetGroup, groupCols, groupPairs),
 		{name: "groups create", args: "--name NAME [--rule F:OP:V]… [--exclude F:OP:V]… [--match-all] [--member ID]… [-f group.json]",
 			summary: "create a static (--member) or dynamic (--rule) group",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var g groupFlags
 				g.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(s *session, _ []string) (apiv1.GroupBody, error) {
 					body, err := g.body(s)
-					if err != nil {
-						return err
+					if err == nil && (body.Name == nil || *body.Name == "") {
+						err = usagef("a group needs --name (or a name in -f)")
 					}
-					if body.Name == nil || *body.Name == "" {
-						return usagef("a group needs --name (or a name in -f)")
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return body, err
+				}, func(s *session, c *client.Client, _ []string, body apiv1.GroupBody) error {
 					res, err := c.CreateGroup(s.ctx, body)
 					if err != nil {
 						return err
 					}
 					return s.done(res, "Group %q created: %s", res.Group.Name, res.Group.ID)
-				}
+				})
 			}},
 		{name: "groups update", args: "ID [--name NAME] [--rule F:OP:V]… [flags of create] [-f group.json]",
 			summary: "change the fields of a group given as flags (a list flag replaces the whole list)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var g groupFlags
 				g.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
+				return withChecked("ID", func(s *session, _ []string) (apiv1.GroupBody, error) {
 					body, err := g.body(s)
-					if err != nil {
-						return err
+					if err == nil && body == (apiv1.GroupBody{}) {
+						err = usagef("nothing to change: give -f or at least one field flag")
 					}
-					if body == (apiv1.GroupBody{}) {
-						return usagef("nothing to change: give -f or at least one field flag")
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return body, err
+				}, func(s *session, c *client.Client, args []string, body apiv1.GroupBody) error {
 					res, err := c.PatchGroup(s.ctx, args[0], body)
 					if err != nil {
 						return err
 					}
 					return s.done(res, "Group %q updated: %s", res.Group.Name, res.Group.ID)
-				}
+				})
 			}},
-		{name: "groups delete", args: "ID", summary: "delete a group (built-in groups cannot be deleted)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteGroup(s.ctx, args[0]); err != nil {
-						return err
-					}
-					return s.done(apiv1.OK{OK: true}, "Group %s deleted.", args[0])
-				}
-			}},
+		deleteCommand("groups delete", "ID", "delete a group (built-in groups cannot be deleted)", "Group %s deleted.", (*client.Client).DeleteGroup),
 	}
 }

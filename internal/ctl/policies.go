@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 // The organization's policies and decisions about CVEs (patchd additions):
@@ -209,32 +210,27 @@ func policyCommands() []command {
 				kind := fs.String("kind", "accepted", "`KIND`: accepted or compensating_control")
 				days := fs.Int("days", 0, "the decision holds `N` days (1 to 3650); no expiry without --days or --expires")
 				expires := fs.String("expires", "", "the decision ends at `TIME` (RFC 3339, or a date YYYY-MM-DD, UTC midnight)")
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "CVE"); err != nil {
-						return err
-					}
-					if strings.TrimSpace(*reason) == "" {
-						return usagef("vulns accept needs --reason")
-					}
+				return withChecked("CVE", func(*session, []string) (apiv1.VulnExceptionBody, error) {
 					body := apiv1.VulnExceptionBody{Kind: *kind, Reason: *reason}
+					if strings.TrimSpace(*reason) == "" {
+						return body, usagef("vulns accept needs --reason")
+					}
 					switch {
 					case *days != 0 && *expires != "":
-						return usagef("give --days or --expires, not both")
+						return body, usagef("give --days or --expires, not both")
 					case *days != 0:
 						body.ValidDays = days
 					case *expires != "":
 						t, err := time.Parse(time.RFC3339, *expires)
 						if err != nil {
 							if t, err = time.Parse(time.DateOnly, *expires); err != nil {
-								return usagef("--expires %q: want RFC 3339 (2027-01-31T00:00:00Z) or a date (2027-01-31)", *expires)
+								return body, usagef("--expires %q: want RFC 3339 (2027-01-31T00:00:00Z) or a date (2027-01-31)", *expires)
 							}
 						}
 						body.ExpiresAt = &t
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return body, nil
+				}, func(s *session, c *client.Client, args []string, body apiv1.VulnExceptionBody) error {
 					x, err := c.AcceptVulnRisk(s.ctx, args[0], body)
 					if err != nil {
 						return err
@@ -244,24 +240,15 @@ func policyCommands() []command {
 						until = "until " + when(x.ExpiresAt)
 					}
 					return s.done(x, "%s: %s recorded, %s; %d endpoint(s) have it.", x.CVEID, strings.ReplaceAll(x.Kind, "_", " "), until, x.Endpoints)
-				}
+				})
 			}},
 		{name: "vulns revoke", args: "CVE", summary: "revoke a CVE's accepted risk or compensating control: it counts again (patchd addition; every permission)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "CVE"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					if err := c.RevokeVulnRisk(s.ctx, args[0]); err != nil {
-						return err
-					}
-					return s.done(apiv1.OK{OK: true}, "%s: the decision was revoked; the CVE counts again.", strings.ToUpper(args[0]))
+			setup: noFlags(withClient("CVE", func(s *session, c *client.Client, args []string) error {
+				if err := c.RevokeVulnRisk(s.ctx, args[0]); err != nil {
+					return err
 				}
-			}},
+				return s.done(apiv1.OK{OK: true}, "%s: the decision was revoked; the CVE counts again.", strings.ToUpper(args[0]))
+			}))},
 		{name: "vulns policy", args: "get | set [--critical-days N] [--high-days N] [--medium-days N] [--low-days N]",
 			summary: "read or change the remediation periods by severity (patchd addition; set takes every permission)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {

@@ -64,14 +64,7 @@ func reportCommands() []command {
 		{name: "reports get", args: "KEY [--csv]", summary: "show a report; --csv (or -o csv) streams the server's CSV",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				asCSV := fs.Bool("csv", false, "download the report as CSV, as the server writes it")
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "KEY"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+				return withClient("KEY", func(s *session, c *client.Client, args []string) error {
 					if *asCSV || s.format == "csv" {
 						resp, err := c.ReportCSV(s.ctx, args[0])
 						if err != nil {
@@ -86,7 +79,7 @@ func reportCommands() []command {
 						return err
 					}
 					return printReport(s, r)
-				}
+				})
 			}},
 	}
 }
@@ -121,39 +114,21 @@ func alertCommands() []command {
 	return []command{
 		listCommand("alerts list", "list alert rules", alertCols, (*client.Client).ListAlertRules),
 		{name: "alerts failed", args: "RULE_ID", summary: "list an alert rule's failed deliveries with their error",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RULE_ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.FailedDeliveries(s.ctx, args[0])
-					if err != nil {
-						return err
-					}
-					return printList(s, failedDeliveryCols, sliceSeq(l.Items))
+			setup: noFlags(withClient("RULE_ID", func(s *session, c *client.Client, args []string) error {
+				l, err := c.FailedDeliveries(s.ctx, args[0])
+				if err != nil {
+					return err
 				}
-			}},
+				return printList(s, failedDeliveryCols, sliceSeq(l.Items))
+			}))},
 		{name: "alerts resend", args: "RULE_ID DELIVERY_ID", summary: "send a failed delivery's event again (audited)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RULE_ID", "DELIVERY_ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					res, err := c.ResendDelivery(s.ctx, args[0], args[1])
-					if err != nil {
-						return err
-					}
-					return s.done(res, "Delivery queued again: %s", res.Delivery)
+			setup: noFlags(withClient("RULE_ID DELIVERY_ID", func(s *session, c *client.Client, args []string) error {
+				res, err := c.ResendDelivery(s.ctx, args[0], args[1])
+				if err != nil {
+					return err
 				}
-			}},
+				return s.done(res, "Delivery queued again: %s", res.Delivery)
+			}))},
 		{name: "alerts create", args: "--name NAME --trigger TRIGGER [--threshold N] [--email-to A,B] [--webhook-url URL [--webhook-secret-stdin] [--retry-minutes M]] [--report-key KEY] [-f rule.json]",
 			summary: "create an alert rule delivered by email and/or HTTPS webhook",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
@@ -166,17 +141,14 @@ func alertCommands() []command {
 				secretStdin := fs.Bool("webhook-secret-stdin", false, "read the webhook signing secret from the first line of stdin")
 				reportKey := fs.String("report-key", "", "REPORT_ROWS: the report `KEY`")
 				retry := fs.Int("retry-minutes", 0, "retry failed webhooks for `M` minutes with back-off (0-1440; default 0: one try, the spec's rule; a patchd addition)")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(s *session, _ []string) (apiv1.AlertRuleBody, error) {
 					var body apiv1.AlertRuleBody
 					if *file != "" {
 						if *file == "-" && *secretStdin {
-							return usagef("-f - and --webhook-secret-stdin both read stdin")
+							return body, usagef("-f - and --webhook-secret-stdin both read stdin")
 						}
 						if err := readJSONFile(s, *file, &body); err != nil {
-							return err
+							return body, err
 						}
 					}
 					var setErr error
@@ -202,24 +174,19 @@ func alertCommands() []command {
 						}
 					})
 					if setErr != nil {
-						return setErr
+						return body, setErr
 					}
 					if body.Name == "" || body.Trigger == "" {
-						return usagef("an alert rule needs --name and --trigger")
+						return body, usagef("an alert rule needs --name and --trigger")
 					}
-					if err := oneOf("trigger", body.Trigger, alertTriggers); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return body, oneOf("trigger", body.Trigger, alertTriggers)
+				}, func(s *session, c *client.Client, _ []string, body apiv1.AlertRuleBody) error {
 					res, err := c.CreateAlertRule(s.ctx, body)
 					if err != nil {
 						return err
 					}
 					return s.done(res, "Alert rule %q created: %s", res.Rule.Name, res.Rule.ID)
-				}
+				})
 			}},
 	}
 }

@@ -39,32 +39,24 @@ func roleCommands() []command {
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				name := fs.String("name", "", "the role's name (required)")
 				perms := fs.String("permissions", "", "comma-separated permissions (required)")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (apiv1.RoleBody, error) {
 					if *name == "" || *perms == "" {
-						return usagef("--name and --permissions are required")
+						return apiv1.RoleBody{}, usagef("--name and --permissions are required")
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					r, err := c.CreateRole(s.ctx, apiv1.RoleBody{Name: *name, Permissions: permissionList(*perms)})
+					return apiv1.RoleBody{Name: *name, Permissions: permissionList(*perms)}, nil
+				}, func(s *session, c *client.Client, _ []string, body apiv1.RoleBody) error {
+					r, err := c.CreateRole(s.ctx, body)
 					if err != nil {
 						return err
 					}
 					return s.done(r, "Role %s created (%s).", r.Name, r.ID)
-				}
+				})
 			}},
 		{name: "roles update", args: "ID|NAME [--name NAME] [--permissions P,…]", summary: "rename a custom role or replace its permissions",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				name := fs.String("name", "", "the new name")
 				perms := fs.String("permissions", "", "the new comma-separated permissions (replace the role's)")
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID|NAME"); err != nil {
-						return err
-					}
+				return withChecked("ID|NAME", func(*session, []string) (apiv1.RolePatch, error) {
 					var body apiv1.RolePatch
 					if *name != "" {
 						body.Name = name
@@ -74,34 +66,17 @@ func roleCommands() []command {
 						body.Permissions = &list
 					}
 					if body.Name == nil && body.Permissions == nil {
-						return usagef("give --name, --permissions or both")
+						return body, usagef("give --name, --permissions or both")
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return body, nil
+				}, func(s *session, c *client.Client, args []string, body apiv1.RolePatch) error {
 					r, err := c.PatchRole(s.ctx, args[0], body)
 					if err != nil {
 						return err
 					}
 					return s.done(r, "Role %s updated.", r.Name)
-				}
+				})
 			}},
-		{name: "roles delete", args: "ID|NAME", summary: "delete a custom role that no user, credential or single sign-on setting holds",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID|NAME"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteRole(s.ctx, args[0]); err != nil {
-						return err
-					}
-					return s.done(apiv1.OK{OK: true}, "Role %s deleted.", args[0])
-				}
-			}},
+		deleteCommand("roles delete", "ID|NAME", "delete a custom role that no user, credential or single sign-on setting holds", "Role %s deleted.", (*client.Client).DeleteRole),
 	}
 }

@@ -70,24 +70,21 @@ func runCommands() []command {
 				fixKEV := fs.Bool("fix-kev", false, "DEPLOY_UPDATES: on each endpoint, the updates that fix a CVE in CISA's KEV catalog (a patchd addition)")
 				var w watchFlags
 				w.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(s *session, _ []string) (apiv1.ActionBody, error) {
+					body := apiv1.ActionBody{EndpointIDs: endpoints, Type: *typ, Label: *label}
 					if *typ == "" {
-						return usagef("actions run needs --type")
+						return body, usagef("actions run needs --type")
 					}
 					if err := oneOf("type", *typ, actionTypes); err != nil {
-						return err
+						return body, err
 					}
 					if len(endpoints) == 0 {
-						return usagef("actions run needs --endpoints")
+						return body, usagef("actions run needs --endpoints")
 					}
-					body := apiv1.ActionBody{EndpointIDs: endpoints, Type: *typ, Label: *label}
 					var err error
 					if len(fixCVEs) > 0 || *fixKEV {
 						if *typ != "DEPLOY_UPDATES" || *payload != "" || *payloadFile != "" {
-							return usagef("--fix-cve and --fix-kev go with --type DEPLOY_UPDATES, without --payload")
+							return body, usagef("--fix-cve and --fix-kev go with --type DEPLOY_UPDATES, without --payload")
 						}
 						filters := map[string]any{}
 						if len(fixCVEs) > 0 {
@@ -97,19 +94,17 @@ func runCommands() []command {
 							filters["kev"] = true
 						}
 						body.Payload, _ = json.Marshal(map[string]any{"mode": "filters", "filters": filters})
-					} else if body.Payload, err = actionPayload(s, *typ, *payload, *payloadFile, *script, *language); err != nil {
-						return err
+					} else {
+						body.Payload, err = actionPayload(s, *typ, *payload, *payloadFile, *script, *language)
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return body, err
+				}, func(s *session, c *client.Client, _ []string, body apiv1.ActionBody) error {
 					res, err := c.RunAction(s.ctx, body)
 					if err != nil {
 						return err
 					}
 					return startedRun(s, res, w)
-				}
+				})
 			}},
 		{name: "runs list", args: "[--automation ID] [--endpoint ID] [--failed] [--limit N]", summary: "list the most recent runs of automations and actions",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
@@ -117,23 +112,18 @@ func runCommands() []command {
 				endpoint := fs.String("endpoint", "", "only the runs that reached endpoint `ID`")
 				failed := fs.Bool("failed", false, "only the runs where a command failed")
 				limit := fs.Int("limit", 0, "at most `N` runs, 1 to 500 (default: the server's, 100)")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (client.RunQuery, error) {
 					if *limit < 0 || *limit > 500 {
-						return usagef("--limit must be between 1 and 500")
+						return client.RunQuery{}, usagef("--limit must be between 1 and 500")
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.ListRuns(s.ctx, client.RunQuery{AutomationID: *automation, EndpointID: *endpoint, Limit: *limit, Failed: *failed})
+					return client.RunQuery{AutomationID: *automation, EndpointID: *endpoint, Limit: *limit, Failed: *failed}, nil
+				}, func(s *session, c *client.Client, _ []string, q client.RunQuery) error {
+					l, err := c.ListRuns(s.ctx, q)
 					if err != nil {
 						return err
 					}
 					return printList(s, runCols, sliceSeq(l.Items))
-				}
+				})
 			}},
 		{name: "runs get", args: "RUN_ID [--endpoint ID] [--status S] [--search TEXT] [--watch [--interval 2s] [--timeout D]]",
 			summary: "show the per-endpoint results of a run, or follow it to its end",

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 func runPairs(r apiv1.Run) [][2]string {
@@ -17,58 +18,26 @@ func runPairs(r apiv1.Run) [][2]string {
 // runOpCommands are the commands on one run: show, stop, retry.
 func runOpCommands() []command {
 	return []command{
-		{name: "runs show", args: "RUN_ID", summary: "show a run's status and counters (runs get lists its per-endpoint results)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RUN_ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					r, err := c.GetRun(s.ctx, args[0])
-					if err != nil {
-						return err
-					}
-					return printOne(s, r, runCols, runPairs)
-				}
-			}},
+		getCommand("runs show", "RUN_ID", "show a run's status and counters (runs get lists its per-endpoint results)", (*client.Client).GetRun, runCols, runPairs),
 		{name: "runs stop", args: "RUN_ID", summary: "stop a running run: commands not started yet are cancelled",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RUN_ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					r, err := c.StopRun(s.ctx, args[0])
-					if err != nil {
-						return err
-					}
-					return s.done(r, "Run %s stopped: %d succeeded, %d failed of %d.", r.ID, r.Succeeded, r.Failed, r.Total)
+			setup: noFlags(withClient("RUN_ID", func(s *session, c *client.Client, args []string) error {
+				r, err := c.StopRun(s.ctx, args[0])
+				if err != nil {
+					return err
 				}
-			}},
+				return s.done(r, "Run %s stopped: %d succeeded, %d failed of %d.", r.ID, r.Succeeded, r.Failed, r.Total)
+			}))},
 		{name: "runs retry", args: "RUN_ID [--watch]", summary: "run a run's action again on the endpoints whose command failed",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var w watchFlags
 				w.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "RUN_ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+				return withClient("RUN_ID", func(s *session, c *client.Client, args []string) error {
 					res, err := c.RetryRun(s.ctx, args[0])
 					if err != nil {
 						return err
 					}
 					return startedRun(s, res, w)
-				}
+				})
 			}},
 	}
 }

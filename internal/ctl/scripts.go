@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
 )
 
 var scriptCols = []column[apiv1.Script]{
@@ -153,108 +154,45 @@ func (f *scriptFlags) body(s *session) (apiv1.ScriptBody, error) {
 
 func scriptCommands() []command {
 	return []command{
-		{name: "scripts list", args: "", summary: "list the script library",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					l, err := c.ListScripts(s.ctx)
-					if err != nil {
-						return err
-					}
-					return printList(s, scriptCols, sliceSeq(l.Items))
-				}
-			}},
-		{name: "scripts get", args: "ID|NAME", summary: "show a script with its code",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID|NAME"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					sc, err := c.GetScript(s.ctx, args[0])
-					if err != nil {
-						return err
-					}
-					return printOne(s, sc, scriptCols, scriptPairs)
-				}
-			}},
+		listCommand("scripts list", "list the script library", scriptCols, (*client.Client).ListScripts),
+		getCommand("scripts get", "ID|NAME", "show a script with its code", (*client.Client).GetScript, scriptCols, scriptPairs),
 		{name: "scripts create", args: "--name NAME --language L (--code TEXT | --code-file F) [--param N=D]… [--reboot-exit-codes 3010,1641] [--timeout 10m] [-f script.json]",
 			summary: "add a script to the library",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var f scriptFlags
 				f.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(s *session, _ []string) (apiv1.ScriptBody, error) {
 					b, err := f.body(s)
-					if err != nil {
-						return err
+					if err == nil && (b.Name == nil || b.Language == nil || b.Code == nil) {
+						err = usagef("scripts create needs --name, --language and --code or --code-file (or -f FILE)")
 					}
-					if b.Name == nil || b.Language == nil || b.Code == nil {
-						return usagef("scripts create needs --name, --language and --code or --code-file (or -f FILE)")
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return b, err
+				}, func(s *session, c *client.Client, _ []string, b apiv1.ScriptBody) error {
 					sc, err := c.CreateScript(s.ctx, b)
 					if err != nil {
 						return err
 					}
 					return s.done(sc, "Script %s created: %s", sc.Name, sc.ID)
-				}
+				})
 			}},
 		{name: "scripts update", args: "ID|NAME [flags of create]", summary: "change the fields given of a script",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var f scriptFlags
 				f.register(fs)
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID|NAME"); err != nil {
-						return err
-					}
+				return withChecked("ID|NAME", func(s *session, _ []string) (apiv1.ScriptBody, error) {
 					b, err := f.body(s)
-					if err != nil {
-						return err
+					if err == nil && b == (apiv1.ScriptBody{}) {
+						err = usagef("nothing to change: give a flag of scripts create or -f FILE")
 					}
-					if b == (apiv1.ScriptBody{}) {
-						return usagef("nothing to change: give a flag of scripts create or -f FILE")
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
+					return b, err
+				}, func(s *session, c *client.Client, args []string, b apiv1.ScriptBody) error {
 					sc, err := c.UpdateScript(s.ctx, args[0], b)
 					if err != nil {
 						return err
 					}
 					return s.done(sc, "Script %s updated.", sc.Name)
-				}
+				})
 			}},
-		{name: "scripts delete", args: "ID|NAME", summary: "delete a script (automations that name it fail to run afterwards)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID|NAME"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteScript(s.ctx, args[0]); err != nil {
-						return err
-					}
-					return s.done(apiv1.OK{OK: true}, "Script %s deleted.", args[0])
-				}
-			}},
+		deleteCommand("scripts delete", "ID|NAME", "delete a script (automations that name it fail to run afterwards)", "Script %s deleted.", (*client.Client).DeleteScript),
 	}
 }

@@ -107,29 +107,21 @@ func updateCommands() []command {
 				endpoint := fs.String("endpoint", "", "only the updates of endpoint `ID`")
 				severity := fs.String("severity", "", "only `SEVERITY`: Critical, Important, Moderate, Low or Unspecified")
 				source := fs.String("source", "", "only `SOURCE`: OS or THIRD_PARTY")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (client.UpdateQuery, error) {
+					q := client.UpdateQuery{EndpointID: *endpoint, Severity: *severity, Source: *source}
 					if err := p.check(); err != nil {
-						return err
+						return q, err
 					}
 					if err := oneOf("severity", *severity, severities); err != nil {
-						return err
+						return q, err
 					}
-					if err := oneOf("source", *source, []string{"OS", "THIRD_PARTY"}); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					q := client.UpdateQuery{EndpointID: *endpoint, Severity: *severity, Source: *source}
+					return q, oneOf("source", *source, []string{"OS", "THIRD_PARTY"})
+				}, func(s *session, c *client.Client, _ []string, q client.UpdateQuery) error {
 					return printList(s, updateCols, walk(s, "updates", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Update], error) {
 						q.PageQuery = pq
 						return c.ListUpdates(s.ctx, q)
 					}))
-				}
+				})
 			}},
 	}
 	for _, v := range []struct{ verb, status, summary string }{
@@ -208,23 +200,14 @@ func inventoryCommands() []command {
 				p.register(fs)
 				q := fs.String("q", "", "only applications whose name contains `TEXT`")
 				endpoint := fs.String("endpoint", "", "only the software of endpoint `ID`")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
-					if err := p.check(); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					sq := client.SoftwareQuery{Q: *q, EndpointID: *endpoint}
+				return withChecked("", func(*session, []string) (client.SoftwareQuery, error) {
+					return client.SoftwareQuery{Q: *q, EndpointID: *endpoint}, p.check()
+				}, func(s *session, c *client.Client, _ []string, sq client.SoftwareQuery) error {
 					return printList(s, softwareCols, walk(s, "software", p, func(pq client.PageQuery) (apiv1.Page[apiv1.SoftwareRow], error) {
 						sq.PageQuery = pq
 						return c.ListSoftware(s.ctx, sq)
 					}))
-				}
+				})
 			}},
 		{name: "software titles", args: "[-q NAME] [--publisher TEXT] [--sort hosts|name] [--limit N]",
 			summary: "list software by title with the number of endpoints of each title and version (patchd addition)",
@@ -234,26 +217,21 @@ func inventoryCommands() []command {
 				q := fs.String("q", "", "only applications whose name contains `TEXT`")
 				publisher := fs.String("publisher", "", "only applications whose publisher contains `TEXT`")
 				sort := fs.String("sort", "hosts", "`ORDER`: hosts (most endpoints first) or name")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (client.SoftwareTitleQuery, error) {
+					tq := client.SoftwareTitleQuery{Q: *q, Publisher: *publisher, Sort: *sort}
 					if err := p.check(); err != nil {
-						return err
+						return tq, err
 					}
 					if *sort != "hosts" && *sort != "name" {
-						return usagef("--sort %q: want hosts or name", *sort)
+						return tq, usagef("--sort %q: want hosts or name", *sort)
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					tq := client.SoftwareTitleQuery{Q: *q, Publisher: *publisher, Sort: *sort}
+					return tq, nil
+				}, func(s *session, c *client.Client, _ []string, tq client.SoftwareTitleQuery) error {
 					return printList(s, titleCols, walk(s, "software titles", p, func(pq client.PageQuery) (apiv1.Page[apiv1.SoftwareTitle], error) {
 						tq.PageQuery = pq
 						return c.ListSoftwareTitles(s.ctx, tq)
 					}))
-				}
+				})
 			}},
 		{name: "vulns list", args: "[--min-cvss N] [--kev] [--remediation overdue|due-soon|due-later] [--limit N]", summary: "list vulnerabilities present on the fleet",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
@@ -262,32 +240,28 @@ func inventoryCommands() []command {
 				minCVSS := fs.String("min-cvss", "", "only CVSS scores of at least `SCORE`")
 				kev := fs.Bool("kev", false, "only known exploited vulnerabilities (CISA KEV)")
 				remediation := fs.String("remediation", "", "only the vulnerabilities of remediation status `S`: overdue, due-soon or due-later")
-				return func(s *session, args []string) error {
-					if err := needArgs(args); err != nil {
-						return err
-					}
+				return withChecked("", func(*session, []string) (client.VulnerabilityQuery, error) {
+					vq := client.VulnerabilityQuery{MinCVSS: *minCVSS, KEV: *kev}
 					if err := p.check(); err != nil {
-						return err
+						return vq, err
 					}
 					if *minCVSS != "" {
 						if f, err := strconv.ParseFloat(*minCVSS, 64); err != nil || f < 0 || f > 10 {
-							return usagef("--min-cvss %q: want a score from 0 to 10", *minCVSS)
+							return vq, usagef("--min-cvss %q: want a score from 0 to 10", *minCVSS)
 						}
 					}
 					rem, ok := remediationStatuses[*remediation]
 					if !ok {
-						return usagef("--remediation %q: want overdue, due-soon or due-later", *remediation)
+						return vq, usagef("--remediation %q: want overdue, due-soon or due-later", *remediation)
 					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					vq := client.VulnerabilityQuery{MinCVSS: *minCVSS, KEV: *kev, Remediation: rem}
+					vq.Remediation = rem
+					return vq, nil
+				}, func(s *session, c *client.Client, _ []string, vq client.VulnerabilityQuery) error {
 					return printList(s, vulnCols, walk(s, "vulnerabilities", p, func(pq client.PageQuery) (apiv1.Page[apiv1.Vulnerability], error) {
 						vq.PageQuery = pq
 						return c.ListVulnerabilities(s.ctx, vq)
 					}))
-				}
+				})
 			}},
 	}
 }

@@ -58,32 +58,27 @@ func createUserCommand(invite bool) command {
 			if invite {
 				hours = fs.Int("expires-hours", 72, "how long the link works, 1-720 hours")
 			}
-			return func(s *session, args []string) error {
-				if err := needArgs(args); err != nil {
-					return err
-				}
+			return withChecked("", func(s *session, _ []string) (apiv1.UserCreate, error) {
 				if *email == "" || *role == "" {
-					return usagef("--email and --role are required")
+					return apiv1.UserCreate{}, usagef("--email and --role are required")
 				}
 				body := apiv1.UserCreate{Email: *email, Role: *role, Invite: invite}
 				if invite {
 					if *hours < 1 || *hours > 720 {
-						return usagef("--expires-hours must be 1 to 720")
+						return body, usagef("--expires-hours must be 1 to 720")
 					}
 					body.ExpiresInHours = *hours
 				} else {
 					data, err := readInput(s, "-")
 					if err != nil {
-						return err
+						return body, err
 					}
 					if body.Password = strings.TrimRight(string(data), "\r\n"); body.Password == "" {
-						return usagef("give the one-time password on standard input")
+						return body, usagef("give the one-time password on standard input")
 					}
 				}
-				c, err := s.client()
-				if err != nil {
-					return err
-				}
+				return body, nil
+			}, func(s *session, c *client.Client, _ []string, body apiv1.UserCreate) error {
 				u, err := c.CreateUser(s.ctx, body)
 				if err != nil {
 					return err
@@ -93,7 +88,7 @@ func createUserCommand(invite bool) command {
 						u.Email, u.ID, u.Invitation.ExpiresAt.Format("2006-01-02 15:04 MST"), u.Invitation.URL)
 				}
 				return s.done(u, "Created %s (%s); the user chooses its own password at the first sign-in.", u.Email, u.ID)
-			}
+			})
 		}}
 }
 
@@ -102,22 +97,7 @@ func userCommands() []command {
 		listCommand("users list", "list the organization's console users", userCols, (*client.Client).ListUsers),
 		createUserCommand(false),
 		createUserCommand(true),
-		{name: "users delete", args: "ID", summary: "delete a console user (its sessions end)",
-			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				return func(s *session, args []string) error {
-					if err := needArgs(args, "ID"); err != nil {
-						return err
-					}
-					c, err := s.client()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteUser(s.ctx, args[0]); err != nil {
-						return err
-					}
-					return s.done(apiv1.OK{OK: true}, "User %s deleted.", args[0])
-				}
-			}},
+		deleteCommand("users delete", "ID", "delete a console user (its sessions end)", "User %s deleted.", (*client.Client).DeleteUser),
 		userCommand("users role", "ID ROLE", "give a user another role (id or name)", func(fs *flag.FlagSet) func(*session, *client.Client, string, []string) (apiv1.User, error) {
 			return func(s *session, c *client.Client, id string, rest []string) (apiv1.User, error) {
 				if err := needArgs(rest, "ROLE"); err != nil {
