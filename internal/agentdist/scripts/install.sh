@@ -69,8 +69,8 @@ esac
 TMP=$(mktemp -d 2>/dev/null || mktemp -d -t patchd)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-# --- pin check (the one-line installer runs these lines too) ---
-# No single quote in here (the line carries it inside one), no comment
+# --- fetch (every one-line installer runs these lines too) ---
+# Here and in the pin check below: no single quote (the line carries it inside one), no comment
 # after code, no backslash at a line's end: the line is these lines
 # without comments, joined by blanks (by "; " after a line ending a
 # command).
@@ -93,6 +93,9 @@ pd_fetch() {
 	else return 127
 	fi
 }
+# --- end of fetch ---
+
+# --- pin check (the pinned one-line installers run these lines too) ---
 # pd_sha256 FILE: prints the lowercase hex SHA-256 of FILE.
 pd_sha256() {
 	if command -v sha256sum >/dev/null 2>&1; then pd_s=$(sha256sum <"$1") || return 1
