@@ -622,4 +622,3 @@ func LocalUninstallPlan(stateDir string, keepState, removeBinary bool) Plan {
 	}
 	return UninstallPlan(m, stateDir, bin)
 }
-
