@@ -217,8 +217,13 @@ func (m *Machine) Copy(from, p string, mode os.FileMode) {
 	}
 }
 
-// childOf is the first process whose parent is pid.
+// childOf is the child of pid in a PID namespace of its own: the
+// machine's init (not nspawn's passing helper children).
 func childOf(pid int) int {
+	self, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return 0
+	}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		n, err := strconv.Atoi(e.Name())
@@ -237,7 +242,9 @@ func childOf(pid int) int {
 		}
 		f := strings.Fields(s[i+1:])
 		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			return n
+			if ns, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns/pid")); err == nil && ns != self {
+				return n
+			}
 		}
 	}
 	return 0
