@@ -64,6 +64,11 @@ func TestAgentPublishAndPackage(t *testing.T) {
 	if code, out, _ := run("admin", "agent", "list", "--agent-dir", agentDir); code != 0 || decode(t, out)["total"].(float64) != 1 {
 		t.Errorf("list: %s", out)
 	}
+	for _, verb := range []string{"package", "publish", "keygen", "sign", "list"} {
+		if code, out, _ := run("admin", "agent", verb, "--help"); code != 0 || !strings.HasPrefix(out, "usage: patchd admin agent "+verb) || !strings.Contains(out, "-agent-dir") {
+			t.Errorf("%s --help: %d %q", verb, code, out)
+		}
+	}
 	deb := filepath.Join(dir, "agent.deb")
 	code, out, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "deb", "--arch", "arm64", "--out", deb, "--base-url", "https://patchd.example.com")
 	if code != 0 {
