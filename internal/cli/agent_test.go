@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
@@ -26,7 +27,7 @@ func TestEnrollTokenInstallers(t *testing.T) {
 	}
 	m := decode(t, out)
 	tok, _ := m["token"].(string)
-	if tok == "" || m["installLinux"] != "curl -fsSL https://patchd.example.com/install.sh | sudo sh -s -- --token "+tok ||
+	if tok == "" || m["installLinux"] != agentdist.InstallersFor("https://patchd.example.com", tok, "").Linux ||
 		!strings.Contains(m["installWindows"].(string), "https://patchd.example.com/install.ps1") || m["warning"] != nil || m["agentToken"] != tok {
 		t.Errorf("enroll-token create: %v", m)
 	}
