@@ -39,6 +39,8 @@ type Config struct {
 	Executor interface {
 		Execute(context.Context, agentproto.Command) execute.Outcome
 	}
+	// Uninstall removes the agent when the server removed its endpoint
+	// (default: SelfUninstall, which reports to the server).
 	Uninstall func(ctx context.Context) error
 	// Refresh refreshes the package metadata before a scan's inventory
 	// (apt-get update, dnf makecache; nothing on Windows and macOS, whose
@@ -150,10 +152,6 @@ func (c *Config) defaults() {
 	if c.ServiceRoot == "" {
 		c.ServiceRoot = "/"
 	}
-	if c.Uninstall == nil {
-		dir, log := c.StateDir, c.Logger
-		c.Uninstall = func(ctx context.Context) error { return SelfUninstall(ctx, dir, log) }
-	}
 }
 
 // runner is one running agent.
@@ -222,6 +220,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	r := &runner{cfg: cfg, log: cfg.Logger, state: st, out: ob,
 		client: &Client{Base: st.Server, Secret: st.AgentSecret, HTTP: cfg.HTTP}}
+	if r.cfg.Uninstall == nil {
+		r.cfg.Uninstall = func(ctx context.Context) error { return SelfUninstall(ctx, cfg.StateDir, r.client, cfg.Logger) }
+	}
 	r.log.Info("patchd-agent running", "server", st.Server, "endpoint", st.EndpointID, "version", Version)
 	r.resumeUpdate()
 	backoff := cfg.MinBackoff
@@ -245,6 +246,12 @@ func Run(ctx context.Context, cfg Config) error {
 		case errors.Is(err, ErrUninstalled):
 			return err
 		case StatusOf(err) == http.StatusUnauthorized:
+			// An endpoint removed while the agent sent something else
+			// than a check-in (an inventory, a command's result): the
+			// server tells it to uninstall at a check-in, once.
+			if r.removed(ctx) {
+				return ErrUninstalled
+			}
 			r.log.Error("stopping", "err", err)
 			return ErrUnauthorized
 		case err != nil && ctx.Err() == nil:
@@ -303,10 +310,7 @@ func (r *runner) cycle(ctx context.Context) error {
 	}
 	r.confirmUpdate()
 	if resp.Uninstall {
-		r.log.Warn("the server removed this endpoint: uninstalling")
-		if err := r.cfg.Uninstall(ctx); err != nil {
-			r.log.Error("uninstall failed", "err", err)
-		}
+		r.uninstall(ctx)
 		return ErrUninstalled
 	}
 	r.refreshService(ctx)
@@ -349,6 +353,28 @@ func (r *runner) cycle(ctx context.Context) error {
 		sleep(ctx, every-time.Since(start))
 	}
 	return nil
+}
+
+// uninstall removes the agent: the server removed its endpoint.
+func (r *runner) uninstall(ctx context.Context) {
+	r.log.Warn("the server removed this endpoint: uninstalling")
+	if err := r.cfg.Uninstall(ctx); err != nil {
+		r.log.Error("uninstall failed", "err", err)
+	}
+}
+
+// removed asks the server, after a 401, whether the endpoint was removed
+// (a check-in answered "uninstall": the agent uninstalls itself) or the
+// secret is not known (another 401).
+func (r *runner) removed(ctx context.Context) bool {
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	resp, err := r.client.Checkin(cctx, r.checkinRequest(ctx), 0)
+	cancel()
+	if err != nil || !resp.Uninstall {
+		return false
+	}
+	r.uninstall(ctx)
+	return true
 }
 
 // setRefreshInterval takes the server's refresh interval (0: an older

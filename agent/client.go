@@ -82,6 +82,12 @@ func (c *Client) Status(ctx context.Context, commandID string, st agentproto.Com
 	return c.do(ctx, http.MethodPost, fmt.Sprintf(agentproto.PathCommandStatus, url.PathEscape(commandID)), st, nil, true)
 }
 
+// Uninstalled reports what the removal the server asked for did (a
+// patchd addition; an older server answers 404).
+func (c *Client) Uninstalled(ctx context.Context, rep agentproto.UninstalledReport) error {
+	return c.do(ctx, http.MethodPost, agentproto.PathUninstalled, rep, nil, true)
+}
+
 // do sends body as gzip-compressed JSON and decodes a 2xx answer into out.
 func (c *Client) do(ctx context.Context, method, path string, body, out any, auth bool, header ...string) error {
 	var buf bytes.Buffer

@@ -35,6 +35,11 @@ func installedLinux(root string) Manager {
 	if _, err := os.Stat(filepath.Join(root, SystemdPath)); err == nil {
 		return Systemd
 	}
+	// The packages' unit, under a running systemd (their init script is
+	// there too, for systems without it).
+	if _, err := os.Stat(filepath.Join(root, PackageUnitPath)); err == nil && isDir(filepath.Join(root, "run/systemd/system")) {
+		return Systemd
+	}
 	if b, err := os.ReadFile(filepath.Join(root, InitScript)); err == nil {
 		if strings.HasPrefix(string(b), "#!/sbin/openrc-run") {
 			return OpenRC

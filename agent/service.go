@@ -26,6 +26,8 @@ const (
 	// PackageBinary is where the .deb and .rpm put the agent: their
 	// service files belong to the package manager.
 	PackageBinary = "/usr/bin/patchd-agent"
+	// PackageUnitPath is the .deb's and .rpm's systemd unit.
+	PackageUnitPath = "/usr/lib/systemd/system/patchd-agent.service"
 )
 
 // Manager is a service manager the agent registers itself with.
@@ -619,10 +621,4 @@ func LocalUninstallPlan(stateDir string, keepState, removeBinary bool) Plan {
 		}
 	}
 	return UninstallPlan(m, stateDir, bin)
-}
-
-// SelfUninstall removes the agent's service and state (the server removed
-// the endpoint). The binary stays: it may belong to a package manager.
-func SelfUninstall(ctx context.Context, stateDir string, log *slog.Logger) error {
-	return LocalUninstallPlan(stateDir, false, false).Apply(ctx, execute.ExecRunner{}, log)
 }

@@ -21,7 +21,21 @@ const (
 	// (PEM): the server's own CA, or the last certificate of the
 	// operator's chain; 404 when agents use their system store.
 	PathCA = "/agent/v1/ca.pem"
+	// PathUninstalled is where an agent told to uninstall (a check-in
+	// answered "uninstall") reports what its removal did (a patchd
+	// addition): once, with the removed endpoint's secret.
+	PathUninstalled = "/agent/v1/uninstalled"
 )
+
+// UninstalledReport is the body of POST PathUninstalled: whether the
+// removal finished (the service gone from its manager, the state folder
+// and the agent's files removed), with which service manager, and what it
+// could not remove or run.
+type UninstalledReport struct {
+	Complete bool     `json:"complete"`
+	Manager  string   `json:"manager"`
+	Problems []string `json:"problems,omitempty"`
+}
 
 // PathRelease, formatted with os and arch, answers the Release of the
 // agent the server publishes for that platform (a patchd addition, no

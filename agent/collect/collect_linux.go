@@ -126,6 +126,13 @@ func collectPlatform(ctx context.Context, c *collector) {
 		// list-unit-files reads the unit files and works even when systemd
 		// is not running (a container); list-units needs the manager.
 		files, err := run(ctx, commandTimeout, "systemctl", "list-unit-files", "--no-legend", "--no-pager")
+		if errors.Is(err, exec.ErrNotFound) {
+			// No systemd here (SysV init, OpenRC, a container): an
+			// absence, not a failure.
+			c.setDataset(agentproto.DatasetStartupItems, cronRebootRows())
+			c.setDataset(agentproto.DatasetServices, nil)
+			return errNotFound("systemctl (no systemd): services are listed from systemd only")
+		}
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -93,3 +94,29 @@ func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestNoSystemctlIsAnAbsence: on a Linux computer without systemd (no
+// systemctl at all) the services collector logs at debug, not warn.
+func TestNoSystemctlIsAnAbsence(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the services collector reads systemd on Linux")
+	}
+	t.Setenv("PATH", t.TempDir())
+	h := &recordHandler{}
+	Inventory(context.Background(), Options{Logger: slog.New(h)})
+	var found bool
+	for _, r := range h.records {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "collector" && a.Value.String() == "services" {
+				found = true
+				if r.Level != slog.LevelDebug {
+					t.Errorf("services without systemctl logged at %v: %s", r.Level, r.Message)
+				}
+			}
+			return true
+		})
+	}
+	if !found {
+		t.Error("the services collector said nothing without systemctl")
+	}
+}

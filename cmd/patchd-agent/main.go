@@ -50,6 +50,11 @@ every command takes --debug to log at debug level too
 // RestartPreventExitStatus.
 const exitUnauthorized = 3
 
+// exitNoServiceManager is install's exit code when this computer has no
+// service manager the agent knows (nothing was changed): install.sh tells
+// it from other failures.
+const exitNoServiceManager = 4
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -155,6 +160,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(inv)
+	case agent.RemovalCommand:
+		// Started by an agent whose endpoint the server removed (not for
+		// people): removes it from outside its service, stopping it last.
+		if !parse() {
+			return 2
+		}
+		err = agent.FinishRemoval(ctx, *stateDir, log)
 	case "update-watchdog":
 		// Started by a self-update from the old binary (not for people).
 		pid := fs.Int("pid", 0, "the updated agent's process")
@@ -176,6 +188,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "patchd-agent:", err)
+		if errors.Is(err, agent.ErrNoServiceManager) {
+			return exitNoServiceManager
+		}
 		return 1
 	}
 	return 0

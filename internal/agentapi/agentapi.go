@@ -199,6 +199,7 @@ func New(cfg Config) *API {
 		{"POST " + agentproto.PathCheckin, httpx.Handle(a.checkin)},
 		{"PUT " + agentproto.PathInventory, httpx.Handle(a.inventory)},
 		{"POST /agent/v1/commands/{id}/status", httpx.Handle(a.commandStatus)},
+		{"POST " + agentproto.PathUninstalled, httpx.Handle(a.uninstalled)},
 	}
 	for _, rt := range a.routes {
 		a.mux.Handle(rt.pattern, rt.h)
@@ -641,6 +642,48 @@ func (a *API) decodeInventory(ctx context.Context, raw []byte, ag *cachedAgent) 
 		return inventory.Normalized{}, err
 	}
 	return inventory.CheckRaw(&doc.Inventory, doc.Datasets, ag.Platform, ag.Distro, a.now())
+}
+
+// uninstalled is POST /agent/v1/uninstalled (a patchd addition): the agent
+// of a removed endpoint, told so by a check-in, reports what its removal
+// did; it is written to the Audit Trail once (endpoint.uninstalled), and
+// every later call is 401 as for any removed endpoint. An endpoint that
+// was not removed is 409.
+func (a *API) uninstalled(w http.ResponseWriter, r *http.Request) error {
+	ag, secretHash, err := a.agent(r)
+	if err != nil {
+		return err
+	}
+	if !ag.Removed {
+		return httpx.Errorf(http.StatusConflict, "not_removed", "this endpoint was not removed: an agent reports its removal only when a check-in told it to uninstall")
+	}
+	var req agentproto.UninstalledReport
+	if err := decode(w, r, agentproto.MaxOtherBytes, &req); err != nil {
+		return err
+	}
+	if err := checkText("manager", req.Manager, 64); err != nil {
+		return err
+	}
+	if len(req.Problems) > 100 {
+		return invalid("problems lists more than 100 entries")
+	}
+	for i, p := range req.Problems {
+		if err := checkText(fmt.Sprintf("problems[%d]", i), p, 1000); err != nil {
+			return err
+		}
+	}
+	recorded, err := a.store.RecordUninstalled(r.Context(), secretHash, store.UninstallReport{Complete: req.Complete, Manager: req.Manager, Problems: req.Problems}, a.now())
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	delete(a.agents, secretHash)
+	a.mu.Unlock()
+	if !recorded {
+		return errInvalidAgent()
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // commandStatus is POST /agent/v1/commands/{id}/status.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -295,6 +296,50 @@ func TestRemovedEndpointUninstallsOnce(t *testing.T) {
 	again := e.Enroll("uid-1", "ws-01", "windows")
 	if again.ID == ag.ID {
 		t.Fatal("a removed endpoint came back with its old id")
+	}
+}
+
+// TestRemovedEndpointReportsUninstall: the agent of a removed endpoint,
+// once told, reports its removal once; it lands in the Audit Trail. Before
+// it is told, for an endpoint not removed, and a second time, the report
+// is refused and changes nothing.
+func TestRemovedEndpointReportsUninstall(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	kept := e.Enroll("uid-2", "ws-02", "linux")
+	ag := e.Enroll("uid-1", "ws-01", "linux")
+	report := agentproto.UninstalledReport{Complete: false, Manager: "sysv", Problems: []string{"/etc/rc2.d/S01patchd-agent: permission denied"}}
+	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, kept.Secret, report, false); ans.Status != http.StatusConflict {
+		t.Errorf("report of an endpoint not removed: %d %s", ans.Status, ans.Body)
+	}
+	if err := e.Admin.DeleteEndpoint(ctx, ag.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false); ans.Status != http.StatusUnauthorized {
+		t.Errorf("report before the agent was told: %d %s", ans.Status, ans.Body)
+	}
+	if resp, _ := ag.Checkin(0, agentproto.CheckinRequest{}); !resp.Uninstall {
+		t.Fatal("not told to uninstall")
+	}
+	bad := agentproto.UninstalledReport{Manager: strings.Repeat("x", 65)}
+	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, bad, false); ans.Status != http.StatusBadRequest {
+		t.Errorf("report with a long manager: %d %s", ans.Status, ans.Body)
+	}
+	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false); ans.Status != http.StatusNoContent {
+		t.Fatalf("report: %d %s", ans.Status, ans.Body)
+	}
+	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false); ans.Status != http.StatusUnauthorized {
+		t.Errorf("second report: %d %s", ans.Status, ans.Body)
+	}
+	page, err := e.Admin.ListAudit(ctx, client.AuditQuery{Action: "endpoint.uninstalled"})
+	if err != nil || page.Total != 1 {
+		t.Fatalf("audit: %+v %v", page, err)
+	}
+	got := page.Items[0]
+	if got.Actor != "agent:"+ag.ID || got.TargetID == nil || *got.TargetID != ag.ID || got.Summary["complete"] != false || got.Summary["manager"] != "sysv" ||
+		fmt.Sprint(got.Summary["problems"]) != "[/etc/rc2.d/S01patchd-agent: permission denied]" {
+		t.Errorf("audit entry: %+v", got)
 	}
 }
 

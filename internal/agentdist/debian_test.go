@@ -1,6 +1,7 @@
 package agentdist_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -156,6 +158,68 @@ func TestInstallWithoutServiceManager(t *testing.T) {
 	for _, p := range []string{"usr/local/bin/patchd-agent", "etc/init.d/patchd-agent", "etc/systemd/system/patchd-agent.service", "etc/default/patchd-agent"} {
 		if exists(root, p) {
 			t.Errorf("%s written by a failed install", p)
+		}
+	}
+}
+
+// TestInstallShWithoutServiceManager runs install.sh in a Debian root
+// with no service manager: it enrolls, keeps the agent installed, exits
+// non-zero with one line naming the command that runs it, and that
+// command works: the agent it starts checks in. /tmp is left as it was.
+func TestInstallShWithoutServiceManager(t *testing.T) {
+	root := debianRoot(t)
+	os.Remove(filepath.Join(root, "usr/sbin/update-rc.d"))
+	if err := syscall.Mount("proc", filepath.Join(root, "proc"), "proc", 0, ""); err != nil {
+		t.Skipf("cannot mount /proc in the Debian root: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(filepath.Join(root, "proc"), syscall.MNT_DETACH) })
+	os.WriteFile(filepath.Join(root, "etc/machine-id"), []byte("2f1e2d3c4b5a69788796a5b4c3d2e1f0\n"), 0o444)
+	e, h := newEnv(t)
+	if _, err := h.Store.BuildFromSource(context.Background(), agentdist.ModuleRoot("."), agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	before := rootTmp(t, root)
+	out, err := chroot(t, root, nil, "curl -fsSL "+e.URL+"/install.sh | sh -s -- --token "+e.EnrollToken)
+	var failures []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "patchd install: downloading") && !strings.HasPrefix(l, "enrolled as endpoint") {
+			failures = append(failures, l)
+		}
+	}
+	const advice = "start it with /usr/local/bin/patchd-agent run --state '/var/lib/patchd-agent' from what starts programs at boot here"
+	if err == nil || len(failures) != 1 || !strings.Contains(failures[0], "found no service manager") || !strings.Contains(failures[0], advice) {
+		t.Fatalf("install.sh without a service manager: %v\n%s", err, out)
+	}
+	for _, p := range []string{"usr/local/bin/patchd-agent", "var/lib/patchd-agent/state.json"} {
+		if !exists(root, p) {
+			t.Errorf("/%s missing: the printed command cannot work", p)
+		}
+	}
+	if exists(root, "usr/local/bin/patchd-agent.new") {
+		t.Error("patchd-agent.new left behind")
+	}
+	if after := rootTmp(t, root); !slices.Equal(before, after) {
+		t.Errorf("install.sh left /tmp holding %v (was %v)", after, before)
+	}
+	// The advice, followed: the agent checks in.
+	run := exec.Command("chroot", root, "/usr/local/bin/patchd-agent", "run", "--state", "/var/lib/patchd-agent")
+	run.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C"}
+	var logs bytes.Buffer
+	run.Stdout, run.Stderr = &logs, &logs
+	started := time.Now().Truncate(time.Millisecond)
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { run.Process.Kill(); run.Wait() }()
+	ctx := context.Background()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		e.Server.FlushCheckins(ctx)
+		page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
+		if err == nil && page.Total == 1 && page.Items[0].LastSeenAt != nil && !page.Items[0].LastSeenAt.Before(started) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent started as printed never checked in: %+v\n%s", page, logs.String())
 		}
 	}
 }

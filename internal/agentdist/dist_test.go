@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/patchd/patchd/internal/agentdist"
@@ -133,7 +134,7 @@ func TestDownloads(t *testing.T) {
 
 func TestInstallersFor(t *testing.T) {
 	in := agentdist.InstallersFor("https://patchd.example.com/", "pdet_abc", "")
-	if in.Linux != "curl -fsSL https://patchd.example.com/install.sh | sudo sh -s -- --token pdet_abc" || in.Pinned || in.Loopback != "" ||
+	if !strings.HasPrefix(in.Linux, "sh -c 'pd_fetch() {") || !strings.HasSuffix(in.Linux, "' sh 'https://patchd.example.com' '' pdet_abc") || in.Pinned || in.Loopback != "" ||
 		!strings.Contains(in.Windows, "Invoke-RestMethod 'https://patchd.example.com/install.ps1'))) -Token 'pdet_abc'") ||
 		in.Downloads["windows/arm64"] != "https://patchd.example.com/agent/v1/download/windows/arm64" || in.Packages["msi/amd64"] == "" {
 		t.Errorf("plain: %+v", in)
@@ -146,6 +147,74 @@ func TestInstallersFor(t *testing.T) {
 	for _, bad := range []string{"ftp://x", "https://x/'; rm -rf /", "https://x y"} {
 		if agentdist.CheckServerURL(bad) == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestPlainOneLiner runs the printed line without a pin (a server with a
+// publicly trusted certificate, or plain http): as root it runs install.sh
+// without sudo, as another user through sudo; when the download fails
+// (the server down, an error answer, a certificate curl does not trust) it
+// runs nothing, exits non-zero and says why in one line; its temporary
+// folder goes in every case.
+func TestPlainOneLiner(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/install.sh" {
+			io.WriteString(w, "echo INSTALLER-RAN \"$@\"; exit 7\n")
+			return
+		}
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer ts.Close()
+	tlsOnly := httptest.NewTLSServer(http.NotFoundHandler()) // a certificate curl does not trust
+	defer tlsOnly.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	// Folders another user reaches (t.TempDir's parent is private): the
+	// sudo stand-in, what it records, the line's TMPDIR.
+	shared, err := os.MkdirTemp("", "patchd-plain-line-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	os.Chmod(shared, 0o755)
+	bin, tmp := filepath.Join(shared, "bin"), filepath.Join(shared, "tmp")
+	os.Mkdir(bin, 0o755)
+	os.Mkdir(tmp, 0o1777)
+	os.Chmod(tmp, 0o1777)
+	os.Mkdir(filepath.Join(shared, "log"), 0o777)
+	os.Chmod(filepath.Join(shared, "log"), 0o777)
+	sudoLog := filepath.Join(shared, "log", "sudo-used")
+	os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\necho \"$@\" >"+sudoLog+"\nexec \"$@\"\n"), 0o755)
+	run := func(server string, asNobody bool) (string, int) {
+		t.Helper()
+		os.Remove(sudoLog)
+		cmd := exec.Command("/bin/sh", "-c", agentdist.InstallersFor(server, "pdet_x", "").Linux)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C", "TMPDIR=" + tmp}
+		if asNobody {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, _ := cmd.CombinedOutput()
+		if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+			t.Errorf("the line left %d entries in TMPDIR (%s)", len(ents), ents[0].Name())
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	sudoUsed := func() string { b, _ := os.ReadFile(sudoLog); return string(b) }
+	out, code := run(ts.URL, false)
+	if code != 7 || out != "INSTALLER-RAN --token pdet_x\n" || sudoUsed() != "" {
+		t.Errorf("as root: exit %d, sudo %q: %s", code, sudoUsed(), out)
+	}
+	if os.Geteuid() == 0 {
+		out, code = run(ts.URL, true)
+		if code != 7 || out != "INSTALLER-RAN --token pdet_x\n" || !strings.HasPrefix(sudoUsed(), "sh /") {
+			t.Errorf("as nobody: exit %d, sudo %q: %s", code, sudoUsed(), out)
+		}
+	}
+	for name, server := range map[string]string{"server down": down.URL, "untrusted certificate": tlsOnly.URL, "error answer": ts.URL + "/broken"} {
+		out, code := run(server, false)
+		if code == 0 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "patchd install: cannot fetch "+server+"/install.sh (curl or wget exit status ") || strings.Contains(out, "INSTALLER-RAN") {
+			t.Errorf("%s: exit %d: %s", name, code, out)
 		}
 	}
 }

@@ -17,41 +17,60 @@ var installPs1 string
 // InstallScript is install.sh with server baked in.
 func InstallScript(server string) string { return strings.ReplaceAll(installSh, "@SERVER@", server) }
 
+// runLineSh is the end of every Linux line: $d/install.sh, downloaded,
+// is run as root (through sudo only when not root already) with the token
+// $3; its exit status is the line's.
+const runLineSh = `if [ "$(id -u)" = 0 ]; then sh "$d/install.sh" --token "$3"; else sudo sh "$d/install.sh" --token "$3"; fi`
+
+// tempDirSh makes the line's temporary folder $d, removed however the
+// line ends.
+const tempDirSh = `d=$(mktemp -d 2>/dev/null || mktemp -d -t patchd 2>/dev/null) || { echo "patchd install: cannot make a temporary folder" >&2; exit 1; }; ` +
+	`c() { rm -rf "$d"; }; trap c EXIT; trap "exit 1" HUP INT TERM; `
+
 // pinnedLineSh is the rest of the pinned Linux line, after install.sh's
-// pin check: $1 is the server, $2 the pin, $3 the token.
-const pinnedLineSh = `d=$(mktemp -d 2>/dev/null || mktemp -d -t patchd 2>/dev/null) || { echo "patchd install: cannot make a temporary folder" >&2; exit 1; }; ` +
-	`c() { rm -rf "$d"; }; trap c EXIT; trap "exit 1" HUP INT TERM; ` +
+// fetch and pin check: $1 is the server, $2 the pin, $3 the token.
+const pinnedLineSh = tempDirSh +
 	`pd_pinned_ca "$1" "$2" "$d" || exit 1; ` +
 	`pd_fetch "$1/install.sh" "$d/install.sh" "$d/ca.pem" || { echo "patchd install: cannot fetch $1/install.sh over the pinned connection (curl or wget exit status $?)" >&2; exit 1; }; ` +
-	`if [ "$(id -u)" = 0 ]; then sh "$d/install.sh" --token "$3"; else sudo sh "$d/install.sh" --token "$3"; fi`
+	runLineSh
 
-// pinCheckSh and pinCheckPs are the pin checks of install.sh and
-// install.ps1 made one line each, for the one-line installers.
+// plainLineSh is the rest of the Linux line without a pin, after
+// install.sh's fetch: $1 is the server, $3 the token ($2 is empty).
+const plainLineSh = tempDirSh +
+	`pd_fetch "$1/install.sh" "$d/install.sh" || { echo "patchd install: cannot fetch $1/install.sh (curl or wget exit status $?: 6 or 7 the server is not reachable, 22 it answered an error, 35 or 60 its TLS certificate is not trusted)" >&2; exit 1; }; ` +
+	runLineSh
+
+// fetchSh, pinCheckSh and pinCheckPs are install.sh's fetch and pin check
+// and install.ps1's pin check made one line each, for the one-line
+// installers.
 var (
-	pinCheckSh = oneLine(installSh, "; ", "'", func(l string) bool {
+	shCont = func(l string) bool {
 		for _, end := range []string{"{", "then", "else", "do", "|", "&&", "||", ";"} {
 			if strings.HasSuffix(l, end) {
 				return true
 			}
 		}
 		return false
-	})
-	pinCheckPs = oneLine(installPs1, "; ", `"%`, func(l string) bool {
+	}
+	fetchSh    = oneLine(installSh, "fetch", "; ", "'", shCont)
+	pinCheckSh = oneLine(installSh, "the pin check", "; ", "'", shCont)
+	pinCheckPs = oneLine(installPs1, "the pin check", "; ", `"%`, func(l string) bool {
 		return strings.HasSuffix(l, "{") || strings.HasSuffix(l, "(") || strings.HasSuffix(l, "|") || strings.HasSuffix(l, ",")
 	})
 )
 
-// oneLine joins the lines between script's "--- pin check" and "--- end of
-// the pin check" markers, leaving out comments and blank lines, by a blank
-// after a line that continues (cont), and by sep after any other. A
-// character of forbidden in them (what the line's quoting cannot carry),
-// or a backslash ending a line, is a defect of the script, caught by every
-// test.
-func oneLine(script, sep, forbidden string, cont func(string) bool) string {
-	_, rest, ok := strings.Cut(script, "# --- pin check")
-	body, _, ok2 := strings.Cut(rest, "# --- end of the pin check")
+// oneLine joins the lines of script's section (between the "# --- "
+// marker line naming it and "# --- end of " section), leaving out
+// comments and blank lines, by a blank after a line that continues
+// (cont), and by sep after any other. A character of forbidden in them
+// (what the line's quoting cannot carry), or a backslash ending a line,
+// is a defect of the script, caught by every test.
+func oneLine(script, section, sep, forbidden string, cont func(string) bool) string {
+	start := "# --- " + strings.TrimPrefix(section, "the ")
+	_, rest, ok := strings.Cut(script, start)
+	body, _, ok2 := strings.Cut(rest, "# --- end of "+section)
 	if !ok || !ok2 {
-		panic("agentdist: an installer script lost its pin check markers")
+		panic("agentdist: an installer script lost its " + section + " markers")
 	}
 	var b strings.Builder
 	for i, l := range strings.Split(body, "\n") {
@@ -60,7 +79,7 @@ func oneLine(script, sep, forbidden string, cont func(string) bool) string {
 			continue
 		}
 		if strings.HasSuffix(l, `\`) {
-			panic("agentdist: an installer's pin check continues a line with a backslash, which its one-line form cannot carry")
+			panic("agentdist: an installer's " + section + " continues a line with a backslash, which its one-line form cannot carry")
 		}
 		b.WriteString(l)
 		if cont(l) {
@@ -71,7 +90,7 @@ func oneLine(script, sep, forbidden string, cont func(string) bool) string {
 	}
 	line := strings.TrimSpace(b.String())
 	if strings.ContainsAny(line, forbidden) {
-		panic("agentdist: an installer's pin check holds a character its one-line form cannot carry: one of " + forbidden)
+		panic("agentdist: an installer's " + section + " holds a character its one-line form cannot carry: one of " + forbidden)
 	}
 	return line
 }
@@ -130,8 +149,10 @@ var PackageTypes = []struct{ Type, OS string }{{"deb", "linux"}, {"rpm", "linux"
 // file over a connection verified with that certificate alone (rewritten
 // from the checked DER), and run (with sudo when not root) only when every
 // step succeeded; install.sh checks the pin again for its own downloads.
-// Any failure ends the line with one line saying why, and the folder is
-// removed. The PowerShell line does the same with install.ps1's pin check:
+// Without a pin the Linux line downloads install.sh (with curl, else
+// wget) to a file in a temporary folder and runs it the same way. Any
+// failure ends the line with one line saying why and a non-zero exit, and
+// the folder is removed. The PowerShell line does the same with install.ps1's pin check:
 // a server is accepted only when its chain is built up to the pinned
 // certificate and it bears the server's name.
 func InstallersFor(server, token, pin string) Installers {
@@ -142,13 +163,13 @@ func InstallersFor(server, token, pin string) Installers {
 	}
 	tok := shellQuote(in.Token)
 	if in.Pinned {
-		in.Linux = "sh -c '" + pinCheckSh + " " + pinnedLineSh + "' sh " + shellQuote(server) + " " + shellQuote(pin) + " " + tok
+		in.Linux = "sh -c '" + fetchSh + " " + pinCheckSh + " " + pinnedLineSh + "' sh " + shellQuote(server) + " " + shellQuote(pin) + " " + tok
 		in.Windows = `powershell -NoProfile -ExecutionPolicy Bypass -Command "$ErrorActionPreference='Stop'; [Net.ServicePointManager]::SecurityProtocol='Tls12'; ` +
 			`try { ` + pinCheckPs + ` Set-PatchdPinnedTrust (Get-PatchdPinnedCA '` + server + `' '` + pin + `'); ` +
 			`$s = Invoke-RestMethod '` + server + `/install.ps1'; & ([scriptblock]::Create($s)) -Token '` + in.Token + `' } ` +
 			`catch { $m = $_.Exception.Message; if (-not $m.StartsWith('patchd install:')) { $m = 'patchd install: ' + $m }; [Console]::Error.WriteLine($m); exit 1 }"`
 	} else {
-		in.Linux = `curl -fsSL ` + server + `/install.sh | sudo sh -s -- --token ` + tok
+		in.Linux = "sh -c '" + fetchSh + " " + plainLineSh + "' sh " + shellQuote(server) + " '' " + tok
 		in.Windows = `powershell -NoProfile -ExecutionPolicy Bypass -Command "[Net.ServicePointManager]::SecurityProtocol='Tls12'; ` +
 			`& ([scriptblock]::Create((Invoke-RestMethod '` + server + `/install.ps1'))) -Token '` + in.Token + `'"`
 	}

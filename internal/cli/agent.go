@@ -21,6 +21,16 @@ import (
 // defaultBaseURL is patchd serve's address when --base-url is not given.
 const defaultBaseURL = "http://127.0.0.1:8080"
 
+// agentVerbHelp is what -h prints of each patchd admin agent command,
+// after its usage line.
+var agentVerbHelp = map[string]string{
+	"publish": " FILE\n\nPublishes FILE as the agent the server serves for --os/--arch; with --version and\n--release-key (or --signature) as a signed release agents update themselves to.",
+	"keygen":  "\n\nWrites a new release private key to --out (its public key is printed).",
+	"sign":    " FILE\n\nPrints the release signature of FILE for --os/--arch/--version, made with --release-key.",
+	"list":    "\n\nLists the published agents.",
+	"package": "\n\nWrites the package (--type deb, rpm or msi, --arch amd64 or arm64) of the published agent\nto --out; it enrolls with --base-url by default.",
+}
+
 // runAgentAdmin is patchd admin agent publish|list|package: the agents the
 // server hosts (a folder; no database needed).
 func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) error {
@@ -43,6 +53,11 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 	signature := fs.String("signature", "", "publish: the release signature (patchd admin agent sign)")
 	releaseKey := fs.String("release-key", config.Env("PATCHD_RELEASE_KEY", ""), "publish, sign: the release private key file (patchd admin agent keygen); publish signs with it")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdio.Out, "usage: %s [flags]%s\n\nflags:\n", name, agentVerbHelp[verb])
+			fs.SetOutput(stdio.Out)
+			fs.PrintDefaults()
+		}
 		return asUsage(fmt.Errorf("%s: %w", name, err))
 	}
 	if agentDir == "" {

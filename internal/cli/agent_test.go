@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
@@ -26,7 +27,7 @@ func TestEnrollTokenInstallers(t *testing.T) {
 	}
 	m := decode(t, out)
 	tok, _ := m["token"].(string)
-	if tok == "" || m["installLinux"] != "curl -fsSL https://patchd.example.com/install.sh | sudo sh -s -- --token "+tok ||
+	if tok == "" || m["installLinux"] != agentdist.InstallersFor("https://patchd.example.com", tok, "").Linux ||
 		!strings.Contains(m["installWindows"].(string), "https://patchd.example.com/install.ps1") || m["warning"] != nil || m["agentToken"] != tok {
 		t.Errorf("enroll-token create: %v", m)
 	}
@@ -63,6 +64,11 @@ func TestAgentPublishAndPackage(t *testing.T) {
 	}
 	if code, out, _ := run("admin", "agent", "list", "--agent-dir", agentDir); code != 0 || decode(t, out)["total"].(float64) != 1 {
 		t.Errorf("list: %s", out)
+	}
+	for _, verb := range []string{"package", "publish", "keygen", "sign", "list"} {
+		if code, out, _ := run("admin", "agent", verb, "--help"); code != 0 || !strings.HasPrefix(out, "usage: patchd admin agent "+verb) || !strings.Contains(out, "-agent-dir") {
+			t.Errorf("%s --help: %d %q", verb, code, out)
+		}
 	}
 	deb := filepath.Join(dir, "agent.deb")
 	// A package takes the version of the agent's release: none yet.

@@ -45,7 +45,7 @@ func TestEnrollmentInstallers(t *testing.T) {
 	}
 	tok := page[i+len(`<code id="enroll-token">`):]
 	tok = tok[:strings.Index(tok, "<")]
-	if !strings.Contains(page, "curl -fsSL "+e.URL+"/install.sh | sudo sh -s -- --token "+tok) ||
+	if !strings.Contains(page, agentdist.InstallersFor(e.URL, tok, "").Linux) ||
 		!strings.Contains(page, "Invoke-RestMethod '"+e.URL+"/install.ps1'))) -Token '"+tok+"'") ||
 		strings.Contains(page, "patchd-agent run --state") {
 		t.Errorf("installers missing:\n%s", page)

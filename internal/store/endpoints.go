@@ -188,6 +188,52 @@ func (s *Store) TellUninstall(ctx context.Context, secretHash string, now time.T
 	return n == 1, nil
 }
 
+// UninstallReport is what a removed endpoint's agent reports of its
+// removal (agentproto.UninstalledReport).
+type UninstallReport struct {
+	Complete bool
+	Manager  string
+	Problems []string
+}
+
+// RecordUninstalled records, once, that the agent of a removed endpoint
+// (its secret's tombstone, told to uninstall already) reported its
+// removal, and writes it to the organization's Audit Trail
+// (endpoint.uninstalled, actor agent:<endpoint id>). It answers false when
+// the secret is no told tombstone or the report came already.
+func (s *Store) RecordUninstalled(ctx context.Context, secretHash string, rep UninstallReport, now time.Time) (bool, error) {
+	var recorded bool
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var orgID, endpointID string
+		err := tx.queryRow(ctx, `SELECT org_id, endpoint_id FROM endpoint_tombstones WHERE secret_hash = ? AND told_at IS NOT NULL AND uninstalled_at IS NULL`,
+			secretHash).Scan(&orgID, &endpointID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("store: record uninstalled: %w", err)
+		}
+		res, err := tx.exec(ctx, `UPDATE endpoint_tombstones SET uninstalled_at = ? WHERE secret_hash = ? AND uninstalled_at IS NULL`, millis(now), secretHash)
+		if err != nil {
+			return fmt.Errorf("store: record uninstalled: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		summary := map[string]any{"complete": rep.Complete, "manager": rep.Manager}
+		if len(rep.Problems) > 0 {
+			summary["problems"] = rep.Problems
+		}
+		if err := tx.insertAudit(ctx, &AuditEntry{OrgID: orgID, At: now, Actor: "agent:" + endpointID, Action: "endpoint.uninstalled",
+			TargetType: "endpoint", TargetID: endpointID, Summary: summary}); err != nil {
+			return err
+		}
+		recorded = true
+		return nil
+	})
+	return recorded, err
+}
+
 // Checkin is what one check-in reports, batched by the presence tracker.
 type Checkin struct {
 	EndpointID    string

@@ -69,8 +69,8 @@ esac
 TMP=$(mktemp -d 2>/dev/null || mktemp -d -t patchd)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-# --- pin check (the one-line installer runs these lines too) ---
-# No single quote in here (the line carries it inside one), no comment
+# --- fetch (every one-line installer runs these lines too) ---
+# Here and in the pin check below: no single quote (the line carries it inside one), no comment
 # after code, no backslash at a line's end: the line is these lines
 # without comments, joined by blanks (by "; " after a line ending a
 # command).
@@ -93,6 +93,9 @@ pd_fetch() {
 	else return 127
 	fi
 }
+# --- end of fetch ---
+
+# --- pin check (the pinned one-line installers run these lines too) ---
 # pd_sha256 FILE: prints the lowercase hex SHA-256 of FILE.
 pd_sha256() {
 	if command -v sha256sum >/dev/null 2>&1; then pd_s=$(sha256sum <"$1") || return 1
@@ -184,10 +187,18 @@ fi
 
 if [ -n "$NO_START" ]; then
 	mv -f "$NEW" "$BIN"
-	say "installed $BIN; no service registered (--no-start): run $BIN run"
+	say "installed $BIN; no service registered (--no-start): start it with: $BIN run --state '$STATE_DIR'"
 	exit 0
 fi
 # install copies the agent to $BIN and registers and (re)starts the service;
-# without a service manager it changes nothing and says what to do.
-"$NEW" install --state "$STATE_DIR" || die "the service could not be installed (the computer is enrolled; see above)"
+# without a service manager it changes nothing and exits 4: the agent is
+# then kept at $BIN, enrolled, and the command that runs it is printed.
+rc=0
+"$NEW" install --state "$STATE_DIR" 2>"$TMP/install.err" || rc=$?
+if [ "$rc" = 4 ]; then
+	mv -f "$NEW" "$BIN"
+	die "installed $BIN and enrolled, but found no service manager (systemd, OpenRC, SysV init) to run it: start it with $BIN run --state '$STATE_DIR' from what starts programs at boot here (a container's entry point, a supervisor), or run this installer with --no-start"
+fi
+cat "$TMP/install.err" >&2
+[ "$rc" = 0 ] || die "the service could not be installed (the computer is enrolled; see above)"
 say "done: the agent runs as a service and checks in with $SERVER"
