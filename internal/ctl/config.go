@@ -25,6 +25,9 @@ type profile struct {
 	Server   string `json:"server"`
 	ClientID string `json:"clientId"`
 	Output   string `json:"output,omitempty"`
+	// CAFile is the CA certificate file the server's certificate is
+	// checked against (a server with its own CA), saved by login --ca-file.
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // tokenCache is <profile>.token: the last bearer token, reused until it

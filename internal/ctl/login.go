@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/term"
@@ -65,16 +66,22 @@ func login(s *session, fromStdin bool, defOutput string) error {
 	if err != nil {
 		return err
 	}
-	var opts []client.Option
-	if s.io.HTTPClient != nil {
-		opts = append(opts, client.WithHTTPClient(s.io.HTTPClient))
+	caFile := first(s.globals.caFile, s.io.Getenv("PATCHCTL_CA_FILE"))
+	if caFile != "" {
+		if caFile, err = filepath.Abs(caFile); err != nil {
+			return fmt.Errorf("--ca-file: %w", err)
+		}
+	}
+	opts, err := s.clientOptions(caFile)
+	if err != nil {
+		return err
 	}
 	cl := client.New(server, clientID, secret, opts...)
 	token, expires, err := cl.Token(s.ctx)
 	if err != nil {
 		return err
 	}
-	cfg.Profiles[name] = profile{Server: server, ClientID: clientID, Output: defOutput}
+	cfg.Profiles[name] = profile{Server: server, ClientID: clientID, Output: defOutput, CAFile: caFile}
 	cfg.Current = name
 	if err := s.writeSecret(name, secret); err != nil {
 		return err

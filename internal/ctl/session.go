@@ -2,8 +2,11 @@ package ctl
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -19,6 +22,7 @@ type globals struct {
 	clientID string
 	output   string
 	color    string
+	caFile   string
 }
 
 // register binds the global flags on fs; defaults are the values already
@@ -30,6 +34,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.output, "o", g.output, "output `FORMAT`: table, json or csv")
 	fs.StringVar(&g.output, "output", g.output, "output `FORMAT`: table, json or csv")
 	fs.StringVar(&g.color, "color", g.color, "colour `WHEN`: auto, always or never")
+	fs.StringVar(&g.caFile, "ca-file", g.caFile, "trust the CA certificate(s) in `FILE` (PEM) for the server, instead of the system's")
 }
 
 // session is one invocation: its streams, flags and (once asked for) its
@@ -150,9 +155,9 @@ func (s *session) client() (*client.Client, error) {
 	if secret == "" {
 		return nil, usagef("no client secret for %s: run 'patchctl login' or set PATCHCTL_CLIENT_SECRET", s.clientID)
 	}
-	var opts []client.Option
-	if s.io.HTTPClient != nil {
-		opts = append(opts, client.WithHTTPClient(s.io.HTTPClient))
+	opts, err := s.clientOptions(first(s.globals.caFile, s.io.Getenv("PATCHCTL_CA_FILE"), p.CAFile))
+	if err != nil {
+		return nil, err
 	}
 	if tc, err := s.readToken(s.profileName); err == nil && tc.Server == s.server && tc.ClientID == s.clientID && time.Now().Before(tc.ExpiresAt) {
 		opts = append(opts, client.WithToken(tc.AccessToken, tc.ExpiresAt))
@@ -175,4 +180,28 @@ func (s *session) saveToken() {
 	if err := s.writeToken(s.profileName, tokenCache{Server: s.server, ClientID: s.clientID, AccessToken: token, ExpiresAt: expires}); err != nil {
 		fmt.Fprintf(s.io.Stderr, "patchctl: warning: cannot cache the token: %v\n", err)
 	}
+}
+
+// clientOptions answers the client's options: the tests' HTTP client, or,
+// with caFile, one that trusts only the CA certificates in that file (a
+// server with its own CA, as patchd-agent's --ca-file). A file that holds
+// no certificate is refused before anything is sent.
+func (s *session) clientOptions(caFile string) ([]client.Option, error) {
+	if s.io.HTTPClient != nil {
+		return []client.Option{client.WithHTTPClient(s.io.HTTPClient)}, nil
+	}
+	if caFile == "" {
+		return nil, nil
+	}
+	pemBytes, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return nil, usagef("--ca-file %s holds no PEM certificate", caFile)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return []client.Option{client.WithHTTPClient(&http.Client{Timeout: 60 * time.Second, Transport: tr})}, nil
 }
