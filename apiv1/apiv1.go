@@ -805,9 +805,12 @@ type SSO struct {
 	RoleMap         []SSORoleMapping `json:"roleMap"`
 	DefaultRole     string           `json:"defaultRole"`
 	JustInTime      bool             `json:"justInTime"`
-	Enabled         bool             `json:"enabled"`
-	UpdatedBy       string           `json:"updatedBy"`
-	UpdatedAt       time.Time        `json:"updatedAt"`
+	// ProviderVerifiesEmail: the provider verifies every address it
+	// gives, so an ID token without email_verified counts as verified.
+	ProviderVerifiesEmail bool      `json:"providerVerifiesEmail"`
+	Enabled               bool      `json:"enabled"`
+	UpdatedBy             string    `json:"updatedBy"`
+	UpdatedAt             time.Time `json:"updatedAt"`
 }
 
 // SSORoleMapping gives the users whose role claim holds Value the role
@@ -831,5 +834,7 @@ type SSOBody struct {
 	RoleMap        []SSORoleMapping `json:"roleMap"`
 	DefaultRole    string           `json:"defaultRole"`
 	JustInTime     bool             `json:"justInTime"`
-	Enabled        bool             `json:"enabled"`
+	// ProviderVerifiesEmail: see SSO.
+	ProviderVerifiesEmail bool `json:"providerVerifiesEmail"`
+	Enabled               bool `json:"enabled"`
 }

@@ -34,6 +34,8 @@ type OperatorOut struct {
 	Email            string `json:"email"`
 	Disabled         bool   `json:"disabled"`
 	InstanceOperator bool   `json:"instanceOperator"`
+	// OperatorSSO: single sign-on may sign the operator in.
+	OperatorSSO bool `json:"operatorSso"`
 	// Changed is false when the user had the asked state already.
 	Changed bool `json:"changed"`
 }
@@ -61,6 +63,31 @@ func SetOperator(ctx context.Context, s *store.Store, by InstanceActor, orgRef, 
 	return OperatorOut{ID: u.ID, OrgID: org.ID, Org: org.Name, Email: u.Email, Disabled: u.Disabled, InstanceOperator: on, Changed: changed}, nil
 }
 
+// SetOperatorSSO lets (on) the instance operator with the e-mail address
+// sign in through its organization's single sign-on, or stops it, recorded
+// in the instance's Audit Trail (instance_operator.sso_allow,
+// instance_operator.sso_deny). Single sign-on never signs in or links an
+// operator without it.
+func SetOperatorSSO(ctx context.Context, s *store.Store, by InstanceActor, orgRef, email string, on bool) (OperatorOut, error) {
+	u, org, err := findUser(ctx, s, orgRef, email)
+	if err != nil {
+		return OperatorOut{}, err
+	}
+	action := "instance_operator.sso_deny"
+	if on {
+		action = "instance_operator.sso_allow"
+	}
+	changed, err := s.SetOperatorSSO(ctx, by.event(action, map[string]any{"email": u.Email, "org": org.Name, "orgId": org.ID}), u.ID, on)
+	if errors.Is(err, store.ErrNotOperator) {
+		return OperatorOut{}, fmt.Errorf("%s is not an instance operator: single sign-on signs it in as any user", u.Email)
+	}
+	if err != nil {
+		return OperatorOut{}, err
+	}
+	return OperatorOut{ID: u.ID, OrgID: org.ID, Org: org.Name, Email: u.Email, Disabled: u.Disabled, InstanceOperator: true,
+		OperatorSSO: on, Changed: changed}, nil
+}
+
 // ListOperators lists the instance operators of every organization.
 func ListOperators(ctx context.Context, s *store.Store) ([]OperatorOut, error) {
 	users, err := s.ListInstanceOperators(ctx)
@@ -77,7 +104,7 @@ func ListOperators(ctx context.Context, s *store.Store) ([]OperatorOut, error) {
 	}
 	out := make([]OperatorOut, 0, len(users))
 	for _, u := range users {
-		out = append(out, OperatorOut{ID: u.ID, OrgID: u.OrgID, Org: names[u.OrgID], Email: u.Email, Disabled: u.Disabled, InstanceOperator: true})
+		out = append(out, OperatorOut{ID: u.ID, OrgID: u.OrgID, Org: names[u.OrgID], Email: u.Email, Disabled: u.Disabled, InstanceOperator: true, OperatorSSO: u.OperatorSSO})
 	}
 	return out, nil
 }

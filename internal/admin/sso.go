@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"time"
 
 	"github.com/patchd/patchd/internal/sso"
 	"github.com/patchd/patchd/internal/store"
@@ -33,7 +35,8 @@ func SSOLinks(out *SSOOut, baseURL string) {
 // secret kept), for a change of some of its fields.
 func SSOSettingsOf(c store.SSOConfig) sso.Settings {
 	s := sso.Settings{ProviderName: c.ProviderName, Issuer: c.Issuer, ClientID: c.ClientID, AllowedDomains: c.AllowedDomains,
-		Scopes: c.Scopes, RoleClaim: c.RoleClaim, DefaultRole: c.DefaultRoleName, JustInTime: c.JustInTime, Enabled: c.Enabled}
+		Scopes: c.Scopes, RoleClaim: c.RoleClaim, DefaultRole: c.DefaultRoleName, JustInTime: c.JustInTime, Enabled: c.Enabled,
+		ProviderVerifiesEmail: c.ProviderVerifiesEmail}
 	for _, m := range c.RoleMap {
 		role := m.RoleName
 		if role == "" {
@@ -57,6 +60,10 @@ func ShowSSO(ctx context.Context, s *store.Store, orgRef string) (SSOOut, error)
 	return SSOOut{SSOConfig: c, OrgName: o.Name}, nil
 }
 
+// SSODiscoveryClient reads the providers' discovery documents when
+// settings are saved.
+var SSODiscoveryClient = &http.Client{Timeout: 15 * time.Second}
+
 // SetSSO checks and stores the organization's provider, audited as
 // sso_config.set by actor (the summary names what changed, never the
 // secret). A new provider needs a client secret.
@@ -64,7 +71,10 @@ func SetSSO(ctx context.Context, s *store.Store, actor, orgRef string, in sso.Se
 	return SetSSOBy(ctx, s, By{Actor: actor}, orgRef, in)
 }
 
-// SetSSOBy is SetSSO audited with the caller's address too.
+// SetSSOBy is SetSSO audited with the caller's address too. An enabled
+// provider's discovery document must name the issuer as given (a
+// *sso.DiscoveryError otherwise); a disabled one is stored without asking
+// the provider, so that it can be turned off while unreachable.
 func SetSSOBy(ctx context.Context, s *store.Store, by By, orgRef string, in sso.Settings) (SSOOut, error) {
 	o, err := s.FindOrg(ctx, orgRef)
 	if err != nil {
@@ -76,7 +86,7 @@ func SetSSOBy(ctx context.Context, s *store.Store, by By, orgRef string, in sso.
 		problems = append(problems, err.(sso.Problems)...)
 	}
 	c := store.SSOConfig{OrgID: o.ID, ProviderName: in.ProviderName, Issuer: in.Issuer, ClientID: in.ClientID, AllowedDomains: in.AllowedDomains,
-		Scopes: in.Scopes, RoleClaim: in.RoleClaim, JustInTime: in.JustInTime, Enabled: in.Enabled}
+		Scopes: in.Scopes, RoleClaim: in.RoleClaim, JustInTime: in.JustInTime, Enabled: in.Enabled, ProviderVerifiesEmail: in.ProviderVerifiesEmail}
 	for _, m := range in.RoleMap {
 		if m.Role == "" {
 			continue
@@ -105,6 +115,11 @@ func SetSSOBy(ctx context.Context, s *store.Store, by By, orgRef string, in sso.
 	if len(problems) > 0 {
 		return SSOOut{}, problems
 	}
+	if c.Enabled {
+		if err := sso.CheckDiscovery(ctx, SSODiscoveryClient, c.Issuer); err != nil {
+			return SSOOut{}, err
+		}
+	}
 	mapping := map[string]string{}
 	for _, m := range c.RoleMap {
 		mapping[m.Value] = m.RoleName
@@ -112,7 +127,7 @@ func SetSSOBy(ctx context.Context, s *store.Store, by By, orgRef string, in sso.
 	e := &store.AuditEntry{OrgID: o.ID, Actor: by.Actor, Address: by.Address, Action: "sso_config.set", Summary: map[string]any{
 		"providerName": c.ProviderName, "issuer": c.Issuer, "clientId": c.ClientID, "allowedDomains": c.AllowedDomains,
 		"scopes": c.Scopes, "roleClaim": c.RoleClaim, "roleMap": mapping, "defaultRole": in.DefaultRole, "justInTime": c.JustInTime,
-		"enabled": c.Enabled, "clientSecretChanged": in.ClientSecret != nil}}
+		"enabled": c.Enabled, "providerVerifiesEmail": c.ProviderVerifiesEmail, "clientSecretChanged": in.ClientSecret != nil}}
 	saved, err := s.SetSSOConfig(ctx, e, c, in.ClientSecret)
 	if errors.Is(err, store.ErrSSOSecretRequired) {
 		return SSOOut{}, sso.Problems{"clientSecret: a new provider needs the client secret the provider made for patchd"}

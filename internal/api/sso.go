@@ -42,11 +42,15 @@ func (a *API) setSSO(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := sso.Settings{ProviderName: body.ProviderName, Issuer: body.Issuer, ClientID: body.ClientID, ClientSecret: body.ClientSecret,
 		AllowedDomains: body.AllowedDomains, Scopes: body.Scopes, RoleClaim: body.RoleClaim, DefaultRole: body.DefaultRole,
-		JustInTime: body.JustInTime, Enabled: body.Enabled}
+		JustInTime: body.JustInTime, Enabled: body.Enabled, ProviderVerifiesEmail: body.ProviderVerifiesEmail}
 	for _, m := range body.RoleMap {
 		in.RoleMap = append(in.RoleMap, sso.Mapping{Value: m.Value, Role: m.Role})
 	}
 	out, err := admin.SetSSOBy(r.Context(), a.store, a.by(r), principal(r).OrgID, in)
+	var discovery *sso.DiscoveryError
+	if errors.As(err, &discovery) {
+		return httpx.Errorf(http.StatusBadRequest, "issuer_discovery_failed", discovery.Error())
+	}
 	var problems sso.Problems
 	if errors.As(err, &problems) {
 		var errs valid.Errors
@@ -86,7 +90,7 @@ func ssoOut(o admin.SSOOut) apiv1.SSO {
 	c := o.SSOConfig
 	out := apiv1.SSO{ProviderName: c.ProviderName, Issuer: c.Issuer, ClientID: c.ClientID, HasClientSecret: c.HasClientSecret,
 		AllowedDomains: c.AllowedDomains, Scopes: c.Scopes, RoleClaim: c.RoleClaim, RoleMap: []apiv1.SSORoleMapping{},
-		DefaultRole: c.DefaultRoleName, JustInTime: c.JustInTime, Enabled: c.Enabled, UpdatedBy: c.UpdatedBy, UpdatedAt: c.UpdatedAt}
+		DefaultRole: c.DefaultRoleName, JustInTime: c.JustInTime, ProviderVerifiesEmail: c.ProviderVerifiesEmail, Enabled: c.Enabled, UpdatedBy: c.UpdatedBy, UpdatedAt: c.UpdatedAt}
 	if out.AllowedDomains == nil {
 		out.AllowedDomains = []string{}
 	}

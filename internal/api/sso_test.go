@@ -10,6 +10,7 @@ import (
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/sso/ssotest"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -37,7 +38,7 @@ func TestSSOSettings(t *testing.T) {
 	if _, err := e.Store.GetSSOConfig(ctx, e.Org.ID); err == nil {
 		t.Fatal("a refused provider was stored")
 	}
-	body.Issuer, body.RoleMap = "https://id.example.com/realms/acme", []apiv1.SSORoleMapping{{Value: "patchd-admin", Role: store.RoleAdministrator}}
+	body.Issuer, body.RoleMap = ssotest.Issuer(t), []apiv1.SSORoleMapping{{Value: "patchd-admin", Role: store.RoleAdministrator}}
 	got, err := admin.SetSSO(ctx, body)
 	if err != nil || got.ProviderName != "Keycloak" || !got.HasClientSecret || len(got.RoleMap) != 1 || got.RoleMap[0].Role != store.RoleAdministrator ||
 		!strings.HasPrefix(got.UpdatedBy, "api:") {

@@ -28,7 +28,7 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 	object, verb, rest := args[0], args[1], args[2:]
 	if object == "user" && verb == "operator" {
 		if len(rest) == 0 {
-			return usagef("patchd admin user operator needs a verb: grant, revoke or list")
+			return usagef("patchd admin user operator needs a verb: grant, revoke, list, sso-allow or sso-deny")
 		}
 		verb, rest = "operator "+rest[0], rest[1:]
 	}
@@ -230,6 +230,14 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		}
 		do = func(s *store.Store) (any, error) {
 			return admin.SetOperator(ctx, s, admin.InstanceActor{Actor: cliActor()}, org, email, verb == "operator grant")
+		}
+	case "user operator sso-allow", "user operator sso-deny":
+		define = func(fs *flag.FlagSet) {
+			str(fs, &email, "email", "the operator's e-mail address")
+			str(fs, &org, "org", "organization id or name (when the address is a user of several)")
+		}
+		do = func(s *store.Store) (any, error) {
+			return admin.SetOperatorSSO(ctx, s, admin.InstanceActor{Actor: cliActor()}, org, email, verb == "operator sso-allow")
 		}
 	case "user list":
 		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }

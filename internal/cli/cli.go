@@ -56,6 +56,7 @@ Usage:
   patchd admin enroll-token revoke --org ORG --id ID
   patchd admin user create --org ORG --email E --role ROLE [--password-stdin] [--instance-operator]
   patchd admin user operator grant|revoke --email E [--org ORG]   (instance operators change the vulnerability feeds)
+  patchd admin user operator sso-allow|sso-deny --email E [--org ORG]   (let an operator sign in through single sign-on; off by default)
   patchd admin user list --org ORG
   patchd admin user role --email E --role ROLE [--org ORG]
   patchd admin user disable|enable --email E [--org ORG]   (disabling ends the user's sessions)
@@ -64,7 +65,7 @@ Usage:
   patchd admin org second-factor --org ORG --require=true|false   (password users must set up a second factor)
   patchd admin user operator list
   patchd admin sso set --org ORG [--provider-name N] [--issuer URL] [--client-id ID] [--client-secret-stdin] [--allowed-domains D,…]
-        [--scopes S,…] [--role-claim C] [--role-map VALUE=ROLE]… [--default-role R] [--just-in-time true|false] [--enabled true|false]
+        [--scopes S,…] [--role-claim C] [--role-map VALUE=ROLE]… [--default-role R] [--just-in-time true|false] [--provider-verifies-email true|false] [--enabled true|false]
   patchd admin sso show|delete --org ORG   (OpenID Connect sign-in: docs/sso.md)
   patchd admin script create|update --org ORG --name NAME --language sh|bash|powershell|python|cmd (--code TEXT | --code-file F|-)
         [--param NAME=DEFAULT]… [--reboot-exit-codes 3010,1641] [--timeout SECONDS]   (update takes --id ID|NAME)

@@ -61,7 +61,19 @@ func TestInstanceOperatorCommands(t *testing.T) {
 	fail("no console user", "admin", "user", "operator", "grant", "--email", "nobody@example.com")
 	fail("no console user", "admin", "user", "operator", "grant", "--email", "op@example.com", "--org", "Globex")
 	fail("--email is required", "admin", "user", "operator", "grant")
-	fail("grant, revoke or list", "admin", "user", "operator")
+	fail("grant, revoke, list, sso-allow or sso-deny", "admin", "user", "operator")
+
+	// Single sign-on for an operator: only by this instance-level action.
+	fail("is not an instance operator", "admin", "user", "operator", "sso-allow", "--email", "op@example.com", "--org", "Acme")
+	if a := ok("", "admin", "user", "operator", "sso-allow", "--email", "bob@globex.example"); a["operatorSso"] != true || a["changed"] != true {
+		t.Fatalf("sso-allow: %v", a)
+	}
+	if l := ok("", "admin", "user", "operator", "list"); !strings.Contains(fmtJSON(l), `"operatorSso":true`) {
+		t.Fatalf("the operator list after sso-allow: %v", l)
+	}
+	if d := ok("", "admin", "user", "operator", "sso-deny", "--email", "bob@globex.example"); d["operatorSso"] != false || d["changed"] != true {
+		t.Fatalf("sso-deny: %v", d)
+	}
 
 	// A malformed --msrc-since is refused before anything is synced.
 	if code, _, errOut := patchd(t, db, "", "vulndb", "sync", "--msrc-since", "2025", "--nvd-url", "", "--kev-url", "", "--osv-url", ""); code == 0 ||
@@ -93,7 +105,7 @@ func TestInstanceOperatorCommands(t *testing.T) {
 			imp = e
 		}
 	}
-	want := "vulndb.import instance_operator.revoke instance_operator.grant instance_operator.grant"
+	want := "vulndb.import instance_operator.sso_deny instance_operator.sso_allow instance_operator.revoke instance_operator.grant instance_operator.grant"
 	if strings.Join(actions, " ") != want {
 		t.Fatalf("instance events:\n got %s\nwant %s", strings.Join(actions, " "), want)
 	}

@@ -26,7 +26,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // set changes the flags it is given and keeps the rest; the client secret
 // is read from standard input (--client-secret-stdin), never printed.
 func ssoAdmin(ctx context.Context, verb string, stdio IO) (func(fs *flag.FlagSet), func(s *store.Store) (any, error), error) {
-	var org, providerName, issuer, clientID, domains, scopes, roleClaim, defaultRole, jit, enabled, baseURL string
+	var org, providerName, issuer, clientID, domains, scopes, roleClaim, defaultRole, jit, enabled, verifies, baseURL string
 	var roleMap listFlag
 	var secretStdin bool
 	var flags *flag.FlagSet
@@ -50,7 +50,8 @@ func ssoAdmin(ctx context.Context, verb string, stdio IO) (func(fs *flag.FlagSet
 		fs.Var(&roleMap, "role-map", "VALUE=ROLE: users whose role claim holds VALUE get ROLE (repeat; the first match wins; --role-map '' clears)")
 		fs.StringVar(&defaultRole, "default-role", "", "role of a user no mapping matches ('' for none: such a user may not sign in)")
 		fs.StringVar(&jit, "just-in-time", "", "true: create a user at the first sign-in; false: only users an administrator added")
-		fs.StringVar(&enabled, "enabled", "", "true or false")
+		fs.StringVar(&enabled, "enabled", "", "true or false (saving an enabled provider reads its discovery document)")
+		fs.StringVar(&verifies, "provider-verifies-email", "", "true: the provider verifies every address it gives, so an ID token without email_verified counts as verified (Entra ID); false: such a token is unverified")
 	}
 	do := func(s *store.Store) (any, error) {
 		switch verb {
@@ -100,15 +101,18 @@ func ssoAdmin(ctx context.Context, verb string, stdio IO) (func(fs *flag.FlagSet
 					}
 					in.RoleMap = append(in.RoleMap, sso.Mapping{Value: value, Role: role})
 				}
-			case "just-in-time", "enabled":
+			case "just-in-time", "enabled", "provider-verifies-email":
 				on, err := strconv.ParseBool(f.Value.String())
 				if err != nil {
 					problem = usagef("--%s must be true or false", f.Name)
 				}
-				if f.Name == "enabled" {
+				switch f.Name {
+				case "enabled":
 					in.Enabled = on
-				} else {
+				case "just-in-time":
 					in.JustInTime = on
+				default:
+					in.ProviderVerifiesEmail = on
 				}
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/internal/sso/ssotest"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
@@ -30,7 +31,8 @@ func TestAdminSSO(t *testing.T) {
 	}
 	ok("", "admin", "org", "create", "--name", "Acme")
 	fail("", "no single sign-on", "admin", "sso", "show", "--org", "Acme")
-	set := []string{"admin", "sso", "set", "--org", "Acme", "--provider-name", "Okta", "--issuer", "https://acme.okta.com",
+	issuer := ssotest.Issuer(t) // saving an enabled provider reads its discovery document
+	set := []string{"admin", "sso", "set", "--org", "Acme", "--provider-name", "Okta", "--issuer", issuer,
 		"--client-id", "0oa1", "--allowed-domains", "acme.example, Corp.Example", "--scopes", "groups",
 		"--role-map", "patchd-admins=Administrator", "--role-map", "staff=Read-only", "--just-in-time", "true"}
 	fail("", "clientSecret", set...)
@@ -47,16 +49,21 @@ func TestAdminSSO(t *testing.T) {
 	if got["enabled"] != false || got["hasClientSecret"] != true || got["providerName"] != "Okta" || len(got["roleMap"].([]any)) != 2 {
 		t.Fatalf("sso set --enabled false: %v", got)
 	}
-	if got := ok("", "admin", "sso", "show", "--org", "Acme"); got["issuer"] != "https://acme.okta.com" || got["org"] != "Acme" {
+	if got := ok("", "admin", "sso", "show", "--org", "Acme"); got["issuer"] != issuer || got["org"] != "Acme" {
 		t.Fatalf("sso show: %v", got)
 	}
 	fail("", "true or false", "admin", "sso", "set", "--org", "Acme", "--enabled", "maybe")
+	if got := ok("", "admin", "sso", "set", "--org", "Acme", "--provider-verifies-email", "true"); got["providerVerifiesEmail"] != true {
+		t.Fatalf("sso set --provider-verifies-email true: %v", got)
+	}
+	// An enabled provider whose discovery document names another issuer.
+	fail("", `names the issuer "`+issuer+`"`, "admin", "sso", "set", "--org", "Acme", "--issuer", issuer+"/", "--enabled", "true")
 	if got := ok("", "admin", "sso", "delete", "--org", "Acme"); got["deleted"] != true {
 		t.Fatalf("sso delete: %v", got)
 	}
 	fail("", "no single sign-on", "admin", "sso", "delete", "--org", "Acme")
 	code, out, _ := patchd(t, db, "", "admin", "audit", "list", "--org", "Acme", "--action", "sso_config.set")
-	if code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, "s3cret") || !strings.Contains(out, `"clientSecretChanged":true`) {
+	if code != 0 || strings.Count(out, "\n") != 3 || strings.Contains(out, "s3cret") || !strings.Contains(out, `"clientSecretChanged":true`) {
 		t.Fatalf("the Audit Trail of the changes: %d\n%s", code, out)
 	}
 }

@@ -434,7 +434,13 @@ type view struct {
 	Now     time.Time
 	Data    any
 	Version string
+	// Refresh sends the browser on to this same-origin address once the
+	// page is shown (a meta refresh).
+	Refresh string
 }
+
+// refresher is page data that sends the browser on by itself.
+type refresher interface{ refreshTo() string }
 
 // Can tells a template whether the user may do something (by permission
 // name, "admin", "operator" or "feeds").
@@ -489,6 +495,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 		return fmt.Errorf("console: no template %s", page)
 	}
 	v := &view{Title: title, Nav: nav, Path: r.URL.Path, S: s, Now: c.now().UTC(), Data: data}
+	if rf, ok := data.(refresher); ok {
+		v.Refresh = rf.refreshTo()
+	}
 	if s != nil {
 		v.CSRF = s.CSRFToken
 	}

@@ -453,6 +453,17 @@ type accountData struct {
 	NewCodesReason string
 	// PasswordError is the password form's refusal.
 	PasswordError string
+	// SSO is the organization's enabled single sign-on, if any: its
+	// provider, and whether the user is linked to an account of it.
+	SSO *accountSSO
+}
+
+type accountSSO struct {
+	ProviderName string
+	Linked       bool
+	// Operator: an instance operator, which single sign-on does not sign
+	// in unless an instance-level action allowed it.
+	Operator bool
 }
 
 type sessionView struct {
@@ -480,6 +491,15 @@ func (c *Console) accountData(r *http.Request, s *session) (*accountData, error)
 	}
 	d := &accountData{MinPassword: admin.MinPasswordLength, TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), PasswordUser: s.User.PasswordHash != "", CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
 		MaxAge: c.cfg.MaxAge, RecoveryTotal: auth.RecoveryCodes}
+	if cfg, err := c.store.GetSSOConfig(r.Context(), s.User.OrgID); err == nil && cfg.Enabled {
+		linked, err := c.store.SSOLinked(r.Context(), s.User.ID, cfg.Issuer)
+		if err != nil {
+			return nil, err
+		}
+		d.SSO = &accountSSO{ProviderName: cfg.ProviderName, Linked: linked, Operator: s.User.InstanceOperator && !s.User.OperatorSSO}
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
 	for _, si := range list {
 		exp := si.LastSeenAt.Add(c.cfg.IdleTimeout)
 		if abs := si.CreatedAt.Add(c.cfg.MaxAge); abs.Before(exp) {

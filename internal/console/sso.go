@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +107,7 @@ func (c *Console) ssoRoutes() {
 	c.handleFunc("GET /console/sso/callback", c.ssoCallback)
 	c.handleFunc("GET /console/sso/{org}", c.ssoOrgPage)
 	c.handleFunc("GET /console/sso/{org}/start", c.ssoStart)
+	c.page("GET /console/account/sso-link", 0, c.ssoLinkStart)
 	c.page("GET /console/settings/sso", adminOnly, c.ssoSettingsPage)
 	c.page("POST /console/settings/sso", adminOnly, c.ssoSettingsSave)
 	c.page("POST /console/settings/sso/delete", adminOnly, c.ssoSettingsDelete)
@@ -118,7 +120,11 @@ type ssoChoice struct {
 type ssoPageData struct {
 	Email, Next, Error, FormToken string
 	Choices                       []ssoChoice
+	// Go is where the page sends the browser on by itself ("": nowhere).
+	Go string
 }
+
+func (d ssoPageData) refreshTo() string { return d.Go }
 
 func (c *Console) renderSSO(w http.ResponseWriter, r *http.Request, status int, d ssoPageData) {
 	if err := c.render(w, r, nil, status, "sso", "", "Single sign-on", "", d); err != nil {
@@ -184,7 +190,12 @@ func (c *Console) ssoFind(w http.ResponseWriter, r *http.Request) {
 			" with single sign-on. Sign in with your password, or ask your administrator for your organization's sign-in link."
 		c.renderSSO(w, r, http.StatusNotFound, d)
 	case 1:
-		http.Redirect(w, r, d.Choices[0].StartURL, http.StatusSeeOther)
+		// Not a redirect: the browser would follow it on to the provider
+		// as part of this form's submission, which the console's
+		// Content-Security-Policy (form-action 'self') forbids. The page
+		// sends it on with a new navigation, to the start on this origin.
+		d.Go = d.Choices[0].StartURL
+		c.renderSSO(w, r, http.StatusOK, d)
 	default:
 		c.renderSSO(w, r, http.StatusOK, d)
 	}
@@ -254,13 +265,28 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	p, err := c.sso.get(r.Context(), cfg.Issuer)
-	if err != nil {
-		slog.WarnContext(r.Context(), "console: single sign-on", "org", o.ID, "err", err)
-		d.Error = "The sign-in service " + cfg.ProviderName + " could not be reached. Try again in a moment, or sign in with your password."
-		c.renderSSO(w, r, http.StatusBadGateway, d)
-		return
+	c.beginSSO(w, r, o.ID, cfg, "", safeNext(r.URL.Query().Get("next")), r.URL.Query().Get("login_hint"), d)
+}
+
+// ssoLinkStart: a signed-in user (its password and second factor proved)
+// links an account of its organization's provider to its own account: the
+// callback links the provider account that signs in, in this browser,
+// with this session.
+func (c *Console) ssoLinkStart(w http.ResponseWriter, r *http.Request, s *session) error {
+	cfg, err := c.store.GetSSOConfig(r.Context(), s.User.OrgID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !cfg.Enabled {
+		return &pageError{http.StatusNotFound, "Your organization has no single sign-on."}
 	}
+	if err != nil {
+		return err
+	}
+	c.beginSSO(w, r, s.User.OrgID, cfg, s.User.ID, "/console/account", s.User.Email, ssoPageData{FormToken: c.formToken(w, r)})
+	return nil
+}
+
+// beginSSO stores a sign-in under way (for linkUserID when a signed-in
+// user links its account) and sends the browser to the provider.
+func (c *Console) beginSSO(w http.ResponseWriter, r *http.Request, orgID string, cfg store.SSOConfig, linkUserID, next, hint string, d ssoPageData) {
 	now := c.now()
 	key := "console-sso-start-ip:" + c.clientIP(r)
 	n, windowStart, err := c.store.ReserveAttempt(r.Context(), key, now, SignInWindow)
@@ -276,9 +302,19 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 		c.renderSSO(w, r, http.StatusTooManyRequests, d)
 		return
 	}
+	// A start the provider's discovery fails keeps its reservation, so
+	// that the refusals it audits stay bounded per address.
+	p, err := c.sso.get(r.Context(), cfg.Issuer)
+	if err != nil {
+		slog.WarnContext(r.Context(), "console: single sign-on", "org", orgID, "err", err)
+		c.auditSSORefusal(r, orgID, cfg.ProviderName, "provider_unreachable: "+trimText(err.Error(), 300), store.SSOIdentity{})
+		d.Error = "The sign-in service " + cfg.ProviderName + " could not be reached. Try again in a moment, or sign in with your password."
+		c.renderSSO(w, r, http.StatusBadGateway, d)
+		return
+	}
 	state, nonce, binding, verifier := randomToken(), randomToken(), randomToken(), oauth2.GenerateVerifier()
-	l := store.SSOLogin{StateHash: auth.HashSecret(state), BindingHash: auth.HashSecret(binding), OrgID: o.ID, Nonce: nonce,
-		PKCEVerifier: verifier, Next: safeNext(r.URL.Query().Get("next")), ExpiresAt: now.Add(SSOLoginTTL), ThrottleKey: key, ThrottleStart: windowStart}
+	l := store.SSOLogin{StateHash: auth.HashSecret(state), BindingHash: auth.HashSecret(binding), OrgID: orgID, Nonce: nonce,
+		PKCEVerifier: verifier, Next: next, ExpiresAt: now.Add(SSOLoginTTL), ThrottleKey: key, ThrottleStart: windowStart, LinkUserID: linkUserID}
 	if err := c.store.CreateSSOLogin(r.Context(), l, now); err != nil {
 		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
 		c.fail(w, r, nil, err)
@@ -287,10 +323,28 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieSSO, Value: binding, Path: "/console/sso", MaxAge: int(SSOLoginTTL.Seconds()),
 		HttpOnly: true, Secure: c.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
 	opts := []oauth2.AuthCodeOption{oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)}
-	if hint, err := admin.CheckEmail(r.URL.Query().Get("login_hint")); err == nil {
+	if hint, err := admin.CheckEmail(hint); err == nil {
 		opts = append(opts, oauth2.SetAuthURLParam("login_hint", hint))
 	}
 	http.Redirect(w, r, c.oauth2Config(r, p, cfg).AuthCodeURL(state, opts...), http.StatusSeeOther)
+}
+
+// auditSSORefusal records a refused single sign-on in the organization's
+// Audit Trail, with the provider account as far as the sign-in got.
+func (c *Console) auditSSORefusal(r *http.Request, orgID, provider, reason string, ident store.SSOIdentity) {
+	who := ident.Email
+	if who == "" {
+		who = ident.Subject
+	}
+	if who == "" {
+		who = "unknown"
+	}
+	e := &store.AuditEntry{OrgID: orgID, Actor: "sso:" + who, Action: "sso.sign_in_failed", TargetType: "sso_config", TargetID: orgID,
+		Summary: map[string]any{"reason": reason, "address": c.clientIP(r), "provider": provider, "email": ident.Email, "subject": ident.Subject}}
+	if err := c.store.RecordAudit(context.WithoutCancel(r.Context()), e); err != nil {
+		slog.ErrorContext(r.Context(), "console: audit a refused single sign-on", "err", err)
+	}
+	slog.InfoContext(r.Context(), "console: single sign-on refused", "org", orgID, "reason", reason, "email", ident.Email)
 }
 
 // ssoFailure is a refused sign-in: reason goes to the Audit Trail and the
@@ -325,27 +379,25 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	ident := store.SSOIdentity{OrgID: l.OrgID}
 	var provider string
-	u, err := c.ssoFinish(r, l, &ident, &provider)
+	u, err := c.ssoFinish(w, r, l, &ident, &provider)
 	var f *ssoFailure
 	if errors.As(err, &f) {
-		who := ident.Email
-		if who == "" {
-			who = ident.Subject
-		}
-		if who == "" {
-			who = "unknown"
-		}
-		e := &store.AuditEntry{OrgID: l.OrgID, Actor: "sso:" + who, Action: "sso.sign_in_failed", TargetType: "sso_config", TargetID: l.OrgID,
-			Summary: map[string]any{"reason": f.reason, "address": c.clientIP(r), "provider": provider, "email": ident.Email, "subject": ident.Subject}}
-		if err := c.store.RecordAudit(context.WithoutCancel(r.Context()), e); err != nil {
-			slog.ErrorContext(r.Context(), "console: audit a refused single sign-on", "err", err)
-		}
-		slog.InfoContext(r.Context(), "console: single sign-on refused", "org", l.OrgID, "reason", f.reason, "email", ident.Email)
+		c.auditSSORefusal(r, l.OrgID, provider, f.reason, ident)
 		c.renderSSO(w, r, f.status, ssoPageData{FormToken: c.formToken(w, r), Error: f.text})
 		return
 	}
 	if err != nil {
 		c.fail(w, r, nil, err)
+		return
+	}
+	if l.ThrottleKey != "" {
+		if err := c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), l.ThrottleKey, l.ThrottleStart); err != nil {
+			slog.WarnContext(r.Context(), "console: give back a single sign-on start", "err", err)
+		}
+	}
+	if l.LinkUserID != "" { // the user's own session goes on
+		setFlash(w, c, "ok", "Single sign-on with "+provider+" is linked to your account: you may sign in with it.")
+		http.Redirect(w, r, "/console/account", http.StatusSeeOther)
 		return
 	}
 	e := &store.AuditEntry{OrgID: l.OrgID, Actor: "user:" + u.Email, Action: "sso.sign_in", TargetType: "user", TargetID: u.ID,
@@ -358,24 +410,29 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	if l.ThrottleKey != "" {
-		if err := c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), l.ThrottleKey, l.ThrottleStart); err != nil {
-			slog.WarnContext(r.Context(), "console: give back a single sign-on start", "err", err)
-		}
-	}
 	http.Redirect(w, r, safeNext(l.Next), http.StatusSeeOther)
 }
 
 // ssoFinish checks the callback of the sign-in l and answers the user it
 // signs in; an *ssoFailure when it is refused. It fills in ident and
 // provider as far as it gets, for the Audit Trail.
-func (c *Console) ssoFinish(r *http.Request, l store.SSOLogin, ident *store.SSOIdentity, provider *string) (store.ConsoleUser, error) {
+func (c *Console) ssoFinish(w http.ResponseWriter, r *http.Request, l store.SSOLogin, ident *store.SSOIdentity, provider *string) (store.ConsoleUser, error) {
 	ctx := r.Context()
 	var none store.ConsoleUser
 	again := "Start the sign-in again."
 	ck, err := r.Cookie(cookieSSO)
 	if err != nil || subtle.ConstantTimeCompare([]byte(auth.HashSecret(ck.Value)), []byte(l.BindingHash)) != 1 {
 		return none, refuse(http.StatusBadRequest, "browser_mismatch", "This sign-in was started in another browser, or your browser refused its cookie. "+again)
+	}
+	if l.LinkUserID != "" {
+		// A link finishes only in the session of the user that started it.
+		s, err := c.session(w, r)
+		if err != nil {
+			return none, err
+		}
+		if s == nil || s.User.ID != l.LinkUserID || s.Stage != store.StageSignedIn {
+			return none, refuse(http.StatusForbidden, "link_session_mismatch", "Linking single sign-on finishes only in the session that started it: sign in again and start it from your account page.")
+		}
 	}
 	if !c.now().Before(l.ExpiresAt) {
 		return none, refuse(http.StatusBadRequest, "state_expired", "The sign-in took longer than "+waitText(SSOLoginTTL)+". "+again)
@@ -425,6 +482,10 @@ func (c *Console) ssoFinish(r *http.Request, l store.SSOLogin, ident *store.SSOI
 		slog.WarnContext(ctx, "console: single sign-on ID token refused", "org", l.OrgID, "err", err)
 		return none, refuse(http.StatusUnauthorized, "id_token_invalid: "+trimText(err.Error(), 200), "The ID token from "+cfg.ProviderName+" is not valid for this server. "+again)
 	}
+	if err := checkAuthorizedParty(idt, cfg.ClientID); err != nil {
+		slog.WarnContext(ctx, "console: single sign-on ID token refused", "org", l.OrgID, "err", err)
+		return none, refuse(http.StatusUnauthorized, "id_token_invalid: "+trimText(err.Error(), 200), "The ID token from "+cfg.ProviderName+" is not valid for this server. "+again)
+	}
 	ident.Subject = idt.Subject
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(l.Nonce)) != 1 {
 		return none, refuse(http.StatusUnauthorized, "nonce_mismatch", "The ID token from "+cfg.ProviderName+" belongs to another sign-in. "+again)
@@ -460,64 +521,163 @@ func (c *Console) ssoFinish(r *http.Request, l store.SSOLogin, ident *store.SSOI
 		return none, refuse(http.StatusUnauthorized, "no_email", cfg.ProviderName+" did not give your e-mail address: patchd needs the email claim.")
 	}
 	ident.Email = email
-	if v, ok := claims["email_verified"]; ok && (v == false || v == "false") {
-		return none, refuse(http.StatusUnauthorized, "email_unverified", cfg.ProviderName+" has not verified the address "+email+".")
-	}
-	if !sso.DomainAllowed(email, cfg.AllowedDomains) {
-		return none, refuse(http.StatusForbidden, "domain_not_allowed", "The address "+email+" is not in a domain this organization signs in with "+cfg.ProviderName+".")
-	}
 	values := sso.ClaimValues(claims, cfg.RoleClaim)
-	u, err := c.ssoUser(r, cfg, *ident, values)
+	roleID, roleOK := sso.RoleFor(values, cfg)
+	sc := sso.Claims{Email: email, EmailVerified: claimText(claims["email_verified"]), DomainAllowed: sso.DomainAllowed(email, cfg.AllowedDomains)}
+	pol := sso.Policy{ProviderVerifiesEmail: cfg.ProviderVerifiesEmail, JustInTime: cfg.JustInTime, RoleFound: roleOK, LinkFor: l.LinkUserID}
+	// The claims alone may refuse (an unverified address, another domain).
+	if d := sso.Decide(sso.Account{Found: true, Linked: true}, sc, pol); d.Outcome == sso.Refuse {
+		return none, c.ssoRefusal(d.Reason, cfg, email)
+	}
+	u, err := c.ssoUser(r, cfg, *ident, sc, pol, roleID)
 	if err != nil {
 		return none, err
 	}
-	if u.Disabled {
-		return none, refuse(http.StatusForbidden, "user_disabled", "The account "+email+" is disabled.")
-	}
-	if sso.Mapped(values, cfg) {
-		roleID, ok := sso.RoleFor(values, cfg)
-		if ok && roleID != u.RoleID {
-			e := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + cfg.ProviderName, Action: "user.role_change",
-				Summary: map[string]any{"email": u.Email, "from": u.RoleName, "to": roleName(cfg, roleID), "by": "role mapping of claim " + cfg.RoleClaim}}
-			if u, err = c.store.SetSSOUserRole(ctx, e, u.ID, roleID); err != nil {
-				return none, err
-			}
+	// Role mapping never changes an instance operator's account.
+	if sso.Mapped(values, cfg) && !u.InstanceOperator && roleOK && roleID != u.RoleID {
+		e := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + cfg.ProviderName, Action: "user.role_change",
+			Summary: map[string]any{"email": u.Email, "from": u.RoleName, "to": roleName(cfg, roleID), "by": "role mapping of claim " + cfg.RoleClaim}}
+		if u, err = c.store.SetSSOUserRole(ctx, e, u.ID, roleID); err != nil {
+			return none, err
 		}
 	}
 	return u, nil
 }
 
-// ssoUser answers the console user of the provider account: the linked
-// one, else the organization's user with its e-mail address (then linked),
-// else a new one when the organization creates users at sign-in.
-func (c *Console) ssoUser(r *http.Request, cfg store.SSOConfig, ident store.SSOIdentity, values []string) (store.ConsoleUser, error) {
+// checkAuthorizedParty applies OpenID Connect Core 3.1.3.7 beyond what
+// go-oidc checks: an ID token for several audiences must name patchd's
+// client as its authorized party (azp), and an azp, when present, must be
+// patchd's client.
+func checkAuthorizedParty(idt *oidc.IDToken, clientID string) error {
+	var c struct {
+		AZP *string `json:"azp"`
+	}
+	if err := idt.Claims(&c); err != nil {
+		return fmt.Errorf("read the azp claim: %w", err)
+	}
+	switch {
+	case c.AZP != nil && *c.AZP != clientID:
+		return fmt.Errorf("the token's authorized party (azp) is %q, not this client %q", trimText(*c.AZP, 100), clientID)
+	case c.AZP == nil && len(idt.Audience) > 1:
+		return fmt.Errorf("the token is for %d audiences and names no authorized party (azp)", len(idt.Audience))
+	}
+	return nil
+}
+
+// claimText is a boolean claim as text: "true", "false", or "" when it is
+// absent (a string claim is taken as it is).
+func claimText(v any) string {
+	switch v := v.(type) {
+	case bool:
+		return strconv.FormatBool(v)
+	case string:
+		return strings.ToLower(strings.TrimSpace(v))
+	case nil:
+		return ""
+	}
+	return "unreadable"
+}
+
+// ssoRefusal is the refusal of a linking rule (sso.Decide) as the browser
+// reads it.
+func (c *Console) ssoRefusal(reason string, cfg store.SSOConfig, email string) *ssoFailure {
+	p := cfg.ProviderName
+	switch reason {
+	case sso.ReasonEmailUnverified:
+		text := p + " has not verified the address " + email + "."
+		if !cfg.ProviderVerifiesEmail {
+			text += " (An ID token that does not say email_verified counts as unverified unless the organization's single sign-on settings say that " + p + " verifies every address.)"
+		}
+		return refuse(http.StatusUnauthorized, reason, text)
+	case sso.ReasonDomainNotAllowed:
+		return refuse(http.StatusForbidden, reason, "The address "+email+" is not in a domain this organization signs in with "+p+".")
+	case sso.ReasonOperator:
+		return refuse(http.StatusForbidden, reason, "The account "+email+" is an instance operator: it signs in with its password, not with single sign-on.")
+	case sso.ReasonUserDisabled:
+		return refuse(http.StatusForbidden, reason, "The account "+email+" is disabled.")
+	case sso.ReasonLinkedElsewhere:
+		return refuse(http.StatusForbidden, reason, "The account "+email+" signs in with another "+p+" account.")
+	case sso.ReasonSecondFactor:
+		return refuse(http.StatusForbidden, reason, "The account "+email+" has a second factor, which single sign-on would skip. Sign in once with your password and second factor, then link "+p+" on your account page; from then on "+p+" signs you in.")
+	case sso.ReasonNotInvited:
+		return refuse(http.StatusForbidden, reason, "There is no account "+email+" in this organization: ask an administrator to add you.")
+	case sso.ReasonNoRole:
+		return refuse(http.StatusForbidden, reason, "None of your "+cfg.RoleClaim+" gives you a role in this organization: ask an administrator.")
+	case sso.ReasonLinkEmailMismatch:
+		return refuse(http.StatusForbidden, reason, "The "+p+" account that signed in is "+email+", not your account's address: sign in to "+p+" as yourself.")
+	}
+	return refuse(http.StatusForbidden, reason, "Single sign-on refused ("+reason+").")
+}
+
+// errLinkRefused carries a linking rule's refusal out of the store's
+// transaction.
+type errLinkRefused struct{ d sso.Decision }
+
+func (e errLinkRefused) Error() string { return "console: single sign-on link refused: " + e.d.Reason }
+
+// ssoUser answers the console user of the provider account, by the
+// linking rules (sso.Decide): the linked one, else the organization's user
+// with its e-mail address (or, for a link, the signed-in user), linked
+// now, else a new one when the organization creates users at sign-in.
+func (c *Console) ssoUser(r *http.Request, cfg store.SSOConfig, ident store.SSOIdentity, sc sso.Claims, pol sso.Policy, roleID string) (store.ConsoleUser, error) {
 	ctx := r.Context()
 	u, err := c.store.SSOUserByIdentity(ctx, ident)
-	if !errors.Is(err, store.ErrNotFound) {
-		return u, err
-	}
-	link := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + ident.Email, Action: "user.sso_link",
-		Summary: map[string]any{"email": ident.Email, "issuer": ident.Issuer, "subject": ident.Subject, "address": c.clientIP(r)}}
-	u, err = c.store.LinkSSOUser(ctx, link, ident, c.now())
 	switch {
-	case errors.Is(err, store.ErrSSOLinkedElsewhere):
-		return u, refuse(http.StatusForbidden, "linked_elsewhere", "The account "+ident.Email+" signs in with another "+cfg.ProviderName+" account.")
+	case err == nil && pol.LinkFor != "" && u.ID != pol.LinkFor:
+		return u, refuse(http.StatusForbidden, "linked_to_another_user", "This "+cfg.ProviderName+" account is linked to another patchd account already.")
+	case err == nil:
+		d := sso.Decide(accountOf(u, true, false), sc, pol)
+		if d.Outcome != sso.SignIn {
+			return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
+		}
+		return u, nil
 	case !errors.Is(err, store.ErrNotFound):
 		return u, err
-	case !cfg.JustInTime:
-		return u, refuse(http.StatusForbidden, "not_invited", "There is no account "+ident.Email+" in this organization: ask an administrator to add you.")
 	}
-	roleID, ok := sso.RoleFor(values, cfg)
-	if !ok {
-		return u, refuse(http.StatusForbidden, "no_role", "None of your "+cfg.RoleClaim+" gives you a role in this organization: ask an administrator.")
+	how := "e-mail address"
+	if pol.LinkFor != "" {
+		how = "the user's own session (password and second factor)"
+	}
+	link := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + ident.Email, Action: "user.sso_link",
+		Summary: map[string]any{"email": ident.Email, "issuer": ident.Issuer, "subject": ident.Subject, "address": c.clientIP(r), "by": how}}
+	u, err = c.store.LinkSSOUser(ctx, link, ident, pol.LinkFor, c.now(), func(u store.ConsoleUser, linkedElsewhere bool) error {
+		if d := sso.Decide(accountOf(u, false, linkedElsewhere), sc, pol); d.Outcome != sso.Link {
+			return errLinkRefused{d}
+		}
+		return nil
+	})
+	var lr errLinkRefused
+	switch {
+	case errors.As(err, &lr):
+		return u, c.ssoRefusal(lr.d.Reason, cfg, ident.Email)
+	case err == nil:
+		return u, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return u, err
+	case pol.LinkFor != "":
+		return u, refuse(http.StatusForbidden, "link_session_mismatch", "Your account is gone: sign in again.")
+	}
+	if d := sso.Decide(sso.Account{}, sc, pol); d.Outcome != sso.Create {
+		return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
 	}
 	e := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + ident.Email, Action: "user.create",
 		Summary: map[string]any{"email": ident.Email, "role": roleName(cfg, roleID), "justInTime": true, "issuer": ident.Issuer, "address": c.clientIP(r)}}
 	u, err = c.store.CreateSSOUser(ctx, e, ident, roleID, c.now())
-	if errors.Is(err, store.ErrConflict) { // a sign-in at the same moment made it
-		return c.store.SSOUserByIdentity(ctx, ident)
+	if errors.Is(err, store.ErrConflict) { // a sign-in at the same moment made it, or the address is taken
+		if u, err := c.store.SSOUserByIdentity(ctx, ident); err == nil {
+			if d := sso.Decide(accountOf(u, true, false), sc, pol); d.Outcome != sso.SignIn {
+				return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
+			}
+			return u, nil
+		}
 	}
 	return u, err
+}
+
+// accountOf is a console user as the linking rules see it.
+func accountOf(u store.ConsoleUser, linked, linkedElsewhere bool) sso.Account {
+	return sso.Account{Found: true, Linked: linked, LinkedElsewhere: linkedElsewhere, Disabled: u.Disabled, Operator: u.InstanceOperator,
+		OperatorSSO: u.OperatorSSO, SecondFactor: u.SecondFactor, Email: u.Email}
 }
 
 func roleName(cfg store.SSOConfig, roleID string) string {
@@ -555,7 +715,7 @@ type ssoSettingsData struct {
 // ssoForm is the page's fields as text.
 type ssoForm struct {
 	ProviderName, Issuer, ClientID, AllowedDomains, Scopes, RoleClaim, RoleMap, DefaultRole string
-	JustInTime, Enabled                                                                     bool
+	JustInTime, Enabled, ProviderVerifiesEmail                                              bool
 }
 
 func formOf(c store.SSOConfig) ssoForm {
@@ -569,7 +729,7 @@ func formOf(c store.SSOConfig) ssoForm {
 	}
 	return ssoForm{ProviderName: c.ProviderName, Issuer: c.Issuer, ClientID: c.ClientID, AllowedDomains: strings.Join(c.AllowedDomains, ", "),
 		Scopes: strings.Join(c.Scopes, " "), RoleClaim: c.RoleClaim, RoleMap: strings.Join(lines, "\n"), DefaultRole: c.DefaultRoleID,
-		JustInTime: c.JustInTime, Enabled: c.Enabled}
+		JustInTime: c.JustInTime, Enabled: c.Enabled, ProviderVerifiesEmail: c.ProviderVerifiesEmail}
 }
 
 func (c *Console) ssoSettings(w http.ResponseWriter, r *http.Request, s *session, status int, d ssoSettingsData) error {
@@ -603,9 +763,11 @@ func (c *Console) ssoSettingsSave(w http.ResponseWriter, r *http.Request, s *ses
 	f := ssoForm{ProviderName: r.PostFormValue("provider_name"), Issuer: r.PostFormValue("issuer"), ClientID: r.PostFormValue("client_id"),
 		AllowedDomains: r.PostFormValue("allowed_domains"), Scopes: r.PostFormValue("scopes"), RoleClaim: r.PostFormValue("role_claim"),
 		RoleMap: r.PostFormValue("role_map"), DefaultRole: r.PostFormValue("default_role"),
-		JustInTime: r.PostFormValue("just_in_time") == "on", Enabled: r.PostFormValue("enabled") == "on"}
+		JustInTime: r.PostFormValue("just_in_time") == "on", Enabled: r.PostFormValue("enabled") == "on",
+		ProviderVerifiesEmail: r.PostFormValue("provider_verifies_email") == "on"}
 	in := sso.Settings{ProviderName: f.ProviderName, Issuer: f.Issuer, ClientID: f.ClientID, AllowedDomains: splitList(f.AllowedDomains),
-		Scopes: splitList(f.Scopes), RoleClaim: f.RoleClaim, DefaultRole: f.DefaultRole, JustInTime: f.JustInTime, Enabled: f.Enabled}
+		Scopes: splitList(f.Scopes), RoleClaim: f.RoleClaim, DefaultRole: f.DefaultRole, JustInTime: f.JustInTime, Enabled: f.Enabled,
+		ProviderVerifiesEmail: f.ProviderVerifiesEmail}
 	if secret := r.PostFormValue("client_secret"); secret != "" {
 		in.ClientSecret = &secret
 	}
@@ -628,14 +790,14 @@ func (c *Console) ssoSettingsSave(w http.ResponseWriter, r *http.Request, s *ses
 	} else {
 		body := apiv1.SSOBody{ProviderName: in.ProviderName, Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecret,
 			AllowedDomains: in.AllowedDomains, Scopes: in.Scopes, RoleClaim: in.RoleClaim, RoleMap: []apiv1.SSORoleMapping{},
-			DefaultRole: in.DefaultRole, JustInTime: in.JustInTime, Enabled: in.Enabled}
+			DefaultRole: in.DefaultRole, JustInTime: in.JustInTime, Enabled: in.Enabled, ProviderVerifiesEmail: in.ProviderVerifiesEmail}
 		for _, m := range in.RoleMap {
 			body.RoleMap = append(body.RoleMap, apiv1.SSORoleMapping{Value: m.Value, Role: m.Role})
 		}
 		err := c.callAPI(r, s, http.MethodPut, "/api/v1/sso", body, &out)
 		var ae *apiError
 		switch {
-		case errors.As(err, &ae) && ae.Status == http.StatusUnprocessableEntity:
+		case errors.As(err, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusBadRequest):
 			refused = ae.Text()
 		case err != nil:
 			return err

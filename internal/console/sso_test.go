@@ -334,9 +334,14 @@ func TestSSOSignInAgainstOIDCProvider(t *testing.T) {
 		e.t = t
 		b := e.browser()
 		b.get("/console/sso")
-		code, loc, _ := b.post("/console/sso", url.Values{"email": {"Alice@Example.com"}})
-		if code != http.StatusSeeOther || loc != "/console/sso/"+e.org.ID+"/start?login_hint=alice%40example.com" {
-			t.Fatalf("the e-mail form: %d %s", code, loc)
+		// One organization: the page goes on to its start by itself (a
+		// redirect of the form's POST would be followed to the provider
+		// under form-action 'self', which browsers refuse).
+		code, loc, body := b.post("/console/sso", url.Values{"email": {"Alice@Example.com"}})
+		start := "/console/sso/" + e.org.ID + "/start?login_hint=alice%40example.com"
+		if code != http.StatusOK || loc != "" || !strings.Contains(body, `<meta http-equiv="refresh" content="0; url=`+start+`">`) ||
+			!strings.Contains(body, `href="`+start+`"`) {
+			t.Fatalf("the e-mail form: %d %s\n%.1500s", code, loc, body)
 		}
 		if code, _, body := b.post("/console/sso", url.Values{"email": {"someone@nowhere.example"}}); code != http.StatusNotFound ||
 			!strings.Contains(body, "nowhere.example") || strings.Contains(body, "Test IdP") {
@@ -614,7 +619,9 @@ func TestSSOSettingsPage(t *testing.T) {
 		!strings.Contains(body, "https://patchd.acme.example/console/sso/"+org.ID) {
 		t.Fatalf("the settings page: %d\n%.800s", code, body)
 	}
-	form := url.Values{"provider_name": {"Keycloak"}, "issuer": {"https://id.acme.example/realms/acme"}, "client_id": {"patchd"},
+	// Saving asks the issuer's discovery document: a real provider's.
+	issuer := startProvider(t, "https://patchd.acme.example"+sso.CallbackPath)
+	form := url.Values{"provider_name": {"Keycloak"}, "issuer": {issuer}, "client_id": {"patchd"},
 		"client_secret": {"s3cret-keycloak"}, "allowed_domains": {"acme.example"}, "role_claim": {"realm_access.roles"},
 		"role_map": {"patchd-admin = Administrator\r\npatchd-reader = Read-only"}, "just_in_time": {"on"}, "enabled": {"on"}}
 	bad := url.Values{}
@@ -630,24 +637,37 @@ func TestSSOSettingsPage(t *testing.T) {
 	if _, err := s.GetSSOConfig(ctx, org.ID); err == nil {
 		t.Fatal("a refused form stored a configuration")
 	}
+	// An issuer its discovery document does not name (a trailing slash).
+	bad.Set("issuer", issuer+"/")
+	bad.Set("role_map", form.Get("role_map"))
+	if code, _, body = b.post("/console/settings/sso", bad); code != http.StatusUnprocessableEntity ||
+		!strings.Contains(body, "names the issuer &#34;"+issuer+"&#34;") {
+		t.Fatalf("an issuer the discovery document does not name: %d\n%.1500s", code, body)
+	}
 	bad.Set("issuer", form.Get("issuer"))
 	bad.Set("role_map", "patchd-admin = Nope")
 	if code, _, body = b.post("/console/settings/sso", bad); code != http.StatusUnprocessableEntity || !strings.Contains(body, "no role &#34;Nope&#34;") {
 		t.Fatalf("a mapping to no role: %d\n%.1500s", code, body)
 	}
+	form.Set("provider_verifies_email", "on")
 	if code, loc, body := b.post("/console/settings/sso", form); code != http.StatusSeeOther || loc != "/console/settings/sso" {
 		t.Fatalf("saving: %d %s\n%.1500s", code, loc, body)
 	}
 	cfg, err := s.GetSSOConfig(ctx, org.ID)
-	if err != nil || cfg.ClientSecret() != "s3cret-keycloak" || len(cfg.RoleMap) != 2 || cfg.RoleMap[1].RoleName != store.RoleReadOnly || !cfg.JustInTime {
+	if err != nil || cfg.ClientSecret() != "s3cret-keycloak" || len(cfg.RoleMap) != 2 || cfg.RoleMap[1].RoleName != store.RoleReadOnly || !cfg.JustInTime ||
+		!cfg.ProviderVerifiesEmail {
 		t.Fatalf("saved %+v %v", cfg, err)
 	}
 	code, body = b.get("/console/settings/sso")
 	if code != http.StatusOK || strings.Contains(body, "s3cret-keycloak") || !strings.Contains(body, "one is stored") || !strings.Contains(body, "patchd-reader = Read-only") {
 		t.Fatalf("the page after saving: %d\n%.1500s", code, body)
 	}
+	if !strings.Contains(body, `name="provider_verifies_email" id="sso-verifies-email" checked`) {
+		t.Fatalf("the page does not show that the provider verifies every address\n%.3000s", body)
+	}
 	// Saving again without a secret keeps it; turning it off is audited.
 	form.Del("client_secret")
+	form.Del("provider_verifies_email")
 	form.Del("enabled")
 	if code, _, body := b.post("/console/settings/sso", form); code != http.StatusSeeOther {
 		t.Fatalf("saving again: %d\n%.800s", code, body)

@@ -10,6 +10,7 @@ import (
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/ctl"
 	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/sso/ssotest"
 )
 
 // TestApprovalPolicyCommands: patchctl approvals policy get shows the
@@ -111,13 +112,15 @@ func TestSSOCommands(t *testing.T) {
 	e := apitest.New(t)
 	h := newHarness(t, e, e.URL)
 	h.login(perm.All)
-	f := writeTemp(t, `{"providerName":"Okta","issuer":"https://acme.okta.com","clientId":"patchd","clientSecret":"okta-secret","allowedDomains":["acme.example"],
-		"roleClaim":"groups","roleMap":[{"value":"patchd-admins","role":"Administrator"}],"defaultRole":"Read-only","justInTime":true,"enabled":true}`)
+	issuer := ssotest.Issuer(t) // saving an enabled provider reads its discovery document
+	f := writeTemp(t, `{"providerName":"Okta","issuer":"`+issuer+`","clientId":"patchd","clientSecret":"okta-secret","allowedDomains":["acme.example"],
+		"roleClaim":"groups","roleMap":[{"value":"patchd-admins","role":"Administrator"}],"defaultRole":"Read-only","justInTime":true,"enabled":true,
+		"providerVerifiesEmail":true}`)
 	if out := h.ok("sso", "set", "-f", f); !strings.Contains(out, "Single sign-on with Okta saved (enabled)") {
 		t.Errorf("sso set: %q", out)
 	}
 	out := h.ok("sso", "get")
-	for _, want := range []string{"https://acme.okta.com", "stored", "patchd-admins = Administrator", "Read-only"} {
+	for _, want := range []string{issuer, "stored", "provider verifies e-mail: true", "patchd-admins = Administrator", "Read-only"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("sso get lacks %q:\n%s", want, out)
 		}

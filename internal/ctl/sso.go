@@ -20,6 +20,7 @@ func ssoPairs(p apiv1.SSO) [][2]string {
 	return [][2]string{{"provider", p.ProviderName}, {"issuer", p.Issuer}, {"client id", p.ClientID}, {"client secret", secret},
 		{"allowed domains", strings.Join(p.AllowedDomains, ", ")}, {"scopes", strings.Join(p.Scopes, ", ")}, {"role claim", p.RoleClaim},
 		{"role map", strings.Join(roles, "; ")}, {"default role", p.DefaultRole}, {"just in time", yesNo(p.JustInTime)},
+		{"provider verifies e-mail", yesNo(p.ProviderVerifiesEmail)},
 		{"enabled", yesNo(p.Enabled)}, {"updated", when(&p.UpdatedAt) + " by " + p.UpdatedBy}}
 }
 

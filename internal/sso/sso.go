@@ -45,7 +45,11 @@ type Settings struct {
 	RoleMap        []Mapping
 	DefaultRole    string
 	JustInTime     bool
-	Enabled        bool
+	// ProviderVerifiesEmail says the provider verifies every address it
+	// gives: an ID token without email_verified then counts as verified
+	// (Entra ID sends none). Without it a missing claim is unverified.
+	ProviderVerifiesEmail bool
+	Enabled               bool
 }
 
 // Problems lists what is wrong with a configuration, one text per field.

@@ -22,7 +22,7 @@ type ConsoleUser struct {
 
 const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions,
 	u.totp_secret <> '', u.must_change_password, (SELECT COUNT(*) FROM user_passkeys pk WHERE pk.user_id = u.id),
-	COALESCE((SELECT i.expires_at FROM user_invitations i WHERE i.user_id = u.id), 0)`
+	COALESCE((SELECT i.expires_at FROM user_invitations i WHERE i.user_id = u.id), 0), u.operator_sso`
 
 func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var u ConsoleUser
@@ -30,7 +30,7 @@ func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var permText string
 	var invitationExpires int64
 	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &created, &u.PasswordHash, &u.RoleName, &permText,
-		&u.TOTP, &u.MustChangePassword, &u.Passkeys, &invitationExpires); err != nil {
+		&u.TOTP, &u.MustChangePassword, &u.Passkeys, &invitationExpires, &u.OperatorSSO); err != nil {
 		return u, err
 	}
 	if invitationExpires != 0 {

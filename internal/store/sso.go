@@ -34,14 +34,17 @@ type SSOConfig struct {
 	RoleMap        []SSORoleMapping `json:"roleMap"`
 	// DefaultRoleID is the role of a user no mapping matches ("": such a
 	// user may not sign in).
-	DefaultRoleID   string    `json:"defaultRoleId,omitempty"`
-	DefaultRoleName string    `json:"defaultRole,omitempty"`
-	JustInTime      bool      `json:"justInTime"`
-	Enabled         bool      `json:"enabled"`
-	HasClientSecret bool      `json:"hasClientSecret"`
-	UpdatedBy       string    `json:"updatedBy"`
-	UpdatedAt       time.Time `json:"updatedAt"`
-	secret          string
+	DefaultRoleID   string `json:"defaultRoleId,omitempty"`
+	DefaultRoleName string `json:"defaultRole,omitempty"`
+	JustInTime      bool   `json:"justInTime"`
+	// ProviderVerifiesEmail: the provider verifies every address it
+	// gives, so an ID token without email_verified counts as verified.
+	ProviderVerifiesEmail bool      `json:"providerVerifiesEmail"`
+	Enabled               bool      `json:"enabled"`
+	HasClientSecret       bool      `json:"hasClientSecret"`
+	UpdatedBy             string    `json:"updatedBy"`
+	UpdatedAt             time.Time `json:"updatedAt"`
+	secret                string
 }
 
 // ClientSecret is the secret patchd presents to the provider's token
@@ -49,7 +52,8 @@ type SSOConfig struct {
 func (c SSOConfig) ClientSecret() string { return c.secret }
 
 const ssoConfigColumns = `c.org_id, c.provider_name, c.issuer, c.client_id, c.client_secret, c.allowed_domains, c.scopes, c.role_claim,
-	c.role_map, COALESCE(c.default_role_id, ''), COALESCE(dr.name, ''), c.just_in_time, c.enabled, c.updated_by, c.updated_at`
+	c.role_map, COALESCE(c.default_role_id, ''), COALESCE(dr.name, ''), c.just_in_time, c.enabled, c.updated_by, c.updated_at,
+	c.provider_verifies_email`
 
 const ssoConfigFrom = ` FROM sso_configs c LEFT JOIN roles dr ON dr.id = c.default_role_id`
 
@@ -58,7 +62,8 @@ func scanSSOConfig(row interface{ Scan(...any) error }) (SSOConfig, error) {
 	var domains, scopes, roleMap string
 	var updated int64
 	if err := row.Scan(&c.OrgID, &c.ProviderName, &c.Issuer, &c.ClientID, &c.secret, &domains, &scopes, &c.RoleClaim,
-		&roleMap, &c.DefaultRoleID, &c.DefaultRoleName, &c.JustInTime, &c.Enabled, &c.UpdatedBy, &updated); err != nil {
+		&roleMap, &c.DefaultRoleID, &c.DefaultRoleName, &c.JustInTime, &c.Enabled, &c.UpdatedBy, &updated,
+		&c.ProviderVerifiesEmail); err != nil {
 		return c, err
 	}
 	for _, f := range []struct {
@@ -164,14 +169,15 @@ func (s *Store) SetSSOConfig(ctx context.Context, e *AuditEntry, c SSOConfig, se
 			return fmt.Errorf("store: %w", ErrSSOSecretRequired)
 		}
 		args := []any{c.ProviderName, c.Issuer, c.ClientID, current, enc(c.AllowedDomains), enc(c.Scopes), c.RoleClaim, enc(stored),
-			defaultRole, c.JustInTime, c.Enabled, e.Actor, millis(now), c.OrgID}
+			defaultRole, c.JustInTime, c.Enabled, e.Actor, millis(now), c.ProviderVerifiesEmail, c.OrgID}
 		if exists {
 			_, err = tx.exec(ctx, `UPDATE sso_configs SET provider_name = ?, issuer = ?, client_id = ?, client_secret = ?, allowed_domains = ?,
-				scopes = ?, role_claim = ?, role_map = ?, default_role_id = ?, just_in_time = ?, enabled = ?, updated_by = ?, updated_at = ?
-				WHERE org_id = ?`, args...)
+				scopes = ?, role_claim = ?, role_map = ?, default_role_id = ?, just_in_time = ?, enabled = ?, updated_by = ?, updated_at = ?,
+				provider_verifies_email = ? WHERE org_id = ?`, args...)
 		} else {
 			_, err = tx.exec(ctx, `INSERT INTO sso_configs (provider_name, issuer, client_id, client_secret, allowed_domains, scopes, role_claim,
-				role_map, default_role_id, just_in_time, enabled, updated_by, updated_at, org_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+				role_map, default_role_id, just_in_time, enabled, updated_by, updated_at, provider_verifies_email, org_id)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 		}
 		if err != nil {
 			return fmt.Errorf("store: save SSO configuration: %w", err)
@@ -218,6 +224,9 @@ type SSOLogin struct {
 	// reservation of an attempt, given back when the sign-in succeeds.
 	ThrottleKey   string
 	ThrottleStart time.Time
+	// LinkUserID is the signed-in user that started the sign-in to link
+	// the provider account to itself ("": a sign-in).
+	LinkUserID string
 }
 
 // CreateSSOLogin stores a sign-in under way, and drops the expired ones.
@@ -231,8 +240,8 @@ func (s *Store) CreateSSOLogin(ctx context.Context, l SSOLogin, now time.Time) e
 			return fmt.Errorf("store: drop expired SSO sign-ins: %w", err)
 		}
 		if _, err := tx.exec(ctx, `INSERT INTO sso_logins (state_hash, binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at,
-			throttle_key, throttle_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.StateHash, l.BindingHash, l.OrgID, l.Nonce, verifier, l.Next,
-			millis(l.ExpiresAt), l.ThrottleKey, millis(l.ThrottleStart)); err != nil {
+			throttle_key, throttle_start, link_user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.StateHash, l.BindingHash, l.OrgID, l.Nonce, verifier, l.Next,
+			millis(l.ExpiresAt), l.ThrottleKey, millis(l.ThrottleStart), l.LinkUserID); err != nil {
 			return fmt.Errorf("store: create SSO sign-in: %w", err)
 		}
 		return nil
@@ -247,8 +256,8 @@ func (s *Store) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin, e
 	var expires, throttleStart int64
 	err := s.InTx(ctx, func(tx *Tx) error {
 		return tx.queryRow(ctx, `DELETE FROM sso_logins WHERE state_hash = ?
-			RETURNING binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at, throttle_key, throttle_start`, stateHash).
-			Scan(&l.BindingHash, &l.OrgID, &l.Nonce, &l.PKCEVerifier, &l.Next, &expires, &l.ThrottleKey, &throttleStart)
+			RETURNING binding_hash, org_id, nonce, pkce_verifier, next_path, expires_at, throttle_key, throttle_start, link_user_id`, stateHash).
+			Scan(&l.BindingHash, &l.OrgID, &l.Nonce, &l.PKCEVerifier, &l.Next, &expires, &l.ThrottleKey, &throttleStart, &l.LinkUserID)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return SSOLogin{}, fmt.Errorf("store: SSO sign-in: %w", ErrNotFound)
@@ -287,17 +296,29 @@ func (s *Store) SSOUserByIdentity(ctx context.Context, id SSOIdentity) (ConsoleU
 // another account of the same provider signs in as already.
 var ErrSSOLinkedElsewhere = errors.New("the user is linked to another account of the provider")
 
-// LinkSSOUser links the provider account to the organization's existing
-// user with the identity's e-mail address (the first single sign-on of a
-// user an administrator created), and records e. ErrNotFound when the
-// organization has no such user; ErrSSOLinkedElsewhere when another account
-// of the provider is linked to it.
-func (s *Store) LinkSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity, now time.Time) (ConsoleUser, error) {
+// LinkSSOUser links the provider account to an existing user of the
+// organization and records e: the user userID, or, when userID is "", the
+// user with the identity's e-mail address (ErrNotFound when there is none).
+// Inside the transaction, with the user's row read afresh, decide is asked
+// whether the link may be made (linkedElsewhere: another account of the
+// same provider is linked to the user); its error refuses the link and is
+// answered as it is.
+func (s *Store) LinkSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity, userID string, now time.Time,
+	decide func(u ConsoleUser, linkedElsewhere bool) error) (ConsoleUser, error) {
 	var u ConsoleUser
 	err := s.Audited(ctx, e, func(tx *Tx) error {
 		var err error
-		u, err = scanConsoleUser(tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id
-			WHERE u.org_id = ? AND u.email = ?`, id.OrgID, id.Email))
+		lock := "" // SQLite runs one writer at a time
+		if tx.s.engine == Postgres {
+			lock = " FOR UPDATE OF u"
+		}
+		if userID != "" {
+			u, err = scanConsoleUser(tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id
+				WHERE u.org_id = ? AND u.id = ?`+lock, id.OrgID, userID))
+		} else {
+			u, err = scanConsoleUser(tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id
+				WHERE u.org_id = ? AND u.email = ?`+lock, id.OrgID, id.Email))
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("store: user %q: %w", id.Email, ErrNotFound)
 		}
@@ -308,13 +329,23 @@ func (s *Store) LinkSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity, 
 		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM sso_identities WHERE user_id = ? AND issuer = ?`, u.ID, id.Issuer).Scan(&other); err != nil {
 			return fmt.Errorf("store: read SSO identities: %w", err)
 		}
-		if other > 0 {
-			return fmt.Errorf("store: %w", ErrSSOLinkedElsewhere)
+		if err := decide(u, other > 0); err != nil {
+			return err
 		}
 		e.TargetType, e.TargetID = "user", u.ID
 		return tx.insertSSOIdentity(ctx, id, u.ID, now)
 	})
 	return u, err
+}
+
+// SSOLinked tells whether the user is linked to an account of the
+// provider with the issuer.
+func (s *Store) SSOLinked(ctx context.Context, userID, issuer string) (bool, error) {
+	var n int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM sso_identities WHERE user_id = ? AND issuer = ?`, userID, issuer).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: read SSO identities: %w", err)
+	}
+	return n > 0, nil
 }
 
 func (tx *Tx) insertSSOIdentity(ctx context.Context, id SSOIdentity, userID string, now time.Time) error {
@@ -358,7 +389,8 @@ func (s *Store) CreateSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity
 // records e; it changes nothing (and records nothing) when the user has it.
 func (s *Store) SetSSOUserRole(ctx context.Context, e *AuditEntry, userID, roleID string) (ConsoleUser, error) {
 	err := s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE users SET role_id = ? WHERE id = ? AND role_id <> ?`, roleID, userID, roleID)
+		// Role mapping never changes an instance operator's account.
+		res, err := tx.exec(ctx, `UPDATE users SET role_id = ? WHERE id = ? AND role_id <> ? AND instance_operator = FALSE`, roleID, userID, roleID)
 		if err != nil {
 			return fmt.Errorf("store: set user role: %w", err)
 		}

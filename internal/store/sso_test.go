@@ -75,14 +75,20 @@ func TestSSOIdentityLinks(t *testing.T) {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action}
 	}
 	id := store.SSOIdentity{OrgID: o.ID, Issuer: "https://idp.example", Subject: "s1", Email: "ann@acme.example"}
-	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, time.Now()); !errors.Is(err, store.ErrNotFound) {
+	decide := func(u store.ConsoleUser, linkedElsewhere bool) error {
+		if linkedElsewhere {
+			return store.ErrSSOLinkedElsewhere
+		}
+		return nil
+	}
+	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, "", time.Now(), decide); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("linking to no user: %v", err)
 	}
 	if _, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
 		store.User{OrgID: o.ID, Email: "ann@acme.example", RoleID: role.ID, PasswordHash: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	u, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, time.Now())
+	u, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, "", time.Now(), decide)
 	if err != nil || u.Email != "ann@acme.example" {
 		t.Fatalf("link: %+v %v", u, err)
 	}
@@ -91,7 +97,7 @@ func TestSSOIdentityLinks(t *testing.T) {
 	}
 	other := id
 	other.Subject = "s2"
-	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), other, time.Now()); !errors.Is(err, store.ErrSSOLinkedElsewhere) {
+	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), other, "", time.Now(), decide); !errors.Is(err, store.ErrSSOLinkedElsewhere) {
 		t.Fatalf("a second account of the provider for the same user: %v", err)
 	}
 	if _, err := s.CreateSSOUser(ctx, entry("user.create"), other, role.ID, time.Now()); !errors.Is(err, store.ErrConflict) {
@@ -111,5 +117,63 @@ func TestSSOIdentityLinks(t *testing.T) {
 	}
 	if list, _ := s.ListAudit(ctx, o.ID, store.AuditFilter{Action: "user.role_change"}); len(list) != 1 {
 		t.Fatalf("an unchanged role was audited: %d entries", len(list))
+	}
+}
+
+// TestSSOOperatorProtection: role mapping never changes an instance
+// operator's role, and only an instance-level action (recorded in the
+// instance's Audit Trail) lets an operator use single sign-on; granting or
+// revoking the operator attribute clears it.
+func TestSSOOperatorProtection(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	o, err := s.CreateOrg(ctx, "Acme", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, _ := s.FindRole(ctx, o.ID, store.RoleReadOnly)
+	adm, _ := s.FindRole(ctx, o.ID, store.RoleAdministrator)
+	op, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"},
+		&store.InstanceEvent{Actor: "test", Action: "instance_operator.grant"},
+		store.User{OrgID: o.ID, Email: "op@acme.example", RoleID: adm.ID, PasswordHash: "x", InstanceOperator: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.SetSSOUserRole(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "sso:x", Action: "user.role_change"}, op.ID, ro.ID); err != nil || u.RoleID != adm.ID {
+		t.Fatalf("role mapping changed an operator: %+v %v", u, err)
+	}
+	plain, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
+		store.User{OrgID: o.ID, Email: "pat@acme.example", RoleID: ro.ID, PasswordHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ie := func(action string) *store.InstanceEvent { return &store.InstanceEvent{Actor: "test", Action: action} }
+	if _, err := s.SetOperatorSSO(ctx, ie("instance_operator.sso_allow"), plain.ID, true); !errors.Is(err, store.ErrNotOperator) {
+		t.Fatalf("single sign-on for a user that is no operator: %v", err)
+	}
+	if changed, err := s.SetOperatorSSO(ctx, ie("instance_operator.sso_allow"), op.ID, true); err != nil || !changed {
+		t.Fatalf("allow: %v %v", changed, err)
+	}
+	if u, _ := s.UsersByEmail(ctx, "op@acme.example"); len(u) != 1 || !u[0].OperatorSSO {
+		t.Fatalf("after allowing: %+v", u)
+	}
+	if changed, err := s.SetOperatorSSO(ctx, ie("instance_operator.sso_allow"), op.ID, true); err != nil || changed {
+		t.Fatalf("allowing again: %v %v", changed, err)
+	}
+	events, _ := s.ListInstanceEvents(ctx, store.InstanceEventFilter{Actions: []string{"instance_operator.sso_allow"}, Limit: 10})
+	if len(events) != 1 || events[0].TargetID != op.ID {
+		t.Fatalf("the instance's Audit Trail: %+v", events)
+	}
+	if _, err := s.SetInstanceOperator(ctx, ie("instance_operator.grant"), plain.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetInstanceOperator(ctx, ie("instance_operator.revoke"), op.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetInstanceOperator(ctx, ie("instance_operator.grant"), op.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := s.UsersByEmail(ctx, "op@acme.example"); len(u) != 1 || u[0].OperatorSSO {
+		t.Fatalf("a revoked and granted again operator kept single sign-on: %+v", u)
 	}
 }

@@ -19,6 +19,9 @@ type User struct {
 	// shares (the vulnerability feeds) and read the instance's Audit
 	// Trail, whatever its role in its own organization.
 	InstanceOperator bool `json:"instanceOperator"`
+	// OperatorSSO says an instance-level action let the instance operator
+	// sign in through its organization's single sign-on (docs/sso.md).
+	OperatorSSO bool `json:"-"`
 	// SecondFactor says the user has a second factor: a confirmed TOTP
 	// app (TOTP) or at least one passkey (Passkeys counts them).
 	SecondFactor bool `json:"secondFactor"`
@@ -212,8 +215,43 @@ func (s *Store) SetInstanceOperator(ctx context.Context, ie *InstanceEvent, user
 		if current == on {
 			return nil
 		}
-		if _, err := tx.exec(ctx, `UPDATE users SET instance_operator = ? WHERE id = ?`, on, userID); err != nil {
+		if _, err := tx.exec(ctx, `UPDATE users SET instance_operator = ?, operator_sso = FALSE WHERE id = ?`, on, userID); err != nil {
 			return fmt.Errorf("store: set instance operator: %w", err)
+		}
+		changed = true
+		ie.TargetType, ie.TargetID = "user", userID
+		return tx.insertInstanceEvent(ctx, ie)
+	})
+	return changed, err
+}
+
+// ErrNotOperator refuses an operator-only change of a user that is not an
+// instance operator.
+var ErrNotOperator = errors.New("the user is not an instance operator")
+
+// SetOperatorSSO lets (on) the instance operator userID sign in through its
+// organization's single sign-on, or stops it, and records ie in the
+// instance's Audit Trail; ErrNotOperator when the user is not an operator.
+// A user that has the asked state already is left alone (changed=false,
+// nothing recorded).
+func (s *Store) SetOperatorSSO(ctx context.Context, ie *InstanceEvent, userID string, on bool) (changed bool, err error) {
+	err = s.InTx(ctx, func(tx *Tx) error {
+		var operator, current bool
+		err := tx.queryRow(ctx, `SELECT instance_operator, operator_sso FROM users WHERE id = ?`, userID).Scan(&operator, &current)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: user: %w", ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: read user: %w", err)
+		}
+		if !operator {
+			return fmt.Errorf("store: %w", ErrNotOperator)
+		}
+		if current == on {
+			return nil
+		}
+		if _, err := tx.exec(ctx, `UPDATE users SET operator_sso = ? WHERE id = ?`, on, userID); err != nil {
+			return fmt.Errorf("store: set operator single sign-on: %w", err)
 		}
 		changed = true
 		ie.TargetType, ie.TargetID = "user", userID

@@ -6,7 +6,12 @@
 // Environment:
 //   REDIRECT_URI    patchd's callback (client "patchd")
 //   CLIENT_SECRET   the secret of client "patchd" (and of "other-app")
-//   ACCOUNTS        JSON {"e-mail": {"groups": [...], "email_verified": bool}}
+//   ACCOUNTS        JSON {"e-mail": {"groups": [...], "email_verified": bool or "omit",
+//                   "id_token_aud": [...], "id_token_azp": "..."}}: "omit" leaves
+//                   email_verified out of the claims, as providers built on
+//                   zitadel/oidc do for an unverified address (omitempty);
+//                   id_token_aud makes the account's ID tokens for these
+//                   audiences, id_token_azp gives them that azp claim
 //   CLAIMS_IN_ID_TOKEN  "1": the scopes' claims go in the ID token too (as
 //                   Keycloak and Entra ID do); otherwise only in the UserInfo
 //                   answer, the OpenID Connect default for the code flow
@@ -50,11 +55,29 @@ server.listen(0, '127.0.0.1', () => {
       return {
         accountId: id,
         async claims() {
-          return { sub: 'acct-' + id, email: id, email_verified: a.email_verified ?? true, name: id.split('@')[0], groups: a.groups || [] };
+          const c = { sub: 'acct-' + id, email: id, email_verified: a.email_verified ?? true, name: id.split('@')[0], groups: a.groups || [] };
+          if (a.email_verified === 'omit') delete c.email_verified;
+          return c;
         },
       };
     },
   });
+  // ID tokens for several audiences, or with an azp claim, for the accounts
+  // that ask for them: oidc-provider makes an ID token for its client
+  // alone, so the audience is given here as the client's id when it signs.
+  const issue = provider.IdToken.prototype.issue;
+  provider.IdToken.prototype.issue = function (opts) {
+    const a = accounts[String(this.available.sub || '').replace(/^acct-/, '')] || {};
+    if (opts && opts.use === 'idtoken') {
+      if (a.id_token_azp) this.set('azp', a.id_token_azp);
+      if (a.id_token_aud) {
+        const client = this.client;
+        this.client = new Proxy(client, { get: (t, k) => (k === 'clientId' ? a.id_token_aud : Reflect.get(t, k, t)) });
+        return issue.call(this, opts).finally(() => { this.client = client; });
+      }
+    }
+    return issue.call(this, opts);
+  };
   const callback = provider.callback();
   server.on('request', async (req, res) => {
     if (!req.url.startsWith('/interaction/')) {
