@@ -60,8 +60,9 @@ type Config struct {
 	// (DefaultReleaseCheckEvery); a new target is read at once.
 	ReleaseCheckEvery time.Duration
 	// StartWatchdog starts `old update-watchdog` for this process
-	// (default: a detached child process).
-	StartWatchdog func(old, stateDir string, pid int) error
+	// (default: a detached child process) and answers its pid when this
+	// process must wait for it (0 when not).
+	StartWatchdog func(old, stateDir string, pid int) (int, error)
 	// ServiceRoot is the root under which the agent looks for the service
 	// definition patchd-agent install wrote for it, to bring it up to date
 	// ("/"; tests give a folder of their own). On Windows the agent's
@@ -224,6 +225,11 @@ func Run(ctx context.Context, cfg Config) error {
 		client: &Client{Base: st.Server, Secret: st.AgentSecret, HTTP: cfg.HTTP}}
 	r.log.Info("patchd-agent running", "server", st.Server, "endpoint", st.EndpointID, "version", Version)
 	r.resumeUpdate()
+	defer func() {
+		if ctx.Err() != nil {
+			r.updateStopped()
+		}
+	}()
 	backoff := cfg.MinBackoff
 	for {
 		if ctx.Err() != nil {
