@@ -169,10 +169,10 @@ func TestLongPollThroughSquid(t *testing.T) {
 				return &agentproto.Inventory{CollectedAt: time.Now().UTC(), System: agentproto.System{Hostname: "behind-squid", Arch: "amd64", Type: "server"},
 					Disks: []agentproto.Disk{}, Software: []agentproto.Software{{Name: "bash"}}, Updates: []agentproto.Update{}, Datasets: map[string][]map[string]any{}}
 			},
-			Facts:     func(ctx context.Context) collect.Facts { return collect.Facts{IPAddresses: []string{"192.0.2.7"}} },
-			Executor:  &execute.Executor{Runner: execute.ExecRunner{}, TempDir: t.TempDir()},
-			Uninstall: func(ctx context.Context) error { return errors.New("no uninstall in this test") },
-			Refresh:   func(context.Context) (string, error) { return "", nil },
+			Facts:       func(ctx context.Context) collect.Facts { return collect.Facts{IPAddresses: []string{"192.0.2.7"}} },
+			Executor:    &execute.Executor{Runner: execute.ExecRunner{}, TempDir: t.TempDir()},
+			Uninstall:   func(ctx context.Context) error { return errors.New("no uninstall in this test") },
+			Refresh:     func(context.Context) (string, error) { return "", nil },
 			ServiceRoot: t.TempDir()})
 	}()
 	defer func() {
