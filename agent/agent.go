@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/patchd/patchd/agent/collect"
@@ -26,6 +28,9 @@ type Config struct {
 
 	// Wait is the long-poll wait of a check-in in seconds (55).
 	Wait int
+	// MinWait is the shortest wait the agent shortens its long polls to
+	// when the network path cuts them (10 s, at most Wait): see pollWait.
+	MinWait int
 	// InventoryEvery is how often the inventory is collected again to
 	// see whether it changed (1 hour).
 	InventoryEvery time.Duration
@@ -62,8 +67,9 @@ type Config struct {
 	// (DefaultReleaseCheckEvery); a new target is read at once.
 	ReleaseCheckEvery time.Duration
 	// StartWatchdog starts `old update-watchdog` for this process
-	// (default: a detached child process).
-	StartWatchdog func(old, stateDir string, pid int) error
+	// (default: a detached child process) and answers its pid when this
+	// process must wait for it (0 when not).
+	StartWatchdog func(old, stateDir string, pid int) (int, error)
 	// ServiceRoot is the root under which the agent looks for the service
 	// definition patchd-agent install wrote for it, to bring it up to date
 	// ("/"; tests give a folder of their own). On Windows the agent's
@@ -93,6 +99,10 @@ func (c *Config) defaults() {
 	if c.Wait == 0 {
 		c.Wait = 55
 	}
+	if c.MinWait <= 0 {
+		c.MinWait = 10
+	}
+	c.MinWait = min(c.MinWait, c.Wait)
 	if c.InventoryEvery == 0 {
 		c.InventoryEvery = time.Hour
 	}
@@ -176,6 +186,8 @@ type runner struct {
 	// restart: a self-update or rollback asks the service manager to start
 	// the agent again (ErrRestart, Windows).
 	restart bool
+	// poll adapts the long-poll wait to a network path that cuts it.
+	poll pollWait
 }
 
 // refreshService brings the agent's own service definition up to date,
@@ -225,6 +237,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	r.log.Info("patchd-agent running", "server", st.Server, "endpoint", st.EndpointID, "version", Version)
 	r.resumeUpdate()
+	defer func() {
+		if ctx.Err() != nil {
+			r.updateStopped()
+		}
+	}()
 	backoff := cfg.MinBackoff
 	for {
 		if ctx.Err() != nil {
@@ -243,6 +260,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return ErrRestart
 		}
 		switch {
+		case errors.Is(err, errPollCut):
+			// The server answered the call (the path ended it): not a
+			// failure of the server, the next check-in goes now.
 		case errors.Is(err, ErrUninstalled):
 			return err
 		case StatusOf(err) == http.StatusUnauthorized:
@@ -298,12 +318,26 @@ func (r *runner) cycle(ctx context.Context) error {
 	}
 	req := r.checkinRequest(ctx)
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, time.Duration(r.cfg.Wait+30)*time.Second)
-	resp, err := r.client.Checkin(cctx, req, r.cfg.Wait)
+	wait := r.poll.wait(r.cfg, start)
+	var sent atomic.Bool
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(wait+30)*time.Second)
+	cctx = httptrace.WithClientTrace(cctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { sent.Store(i.Err == nil) }})
+	resp, err := r.client.Checkin(cctx, req, wait)
 	cancel()
 	if err != nil {
+		if held := time.Since(start); ctx.Err() == nil && sent.Load() && held >= minCut && held < time.Duration(wait)*time.Second && cutByPath(err) {
+			if r.poll.cut(r.cfg, held, wait, time.Now()) {
+				r.log.Warn("long polls are cut by the network path (a proxy's idle timeout?): they are shortened", "cut after", held.Round(time.Second),
+					"wait now", time.Duration(r.poll.seconds)*time.Second, "err", err)
+			} else {
+				r.log.Info("the long poll was cut by the network path; checking in again", "after", held.Round(time.Second), "err", err)
+			}
+			return errPollCut
+		}
 		return fmt.Errorf("check in: %w", err)
 	}
+	r.poll.answered()
 	if req.UpdateFailure != nil && r.state.UpdateFailure == req.UpdateFailure {
 		r.state.UpdateFailure = nil // reported: not again
 		r.save()
@@ -348,7 +382,7 @@ func (r *runner) cycle(ctx context.Context) error {
 	// A server that answers at once (no long poll) is asked again after
 	// checkinSeconds, not in a tight loop. An answer that asked for the
 	// inventory came at once by design: the long poll follows right away.
-	if len(resp.Commands) == 0 && !resp.InventoryWanted && !resp.ScanNow && time.Since(start) < time.Duration(r.cfg.Wait)*time.Second/2 {
+	if len(resp.Commands) == 0 && !resp.InventoryWanted && !resp.ScanNow && time.Since(start) < time.Duration(wait)*time.Second/2 {
 		every := time.Duration(max(r.state.CheckinSeconds, 1)) * time.Second
 		sleep(ctx, every-time.Since(start))
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -819,30 +820,50 @@ func TestServicePlans(t *testing.T) {
 }
 
 // TestProxyRecorded: install records the proxy of its environment for
-// the service, on every service manager.
+// the service, on every service manager, in files only root reads (the
+// address may hold a password). A password with $, quotes, a backquote or
+// a backslash is kept as it is: sourced by sh as the OpenRC and SysV
+// scripts do, the file gives the value back; a line break is refused.
 func TestProxyRecorded(t *testing.T) {
-	env := ProxyEnv([]string{"PATH=/bin", "https_proxy=http://proxy.example:3128", "NO_PROXY=.corp,10.0.0.0/8", "HTTP_PROXY=http://x/$(reboot)"})
-	if fmt.Sprint(env) != "[HTTPS_PROXY=http://proxy.example:3128 NO_PROXY=.corp,10.0.0.0/8]" {
-		t.Fatalf("ProxyEnv %v", env)
+	const odd = `http://us'er:p$a"s` + "`" + `w\o$(reboot)rd@proxy.example:3128`
+	env, err := ProxyEnv([]string{"PATH=/bin", "https_proxy=http://proxy.example:3128", "NO_PROXY=.corp,10.0.0.0/8", "HTTP_PROXY=" + odd})
+	if err != nil || fmt.Sprint(env) != "[HTTPS_PROXY=http://proxy.example:3128 HTTP_PROXY="+odd+" NO_PROXY=.corp,10.0.0.0/8]" {
+		t.Fatalf("ProxyEnv %v %v", env, err)
+	}
+	if _, err := ProxyEnv([]string{"HTTPS_PROXY=http://p:3128\nEXTRA=1"}); err == nil || !strings.Contains(err.Error(), "HTTPS_PROXY") {
+		t.Fatalf("a line break: %v", err)
 	}
 	for _, m := range []Manager{Systemd, OpenRC, SysV} {
 		p := InstallPlanEnv(m, "/tmp/a", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent", env)
-		if p.Write[0].Path != EnvFile || p.Write[0].Content != "# The patchd agent's environment, written by patchd-agent install.\nHTTPS_PROXY=\"http://proxy.example:3128\"\nNO_PROXY=\".corp,10.0.0.0/8\"\n" {
-			t.Errorf("%s: %+v", m, p.Write)
+		want := "# The patchd agent's environment, written by patchd-agent install.\nHTTPS_PROXY=\"http://proxy.example:3128\"\n" +
+			`HTTP_PROXY="http://us'er:p\$a\"s\` + "`" + `w\\o\$(reboot)rd@proxy.example:3128"` + "\nNO_PROXY=\".corp,10.0.0.0/8\"\n"
+		if p.Write[0].Path != EnvFile || p.Write[0].Content != want || p.Write[0].Mode != 0o600 {
+			t.Errorf("%s: %+v", m, p.Write[0])
 		}
 		if !strings.Contains(p.Write[1].Content, EnvFile) {
 			t.Errorf("%s service does not read %s:\n%s", m, EnvFile, p.Write[1].Content)
 		}
 	}
+	file := filepath.Join(t.TempDir(), "patchd-agent")
+	p := InstallPlanEnv(SysV, "/tmp/a", "/usr/local/bin/patchd-agent", "/x", env)
+	os.WriteFile(file, []byte(p.Write[0].Content), 0o600)
+	out, err := exec.Command("sh", "-c", `. "$1" && printf '%s\n%s\n%s' "$HTTPS_PROXY" "$HTTP_PROXY" "$NO_PROXY"`, "sh", file).Output()
+	if err != nil || string(out) != "http://proxy.example:3128\n"+odd+"\n.corp,10.0.0.0/8" {
+		t.Fatalf("sourced by sh: %q %v", out, err)
+	}
 	if p := InstallPlan(SysV, "/tmp/a", "/usr/local/bin/patchd-agent", "/x"); len(p.Write) != 1 {
 		t.Errorf("no proxy, yet %d files", len(p.Write))
 	}
 	mac := InstallPlanEnv(Launchd, "/tmp/a", "/usr/local/bin/patchd-agent", "/x", env)
-	if !strings.Contains(mac.Write[0].Content, "<key>EnvironmentVariables</key>\n\t<dict>\n\t\t<key>HTTPS_PROXY</key>\n\t\t<string>http://proxy.example:3128</string>") {
-		t.Errorf("plist:\n%s", mac.Write[0].Content)
+	if !strings.Contains(mac.Write[0].Content, "<key>EnvironmentVariables</key>\n\t<dict>\n\t\t<key>HTTPS_PROXY</key>\n\t\t<string>http://proxy.example:3128</string>") ||
+		!strings.Contains(mac.Write[0].Content, "<string>http://us&apos;er:p$a&quot;s`w\\o$(reboot)rd@proxy.example:3128</string>") || mac.Write[0].Mode != 0o600 {
+		t.Errorf("plist (mode %04o):\n%s", mac.Write[0].Mode, mac.Write[0].Content)
+	}
+	if mac := InstallPlan(Launchd, "/tmp/a", "/usr/local/bin/patchd-agent", "/x"); mac.Write[0].Mode != 0o644 {
+		t.Errorf("plist without a proxy: mode %04o", mac.Write[0].Mode)
 	}
 	win := InstallPlanEnv(WinSCM, `C:\a.exe`, `C:\Program Files\patchd\patchd-agent.exe`, `C:\ProgramData\patchd-agent`, env)
-	if reg := win.Run[5]; reg.Path != "reg.exe" || reg.Args[len(reg.Args)-2] != `HTTPS_PROXY=http://proxy.example:3128\0NO_PROXY=.corp,10.0.0.0/8` || win.Run[6].Args[0] != "start" {
+	if reg := win.Run[5]; reg.Path != "reg.exe" || reg.Args[len(reg.Args)-2] != `HTTPS_PROXY=http://proxy.example:3128\0HTTP_PROXY=`+odd+`\0NO_PROXY=.corp,10.0.0.0/8` || win.Run[6].Args[0] != "start" {
 		t.Errorf("windows: %+v", win.Run)
 	}
 }

@@ -19,11 +19,38 @@ func reexec(exe string) error {
 
 // startWatchdog starts old's update-watchdog in its own session, so that
 // signals to the agent's process group do not reach it.
-func startWatchdog(old, stateDir string, pid int) error {
+// It answers the watchdog's pid: the watchdog stays a child of this
+// process through the re-execution, and the agent running in it then
+// waits for it (reapChild).
+func startWatchdog(old, stateDir string, pid int) (int, error) {
 	cmd := exec.Command(old, "update-watchdog", "--state", stateDir, "--pid", strconv.Itoa(pid))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	return cmd.Start()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	return cmd.Process.Pid, nil
+}
+
+// reapChild waits for the child process pid to end, so that it does not
+// stay a zombie. The watchdog was started by this process before it
+// re-executed: the Go runtime of this image does not know it as a child.
+func reapChild(pid int) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return
+		}
+	}
+}
+
+// processAlive tells whether pid runs (a zombie does not).
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	return !zombie(pid)
 }
 
 // startAgent starts exe with args in its own session (the watchdog's

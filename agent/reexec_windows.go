@@ -48,13 +48,32 @@ func reexec(exe string) error {
 
 // startWatchdog starts old's update-watchdog detached from the agent's
 // process, so that it outlives the agent's exit for the restart.
-func startWatchdog(old, stateDir string, pid int) error {
+// A released process leaves nothing to reap: it answers no pid.
+func startWatchdog(old, stateDir string, pid int) (int, error) {
 	cmd := exec.Command(old, "update-watchdog", "--state", stateDir, "--pid", strconv.Itoa(pid))
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
 	if err := cmd.Start(); err != nil {
-		return err
+		return 0, err
 	}
-	return cmd.Process.Release()
+	return 0, cmd.Process.Release()
+}
+
+// reapChild: Windows keeps no zombie processes.
+func reapChild(int) {}
+
+// processAlive tells whether pid runs: it can be opened and has no exit
+// code yet.
+func processAlive(pid int) bool {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	if err := windows.GetExitCodeProcess(h, &code); err != nil {
+		return true
+	}
+	return code == 259 // STILL_ACTIVE
 }
 
 // startAgent: the service manager starts the agent on Windows (Supervised).

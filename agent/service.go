@@ -274,19 +274,32 @@ var ProxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
 
 // ProxyEnv is the proxy settings of environ ("KEY=value", upper-case
 // keys; the lower-case spellings count too), to record for the service.
-// Values a service file cannot carry safely are left out.
-func ProxyEnv(environ []string) []string {
+// Any character a proxy's address or password may hold is kept (quoted
+// for the environment file, escaped in the plist); a line break or NUL,
+// which no service file can carry, is an error naming the variable.
+func ProxyEnv(environ []string) ([]string, error) {
 	var out []string
 	for _, k := range ProxyVars {
 		for _, kv := range environ {
 			name, v, _ := strings.Cut(kv, "=")
-			if (name == k || name == strings.ToLower(k)) && v != "" && !strings.ContainsAny(v, "\"\\$`\n\r'") {
+			if (name == k || name == strings.ToLower(k)) && v != "" {
+				if strings.ContainsAny(v, "\n\r\x00") {
+					return nil, fmt.Errorf("%s holds a line break or NUL, which the service's configuration cannot carry: set it without", name)
+				}
 				out = append(out, k+"="+v)
 				break
 			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// envFileQuote quotes v for the environment file, which systemd reads as
+// an EnvironmentFile and the OpenRC and SysV scripts source with sh: in
+// double quotes both take \", \\, \$ and \` as the character itself and
+// everything else (a single quote too) as it is.
+func envFileQuote(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`").Replace(v) + `"`
 }
 
 // EnvFile is where the service reads the agent's environment (the proxy)
@@ -329,7 +342,12 @@ func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
 		// create fails when the service exists (an upgrade): config sets it.
 		p.Tolerate = map[int]bool{0: true}
 	case Launchd:
-		p.Write = []File{{LaunchdPath, launchdPlist(dest, stateDir, env), 0o644}}
+		// The proxy's address may hold a password: then only root reads it.
+		mode := os.FileMode(0o644)
+		if len(env) > 0 {
+			mode = 0o600
+		}
+		p.Write = []File{{LaunchdPath, launchdPlist(dest, stateDir, env), mode}}
 		p.Run = []execute.Cmd{
 			{Path: "launchctl", Args: []string{"bootout", "system/" + LaunchdLabel}},
 			{Path: "launchctl", Args: []string{"bootstrap", "system", LaunchdPath}},
@@ -357,9 +375,11 @@ func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
 		b.WriteString("# The patchd agent's environment, written by patchd-agent install.\n")
 		for _, kv := range env {
 			k, v, _ := strings.Cut(kv, "=")
-			b.WriteString(k + `="` + v + "\"\n")
+			b.WriteString(k + "=" + envFileQuote(v) + "\n")
 		}
-		p.Write = append([]File{{EnvFile, b.String(), 0o644}}, p.Write...)
+		// The proxy's address may hold a password: only root reads it
+		// (systemd and the init scripts run as root).
+		p.Write = append([]File{{EnvFile, b.String(), 0o600}}, p.Write...)
 	}
 	return p
 }
@@ -603,7 +623,11 @@ func LocalInstallPlan(stateDir string) (Plan, error) {
 	if d, err := filepath.EvalSymlinks(dest); err == nil && d == exe {
 		dest = exe
 	}
-	return InstallPlanEnv(m, exe, dest, abs, ProxyEnv(os.Environ())), nil
+	env, err := ProxyEnv(os.Environ())
+	if err != nil {
+		return Plan{}, err
+	}
+	return InstallPlanEnv(m, exe, dest, abs, env), nil
 }
 
 // LocalUninstallPlan removes what Install (or the package's service)

@@ -59,6 +59,21 @@ type PendingUpdate struct {
 	Supervised bool     `json:"supervised,omitempty"`
 	Args       []string `json:"args,omitempty"`
 	PIDFile    string   `json:"pidFile,omitempty"`
+	// AgentPID is the process that made the update and started the
+	// watchdog (WatchdogPID), its child: the agent that runs on in that
+	// process after the re-execution (the new one, or the old one again)
+	// reaps the watchdog when it ends.
+	AgentPID    int `json:"agentPid,omitempty"`
+	WatchdogPID int `json:"watchdogPid,omitempty"`
+	// PID is the new agent's process, written by the new agent as it
+	// starts; Stopped, written as it ends on a stop request, tells the
+	// watchdog that it did not crash. A new agent's process that ends
+	// otherwise before it checked in is rolled back at once.
+	PID     int  `json:"pid,omitempty"`
+	Stopped bool `json:"stopped,omitempty"`
+	// Ended is why the watchdog rolled back before the deadline, for the
+	// old agent to report.
+	Ended string `json:"ended,omitempty"`
 }
 
 // Supervised tells whether a service manager starts this agent again when
@@ -215,12 +230,15 @@ func (r *runner) selfUpdate(ctx context.Context, target string) {
 	}
 	now := time.Now().UTC()
 	r.state.Update = &PendingUpdate{From: Version, To: rel.Version, SHA256: rel.SHA256, Exe: exe, Old: old, At: now, Deadline: now.Add(r.cfg.UpdateGrace),
-		Supervised: Supervised(), Args: slices.Clone(os.Args[1:]), PIDFile: os.Getenv("PATCHD_AGENT_PIDFILE")}
+		Supervised: Supervised(), Args: slices.Clone(os.Args[1:]), PIDFile: os.Getenv("PATCHD_AGENT_PIDFILE"), AgentPID: os.Getpid()}
 	r.save()
 	// The watchdog runs from the old binary (known to work): a new agent
 	// that hangs or crashes before it checks in cannot roll itself back.
-	if err := r.cfg.StartWatchdog(old, r.cfg.StateDir, os.Getpid()); err != nil {
+	if pid, err := r.cfg.StartWatchdog(old, r.cfg.StateDir, os.Getpid()); err != nil {
 		r.log.Warn("agent update: no watchdog; the new agent rolls back itself if it runs but cannot check in", "err", err)
+	} else if pid > 0 {
+		r.state.Update.WatchdogPID = pid
+		r.save()
 	}
 	r.log.Info("agent updated; restarting into it", "from", Version, "to", rel.Version)
 	if err := r.cfg.Restart(exe); errors.Is(err, ErrRestart) {
@@ -331,15 +349,36 @@ func (r *runner) resumeUpdate() {
 	if u == nil {
 		return
 	}
+	if u.WatchdogPID > 0 && u.AgentPID == os.Getpid() {
+		// This process started the watchdog before it re-executed: the
+		// watchdog is its child, to be waited for when it ends.
+		go reapChild(u.WatchdogPID)
+	}
 	switch Version {
 	case u.To:
 		r.log.Info("agent update: this is the new agent; it must check in to stay", "from", u.From, "to", u.To,
 			"by", u.Deadline.Round(time.Second))
+		u.PID, u.Stopped = os.Getpid(), false
+		r.save()
 	default:
 		os.Remove(u.Exe + ".failed") // the new agent's, set aside when it rolled back itself on Windows
 		r.log.Error("agent update failed: the previous agent runs again", "from", u.From, "to", u.To, "running", Version)
+		why := "rolled back: the new agent did not check in in time"
+		if u.Ended != "" {
+			why = "rolled back: " + u.Ended
+		}
 		r.state.Update = nil
-		r.refuse(u.SHA256, u.To, "rolled back: the new agent did not check in in time")
+		r.refuse(u.SHA256, u.To, why)
+		r.save()
+	}
+}
+
+// updateStopped notes that the new agent of an update ends on a stop
+// request (the service stopped or restarted), not a crash: its watchdog
+// waits for the deadline instead of rolling back at once.
+func (r *runner) updateStopped() {
+	if u := r.state.Update; u != nil && Version == u.To && u.PID == os.Getpid() && !u.Stopped {
+		u.Stopped = true
 		r.save()
 	}
 }
@@ -414,9 +453,10 @@ const watchdogSlack = 15 * time.Second
 
 // Watchdog is `patchd-agent update-watchdog`, started from the old binary
 // by an update: it waits until the new agent checked in (the state's
-// update cleared) or its deadline passed; then it puts the old binary back
-// and ends the new agent's process (pid), which the service manager
-// starts again, now the old agent. It answers whether it rolled back.
+// update cleared), its process ended before that (looked at every
+// second), or its deadline passed; then it puts the old binary back and
+// ends the new agent's process (pid), which the service manager starts
+// again, now the old agent. It answers whether it rolled back.
 func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (bool, error) {
 	st, err := LoadState(stateDir)
 	if err != nil {
@@ -426,6 +466,7 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 	if u == nil {
 		return false, nil
 	}
+	ended := 0 // the new agent's process found gone
 	for {
 		st, err := LoadState(stateDir)
 		if err == nil && (st.Update == nil || st.Update.SHA256 != u.SHA256) {
@@ -433,6 +474,11 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 		}
 		if time.Now().After(u.Deadline.Add(watchdogSlack)) {
 			break
+		}
+		if err == nil {
+			if ended = endedAgent(pid, st.Update); ended != 0 {
+				break
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -442,6 +488,9 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 	}
 	if _, err := os.Stat(u.Old); err != nil {
 		return false, nil // the new agent put it back itself
+	}
+	if ended != 0 {
+		return true, rollbackEnded(stateDir, ended, log)
 	}
 	// The new agent's process: the same as the old one's where the update
 	// re-executed in place; on Windows the service's process now.
@@ -468,12 +517,64 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 	}
 	log.Error("agent update: the new agent did not check in in time; the old binary is back, ending the new agent", "to", u.To, "pid", pid)
 	endProcess(pid)
+	return true, startOld(u, log)
+}
+
+// endedAgent answers the new agent's process when it has ended before
+// checking in without being asked to stop (a crash, a failing exit), else
+// 0. The new agent writes its process as it starts (u.PID); before that
+// it is the process that made the update, which re-executes in place on
+// Unix (on Windows the service manager starts another process later).
+func endedAgent(pid int, u *PendingUpdate) int {
+	if u.Stopped {
+		return 0
+	}
+	if u.PID != 0 {
+		pid = u.PID
+	} else if runtime.GOOS == "windows" {
+		return 0
+	}
+	if pid <= 0 || processAlive(pid) {
+		return 0
+	}
+	return pid
+}
+
+// rollbackEnded puts the old binary back after the new agent's process
+// ended before it checked in, and has the old agent started: by the
+// service manager where one restarts the agent, else by starting it here.
+func rollbackEnded(stateDir string, pid int, log *slog.Logger) error {
+	st, err := LoadState(stateDir)
+	if err != nil {
+		return fmt.Errorf("watchdog: %w", err)
+	}
+	u := st.Update
+	if u == nil {
+		return nil
+	}
+	// No agent runs now: the state is the watchdog's to write. The old
+	// agent reports why it was put back.
+	u.Ended = "the new agent's process ended before it checked in"
+	if err := st.Save(stateDir); err != nil {
+		log.Warn("agent update: the reason of the rollback is not recorded", "err", err)
+	}
+	if err := os.Rename(u.Old, u.Exe); err != nil {
+		return fmt.Errorf("watchdog: put the old agent back: %w", err)
+	}
+	log.Error("agent update: the new agent's process ended before it checked in; the old binary is back", "to", u.To, "pid", pid)
+	return startOld(u, log)
+}
+
+// startOld starts the old agent after a rollback where no service manager
+// does (SysV init, OpenRC without a supervisor) and writes its pid into
+// the init script's pid file.
+func startOld(u *PendingUpdate, log *slog.Logger) error {
 	if u.Supervised || len(u.Args) == 0 {
-		return true, nil // the service manager starts the old agent
+		return nil // the service manager starts the old agent
 	}
 	newPID, err := startAgent(u.Exe, u.Args)
 	if err != nil {
-		return true, fmt.Errorf("watchdog: start the old agent again: %w", err)
+		return fmt.Errorf("watchdog: start the old agent again: %w", err)
 	}
 	log.Info("agent update: no service manager restarts the agent; the watchdog started the old one", "pid", newPID)
 	if u.PIDFile != "" {
@@ -481,7 +582,7 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 			log.Warn("agent update: the pid file keeps the ended agent's pid", "file", u.PIDFile, "err", err)
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // endProcess kills pid and waits up to 10 s for it to end.

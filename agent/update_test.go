@@ -224,7 +224,7 @@ func TestUpdateEndsForServiceManager(t *testing.T) {
 	cfg.Executable = exe
 	cfg.Restart = func(string) error { return ErrRestart }
 	var watchdog atomic.Value
-	cfg.StartWatchdog = func(old, stateDir string, pid int) error { watchdog.Store(old); return nil }
+	cfg.StartWatchdog = func(old, stateDir string, pid int) (int, error) { watchdog.Store(old); return 0, nil }
 	_, done := start(t, cfg)
 	select {
 	case err := <-done:
@@ -305,7 +305,7 @@ func TestUpdateRefusesDowngradeUnderLatest(t *testing.T) {
 	cfg.Executable = exe
 	cfg.ReleaseCheckEvery = time.Millisecond // read the release at every check-in
 	cfg.Restart = func(string) error { return ErrRestart }
-	cfg.StartWatchdog = func(old, stateDir string, pid int) error { return nil }
+	cfg.StartWatchdog = func(old, stateDir string, pid int) (int, error) { return 0, nil }
 	stop, done := start(t, cfg)
 	eventually(t, "the downgrade reported", func() bool {
 		f.mu.Lock()

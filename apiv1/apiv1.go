@@ -632,8 +632,8 @@ type AgentVersions struct {
 	Releases  []AgentRelease      `json:"releases"`
 	Versions  []AgentVersionCount `json:"versions"`
 	Endpoints int                 `json:"endpoints"`
-	// Behind counts the endpoints whose agent is not the version they
-	// should run (wantedVersion of their row).
+	// Behind counts the endpoints whose agent is behind the version they
+	// should run (Behind of their row).
 	Behind   int                  `json:"behind"`
 	Failures []AgentUpdateFailure `json:"failures"`
 }
@@ -650,7 +650,8 @@ type AgentRelease struct {
 // AgentVersionCount is how many endpoints of a platform and architecture
 // run an agent version, the version they should run (the pinned one, else
 // the release published for them; null when there is none) and whether
-// they are behind it.
+// they are behind it: not at a pinned or staged version, older than the
+// release (an agent newer than the release is not behind).
 type AgentVersionCount struct {
 	Platform      string  `json:"platform"`
 	Arch          string  `json:"arch"`

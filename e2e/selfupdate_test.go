@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,7 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	defer stop()
 	logs := &syncLog{}
 	var exited chan error
+	var agentPID int
 	// start runs the agent as a service manager would (and, after the
 	// watchdog ended it, runs it again).
 	start := func() {
@@ -112,6 +114,7 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 		if err := run.Start(); err != nil {
 			t.Fatal(err)
 		}
+		agentPID = run.Process.Pid
 		ch := make(chan error, 1)
 		go func() { ch <- run.Wait() }()
 		exited = ch
@@ -196,6 +199,17 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	if !strings.Contains(logs.String(), "agent update confirmed") {
 		t.Fatal("no confirmation in the log")
 	}
+	// The watchdog, started by 1.0.0 in this process, ends once 2.0.0
+	// checked in; 2.0.0, now running in that process, waits for it: no
+	// zombie is left behind.
+	waitFor("the watchdog ended and reaped", func() bool {
+		for _, c := range childrenOf(t, agentPID) {
+			if c.state == 'Z' || strings.Contains(c.cmdline, "update-watchdog") {
+				return false
+			}
+		}
+		return true
+	})
 
 	// 3.0.0 starts (it answers its version) but never checks in: the
 	// watchdog, run from the 2.0.0 binary, puts 2.0.0 back and ends it;
@@ -241,4 +255,47 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	if sum, _ := agentdist.FileSHA256(exe); sum != v2sum || strings.Count(logs.String(), "restarting into it") != 2 {
 		t.Fatal("3.0.0 was tried again")
 	}
+}
+
+// child is a process of /proc: its state letter and command line.
+type child struct {
+	pid     int
+	state   byte
+	cmdline string
+}
+
+// childrenOf lists the processes whose parent is pid (Linux's /proc).
+func childrenOf(t *testing.T, pid int) []child {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []child
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold blanks and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != pid {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		out = append(out, child{pid: n, state: f[0][0], cmdline: strings.ReplaceAll(string(cmdline), "\x00", " ")})
+	}
+	return out
 }

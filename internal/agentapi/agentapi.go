@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -86,6 +87,11 @@ type Config struct {
 	// once (default DefaultMaxInventories); past it an inventory is refused
 	// with 503 and Retry-After.
 	MaxInventories int
+	// Releases answers the signed agent releases published (nil: none is
+	// known). Under the policy "latest" an agent whose version is not
+	// older than every release for its operating system is not asked to
+	// update (it would refuse the release as a downgrade).
+	Releases func(ctx context.Context) ([]agentproto.Release, error)
 }
 
 // DefaultMaxInventories is the default bound of inventories in progress: a
@@ -116,6 +122,10 @@ type API struct {
 	// targets caches each organization's agentTarget for policyTTL.
 	targets       map[string]cachedTarget
 	loadingTarget sync.Mutex
+	// releases caches the published releases' versions by operating
+	// system for policyTTL (releasesAt: when they were read).
+	releases   map[string][]string
+	releasesAt time.Time
 	// inventories holds a slot per inventory received and not yet stored.
 	inventories chan struct{}
 	// decoding holds a slot per inventory document being decoded: one
@@ -180,6 +190,44 @@ func (a *API) agentTarget(ctx context.Context, orgID, endpointID string) (string
 	a.targets[orgID] = c
 	a.mu.Unlock()
 	return c.of(endpointID), nil
+}
+
+// behindRelease tells whether an agent of version on platform is older
+// than a release published for its operating system, so that "latest"
+// may move it: an agent as new as every release, or newer (a test build,
+// a release withdrawn since), is not told to update down. An agent whose
+// version is unknown or not a semantic version is told, and decides.
+func (a *API) behindRelease(ctx context.Context, platform, version string) bool {
+	if a.cfg.Releases == nil || agentproto.CheckVersion(version) != nil {
+		return true
+	}
+	now := a.now()
+	a.mu.RLock()
+	rel, at := a.releases, a.releasesAt
+	a.mu.RUnlock()
+	if rel == nil || now.Sub(at) >= policyTTL {
+		list, err := a.cfg.Releases(ctx)
+		if err != nil {
+			slog.Warn("agent releases not read; agents are told the policy's target as it is", "err", err)
+			return true
+		}
+		rel = map[string][]string{}
+		for _, r := range list {
+			rel[r.OS] = append(rel[r.OS], r.Version)
+		}
+		a.mu.Lock()
+		a.releases, a.releasesAt = rel, now
+		a.mu.Unlock()
+	}
+	if platform == "macos" {
+		platform = "darwin"
+	}
+	for _, v := range rel[platform] {
+		if c, err := agentproto.CompareVersions(v, version); err != nil || c > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 type cachedAgent struct {
@@ -536,6 +584,9 @@ func (a *API) checkin(w http.ResponseWriter, r *http.Request) error {
 	resp.ScanNow = scan
 	if resp.AgentTarget, err = a.agentTarget(r.Context(), ag.OrgID, ag.EndpointID); err != nil {
 		return err
+	}
+	if resp.AgentTarget == "latest" && !a.behindRelease(r.Context(), ag.Platform, req.AgentVersion) {
+		resp.AgentTarget = ""
 	}
 	httpx.WriteJSON(w, http.StatusOK, resp)
 	return nil

@@ -86,12 +86,13 @@ func (a *API) agentVersions(r *http.Request, orgID string) (apiv1.AgentVersions,
 	for _, c := range fleet.Versions {
 		row := apiv1.AgentVersionCount{Platform: c.Platform, Arch: c.Arch, AgentVersion: c.AgentVersion, Endpoints: c.Endpoints}
 		wanted := released[goOS(c.Platform)+"/"+c.Arch]
-		if p.Policy == store.AgentPolicyPinned || p.Policy == store.AgentPolicyStaged {
+		named := p.Policy == store.AgentPolicyPinned || p.Policy == store.AgentPolicyStaged
+		if named {
 			wanted = p.Version
 		}
 		if wanted != "" {
 			row.WantedVersion = &wanted
-			row.Behind = c.AgentVersion != wanted
+			row.Behind = behind(c.AgentVersion, wanted, named)
 		}
 		out.Endpoints += c.Endpoints
 		if row.Behind {
@@ -104,6 +105,22 @@ func (a *API) agentVersions(r *http.Request, orgID string) (apiv1.AgentVersions,
 			AgentVersion: f.AgentVersion, Version: f.Version, Reason: f.Reason, At: f.At})
 	}
 	return out, nil
+}
+
+// behind tells whether agents of version are behind wanted. A version
+// the policy names (pinned, staged) is followed up or down: any other
+// version is behind it. The published release is followed only upwards:
+// an agent newer than it keeps its version and is not behind; versions
+// are compared as semantic versions (one that is not is behind).
+func behind(version, wanted string, named bool) bool {
+	if version == wanted {
+		return false
+	}
+	if named {
+		return true
+	}
+	c, err := agentproto.CompareVersions(version, wanted)
+	return err != nil || c < 0
 }
 
 // goOS is the release's os of an endpoint platform (macos is darwin).

@@ -171,3 +171,77 @@ func TestAgentVersions(t *testing.T) {
 		t.Fatalf("none: %+v %v", v, err)
 	}
 }
+
+// TestAgentNewerThanRelease: under the policy latest an agent newer than
+// the release published for its platform is neither told to update (it
+// would refuse the older release at every check-in) nor counted behind;
+// an older one is both, versions compared as semantic versions (1.10.0 is
+// newer than 1.9.0), and one that is not a semantic version is told and
+// counted. A pinned version is followed down: a newer agent is told it
+// and is behind.
+func TestAgentNewerThanRelease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
+	ctx := context.Background()
+	now := time.Now()
+	e.Server.Agents().SetClock(func() time.Time { return now })
+	dist, err := agentdist.NewStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
+	if _, err := dist.Publish("/bin/true", p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dist.SetRelease(p, "1.9.0", "c2ln", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Admin.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "latest"}); err != nil {
+		t.Fatal(err)
+	}
+	agents := map[string]*apitest.Agent{}
+	for _, v := range []string{"1.2.0", "1.9.0", "1.10.0", "dev"} {
+		agents[v] = e.Enroll("uid-"+v, "host-"+v, "linux")
+	}
+	checkin := func(version string) string {
+		t.Helper()
+		r, ans := agents[version].Checkin(0, agentproto.CheckinRequest{AgentVersion: version, IPAddresses: []string{}})
+		if ans.Status != http.StatusOK {
+			t.Fatalf("check-in: %d %s", ans.Status, ans.Body)
+		}
+		return r.AgentTarget
+	}
+	for version, want := range map[string]string{"1.2.0": "latest", "1.9.0": "", "1.10.0": "", "dev": "latest"} {
+		if got := checkin(version); got != want {
+			t.Errorf("agent %s is told %q, want %q", version, got, want)
+		}
+	}
+	e.Server.Presence().Flush(ctx)
+	behindOf := func(v apiv1.AgentVersions) map[string]bool {
+		out := map[string]bool{}
+		for _, c := range v.Versions {
+			out[c.AgentVersion] = c.Behind
+		}
+		return out
+	}
+	v, err := e.Admin.AgentVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := behindOf(v); v.Behind != 2 || !b["1.2.0"] || b["1.9.0"] || b["1.10.0"] || !b["dev"] {
+		t.Fatalf("under latest: %d behind: %v", v.Behind, b)
+	}
+
+	v, err = e.Admin.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "pinned", Version: ptr("1.9.0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := behindOf(v); v.Behind != 3 || !b["1.2.0"] || b["1.9.0"] || !b["1.10.0"] || !b["dev"] {
+		t.Fatalf("pinned: %d behind: %v", v.Behind, b)
+	}
+	now = now.Add(time.Minute) // past the agent API's policy cache
+	if got := checkin("1.10.0"); got != "1.9.0" {
+		t.Fatalf("pinned: agent 1.10.0 is told %q", got)
+	}
+}

@@ -105,14 +105,15 @@ func New(cfg config.Config, s *store.Store) *Server {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_http_connections",
 		Help: "Open HTTP connections; past 90 % of the open-files limit, agent answers close theirs."},
 		func() float64 { return float64(srv.conns.open.Load()) }))
+	releases := func(ctx context.Context) ([]agentproto.Release, error) {
+		return srv.agentDist.Store.Releases(func(ch *agentdist.ReleaseChangedError) { srv.agentDist.ReportChanged(ctx, ch) })
+	}
 	srv.agents = agentapi.New(agentapi.Config{Store: s, Presence: srv.hub, CheckinInterval: cfg.CheckinInterval, ScanInterval: cfg.ScanInterval, Ingester: srv.ingest,
-		MaxInventories: cfg.MaxInventories, Crowded: srv.conns.Crowded,
+		MaxInventories: cfg.MaxInventories, Crowded: srv.conns.Crowded, Releases: releases,
 		ClientIP: func(r *http.Request) string { return srv.api.ClientIP(r) }})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
 		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued, BaseURL: cfg.BaseURL,
-		Releases: func(ctx context.Context) ([]agentproto.Release, error) {
-			return srv.agentDist.Store.Releases(func(ch *agentdist.ReleaseChangedError) { srv.agentDist.ReportChanged(ctx, ch) })
-		}})
+		Releases: releases})
 
 	mux := http.NewServeMux()
 	srv.api.Register(mux)
