@@ -23,6 +23,7 @@ import (
 	"github.com/patchd/patchd/agent/collect"
 	"github.com/patchd/patchd/agent/execute"
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 // fakeServer implements the four calls of the agent protocol, minimally,
@@ -750,16 +751,16 @@ func TestBackoffJitter(t *testing.T) {
 }
 
 func TestServicePlans(t *testing.T) {
-	unit := SystemdUnit("/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
+	unit := agentsvc.SystemdUnit("/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
 	for _, want := range []string{"ExecStart=/usr/local/bin/patchd-agent run --state /var/lib/patchd-agent\n", "Restart=on-failure", "WantedBy=multi-user.target", "After=network-online.target"} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("unit lacks %q:\n%s", want, unit)
 		}
 	}
-	if u := SystemdUnit("/opt/patchd agent/bin", "/var/lib/x"); !strings.Contains(u, `ExecStart="/opt/patchd agent/bin" run`) {
+	if u := agentsvc.SystemdUnit("/opt/patchd agent/bin", "/var/lib/x"); !strings.Contains(u, `ExecStart="/opt/patchd agent/bin" run`) {
 		t.Errorf("path with a blank not quoted:\n%s", u)
 	}
-	plist := LaunchdPlist("/usr/local/bin/patchd-agent", "/Library/Application Support/patchd-agent")
+	plist := agentsvc.LaunchdPlist("/usr/local/bin/patchd-agent", "/Library/Application Support/patchd-agent", nil)
 	for _, want := range []string{"<string>com.patchd.agent</string>", "<string>/usr/local/bin/patchd-agent</string>\n\t\t<string>run</string>\n\t\t<string>--state</string>\n\t\t<string>/Library/Application Support/patchd-agent</string>",
 		"<key>SuccessfulExit</key>\n\t\t<false/>", "<key>RunAtLoad</key>\n\t<true/>"} {
 		if !strings.Contains(plist, want) {
@@ -789,7 +790,7 @@ func TestServicePlans(t *testing.T) {
 		t.Errorf("binPath %s", got)
 	}
 	lin := InstallPlan(Systemd, "/home/a/patchd-agent", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
-	if lin.CopyTo != "/usr/local/bin/patchd-agent" || lin.Write[0].Path != SystemdPath || !strings.Contains(lin.Write[0].Content, "ExecStart=/usr/local/bin/patchd-agent run") ||
+	if lin.CopyTo != "/usr/local/bin/patchd-agent" || lin.Write[0].Path != agentsvc.SystemdPath || !strings.Contains(lin.Write[0].Content, "ExecStart=/usr/local/bin/patchd-agent run") ||
 		fmt.Sprint(lin.Run) != fmt.Sprint([]execute.Cmd{{Path: "systemctl", Args: []string{"daemon-reload"}}, {Path: "systemctl", Args: []string{"enable", "patchd-agent"}}, {Path: "systemctl", Args: []string{"restart", "patchd-agent"}}}) {
 		t.Errorf("linux plan %+v", lin)
 	}
@@ -797,8 +798,8 @@ func TestServicePlans(t *testing.T) {
 		t.Errorf("a binary in place is copied onto itself: %+v", same)
 	}
 	sysv := InstallPlan(SysV, "/tmp/a", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
-	if sysv.Write[0].Path != InitScript || sysv.Write[0].Mode != 0o755 || !strings.Contains(sysv.Write[0].Content, "EXE='/usr/local/bin/patchd-agent'") ||
-		sysv.Run[len(sysv.Run)-1].Path != InitScript || sysv.Run[len(sysv.Run)-1].Args[0] != "restart" {
+	if sysv.Write[0].Path != agentsvc.InitScript || sysv.Write[0].Mode != 0o755 || !strings.Contains(sysv.Write[0].Content, "EXE='/usr/local/bin/patchd-agent'") ||
+		sysv.Run[len(sysv.Run)-1].Path != agentsvc.InitScript || sysv.Run[len(sysv.Run)-1].Args[0] != "restart" {
 		t.Errorf("sysv plan %+v", sysv)
 	}
 	orc := InstallPlan(OpenRC, "/tmp/a", "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent")
@@ -814,7 +815,7 @@ func TestServicePlans(t *testing.T) {
 		t.Errorf("sysv uninstall keeping the state %+v", keep)
 	}
 	mac := UninstallPlan(Launchd, "/Library/Application Support/patchd-agent", "")
-	if mac.Remove[1] != LaunchdPath || mac.Run[0].Args[1] != "system/com.patchd.agent" {
+	if mac.Remove[1] != agentsvc.LaunchdPath || mac.Run[0].Args[1] != "system/com.patchd.agent" {
 		t.Errorf("mac uninstall %+v", mac)
 	}
 }
@@ -907,7 +908,7 @@ func TestDetectManager(t *testing.T) {
 	}
 	root := mk("usr/sbin/update-rc.d")
 	os.MkdirAll(filepath.Join(root, "etc/init.d"), 0o755)
-	os.WriteFile(filepath.Join(root, InitScript), []byte(OpenRCScript("/x", "/y")), 0o755)
+	os.WriteFile(filepath.Join(root, agentsvc.InitScript), []byte(agentsvc.OpenRCScript("/x", "/y")), 0o755)
 	if m := installedLinux(root); m != OpenRC {
 		t.Errorf("installed openrc script read as %q", m)
 	}

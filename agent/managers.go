@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/patchd/patchd/agentsvc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,15 +33,15 @@ func detectLinux(root string) (Manager, error) {
 // installedLinux is the manager the agent's service was registered with
 // under root, judged by the files it wrote; detectLinux when there are none.
 func installedLinux(root string) Manager {
-	if _, err := os.Stat(filepath.Join(root, SystemdPath)); err == nil {
+	if _, err := os.Stat(filepath.Join(root, agentsvc.SystemdPath)); err == nil {
 		return Systemd
 	}
 	// The packages' unit, under a running systemd (their init script is
 	// there too, for systems without it).
-	if _, err := os.Stat(filepath.Join(root, PackageUnitPath)); err == nil && isDir(filepath.Join(root, "run/systemd/system")) {
+	if _, err := os.Stat(filepath.Join(root, agentsvc.PackageUnitPath)); err == nil && isDir(filepath.Join(root, "run/systemd/system")) {
 		return Systemd
 	}
-	if b, err := os.ReadFile(filepath.Join(root, InitScript)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(root, agentsvc.InitScript)); err == nil {
 		if strings.HasPrefix(string(b), "#!/sbin/openrc-run") {
 			return OpenRC
 		}

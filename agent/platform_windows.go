@@ -17,6 +17,7 @@ import (
 
 	"github.com/patchd/patchd/agent/collect"
 	"github.com/patchd/patchd/agent/execute"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 func setPlatformTools(e *execute.Executor) {
@@ -32,7 +33,7 @@ func RunAsService(run func(ctx context.Context) error) (handled bool, err error)
 		return false, err
 	}
 	h := &serviceHandler{run: run}
-	if err := svc.Run(ServiceName, h); err != nil {
+	if err := svc.Run(agentsvc.ServiceName, h); err != nil {
 		return true, fmt.Errorf("service: %w", err)
 	}
 	return true, h.err
@@ -85,7 +86,7 @@ func removeAtReboot(path string) error {
 }
 
 // refreshServiceDefinition brings the recovery of the agent's Windows
-// service up to date (RecoveryDelays, RecoveryReset, a failing exit code
+// service up to date (agentsvc.RecoveryDelays, agentsvc.RecoveryReset, a failing exit code
 // counted as a failure) when it differs: services installed by an MSI
 // without recovery or by an older patchd-agent install. Only the service
 // whose program is this agent is changed.
@@ -101,16 +102,16 @@ func ensureRecovery(exe string, log *slog.Logger) error {
 		return fmt.Errorf("service manager: %w", err)
 	}
 	defer m.Disconnect()
-	s, err := m.OpenService(ServiceName)
+	s, err := m.OpenService(agentsvc.ServiceName)
 	if errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) {
 		return nil // run by hand, not installed as a service
 	} else if err != nil {
-		return fmt.Errorf("service %s: %w", ServiceName, err)
+		return fmt.Errorf("service %s: %w", agentsvc.ServiceName, err)
 	}
 	defer s.Close()
 	sc, err := s.Config()
 	if err != nil {
-		return fmt.Errorf("service %s: %w", ServiceName, err)
+		return fmt.Errorf("service %s: %w", agentsvc.ServiceName, err)
 	}
 	if prog := ServiceExe(sc.BinaryPathName); !strings.EqualFold(filepath.Clean(prog), filepath.Clean(exe)) {
 		log.Debug("the service runs another program: its recovery is left alone", "service", prog, "this", exe)
@@ -118,15 +119,15 @@ func ensureRecovery(exe string, log *slog.Logger) error {
 	}
 	have, err := s.RecoveryActions()
 	if err != nil {
-		return fmt.Errorf("service %s recovery: %w", ServiceName, err)
+		return fmt.Errorf("service %s recovery: %w", agentsvc.ServiceName, err)
 	}
 	reset, err := s.ResetPeriod()
 	if err != nil {
-		return fmt.Errorf("service %s recovery: %w", ServiceName, err)
+		return fmt.Errorf("service %s recovery: %w", agentsvc.ServiceName, err)
 	}
 	flag, err := s.RecoveryActionsOnNonCrashFailures()
 	if err != nil {
-		return fmt.Errorf("service %s recovery: %w", ServiceName, err)
+		return fmt.Errorf("service %s recovery: %w", agentsvc.ServiceName, err)
 	}
 	actions := make([]RecoveryAction, len(have))
 	for i, a := range have {
@@ -138,17 +139,17 @@ func ensureRecovery(exe string, log *slog.Logger) error {
 		log.Debug("service recovery up to date")
 		return nil
 	}
-	want := make([]mgr.RecoveryAction, len(RecoveryDelays))
-	for i, d := range RecoveryDelays {
+	want := make([]mgr.RecoveryAction, len(agentsvc.RecoveryDelays))
+	for i, d := range agentsvc.RecoveryDelays {
 		want[i] = mgr.RecoveryAction{Type: mgr.ServiceRestart, Delay: d}
 	}
-	if err := s.SetRecoveryActions(want, uint32(RecoveryReset/time.Second)); err != nil {
-		return fmt.Errorf("service %s: set recovery: %w", ServiceName, err)
+	if err := s.SetRecoveryActions(want, uint32(agentsvc.RecoveryReset/time.Second)); err != nil {
+		return fmt.Errorf("service %s: set recovery: %w", agentsvc.ServiceName, err)
 	}
 	if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil {
-		return fmt.Errorf("service %s: set recovery on failing exit codes: %w", ServiceName, err)
+		return fmt.Errorf("service %s: set recovery on failing exit codes: %w", agentsvc.ServiceName, err)
 	}
 	recoveryVerified.Store(true)
-	log.Info("service recovery brought up to date", "service", ServiceName, "was", diff)
+	log.Info("service recovery brought up to date", "service", agentsvc.ServiceName, "was", diff)
 	return nil
 }

@@ -2,27 +2,16 @@ package agent
 
 import (
 	"fmt"
+	"github.com/patchd/patchd/agentsvc"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// The Windows service's recovery: the service manager starts the agent
-// again after 5 s when its process ends without being stopped, or stops
-// with a failing exit code (a self-update's restart, an error), then after
-// 30 s, then every minute; a day without failures resets the count.
-// patchd-agent install (sc.exe), the MSI (MsiServiceConfigFailureActions)
-// and the agent itself at each start (when the service's actions differ)
-// set the same.
-var (
-	RecoveryDelays = []time.Duration{5 * time.Second, 30 * time.Second, time.Minute}
-	RecoveryReset  = 24 * time.Hour
-)
-
-// scRecoveryActions is RecoveryDelays for sc.exe failure actions=.
+// scRecoveryActions is agentsvc.RecoveryDelays for sc.exe failure actions=.
 func scRecoveryActions() string {
-	parts := make([]string, len(RecoveryDelays))
-	for i, d := range RecoveryDelays {
+	parts := make([]string, len(agentsvc.RecoveryDelays))
+	for i, d := range agentsvc.RecoveryDelays {
 		parts[i] = "restart/" + strconv.FormatInt(d.Milliseconds(), 10)
 	}
 	return strings.Join(parts, "/")
@@ -41,15 +30,15 @@ type RecoveryAction struct {
 // agent's; "" when it is the agent's.
 func RecoveryDiff(actions []RecoveryAction, reset time.Duration, onNonCrash bool) string {
 	var diffs []string
-	same := len(actions) == len(RecoveryDelays)
+	same := len(actions) == len(agentsvc.RecoveryDelays)
 	for i := 0; same && i < len(actions); i++ {
-		same = actions[i].Type == 1 && actions[i].Delay == RecoveryDelays[i]
+		same = actions[i].Type == 1 && actions[i].Delay == agentsvc.RecoveryDelays[i]
 	}
 	if !same {
 		diffs = append(diffs, fmt.Sprintf("actions %s, want %s", describeRecovery(actions), describeRecovery(wantRecovery())))
 	}
-	if reset != RecoveryReset {
-		diffs = append(diffs, fmt.Sprintf("reset after %s, want %s", reset, RecoveryReset))
+	if reset != agentsvc.RecoveryReset {
+		diffs = append(diffs, fmt.Sprintf("reset after %s, want %s", reset, agentsvc.RecoveryReset))
 	}
 	if !onNonCrash {
 		diffs = append(diffs, "a failing exit code is not a failure, want it one")
@@ -58,8 +47,8 @@ func RecoveryDiff(actions []RecoveryAction, reset time.Duration, onNonCrash bool
 }
 
 func wantRecovery() []RecoveryAction {
-	out := make([]RecoveryAction, len(RecoveryDelays))
-	for i, d := range RecoveryDelays {
+	out := make([]RecoveryAction, len(agentsvc.RecoveryDelays))
+	for i, d := range agentsvc.RecoveryDelays {
 		out[i] = RecoveryAction{Type: 1, Delay: d}
 	}
 	return out

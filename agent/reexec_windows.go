@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/patchd/patchd/agentsvc"
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
@@ -89,7 +90,7 @@ func agentPID(pid int) int {
 		return pid
 	}
 	defer m.Disconnect()
-	s, err := m.OpenService(ServiceName)
+	s, err := m.OpenService(agentsvc.ServiceName)
 	if err != nil {
 		return pid
 	}

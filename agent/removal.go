@@ -13,6 +13,7 @@ import (
 
 	"github.com/patchd/patchd/agent/execute"
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 // RemovalCommand is the agent's command (not for people) that carries out
@@ -92,12 +93,12 @@ func FinishRemoval(ctx context.Context, stateDir string, log *slog.Logger) error
 // what the installers registered, the binary at the fixed place included.
 func removalPlan(m Manager, stateDir string) Plan {
 	exe, _ := os.Executable()
-	if exe, err := filepath.EvalSymlinks(exe); err == nil && exe == PackageBinary {
-		if _, err := lookPath("dpkg"); err == nil && quietly("dpkg-query", "-W", ServiceName) == nil {
-			return Plan{Run: []execute.Cmd{{Path: "dpkg", Args: []string{"--purge", ServiceName}}}, Remove: []string{stateDir}}
+	if exe, err := filepath.EvalSymlinks(exe); err == nil && exe == agentsvc.PackageBinary {
+		if _, err := lookPath("dpkg"); err == nil && quietly("dpkg-query", "-W", agentsvc.ServiceName) == nil {
+			return Plan{Run: []execute.Cmd{{Path: "dpkg", Args: []string{"--purge", agentsvc.ServiceName}}}, Remove: []string{stateDir}}
 		}
-		if _, err := lookPath("rpm"); err == nil && quietly("rpm", "-q", ServiceName) == nil {
-			return Plan{Run: []execute.Cmd{{Path: "rpm", Args: []string{"-e", ServiceName}}}, Remove: []string{stateDir}}
+		if _, err := lookPath("rpm"); err == nil && quietly("rpm", "-q", agentsvc.ServiceName) == nil {
+			return Plan{Run: []execute.Cmd{{Path: "rpm", Args: []string{"-e", agentsvc.ServiceName}}}, Remove: []string{stateDir}}
 		}
 	}
 	return LocalUninstallPlan(stateDir, false, true)
@@ -109,24 +110,24 @@ func leftovers(root string, m Manager, stateDir string) []string {
 	var paths []string
 	switch m {
 	case Systemd:
-		paths = []string{SystemdPath, PackageUnitPath, "/etc/systemd/system/multi-user.target.wants/patchd-agent.service"}
+		paths = []string{agentsvc.SystemdPath, agentsvc.PackageUnitPath, "/etc/systemd/system/multi-user.target.wants/patchd-agent.service"}
 	case SysV:
-		links, _ := filepath.Glob(filepath.Join(root, "etc/rc?.d/[SK][0-9][0-9]"+ServiceName))
+		links, _ := filepath.Glob(filepath.Join(root, "etc/rc?.d/[SK][0-9][0-9]"+agentsvc.ServiceName))
 		for _, l := range links {
 			paths = append(paths, strings.TrimPrefix(l, strings.TrimSuffix(root, "/")))
 		}
-		paths = append(paths, InitScript, "/run/patchd-agent.pid")
+		paths = append(paths, agentsvc.InitScript, "/run/patchd-agent.pid")
 	case OpenRC:
-		links, _ := filepath.Glob(filepath.Join(root, "etc/runlevels/*", ServiceName))
+		links, _ := filepath.Glob(filepath.Join(root, "etc/runlevels/*", agentsvc.ServiceName))
 		for _, l := range links {
 			paths = append(paths, strings.TrimPrefix(l, strings.TrimSuffix(root, "/")))
 		}
-		paths = append(paths, InitScript, "/run/patchd-agent.pid")
+		paths = append(paths, agentsvc.InitScript, "/run/patchd-agent.pid")
 	case Launchd:
-		paths = []string{LaunchdPath}
+		paths = []string{agentsvc.LaunchdPath}
 	}
 	if m != WinSCM {
-		paths = append(paths, EnvFile, InstallPath(goosForPlans()), PackageBinary)
+		paths = append(paths, EnvFile, InstallPath(goosForPlans()), agentsvc.PackageBinary)
 	}
 	paths = append(paths, stateDir)
 	var left []string

@@ -14,20 +14,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agent/execute"
-)
-
-// ServiceName names the service on every platform.
-const (
-	ServiceName  = "patchd-agent"
-	LaunchdLabel = "com.patchd.agent"
-	SystemdPath  = "/etc/systemd/system/patchd-agent.service"
-	LaunchdPath  = "/Library/LaunchDaemons/com.patchd.agent.plist"
-	InitScript   = "/etc/init.d/patchd-agent"
-	// PackageBinary is where the .deb and .rpm put the agent: their
-	// service files belong to the package manager.
-	PackageBinary = "/usr/bin/patchd-agent"
-	// PackageUnitPath is the .deb's and .rpm's systemd unit.
-	PackageUnitPath = "/usr/lib/systemd/system/patchd-agent.service"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 // Manager is a service manager the agent registers itself with.
@@ -84,183 +71,6 @@ type Plan struct {
 	// Tolerate lists commands (by index in Run) whose failure is fine:
 	// stopping a service that is not running.
 	Tolerate map[int]bool
-}
-
-// SystemdUnit is the unit that runs the agent on Linux.
-func SystemdUnit(exe, stateDir string) string {
-	return `[Unit]
-Description=patchd agent
-Documentation=https://github.com/patchd/patchd
-Wants=network-online.target
-After=network-online.target
-
-[Service]
-Type=simple
-ExecStart=` + systemdQuote(exe) + ` run --state ` + systemdQuote(stateDir) + `
-# HTTPS_PROXY, HTTP_PROXY and NO_PROXY for the agent, when it needs them.
-EnvironmentFile=-/etc/default/patchd-agent
-EnvironmentFile=-/etc/sysconfig/patchd-agent
-Restart=on-failure
-RestartSec=30
-# Exit code 3: the server refused the agent's secret; enroll again.
-RestartPreventExitStatus=3
-# The agent installs updates and runs administrators' scripts as root.
-User=root
-KillMode=process
-TimeoutStopSec=30
-
-[Install]
-WantedBy=multi-user.target
-`
-}
-
-// systemdQuote quotes a path for ExecStart when it holds blanks.
-func systemdQuote(s string) string {
-	if !strings.ContainsAny(s, " \t\"\\") {
-		return s
-	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-// shQuote quotes s for a POSIX shell.
-func shQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// OpenRCScript is the OpenRC service (Alpine, Gentoo) that runs the agent.
-func OpenRCScript(exe, stateDir string) string {
-	return `#!/sbin/openrc-run
-# patchd agent: checks in with the patchd server, reports inventory and installs updates.
-description="patchd agent"
-command=` + shQuote(exe) + `
-command_args="run --state ` + strings.ReplaceAll(shQuote(stateDir), `"`, `\"`) + `"
-supervisor=supervise-daemon
-respawn_delay=5
-respawn_max=0
-pidfile="/run/patchd-agent.pid"
-output_log="/var/log/patchd-agent.log"
-error_log="/var/log/patchd-agent.log"
-[ -r /etc/default/patchd-agent ] && . /etc/default/patchd-agent && export HTTPS_PROXY HTTP_PROXY NO_PROXY 2>/dev/null
-# supervise-daemon starts the agent again when its process ends (a self-update's watchdog ended it).
-export PATCHD_AGENT_SUPERVISED=1
-
-depend() {
-	need net
-	after firewall
-}
-`
-}
-
-// SysVScript is the SysV init script that runs the agent where neither
-// systemd nor OpenRC is (older distributions, containers with sysvinit).
-// It needs nothing but a POSIX shell and kill; it uses start-stop-daemon
-// where Debian's is present.
-func SysVScript(exe, stateDir string) string {
-	return `#!/bin/sh
-### BEGIN INIT INFO
-# Provides:          patchd-agent
-# Required-Start:    $network $remote_fs
-# Required-Stop:     $network $remote_fs
-# Default-Start:     2 3 4 5
-# Default-Stop:      0 1 6
-# Short-Description: patchd agent
-# Description:       Checks in with the patchd server, reports inventory and installs updates.
-### END INIT INFO
-# chkconfig: 2345 90 10
-
-EXE=` + shQuote(exe) + `
-STATE=` + shQuote(stateDir) + `
-PIDFILE=/run/patchd-agent.pid
-LOG=/var/log/patchd-agent.log
-[ -d /run ] || PIDFILE=/var/run/patchd-agent.pid
-[ -r /etc/default/patchd-agent ] && . /etc/default/patchd-agent
-[ -r /etc/sysconfig/patchd-agent ] && . /etc/sysconfig/patchd-agent
-export HTTPS_PROXY HTTP_PROXY NO_PROXY 2>/dev/null || true
-
-running() {
-	[ -f "$PIDFILE" ] || return 1
-	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
-}
-
-start() {
-	if running; then echo "patchd-agent is running"; return 0; fi
-	echo "Starting patchd-agent"
-	# Nothing restarts the agent here: a self-update's watchdog that ends a
-	# new agent starts the old one itself and writes its pid here.
-	PATCHD_AGENT_PIDFILE="$PIDFILE" nohup "$EXE" run --state "$STATE" >>"$LOG" 2>&1 </dev/null &
-	echo $! >"$PIDFILE"
-}
-
-stop() {
-	if ! running; then rm -f "$PIDFILE"; echo "patchd-agent is not running"; return 0; fi
-	echo "Stopping patchd-agent"
-	pid=$(cat "$PIDFILE")
-	kill "$pid" 2>/dev/null
-	i=0
-	while kill -0 "$pid" 2>/dev/null && [ $i -lt 30 ]; do sleep 1; i=$((i+1)); done
-	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
-	rm -f "$PIDFILE"
-	return 0
-}
-
-case "$1" in
-	start) start ;;
-	stop) stop ;;
-	restart|force-reload|reload) stop; start ;;
-	status) if running; then echo "patchd-agent is running"; exit 0; else echo "patchd-agent is not running"; exit 3; fi ;;
-	*) echo "usage: $0 {start|stop|restart|status}" >&2; exit 2 ;;
-esac
-`
-}
-
-// LaunchdPlist is the launchd daemon that runs the agent on macOS. It is
-// kept alive unless it exits cleanly (after uninstalling itself).
-func LaunchdPlist(exe, stateDir string) string { return launchdPlist(exe, stateDir, nil) }
-
-func launchdPlist(exe, stateDir string, env []string) string {
-	envDict := ""
-	if len(env) > 0 {
-		envDict = "\t<key>EnvironmentVariables</key>\n\t<dict>\n"
-		for _, kv := range env {
-			k, v, _ := strings.Cut(kv, "=")
-			envDict += "\t\t<key>" + xmlEscape(k) + "</key>\n\t\t<string>" + xmlEscape(v) + "</string>\n"
-		}
-		envDict += "\t</dict>\n"
-	}
-	return `<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<plist version="1.0">
-<dict>
-	<key>Label</key>
-	<string>` + LaunchdLabel + `</string>
-	<key>ProgramArguments</key>
-	<array>
-		<string>` + xmlEscape(exe) + `</string>
-		<string>run</string>
-		<string>--state</string>
-		<string>` + xmlEscape(stateDir) + `</string>
-	</array>
-` + envDict + `	<key>RunAtLoad</key>
-	<true/>
-	<key>KeepAlive</key>
-	<dict>
-		<key>SuccessfulExit</key>
-		<false/>
-	</dict>
-	<key>ThrottleInterval</key>
-	<integer>30</integer>
-	<key>StandardOutPath</key>
-	<string>/var/log/patchd-agent.log</string>
-	<key>StandardErrorPath</key>
-	<string>/var/log/patchd-agent.log</string>
-</dict>
-</plist>
-`
-}
-
-func xmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;").Replace(s)
 }
 
 // windowsBinPath is the service's command line: quoted paths, because
@@ -323,19 +133,19 @@ func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
 	switch m {
 	case WinSCM:
 		bin := windowsBinPath(dest, stateDir)
-		p.Before = []execute.Cmd{{Path: "sc.exe", Args: []string{"stop", ServiceName}}}
+		p.Before = []execute.Cmd{{Path: "sc.exe", Args: []string{"stop", agentsvc.ServiceName}}}
 		p.Run = []execute.Cmd{
-			{Path: "sc.exe", Args: []string{"create", ServiceName, "binPath=", bin, "start=", "auto", "DisplayName=", "patchd agent"}},
-			{Path: "sc.exe", Args: []string{"config", ServiceName, "binPath=", bin, "start=", "auto"}},
-			{Path: "sc.exe", Args: []string{"description", ServiceName, "Checks in with the patchd server, reports inventory and installs updates."}},
+			{Path: "sc.exe", Args: []string{"create", agentsvc.ServiceName, "binPath=", bin, "start=", "auto", "DisplayName=", "patchd agent"}},
+			{Path: "sc.exe", Args: []string{"config", agentsvc.ServiceName, "binPath=", bin, "start=", "auto"}},
+			{Path: "sc.exe", Args: []string{"description", agentsvc.ServiceName, "Checks in with the patchd server, reports inventory and installs updates."}},
 			// Recovery: restart when the agent ends without being stopped or
 			// stops with a failing exit code (failureflag 1).
-			{Path: "sc.exe", Args: []string{"failure", ServiceName, "reset=", strconv.Itoa(int(RecoveryReset / time.Second)), "actions=", scRecoveryActions()}},
-			{Path: "sc.exe", Args: []string{"failureflag", ServiceName, "1"}},
-			{Path: "sc.exe", Args: []string{"start", ServiceName}},
+			{Path: "sc.exe", Args: []string{"failure", agentsvc.ServiceName, "reset=", strconv.Itoa(int(agentsvc.RecoveryReset / time.Second)), "actions=", scRecoveryActions()}},
+			{Path: "sc.exe", Args: []string{"failureflag", agentsvc.ServiceName, "1"}},
+			{Path: "sc.exe", Args: []string{"start", agentsvc.ServiceName}},
 		}
 		if len(env) > 0 {
-			reg := execute.Cmd{Path: "reg.exe", Args: []string{"add", `HKLM\SYSTEM\CurrentControlSet\Services\` + ServiceName,
+			reg := execute.Cmd{Path: "reg.exe", Args: []string{"add", `HKLM\SYSTEM\CurrentControlSet\Services\` + agentsvc.ServiceName,
 				"/v", "Environment", "/t", "REG_MULTI_SZ", "/d", strings.Join(env, `\0`), "/f"}}
 			p.Run = append(p.Run[:5:5], reg, p.Run[5])
 		}
@@ -347,27 +157,27 @@ func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
 		if len(env) > 0 {
 			mode = 0o600
 		}
-		p.Write = []File{{LaunchdPath, launchdPlist(dest, stateDir, env), mode}}
+		p.Write = []File{{agentsvc.LaunchdPath, agentsvc.LaunchdPlist(dest, stateDir, env), mode}}
 		p.Run = []execute.Cmd{
-			{Path: "launchctl", Args: []string{"bootout", "system/" + LaunchdLabel}},
-			{Path: "launchctl", Args: []string{"bootstrap", "system", LaunchdPath}},
+			{Path: "launchctl", Args: []string{"bootout", "system/" + agentsvc.LaunchdLabel}},
+			{Path: "launchctl", Args: []string{"bootstrap", "system", agentsvc.LaunchdPath}},
 		}
 		p.Tolerate = map[int]bool{0: true}
 	case OpenRC:
-		p.Write = []File{{InitScript, OpenRCScript(dest, stateDir), 0o755}}
+		p.Write = []File{{agentsvc.InitScript, agentsvc.OpenRCScript(dest, stateDir), 0o755}}
 		p.Run = []execute.Cmd{
-			{Path: "rc-update", Args: []string{"add", ServiceName, "default"}},
-			{Path: "rc-service", Args: []string{ServiceName, "restart"}},
+			{Path: "rc-update", Args: []string{"add", agentsvc.ServiceName, "default"}},
+			{Path: "rc-service", Args: []string{agentsvc.ServiceName, "restart"}},
 		}
 	case SysV:
-		p.Write = []File{{InitScript, SysVScript(dest, stateDir), 0o755}}
-		p.Run = []execute.Cmd{sysvEnable(), {Path: InitScript, Args: []string{"restart"}}}
+		p.Write = []File{{agentsvc.InitScript, agentsvc.SysVScript(dest, stateDir), 0o755}}
+		p.Run = []execute.Cmd{sysvEnable(), {Path: agentsvc.InitScript, Args: []string{"restart"}}}
 	default:
-		p.Write = []File{{SystemdPath, SystemdUnit(dest, stateDir), 0o644}}
+		p.Write = []File{{agentsvc.SystemdPath, agentsvc.SystemdUnit(dest, stateDir), 0o644}}
 		p.Run = []execute.Cmd{
 			{Path: "systemctl", Args: []string{"daemon-reload"}},
-			{Path: "systemctl", Args: []string{"enable", ServiceName}},
-			{Path: "systemctl", Args: []string{"restart", ServiceName}},
+			{Path: "systemctl", Args: []string{"enable", agentsvc.ServiceName}},
+			{Path: "systemctl", Args: []string{"restart", agentsvc.ServiceName}},
 		}
 	}
 	if len(env) > 0 && (m == Systemd || m == OpenRC || m == SysV) {
@@ -389,19 +199,19 @@ func InstallPlanEnv(m Manager, exe, dest, stateDir string, env []string) Plan {
 func sysvEnable() execute.Cmd {
 	if _, err := lookPath("update-rc.d"); err != nil {
 		if _, err := lookPath("chkconfig"); err == nil {
-			return execute.Cmd{Path: "chkconfig", Args: []string{"--add", ServiceName}}
+			return execute.Cmd{Path: "chkconfig", Args: []string{"--add", agentsvc.ServiceName}}
 		}
 	}
-	return execute.Cmd{Path: "update-rc.d", Args: []string{ServiceName, "defaults"}}
+	return execute.Cmd{Path: "update-rc.d", Args: []string{agentsvc.ServiceName, "defaults"}}
 }
 
 func sysvDisable() execute.Cmd {
 	if _, err := lookPath("update-rc.d"); err != nil {
 		if _, err := lookPath("chkconfig"); err == nil {
-			return execute.Cmd{Path: "chkconfig", Args: []string{"--del", ServiceName}}
+			return execute.Cmd{Path: "chkconfig", Args: []string{"--del", agentsvc.ServiceName}}
 		}
 	}
-	return execute.Cmd{Path: "update-rc.d", Args: []string{"-f", ServiceName, "remove"}}
+	return execute.Cmd{Path: "update-rc.d", Args: []string{"-f", agentsvc.ServiceName, "remove"}}
 }
 
 // UninstallPlan removes the service registered with m and the state
@@ -423,34 +233,34 @@ func UninstallPlan(m Manager, stateDir, binary string) Plan {
 			p.Remove = append(p.Remove, binary, filepath.Dir(binary))
 		}
 		p.Run = []execute.Cmd{
-			{Path: "sc.exe", Args: []string{"delete", ServiceName}},
-			{Path: "sc.exe", Args: []string{"stop", ServiceName}},
+			{Path: "sc.exe", Args: []string{"delete", agentsvc.ServiceName}},
+			{Path: "sc.exe", Args: []string{"stop", agentsvc.ServiceName}},
 		}
 		p.Tolerate = map[int]bool{1: true}
 		return p
 	case Launchd:
-		p.Remove = append(p.Remove, LaunchdPath)
-		p.Run = []execute.Cmd{{Path: "launchctl", Args: []string{"bootout", "system/" + LaunchdLabel}}}
+		p.Remove = append(p.Remove, agentsvc.LaunchdPath)
+		p.Run = []execute.Cmd{{Path: "launchctl", Args: []string{"bootout", "system/" + agentsvc.LaunchdLabel}}}
 		p.Tolerate = map[int]bool{0: true}
 	case OpenRC:
 		p.Run = []execute.Cmd{
-			{Path: "rc-update", Args: []string{"del", ServiceName, "default"}},
-			{Path: "rc-service", Args: []string{ServiceName, "stop"}},
+			{Path: "rc-update", Args: []string{"del", agentsvc.ServiceName, "default"}},
+			{Path: "rc-service", Args: []string{agentsvc.ServiceName, "stop"}},
 		}
-		p.Remove = append(p.Remove, InitScript)
+		p.Remove = append(p.Remove, agentsvc.InitScript)
 		p.Tolerate = map[int]bool{0: true, 1: true}
 	case SysV:
 		// The script stops the agent, then goes with the links.
-		p.Before = []execute.Cmd{{Path: InitScript, Args: []string{"stop"}}}
-		p.Remove = append(p.Remove, InitScript)
+		p.Before = []execute.Cmd{{Path: agentsvc.InitScript, Args: []string{"stop"}}}
+		p.Remove = append(p.Remove, agentsvc.InitScript)
 		p.Run = []execute.Cmd{sysvDisable()}
 		p.Tolerate = map[int]bool{0: true}
 	default:
-		p.Remove = append(p.Remove, SystemdPath)
+		p.Remove = append(p.Remove, agentsvc.SystemdPath)
 		p.Run = []execute.Cmd{
-			{Path: "systemctl", Args: []string{"disable", ServiceName}},
+			{Path: "systemctl", Args: []string{"disable", agentsvc.ServiceName}},
 			{Path: "systemctl", Args: []string{"daemon-reload"}},
-			{Path: "systemctl", Args: []string{"stop", ServiceName}},
+			{Path: "systemctl", Args: []string{"stop", agentsvc.ServiceName}},
 		}
 		p.Tolerate = map[int]bool{0: true, 1: true, 2: true}
 	}

@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/patchd/patchd/agent/execute"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 // serviceFile is a service definition patchd-agent install writes on
 // Linux: where, what this version writes for a binary and state folder,
-// and what earlier versions wrote (servicedef_history.go).
+// and what earlier versions wrote (agentsvc's Past lists).
 type serviceFile struct {
 	manager Manager
 	path    string
@@ -25,16 +26,16 @@ type serviceFile struct {
 }
 
 var (
-	systemdFile = serviceFile{Systemd, SystemdPath, 0o644, SystemdUnit, []func(string, string) string{systemdUnit902a177, systemdUnit009d8be}}
-	openRCFile  = serviceFile{OpenRC, InitScript, 0o755, OpenRCScript, []func(string, string) string{openRCScriptc72658b}}
-	sysVFile    = serviceFile{SysV, InitScript, 0o755, SysVScript, []func(string, string) string{sysVScriptc72658b}}
+	systemdFile = serviceFile{Systemd, agentsvc.SystemdPath, 0o644, agentsvc.SystemdUnit, agentsvc.PastSystemdUnits}
+	openRCFile  = serviceFile{OpenRC, agentsvc.InitScript, 0o755, agentsvc.OpenRCScript, agentsvc.PastOpenRCScripts}
+	sysVFile    = serviceFile{SysV, agentsvc.InitScript, 0o755, agentsvc.SysVScript, agentsvc.PastSysVScripts}
 )
 
 // RefreshServiceFiles brings the service definitions that patchd-agent
 // install wrote for this agent (the binary exe, the state folder
 // stateDir) under root up to date: the systemd unit and the OpenRC or
 // SysV init script. Nothing is done for the packages' binary
-// (PackageBinary). A file is replaced only when it is exactly what an
+// (agentsvc.PackageBinary). A file is replaced only when it is exactly what an
 // earlier version of install wrote for this binary and state folder; one
 // edited by hand, written by a package (another binary) or by a later
 // version is left alone (and said so when it names this binary). The new
@@ -48,7 +49,7 @@ func RefreshServiceFiles(ctx context.Context, root, exe, stateDir string, r exec
 	if exe == "" || !filepath.IsAbs(exe) || !filepath.IsAbs(stateDir) {
 		return nil, nil
 	}
-	if exe == PackageBinary {
+	if exe == agentsvc.PackageBinary {
 		// A .deb or .rpm installed this agent and its service files (the
 		// init script is a package configuration file): the package
 		// manager updates them with the package.
@@ -98,10 +99,10 @@ func RefreshServiceFiles(ctx context.Context, root, exe, stateDir string, r exec
 	return done, errors.Join(errs...)
 }
 
-// initScriptFile is the kind of init script at InitScript under root:
+// initScriptFile is the kind of init script at agentsvc.InitScript under root:
 // OpenRC's by its interpreter line, else SysV.
 func initScriptFile(root string) serviceFile {
-	b, _ := os.ReadFile(filepath.Join(root, InitScript))
+	b, _ := os.ReadFile(filepath.Join(root, agentsvc.InitScript))
 	if strings.HasPrefix(string(b), "#!/sbin/openrc-run") {
 		return openRCFile
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/patchd/patchd/agentsvc"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -24,9 +25,9 @@ func TestServiceHistory(t *testing.T) {
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:8]) }
 	exe, state := "/usr/local/bin/patchd-agent", "/var/lib/patchd-agent"
 	for name, got := range map[string]string{
-		"SystemdUnit":  sum(SystemdUnit(exe, state)),
-		"OpenRCScript": sum(OpenRCScript(exe, state)),
-		"SysVScript":   sum(SysVScript(exe, state)),
+		"SystemdUnit":  sum(agentsvc.SystemdUnit(exe, state)),
+		"OpenRCScript": sum(agentsvc.OpenRCScript(exe, state)),
+		"SysVScript":   sum(agentsvc.SysVScript(exe, state)),
 	} {
 		want := map[string]string{"SystemdUnit": "d8dfffdd008c89be", "OpenRCScript": "329f3450782797b1", "SysVScript": "469d5a35edbf9589"}[name]
 		if got != want {
@@ -103,14 +104,14 @@ func TestRefreshServiceFiles(t *testing.T) {
 	// Left alone: edited by hand (and said so), a package's script for
 	// /usr/bin/patchd-agent, another state folder's, a later version's.
 	for name, content := range map[string]string{
-		"edited":          openRCScriptc72658b(exe, state) + "rc_ulimit=\"-n 4096\"\n",
-		"package":         sysVScriptc72658b("/usr/bin/patchd-agent", state),
-		"other state":     sysVScriptc72658b(exe, "/srv/agent"),
-		"unknown version": strings.Replace(SysVScript(exe, state), "sleep 1", "sleep 2", 1),
+		"edited":          agentsvc.PastOpenRCScripts[0](exe, state) + "rc_ulimit=\"-n 4096\"\n",
+		"package":         agentsvc.PastSysVScripts[0]("/usr/bin/patchd-agent", state),
+		"other state":     agentsvc.PastSysVScripts[0](exe, "/srv/agent"),
+		"unknown version": strings.Replace(agentsvc.SysVScript(exe, state), "sleep 1", "sleep 2", 1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
-			path := filepath.Join(root, InitScript)
+			path := filepath.Join(root, agentsvc.InitScript)
 			os.MkdirAll(filepath.Dir(path), 0o755)
 			os.WriteFile(path, []byte(content), 0o755)
 			var logs bytes.Buffer
@@ -129,13 +130,13 @@ func TestRefreshServiceFiles(t *testing.T) {
 	// The agent of a .deb or .rpm: its init script (a package configuration
 	// file, written by an older package) is the package manager's.
 	root := t.TempDir()
-	pkgScript := filepath.Join(root, InitScript)
+	pkgScript := filepath.Join(root, agentsvc.InitScript)
 	os.MkdirAll(filepath.Dir(pkgScript), 0o755)
-	os.WriteFile(pkgScript, []byte(sysVScriptc72658b(PackageBinary, state)), 0o755)
-	if done, err := RefreshServiceFiles(context.Background(), root, PackageBinary, state, &recordRunner{}, slog.New(slog.DiscardHandler)); err != nil || len(done) != 0 {
+	os.WriteFile(pkgScript, []byte(agentsvc.PastSysVScripts[0](agentsvc.PackageBinary, state)), 0o755)
+	if done, err := RefreshServiceFiles(context.Background(), root, agentsvc.PackageBinary, state, &recordRunner{}, slog.New(slog.DiscardHandler)); err != nil || len(done) != 0 {
 		t.Fatalf("the package's script: %v %v", done, err)
 	}
-	if b, _ := os.ReadFile(pkgScript); string(b) != sysVScriptc72658b(PackageBinary, state) {
+	if b, _ := os.ReadFile(pkgScript); string(b) != agentsvc.PastSysVScripts[0](agentsvc.PackageBinary, state) {
 		t.Fatal("the package's script was changed")
 	}
 	// Nothing installed: nothing done.
@@ -171,12 +172,12 @@ func TestRunRefreshesServiceAfterCheckin(t *testing.T) {
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	abs, _ := filepath.Abs(dir)
-	script := filepath.Join(cfg.ServiceRoot, InitScript)
+	script := filepath.Join(cfg.ServiceRoot, agentsvc.InitScript)
 	os.MkdirAll(filepath.Dir(script), 0o755)
-	os.WriteFile(script, []byte(openRCScriptc72658b(exe, abs)), 0o755)
+	os.WriteFile(script, []byte(agentsvc.PastOpenRCScripts[0](exe, abs)), 0o755)
 	stop, _ := start(t, cfg)
 	for deadline := time.Now().Add(waitLimit); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile(script); string(b) == OpenRCScript(exe, abs) {
+		if b, _ := os.ReadFile(script); string(b) == agentsvc.OpenRCScript(exe, abs) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/agentsvc"
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
@@ -98,7 +99,7 @@ func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
 	// The root the agent is pointed at: what the older install wrote.
 	state := filepath.Join(dir, "state")
 	root := filepath.Join(dir, "root")
-	script, unit := filepath.Join(root, agent.InitScript), filepath.Join(root, agent.SystemdPath)
+	script, unit := filepath.Join(root, agentsvc.InitScript), filepath.Join(root, agentsvc.SystemdPath)
 	oldScript := agent.PastServiceDefinitions(agent.OpenRC, exe, state)[0]
 	oldUnit := agent.PastServiceDefinitions(agent.Systemd, exe, state)[1]
 	for path, content := range map[string]string{script: oldScript, unit: oldUnit} {
@@ -196,7 +197,7 @@ func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
 	waitFor("the update to 2.0.0", func() bool { kick(); return version() == "2.0.0" })
 	waitFor("the service definitions brought up to date", func() bool {
 		kick()
-		return read(script) == agent.OpenRCScript(exe, state) && read(unit) == agent.SystemdUnit(exe, state)
+		return read(script) == agentsvc.OpenRCScript(exe, state) && read(unit) == agentsvc.SystemdUnit(exe, state)
 	})
 	l := logs.String()
 	confirmed, refreshed := strings.Index(l, "agent update confirmed"), strings.Index(l, "service definition brought up to date")

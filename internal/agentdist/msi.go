@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/patchd/patchd/agent"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 // MSI identities: the UpgradeCode is the product's for ever (a newer MSI
@@ -50,10 +50,10 @@ func msiSource(exe, server string, v packageVersion) string {
         <Directory Id="INSTALLDIR" Name="patchd">
           <Component Id="Agent" Guid="` + msiComponent + `" Win64="yes">
             <File Id="AgentExe" Name="patchd-agent.exe" Source="` + wixEscape(exe) + `" KeyPath="yes"/>
-            <ServiceInstall Id="AgentService" Name="` + agent.ServiceName + `" DisplayName="patchd agent"
+            <ServiceInstall Id="AgentService" Name="` + agentsvc.ServiceName + `" DisplayName="patchd agent"
               Description="Checks in with the patchd server, reports inventory and installs updates."
               Type="ownProcess" Start="auto" ErrorControl="normal" Arguments="run --state &quot;` + state + `&quot;"/>
-            <ServiceControl Id="AgentServiceControl" Name="` + agent.ServiceName + `" Start="install" Stop="both" Remove="uninstall" Wait="no"/>
+            <ServiceControl Id="AgentServiceControl" Name="` + agentsvc.ServiceName + `" Start="install" Stop="both" Remove="uninstall" Wait="no"/>
           </Component>
         </Directory>
       </Directory>
@@ -118,7 +118,7 @@ func (pk *Packager) buildMSI(ctx context.Context, bin Binary, v packageVersion, 
 // addMSIRecovery adds the service's recovery to the MSI wixl built (wixl
 // knows neither WiX's ServiceConfigFailureActions nor ServiceConfig): the
 // MsiServiceConfigFailureActions row restarts the agent after
-// agent.RecoveryDelays, the count reset after agent.RecoveryReset; the
+// agentsvc.RecoveryDelays, the count reset after agentsvc.RecoveryReset; the
 // MsiServiceConfig row (SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, 1) counts a
 // failing exit code as a failure; the standard action
 // MsiConfigureServices (Windows Installer 5.0, as the package requires)
@@ -176,23 +176,23 @@ const msiServiceConfigEvents = "5"
 
 // msiRecoveryTables are the IDT files (name: content) of the recovery.
 func msiRecoveryTables() map[string]string {
-	actions := make([]string, len(agent.RecoveryDelays))
-	delays := make([]string, len(agent.RecoveryDelays))
-	for i, d := range agent.RecoveryDelays {
+	actions := make([]string, len(agentsvc.RecoveryDelays))
+	delays := make([]string, len(agentsvc.RecoveryDelays))
+	for i, d := range agentsvc.RecoveryDelays {
 		actions[i] = "1" // SC_ACTION_RESTART
 		delays[i] = strconv.FormatInt(d.Milliseconds(), 10)
 	}
-	reset := strconv.Itoa(int(agent.RecoveryReset / time.Second))
+	reset := strconv.Itoa(int(agentsvc.RecoveryReset / time.Second))
 	row := func(cells ...string) string { return strings.Join(cells, "\t") + "\r\n" }
 	return map[string]string{
 		"MsiServiceConfigFailureActions": row("MsiServiceConfigFailureActions", "Name", "Event", "ResetPeriod", "RebootMessage", "Command", "Actions", "DelayActions", "Component_") +
 			row("s72", "s255", "i2", "I4", "L255", "S255", "S255", "S255", "s72") +
 			row("MsiServiceConfigFailureActions", "MsiServiceConfigFailureActions") +
-			row("AgentRecovery", agent.ServiceName, msiServiceConfigEvents, reset, "", "", strings.Join(actions, "[~]"), strings.Join(delays, "[~]"), "Agent"),
+			row("AgentRecovery", agentsvc.ServiceName, msiServiceConfigEvents, reset, "", "", strings.Join(actions, "[~]"), strings.Join(delays, "[~]"), "Agent"),
 		// ConfigType 4: SERVICE_CONFIG_FAILURE_ACTIONS_FLAG.
 		"MsiServiceConfig": row("MsiServiceConfig", "Name", "Event", "ConfigType", "Argument", "Component_") +
 			row("s72", "s255", "i2", "i4", "S255", "s72") +
 			row("MsiServiceConfig", "MsiServiceConfig") +
-			row("AgentRecoveryOnErrorExit", agent.ServiceName, msiServiceConfigEvents, "4", "1", "Agent"),
+			row("AgentRecoveryOnErrorExit", agentsvc.ServiceName, msiServiceConfigEvents, "4", "1", "Agent"),
 	}
 }

@@ -25,12 +25,12 @@ import (
 	"github.com/goreleaser/nfpm/v2/files"
 	_ "github.com/goreleaser/nfpm/v2/rpm" // registers the rpm packager
 
-	"github.com/patchd/patchd/agent"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 // Where the packages put things.
 const (
-	PackageBin   = agent.PackageBinary
+	PackageBin   = agentsvc.PackageBinary
 	PackageUnit  = "/usr/lib/systemd/system/patchd-agent.service"
 	PackageState = "/var/lib/patchd-agent"
 	// PackageConf is read by the package's postinst: PATCHD_SERVER=… and
@@ -341,7 +341,7 @@ func (lp linuxPackage) build(w io.Writer) error {
 	doc := "/usr/share/doc/patchd-agent/"
 	contents := files.Contents{
 		file(lp.bin.Path, PackageBin, 0o755, ""),
-		file(write("unit", []byte(agent.SystemdUnit(PackageBin, PackageState))), PackageUnit, 0o644, ""),
+		file(write("unit", []byte(agentsvc.SystemdUnit(PackageBin, PackageState))), PackageUnit, 0o644, ""),
 	}
 	man := write("man", gzipBytes(manPage(lp.version.Release, mtime)))
 	const manPath = "/usr/share/man/man8/patchd-agent.8.gz"
@@ -355,7 +355,7 @@ func (lp linuxPackage) build(w io.Writer) error {
 	case "deb":
 		contents = append(contents,
 			// A conffile: dpkg keeps an administrator's changes.
-			file(write("initd", []byte(initd)), agent.InitScript, 0o755, files.TypeConfig),
+			file(write("initd", []byte(initd)), agentsvc.InitScript, 0o755, files.TypeConfig),
 			file(man, manPath, 0o644, ""),
 			file(write("copyright", []byte(copyrightFile)), doc+"copyright", 0o644, ""),
 			file(write("changelog", gzipBytes(debChangelog(lp.version.Linux, lp.maintainer, mtime))), doc+"changelog.gz", 0o644, ""),
@@ -382,7 +382,7 @@ func (lp linuxPackage) build(w io.Writer) error {
 		}
 		contents = append(contents,
 			// Not a configuration file: the package replaces it whole.
-			file(write("initd", []byte(initd)), agent.InitScript, 0o755, ""),
+			file(write("initd", []byte(initd)), agentsvc.InitScript, 0o755, ""),
 			file(write("copyright", []byte(copyrightFile)), "/usr/share/licenses/patchd-agent/copyright", 0o644, files.TypeRPMLicense),
 			file(write("README", []byte(rpmReadme)), doc+"README", 0o644, files.TypeRPMDoc),
 			file(man, manPath, 0o644, files.TypeRPMDoc),

@@ -3,7 +3,7 @@ package agentdist
 import (
 	"strings"
 
-	"github.com/patchd/patchd/agent"
+	"github.com/patchd/patchd/agentsvc"
 )
 
 // The maintainer scripts of the .deb follow what debhelper generates
@@ -158,7 +158,7 @@ exit 0
 // the package is removed (its links stay until purge), and on Debian it
 // sources init-functions, which hands it to systemctl when systemd runs.
 func packageInitScript() string {
-	script := agent.SysVScript(PackageBin, PackageState)
+	script := agentsvc.SysVScript(PackageBin, PackageState)
 	add := `# Removed but not purged: nothing to run.
 [ -x ` + PackageBin + ` ] || exit 0
 # Debian: under systemd, init-functions hands the action to systemctl.

@@ -1,4 +1,4 @@
-package agent
+package agentsvc
 
 import "strings"
 
@@ -9,7 +9,7 @@ import "strings"
 // date (RefreshServiceFiles); anything else (edited by hand, written by a
 // package or another tool) is left alone. When SystemdUnit, OpenRCScript
 // or SysVScript changes, the old function goes here and into
-// serviceFiles' past (TestServiceHistory fails until it does).
+// its Past list below (TestServiceHistory fails until it does).
 
 // systemdUnit902a177 is SystemdUnit as of 902a177.
 func systemdUnit902a177(exe, stateDir string) string {
@@ -136,3 +136,10 @@ case "$1" in
 esac
 `
 }
+
+// The earlier versions of each definition, oldest first.
+var (
+	PastSystemdUnits  = []func(exe, stateDir string) string{systemdUnit902a177, systemdUnit009d8be}
+	PastOpenRCScripts = []func(exe, stateDir string) string{openRCScriptc72658b}
+	PastSysVScripts   = []func(exe, stateDir string) string{sysVScriptc72658b}
+)
