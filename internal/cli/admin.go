@@ -17,6 +17,70 @@ import (
 	"github.com/patchd/patchd/internal/store"
 )
 
+// adminCommand is one entry of the patchd admin command table. setup
+// registers the command's own flags on fs (after --data, --db and
+// --secret-key-file) and returns what runs once the store is open; its
+// value is printed as one JSON line, or as one line per item when it is
+// jsonLines.
+type adminCommand struct {
+	name  string // "org create", "user operator grant"
+	setup func(c adminContext, fs *flag.FlagSet) adminRun
+}
+
+// adminContext is what a command's setup may capture.
+type adminContext struct {
+	ctx   context.Context
+	stdio IO
+	name  string // "patchd admin org create"
+}
+
+type adminRun func(s *store.Store) (any, error)
+
+// jsonLines is printed one JSON line per item (audit entries).
+type jsonLines []any
+
+// adminCommands are the commands of patchd admin that open the store;
+// backup and agent are dispatched before them.
+var adminCommands []adminCommand
+
+func init() {
+	adminCommands = append(adminCommands, orgAdminCommands()...)
+	adminCommands = append(adminCommands, credentialAdminCommands()...)
+	adminCommands = append(adminCommands, enrollTokenAdminCommands()...)
+	adminCommands = append(adminCommands, agentPolicyAdminCommands()...)
+	adminCommands = append(adminCommands, userAdminCommands()...)
+	adminCommands = append(adminCommands, approvalPolicyAdminCommands()...)
+	adminCommands = append(adminCommands, auditAdminCommands()...)
+	adminCommands = append(adminCommands, helperAdminCommands("vuln", []string{"accept", "list", "revoke", "policy"},
+		func(c adminContext, verb string) (func(*flag.FlagSet), adminRun, error) {
+			return vulnAdmin(c.ctx, verb)
+		})...)
+	adminCommands = append(adminCommands, helperAdminCommands("alert", []string{"list", "events", "failed", "resend", "update", "enable", "disable", "delete", "test"},
+		func(c adminContext, verb string) (func(*flag.FlagSet), adminRun, error) {
+			return alertAdmin(c.ctx, verb)
+		})...)
+	adminCommands = append(adminCommands, helperAdminCommands("secrets", []string{"rotate-key", "status"},
+		func(c adminContext, verb string) (func(*flag.FlagSet), adminRun, error) {
+			define, do := secretsAdmin(c.ctx, verb)
+			return define, do, nil
+		})...)
+	adminCommands = append(adminCommands, helperAdminCommands("sso", []string{"set", "show", "delete"},
+		func(c adminContext, verb string) (func(*flag.FlagSet), adminRun, error) {
+			return ssoAdmin(c.ctx, verb, c.stdio)
+		})...)
+	for _, object := range []string{"script", "run"} {
+		verbs := []string{"create", "update", "list", "delete"}
+		if object == "run" {
+			verbs = []string{"stop"}
+		}
+		adminCommands = append(adminCommands, helperAdminCommands(object, verbs,
+			func(c adminContext, verb string) (func(*flag.FlagSet), adminRun, error) {
+				define, do, _ := scriptAndRunAdmin(c.ctx, object, verb, c.stdio)
+				return define, do, nil
+			})...)
+	}
+}
+
 // runAdmin dispatches patchd admin OBJECT VERB [flags].
 func runAdmin(ctx context.Context, args []string, stdio IO) error {
 	if len(args) > 0 && args[0] == "backup" { // an object without a verb
@@ -35,107 +99,195 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 	if object == "agent" {
 		return runAgentAdmin(ctx, verb, rest, stdio)
 	}
-	name := "patchd admin " + object + " " + verb
-	var (
-		org, nameFlag, tz, role, perms, clientID, email, expires, id, actor, action string
-		limit                                                                       int
-		passwordStdin, operator, instance                                           bool
-	)
-	str := func(fs *flag.FlagSet, p *string, flagName, help string) { fs.StringVar(p, flagName, "", help) }
-	var define func(fs *flag.FlagSet)
-	var do func(s *store.Store) (any, error)
+	cmd, ok := findAdminCommand(object + " " + verb)
+	if !ok {
+		return usagef("unknown admin command %q", object+" "+verb)
+	}
+	c := adminContext{ctx: ctx, stdio: stdio, name: "patchd admin " + cmd.name}
+	var do adminRun
+	s, _, err := openStore(ctx, c.name, rest, func(fs *flag.FlagSet) { do = cmd.setup(c, fs) })
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	v, err := do(s)
+	if err != nil {
+		return err
+	}
+	if lines, ok := v.(jsonLines); ok {
+		for _, line := range lines {
+			if err := printJSON(stdio.Out, line); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return printJSON(stdio.Out, v)
+}
 
-	switch object + " " + verb {
-	case "org create":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &nameFlag, "name", "organization name")
-			fs.StringVar(&tz, "timezone", "UTC", "IANA time zone for schedules")
+func findAdminCommand(name string) (adminCommand, bool) {
+	for _, c := range adminCommands {
+		if c.name == name {
+			return c, true
 		}
-		do = func(s *store.Store) (any, error) { return admin.CreateOrg(ctx, s, nameFlag, tz) }
-	case "org list":
-		do = func(s *store.Store) (any, error) {
-			orgs, err := s.ListOrgs(ctx)
-			return map[string]any{"items": nonNil(orgs), "total": len(orgs)}, err
-		}
-	case "role create":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			str(fs, &nameFlag, "name", "role name")
-			str(fs, &perms, "permissions", "comma-separated permissions")
-		}
-		do = func(s *store.Store) (any, error) { return admin.CreateRole(ctx, s, org, nameFlag, perms) }
-	case "credential create":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			str(fs, &nameFlag, "name", "credential name (audited as api:<name>)")
-			str(fs, &role, "role", "role id or name")
-		}
-		do = func(s *store.Store) (any, error) {
-			return admin.CreateCredential(ctx, s, admin.ActorCLI, org, nameFlag, role)
-		}
-	case "credential list":
-		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
-		do = func(s *store.Store) (any, error) {
-			o, err := s.FindOrg(ctx, org)
+	}
+	return adminCommand{}, false
+}
+
+// helperAdminCommands makes an entry per verb of a family whose flags and
+// action one function defines by verb.
+func helperAdminCommands(object string, verbs []string, helper func(c adminContext, verb string) (func(*flag.FlagSet), adminRun, error)) []adminCommand {
+	var cmds []adminCommand
+	for _, verb := range verbs {
+		cmds = append(cmds, adminCommand{object + " " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {
+			define, do, err := helper(c, verb)
 			if err != nil {
-				return nil, err
+				return func(*store.Store) (any, error) { return nil, err }
 			}
-			list, err := s.ListCredentials(ctx, o.ID)
-			return map[string]any{"items": nonNil(list), "total": len(list)}, err
-		}
-	case "credential disable", "credential enable", "credential delete":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			str(fs, &clientID, "client-id", "the credential's client id")
-		}
-		do = func(s *store.Store) (any, error) {
-			if verb == "delete" {
-				return admin.DeleteCredential(ctx, s, admin.ActorCLI, org, clientID)
+			if define != nil {
+				define(fs)
 			}
-			return admin.SetCredentialDisabled(ctx, s, admin.ActorCLI, org, clientID, verb == "disable")
+			return do
+		}})
+	}
+	return cmds
+}
+
+func orgFlag(fs *flag.FlagSet) *string { return fs.String("org", "", "organization id or name") }
+
+// listed is the JSON of a list: its items and their count.
+func listed[T any](list []T, err error) (any, error) {
+	return map[string]any{"items": nonNil(list), "total": len(list)}, err
+}
+
+// inOrg finds --org's organization, then runs do in it.
+func inOrg(c adminContext, org *string, do func(s *store.Store, o store.Org) (any, error)) adminRun {
+	return func(s *store.Store) (any, error) {
+		o, err := s.FindOrg(c.ctx, *org)
+		if err != nil {
+			return nil, err
 		}
-	case "enroll-token create":
-		var base string
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			fs.StringVar(&expires, "expires", "720h", "validity, a duration such as 720h, or never")
-			fs.StringVar(&base, "base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "the server's public address, for the installers (env PATCHD_BASE_URL)")
-		}
-		do = func(s *store.Store) (any, error) {
-			d, err := parseExpires(expires)
-			if err != nil {
-				return nil, err
+		return do(s, o)
+	}
+}
+
+func orgAdminCommands() []adminCommand {
+	return []adminCommand{
+		{"org create", func(c adminContext, fs *flag.FlagSet) adminRun {
+			name := fs.String("name", "", "organization name")
+			tz := fs.String("timezone", "UTC", "IANA time zone for schedules")
+			return func(s *store.Store) (any, error) { return admin.CreateOrg(c.ctx, s, *name, *tz) }
+		}},
+		{"org list", func(c adminContext, fs *flag.FlagSet) adminRun {
+			return func(s *store.Store) (any, error) { return listed(s.ListOrgs(c.ctx)) }
+		}},
+		{"role create", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			name := fs.String("name", "", "role name")
+			perms := fs.String("permissions", "", "comma-separated permissions")
+			return func(s *store.Store) (any, error) { return admin.CreateRole(c.ctx, s, *org, *name, *perms) }
+		}},
+		{"org second-factor", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			require := fs.String("require", "", "true: password users must have a second factor; false: it is optional")
+			return func(s *store.Store) (any, error) {
+				on, err := strconv.ParseBool(*require)
+				if err != nil {
+					return nil, usagef("--require must be true or false")
+				}
+				if err := admin.SetRequireSecondFactor(c.ctx, s, admin.By{Actor: admin.ActorCLI}, *org, on); err != nil {
+					return nil, err
+				}
+				return map[string]any{"org": *org, "requireSecondFactor": on}, nil
 			}
-			if err := agentdist.CheckServerURL(base); err != nil {
-				return nil, usagef("--base-url: %v", err)
+		}},
+	}
+}
+
+func credentialAdminCommands() []adminCommand {
+	cmds := []adminCommand{
+		{"credential create", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			name := fs.String("name", "", "credential name (audited as api:<name>)")
+			role := fs.String("role", "", "role id or name")
+			return func(s *store.Store) (any, error) {
+				return admin.CreateCredential(c.ctx, s, admin.ActorCLI, *org, *name, *role)
 			}
-			t, err := admin.CreateEnrollToken(ctx, s, admin.ActorCLI, org, d)
-			if err != nil {
-				return nil, err
+		}},
+		{"credential list", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			return inOrg(c, org, func(s *store.Store, o store.Org) (any, error) {
+				return listed(s.ListCredentials(c.ctx, o.ID))
+			})
+		}},
+	}
+	for _, verb := range []string{"disable", "enable", "delete"} {
+		cmds = append(cmds, adminCommand{"credential " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			clientID := fs.String("client-id", "", "the credential's client id")
+			return func(s *store.Store) (any, error) {
+				if verb == "delete" {
+					return admin.DeleteCredential(c.ctx, s, admin.ActorCLI, *org, *clientID)
+				}
+				return admin.SetCredentialDisabled(c.ctx, s, admin.ActorCLI, *org, *clientID, verb == "disable")
 			}
-			// The installers carry the token with its pin ("<secret>.<pin>").
-			return enrollTokenOutput{t, agentdist.InstallersFor(base, t.Secret(), t.CASHA256)}, nil
-		}
-	case "enroll-token list":
-		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
-		do = func(s *store.Store) (any, error) {
-			o, err := s.FindOrg(ctx, org)
-			if err != nil {
-				return nil, err
+		}})
+	}
+	return cmds
+}
+
+func enrollTokenAdminCommands() []adminCommand {
+	return []adminCommand{
+		{"enroll-token create", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			expires := fs.String("expires", "720h", "validity, a duration such as 720h, or never")
+			base := fs.String("base-url", config.Env("PATCHD_BASE_URL", defaultBaseURL), "the server's public address, for the installers (env PATCHD_BASE_URL)")
+			return func(s *store.Store) (any, error) {
+				d, err := parseExpires(*expires)
+				if err != nil {
+					return nil, err
+				}
+				if err := agentdist.CheckServerURL(*base); err != nil {
+					return nil, usagef("--base-url: %v", err)
+				}
+				t, err := admin.CreateEnrollToken(c.ctx, s, admin.ActorCLI, *org, d)
+				if err != nil {
+					return nil, err
+				}
+				// The installers carry the token with its pin ("<secret>.<pin>").
+				return enrollTokenOutput{t, agentdist.InstallersFor(*base, t.Secret(), t.CASHA256)}, nil
 			}
-			list, err := s.ListEnrollTokens(ctx, o.ID)
-			return map[string]any{"items": nonNil(list), "total": len(list)}, err
-		}
-	case "agent-policy set":
-		// The API's body: a flag not given is a field not sent, so that
-		// the same checks say what is missing or out of place.
-		var policy string
-		var version, delay *string
-		var rings listFlag
-		var rate *int
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			str(fs, &policy, "policy", "latest (the published release), pinned (--version), staged (--version through --ring groups) or none (agents are left as they are)")
+		}},
+		{"enroll-token list", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			return inOrg(c, org, func(s *store.Store, o store.Org) (any, error) {
+				return listed(s.ListEnrollTokens(c.ctx, o.ID))
+			})
+		}},
+		{"enroll-token revoke", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			id := fs.String("id", "", "enrollment token id")
+			return inOrg(c, org, func(s *store.Store, o store.Org) (any, error) {
+				e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "enroll_token.revoke", TargetType: "enroll_token", TargetID: *id}
+				if err := s.RevokeEnrollToken(c.ctx, e, o.ID, *id); err != nil {
+					return nil, err
+				}
+				return map[string]any{"id": *id, "revoked": true}, nil
+			})
+		}},
+	}
+}
+
+func agentPolicyAdminCommands() []adminCommand {
+	return []adminCommand{
+		{"agent-policy set", func(c adminContext, fs *flag.FlagSet) adminRun {
+			// The API's body: a flag not given is a field not sent, so that
+			// the same checks say what is missing or out of place.
+			var version, delay *string
+			var rings listFlag
+			var rate *int
+			org := orgFlag(fs)
+			policy := fs.String("policy", "", "latest (the published release), pinned (--version), staged (--version through --ring groups) or none (agents are left as they are)")
 			fs.Func("version", "with --policy pinned or staged: the agent version", func(v string) error { version = &v; return nil })
 			fs.Var(&rings, "ring", "with --policy staged: an endpoint group (id or name), a ring, in order (repeat the flag); the endpoints in none form the last ring")
 			fs.Func("delay", "with --policy staged: how long a ring runs the version before the next gets it, hours (12h) or days (3d)", func(v string) error { delay = &v; return nil })
@@ -147,262 +299,218 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 				rate = &n
 				return nil
 			})
-		}
-		do = func(s *store.Store) (any, error) {
-			o, err := s.FindOrg(ctx, org)
-			if err != nil {
-				return nil, err
-			}
-			body := apiv1.AgentPolicyBody{Policy: policy, Version: version, SuccessRate: rate}
-			if delay != nil {
-				h, err := parseDelayHours(*delay)
-				if err != nil {
-					return nil, usagef("%s: --delay %q: %v", name, *delay, err)
+			return inOrg(c, org, func(s *store.Store, o store.Org) (any, error) {
+				body := apiv1.AgentPolicyBody{Policy: *policy, Version: version, SuccessRate: rate}
+				if delay != nil {
+					h, err := parseDelayHours(*delay)
+					if err != nil {
+						return nil, usagef("%s: --delay %q: %v", c.name, *delay, err)
+					}
+					body.DelayHours = &h
 				}
-				body.DelayHours = &h
-			}
-			if len(rings) > 0 {
-				if body.Rings, err = ringGroupIDs(ctx, s, o.ID, rings); err != nil {
+				var err error
+				if len(rings) > 0 {
+					if body.Rings, err = ringGroupIDs(c.ctx, s, o.ID, rings); err != nil {
+						return nil, err
+					}
+				}
+				p, err := admin.CheckAgentPolicy(c.ctx, s, o.ID, body, time.Now())
+				if err == nil {
+					e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "agent_policy.set", TargetType: "org", TargetID: o.ID}
+					err = s.SetAgentPolicy(c.ctx, e, o.ID, p, time.Now())
+				}
+				if err != nil {
+					return nil, agentPolicyProblems(c.name, rings, err)
+				}
+				return agentPolicyOut(c.ctx, s, o.ID, p)
+			})
+		}},
+		{"agent-policy get", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			return inOrg(c, org, func(s *store.Store, o store.Org) (any, error) {
+				p, err := s.AgentPolicyOf(c.ctx, o.ID)
+				if err != nil {
 					return nil, err
 				}
-			}
-			p, err := admin.CheckAgentPolicy(ctx, s, o.ID, body, time.Now())
-			if err == nil {
-				e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "agent_policy.set", TargetType: "org", TargetID: o.ID}
-				err = s.SetAgentPolicy(ctx, e, o.ID, p, time.Now())
-			}
-			if err != nil {
-				return nil, agentPolicyProblems(name, rings, err)
-			}
-			return agentPolicyOut(ctx, s, o.ID, p)
-		}
-	case "agent-policy get":
-		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
-		do = func(s *store.Store) (any, error) {
-			o, err := s.FindOrg(ctx, org)
-			if err != nil {
-				return nil, err
-			}
-			p, err := s.AgentPolicyOf(ctx, o.ID)
-			if err != nil {
-				return nil, err
-			}
-			return agentPolicyOut(ctx, s, o.ID, p)
-		}
-	case "enroll-token revoke":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			str(fs, &id, "id", "enrollment token id")
-		}
-		do = func(s *store.Store) (any, error) {
-			o, err := s.FindOrg(ctx, org)
-			if err != nil {
-				return nil, err
-			}
-			e := &store.AuditEntry{OrgID: o.ID, Actor: admin.ActorCLI, Action: "enroll_token.revoke", TargetType: "enroll_token", TargetID: id}
-			if err := s.RevokeEnrollToken(ctx, e, o.ID, id); err != nil {
-				return nil, err
-			}
-			return map[string]any{"id": id, "revoked": true}, nil
-		}
-	case "user create":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			str(fs, &email, "email", "the user's e-mail address (sign-in name)")
-			str(fs, &role, "role", "role id or name")
-			fs.BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
-			fs.BoolVar(&operator, "instance-operator", false, "make the user an instance operator (may change the vulnerability feeds every organization shares)")
-		}
-		do = func(s *store.Store) (any, error) {
-			pw, err := readPassword(stdio, passwordStdin)
-			if err != nil {
-				return nil, err
-			}
-			if operator {
-				return admin.CreateOperator(ctx, s, admin.ActorCLI, admin.InstanceActor{Actor: cliActor()}, org, email, role, pw)
-			}
-			return admin.CreateUser(ctx, s, admin.ActorCLI, org, email, role, pw)
-		}
-	case "user operator grant", "user operator revoke":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &email, "email", "the user's e-mail address")
-			str(fs, &org, "org", "organization id or name (when the address is a user of several)")
-		}
-		do = func(s *store.Store) (any, error) {
-			return admin.SetOperator(ctx, s, admin.InstanceActor{Actor: cliActor()}, org, email, verb == "operator grant")
-		}
-	case "user operator sso-allow", "user operator sso-deny":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &email, "email", "the operator's e-mail address")
-			str(fs, &org, "org", "organization id or name (when the address is a user of several)")
-		}
-		do = func(s *store.Store) (any, error) {
-			return admin.SetOperatorSSO(ctx, s, admin.InstanceActor{Actor: cliActor()}, org, email, verb == "operator sso-allow")
-		}
-	case "user list":
-		define = func(fs *flag.FlagSet) { str(fs, &org, "org", "organization id or name") }
-		do = func(s *store.Store) (any, error) {
-			list, err := admin.ListUsers(ctx, s, org)
-			return map[string]any{"items": nonNil(list), "total": len(list)}, err
-		}
-	case "user role", "user disable", "user enable", "user reset-password", "user reset-mfa":
-		mustChange := true
-		define = func(fs *flag.FlagSet) {
-			str(fs, &email, "email", "the user's e-mail address")
-			str(fs, &org, "org", "organization id or name (when the address is a user of several)")
-			switch verb {
-			case "role":
-				str(fs, &role, "role", "role id or name")
-			case "reset-password":
-				fs.BoolVar(&passwordStdin, "password-stdin", false, "read the new password from standard input")
-				fs.BoolVar(&mustChange, "must-change", true, "a one-time password: the user chooses a new one at the next sign-in")
-			}
-		}
-		do = func(s *store.Store) (any, error) {
-			u, err := admin.FindUser(ctx, s, org, email)
-			if err != nil {
-				return nil, err
-			}
-			by := admin.By{Actor: admin.ActorCLI}
-			switch verb {
-			case "role":
-				if role == "" {
-					return nil, usagef("--role is required")
+				return agentPolicyOut(c.ctx, s, o.ID, p)
+			})
+		}},
+	}
+}
+
+func userAdminCommands() []adminCommand {
+	// emailAndOrg registers --email and the optional --org of a user command.
+	emailAndOrg := func(fs *flag.FlagSet, who string) (email, org *string) {
+		email = fs.String("email", "", who)
+		org = fs.String("org", "", "organization id or name (when the address is a user of several)")
+		return email, org
+	}
+	cmds := []adminCommand{
+		{"user create", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			email := fs.String("email", "", "the user's e-mail address (sign-in name)")
+			role := fs.String("role", "", "role id or name")
+			passwordStdin := fs.Bool("password-stdin", false, "read the password from standard input")
+			operator := fs.Bool("instance-operator", false, "make the user an instance operator (may change the vulnerability feeds every organization shares)")
+			return func(s *store.Store) (any, error) {
+				pw, err := readPassword(c.stdio, *passwordStdin)
+				if err != nil {
+					return nil, err
 				}
-				_, err = admin.ChangeRole(ctx, s, by, u, role)
-			case "disable", "enable":
-				err = admin.SetDisabled(ctx, s, by, u, verb == "disable")
-			case "reset-password":
-				pw, perr := readPassword(stdio, passwordStdin)
-				if perr != nil {
-					return nil, perr
+				if *operator {
+					return admin.CreateOperator(c.ctx, s, admin.ActorCLI, admin.InstanceActor{Actor: cliActor()}, *org, *email, *role, pw)
 				}
-				err = admin.ResetPassword(ctx, s, by, u, pw, mustChange)
-			case "reset-mfa":
-				err = admin.ResetSecondFactor(ctx, s, by, u)
+				return admin.CreateUser(c.ctx, s, admin.ActorCLI, *org, *email, *role, pw)
 			}
-			if err != nil {
-				return nil, err
+		}},
+		{"user list", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			return func(s *store.Store) (any, error) { return listed(admin.ListUsers(c.ctx, s, *org)) }
+		}},
+		{"user operator list", func(c adminContext, fs *flag.FlagSet) adminRun {
+			return func(s *store.Store) (any, error) { return listed(admin.ListOperators(c.ctx, s)) }
+		}},
+	}
+	for _, verb := range []string{"grant", "revoke"} {
+		cmds = append(cmds, adminCommand{"user operator " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {
+			email, org := emailAndOrg(fs, "the user's e-mail address")
+			return func(s *store.Store) (any, error) {
+				return admin.SetOperator(c.ctx, s, admin.InstanceActor{Actor: cliActor()}, *org, *email, verb == "grant")
 			}
-			return admin.ListedUser(ctx, s, u.OrgID, u.ID)
-		}
-	case "org second-factor":
-		var require string
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			str(fs, &require, "require", "true: password users must have a second factor; false: it is optional")
-		}
-		do = func(s *store.Store) (any, error) {
-			on, err := strconv.ParseBool(require)
-			if err != nil {
-				return nil, usagef("--require must be true or false")
+		}})
+	}
+	for _, verb := range []string{"sso-allow", "sso-deny"} {
+		cmds = append(cmds, adminCommand{"user operator " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {
+			email, org := emailAndOrg(fs, "the operator's e-mail address")
+			return func(s *store.Store) (any, error) {
+				return admin.SetOperatorSSO(c.ctx, s, admin.InstanceActor{Actor: cliActor()}, *org, *email, verb == "sso-allow")
 			}
-			if err := admin.SetRequireSecondFactor(ctx, s, admin.By{Actor: admin.ActorCLI}, org, on); err != nil {
-				return nil, err
+		}})
+	}
+	// userChange is a command that changes one user and prints it:
+	// flags adds its own flags and returns the change.
+	userChange := func(verb string, flags func(c adminContext, fs *flag.FlagSet) func(s *store.Store, by admin.By, u store.ConsoleUser) error) adminCommand {
+		return adminCommand{"user " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {
+			email, org := emailAndOrg(fs, "the user's e-mail address")
+			change := flags(c, fs)
+			return func(s *store.Store) (any, error) {
+				u, err := admin.FindUser(c.ctx, s, *org, *email)
+				if err != nil {
+					return nil, err
+				}
+				if err := change(s, admin.By{Actor: admin.ActorCLI}, u); err != nil {
+					return nil, err
+				}
+				return admin.ListedUser(c.ctx, s, u.OrgID, u.ID)
 			}
-			return map[string]any{"org": org, "requireSecondFactor": on}, nil
-		}
-	case "user operator list":
-		do = func(s *store.Store) (any, error) {
-			list, err := admin.ListOperators(ctx, s)
-			return map[string]any{"items": nonNil(list), "total": len(list)}, err
-		}
-	case "approval-policy set", "approval-policy list", "approval-policy delete":
-		var req admin.PolicyRequest
-		define = func(fs *flag.FlagSet) {
-			str(fs, &req.Org, "org", "organization id or name")
+		}}
+	}
+	cmds = append(cmds,
+		userChange("role", func(c adminContext, fs *flag.FlagSet) func(*store.Store, admin.By, store.ConsoleUser) error {
+			role := fs.String("role", "", "role id or name")
+			return func(s *store.Store, by admin.By, u store.ConsoleUser) error {
+				if *role == "" {
+					return usagef("--role is required")
+				}
+				_, err := admin.ChangeRole(c.ctx, s, by, u, *role)
+				return err
+			}
+		}),
+		userChange("disable", func(c adminContext, fs *flag.FlagSet) func(*store.Store, admin.By, store.ConsoleUser) error {
+			return func(s *store.Store, by admin.By, u store.ConsoleUser) error {
+				return admin.SetDisabled(c.ctx, s, by, u, true)
+			}
+		}),
+		userChange("enable", func(c adminContext, fs *flag.FlagSet) func(*store.Store, admin.By, store.ConsoleUser) error {
+			return func(s *store.Store, by admin.By, u store.ConsoleUser) error {
+				return admin.SetDisabled(c.ctx, s, by, u, false)
+			}
+		}),
+		userChange("reset-password", func(c adminContext, fs *flag.FlagSet) func(*store.Store, admin.By, store.ConsoleUser) error {
+			passwordStdin := fs.Bool("password-stdin", false, "read the new password from standard input")
+			mustChange := fs.Bool("must-change", true, "a one-time password: the user chooses a new one at the next sign-in")
+			return func(s *store.Store, by admin.By, u store.ConsoleUser) error {
+				pw, err := readPassword(c.stdio, *passwordStdin)
+				if err != nil {
+					return err
+				}
+				return admin.ResetPassword(c.ctx, s, by, u, pw, *mustChange)
+			}
+		}),
+		userChange("reset-mfa", func(c adminContext, fs *flag.FlagSet) func(*store.Store, admin.By, store.ConsoleUser) error {
+			return func(s *store.Store, by admin.By, u store.ConsoleUser) error {
+				return admin.ResetSecondFactor(c.ctx, s, by, u)
+			}
+		}),
+	)
+	return cmds
+}
+
+func approvalPolicyAdminCommands() []adminCommand {
+	var cmds []adminCommand
+	for _, verb := range []string{"set", "list", "delete"} {
+		cmds = append(cmds, adminCommand{"approval-policy " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {
+			req := admin.PolicyRequest{Verb: verb}
+			fs.StringVar(&req.Org, "org", "", "organization id or name")
 			if verb != "list" {
-				str(fs, &req.Severity, "severity", "Critical, Important, Moderate, Low, Unspecified or ANY")
-				str(fs, &req.Source, "source", "OS, THIRD_PARTY or ANY")
+				fs.StringVar(&req.Severity, "severity", "", "Critical, Important, Moderate, Low, Unspecified or ANY")
+				fs.StringVar(&req.Source, "source", "", "OS, THIRD_PARTY or ANY")
 			}
 			if verb == "set" {
 				fs.IntVar(&req.DelayDays, "delay-days", 0, "approve this many days after the update is first seen (0: at once)")
-				str(fs, &req.DeclineOlder, "decline-older", "true or false: approving an application version declines its older versions")
+				fs.StringVar(&req.DeclineOlder, "decline-older", "", "true or false: approving an application version declines its older versions")
 			}
-		}
-		do = func(s *store.Store) (any, error) {
-			req.Verb = verb
-			return admin.ApprovalPolicy(ctx, s, admin.ActorCLI, req)
-		}
-	case "audit list":
-		define = func(fs *flag.FlagSet) {
-			str(fs, &org, "org", "organization id or name")
-			fs.BoolVar(&instance, "instance", false, "the instance's Audit Trail (feed imports and syncs, instance operators) instead of an organization's")
-			fs.IntVar(&limit, "limit", 100, "how many entries, newest first")
-			str(fs, &actor, "actor", "only this actor, for example api:ci")
-			str(fs, &action, "action", "only this action, for example group.create")
-		}
-	case "vuln accept", "vuln list", "vuln revoke", "vuln policy":
-		var err error
-		if define, do, err = vulnAdmin(ctx, verb); err != nil {
-			return err
-		}
-	case "alert list", "alert events", "alert failed", "alert resend", "alert update", "alert enable", "alert disable", "alert delete", "alert test":
-		var err error
-		if define, do, err = alertAdmin(ctx, verb); err != nil {
-			return err
-		}
-	case "secrets rotate-key", "secrets status":
-		define, do = secretsAdmin(ctx, verb)
-	case "sso set", "sso show", "sso delete":
-		define, do, _ = ssoAdmin(ctx, verb, stdio)
-	case "script create", "script update", "script list", "script delete", "run stop":
-		define, do, _ = scriptAndRunAdmin(ctx, object, verb, stdio)
-	default:
-		return usagef("unknown admin command %q", object+" "+verb)
+			return func(s *store.Store) (any, error) { return admin.ApprovalPolicy(c.ctx, s, admin.ActorCLI, req) }
+		}})
 	}
+	return cmds
+}
 
-	s, _, err := openStore(ctx, name, rest, define)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if object == "audit" && instance {
-		if org != "" {
-			return usagef("--instance and --org exclude each other")
-		}
-		if limit < 1 {
-			return usagef("--limit must be at least 1")
-		}
-		f := store.InstanceEventFilter{Actor: actor, Limit: limit}
-		if action != "" {
-			f.Actions = []string{action}
-		}
-		events, err := s.ListInstanceEvents(ctx, f)
-		if err != nil {
-			return err
-		}
-		for _, e := range events {
-			if err := printJSON(stdio.Out, e); err != nil {
-				return err
+func auditAdminCommands() []adminCommand {
+	return []adminCommand{
+		{"audit list", func(c adminContext, fs *flag.FlagSet) adminRun {
+			org := orgFlag(fs)
+			instance := fs.Bool("instance", false, "the instance's Audit Trail (feed imports and syncs, instance operators) instead of an organization's")
+			limit := fs.Int("limit", 100, "how many entries, newest first")
+			actor := fs.String("actor", "", "only this actor, for example api:ci")
+			action := fs.String("action", "", "only this action, for example group.create")
+			return func(s *store.Store) (any, error) {
+				if *instance {
+					if *org != "" {
+						return nil, usagef("--instance and --org exclude each other")
+					}
+					if *limit < 1 {
+						return nil, usagef("--limit must be at least 1")
+					}
+					f := store.InstanceEventFilter{Actor: *actor, Limit: *limit}
+					if *action != "" {
+						f.Actions = []string{*action}
+					}
+					return lines(s.ListInstanceEvents(c.ctx, f))
+				}
+				o, err := s.FindOrg(c.ctx, *org)
+				if err != nil {
+					return nil, err
+				}
+				if *limit < 1 {
+					return nil, usagef("--limit must be at least 1")
+				}
+				return lines(s.ListAudit(c.ctx, o.ID, store.AuditFilter{Actor: *actor, Action: *action, Limit: *limit}))
 			}
-		}
-		return nil
+		}},
 	}
-	if object == "audit" {
-		o, err := s.FindOrg(ctx, org)
-		if err != nil {
-			return err
-		}
-		if limit < 1 {
-			return usagef("--limit must be at least 1")
-		}
-		entries, err := s.ListAudit(ctx, o.ID, store.AuditFilter{Actor: actor, Action: action, Limit: limit})
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if err := printJSON(stdio.Out, e); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	v, err := do(s)
+}
+
+// lines is a list printed one JSON line per item.
+func lines[T any](list []T, err error) (any, error) {
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return printJSON(stdio.Out, v)
+	out := make(jsonLines, len(list))
+	for i, e := range list {
+		out[i] = e
+	}
+	return out, nil
 }
 
 func nonNil[T any](list []T) []T {

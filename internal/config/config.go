@@ -220,24 +220,119 @@ func ResolveSecretKey(dataDir, file string) (text, path string, err error) {
 	return "", file, nil
 }
 
-// ParseServe reads the flags of patchd serve.
+// ParseServe reads the flags of patchd serve: it registers them (their
+// defaults from the PATCHD_* environment), parses args, then decides how the
+// server speaks TLS, checks the values and fills in what derives from
+// others. The first problem found is the error.
 func ParseServe(args []string) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("patchd serve", flag.ContinueOnError)
+	raw, err := c.registerServeFlags(fs)
+	if err != nil {
+		return c, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(raw.logLevel)); err != nil {
+		return c, fmt.Errorf("--log-level: %w", err)
+	}
+	if err := c.parseTrustedProxies(raw.trustedProxies); err != nil {
+		return c, err
+	}
+	if err := c.decideTLS(raw.acmeDomains); err != nil {
+		return c, err
+	}
+	if err := c.checkSessionsAndLogs(); err != nil {
+		return c, err
+	}
+	if c.SecretKey, c.SecretKeyFile, err = ResolveSecretKey(c.DataDir, c.SecretKeyFile); err != nil {
+		return c, err
+	}
+	c.readSecretsFromEnv()
+	if err := c.checkSecretsAndMail(); err != nil {
+		return c, err
+	}
+	if err := c.checkAgentLimits(); err != nil {
+		return c, err
+	}
+	c.deriveDefaults()
+	if err := c.checkPackaging(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// serveFlagText holds the flags of patchd serve that are parsed after
+// fs.Parse.
+type serveFlagText struct {
+	acmeDomains, trustedProxies, logLevel string
+}
+
+// registerServeFlags registers every flag of patchd serve on fs, writing
+// into c. An environment variable that is not a duration where one is
+// wanted is an error.
+func (c *Config) registerServeFlags(fs *flag.FlagSet) (*serveFlagText, error) {
+	var raw serveFlagText
 	Common(fs, &c.DataDir, &c.DB)
 	SecretKeyFlag(fs, &c.SecretKeyFile)
+	c.registerListenerFlags(fs, &raw)
+	c.registerAgentBuildFlags(fs)
+	c.registerOperationFlags(fs, &raw)
+	if err := c.registerIntervalFlags(fs); err != nil {
+		return nil, err
+	}
+	FeedFlags(fs, &c.Feeds)
+	if err := c.registerSMTPFlags(fs); err != nil {
+		return nil, err
+	}
+	return &raw, nil
+}
+
+// envBool and envInt read a PATCHD_* default; a value that does not parse
+// is false or 0, as if unset, and the flag's checks say what is wrong.
+func envBool(name string) bool {
+	b, _ := strconv.ParseBool(Env(name, "false"))
+	return b
+}
+
+func envInt(name, def string) int {
+	n, _ := strconv.Atoi(Env(name, def))
+	return n
+}
+
+// durationFlag registers a duration flag whose default is the environment
+// variable env, or def.
+func durationFlag(fs *flag.FlagSet, p *time.Duration, name, env, def, usage string) error {
+	d, err := time.ParseDuration(Env(env, def))
+	if err != nil {
+		return fmt.Errorf("%s: %w", env, err)
+	}
+	fs.DurationVar(p, name, d, usage)
+	return nil
+}
+
+// registerListenerFlags: the address, the public base URL and the TLS
+// choices (certificate, own CA, ACME, reverse proxy).
+func (c *Config) registerListenerFlags(fs *flag.FlagSet, raw *serveFlagText) {
 	fs.StringVar(&c.Addr, "addr", Env("PATCHD_ADDR", "127.0.0.1:8080"), "listen address (env PATCHD_ADDR)")
 	fs.StringVar(&c.BaseURL, "base-url", Env("PATCHD_BASE_URL", ""), "public base URL, for links and agents (env PATCHD_BASE_URL); default from --addr")
 	fs.StringVar(&c.TLSCert, "tls-cert", Env("PATCHD_TLS_CERT", ""), "TLS certificate file (env PATCHD_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", Env("PATCHD_TLS_KEY", ""), "TLS key file (env PATCHD_TLS_KEY)")
-	tlsSelf, _ := strconv.ParseBool(Env("PATCHD_TLS_SELF", "false"))
-	fs.BoolVar(&c.TLSSelf, "tls-self", tlsSelf, "serve HTTPS with the server's own CA even on a loopback --addr, where plain HTTP is the default (env PATCHD_TLS_SELF)")
-	tlsProxy, _ := strconv.ParseBool(Env("PATCHD_TLS_PROXY", "false"))
-	fs.BoolVar(&c.TLSProxy, "tls-proxy", tlsProxy, "a reverse proxy in front terminates TLS: serve plain HTTP on --addr (reachable only by the proxy); needs an https --base-url (env PATCHD_TLS_PROXY)")
+	fs.BoolVar(&c.TLSSelf, "tls-self", envBool("PATCHD_TLS_SELF"), "serve HTTPS with the server's own CA even on a loopback --addr, where plain HTTP is the default (env PATCHD_TLS_SELF)")
+	fs.BoolVar(&c.TLSProxy, "tls-proxy", envBool("PATCHD_TLS_PROXY"), "a reverse proxy in front terminates TLS: serve plain HTTP on --addr (reachable only by the proxy); needs an https --base-url (env PATCHD_TLS_PROXY)")
 	fs.StringVar(&c.AgentCA, "agent-ca", Env("PATCHD_AGENT_CA", ""), "with --tls-proxy: PEM file whose last certificate (the proxy's CA) enrollment tokens pin; without it tokens carry no pin (env PATCHD_AGENT_CA)")
-	acmeDomains := fs.String("acme-domain", Env("PATCHD_ACME_DOMAIN", ""), "comma-separated public names to get a certificate for from an ACME directory (Let's Encrypt); the listener must be reachable on port 443 of them (env PATCHD_ACME_DOMAIN)")
+	fs.StringVar(&raw.acmeDomains, "acme-domain", Env("PATCHD_ACME_DOMAIN", ""), "comma-separated public names to get a certificate for from an ACME directory (Let's Encrypt); the listener must be reachable on port 443 of them (env PATCHD_ACME_DOMAIN)")
 	fs.StringVar(&c.ACMEEmail, "acme-email", Env("PATCHD_ACME_EMAIL", ""), "contact e-mail of the ACME account (env PATCHD_ACME_EMAIL)")
 	fs.StringVar(&c.ACMEDirectory, "acme-directory", Env("PATCHD_ACME_DIRECTORY", ""), "ACME directory URL; default Let's Encrypt's production directory (env PATCHD_ACME_DIRECTORY)")
+}
+
+// registerAgentBuildFlags: the agents the server hosts and the packages it
+// builds and signs.
+func (c *Config) registerAgentBuildFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AgentDir, "agent-dir", Env("PATCHD_AGENT_DIR", ""), "folder of the agents served for download, {os}-{arch}/patchd-agent[.exe]; default DATA/agents (env PATCHD_AGENT_DIR)")
 	fs.StringVar(&c.SignCert, "sign-cert", Env("PATCHD_SIGN_CERT", ""), "PEM certificate to sign the Windows agent and MSI with (Authenticode; env PATCHD_SIGN_CERT)")
 	fs.StringVar(&c.SignKey, "sign-key", Env("PATCHD_SIGN_KEY", ""), "PEM key of --sign-cert (env PATCHD_SIGN_KEY)")
@@ -245,74 +340,63 @@ func ParseServe(args []string) (Config, error) {
 	fs.StringVar(&c.PackageMaintainer, "package-maintainer", Env("PATCHD_PACKAGE_MAINTAINER", ""), "the packages' maintainer, 'Name <address>'; default patchd <patchd@HOST of --base-url> (env PATCHD_PACKAGE_MAINTAINER)")
 	c.PackageGPGPassphrase = Env("PATCHD_PACKAGE_GPG_PASSPHRASE", "")
 	fs.BoolVar(&c.NoAgentBuild, "no-agent-build", false, "do not build the agent for this machine from source at start when none is published")
-	proxies := fs.String("trusted-proxies", Env("PATCHD_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is trusted (env PATCHD_TRUSTED_PROXIES)")
-	allowPrivate, _ := strconv.ParseBool(Env("PATCHD_ALLOW_PRIVATE_WEBHOOKS", "false"))
-	fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", allowPrivate, "allow webhook targets on loopback/private/link-local addresses (env PATCHD_ALLOW_PRIVATE_WEBHOOKS)")
-	level := fs.String("log-level", Env("PATCHD_LOG_LEVEL", "info"), "debug, info, warn or error (env PATCHD_LOG_LEVEL)")
+}
+
+// registerOperationFlags: proxies, webhooks, logs, metrics, profiling and
+// the limits on connections and work in progress.
+func (c *Config) registerOperationFlags(fs *flag.FlagSet, raw *serveFlagText) {
+	fs.StringVar(&raw.trustedProxies, "trusted-proxies", Env("PATCHD_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is trusted (env PATCHD_TRUSTED_PROXIES)")
+	fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", envBool("PATCHD_ALLOW_PRIVATE_WEBHOOKS"), "allow webhook targets on loopback/private/link-local addresses (env PATCHD_ALLOW_PRIVATE_WEBHOOKS)")
+	fs.StringVar(&raw.logLevel, "log-level", Env("PATCHD_LOG_LEVEL", "info"), "debug, info, warn or error (env PATCHD_LOG_LEVEL)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", Env("PATCHD_PPROF_ADDR", ""), "serve Go's /debug/pprof/ on this separate address, for profiling; keep it private; empty is off (env PATCHD_PPROF_ADDR)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", Env("PATCHD_METRICS_ADDR", ""), "serve Prometheus /metrics on this separate address, for example 127.0.0.1:9090; without --metrics-token anyone who reaches it reads the metrics, so keep it private (env PATCHD_METRICS_ADDR)")
 	// The token's default is read after parsing: a flag's default is shown by --help.
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token /metrics requires; with it /metrics is served on the main listener too; prefer the env PATCHD_METRICS_TOKEN")
 	fs.StringVar(&c.LogFormat, "log-format", Env("PATCHD_LOG_FORMAT", "text"), "text or json (env PATCHD_LOG_FORMAT)")
-	maxPolls, _ := strconv.Atoi(Env("PATCHD_MAX_LONG_POLLS", "0"))
-	fs.IntVar(&c.MaxLongPolls, "max-long-polls", maxPolls, "agents' long polls held open at once, each a connection; past it check-ins are answered at once; 0: three quarters of the open-files limit, at least 1,024 files kept (env PATCHD_MAX_LONG_POLLS)")
-	maxInv, _ := strconv.Atoi(Env("PATCHD_MAX_INVENTORIES", "128"))
-	fs.IntVar(&c.MaxInventories, "max-inventories", maxInv, "agents' inventories received and not yet stored at once; past it they are refused with 503 and Retry-After (env PATCHD_MAX_INVENTORIES)")
-	maxConns, _ := strconv.Atoi(Env("PATCHD_DB_MAX_CONNS", "16"))
-	fs.IntVar(&c.MaxDBConns, "db-max-conns", maxConns, "database connection pool size (env PATCHD_DB_MAX_CONNS)")
-	checkin, err := time.ParseDuration(Env("PATCHD_CHECKIN_INTERVAL", "60s"))
-	if err != nil {
-		return c, fmt.Errorf("PATCHD_CHECKIN_INTERVAL: %w", err)
+	fs.IntVar(&c.MaxLongPolls, "max-long-polls", envInt("PATCHD_MAX_LONG_POLLS", "0"), "agents' long polls held open at once, each a connection; past it check-ins are answered at once; 0: three quarters of the open-files limit, at least 1,024 files kept (env PATCHD_MAX_LONG_POLLS)")
+	fs.IntVar(&c.MaxInventories, "max-inventories", envInt("PATCHD_MAX_INVENTORIES", "128"), "agents' inventories received and not yet stored at once; past it they are refused with 503 and Retry-After (env PATCHD_MAX_INVENTORIES)")
+	fs.IntVar(&c.MaxDBConns, "db-max-conns", envInt("PATCHD_DB_MAX_CONNS", "16"), "database connection pool size (env PATCHD_DB_MAX_CONNS)")
+}
+
+// registerIntervalFlags: the agents' intervals, command expiry, console
+// sessions and the feeds' sync schedule.
+func (c *Config) registerIntervalFlags(fs *flag.FlagSet) error {
+	for _, d := range []struct {
+		p                     *time.Duration
+		name, env, def, usage string
+	}{
+		{&c.CheckinInterval, "checkin-interval", "PATCHD_CHECKIN_INTERVAL", "60s", "interval agents are told to check in at (env PATCHD_CHECKIN_INTERVAL)"},
+		{&c.ScanInterval, "scan-interval", "PATCHD_SCAN_INTERVAL", "4h", "interval agents refresh their package metadata at before an inventory, spread with jitter per agent (env PATCHD_SCAN_INTERVAL)"},
+		{&c.CommandExpiry, "command-expiry", "PATCHD_COMMAND_EXPIRY", "168h", "cancel a command without a maintenance window that did not start within this time (env PATCHD_COMMAND_EXPIRY)"},
+		{&c.SessionIdleTimeout, "session-idle-timeout", "PATCHD_SESSION_IDLE_TIMEOUT", "2h", "end a console session unused this long, at least 1m (env PATCHD_SESSION_IDLE_TIMEOUT)"},
+		{&c.SessionMaxAge, "session-max-age", "PATCHD_SESSION_MAX_AGE", "12h", "end every console session this long after its sign-in, whatever its use; at least --session-idle-timeout, at most 720h (env PATCHD_SESSION_MAX_AGE)"},
+		{&c.VulnSyncInterval, "vulndb-sync-interval", "PATCHD_VULNDB_SYNC_INTERVAL", "0", "sync the vulnerability feeds this often, for example 6h; 0 is off (env PATCHD_VULNDB_SYNC_INTERVAL)"},
+	} {
+		if err := durationFlag(fs, d.p, d.name, d.env, d.def, d.usage); err != nil {
+			return err
+		}
 	}
-	fs.DurationVar(&c.CheckinInterval, "checkin-interval", checkin, "interval agents are told to check in at (env PATCHD_CHECKIN_INTERVAL)")
-	scan, err := time.ParseDuration(Env("PATCHD_SCAN_INTERVAL", "4h"))
-	if err != nil {
-		return c, fmt.Errorf("PATCHD_SCAN_INTERVAL: %w", err)
-	}
-	fs.DurationVar(&c.ScanInterval, "scan-interval", scan, "interval agents refresh their package metadata at before an inventory, spread with jitter per agent (env PATCHD_SCAN_INTERVAL)")
-	expiry, err := time.ParseDuration(Env("PATCHD_COMMAND_EXPIRY", "168h"))
-	if err != nil {
-		return c, fmt.Errorf("PATCHD_COMMAND_EXPIRY: %w", err)
-	}
-	fs.DurationVar(&c.CommandExpiry, "command-expiry", expiry, "cancel a command without a maintenance window that did not start within this time (env PATCHD_COMMAND_EXPIRY)")
-	idle, err := time.ParseDuration(Env("PATCHD_SESSION_IDLE_TIMEOUT", "2h"))
-	if err != nil {
-		return c, fmt.Errorf("PATCHD_SESSION_IDLE_TIMEOUT: %w", err)
-	}
-	fs.DurationVar(&c.SessionIdleTimeout, "session-idle-timeout", idle, "end a console session unused this long, at least 1m (env PATCHD_SESSION_IDLE_TIMEOUT)")
-	maxAge, err := time.ParseDuration(Env("PATCHD_SESSION_MAX_AGE", "12h"))
-	if err != nil {
-		return c, fmt.Errorf("PATCHD_SESSION_MAX_AGE: %w", err)
-	}
-	fs.DurationVar(&c.SessionMaxAge, "session-max-age", maxAge, "end every console session this long after its sign-in, whatever its use; at least --session-idle-timeout, at most 720h (env PATCHD_SESSION_MAX_AGE)")
-	syncEvery, err := time.ParseDuration(Env("PATCHD_VULNDB_SYNC_INTERVAL", "0"))
-	if err != nil {
-		return c, fmt.Errorf("PATCHD_VULNDB_SYNC_INTERVAL: %w", err)
-	}
-	fs.DurationVar(&c.VulnSyncInterval, "vulndb-sync-interval", syncEvery, "sync the vulnerability feeds this often, for example 6h; 0 is off (env PATCHD_VULNDB_SYNC_INTERVAL)")
-	FeedFlags(fs, &c.Feeds)
+	return nil
+}
+
+// registerSMTPFlags: the server alert e-mail goes through.
+func (c *Config) registerSMTPFlags(fs *flag.FlagSet) error {
 	fs.StringVar(&c.SMTP.Addr, "smtp-addr", Env("PATCHD_SMTP_ADDR", ""), "SMTP server host:port for alert e-mail; empty: no e-mail (env PATCHD_SMTP_ADDR)")
 	fs.StringVar(&c.SMTP.User, "smtp-user", Env("PATCHD_SMTP_USER", ""), "SMTP user (PLAIN authentication) (env PATCHD_SMTP_USER)")
 	// The password's default is read after parsing: a flag's default is shown by --help.
 	fs.StringVar(&c.SMTP.Password, "smtp-password", "", "SMTP password; prefer the env PATCHD_SMTP_PASSWORD")
 	fs.StringVar(&c.SMTP.From, "smtp-from", Env("PATCHD_SMTP_FROM", "patchd@localhost"), "sender of alert e-mail: an address, or a name and an address (\"patchd alerts <patchd@example.com>\") (env PATCHD_SMTP_FROM)")
-	smtpRetry, err := time.ParseDuration(Env("PATCHD_SMTP_RETRY", "24h"))
-	if err != nil {
-		return c, fmt.Errorf("PATCHD_SMTP_RETRY: %w", err)
+	if err := durationFlag(fs, &c.SMTP.Retry, "smtp-retry", "PATCHD_SMTP_RETRY", "24h",
+		"how long alert e-mail refused for now (4xx, server unreachable) is tried again, with back-off (env PATCHD_SMTP_RETRY)"); err != nil {
+		return err
 	}
-	fs.DurationVar(&c.SMTP.Retry, "smtp-retry", smtpRetry,
-		"how long alert e-mail refused for now (4xx, server unreachable) is tried again, with back-off (env PATCHD_SMTP_RETRY)")
 	fs.StringVar(&c.SMTP.TLS, "smtp-tls", Env("PATCHD_SMTP_TLS", "starttls"), "starttls, tls (implicit, port 465) or none (env PATCHD_SMTP_TLS)")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
-		return c, fmt.Errorf("--log-level: %w", err)
-	}
-	for _, p := range strings.Split(*proxies, ",") {
+	return nil
+}
+
+// parseTrustedProxies reads --trusted-proxies: CIDRs, or single addresses.
+func (c *Config) parseTrustedProxies(list string) error {
+	for _, p := range strings.Split(list, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
 			continue
@@ -324,85 +408,108 @@ func ParseServe(args []string) (Config, error) {
 		}
 		prefix, err := netip.ParsePrefix(p)
 		if err != nil {
-			return c, fmt.Errorf("--trusted-proxies: %w", err)
+			return fmt.Errorf("--trusted-proxies: %w", err)
 		}
 		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
 	}
+	return nil
+}
+
+// decideTLS reads --acme-domain and refuses the TLS choices that exclude
+// each other, and a --base-url whose scheme the listener would not speak.
+func (c *Config) decideTLS(acmeDomains string) error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return c, fmt.Errorf("--tls-cert and --tls-key go together")
+		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
-	for _, d := range strings.Split(*acmeDomains, ",") {
+	for _, d := range strings.Split(acmeDomains, ",") {
 		if d = strings.ToLower(strings.TrimSpace(d)); d != "" {
 			if net.ParseIP(d) != nil || !strings.Contains(d, ".") {
-				return c, fmt.Errorf("--acme-domain %q: ACME certifies public DNS names, not addresses or single labels", d)
+				return fmt.Errorf("--acme-domain %q: ACME certifies public DNS names, not addresses or single labels", d)
 			}
 			c.ACMEDomains = append(c.ACMEDomains, d)
 		}
 	}
 	if len(c.ACMEDomains) > 0 && c.TLSCert != "" {
-		return c, fmt.Errorf("--acme-domain and --tls-cert exclude each other")
+		return fmt.Errorf("--acme-domain and --tls-cert exclude each other")
 	}
 	if c.TLSProxy && (c.TLSCert != "" || len(c.ACMEDomains) > 0 || c.TLSSelf) {
-		return c, fmt.Errorf("--tls-proxy excludes --tls-cert, --acme-domain and --tls-self: the proxy holds the certificate")
+		return fmt.Errorf("--tls-proxy excludes --tls-cert, --acme-domain and --tls-self: the proxy holds the certificate")
 	}
 	if c.TLSProxy && !strings.HasPrefix(c.BaseURL, "https://") {
-		return c, fmt.Errorf("--tls-proxy needs --base-url https://… (the proxy's address, which agents use)")
+		return fmt.Errorf("--tls-proxy needs --base-url https://… (the proxy's address, which agents use)")
 	}
 	if !c.TLSProxy && c.Plain() && strings.HasPrefix(strings.ToLower(c.BaseURL), "https://") {
 		// The banner, the enrollment tokens and the install lines would
 		// say https:// while the listener speaks plain HTTP.
-		return c, fmt.Errorf("--base-url %s says HTTPS, but on the loopback --addr %s patchd serves plain HTTP: "+
+		return fmt.Errorf("--base-url %s says HTTPS, but on the loopback --addr %s patchd serves plain HTTP: "+
 			"add --tls-self (HTTPS with the server's own CA) or --tls-cert and --tls-key (your certificate), "+
 			"or --tls-proxy when a reverse proxy in front terminates TLS; or give --base-url http://…", c.BaseURL, c.Addr)
 	}
 	if c.AgentCA != "" && !c.TLSProxy {
-		return c, fmt.Errorf("--agent-ca goes with --tls-proxy (otherwise the pin is the certificate this server presents)")
+		return fmt.Errorf("--agent-ca goes with --tls-proxy (otherwise the pin is the certificate this server presents)")
 	}
+	return nil
+}
+
+func (c *Config) checkSessionsAndLogs() error {
 	if c.SessionIdleTimeout < time.Minute {
-		return c, fmt.Errorf("--session-idle-timeout must be at least 1m")
+		return fmt.Errorf("--session-idle-timeout must be at least 1m")
 	}
 	if c.SessionMaxAge < c.SessionIdleTimeout || c.SessionMaxAge > 720*time.Hour {
-		return c, fmt.Errorf("--session-max-age must be at least --session-idle-timeout (%s) and at most 720h", c.SessionIdleTimeout)
+		return fmt.Errorf("--session-max-age must be at least --session-idle-timeout (%s) and at most 720h", c.SessionIdleTimeout)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return c, fmt.Errorf("--log-format must be text or json")
+		return fmt.Errorf("--log-format must be text or json")
 	}
-	if c.SecretKey, c.SecretKeyFile, err = ResolveSecretKey(c.DataDir, c.SecretKeyFile); err != nil {
-		return c, err
-	}
+	return nil
+}
+
+// readSecretsFromEnv takes the SMTP password and the metrics token from the
+// environment when no flag gave them.
+func (c *Config) readSecretsFromEnv() {
 	if c.SMTP.Password == "" {
 		c.SMTP.Password = os.Getenv("PATCHD_SMTP_PASSWORD")
 	}
 	if c.MetricsToken == "" {
 		c.MetricsToken = os.Getenv("PATCHD_METRICS_TOKEN")
 	}
+}
+
+func (c *Config) checkSecretsAndMail() error {
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
-		return c, fmt.Errorf("--metrics-token must have at least 16 characters")
+		return fmt.Errorf("--metrics-token must have at least 16 characters")
 	}
 	if c.SMTP.TLS != "starttls" && c.SMTP.TLS != "tls" && c.SMTP.TLS != "none" {
-		return c, fmt.Errorf("--smtp-tls must be starttls, tls or none")
+		return fmt.Errorf("--smtp-tls must be starttls, tls or none")
 	}
 	if _, err := mail.ParseAddress(c.SMTP.From); err != nil {
-		return c, fmt.Errorf("--smtp-from %q is not one e-mail address (for example patchd@example.com, or with a name: \"patchd alerts <patchd@example.com>\"): %v", c.SMTP.From, err)
+		return fmt.Errorf("--smtp-from %q is not one e-mail address (for example patchd@example.com, or with a name: \"patchd alerts <patchd@example.com>\"): %v", c.SMTP.From, err)
 	}
 	if c.SMTP.Retry < time.Minute || c.SMTP.Retry > MaxSMTPRetry {
-		return c, fmt.Errorf("--smtp-retry must be from 1m to %s", MaxSMTPRetry)
+		return fmt.Errorf("--smtp-retry must be from 1m to %s", MaxSMTPRetry)
 	}
-	if err := c.Feeds.Validate(); err != nil {
-		return c, err
-	}
+	return c.Feeds.Validate()
+}
+
+func (c *Config) checkAgentLimits() error {
 	if c.CheckinInterval < time.Second {
-		return c, fmt.Errorf("--checkin-interval must be at least 1s")
+		return fmt.Errorf("--checkin-interval must be at least 1s")
 	}
 	if c.ScanInterval < time.Minute {
-		return c, fmt.Errorf("--scan-interval must be at least 1m")
+		return fmt.Errorf("--scan-interval must be at least 1m")
 	}
 	if c.MaxInventories < 1 {
-		return c, fmt.Errorf("--max-inventories must be at least 1")
+		return fmt.Errorf("--max-inventories must be at least 1")
 	}
 	if c.MaxLongPolls < 0 {
-		return c, fmt.Errorf("--max-long-polls must be 0 (from the open-files limit) or more")
+		return fmt.Errorf("--max-long-polls must be 0 (from the open-files limit) or more")
 	}
+	return nil
+}
+
+// deriveDefaults fills in the base URL (from the ACME name or --addr and
+// whether the listener speaks TLS) and the agents' folder.
+func (c *Config) deriveDefaults() {
 	if c.BaseURL == "" {
 		switch {
 		case len(c.ACMEDomains) > 0:
@@ -420,20 +527,23 @@ func ParseServe(args []string) (Config, error) {
 	if c.AgentDir == "" {
 		c.AgentDir = filepath.Join(c.DataDir, "agents")
 	}
+}
+
+func (c *Config) checkPackaging() error {
 	if (c.SignCert == "") != (c.SignKey == "") {
-		return c, fmt.Errorf("--sign-cert and --sign-key go together")
+		return fmt.Errorf("--sign-cert and --sign-key go together")
 	}
 	if c.PackageGPGKey != "" {
 		if _, err := os.Stat(c.PackageGPGKey); err != nil {
-			return c, fmt.Errorf("--package-gpg-key: %w", err)
+			return fmt.Errorf("--package-gpg-key: %w", err)
 		}
 	}
 	if c.PackageMaintainer != "" {
 		if a, err := mail.ParseAddress(c.PackageMaintainer); err != nil || a.Name == "" {
-			return c, fmt.Errorf("--package-maintainer: want Name <address>, not %q", c.PackageMaintainer)
+			return fmt.Errorf("--package-maintainer: want Name <address>, not %q", c.PackageMaintainer)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // Plain tells whether the server speaks plain HTTP: behind --tls-proxy, or
