@@ -79,7 +79,15 @@ func TestAgentPublishAndPackage(t *testing.T) {
 	if code, _, e := run("admin", "agent", "keygen", "--out", key); code != 0 {
 		t.Fatalf("keygen: %d %s", code, e)
 	}
-	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", "--version", "1.4.0", "--release-key", key, agentFile); code != 0 {
+	// A release's version is checked against the binary's own: the real
+	// agent, built for linux/arm64 as 1.4.0.
+	realAgent := filepath.Join(dir, "patchd-agent-1.4.0")
+	build := exec.Command("go", "build", "-trimpath", "-o", realAgent, "-ldflags", "-X github.com/patchd/patchd/agent.Version=1.4.0", "github.com/patchd/patchd/cmd/patchd-agent")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the agent: %v\n%s", err, out)
+	}
+	if code, _, e := run("admin", "agent", "publish", "--agent-dir", agentDir, "--os", "linux", "--arch", "arm64", "--version", "1.4.0", "--release-key", key, realAgent); code != 0 {
 		t.Fatalf("publish a release: %d %s", code, e)
 	}
 	if code, _, e := run("admin", "agent", "package", "--agent-dir", agentDir, "--type", "deb", "--arch", "arm64", "--out", deb, "--maintainer", "nobody"); code != 2 || !strings.Contains(e, "Name <address>") {
