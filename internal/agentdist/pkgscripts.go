@@ -36,6 +36,31 @@ enroll() {
 		echo "patchd-agent: not enrolled yet: run patchd-agent enroll --server URL --token TOKEN, then start the patchd-agent service"
 	fi
 }
+
+# After the start: an enrolled computer where the agent does not run is
+# told so on stderr, with the command that runs it.
+agent_running() {
+	if [ -d /run/systemd/system ]; then
+		systemctl --quiet is-active patchd-agent.service 2>/dev/null
+		return
+	fi
+	for p in /run/patchd-agent.pid /var/run/patchd-agent.pid; do
+		if [ -r "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null; then return 0; fi
+	done
+	return 1
+}
+service_manager_runs() {
+	[ -d /run/systemd/system ] || [ -f /run/openrc/softlevel ] || { [ -x /sbin/runlevel ] && /sbin/runlevel >/dev/null 2>&1; }
+}
+say_if_not_running() {
+	if [ ! -f "$STATE/state.json" ] || agent_running; then return 0; fi
+	RUN="` + PackageBin + ` run --state $STATE"
+	if service_manager_runs; then
+		echo "patchd-agent: enrolled, but the patchd-agent service did not start, so the agent is not running: start the service, or run: $RUN" >&2
+	else
+		echo "patchd-agent: enrolled, but no service manager runs here, so the agent is not running: run it with: $RUN (from what starts programs here)" >&2
+	fi
+}
 `
 }
 
@@ -62,6 +87,7 @@ configure | abort-upgrade | abort-deconfigure | abort-remove)
 			invoke-rc.d --skip-systemd-native patchd-agent restart || true
 		fi
 	fi
+	say_if_not_running
 	;;
 esac
 exit 0
@@ -124,6 +150,7 @@ elif command -v update-rc.d >/dev/null 2>&1; then
 	update-rc.d patchd-agent defaults >/dev/null || :
 	if [ -f "$STATE/state.json" ]; then invoke-rc.d patchd-agent restart || :; fi
 fi
+say_if_not_running
 exit 0
 `
 }
