@@ -39,9 +39,10 @@ enroll() {
 
 # After the start: an enrolled computer where the agent does not run is
 # told so on stderr, with the command that runs it.
+# Under systemd, the restart's own status (START_FAILED) tells.
 agent_running() {
 	if [ -d /run/systemd/system ]; then
-		systemctl --quiet is-active patchd-agent.service 2>/dev/null
+		[ -z "${START_FAILED:-}" ]
 		return
 	fi
 	for p in /run/patchd-agent.pid /var/run/patchd-agent.pid; do
@@ -50,7 +51,7 @@ agent_running() {
 	return 1
 }
 service_manager_runs() {
-	[ -d /run/systemd/system ] || [ -f /run/openrc/softlevel ] || { [ -x /sbin/runlevel ] && /sbin/runlevel >/dev/null 2>&1; }
+	[ -d /run/systemd/system ] || [ -f /run/openrc/softlevel ] || { command -v runlevel >/dev/null && runlevel >/dev/null 2>&1; }
 }
 say_if_not_running() {
 	if [ ! -f "$STATE/state.json" ] || agent_running; then return 0; fi
@@ -82,7 +83,7 @@ configure | abort-upgrade | abort-deconfigure | abort-remove)
 	if [ -f "$STATE/state.json" ]; then
 		if [ -d /run/systemd/system ]; then
 			systemctl --system daemon-reload >/dev/null || true
-			deb-systemd-invoke restart patchd-agent.service >/dev/null || true
+			deb-systemd-invoke restart patchd-agent.service >/dev/null || START_FAILED=1
 		else
 			invoke-rc.d --skip-systemd-native patchd-agent restart || true
 		fi
@@ -141,7 +142,7 @@ if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null 2>&1 || :
 	if [ "$1" -eq 1 ]; then systemctl enable patchd-agent.service >/dev/null 2>&1 || :; fi
 	if [ -f "$STATE/state.json" ] && systemctl --quiet is-enabled patchd-agent.service 2>/dev/null; then
-		systemctl restart patchd-agent.service || :
+		systemctl restart patchd-agent.service || START_FAILED=1
 	fi
 elif command -v chkconfig >/dev/null 2>&1; then
 	chkconfig --add patchd-agent || :
