@@ -419,3 +419,71 @@ func TestInstallShPinnedCA(t *testing.T) {
 		t.Fatalf("endpoints after the pinned install: %+v %v\n%s", eps, err, out)
 	}
 }
+
+// TestDebTokenWithoutInitSaysNotRunning: dpkg -i with PATCHD_TOKEN in a
+// Debian root where no init system runs (no systemd, no sysvinit, no
+// OpenRC) enrolls, and postinst says on stderr that no service manager
+// runs here and gives the exact command that runs the agent; that command
+// works.
+func TestDebTokenWithoutInitSaysNotRunning(t *testing.T) {
+	root := debianRoot(t)
+	os.WriteFile(filepath.Join(root, "etc/machine-id"), []byte("3f1e2d3c4b5a69788796a5b4c3d2e1f0\n"), 0o444)
+	e, h := newEnv(t)
+	publishRelease(t, h, agentdist.Platform{OS: "linux", Arch: "amd64"}, realAgent(t, "1.4.0"), "1.4.0")
+	pkg, err := h.Packages.Build(context.Background(), agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: e.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("cp", pkg.Path, filepath.Join(root, "tmp/agent.deb")).Run()
+	t.Cleanup(func() { // nothing the package might have started outlives the test
+		if b, err := os.ReadFile(filepath.Join(root, "run/patchd-agent.pid")); err == nil {
+			var pid int
+			fmt.Sscan(string(b), &pid)
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd := exec.Command("chroot", root, "dpkg", "-i", "/tmp/agent.deb")
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C", "PATCHD_TOKEN=" + e.EnrollToken}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("dpkg -i: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if !exists(root, "var/lib/patchd-agent/state.json") {
+		t.Fatalf("dpkg -i with PATCHD_TOKEN did not enroll:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	const command = "/usr/bin/patchd-agent run --state /var/lib/patchd-agent"
+	if !strings.Contains(stderr.String(), "no service manager runs here") || !strings.Contains(stderr.String(), "the agent is not running") || !strings.Contains(stderr.String(), command) {
+		t.Fatalf("postinst did not say on stderr that the agent is not running and how to run it:\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	if exists(root, "run/patchd-agent.pid") {
+		t.Errorf("a pid file exists, yet postinst said the agent is not running")
+	}
+	// The command, followed: the agent checks in.
+	if err := syscall.Mount("proc", filepath.Join(root, "proc"), "proc", 0, ""); err != nil {
+		t.Skipf("cannot mount /proc in the Debian root to run the printed command: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(filepath.Join(root, "proc"), syscall.MNT_DETACH) })
+	run := exec.Command("chroot", append([]string{root}, strings.Fields(command)...)...)
+	run.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C"}
+	var logs bytes.Buffer
+	run.Stdout, run.Stderr = &logs, &logs
+	started := time.Now().Truncate(time.Millisecond)
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { run.Process.Kill(); run.Wait() }()
+	ctx := context.Background()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		e.Server.FlushCheckins(ctx)
+		page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
+		if err == nil && page.Total == 1 && page.Items[0].LastSeenAt != nil && !page.Items[0].LastSeenAt.Before(started) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent started as printed never checked in: %+v\n%s", page, logs.String())
+		}
+	}
+}

@@ -45,8 +45,8 @@ func TestPackageVersions(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ release, deb, rpm string }{
 		{"1.5.0", "1.5.0", "1.5.0-1"},
-		{"v2.0.0-rc.1", "2.0.0~rc.1", "2.0.0~rc.1-1"},
-		{"2.1+build-7", "2.1+build.7", "2.1+build.7-1"},
+		{"2.0.0-rc.1", "2.0.0~rc.1", "2.0.0~rc.1-1"},
+		{"2.1.0+build-7", "2.1.0+build.7", "2.1.0+build.7-1"},
 	} {
 		deb := buildPackage(t, h, "deb", c.release, agentOf(c.release), dir)
 		if out, _ := exec.Command("dpkg-deb", "-f", deb, "Version").Output(); strings.TrimSpace(string(out)) != c.deb {
@@ -58,7 +58,7 @@ func TestPackageVersions(t *testing.T) {
 		}
 	}
 	// dpkg orders them as the releases are ordered.
-	for _, pair := range [][2]string{{"1.5.0", "2.0.0~rc.1"}, {"2.0.0~rc.1", "2.0.0"}, {"2.0.0", "2.1+build.7"}} {
+	for _, pair := range [][2]string{{"1.5.0", "2.0.0~rc.1"}, {"2.0.0~rc.1", "2.0.0"}, {"2.0.0", "2.1.0+build.7"}} {
 		if err := exec.Command("dpkg", "--compare-versions", pair[0], "lt", pair[1]).Run(); err != nil {
 			t.Errorf("dpkg: %s is not older than %s", pair[0], pair[1])
 		}

@@ -36,6 +36,32 @@ enroll() {
 		echo "patchd-agent: not enrolled yet: run patchd-agent enroll --server URL --token TOKEN, then start the patchd-agent service"
 	fi
 }
+
+# After the start: an enrolled computer where the agent does not run is
+# told so on stderr, with the command that runs it.
+# Under systemd, the restart's own status (START_FAILED) tells.
+agent_running() {
+	if [ -d /run/systemd/system ]; then
+		[ -z "${START_FAILED:-}" ]
+		return
+	fi
+	for p in /run/patchd-agent.pid /var/run/patchd-agent.pid; do
+		if [ -r "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null; then return 0; fi
+	done
+	return 1
+}
+service_manager_runs() {
+	[ -d /run/systemd/system ] || [ -f /run/openrc/softlevel ] || { command -v runlevel >/dev/null && runlevel >/dev/null 2>&1; }
+}
+say_if_not_running() {
+	if [ ! -f "$STATE/state.json" ] || agent_running; then return 0; fi
+	RUN="` + PackageBin + ` run --state $STATE"
+	if service_manager_runs; then
+		echo "patchd-agent: enrolled, but the patchd-agent service did not start, so the agent is not running: start the service, or run: $RUN" >&2
+	else
+		echo "patchd-agent: enrolled, but no service manager runs here, so the agent is not running: run it with: $RUN (from what starts programs here)" >&2
+	fi
+}
 `
 }
 
@@ -57,11 +83,12 @@ configure | abort-upgrade | abort-deconfigure | abort-remove)
 	if [ -f "$STATE/state.json" ]; then
 		if [ -d /run/systemd/system ]; then
 			systemctl --system daemon-reload >/dev/null || true
-			deb-systemd-invoke restart patchd-agent.service >/dev/null || true
+			deb-systemd-invoke restart patchd-agent.service >/dev/null || START_FAILED=1
 		else
 			invoke-rc.d --skip-systemd-native patchd-agent restart || true
 		fi
 	fi
+	say_if_not_running
 	;;
 esac
 exit 0
@@ -115,7 +142,7 @@ if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null 2>&1 || :
 	if [ "$1" -eq 1 ]; then systemctl enable patchd-agent.service >/dev/null 2>&1 || :; fi
 	if [ -f "$STATE/state.json" ] && systemctl --quiet is-enabled patchd-agent.service 2>/dev/null; then
-		systemctl restart patchd-agent.service || :
+		systemctl restart patchd-agent.service || START_FAILED=1
 	fi
 elif command -v chkconfig >/dev/null 2>&1; then
 	chkconfig --add patchd-agent || :
@@ -124,6 +151,7 @@ elif command -v update-rc.d >/dev/null 2>&1; then
 	update-rc.d patchd-agent defaults >/dev/null || :
 	if [ -f "$STATE/state.json" ]; then invoke-rc.d patchd-agent restart || :; fi
 fi
+say_if_not_running
 exit 0
 `
 }

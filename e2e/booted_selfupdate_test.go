@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/bootedtest"
+	"github.com/patchd/patchd/internal/config"
+)
+
+// TestBootedStagedSelfUpdate: on a booted Debian with systemd, the agent
+// installed from the .deb (2.0.0, the release key built in) is the only
+// endpoint of the group "Test", the first ring of a staged policy. When
+// the policy rolls 3.0.0 out, the agent updates itself and systemd runs
+// the new binary: the service's main process executes the installed file
+// (not a deleted one), which is 3.0.0, and the endpoint reports 3.0.0.
+// When the policy rolls out 4.0.0, which exits as soon as it runs, the
+// watchdog puts 3.0.0 back: systemd runs it again, the endpoint reports
+// 3.0.0 and the failure is recorded against 4.0.0.
+func TestBootedStagedSelfUpdate(t *testing.T) {
+	m := bootedtest.Boot(t, bootedtest.Systemd)
+	agentDir := t.TempDir()
+	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir })
+	h := e.Server.AgentDist()
+	ctx := context.Background()
+	// The agent API reads the policy at most every 30 s: the clock moves
+	// past that after each change of policy (nothing waits for it).
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	e.Server.Agents().SetClock(now)
+	e.Server.API().SetClock(now)
+	policyChanged := func() { offset.Add(int64(31 * time.Second)) }
+
+	f := &front{}
+	ts := httptest.NewServer(f.wrap(e.Server.Handler()))
+	defer ts.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := m.Run("journalctl --no-pager -n 80 -u patchd-agent 2>/dev/null")
+			t.Logf("agent journal:\n%s", out)
+		}
+	})
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
+	dir := t.TempDir()
+	release := func(file, version string) {
+		t.Helper()
+		sum, err := agentdist.FileSHA256(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Store.SetRelease(p, version, agentproto.SignRelease(priv, p.OS, p.Arch, version, sum), []ed25519.PublicKey{pub}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish := func(version string) {
+		t.Helper()
+		exe := filepath.Join(dir, version, "patchd-agent")
+		buildVersion(t, exe, version, base64.StdEncoding.EncodeToString(pub))
+		if _, err := h.Store.Publish(exe, p); err != nil {
+			t.Fatal(err)
+		}
+		release(exe, version)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 2 minutes", what)
+			}
+		}
+	}
+	var id string
+	reports := func(version string) bool {
+		e.Server.FlushCheckins(ctx)
+		page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
+		if err != nil || page.Total != 1 || page.Items[0].AgentVersion == nil {
+			return false
+		}
+		id = page.Items[0].ID
+		return *page.Items[0].AgentVersion == version && page.Items[0].Status == "connected"
+	}
+	// systemdRuns tells whether systemd's main process of the service
+	// executes /usr/bin/patchd-agent (not a replaced, deleted file) and
+	// that file is version.
+	systemdRuns := func(version string) (bool, string) {
+		out, err := m.Run(`pid=$(systemctl show -p MainPID --value patchd-agent); systemctl is-active patchd-agent; echo "pid $pid"; readlink /proc/$pid/exe; /usr/bin/patchd-agent version`)
+		return err == nil && strings.Contains(out, "\n/usr/bin/patchd-agent\n") && strings.Contains(out, "patchd-agent "+version+" "), out
+	}
+
+	publish("2.0.0")
+	pkg, err := h.Packages.Build(ctx, agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Copy(pkg.Path, "/tmp/patchd-agent.deb", 0o644)
+	if out, err := m.Run("dpkg -i /tmp/patchd-agent.deb", "PATCHD_TOKEN="+e.EnrollToken); err != nil {
+		t.Fatalf("dpkg -i: %v\n%s", err, out)
+	}
+	waitFor("the installed agent checking in as 2.0.0", func() bool { return reports("2.0.0") })
+	g, err := e.Admin.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Test"), MachineIDs: &[]string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	publish("3.0.0")
+	if _, err := e.Admin.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "staged", Version: ptr("3.0.0"), Rings: []string{g.Group.ID},
+		DelayHours: ptr(24), SuccessRate: ptr(90)}); err != nil {
+		t.Fatal(err)
+	}
+	policyChanged()
+	waitFor("the endpoint reporting 3.0.0", func() bool { return reports("3.0.0") })
+	if ok, out := systemdRuns("3.0.0"); !ok {
+		t.Fatalf("after the self-update systemd does not run 3.0.0:\n%s", out)
+	}
+	v, err := e.Admin.AgentVersions(ctx)
+	if err != nil || v.Rollout == nil || len(v.Rollout.Rings) == 0 || v.Rollout.Rings[0].Updated != 1 {
+		t.Errorf("the test ring after the update: %+v %v", v.Rollout, err)
+	}
+
+	// 4.0.0 answers its version, and fails as soon as it runs.
+	crash := filepath.Join(dir, "v4")
+	os.WriteFile(crash, []byte("#!/bin/sh\nif [ \"$1\" = version ]; then echo \"patchd-agent 4.0.0 "+p.String()+"\"; exit 0; fi\necho 'patchd-agent 4.0.0: crashed' >&2\nexit 2\n"), 0o755)
+
+	if err := os.Rename(crash, filepath.Join(agentDir, p.OS+"-"+p.Arch, p.FileName())); err != nil { // the release tooling refuses a script
+		t.Fatal(err)
+	}
+	release(filepath.Join(agentDir, p.OS+"-"+p.Arch, p.FileName()), "4.0.0")
+	if _, err := e.Admin.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "staged", Version: ptr("4.0.0"), Rings: []string{g.Group.ID},
+		DelayHours: ptr(24), SuccessRate: ptr(90)}); err != nil {
+		t.Fatal(err)
+	}
+	policyChanged()
+	waitFor("the failure of 4.0.0 recorded", func() bool {
+		for _, f := range mustFailures(t, e) {
+			if f.EndpointID == id && f.Version == "4.0.0" {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor("the endpoint reporting 3.0.0 again", func() bool { return reports("3.0.0") })
+	if ok, out := systemdRuns("3.0.0"); !ok {
+		t.Fatalf("after the rollback systemd does not run 3.0.0:\n%s", out)
+	}
+}
