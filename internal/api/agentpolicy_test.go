@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -17,10 +19,24 @@ import (
 // malformed policy is refused and changes nothing.
 func TestAgentTargetFollowsPolicy(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t)
+	dir := t.TempDir()
+	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
 	ctx := context.Background()
 	now := time.Now()
 	e.Server.Agents().SetClock(func() time.Time { return now })
+	// A release newer than the agent's 1.0.0: "latest" has somewhere to go
+	// (an agent as new as every release is not told latest).
+	dist, err := agentdist.NewStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linux := agentdist.Platform{OS: "linux", Arch: "amd64"}
+	if _, err := dist.Publish("/bin/true", linux); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dist.SetRelease(linux, "1.1.0", "c2ln", nil); err != nil {
+		t.Fatal(err)
+	}
 	ag := e.Enroll("uid-pol", "WS-POL", "linux")
 	req := agentproto.CheckinRequest{AgentVersion: "1.0.0", IPAddresses: []string{}}
 	target := func() string {
