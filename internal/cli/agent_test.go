@@ -10,28 +10,22 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/internal/agentdist"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestEnrollTokenInstallers: enroll-token create prints the one-line
 // installers with the server address given.
 func TestEnrollTokenInstallers(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	if code, _, e := patchd(t, db, "", "admin", "org", "create", "--name", "Acme"); code != 0 {
-		t.Fatal(e)
-	}
-	code, out, e := patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Acme", "--base-url", "https://patchd.example.com")
-	if code != 0 {
-		t.Fatal(e)
-	}
-	m := decode(t, out)
+	c := newCLITest(t)
+	db := c.db
+	c.ok("", "admin", "org", "create", "--name", "Acme")
+	m := c.ok("", "admin", "enroll-token", "create", "--org", "Acme", "--base-url", "https://patchd.example.com")
 	tok, _ := m["token"].(string)
 	if tok == "" || m["installLinux"] != agentdist.InstallersFor("https://patchd.example.com", tok, "").Linux ||
 		!strings.Contains(m["installWindows"].(string), "https://patchd.example.com/install.ps1") || m["warning"] != nil || m["agentToken"] != tok {
 		t.Errorf("enroll-token create: %v", m)
 	}
-	code, out, _ = patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Acme", "--base-url", "http://127.0.0.1:8080")
+	code, out, _ := patchd(t, db, "", "admin", "enroll-token", "create", "--org", "Acme", "--base-url", "http://127.0.0.1:8080")
 	if m := decode(t, out); code != 0 || !strings.Contains(m["warning"].(string), "loopback") {
 		t.Errorf("loopback: %v", m)
 	}

@@ -2,43 +2,21 @@ package cli
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/internal/alerts"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 func TestAdminAlerts(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	ok := func(args ...string) map[string]any {
-		t.Helper()
-		code, out, errOut := patchd(t, db, "", args...)
-		if code != 0 {
-			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
-		}
-		if strings.Contains(out, "s3cret") {
-			t.Fatalf("patchd %v printed the webhook secret: %s", args, out)
-		}
-		return decode(t, out)
-	}
-	fail := func(want string, args ...string) {
-		t.Helper()
-		code, _, errOut := patchd(t, db, "", args...)
-		if code == 0 || !strings.Contains(errOut, want) {
-			t.Fatalf("patchd %v: exit %d %q, want an error with %q", args, code, errOut, want)
-		}
-	}
-	org := ok("admin", "org", "create", "--name", "Acme")
+	c := newCLITest(t)
+	c.neverPrints = "s3cret"
+	ok, fail := c.ok, c.fail
+	org := ok("", "admin", "org", "create", "--name", "Acme")
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := c.open()
 	in := alerts.Rule{Name: "Offline", Trigger: alerts.EndpointOffline, EmailTo: "ops@example.com", WebhookURL: "https://hooks.example.com/x", WebhookSecret: "s3cret"}
 	if err := in.Check(); err != nil {
 		t.Fatal(err)
@@ -47,41 +25,41 @@ func TestAdminAlerts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := ok("admin", "alert", "list", "--org", "Acme")
+	list := ok("", "admin", "alert", "list", "--org", "Acme")
 	if list["total"].(float64) != 1 {
 		t.Fatalf("list %v", list)
 	}
-	up := ok("admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--threshold", "30", "--email-to", "")
+	up := ok("", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--threshold", "30", "--email-to", "")
 	if up["threshold"].(float64) != 30 || up["emailTo"] != nil || up["hasWebhookSecret"] != true || up["name"] != "Offline" {
 		t.Fatalf("update %v", up)
 	}
 	fail("webhookUrl", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--webhook-url", "http://plain.example.com")
 	fail("threshold", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--threshold", "0")
-	if up := ok("admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--retry-minutes", "120"); up["webhookRetryMinutes"].(float64) != 120 || up["threshold"].(float64) != 30 {
+	if up := ok("", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--retry-minutes", "120"); up["webhookRetryMinutes"].(float64) != 120 || up["threshold"].(float64) != 30 {
 		t.Fatalf("retry minutes %v", up)
 	}
 	fail("webhookRetryMinutes", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--retry-minutes", "1441")
-	if f := ok("admin", "alert", "failed", "--org", "Acme", "--id", r.ID); f["total"].(float64) != 0 {
+	if f := ok("", "admin", "alert", "failed", "--org", "Acme", "--id", r.ID); f["total"].(float64) != 0 {
 		t.Fatalf("failed %v", f)
 	}
 	fail("not found", "admin", "alert", "resend", "--org", "Acme", "--id", r.ID, "--delivery", "nope")
 	fail("--delivery", "admin", "alert", "resend", "--org", "Acme", "--id", r.ID)
-	if d := ok("admin", "alert", "disable", "--org", "Acme", "--id", r.ID); d["enabled"] != false {
+	if d := ok("", "admin", "alert", "disable", "--org", "Acme", "--id", r.ID); d["enabled"] != false {
 		t.Fatalf("disable %v", d)
 	}
-	if d := ok("admin", "alert", "enable", "--org", "Acme", "--id", r.ID); d["enabled"] != true {
+	if d := ok("", "admin", "alert", "enable", "--org", "Acme", "--id", r.ID); d["enabled"] != true {
 		t.Fatalf("enable %v", d)
 	}
-	if ev := ok("admin", "alert", "test", "--org", "Acme", "--id", r.ID); ev["event"] != alerts.EventTest {
+	if ev := ok("", "admin", "alert", "test", "--org", "Acme", "--id", r.ID); ev["event"] != alerts.EventTest {
 		t.Fatalf("test %v", ev)
 	}
-	if evs := ok("admin", "alert", "events", "--org", "Acme", "--id", r.ID); evs["total"].(float64) != 1 {
+	if evs := ok("", "admin", "alert", "events", "--org", "Acme", "--id", r.ID); evs["total"].(float64) != 1 {
 		t.Fatalf("events %v", evs)
 	}
-	if up := ok("admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--webhook-secret", ""); up["hasWebhookSecret"] != false || up["events"].(float64) != 1 {
+	if up := ok("", "admin", "alert", "update", "--org", "Acme", "--id", r.ID, "--webhook-secret", ""); up["hasWebhookSecret"] != false || up["events"].(float64) != 1 {
 		t.Fatalf("secret removed: %v", up)
 	}
-	if d := ok("admin", "alert", "delete", "--org", "Acme", "--id", r.ID); d["deleted"] != true {
+	if d := ok("", "admin", "alert", "delete", "--org", "Acme", "--id", r.ID); d["deleted"] != true {
 		t.Fatalf("delete %v", d)
 	}
 	fail("not found", "admin", "alert", "delete", "--org", "Acme", "--id", r.ID)

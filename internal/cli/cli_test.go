@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
@@ -42,17 +43,63 @@ func decode(t *testing.T, s string) map[string]any {
 	return m
 }
 
+// cliTest runs the command line against a database of the test's own.
+type cliTest struct {
+	t  *testing.T
+	db string // its URL
+	// neverPrints, when set, is a secret no successful command may print.
+	neverPrints string
+}
+
+func newCLITest(t *testing.T) *cliTest {
+	return &cliTest{t: t, db: storetest.URL(t)}
+}
+
+// ok runs a command that must succeed and answers the JSON object it
+// prints.
+func (c *cliTest) ok(stdin string, args ...string) map[string]any {
+	c.t.Helper()
+	code, out, errOut := patchd(c.t, c.db, stdin, args...)
+	if code != 0 {
+		c.t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
+	}
+	if c.neverPrints != "" && strings.Contains(out, c.neverPrints) {
+		c.t.Fatalf("patchd %v printed the secret: %s", args, out)
+	}
+	return decode(c.t, out)
+}
+
+// fail runs a command that must fail: a non-zero exit, want in what it
+// writes to standard error, nothing on standard output.
+func (c *cliTest) fail(want string, args ...string) {
+	c.t.Helper()
+	c.failIn("", want, args...)
+}
+
+// failIn is fail with stdin as the command's standard input.
+func (c *cliTest) failIn(stdin, want string, args ...string) {
+	c.t.Helper()
+	code, out, errOut := patchd(c.t, c.db, stdin, args...)
+	if code == 0 || !strings.Contains(errOut, want) || out != "" {
+		c.t.Fatalf("patchd %v: exit %d %q %q, want an error with %q", args, code, out, errOut, want)
+	}
+}
+
+// open opens the test's database as the server does, until the test ends.
+func (c *cliTest) open() *store.Store {
+	c.t.Helper()
+	s, err := store.Open(context.Background(), c.db, c.t.TempDir(), store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestAdminCommands(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	ok := func(stdin string, args ...string) map[string]any {
-		t.Helper()
-		code, out, errOut := patchd(t, db, stdin, args...)
-		if code != 0 {
-			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
-		}
-		return decode(t, out)
-	}
+	c := newCLITest(t)
+	db, ok := c.db, c.ok
 
 	m := ok("", "migrate")
 	if m["ok"] != true || m["schemaVersion"].(float64) < 1 {

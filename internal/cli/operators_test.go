@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestInstanceOperatorCommands: patchd admin user create
@@ -14,22 +12,8 @@ import (
 // and patchd admin audit list --instance.
 func TestInstanceOperatorCommands(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	ok := func(stdin string, args ...string) map[string]any {
-		t.Helper()
-		code, out, errOut := patchd(t, db, stdin, args...)
-		if code != 0 {
-			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
-		}
-		return decode(t, out)
-	}
-	fail := func(want string, args ...string) {
-		t.Helper()
-		code, out, errOut := patchd(t, db, "", args...)
-		if code == 0 || !strings.Contains(errOut, want) || out != "" {
-			t.Fatalf("patchd %v: exit %d %q %q, want an error with %q", args, code, out, errOut, want)
-		}
-	}
+	c := newCLITest(t)
+	db, ok, fail := c.db, c.ok, c.fail
 	ok("", "admin", "org", "create", "--name", "Acme")
 	ok("", "admin", "org", "create", "--name", "Globex")
 	op := ok("correct horse battery\n", "admin", "user", "create", "--org", "Acme", "--email", "Op@Example.com", "--role", "Read-only",

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestPeopleCommands: patchd admin user list, role, disable|enable,
@@ -16,22 +15,8 @@ import (
 // address of a console write.
 func TestPeopleCommands(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	ok := func(stdin string, args ...string) map[string]any {
-		t.Helper()
-		code, out, errOut := patchd(t, db, stdin, args...)
-		if code != 0 {
-			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
-		}
-		return decode(t, out)
-	}
-	fail := func(want string, args ...string) {
-		t.Helper()
-		code, out, errOut := patchd(t, db, "", args...)
-		if code == 0 || !strings.Contains(errOut, want) || out != "" {
-			t.Fatalf("patchd %v: exit %d %q %q, want an error with %q", args, code, out, errOut, want)
-		}
-	}
+	c := newCLITest(t)
+	db, ok, fail := c.db, c.ok, c.fail
 	ok("", "admin", "org", "create", "--name", "Acme")
 	ok("correct horse battery\n", "admin", "user", "create", "--org", "Acme", "--email", "alice@example.com", "--role", "Administrator", "--password-stdin")
 	ok("correct horse battery\n", "admin", "user", "create", "--org", "Acme", "--email", "bob@example.com", "--role", "Read-only", "--password-stdin")
@@ -67,10 +52,7 @@ func TestPeopleCommands(t *testing.T) {
 
 	// A console write with its address.
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := c.open()
 	o, err := s.FindOrg(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // buildAgent builds the real agent for this machine as version into
@@ -152,23 +151,14 @@ func TestAgentReleaseSigning(t *testing.T) {
 // TestAgentPolicyCommands: patchd admin agent-policy set/get.
 func TestAgentPolicyCommands(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	if code, _, e := patchd(t, db, "", "admin", "org", "create", "--name", "Acme"); code != 0 {
-		t.Fatal(e)
-	}
-	get := func() map[string]any {
-		code, out, e := patchd(t, db, "", "admin", "agent-policy", "get", "--org", "Acme")
-		if code != 0 {
-			t.Fatal(e)
-		}
-		return decode(t, out)
-	}
+	c := newCLITest(t)
+	db := c.db
+	c.ok("", "admin", "org", "create", "--name", "Acme")
+	get := func() map[string]any { return c.ok("", "admin", "agent-policy", "get", "--org", "Acme") }
 	if m := get(); m["policy"] != "none" || m["agentTarget"] != "" {
 		t.Fatalf("default: %v", m)
 	}
-	if code, _, e := patchd(t, db, "", "admin", "agent-policy", "set", "--org", "Acme", "--policy", "pinned", "--version", "2.0.0"); code != 0 {
-		t.Fatal(e)
-	}
+	c.ok("", "admin", "agent-policy", "set", "--org", "Acme", "--policy", "pinned", "--version", "2.0.0")
 	if m := get(); m["policy"] != "pinned" || m["agentTarget"] != "2.0.0" {
 		t.Fatalf("pinned: %v", m)
 	}
@@ -187,9 +177,7 @@ func TestAgentPolicyCommands(t *testing.T) {
 	if m := get(); m["agentTarget"] != "2.0.0" {
 		t.Fatalf("after refused changes: %v", m)
 	}
-	if code, _, e := patchd(t, db, "", "admin", "agent-policy", "set", "--org", "Acme", "--policy", "none"); code != 0 {
-		t.Fatal(e)
-	}
+	c.ok("", "admin", "agent-policy", "set", "--org", "Acme", "--policy", "none")
 	if m := get(); m["policy"] != "none" {
 		t.Fatalf("none: %v", m)
 	}
@@ -201,18 +189,11 @@ func TestAgentPolicyCommands(t *testing.T) {
 // refuses bad input with the API's messages, worded by the flags.
 func TestAgentPolicyStagedCommand(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	code, out, e := patchd(t, db, "", "admin", "org", "create", "--name", "Acme")
-	if code != 0 {
-		t.Fatal(e)
-	}
-	orgID := decode(t, out)["id"].(string)
+	c := newCLITest(t)
+	db := c.db
+	orgID := c.ok("", "admin", "org", "create", "--name", "Acme")["id"].(string)
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, t.TempDir(), store.Options{MaxConns: 2, SecretKey: storetest.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := c.open()
 	group := func(name string) string {
 		g, err := s.CreateGroup(ctx, &store.AuditEntry{OrgID: orgID, Actor: "test", Action: "group.create", TargetType: "group"}, orgID,
 			store.GroupChange{Name: &name}, time.Now())
@@ -227,7 +208,7 @@ func TestAgentPolicyStagedCommand(t *testing.T) {
 	}
 
 	// Rings by name and by id, the delay in days.
-	code, out, e = set("--policy", "staged", "--version", "3.0.0", "--ring", "Pilot", "--ring", canary, "--delay", "2d", "--success-rate", "90")
+	code, out, e := set("--policy", "staged", "--version", "3.0.0", "--ring", "Pilot", "--ring", canary, "--delay", "2d", "--success-rate", "90")
 	if code != 0 {
 		t.Fatal(e)
 	}

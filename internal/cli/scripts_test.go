@@ -8,27 +8,12 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 func TestAdminScriptsAndRunStop(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	ok := func(stdin string, args ...string) map[string]any {
-		t.Helper()
-		code, out, errOut := patchd(t, db, stdin, args...)
-		if code != 0 {
-			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
-		}
-		return decode(t, out)
-	}
-	fail := func(want string, args ...string) {
-		t.Helper()
-		code, _, errOut := patchd(t, db, "", args...)
-		if code == 0 || !strings.Contains(errOut, want) {
-			t.Fatalf("patchd %v: exit %d %q, want an error with %q", args, code, errOut, want)
-		}
-	}
+	c := newCLITest(t)
+	ok, fail := c.ok, c.fail
 	org := ok("", "admin", "org", "create", "--name", "Acme")
 	sc := ok("echo $DIR\nexit 3010\n", "admin", "script", "create", "--org", "Acme", "--name", "Clean", "--language", "Bash", "--code-file", "-",
 		"--param", "DIR=/tmp", "--param", "KEY!=", "--reboot-exit-codes", "3010, 1641", "--timeout", "600")
@@ -59,13 +44,9 @@ func TestAdminScriptsAndRunStop(t *testing.T) {
 
 	// run stop: pending commands are cancelled, the run is STOPPED.
 	ctx := context.Background()
-	s, err := store.Open(ctx, db, "", store.Options{SecretKey: storetest.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := c.open()
 	var run store.CreatedRun
-	err = s.InTx(ctx, func(tx *store.Tx) error {
+	err := s.InTx(ctx, func(tx *store.Tx) error {
 		var err error
 		run, err = tx.CreateRun(ctx, store.NewRun{OrgID: org["id"].(string), Name: "r", ActionType: "REBOOT"},
 			[]store.NewCommand{{EndpointID: "e1", EndpointName: "one"}, {EndpointID: "e2", EndpointName: "two"}}, time.Now())

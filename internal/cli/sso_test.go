@@ -5,30 +5,13 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/internal/sso/ssotest"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 func TestAdminSSO(t *testing.T) {
 	t.Parallel()
-	db := storetest.URL(t)
-	ok := func(stdin string, args ...string) map[string]any {
-		t.Helper()
-		code, out, errOut := patchd(t, db, stdin, args...)
-		if code != 0 {
-			t.Fatalf("patchd %v: exit %d: %s", args, code, errOut)
-		}
-		if strings.Contains(out, "s3cret") {
-			t.Fatalf("patchd %v printed the client secret: %s", args, out)
-		}
-		return decode(t, out)
-	}
-	fail := func(stdin, want string, args ...string) {
-		t.Helper()
-		code, _, errOut := patchd(t, db, stdin, args...)
-		if code == 0 || !strings.Contains(errOut, want) {
-			t.Fatalf("patchd %v: exit %d %q, want an error with %q", args, code, errOut, want)
-		}
-	}
+	c := newCLITest(t)
+	c.neverPrints = "s3cret"
+	db, ok, fail := c.db, c.ok, c.failIn
 	ok("", "admin", "org", "create", "--name", "Acme")
 	fail("", "no single sign-on", "admin", "sso", "show", "--org", "Acme")
 	issuer := ssotest.Issuer(t) // saving an enabled provider reads its discovery document

@@ -18,16 +18,13 @@ func TestStagedPolicyGroupDeletedMeanwhile(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	now := time.Now()
 	if err := s.SetAgentPolicy(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "agent_policy.set"}, o.ID,
 		store.AgentPolicy{Policy: store.AgentPolicyLatest}, now); err != nil {
 		t.Fatal(err)
 	}
-	err = s.SetAgentPolicy(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "agent_policy.set"}, o.ID,
+	err := s.SetAgentPolicy(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "agent_policy.set"}, o.ID,
 		store.AgentPolicy{Policy: store.AgentPolicyStaged, Version: "2.0.0", Rings: []string{"no-such-group"}, Delay: time.Hour, SuccessRate: 90}, now)
 	var ve *valid.Error
 	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Field != "rings[0]" {

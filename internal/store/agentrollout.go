@@ -69,15 +69,11 @@ func (s *Store) AgentRolloutOf(ctx context.Context, orgID string, now time.Time)
 	r := &AgentRollout{Policy: p, ring: map[string]int{}}
 	rows, err := s.query(ctx, `SELECT r.position, COALESCE(r.group_id, ''), COALESCE(g.name, ''), r.started_at, r.done_at, r.halted_at
 		FROM agent_update_rings r LEFT JOIN endpoint_groups g ON g.id = r.group_id WHERE r.org_id = ? ORDER BY r.position`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: agent rollout: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var g AgentRing
 		var started, done, halted sql.NullInt64
-		if err := rows.Scan(&g.Position, &g.GroupID, &g.GroupName, &started, &done, &halted); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: agent rollout: %w", err)
+		if err := row.Scan(&g.Position, &g.GroupID, &g.GroupName, &started, &done, &halted); err != nil {
+			return err
 		}
 		if started.Valid {
 			g.StartedAt = fromMillis(started.Int64)
@@ -89,9 +85,8 @@ func (s *Store) AgentRolloutOf(ctx context.Context, orgID string, now time.Time)
 			g.HaltedAt = fromMillis(halted.Int64)
 		}
 		r.Rings = append(r.Rings, g)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: agent rollout: %w", err)
 	}
 	if len(r.Rings) == 0 {
@@ -113,14 +108,10 @@ func (s *Store) AgentRolloutOf(ctx context.Context, orgID string, now time.Time)
 		}
 	}
 	rows, err = s.query(ctx, `SELECT id, COALESCE(agent_version, ''), COALESCE(agent_update_failed_version, '') FROM endpoints WHERE org_id = ?`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: agent rollout: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var id, version, failed string
-		if err := rows.Scan(&id, &version, &failed); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: agent rollout: %w", err)
+		if err := row.Scan(&id, &version, &failed); err != nil {
+			return err
 		}
 		i, ok := r.ring[id]
 		if !ok {
@@ -135,9 +126,8 @@ func (s *Store) AgentRolloutOf(ctx context.Context, orgID string, now time.Time)
 		case failed:
 			g.Failed++
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: agent rollout: %w", err)
 	}
 	return r, s.advanceRollout(ctx, orgID, r, now)

@@ -64,19 +64,15 @@ func (s *Store) AgentPolicyOf(ctx context.Context, orgID string) (AgentPolicy, e
 	p.Delay = time.Duration(delay) * time.Second
 	if p.Policy == AgentPolicyStaged {
 		rows, err := s.query(ctx, `SELECT group_id FROM agent_update_rings WHERE org_id = ? AND group_id IS NOT NULL ORDER BY position`, orgID)
-		if err != nil {
-			return AgentPolicy{}, fmt.Errorf("store: agent update rings: %w", err)
-		}
-		defer rows.Close()
 		p.Rings = []string{}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				return AgentPolicy{}, fmt.Errorf("store: agent update rings: %w", err)
+			if err := r.Scan(&id); err != nil {
+				return err
 			}
 			p.Rings = append(p.Rings, id)
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return AgentPolicy{}, fmt.Errorf("store: agent update rings: %w", err)
 		}
 	}
@@ -219,37 +215,31 @@ func (s *Store) AgentFleetOf(ctx context.Context, orgID string) (AgentFleet, err
 	f := AgentFleet{Versions: []AgentVersionCount{}, Failures: []AgentUpdateFailure{}}
 	rows, err := s.query(ctx, `SELECT platform, COALESCE(arch, ''), COALESCE(agent_version, ''), COUNT(*) FROM endpoints WHERE org_id = ?
 		GROUP BY platform, COALESCE(arch, ''), COALESCE(agent_version, '') ORDER BY 1, 2, 3`, orgID)
-	if err != nil {
-		return f, fmt.Errorf("store: agent versions: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var c AgentVersionCount
-		if err := rows.Scan(&c.Platform, &c.Arch, &c.AgentVersion, &c.Endpoints); err != nil {
-			rows.Close()
-			return f, fmt.Errorf("store: agent versions: %w", err)
+		if err := r.Scan(&c.Platform, &c.Arch, &c.AgentVersion, &c.Endpoints); err != nil {
+			return err
 		}
 		f.Versions = append(f.Versions, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return f, fmt.Errorf("store: agent versions: %w", err)
 	}
 	rows, err = s.query(ctx, `SELECT id, hostname, platform, COALESCE(agent_version, ''), agent_update_failed_version, COALESCE(agent_update_failed_reason, ''), agent_update_failed_at
 		FROM endpoints WHERE org_id = ? AND agent_update_failed_at IS NOT NULL ORDER BY agent_update_failed_at DESC, id LIMIT ?`, orgID, maxAgentUpdateFailures)
-	if err != nil {
-		return f, fmt.Errorf("store: agent update failures: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var x AgentUpdateFailure
 		var at int64
-		if err := rows.Scan(&x.EndpointID, &x.Hostname, &x.Platform, &x.AgentVersion, &x.Version, &x.Reason, &at); err != nil {
-			return f, fmt.Errorf("store: agent update failures: %w", err)
+		if err := row.Scan(&x.EndpointID, &x.Hostname, &x.Platform, &x.AgentVersion, &x.Version, &x.Reason, &at); err != nil {
+			return err
 		}
 		x.At = fromMillis(at)
 		f.Failures = append(f.Failures, x)
+		return nil
+	}); err != nil {
+		return f, fmt.Errorf("store: agent update failures: %w", err)
 	}
-	return f, rows.Err()
+	return f, nil
 }
 
 // RaiseAgentReleaseChanged raises AGENT_UPDATE_FAILED for the enabled
@@ -262,20 +252,15 @@ func (s *Store) RaiseAgentReleaseChanged(ctx context.Context, platform, version,
 	raised := 0
 	err := s.InTx(ctx, func(tx *Tx) error {
 		rows, err := tx.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE trigger_kind = ? AND enabled = TRUE ORDER BY org_id, id`, alerts.AgentUpdateFailed)
-		if err != nil {
-			return fmt.Errorf("store: alert rules: %w", err)
-		}
 		var rules []AlertRule
-		for rows.Next() {
-			r, err := scanAlertRule(rows)
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
+			r, err := scanAlertRule(row)
 			if err != nil {
-				rows.Close()
-				return fmt.Errorf("store: alert rules: %w", err)
+				return err
 			}
 			rules = append(rules, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return fmt.Errorf("store: alert rules: %w", err)
 		}
 		detail := fmt.Sprintf("The agent binary published for %s changed on the server's disk after its release %s was signed "+

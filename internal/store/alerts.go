@@ -93,19 +93,18 @@ func (s *Store) CreateAlertRule(ctx context.Context, e *AuditEntry, orgID string
 // without their webhook secrets (change a rule GetAlertRule read).
 func (s *Store) ListAlertRules(ctx context.Context, orgID string) ([]AlertRule, error) {
 	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? ORDER BY created_at, id`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list alert rules: %w", err)
-	}
-	defer rows.Close()
 	out := []AlertRule{}
-	for rows.Next() {
-		r, err := scanAlertRule(rows)
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
+		r, err := scanAlertRule(row)
 		if err != nil {
-			return nil, fmt.Errorf("store: list alert rules: %w", err)
+			return err
 		}
 		out = append(out, r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: list alert rules: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // GetAlertRule reads one rule of the organization.
@@ -229,23 +228,22 @@ func (s *Store) PageAlertEvents(ctx context.Context, orgID, ruleID string, limit
 	}
 	rows, err := s.query(ctx, `SELECT id, rule_id, event, severity, title, detail, endpoint_id, raised_at, email_outcome, webhook_outcome
 		FROM alert_events WHERE org_id = ? AND rule_id = ? ORDER BY raised_at DESC, id DESC LIMIT ? OFFSET ?`, orgID, ruleID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list alert events: %w", err)
-	}
-	defer rows.Close()
 	out := []AlertEvent{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var ev AlertEvent
 		var endpoint, email, hook sql.NullString
 		var raised int64
-		if err := rows.Scan(&ev.ID, &ev.RuleID, &ev.Event, &ev.Severity, &ev.Title, &ev.Detail, &endpoint, &raised, &email, &hook); err != nil {
-			return nil, 0, fmt.Errorf("store: list alert events: %w", err)
+		if err := r.Scan(&ev.ID, &ev.RuleID, &ev.Event, &ev.Severity, &ev.Title, &ev.Detail, &endpoint, &raised, &email, &hook); err != nil {
+			return err
 		}
 		ev.EndpointID, ev.EmailOutcome, ev.WebhookOutcome = nullString(endpoint), nullString(email), nullString(hook)
 		ev.RaisedAt = fromMillis(raised)
 		out = append(out, ev)
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("store: list alert events: %w", err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // NewAlertEvent is an event to raise for a rule.
@@ -362,19 +360,11 @@ type Delivery struct {
 func (s *Store) PendingDeliveries(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	rows, err := s.query(ctx, `SELECT id FROM alert_outbox WHERE done_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)
 		AND (next_at IS NULL OR next_at <= ?) ORDER BY created_at, id LIMIT ?`, millis(now), millis(now), limit)
+	out, err := scanRows(rows, err, scanString)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending deliveries: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: pending deliveries: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ClaimDelivery claims an outbox row for holder until until, with a
@@ -521,21 +511,20 @@ func (s *Store) ListFailedDeliveries(ctx context.Context, orgID, ruleID string, 
 		FROM alert_outbox o JOIN alert_events ev ON ev.id = o.event_id
 		WHERE ev.org_id = ? AND ev.rule_id = ? AND o.failed AND o.done_at IS NOT NULL
 		ORDER BY o.done_at DESC, o.id DESC LIMIT ?`, orgID, ruleID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: list failed deliveries: %w", err)
-	}
-	defer rows.Close()
 	out := []FailedDelivery{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var f FailedDelivery
 		var raised, done int64
-		if err := rows.Scan(&f.ID, &f.EventID, &f.Channel, &f.Title, &raised, &f.Attempts, &f.Error, &done); err != nil {
-			return nil, fmt.Errorf("store: list failed deliveries: %w", err)
+		if err := r.Scan(&f.ID, &f.EventID, &f.Channel, &f.Title, &raised, &f.Attempts, &f.Error, &done); err != nil {
+			return err
 		}
 		f.RaisedAt, f.FailedAt = fromMillis(raised), fromMillis(done)
 		out = append(out, f)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: list failed deliveries: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ResendDelivery queues a new delivery of a failed delivery's event on the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -71,19 +72,18 @@ func (tx *Tx) raiseReenrolled(ctx context.Context, en Enrollment, endpointID, ol
 
 func (tx *Tx) enabledRules(ctx context.Context, orgID, trigger string) ([]AlertRule, error) {
 	rows, err := tx.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? AND trigger_kind = ? AND enabled = TRUE`, orgID, trigger)
-	if err != nil {
-		return nil, fmt.Errorf("store: alert rules: %w", err)
-	}
-	defer rows.Close()
 	var out []AlertRule
-	for rows.Next() {
-		r, err := scanAlertRule(rows)
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
+		r, err := scanAlertRule(row)
 		if err != nil {
-			return nil, fmt.Errorf("store: alert rules: %w", err)
+			return err
 		}
 		out = append(out, r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: alert rules: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // AlertEvaluation counts what one EvaluateAlerts pass raised.
@@ -127,20 +127,15 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 	st.OfflineAt = offlineAt
 	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind NOT IN (?, ?, ?) ORDER BY org_id, id`,
 		alerts.NewEndpoint, alerts.EndpointReenrolled, alerts.AgentUpdateFailed)
-	if err != nil {
-		return st, fmt.Errorf("store: evaluate alerts: %w", err)
-	}
 	var rules []AlertRule
-	for rows.Next() {
-		r, err := scanAlertRule(rows)
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
+		r, err := scanAlertRule(row)
 		if err != nil {
-			rows.Close()
-			return st, fmt.Errorf("store: evaluate alerts: %w", err)
+			return err
 		}
 		rules = append(rules, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return st, fmt.Errorf("store: evaluate alerts: %w", err)
 	}
 	for _, r := range rules {
@@ -226,20 +221,19 @@ func (s *Store) trackReboots(ctx context.Context, now time.Time) error {
 // collect reads rows of (endpoint id, name, since) into events made by mk.
 func (s *Store) collect(ctx context.Context, mk func(id, name string, since time.Time) NewAlertEvent, query string, args ...any) ([]NewAlertEvent, error) {
 	rows, err := s.query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: alert conditions: %w", err)
-	}
-	defer rows.Close()
 	var out []NewAlertEvent
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id, name string
 		var since int64
-		if err := rows.Scan(&id, &name, &since); err != nil {
-			return nil, fmt.Errorf("store: alert conditions: %w", err)
+		if err := r.Scan(&id, &name, &since); err != nil {
+			return err
 		}
 		out = append(out, mk(id, name, fromMillis(since)))
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: alert conditions: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func ago(now, since time.Time) string {
@@ -286,25 +280,20 @@ func (s *Store) offlineConditions(ctx context.Context, r AlertRule, now, offline
 func (s *Store) groupConditions(ctx context.Context, r AlertRule, now, offlineAt time.Time, disconnectedAfter time.Duration) ([]NewAlertEvent, error) {
 	rows, err := s.query(ctx, `SELECT id, name, offline_alert_minutes, online_alert, COALESCE(builtin, '') FROM endpoint_groups
 		WHERE org_id = ? AND offline_alert_minutes IS NOT NULL ORDER BY id`, r.OrgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: uptime groups: %w", err)
-	}
 	type group struct {
 		id, name, builtin string
 		minutes           int
 		online            bool
 	}
 	var list []group
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var g group
-		if err := rows.Scan(&g.id, &g.name, &g.minutes, &g.online, &g.builtin); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: uptime groups: %w", err)
+		if err := row.Scan(&g.id, &g.name, &g.minutes, &g.online, &g.builtin); err != nil {
+			return err
 		}
 		list = append(list, g)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: uptime groups: %w", err)
 	}
 	var out []NewAlertEvent
@@ -382,23 +371,22 @@ func (s *Store) missingUpdateConditions(ctx context.Context, r AlertRule, now ti
 		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.condition_key = 'update:' || u.endpoint_id || ':' || u.key)
 		ORDER BY u.endpoint_id, u.key LIMIT ?`,
 		r.OrgID, millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
-	if err != nil {
-		return nil, fmt.Errorf("store: missing critical updates: %w", err)
-	}
-	defer rows.Close()
 	var out []NewAlertEvent
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var id, name, key, title string
 		var detected int64
-		if err := rows.Scan(&id, &name, &key, &title, &detected); err != nil {
-			return nil, fmt.Errorf("store: missing critical updates: %w", err)
+		if err := row.Scan(&id, &name, &key, &title, &detected); err != nil {
+			return err
 		}
 		since := fromMillis(detected)
 		out = append(out, NewAlertEvent{Key: "update:" + id + ":" + key, Event: alerts.MissingCriticalUpdate, Severity: alerts.Warning,
 			Title:  fmt.Sprintf("Endpoint %s is missing a Critical update", name),
 			Detail: fmt.Sprintf("%s (%s), missing since %s (%s). Endpoint id %s.", title, key, stamp(since), ago(now, since), id), EndpointID: id, Since: &since})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: missing critical updates: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CRITICAL_VULN: a CVE present on the fleet, detected (again) since the
@@ -410,18 +398,14 @@ func (s *Store) vulnConditions(ctx context.Context, r AlertRule) ([]NewAlertEven
 		WHERE ov.org_id = ? AND ov.endpoints_count > 0 AND ov.last_detected_at >= ? AND (c.cvss >= ? OR k.cve_id IS NOT NULL)
 		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.condition_key = 'cve:' || ov.cve_id)
 		ORDER BY ov.cve_id LIMIT ?`, r.OrgID, millis(r.CreatedAt), r.Threshold, r.ID, maxCandidates)
-	if err != nil {
-		return nil, fmt.Errorf("store: critical vulnerabilities: %w", err)
-	}
-	defer rows.Close()
 	var out []NewAlertEvent
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var cve, desc string
 		var cvss *float64
 		var kev bool
 		var count int
-		if err := rows.Scan(&cve, &cvss, &kev, &count, &desc); err != nil {
-			return nil, fmt.Errorf("store: critical vulnerabilities: %w", err)
+		if err := row.Scan(&cve, &cvss, &kev, &count, &desc); err != nil {
+			return err
 		}
 		score := "no CVSS score"
 		if cvss != nil {
@@ -439,8 +423,11 @@ func (s *Store) vulnConditions(ctx context.Context, r AlertRule) ([]NewAlertEven
 		}
 		out = append(out, NewAlertEvent{Key: "cve:" + cve, Event: alerts.CriticalVuln, Severity: alerts.Critical,
 			Title: "Critical vulnerability " + cve + " found on the fleet", Detail: detail})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: critical vulnerabilities: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // reportRowsCondition raises REPORT_ROWS when the report reaches the

@@ -62,10 +62,7 @@ func TestApprovalPolicyAtIngestion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	audit := func() *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
 	}
@@ -114,10 +111,7 @@ func TestDeclineOlder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	audit := func() *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
 	}
@@ -163,10 +157,7 @@ func TestBuiltinGroupsStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	now := time.Now()
 	old := enroll(t, s, o.ID, "old", now.AddDate(0, 0, -8))
 	fresh := enroll(t, s, o.ID, "fresh", now.Add(-time.Hour))
@@ -188,7 +179,7 @@ func TestBuiltinGroupsStore(t *testing.T) {
 	if _, err := s.BuiltinGroupID(ctx, o.ID, "other"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown built-in: %v", err)
 	}
-	other, _ := s.CreateOrg(ctx, "Other", "UTC")
+	other := newOrg(t, s, "Other")
 	if _, err := s.GroupMemberIDs(ctx, other.ID, allID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another organization's group: %v", err)
 	}

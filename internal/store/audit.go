@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -107,24 +108,26 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, f AuditFilter) ([]A
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit: %w", err)
 	}
-	defer rows.Close()
 	var out []AuditEntry
-	for rows.Next() {
+	if err := eachRow(rows, nil, func(r *sql.Rows) error {
 		var e AuditEntry
 		var at int64
 		var summary string
-		if err := rows.Scan(&e.ID, &e.OrgID, &at, &e.Actor, &e.Action, &e.TargetType, &e.TargetID, &summary, &e.Address); err != nil {
-			return nil, fmt.Errorf("store: list audit: %w", err)
+		if err := r.Scan(&e.ID, &e.OrgID, &at, &e.Actor, &e.Action, &e.TargetType, &e.TargetID, &summary, &e.Address); err != nil {
+			return fmt.Errorf("store: list audit: %w", err)
 		}
 		e.At = fromMillis(at)
 		if summary != "" && summary != "{}" {
 			if err := json.Unmarshal([]byte(summary), &e.Summary); err != nil {
-				return nil, fmt.Errorf("store: audit summary: %w", err)
+				return fmt.Errorf("store: audit summary: %w", err)
 			}
 		}
 		out = append(out, e)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // InstanceEvent is one line of the instance's own Audit Trail: a change to
@@ -223,22 +226,24 @@ func (s *Store) ListInstanceEvents(ctx context.Context, f InstanceEventFilter) (
 	if err != nil {
 		return nil, fmt.Errorf("store: list instance events: %w", err)
 	}
-	defer rows.Close()
 	var out []InstanceEvent
-	for rows.Next() {
+	if err := eachRow(rows, nil, func(r *sql.Rows) error {
 		var e InstanceEvent
 		var at int64
 		var summary string
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Address, &e.Action, &e.TargetType, &e.TargetID, &summary); err != nil {
-			return nil, fmt.Errorf("store: list instance events: %w", err)
+		if err := r.Scan(&e.ID, &at, &e.Actor, &e.Address, &e.Action, &e.TargetType, &e.TargetID, &summary); err != nil {
+			return fmt.Errorf("store: list instance events: %w", err)
 		}
 		e.At = fromMillis(at)
 		if summary != "" && summary != "{}" {
 			if err := json.Unmarshal([]byte(summary), &e.Summary); err != nil {
-				return nil, fmt.Errorf("store: instance event summary: %w", err)
+				return fmt.Errorf("store: instance event summary: %w", err)
 			}
 		}
 		out = append(out, e)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -233,19 +233,18 @@ func (tx *Tx) GetAutomation(ctx context.Context, orgID, id string) (Automation, 
 // ListAutomations lists the organization's automations by name.
 func (s *Store) ListAutomations(ctx context.Context, orgID string) ([]Automation, error) {
 	rows, err := s.query(ctx, `SELECT `+automationColumns+` FROM automations WHERE org_id = ? ORDER BY name, id`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list automations: %w", err)
-	}
-	defer rows.Close()
 	out := []Automation{}
-	for rows.Next() {
-		a, err := scanAutomation(rows)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		a, err := scanAutomation(r)
 		if err != nil {
-			return nil, fmt.Errorf("store: list automations: %w", err)
+			return err
 		}
 		out = append(out, a)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: list automations: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // DueAutomations lists enabled automations whose next slot is at or before
@@ -253,19 +252,18 @@ func (s *Store) ListAutomations(ctx context.Context, orgID string) ([]Automation
 func (s *Store) DueAutomations(ctx context.Context, now time.Time, limit int) ([]Automation, error) {
 	rows, err := s.query(ctx, `SELECT `+automationColumns+` FROM automations WHERE enabled AND next_run_at IS NOT NULL AND next_run_at <= ?
 		ORDER BY next_run_at, id LIMIT ?`, millis(now), limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: due automations: %w", err)
-	}
-	defer rows.Close()
 	var out []Automation
-	for rows.Next() {
-		a, err := scanAutomation(rows)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		a, err := scanAutomation(r)
 		if err != nil {
-			return nil, fmt.Errorf("store: due automations: %w", err)
+			return err
 		}
 		out = append(out, a)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: due automations: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Slot is the scheduler's claim on an automation's due slot and what the
@@ -339,21 +337,20 @@ type Skip struct {
 func (s *Store) ListSkips(ctx context.Context, orgID, automationID string, limit int) ([]Skip, error) {
 	rows, err := s.query(ctx, `SELECT slot_at, recorded_at, reason FROM automation_skips WHERE org_id = ? AND automation_id = ?
 		ORDER BY slot_at DESC, id DESC LIMIT ?`, orgID, automationID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: list skipped slots: %w", err)
-	}
-	defer rows.Close()
 	out := []Skip{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var sk Skip
 		var slot, rec int64
-		if err := rows.Scan(&slot, &rec, &sk.Reason); err != nil {
-			return nil, fmt.Errorf("store: list skipped slots: %w", err)
+		if err := r.Scan(&slot, &rec, &sk.Reason); err != nil {
+			return err
 		}
 		sk.SlotAt, sk.RecordedAt = fromMillis(slot), fromMillis(rec)
 		out = append(out, sk)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: list skipped slots: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RingOutcome reads what a ring's run achieved: commands that had something

@@ -20,10 +20,7 @@ import (
 func enrollN(t *testing.T, s *store.Store, name string, n int, at time.Time) (store.Org, []string) {
 	t.Helper()
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, name, "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, name)
 	ids := make([]string, n)
 	for i := range ids {
 		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprintf("%s-%d", name, i),

@@ -32,10 +32,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 		}
 		return fi.Size()
 	}
-	o, err := s.CreateOrg(ctx, "checkpoint", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "checkpoint")
 	before := size(path)
 	if _, err := s.BulkEndpointsForTest(ctx, o.ID, 20000, time.Now()); err != nil {
 		t.Fatal(err)

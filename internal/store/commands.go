@@ -106,23 +106,22 @@ func (tx *Tx) CreateRun(ctx context.Context, r NewRun, cmds []NewCommand, now ti
 func (s *Store) PendingCommands(ctx context.Context, endpointID string, now time.Time) ([]agentproto.Command, error) {
 	rows, err := s.query(ctx, `SELECT id, run_id, type, payload, created_at, not_after FROM commands
 		WHERE endpoint_id = ? AND status = 'PENDING' AND (not_after IS NULL OR not_after > ?) ORDER BY created_at, id LIMIT 100`, endpointID, millis(now))
-	if err != nil {
-		return nil, fmt.Errorf("store: pending commands: %w", err)
-	}
-	defer rows.Close()
 	var out []agentproto.Command
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var c agentproto.Command
 		var payload string
 		var created int64
 		var notAfter sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.RunID, &c.Type, &payload, &created, &notAfter); err != nil {
-			return nil, fmt.Errorf("store: pending commands: %w", err)
+		if err := r.Scan(&c.ID, &c.RunID, &c.Type, &payload, &created, &notAfter); err != nil {
+			return err
 		}
 		c.Payload, c.CreatedAt, c.NotAfter = json.RawMessage(payload), fromMillis(created), nullTime(notAfter)
 		out = append(out, c)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: pending commands: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // EndpointsWithPending lists the endpoints that have pending commands or
@@ -130,19 +129,11 @@ func (s *Store) PendingCommands(ctx context.Context, endpointID string, now time
 func (s *Store) EndpointsWithPending(ctx context.Context) ([]string, error) {
 	rows, err := s.query(ctx, `SELECT endpoint_id FROM commands WHERE status = 'PENDING'
 		UNION SELECT id FROM endpoints WHERE scan_requested_at IS NOT NULL`)
+	out, err := scanRows(rows, err, scanString)
 	if err != nil {
 		return nil, fmt.Errorf("store: endpoints with pending commands: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: endpoints with pending commands: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ErrStatusConflict answers a status report that does not follow the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -87,19 +88,18 @@ func (s *Store) RecordCompliance(ctx context.Context, now time.Time) (int, error
 func (s *Store) ComplianceHistory(ctx context.Context, orgID string, since, until time.Time) ([]apiv1.ComplianceDay, error) {
 	rows, err := s.query(ctx, `SELECT day, endpoints, fully_patched, missing_critical, missing_other, critical_cves, overdue_cves, recorded_at
 		FROM compliance_days WHERE org_id = ? AND day >= ? AND day <= ? ORDER BY day`, orgID, day(since), day(until))
-	if err != nil {
-		return nil, fmt.Errorf("store: compliance history: %w", err)
-	}
-	defer rows.Close()
 	out := []apiv1.ComplianceDay{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var d apiv1.ComplianceDay
 		var at int64
-		if err := rows.Scan(&d.Date, &d.Endpoints, &d.FullyPatched, &d.MissingCritical, &d.MissingOther, &d.CriticalCVEs, &d.OverdueCVEs, &at); err != nil {
-			return nil, fmt.Errorf("store: compliance history: %w", err)
+		if err := r.Scan(&d.Date, &d.Endpoints, &d.FullyPatched, &d.MissingCritical, &d.MissingOther, &d.CriticalCVEs, &d.OverdueCVEs, &at); err != nil {
+			return err
 		}
 		d.RecordedAt = fromMillis(at)
 		out = append(out, d)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: compliance history: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -19,14 +19,8 @@ func TestComplianceHistory(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := s.CreateOrg(ctx, "Other", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
+	other := newOrg(t, s, "Other")
 	day1 := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 	add := func(orgID, name string, ups ...agentproto.Update) string {
 		t.Helper()

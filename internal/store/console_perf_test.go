@@ -36,10 +36,7 @@ func TestConsolePerformance(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Perf", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Perf")
 	n := perfScale(10000)
 	start := time.Now()
 	ids, err := s.BulkEndpointsForTest(ctx, o.ID, n, start)

@@ -36,10 +36,7 @@ func TestConcurrentWritersKeepCounts(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		replicas = append(replicas, s)
 	}
-	o, err := s1.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s1, "Acme")
 	rule := func(prefix string) *[]groups.Rule {
 		return &[]groups.Rule{{Field: "hostname", Op: groups.OpStartsWith, Value: prefix}}
 	}

@@ -104,19 +104,18 @@ func (s *Store) FindCredential(ctx context.Context, orgID, ref string) (Credenti
 func (s *Store) ListCredentials(ctx context.Context, orgID string) ([]Credential, error) {
 	rows, err := s.query(ctx, `SELECT `+credentialColumns+` FROM credentials c JOIN roles r ON r.id = c.role_id
 		WHERE c.org_id = ? ORDER BY c.created_at, c.id`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list credentials: %w", err)
-	}
-	defer rows.Close()
 	var out []Credential
-	for rows.Next() {
-		c, err := scanCredential(rows)
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
+		c, err := scanCredential(row)
 		if err != nil {
-			return nil, fmt.Errorf("store: list credentials: %w", err)
+			return err
 		}
 		out = append(out, c)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: list credentials: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SetCredentialDisabled disables or enables a credential. Disabling revokes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -80,29 +81,24 @@ func (s *Store) Datasets(ctx context.Context, orgID, name string) iter.Seq2[Data
 		rows, err := s.query(ctx, `SELECT d.endpoint_id, COALESCE(e.display_name, e.hostname), d.collected_at, d.rows_gz
 			FROM endpoint_datasets d JOIN endpoints e ON e.id = d.endpoint_id
 			WHERE d.org_id = ? AND d.name = ? ORDER BY e.sort_name, e.id`, orgID, name)
-		if err != nil {
-			yield(DatasetRows{}, fmt.Errorf("store: dataset %s: %w", name, err))
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var d DatasetRows
 			var at int64
 			var blob []byte
-			if err := rows.Scan(&d.EndpointID, &d.EndpointName, &at, &blob); err != nil {
-				yield(DatasetRows{}, fmt.Errorf("store: dataset %s: %w", name, err))
-				return
+			if err := r.Scan(&d.EndpointID, &d.EndpointName, &at, &blob); err != nil {
+				return err
 			}
 			d.CollectedAt = fromMillis(at)
+			var err error
 			if d.Rows, err = decompressRows(blob); err != nil {
 				yield(DatasetRows{}, fmt.Errorf("store: dataset %s of %s: %w", name, d.EndpointID, err))
-				return
+				return stopRows
 			}
 			if !yield(d, nil) {
-				return
+				return stopRows
 			}
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			yield(DatasetRows{}, fmt.Errorf("store: dataset %s: %w", name, err))
 		}
 	}

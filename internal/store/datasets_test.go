@@ -16,10 +16,7 @@ func TestDatasetsRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	big := make([]map[string]any, 500)
 	for i := range big {
 		big[i] = map[string]any{"name": fmt.Sprintf("proc-%d", i), "pid": float64(i)}

@@ -22,14 +22,8 @@ func TestFindEndpoints(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Millisecond)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := s.CreateOrg(ctx, "Other", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
+	other := newOrg(t, s, "Other")
 	add := func(orgID, name, platform, os string, at time.Time, ci store.Checkin, ups ...agentproto.Update) string {
 		t.Helper()
 		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: orgID, MachineUID: name, Hostname: name, Platform: platform,

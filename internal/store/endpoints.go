@@ -533,19 +533,15 @@ func (s *Store) seenJSON(chunk []Checkin) string {
 // readFacts reads the facts of the endpoints seen names into known.
 func (tx *Tx) readFacts(ctx context.Context, read, seen string, known map[string]facts) error {
 	rows, err := tx.query(ctx, read, seen)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
 		var f facts
-		if err := rows.Scan(&id, &f.org, &f.reboot, &f.user, &f.ips, &f.version, &f.boot); err != nil {
+		if err := r.Scan(&id, &f.org, &f.reboot, &f.user, &f.ips, &f.version, &f.boot); err != nil {
 			return err
 		}
 		known[id] = f
-	}
-	return rows.Err()
+		return nil
+	})
 }
 
 // lockGroupsOf takes, on PostgreSQL, the group locks of the batch's
@@ -563,19 +559,14 @@ func (tx *Tx) lockGroupsOf(ctx context.Context, batch []Checkin) error {
 			args[i] = c.EndpointID
 		}
 		rows, err := tx.query(ctx, `SELECT DISTINCT org_id FROM endpoints WHERE id IN (`+placeholders(len(args))+`)`, args...)
-		if err != nil {
-			return fmt.Errorf("store: record check-ins: %w", err)
-		}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var org string
-			if err := rows.Scan(&org); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: record check-ins: %w", err)
+			if err := r.Scan(&org); err != nil {
+				return err
 			}
 			orgs = append(orgs, org)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return fmt.Errorf("store: record check-ins: %w", err)
 		}
 	}
@@ -823,19 +814,15 @@ func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.End
 	}
 	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM `+endpointsSeen+` WHERE `+where+` ORDER BY `+endpointOrder(q.Sort, q.Desc)+` LIMIT ? OFFSET ?`,
 		append(args, limit, q.Offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
-	}
-	defer rows.Close()
 	out := make([]apiv1.Endpoint, 0, min(limit, 500))
-	for rows.Next() {
-		e, err := scanEndpoint(rows, q.ConnectedSince)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		e, err := scanEndpoint(r, q.ConnectedSince)
 		if err != nil {
-			return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
+			return err
 		}
 		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
 	}
 	return out, total, nil
@@ -846,19 +833,15 @@ func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.End
 func (s *Store) FindEndpointIDs(ctx context.Context, q EndpointQuery) ([]string, error) {
 	from, where, args := endpointWhere(q)
 	rows, err := s.query(ctx, `SELECT e.id FROM `+from+` WHERE `+where+` ORDER BY e.id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: endpoint ids: %w", err)
-	}
-	defer rows.Close()
 	var ids []string
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: endpoint ids: %w", err)
+		if err := r.Scan(&id); err != nil {
+			return err
 		}
 		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: endpoint ids: %w", err)
 	}
 	return ids, nil
@@ -1086,17 +1069,13 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 			WHERE (p.status = 'connected' AND (p.last_seen_at IS NULL OR p.last_seen_at < ?))
 				OR (p.status = 'disconnected' AND p.last_seen_at >= ?)
 			ORDER BY p.endpoint_id`+lock, millis(cutoff), millis(cutoff))
-		if err != nil {
-			return fmt.Errorf("store: sweep status: %w", err)
-		}
 		var batch []StatusChange
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var ch StatusChange
 			var seen, changed sql.NullInt64
 			var from string
-			if err := rows.Scan(&ch.EndpointID, &ch.OrgID, &ch.Name, &seen, &changed, &from); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: sweep status: %w", err)
+			if err := r.Scan(&ch.EndpointID, &ch.OrgID, &ch.Name, &seen, &changed, &from); err != nil {
+				return err
 			}
 			ch.Connected, ch.At = from == "disconnected", now
 			if ch.Connected {
@@ -1105,9 +1084,8 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 				ch.Since = nullTime(seen)
 			}
 			batch = append(batch, ch)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return fmt.Errorf("store: sweep status: %w", err)
 		}
 		for _, ch := range batch {

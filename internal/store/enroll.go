@@ -105,20 +105,19 @@ func (s *Store) ListEnrollTokens(ctx context.Context, orgID string) ([]EnrollTok
 	rows, err := s.query(ctx, `SELECT t.id, t.org_id, t.expires_at, t.revoked,
 		t.uses + COALESCE((SELECT SUM(u.uses) FROM enroll_token_uses u WHERE u.token_id = t.id), 0), t.created_at
 		FROM enroll_tokens t WHERE t.org_id = ? ORDER BY t.created_at`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list enroll tokens: %w", err)
-	}
-	defer rows.Close()
 	var out []EnrollToken
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var t EnrollToken
 		var exp sql.NullInt64
 		var created int64
-		if err := rows.Scan(&t.ID, &t.OrgID, &exp, &t.Revoked, &t.Uses, &created); err != nil {
-			return nil, fmt.Errorf("store: list enroll tokens: %w", err)
+		if err := r.Scan(&t.ID, &t.OrgID, &exp, &t.Revoked, &t.Uses, &created); err != nil {
+			return err
 		}
 		t.ExpiresAt, t.CreatedAt = nullTime(exp), fromMillis(created)
 		out = append(out, t)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: list enroll tokens: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -19,10 +19,7 @@ func TestEnrollCountsTokenUse(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Uses", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Uses")
 	audit := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "enroll_token"}
 	}
@@ -58,10 +55,7 @@ func TestEnrollCountsParallelUses(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Parallel uses", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Parallel uses")
 	tok, err := s.CreateEnrollToken(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "enroll_token.create", TargetType: "enroll_token"},
 		o.ID, "hash-parallel", nil)
 	if err != nil {
@@ -103,10 +97,7 @@ func TestEnrollmentsShareTransaction(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Shared", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Shared")
 	audit := &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "enroll_token.create", TargetType: "enroll_token"}
 	tok, err := s.CreateEnrollToken(ctx, audit, o.ID, "hash-shared", nil)
 	if err != nil {

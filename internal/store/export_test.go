@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -353,4 +354,22 @@ func (s *Store) UndoMigration040ForTest(ctx context.Context) error {
 func (s *Store) QueryStringsForTest(ctx context.Context, query string) ([]string, error) {
 	rows, err := s.query(ctx, query)
 	return scanRows(rows, err, scanString)
+}
+
+// FirstStringsForTest reads the first n rows of a query of one text column
+// through eachRow, stopping there with stopRows.
+func (s *Store) FirstStringsForTest(ctx context.Context, query string, n int) ([]string, error) {
+	rows, err := s.query(ctx, query)
+	var out []string
+	err = eachRow(rows, err, func(r *sql.Rows) error {
+		v, err := scanString(r)
+		if err != nil {
+			return err
+		}
+		if out = append(out, v); len(out) == n {
+			return stopRows
+		}
+		return nil
+	})
+	return out, err
 }

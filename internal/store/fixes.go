@@ -46,20 +46,15 @@ func (s *Store) updateFixes(ctx context.Context, orgID, cond, arg, endpointsQuer
 		return nil, err
 	}
 	rows, err := s.query(ctx, endpointsQuery, orgID, arg)
-	if err != nil {
-		return nil, fmt.Errorf("store: fixing updates: %w", err)
-	}
 	var ids []any
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: fixing updates: %w", err)
+		if err := r.Scan(&id); err != nil {
+			return err
 		}
 		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: fixing updates: %w", err)
 	}
 	kb, err := kbFixPairs(ctx, s.query, orgID, ids)
@@ -126,22 +121,18 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 					OR eu.installed_version = ev.version)))
 		LEFT JOIN vuln_kev k ON k.cve_id = ev.cve_id
 		WHERE ev.org_id = ? AND `+cond, append([]any{orgID}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: fixing updates: %w", err)
-	}
-	defer rows.Close()
 	var out []fixPair
 	seen := map[[4]string]bool{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var f fixPair
 		var source, fixedIn, latest, platform, osName, pkg, installed, version string
 		var winget bool
-		if err := rows.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.Software, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV,
+		if err := r.Scan(&f.Key, &f.Title, &f.KB, &f.Severity, &f.CVEID, &f.Software, &f.EndpointID, &source, &fixedIn, &latest, &platform, &osName, &f.KEV,
 			&pkg, &winget, &installed, &version); err != nil {
-			return nil, fmt.Errorf("store: fixing updates: %w", err)
+			return err
 		}
 		if !updateNames(f.Title, pkg, winget, installed, latest, f.Software, version) {
-			continue
+			return nil
 		}
 		{
 			// A package or application update fixes the CVE when it
@@ -154,7 +145,7 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 				scheme = vver.SchemeFor(distro)
 			}
 			if fixedIn == "" || latest == "" || vver.Compare(scheme, latest, fixedIn) < 0 {
-				continue
+				return nil
 			}
 		}
 		id := [4]string{f.Key, f.CVEID, f.EndpointID, f.Software}
@@ -162,8 +153,11 @@ func fixPairs(ctx context.Context, query func(context.Context, string, ...any) (
 			seen[id] = true
 			out = append(out, f)
 		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: fixing updates: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // updateNames reports whether a missing package or application update is
@@ -213,19 +207,18 @@ func isWordChar(c byte) bool {
 // missing updates, by the missing update's id.
 func (s *Store) EndpointUpdateKeys(ctx context.Context, orgID, endpointID string) (map[string]string, error) {
 	rows, err := s.query(ctx, `SELECT id, key FROM endpoint_updates WHERE org_id = ? AND endpoint_id = ?`, orgID, endpointID)
-	if err != nil {
-		return nil, fmt.Errorf("store: endpoint update keys: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]string{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id, key string
-		if err := rows.Scan(&id, &key); err != nil {
-			return nil, fmt.Errorf("store: endpoint update keys: %w", err)
+		if err := r.Scan(&id, &key); err != nil {
+			return err
 		}
 		out[id] = key
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: endpoint update keys: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // fillAllUpdateCVEs fills Update.cves of a page of missing updates: the
@@ -355,20 +348,15 @@ func (s *Store) findingFixes(ctx context.Context, orgID string) (findingFixes, e
 	// The endpoints with a Windows finding and a missing Windows update.
 	rows, err := s.query(ctx, `SELECT DISTINCT ev.endpoint_id FROM endpoint_vulns ev WHERE ev.org_id = ? AND ev.source LIKE 'KB%'
 		AND EXISTS (SELECT 1 FROM endpoint_updates eu WHERE eu.endpoint_id = ev.endpoint_id AND eu.kb IS NOT NULL)`, orgID)
-	if err != nil {
-		return out, fmt.Errorf("store: fixing updates: %w", err)
-	}
 	var ids []any
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return out, fmt.Errorf("store: fixing updates: %w", err)
+		if err := r.Scan(&id); err != nil {
+			return err
 		}
 		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return out, fmt.Errorf("store: fixing updates: %w", err)
 	}
 	kb, err := kbFixPairs(ctx, s.query, orgID, ids)

@@ -23,10 +23,7 @@ func TestGroupListCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	all := func(s *store.Store) int {
 		t.Helper()
 		list, err := s.ListGroups(ctx, o.ID, time.Now())

@@ -244,19 +244,14 @@ func (s *Store) listGroups(ctx context.Context, orgID string, now time.Time) ([]
 	err := s.InReadTx(ctx, func(r *ReadTx) error {
 		rows, err := r.query(ctx, `SELECT `+groupColumns+` FROM endpoint_groups WHERE org_id = ?
 			ORDER BY is_system DESC, builtin, lower(name), id`, orgID)
-		if err != nil {
-			return fmt.Errorf("store: list groups: %w", err)
-		}
-		for rows.Next() {
-			g, err := scanGroup(rows)
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
+			g, err := scanGroup(row)
 			if err != nil {
-				rows.Close()
-				return fmt.Errorf("store: list groups: %w", err)
+				return err
 			}
 			out = append(out, g)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return fmt.Errorf("store: list groups: %w", err)
 		}
 		all, recent, err := s.builtinCounts(ctx, r, orgID, now)
@@ -341,18 +336,17 @@ func (s *Store) GroupMemberIDs(ctx context.Context, orgID, groupID string) ([]st
 		default:
 			rows, err = r.query(ctx, `SELECT endpoint_id FROM group_members WHERE group_id = ? ORDER BY endpoint_id`, groupID)
 		}
-		if err != nil {
-			return fmt.Errorf("store: group members: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				return fmt.Errorf("store: group members: %w", err)
+			if err := row.Scan(&id); err != nil {
+				return err
 			}
 			out = append(out, id)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("store: group members: %w", err)
 		}
-		return rows.Err()
+		return nil
 	})
 	return out, err
 }
@@ -461,18 +455,17 @@ func applyGroupChange(g *Group, c GroupChange) *[]string {
 
 func (tx *Tx) currentMembers(ctx context.Context, groupID string, into *[]string) error {
 	rows, err := tx.query(ctx, `SELECT endpoint_id FROM group_members WHERE group_id = ?`, groupID)
-	if err != nil {
-		return fmt.Errorf("store: group members: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return fmt.Errorf("store: group members: %w", err)
+		if err := r.Scan(&id); err != nil {
+			return err
 		}
 		*into = append(*into, id)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: group members: %w", err)
 	}
-	return rows.Err()
+	return nil
 }
 
 // saveGroup writes g's fields and, when recompute is set, brings its
@@ -533,18 +526,16 @@ func (tx *Tx) checkMachines(ctx context.Context, orgID string, ids []string) err
 			args = append(args, id)
 		}
 		rows, err := tx.query(ctx, `SELECT id FROM endpoints WHERE org_id = ? AND id IN (`+marks+`)`, args...)
-		if err != nil {
-			return fmt.Errorf("store: check machine ids: %w", err)
-		}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: check machine ids: %w", err)
+			if err := r.Scan(&id); err != nil {
+				return err
 			}
 			known[id] = true
+			return nil
+		}); err != nil {
+			return fmt.Errorf("store: check machine ids: %w", err)
 		}
-		rows.Close()
 	}
 	for i, id := range ids {
 		if !known[id] {
@@ -557,21 +548,20 @@ func (tx *Tx) checkMachines(ctx context.Context, orgID string, ids []string) err
 // matchAll adds to want every endpoint of the organization that c admits.
 func (tx *Tx) matchAll(ctx context.Context, orgID string, c groups.Criteria, want map[string]bool) error {
 	rows, err := tx.query(ctx, `SELECT e.id, `+factColumns+` FROM endpoints e WHERE e.org_id = ?`, orgID)
-	if err != nil {
-		return fmt.Errorf("store: match group: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
-		f, err := scanFacts(rows, &id)
+		f, err := scanFacts(r, &id)
 		if err != nil {
-			return fmt.Errorf("store: match group: %w", err)
+			return err
 		}
 		if c.Member(f) {
 			want[id] = true
 		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: match group: %w", err)
 	}
-	return rows.Err()
+	return nil
 }
 
 // setMembers makes want the members of g.
@@ -715,27 +705,27 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID string, endpointIDs [
 	}
 	rows, err := tx.query(ctx, `SELECT id, match_all, rules, exclude_rules FROM endpoint_groups
 		WHERE org_id = ? AND kind = ? AND builtin IS NULL ORDER BY id`, orgID, groups.Dynamic)
-	if err != nil {
-		return fmt.Errorf("store: dynamic groups: %w", err)
-	}
 	var dyns []dynamicGroup
-	for rows.Next() {
+	var invalid error // a group's criteria that do not parse
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var d dynamicGroup
 		var matchAll bool
 		var rules, exclude string
-		if err := rows.Scan(&d.id, &matchAll, &rules, &exclude); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: dynamic groups: %w", err)
+		if err := r.Scan(&d.id, &matchAll, &rules, &exclude); err != nil {
+			return err
 		}
+		var err error
 		if d.c, err = parseCriteria(matchAll, rules, exclude); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: dynamic group %s: %w", d.id, err)
+			invalid = fmt.Errorf("store: dynamic group %s: %w", d.id, err)
+			return stopRows
 		}
 		dyns = append(dyns, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: dynamic groups: %w", err)
+	}
+	if invalid != nil {
+		return invalid
 	}
 	if len(dyns) == 0 {
 		return nil

@@ -30,21 +30,20 @@ type SessionInfo struct {
 func (s *Store) ListUserSessions(ctx context.Context, orgID, userID string) ([]SessionInfo, error) {
 	rows, err := s.query(ctx, `SELECT id_hash, created_at, last_seen_at, ip, user_agent, stage FROM console_sessions
 		WHERE org_id = ? AND user_id = ? ORDER BY last_seen_at DESC, id_hash`, orgID, userID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list sessions: %w", err)
-	}
-	defer rows.Close()
 	var out []SessionInfo
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var si SessionInfo
 		var created, seen int64
-		if err := rows.Scan(&si.IDHash, &created, &seen, &si.IP, &si.UserAgent, &si.Stage); err != nil {
-			return nil, fmt.Errorf("store: list sessions: %w", err)
+		if err := r.Scan(&si.IDHash, &created, &seen, &si.IP, &si.UserAgent, &si.Stage); err != nil {
+			return err
 		}
 		si.CreatedAt, si.LastSeenAt = fromMillis(created), fromMillis(seen)
 		out = append(out, si)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: list sessions: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // EndUserSessions ends sessions of a user and records e: the one named by

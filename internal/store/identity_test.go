@@ -16,19 +16,7 @@ import (
 func TestTOTPStepsAndRecoveryCodesSpentOnce(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role, err := s.FindRole(ctx, o.ID, store.RoleAdministrator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
-		store.User{OrgID: o.ID, Email: "a@example.com", RoleID: role.ID, PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, u := newAdmin(t, s, "Acme", "a@example.com")
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "user", TargetID: u.ID, Address: "192.0.2.1"}
 	}

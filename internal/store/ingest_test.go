@@ -21,10 +21,7 @@ func TestIngesterBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	g := s.NewIngester()
 	defer g.Close()
 	const n = 60
@@ -33,6 +30,7 @@ func TestIngesterBatches(t *testing.T) {
 	for i := 0; i < n; i++ {
 		id := "missing"
 		if i != 17 {
+			var err error
 			id, _, err = s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: fmt.Sprint("m", i), Hostname: fmt.Sprint("h", i),
 				Platform: "linux", SecretHash: fmt.Sprint("s", i)}, time.Now())
 			if err != nil {
@@ -84,10 +82,7 @@ func TestIngestBatchMemberFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	g := s.NewIngester()
 	defer g.Close()
 	now := time.Now()
@@ -95,6 +90,7 @@ func TestIngestBatchMemberFails(t *testing.T) {
 	batch := func(missing string, n int) ([]string, []inventory.Normalized) {
 		ids := make([]string, n)
 		ns := make([]inventory.Normalized, n)
+		var err error
 		for i := range ids {
 			if i == 0 {
 				ids[i] = missing

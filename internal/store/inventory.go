@@ -163,19 +163,14 @@ func (tx *Tx) replaceSoftware(ctx context.Context, orgID, endpointID string, sof
 	old := map[key]swRow{}
 	rows, err := tx.query(ctx, `SELECT title_id, version_key, publisher, install_date, installed_for, install_type, source_package
 		FROM endpoint_software WHERE endpoint_id = ?`, endpointID)
-	if err != nil {
-		return fmt.Errorf("store: inventory software: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var r swRow
-		if err := rows.Scan(&r.titleID, &r.versionKey, &r.publisher, &r.installDate, &r.installedFor, &r.instType, &r.sourcePkg); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: inventory software: %w", err)
+		if err := row.Scan(&r.titleID, &r.versionKey, &r.publisher, &r.installDate, &r.installedFor, &r.instType, &r.sourcePkg); err != nil {
+			return err
 		}
 		old[key{r.titleID, r.versionKey}] = r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: inventory software: %w", err)
 	}
 	had := map[int64]bool{} // the titles the endpoint had, and has
@@ -265,20 +260,15 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 	old := map[string]updRow{}
 	rows, err := tx.query(ctx, `SELECT id, key, title, severity, source, categories, kb, winget_id, package_name, product_key, installed_version,
 		latest_version, reboot_required, release_date FROM endpoint_updates WHERE endpoint_id = ?`, endpointID)
-	if err != nil {
-		return fmt.Errorf("store: inventory updates: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var r updRow
-		if err := rows.Scan(&r.id, &r.key, &r.title, &r.severity, &r.source, &r.categories, &r.kb, &r.winget, &r.pkg, &r.productKey,
+		if err := row.Scan(&r.id, &r.key, &r.title, &r.severity, &r.source, &r.categories, &r.kb, &r.winget, &r.pkg, &r.productKey,
 			&r.installed, &r.latest, &r.reboot, &r.release); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: inventory updates: %w", err)
+			return err
 		}
 		old[r.key] = r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: inventory updates: %w", err)
 	}
 	var before, after missingCounts

@@ -19,14 +19,8 @@ import (
 func TestInvitationsTakenOnce(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role, err := s.FindRole(ctx, o.ID, store.RoleReadOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
+	role := builtinRole(t, s, o.ID, store.RoleReadOnly)
 	now := time.Now()
 	invite := func(email, hash string, expires time.Time) store.User {
 		t.Helper()
@@ -95,10 +89,7 @@ func TestInvitationsTakenOnce(t *testing.T) {
 func TestDeleteRoleInUse(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "role"}
 	}
@@ -106,11 +97,7 @@ func TestDeleteRoleInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
-		store.User{OrgID: o.ID, Email: "a@example.com", RoleID: r.ID, PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := newUser(t, s, store.User{OrgID: o.ID, Email: "a@example.com", RoleID: r.ID})
 	use, err := s.DeleteRole(ctx, entry("role.delete"), o.ID, r.ID)
 	if !errors.Is(err, store.ErrRoleInUse) || use.Users != 1 {
 		t.Fatalf("deleting a held role: %+v %v", use, err)
@@ -121,7 +108,7 @@ func TestDeleteRoleInUse(t *testing.T) {
 	if err := s.UpdateRole(ctx, entry("role.update"), o.ID, r.ID, "Operators", perm.Set(perm.APIAccess)); err != nil {
 		t.Fatal(err)
 	}
-	builtin, _ := s.FindRole(ctx, o.ID, store.RoleAdministrator)
+	builtin := builtinRole(t, s, o.ID, store.RoleAdministrator)
 	if err := s.UpdateRole(ctx, entry("role.update"), o.ID, builtin.ID, "Boss", perm.Set(perm.APIAccess)); !errors.Is(err, store.ErrBuiltinRole) {
 		t.Errorf("changing a built-in role: %v", err)
 	}

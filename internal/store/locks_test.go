@@ -24,10 +24,7 @@ func TestMatcherAndRebootTrackerTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	now := time.Now()
 	const endpoints = 1500
 	ids, err := s.BulkEndpointsForTest(ctx, o.ID, endpoints, now)
@@ -120,10 +117,7 @@ func TestSweepNotHeldByKeyShare(t *testing.T) {
 	if s.Engine() != store.Postgres {
 		t.Skip("row locks are PostgreSQL's; SQLite has one writer")
 	}
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: o.ID, MachineUID: "m", Hostname: "h", Platform: "windows", SecretHash: "s"}, t0)
 	if err != nil {

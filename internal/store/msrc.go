@@ -70,18 +70,14 @@ type MSRCFix struct {
 func (s *Store) ScanMSRCFixes(ctx context.Context, fn func(MSRCFix)) error {
 	rows, err := s.query(ctx, `SELECT f.cve_id, f.product_id, COALESCE(p.name, ''), f.kb, f.fixed_build, f.sub_type, f.release
 		FROM msrc_fixes f LEFT JOIN msrc_products p ON p.id = f.product_id WHERE f.fixed_build <> '' OR f.kb = ?`, feeds.ClickToRun)
-	if err != nil {
-		return fmt.Errorf("store: read MSRC fixes: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var f MSRCFix
-		if err := rows.Scan(&f.CVEID, &f.ProductID, &f.ProductName, &f.KB, &f.FixedBuild, &f.SubType, &f.Release); err != nil {
-			return fmt.Errorf("store: read MSRC fixes: %w", err)
+		if err := r.Scan(&f.CVEID, &f.ProductID, &f.ProductName, &f.KB, &f.FixedBuild, &f.SubType, &f.Release); err != nil {
+			return err
 		}
 		fn(f)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: read MSRC fixes: %w", err)
 	}
 	return nil
@@ -105,18 +101,17 @@ func (s *Store) MSRCCVEs(ctx context.Context, ids []string) (map[string]MSRCCVE,
 	}
 	rows, err := s.query(ctx, `SELECT cve_id, COALESCE(title, ''), cvss, COALESCE(severity, ''), exploited, release
 		FROM msrc_cves WHERE cve_id IN (`+placeholders(len(ids))+`)`, anySlice(ids)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: read MSRC CVEs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var c MSRCCVE
-		if err := rows.Scan(&c.CVEID, &c.Title, &c.CVSS, &c.Severity, &c.Exploited, &c.Release); err != nil {
-			return nil, fmt.Errorf("store: read MSRC CVEs: %w", err)
+		if err := r.Scan(&c.CVEID, &c.Title, &c.CVSS, &c.Severity, &c.Exploited, &c.Release); err != nil {
+			return err
 		}
 		out[c.CVEID] = c
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: read MSRC CVEs: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // normalKB answers "KB5071417" for "KB5071417", "kb5071417" or "5071417",
@@ -165,26 +160,21 @@ func fillKBCVEs(ctx context.Context, query func(context.Context, string, ...any)
 	}
 	rows, err := query(ctx, `SELECT f.kb, p.name, f.fixed_build FROM msrc_fixes f JOIN msrc_products p ON p.id = f.product_id
 		WHERE f.fixed_build <> '' AND f.kb IN (`+placeholders(len(kbList))+`)`, anySlice(kbList)...)
-	if err != nil {
-		return fmt.Errorf("store: update CVEs: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var kb, product, build string
-		if err := rows.Scan(&kb, &product, &build); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: update CVEs: %w", err)
+		if err := r.Scan(&kb, &product, &build); err != nil {
+			return err
 		}
 		b, ok := match.ParseWinBuild(build)
 		if !ok {
-			continue
+			return nil
 		}
 		k := kbProduct{kb, product}
 		if o, seen := builds[k]; !seen || b.Compare(o) > 0 {
 			builds[k] = b
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: update CVEs: %w", err)
 	}
 	if len(builds) == 0 {
@@ -202,23 +192,19 @@ func fillKBCVEs(ctx context.Context, query func(context.Context, string, ...any)
 	findings := map[string][]finding{}
 	rows, err = query(ctx, `SELECT endpoint_id, cve_id, software, source, COALESCE(fixed_in, '') FROM endpoint_vulns
 		WHERE org_id = ? AND endpoint_id IN (`+placeholders(len(ids))+`)`, append([]any{orgID}, anySlice(ids)...)...)
-	if err != nil {
-		return fmt.Errorf("store: update CVEs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var id, cve, software, source, fixedIn string
-		if err := rows.Scan(&id, &cve, &software, &source, &fixedIn); err != nil {
-			return fmt.Errorf("store: update CVEs: %w", err)
+		if err := row.Scan(&id, &cve, &software, &source, &fixedIn); err != nil {
+			return err
 		}
 		if !isKB(source) {
-			continue
+			return nil
 		}
 		if b, ok := match.ParseWinBuild(fixedIn); ok {
 			findings[id] = append(findings[id], finding{cve: cve, product: software, fixed: b})
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: update CVEs: %w", err)
 	}
 	for i := range page {

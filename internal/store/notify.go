@@ -84,19 +84,11 @@ func (s *Store) ListenCommands(ctx context.Context, wake func(endpointIDs []stri
 
 func (s *Store) recentlyQueued(ctx context.Context, since time.Time) ([]string, error) {
 	rows, err := s.query(ctx, `SELECT DISTINCT endpoint_id FROM commands WHERE status = 'PENDING' AND created_at >= ?`, millis(since))
+	out, err := scanRows(rows, err, scanString)
 	if err != nil {
 		return nil, fmt.Errorf("store: recently queued: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: recently queued: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *Store) listenPostgres(ctx context.Context, wake func([]string)) {

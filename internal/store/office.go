@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"time"
@@ -39,20 +40,16 @@ func (tx *Tx) storeOfficeBuilds(ctx context.Context, list []feeds.OfficeBuild) e
 // the matcher's index.
 func (s *Store) ScanOfficeBuilds(ctx context.Context, fn func(feeds.OfficeBuild)) error {
 	rows, err := s.query(ctx, `SELECT build, channel, version, released FROM office_builds ORDER BY released, build, channel`)
-	if err != nil {
-		return fmt.Errorf("store: read Office builds: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var b feeds.OfficeBuild
 		var ms int64
-		if err := rows.Scan(&b.Build, &b.Channel, &b.Version, &ms); err != nil {
-			return fmt.Errorf("store: read Office builds: %w", err)
+		if err := r.Scan(&b.Build, &b.Channel, &b.Version, &ms); err != nil {
+			return err
 		}
 		b.Released = time.UnixMilli(ms).UTC()
 		fn(b)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: read Office builds: %w", err)
 	}
 	return nil

@@ -15,33 +15,14 @@ import (
 func TestLastOperatorKept(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role, err := s.FindRole(ctx, o.ID, store.RoleAdministrator)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
+	role := builtinRole(t, s, o.ID, store.RoleAdministrator)
 	grant := func(action string) *store.InstanceEvent { return &store.InstanceEvent{Actor: "test", Action: action} }
-	newUser := func(email string, operator bool) store.User {
-		t.Helper()
-		var ie *store.InstanceEvent
-		if operator {
-			ie = grant("instance_operator.grant")
-		}
-		u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, ie,
-			store.User{OrgID: o.ID, Email: email, RoleID: role.ID, PasswordHash: "x", InstanceOperator: operator})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "user"}
 	}
-	a := newUser("a@example.com", true)
-	b := newUser("b@example.com", false)
+	a := newUser(t, s, store.User{OrgID: o.ID, Email: "a@example.com", RoleID: role.ID, InstanceOperator: true})
+	b := newUser(t, s, store.User{OrgID: o.ID, Email: "b@example.com", RoleID: role.ID})
 
 	if _, err := s.SetInstanceOperator(ctx, grant("instance_operator.revoke"), a.ID, false); !errors.Is(err, store.ErrLastOperator) {
 		t.Errorf("revoke the last operator: %v, want ErrLastOperator", err)

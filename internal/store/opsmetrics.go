@@ -60,16 +60,15 @@ func (s *Store) Backlogs(ctx context.Context, holder string, now time.Time) (Bac
 	b.MatchBacklogAge = age(oldest)
 	rows, err := s.query(ctx, `SELECT name FROM vuln_state WHERE name IN (?, ?) AND holder = ? AND lease_until > ?`,
 		LeaseMatch, LeaseSync, holder, millis(now))
-	if err != nil {
-		return b, fmt.Errorf("store: leases: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var name string
-		if err := rows.Scan(&name); err != nil {
-			return b, fmt.Errorf("store: leases: %w", err)
+		if err := r.Scan(&name); err != nil {
+			return err
 		}
 		b.Leases[name] = true
+		return nil
+	}); err != nil {
+		return b, fmt.Errorf("store: leases: %w", err)
 	}
-	return b, rows.Err()
+	return b, nil
 }

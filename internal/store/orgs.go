@@ -80,21 +80,17 @@ func (s *Store) FindOrg(ctx context.Context, idOrName string) (Org, error) {
 // ListOrgs lists every organization, oldest first.
 func (s *Store) ListOrgs(ctx context.Context) ([]Org, error) {
 	rows, err := s.query(ctx, `SELECT id, name, timezone, created_at FROM orgs ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list organizations: %w", err)
-	}
-	defer rows.Close()
 	var out []Org
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var o Org
 		var created int64
-		if err := rows.Scan(&o.ID, &o.Name, &o.TimeZone, &created); err != nil {
-			return nil, fmt.Errorf("store: list organizations: %w", err)
+		if err := r.Scan(&o.ID, &o.Name, &o.TimeZone, &created); err != nil {
+			return err
 		}
 		o.CreatedAt = fromMillis(created)
 		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: list organizations: %w", err)
 	}
 	return out, nil

@@ -119,19 +119,15 @@ func (s *Store) AddPasskey(ctx context.Context, e *AuditEntry, p Passkey) (Passk
 // ListPasskeys lists the user's passkeys, oldest first.
 func (s *Store) ListPasskeys(ctx context.Context, orgID, userID string) ([]Passkey, error) {
 	rows, err := s.query(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE org_id = ? AND user_id = ? ORDER BY created_at, id`, orgID, userID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list passkeys: %w", err)
-	}
-	defer rows.Close()
 	var out []Passkey
-	for rows.Next() {
-		p, err := scanPasskey(rows)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		p, err := scanPasskey(r)
 		if err != nil {
-			return nil, fmt.Errorf("store: list passkeys: %w", err)
+			return err
 		}
 		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: list passkeys: %w", err)
 	}
 	return out, nil

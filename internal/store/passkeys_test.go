@@ -20,23 +20,10 @@ import (
 func TestPasskeysStored(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role, err := s.FindRole(ctx, o.ID, store.RoleAdministrator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newUser := func(email string) store.User {
-		u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
-			store.User{OrgID: o.ID, Email: email, RoleID: role.ID, PasswordHash: "x"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
-	alice, bob := newUser("alice@example.com"), newUser("bob@example.com")
+	o := newOrg(t, s, "Acme")
+	role := builtinRole(t, s, o.ID, store.RoleAdministrator)
+	alice := newUser(t, s, store.User{OrgID: o.ID, Email: "alice@example.com", RoleID: role.ID})
+	bob := newUser(t, s, store.User{OrgID: o.ID, Email: "bob@example.com", RoleID: role.ID})
 	entry := func(u store.User, action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "user:" + u.Email, Action: action, TargetType: "user", TargetID: u.ID, Address: "192.0.2.7"}
 	}
@@ -224,19 +211,9 @@ func audited(t *testing.T, s *store.Store, orgID, action string) []store.AuditEn
 func TestPasskeyLoginsAndOwner(t *testing.T) {
 	s := storetest.Open(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role, err := s.FindRole(ctx, o.ID, store.RoleReadOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
-		store.User{OrgID: o.ID, Email: "a@example.com", RoleID: role.ID, PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
+	role := builtinRole(t, s, o.ID, store.RoleReadOnly)
+	u := newUser(t, s, store.User{OrgID: o.ID, Email: "a@example.com", RoleID: role.ID})
 	p, err := s.AddPasskey(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.passkey_add", TargetType: "user"},
 		store.Passkey{OrgID: o.ID, UserID: u.ID, CredentialID: []byte("cred-1"), PublicKey: []byte{1}, Name: "Key"})
 	if err != nil {

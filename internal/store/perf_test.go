@@ -65,10 +65,7 @@ func TestUpdatesListPerformance(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Perf", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Perf")
 	const perEndpoint, catalog = 100, 400
 	endpoints := perfScale(10000)
 	start := time.Now()
@@ -157,10 +154,7 @@ func TestGroupsListPerformance(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Perf", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Perf")
 	start := time.Now()
 	if _, err := s.BulkEndpointsForTest(ctx, o.ID, perfScale(100000), start); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"errors"
+	"database/sql"
 	"log/slog"
 	"strings"
 	"sync"
@@ -92,19 +92,11 @@ func (p *planStats) endpointCreated(s *Store) {
 // analyze runs ANALYZE on the tables of the store's schema.
 func (s *Store) analyze(ctx context.Context) error {
 	rows, err := s.write.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
-	if err != nil {
-		return err
-	}
-	var tables []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
-		}
-		tables = append(tables, `"`+strings.ReplaceAll(name, `"`, `""`)+`"`)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(tables) == 0 {
+	tables, err := scanRows(rows, err, func(r *sql.Rows) (string, error) {
+		name, err := scanString(r)
+		return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`, err
+	})
+	if err != nil || len(tables) == 0 {
 		return err
 	}
 	_, err = s.write.ExecContext(ctx, `ANALYZE `+strings.Join(tables, ", "))

@@ -27,10 +27,7 @@ func TestPlanStatsFollowEnrollment(t *testing.T) {
 	ctx := context.Background()
 	s, u := storetest.OpenURL(t)
 	_, otherURL := storetest.OpenURL(t)
-	o, err := s.CreateOrg(ctx, "Growing", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Growing")
 	now := time.Now()
 	enrolled := 0
 	for _, step := range []struct{ endpoints, analyses int }{{63, 0}, {64, 1}, {255, 1}, {256, 2}} {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -489,9 +490,9 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 			fail(err)
 			return
 		}
-		defer rows.Close()
 		cols, err := rows.Columns()
 		if err != nil {
+			rows.Close()
 			fail(err)
 			return
 		}
@@ -529,10 +530,9 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 		}
 		ptrs = ptrs[:len(cols)]
 		var values []any
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				fail(err)
-				return
+		if err := eachRow(rows, nil, func(row *sql.Rows) error {
+			if err := row.Scan(ptrs...); err != nil {
+				return err
 			}
 			if values == nil || !p.ReuseValues {
 				values = make([]any, n)
@@ -544,9 +544,9 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 				case i == title:
 					r.Values[i] = titles[cells[c].i]
 				default:
+					var err error
 					if r.Values[i], err = cells[c].value(); err != nil {
-						fail(fmt.Errorf("column %d: %w", i, err))
-						return
+						return fmt.Errorf("column %d: %w", i, err)
 					}
 				}
 			}
@@ -567,10 +567,10 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 				src.fix(r.Values)
 			}
 			if !yield(r, nil) {
-				return
+				return stopRows
 			}
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			fail(err)
 		}
 	}
@@ -586,44 +586,42 @@ type reportEndpoint struct {
 // and inventory times.
 func (s *Store) reportEndpointNames(ctx context.Context, orgID string) (map[string]reportEndpoint, error) {
 	rows, err := s.query(ctx, `SELECT id, COALESCE(display_name, hostname), inventory_at FROM endpoints WHERE org_id = ?`, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]reportEndpoint{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id, name string
 		var at *int64
-		if err := rows.Scan(&id, &name, &at); err != nil {
-			return nil, err
+		if err := r.Scan(&id, &name, &at); err != nil {
+			return err
 		}
 		e := reportEndpoint{name: name}
 		if at != nil {
 			e.at = fromMillis(*at)
 		}
 		out[id] = e
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // reportTitleNames maps the organization's software title ids to their
 // names.
 func (s *Store) reportTitleNames(ctx context.Context, orgID string) (map[int64]string, error) {
 	rows, err := s.query(ctx, `SELECT id, name FROM software_titles WHERE org_id = ?`, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[int64]string{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id int64
 		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return nil, err
+		if err := r.Scan(&id, &name); err != nil {
+			return err
 		}
 		out[id] = name
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ReportCount counts the rows of the named SQL report source for p (Limit
@@ -827,20 +825,15 @@ func (s *Store) reportDatasets(ctx context.Context, orgID, name, platform string
 			args = append(args, fromSort, fromSort, fromID)
 		}
 		rows, err := s.query(ctx, q+` ORDER BY e.sort_name, e.id`, args...)
-		if err != nil {
-			yield(ReportDataset{}, fmt.Errorf("store: dataset %s: %w", name, err))
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var d ReportDataset
 			var at int64
 			var blob []byte
-			if err := rows.Scan(&d.EndpointID, &d.EndpointName, &d.Platform, &at, &blob); err != nil {
-				yield(ReportDataset{}, fmt.Errorf("store: dataset %s: %w", name, err))
-				return
+			if err := r.Scan(&d.EndpointID, &d.EndpointName, &d.Platform, &at, &blob); err != nil {
+				return err
 			}
 			d.CollectedAt = fromMillis(at)
+			var err error
 			if keys != nil {
 				d.Rows, err = decompressKeys(blob, keys)
 			} else {
@@ -848,13 +841,13 @@ func (s *Store) reportDatasets(ctx context.Context, orgID, name, platform string
 			}
 			if err != nil {
 				yield(ReportDataset{}, fmt.Errorf("store: dataset %s of %s: %w", name, d.EndpointID, err))
-				return
+				return stopRows
 			}
 			if !yield(d, nil) {
-				return
+				return stopRows
 			}
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			yield(ReportDataset{}, fmt.Errorf("store: dataset %s: %w", name, err))
 		}
 	}
@@ -885,24 +878,20 @@ func (s *Store) ReportDatasetPage(ctx context.Context, orgID, name, platform str
 		args = append(args, platform)
 	}
 	rows, err := s.query(ctx, q+` ORDER BY e.sort_name, e.id`, args...)
-	if err != nil {
-		return DatasetPage{}, fmt.Errorf("store: dataset %s counts: %w", name, err)
-	}
-	defer rows.Close()
 	var page DatasetPage
 	var fromSort, fromID string
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var sortName, id string
 		var n int
-		if err := rows.Scan(&sortName, &id, &n); err != nil {
-			return DatasetPage{}, fmt.Errorf("store: dataset %s counts: %w", name, err)
+		if err := r.Scan(&sortName, &id, &n); err != nil {
+			return err
 		}
 		if fromID == "" && page.Total+n > offset {
 			fromSort, fromID, page.Skip = sortName, id, offset-page.Total
 		}
 		page.Total += n
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return DatasetPage{}, fmt.Errorf("store: dataset %s counts: %w", name, err)
 	}
 	if fromID == "" {
@@ -940,25 +929,24 @@ func (s *Store) ReportEndpoints(ctx context.Context, orgID, platform string) ([]
 		args = append(args, platform)
 	}
 	rows, err := s.query(ctx, q+` ORDER BY e.sort_name, e.id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: report endpoints: %w", err)
-	}
-	defer rows.Close()
 	var out []ReportEndpoint
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var e ReportEndpoint
 		var ram, disk *float64
 		var at *int64
-		if err := rows.Scan(&e.ID, &e.Name, &e.Platform, &e.OS, &e.CPU, &e.Antivirus, &ram, &disk, &at, &e.MissingCritical, &e.CriticalVulns); err != nil {
-			return nil, fmt.Errorf("store: report endpoints: %w", err)
+		if err := r.Scan(&e.ID, &e.Name, &e.Platform, &e.OS, &e.CPU, &e.Antivirus, &ram, &disk, &at, &e.MissingCritical, &e.CriticalVulns); err != nil {
+			return err
 		}
 		e.RAMGB, e.SystemDiskGB = ram, disk
 		if at != nil {
 			e.InventoryAt = fromMillis(*at)
 		}
 		out = append(out, e)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: report endpoints: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // LatestInventory is when the newest inventory of the organization was

@@ -142,23 +142,16 @@ func (s *Store) installedSoftware(ctx context.Context, p ReportParams) iter.Seq2
 				es.install_date, es.installed_for, es.install_type)) FROM endpoint_software es WHERE es.title_id = t.id)
 			FROM software_titles t WHERE t.org_id = ? AND t.installs > 0`+cond+` ORDER BY t.name_lower, t.id`,
 			append([]any{p.OrgID}, args...)...)
-		if err != nil {
-			fail(err)
-			return
-		}
-		defer rows.Close()
 		g := softwareGroups{width: 6}
 		var title string
 		var group sql.RawBytes
 		var values []any
-		for rows.Next() {
-			if err := rows.Scan(&title, &group); err != nil {
-				fail(err)
-				return
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
+			if err := row.Scan(&title, &group); err != nil {
+				return err
 			}
 			if err := g.decode(group); err != nil {
-				fail(err)
-				return
+				return err
 			}
 			less := func(a, b []any) int {
 				return cmp.Or(strings.Compare(text(a[0]), text(b[0])), strings.Compare(text(a[1]), text(b[1])))
@@ -176,11 +169,11 @@ func (s *Store) installedSoftware(ctx context.Context, p ReportParams) iter.Seq2
 				values[0], values[1], values[2], values[3] = name, version(r[1]), r[2], e.name
 				values[4], values[5], values[6], values[7] = r[0], r[3], r[4], r[5]
 				if !yield(ReportRow{Values: values, At: e.at}, nil) {
-					return
+					return stopRows
 				}
 			}
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			fail(err)
 		}
 	}
@@ -224,24 +217,17 @@ func (s *Store) softwareByEndpoint(ctx context.Context, p ReportParams) iter.Seq
 				(SELECT json_group_array(json_array(es.title_id, es.version_key, es.publisher, es.install_date, es.installed_for, es.install_type))
 				FROM endpoint_software es WHERE es.endpoint_id = e.id)
 			FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, p.OrgID)
-		if err != nil {
-			fail(err)
-			return
-		}
-		defer rows.Close()
 		g := softwareGroups{width: 6}
 		var group sql.RawBytes
 		var values []any
-		for rows.Next() {
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
 			var id, name string
 			var at *int64
-			if err := rows.Scan(&id, &name, &at, &group); err != nil {
-				fail(err)
-				return
+			if err := row.Scan(&id, &name, &at, &group); err != nil {
+				return err
 			}
 			if err := g.decode(group); err != nil {
-				fail(err)
-				return
+				return err
 			}
 			var r ReportRow
 			if at != nil {
@@ -262,11 +248,11 @@ func (s *Store) softwareByEndpoint(ctx context.Context, p ReportParams) iter.Seq
 				values[4], values[5], values[6], values[7] = a[2], a[3], a[4], a[5]
 				r.Values = values
 				if !yield(r, nil) {
-					return
+					return stopRows
 				}
 			}
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			fail(err)
 		}
 	}
@@ -278,18 +264,17 @@ type reportTitle struct{ name, lower string }
 
 func (s *Store) reportTitles(ctx context.Context, orgID string) (map[int64]reportTitle, error) {
 	rows, err := s.query(ctx, `SELECT id, name, name_lower FROM software_titles WHERE org_id = ?`, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[int64]reportTitle{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id int64
 		var t reportTitle
-		if err := rows.Scan(&id, &t.name, &t.lower); err != nil {
-			return nil, err
+		if err := r.Scan(&id, &t.name, &t.lower); err != nil {
+			return err
 		}
 		out[id] = t
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }

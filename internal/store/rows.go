@@ -1,6 +1,9 @@
 package store
 
-import "database/sql"
+import (
+	"database/sql"
+	"errors"
+)
 
 // eachRow calls fn for every row of a query's result and closes it. It
 // answers the query's error, fn's first error, or the error that ended the
@@ -10,6 +13,10 @@ import "database/sql"
 //
 //	rows, err := s.query(ctx, `SELECT …`, args...)
 //	err = eachRow(rows, err, func(r *sql.Rows) error { … r.Scan(…) … })
+//
+// fn answers stopRows to end the iteration early (a search that found
+// what it looked for, an iterator whose consumer stopped): eachRow then
+// answers nil.
 func eachRow(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	if err != nil {
 		return err
@@ -17,11 +24,17 @@ func eachRow(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		if err := fn(rows); err != nil {
+			if err == stopRows {
+				return nil
+			}
 			return err
 		}
 	}
 	return rows.Err()
 }
+
+// stopRows, answered by eachRow's fn, ends the iteration without an error.
+var stopRows = errors.New("store: stop reading rows")
 
 // scanRows is eachRow collecting one value per row; the slice is never nil
 // (an empty list encodes as [] in JSON).

@@ -73,19 +73,18 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]apiv1.Run, int, err
 	}
 	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs r WHERE `+where+` ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?`,
 		append(args, q.Limit, q.Offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list runs: %w", err)
-	}
-	defer rows.Close()
 	out := []apiv1.Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
+		r, err := scanRun(row)
 		if err != nil {
-			return nil, 0, fmt.Errorf("store: list runs: %w", err)
+			return err
 		}
 		out = append(out, r)
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("store: list runs: %w", err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // GetRun reads one run of the organization.
@@ -127,24 +126,23 @@ func (s *Store) ListRunCommands(ctx context.Context, q RunQuery, runID string) (
 	}
 	rows, err := s.query(ctx, `SELECT id, endpoint_id, endpoint_name, status, started_at, finished_at, created_at, result FROM commands
 		WHERE `+where+` ORDER BY endpoint_name, id LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list run commands: %w", err)
-	}
-	defer rows.Close()
 	out := []apiv1.RunCommand{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var c apiv1.RunCommand
 		var started, finished sql.NullInt64
 		var created int64
 		var result sql.NullString
-		if err := rows.Scan(&c.ID, &c.MachineID, &c.Endpoint, &c.Status, &started, &finished, &created, &result); err != nil {
-			return nil, 0, fmt.Errorf("store: list run commands: %w", err)
+		if err := r.Scan(&c.ID, &c.MachineID, &c.Endpoint, &c.Status, &started, &finished, &created, &result); err != nil {
+			return err
 		}
 		createdAt := fromMillis(created)
 		c.StartedAt, c.FinishedAt, c.CreatedAt, c.Result = nullTime(started), nullTime(finished), &createdAt, nullString(result)
 		out = append(out, c)
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("store: list run commands: %w", err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // RunTally counts a run's commands by what became of them. Nothing counts
@@ -173,15 +171,11 @@ func (s *Store) RunTallies(ctx context.Context, orgID string, runIDs []string) (
 	rows, err := s.query(ctx, `SELECT run_id, status, CASE WHEN `+nothingToInstall+` THEN 1 ELSE 0 END AS no_install, COUNT(*) FROM commands
 		WHERE org_id = ? AND run_id IN (`+placeholders(len(runIDs))+`) GROUP BY run_id, status, CASE WHEN `+nothingToInstall+` THEN 1 ELSE 0 END`,
 		append([]any{orgID}, anySlice(runIDs)...)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: run tallies: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var runID, status string
 		var nothing, n int
-		if err := rows.Scan(&runID, &status, &nothing, &n); err != nil {
-			return nil, fmt.Errorf("store: run tallies: %w", err)
+		if err := r.Scan(&runID, &status, &nothing, &n); err != nil {
+			return err
 		}
 		t := out[runID]
 		switch {
@@ -199,6 +193,9 @@ func (s *Store) RunTallies(ctx context.Context, orgID string, runIDs []string) (
 			t.Cancelled += n
 		}
 		out[runID] = t
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: run tallies: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

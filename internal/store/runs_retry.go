@@ -38,16 +38,15 @@ func (s *Store) RunRetrySource(ctx context.Context, orgID, runID string) (RetryS
 	src.Payload, src.AutomationID, src.AutomationName = json.RawMessage(payload), automationID.String, automationName.String
 	rows, err := s.query(ctx, `SELECT DISTINCT endpoint_id, endpoint_name FROM commands WHERE org_id = ? AND run_id = ? AND status = 'FAILED'
 		ORDER BY endpoint_name, endpoint_id`, orgID, runID)
-	if err != nil {
-		return src, fmt.Errorf("store: failed commands of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id, name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return src, fmt.Errorf("store: failed commands of run %s: %w", runID, err)
+		if err := r.Scan(&id, &name); err != nil {
+			return err
 		}
 		src.FailedEndpoints = append(src.FailedEndpoints, id)
+		return nil
+	}); err != nil {
+		return src, fmt.Errorf("store: failed commands of run %s: %w", runID, err)
 	}
-	return src, rows.Err()
+	return src, nil
 }

@@ -231,27 +231,26 @@ func (tx *Tx) secretRows(ctx context.Context, c secretColumn) ([]secretRow, erro
 		where += " AND " + c.where
 	}
 	rows, err := tx.query(ctx, `SELECT CAST(`+c.id+` AS TEXT), `+c.column+` FROM `+c.table+` WHERE `+where)
-	if err != nil {
-		return nil, fmt.Errorf("store: read %s: %w", c.name(), err)
-	}
-	defer rows.Close()
 	var out []secretRow
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var r secretRow
 		var v []byte
-		if err := rows.Scan(&r.idText, &v); err != nil {
-			return nil, fmt.Errorf("store: read %s: %w", c.name(), err)
+		if err := row.Scan(&r.idText, &v); err != nil {
+			return err
 		}
 		r.value, r.id = string(v), r.idText
 		if c.intID {
 			r.id = 1
 			if r.idText != "1" {
-				return nil, fmt.Errorf("store: read %s: unexpected row %s", c.name(), r.idText)
+				return fmt.Errorf("unexpected row %s", r.idText)
 			}
 		}
 		out = append(out, r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", c.name(), err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // reseal seals with next's first key the secrets stored in clear and, with

@@ -74,23 +74,11 @@ func writeSecrets(t *testing.T, s *store.Store, hookURL string) secrets {
 	if err := s.PutTLSData(ctx, store.TLSPinName, []byte(ca.SHA256)); err != nil {
 		t.Fatal(err)
 	}
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.orgID = o.ID
-	role, err := s.FindRole(ctx, o.ID, store.RoleAdministrator)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, u := newAdmin(t, s, "Acme", "a@example.com")
+	w.orgID, w.userID = o.ID, u.ID
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "user"}
 	}
-	u, err := s.CreateUser(ctx, entry("user.create"), nil, store.User{OrgID: o.ID, Email: "a@example.com", RoleID: role.ID, PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.userID = u.ID
 	if err := s.EnableTOTP(ctx, entry("user.mfa_enable"), o.ID, u.ID, w.totp, 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -304,24 +292,11 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	takePKCE(t, s, w)
 
 	// A sealed value moved to another row does not open there.
-	u2, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: w.orgID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
-		store.User{OrgID: w.orgID, Email: "b@example.com", RoleID: mustRole(t, s, w.orgID), PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u2 := newUser(t, s, store.User{OrgID: w.orgID, Email: "b@example.com", RoleID: builtinRole(t, s, w.orgID, store.RoleAdministrator).ID})
 	rawExec(t, db, `UPDATE users SET totp_secret = (SELECT totp_secret FROM users WHERE id = ?) WHERE id = ?`, w.userID, u2.ID)
 	if got, err := s.UserTOTPSecret(ctx, u2.ID); !errors.Is(err, secretbox.ErrOpen) || got != "" {
 		t.Fatalf("a TOTP secret moved to another user: %q, %v", got, err)
 	}
-}
-
-func mustRole(t *testing.T, s *store.Store, orgID string) string {
-	t.Helper()
-	r, err := s.FindRole(context.Background(), orgID, store.RoleAdministrator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.ID
 }
 
 // TestSecretsNeedTheirKey: the database opened with another key, or

@@ -104,18 +104,17 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 			}
 			rows, err := r.query(ctx, `SELECT `+softwareColumns+from+where+` ORDER BY t.name_lower, es.title_id, es.version_key LIMIT ? OFFSET ?`,
 				append(args, q.Limit, q.Offset)...)
-			if err != nil {
+			if err := eachRow(rows, err, func(row *sql.Rows) error {
+				sw, err := scanSoftwareRow(row)
+				if err != nil {
+					return err
+				}
+				out = append(out, sw)
+				return nil
+			}); err != nil {
 				return fmt.Errorf("store: list software: %w", err)
 			}
-			defer rows.Close()
-			for rows.Next() {
-				row, err := scanSoftwareRow(rows)
-				if err != nil {
-					return fmt.Errorf("store: list software: %w", err)
-				}
-				out = append(out, row)
-			}
-			return rows.Err()
+			return nil
 		}
 		where := `org_id = ? AND installs > 0`
 		args := []any{q.OrgID}
@@ -138,19 +137,14 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 			rows, err := r.query(ctx, `SELECT `+softwareColumns+` FROM endpoint_software es JOIN endpoints e ON e.id = es.endpoint_id
 				JOIN software_titles t ON t.id = es.title_id WHERE es.title_id = ? ORDER BY es.endpoint_id, es.version_key LIMIT ? OFFSET ?`,
 				entries[i].key, q.Limit-len(out), local)
-			if err != nil {
-				return fmt.Errorf("store: list software: %w", err)
-			}
-			for rows.Next() {
-				row, err := scanSoftwareRow(rows)
+			if err := eachRow(rows, err, func(row *sql.Rows) error {
+				sw, err := scanSoftwareRow(row)
 				if err != nil {
-					rows.Close()
-					return fmt.Errorf("store: list software: %w", err)
+					return err
 				}
-				out = append(out, row)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+				out = append(out, sw)
+				return nil
+			}); err != nil {
 				return fmt.Errorf("store: list software: %w", err)
 			}
 			local = 0

@@ -54,25 +54,20 @@ func (s *Store) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) ([
 		}
 		rows, err := r.query(ctx, `SELECT id, name, publisher, hosts, installs FROM software_titles WHERE `+where+order+` LIMIT ? OFFSET ?`,
 			append(args, q.Limit, q.Offset)...)
-		if err != nil {
-			return fmt.Errorf("store: list software titles: %w", err)
-		}
 		var ids []int64
-		for rows.Next() {
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
 			var id int64
 			var t apiv1.SoftwareTitle
 			var publisher sql.NullString
-			if err := rows.Scan(&id, &t.Name, &publisher, &t.Hosts, &t.Installs); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: list software titles: %w", err)
+			if err := row.Scan(&id, &t.Name, &publisher, &t.Hosts, &t.Installs); err != nil {
+				return err
 			}
 			t.Publisher = nullString(publisher)
 			t.Versions = []apiv1.SoftwareTitleVersion{}
 			ids = append(ids, id)
 			out = append(out, t)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return fmt.Errorf("store: list software titles: %w", err)
 		}
 		// Each title's most common versions: through the index (title_id,
@@ -109,23 +104,22 @@ func (r *ReadTx) titleVersions(ctx context.Context, id int64, t *apiv1.SoftwareT
 func (r *ReadTx) readTitleVersions(ctx context.Context, id int64, limit int) ([]apiv1.SoftwareTitleVersion, error) {
 	rows, err := r.query(ctx, `SELECT version_key, hosts FROM software_versions WHERE title_id = ? AND hosts > 0
 		ORDER BY hosts DESC, version_key LIMIT ?`, id, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: software title versions: %w", err)
-	}
-	defer rows.Close()
 	out := []apiv1.SoftwareTitleVersion{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var v apiv1.SoftwareTitleVersion
 		var key string
-		if err := rows.Scan(&key, &v.Hosts); err != nil {
-			return nil, fmt.Errorf("store: software title versions: %w", err)
+		if err := row.Scan(&key, &v.Hosts); err != nil {
+			return err
 		}
 		if key != "" {
 			v.Version = &key
 		}
 		out = append(out, v)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: software title versions: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (r *ReadTx) countTitleVersions(ctx context.Context, id int64, n *int) error {

@@ -50,14 +50,8 @@ func TestSoftwareTitles(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t)
 	now := time.Now()
-	acme, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := s.CreateOrg(ctx, "Other", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	acme := newOrg(t, s, "Acme")
+	other := newOrg(t, s, "Other")
 	enroll := func(orgID, uid string) string {
 		id, _, err := s.EnrollEndpoint(ctx, store.Enrollment{OrgID: orgID, MachineUID: uid, Hostname: uid, Platform: "windows",
 			SecretHash: "s-" + uid}, now)
@@ -187,10 +181,7 @@ func TestSoftwareTitlesMigration(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t)
 	now := time.Now()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	str := func(v string) *string { return &v }
 	var ids []string
 	for i, vers := range [][]string{{"1.0", "2.0"}, {"1.0"}, {"3.0"}} {

@@ -51,10 +51,7 @@ func TestWriterStatementCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	sqlite := s.Engine() == store.SQLite
 	rename := func(query, name string, fail error) error {
 		return s.InTx(ctx, func(tx *store.Tx) error {

@@ -492,19 +492,7 @@ func (t *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, e
 // queryStrings answers the one text column of a query's rows.
 func (t *Tx) queryStrings(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := t.query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanString)
 }
 
 func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {

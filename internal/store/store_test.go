@@ -78,10 +78,7 @@ func TestOrgRolesCredentialsTokens(t *testing.T) {
 		t.Fatalf("audit: %+v %v", entries, err)
 	}
 	// Another organization sees none of it.
-	o2, err := s.CreateOrg(ctx, "Other", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o2 := newOrg(t, s, "Other")
 	if _, err := s.FindCredential(ctx, o2.ID, "cid"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("credential seen from another org: %v", err)
 	}

@@ -62,19 +62,18 @@ type AuthChange struct {
 // AuthChangesSince lists the changes recorded at or after since.
 func (s *Store) AuthChangesSince(ctx context.Context, since time.Time) ([]AuthChange, error) {
 	rows, err := s.query(ctx, `SELECT COALESCE(credential_id, ''), COALESCE(role_id, '') FROM auth_changes WHERE at >= ?`, millis(since))
-	if err != nil {
-		return nil, fmt.Errorf("store: auth changes: %w", err)
-	}
-	defer rows.Close()
 	var out []AuthChange
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var c AuthChange
-		if err := rows.Scan(&c.CredentialID, &c.RoleID); err != nil {
-			return nil, fmt.Errorf("store: auth changes: %w", err)
+		if err := r.Scan(&c.CredentialID, &c.RoleID); err != nil {
+			return err
 		}
 		out = append(out, c)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: auth changes: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ReserveAttempt counts one attempt for key in its current window and

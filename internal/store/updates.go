@@ -106,18 +106,14 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			}
 			rows, err := r.query(ctx, `SELECT `+updateColumns+updateFrom+` WHERE eu.org_id = ? AND eu.endpoint_id = ?`+keyWhere+`
 				ORDER BY eu.key LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
-			if err != nil {
-				return fmt.Errorf("store: list updates: %w", err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				u, err := scanUpdate(rows)
+			if err := eachRow(rows, err, func(row *sql.Rows) error {
+				u, err := scanUpdate(row)
 				if err != nil {
-					return fmt.Errorf("store: list updates: %w", err)
+					return err
 				}
 				out = append(out, u)
-			}
-			if err := rows.Err(); err != nil {
+				return nil
+			}); err != nil {
 				return fmt.Errorf("store: list updates: %w", err)
 			}
 			return r.fillAllUpdateCVEs(ctx, q.OrgID, out)
@@ -127,20 +123,15 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 		rows, err := r.query(ctx, `SELECT k.key, k.endpoints, k.severity, k.source, COALESCE(a.status, 'NEW') FROM update_keys k
 			LEFT JOIN update_approvals a ON a.org_id = k.org_id AND a.key = k.key
 			WHERE k.org_id = ? AND k.endpoints > 0`+keyWhere+` ORDER BY k.key`, append([]any{q.OrgID}, keyArgs...)...)
-		if err != nil {
-			return fmt.Errorf("store: update keys: %w", err)
-		}
 		var entries []countedKey[keyAttrs]
-		for rows.Next() {
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
 			var e countedKey[keyAttrs]
-			if err := rows.Scan(&e.key.key, &e.n, &e.key.severity, &e.key.source, &e.key.approval); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: update keys: %w", err)
+			if err := row.Scan(&e.key.key, &e.n, &e.key.severity, &e.key.source, &e.key.approval); err != nil {
+				return err
 			}
 			entries = append(entries, e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return fmt.Errorf("store: update keys: %w", err)
 		}
 		start, local, sum := window(entries, q.Offset)
@@ -150,19 +141,14 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			rows, err := r.query(ctx, `SELECT `+keyRowColumns+` FROM endpoint_updates eu JOIN endpoints e ON e.id = eu.endpoint_id
 				WHERE eu.org_id = ? AND eu.key = ? ORDER BY eu.endpoint_id LIMIT ? OFFSET ?`,
 				k.severity, k.source, k.approval, q.OrgID, k.key, q.Limit-len(out), local)
-			if err != nil {
-				return fmt.Errorf("store: list updates: %w", err)
-			}
-			for rows.Next() {
-				u, err := scanUpdate(rows)
+			if err := eachRow(rows, err, func(row *sql.Rows) error {
+				u, err := scanUpdate(row)
 				if err != nil {
-					rows.Close()
-					return fmt.Errorf("store: list updates: %w", err)
+					return err
 				}
 				out = append(out, u)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+				return nil
+			}); err != nil {
 				return fmt.Errorf("store: list updates: %w", err)
 			}
 			local = 0
@@ -487,20 +473,21 @@ func (tx *Tx) newerApproved(ctx context.Context, orgID, key string) (bool, error
 	}
 	rows, err := tx.query(ctx, `SELECT key FROM update_approvals WHERE org_id = ? AND status = 'APPROVED' AND lower(key) LIKE ? ESCAPE '\'`,
 		orgID, likePrefix(product)+"@%")
-	if err != nil {
-		return false, fmt.Errorf("store: newer approved: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return false, fmt.Errorf("store: newer approved: %w", err)
+	newer := false
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		k, err := scanString(r)
+		if err != nil {
+			return err
 		}
 		if p, v, ok := updates.SplitThirdParty(k); ok && strings.EqualFold(p, product) && updates.CompareVersions(v, ver) > 0 {
-			return true, nil
+			newer = true
+			return stopRows
 		}
+		return nil
+	}); err != nil {
+		return false, fmt.Errorf("store: newer approved: %w", err)
 	}
-	return false, rows.Err()
+	return newer, nil
 }
 
 func (tx *Tx) auditPolicy(ctx context.Context, orgID string, approved, declined []string, now time.Time) error {
@@ -581,19 +568,18 @@ type ApprovalPolicy struct {
 
 func (tx *Tx) policyRules(ctx context.Context, orgID string) ([]updates.PolicyRule, error) {
 	rows, err := tx.query(ctx, `SELECT severity, source, delay_days FROM approval_policies WHERE org_id = ? ORDER BY severity, source`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: approval policy: %w", err)
-	}
-	defer rows.Close()
 	rules := []updates.PolicyRule{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var r updates.PolicyRule
-		if err := rows.Scan(&r.Severity, &r.Source, &r.DelayDays); err != nil {
-			return nil, fmt.Errorf("store: approval policy: %w", err)
+		if err := row.Scan(&r.Severity, &r.Source, &r.DelayDays); err != nil {
+			return err
 		}
 		rules = append(rules, r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: approval policy: %w", err)
 	}
-	return rules, rows.Err()
+	return rules, nil
 }
 
 // GetApprovalPolicy reads an organization's policy.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -240,47 +241,43 @@ func (s *Store) CountFeeds(ctx context.Context) (FeedCounts, error) {
 // advisories, to build the matcher's index.
 func (s *Store) ScanFeeds(ctx context.Context, cve func(feeds.CVE), osv func(feeds.OSVAdvisory)) error {
 	rows, err := s.query(ctx, `SELECT id, rules FROM vuln_cves WHERE rules <> '[]'`)
-	if err != nil {
-		return fmt.Errorf("store: read CVE rules: %w", err)
-	}
-	for rows.Next() {
+	var invalid error // a record that does not decode
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id, rules string
-		if err := rows.Scan(&id, &rules); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: read CVE rules: %w", err)
+		if err := r.Scan(&id, &rules); err != nil {
+			return err
 		}
 		ms, err := decodeRules(rules)
 		if err != nil {
-			rows.Close()
-			return fmt.Errorf("store: CVE %s rules: %w", id, err)
+			invalid = fmt.Errorf("store: CVE %s rules: %w", id, err)
+			return stopRows
 		}
 		cve(feeds.CVE{ID: id, CPEMatches: ms})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: read CVE rules: %w", err)
 	}
-	rows, err = s.query(ctx, `SELECT id, ecosystem, package, cves, ranges, versions FROM vuln_osv WHERE withdrawn IS NULL`)
-	if err != nil {
-		return fmt.Errorf("store: read OSV advisories: %w", err)
+	if invalid != nil {
+		return invalid
 	}
-	defer rows.Close()
-	for rows.Next() {
+	rows, err = s.query(ctx, `SELECT id, ecosystem, package, cves, ranges, versions FROM vuln_osv WHERE withdrawn IS NULL`)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var a feeds.OSVAdvisory
 		var cves, ranges, versions string
-		if err := rows.Scan(&a.ID, &a.Ecosystem, &a.Package, &cves, &ranges, &versions); err != nil {
-			return fmt.Errorf("store: read OSV advisories: %w", err)
+		if err := r.Scan(&a.ID, &a.Ecosystem, &a.Package, &cves, &ranges, &versions); err != nil {
+			return err
 		}
 		if err := errors.Join(json.Unmarshal([]byte(cves), &a.CVEs), json.Unmarshal([]byte(ranges), &a.Ranges),
 			json.Unmarshal([]byte(versions), &a.Versions)); err != nil {
-			return fmt.Errorf("store: OSV advisory %s: %w", a.ID, err)
+			invalid = fmt.Errorf("store: OSV advisory %s: %w", a.ID, err)
+			return stopRows
 		}
 		osv(a)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: read OSV advisories: %w", err)
 	}
-	return nil
+	return invalid
 }
 
 // The names of vuln_state rows.
@@ -306,20 +303,16 @@ func (s *Store) VulnState(ctx context.Context, name string) (int64, error) {
 // VulnStates reads several counters of vuln_state in one query.
 func (s *Store) VulnStates(ctx context.Context, names ...string) (map[string]int64, error) {
 	rows, err := s.query(ctx, `SELECT name, num FROM vuln_state WHERE name IN (`+placeholders(len(names))+`)`, anySlice(names)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: vulnerability state: %w", err)
-	}
-	defer rows.Close()
 	out := make(map[string]int64, len(names))
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var name string
 		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
-			return nil, fmt.Errorf("store: vulnerability state: %w", err)
+		if err := r.Scan(&name, &n); err != nil {
+			return err
 		}
 		out[name] = n
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: vulnerability state: %w", err)
 	}
 	for _, name := range names {

@@ -74,18 +74,17 @@ func (tx *Tx) lockEndpoints(ctx context.Context, ids []string) (map[string]bool,
 		q += ` FOR UPDATE`
 	}
 	rows, err := tx.query(ctx, q, anySlice(sorted)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: lock endpoints: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: lock endpoints: %w", err)
+		if err := r.Scan(&id); err != nil {
+			return err
 		}
 		exists[id] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: lock endpoints: %w", err)
 	}
-	return exists, rows.Err()
+	return exists, nil
 }
 
 func (tx *Tx) dropEndpointVulns(ctx context.Context, orgID, endpointID string) error {
@@ -93,20 +92,8 @@ func (tx *Tx) dropEndpointVulns(ctx context.Context, orgID, endpointID string) e
 		return err
 	}
 	rows, err := tx.query(ctx, `SELECT DISTINCT cve_id FROM endpoint_vulns WHERE endpoint_id = ? ORDER BY cve_id`, endpointID)
+	cves, err := scanRows(rows, err, scanString)
 	if err != nil {
-		return fmt.Errorf("store: endpoint vulnerabilities: %w", err)
-	}
-	var cves []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: endpoint vulnerabilities: %w", err)
-		}
-		cves = append(cves, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: endpoint vulnerabilities: %w", err)
 	}
 	if _, err := tx.exec(ctx, `DELETE FROM endpoint_vulns WHERE endpoint_id = ?`, endpointID); err != nil {
@@ -135,19 +122,18 @@ type DirtyEndpoint struct {
 // oldest mark first.
 func (s *Store) DirtyEndpoints(ctx context.Context, limit int) ([]DirtyEndpoint, error) {
 	rows, err := s.query(ctx, `SELECT endpoint_id, org_id, gen FROM vuln_dirty ORDER BY marked_at, endpoint_id LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: dirty endpoints: %w", err)
-	}
-	defer rows.Close()
 	var out []DirtyEndpoint
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var d DirtyEndpoint
-		if err := rows.Scan(&d.ID, &d.OrgID, &d.Gen); err != nil {
-			return nil, fmt.Errorf("store: dirty endpoints: %w", err)
+		if err := r.Scan(&d.ID, &d.OrgID, &d.Gen); err != nil {
+			return err
 		}
 		out = append(out, d)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: dirty endpoints: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // MatchInput is what the matcher needs of one endpoint.
@@ -165,19 +151,11 @@ func (s *Store) OrgEndpointIDs(ctx context.Context, orgID string) ([]string, err
 		q, args = `SELECT id FROM endpoints WHERE org_id = ? ORDER BY id`, []any{orgID}
 	}
 	rows, err := s.query(ctx, q, args...)
+	out, err := scanRows(rows, err, scanString)
 	if err != nil {
 		return nil, fmt.Errorf("store: endpoint ids: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: endpoint ids: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // MatchInputs reads the platform, distribution and installed software of
@@ -190,18 +168,14 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 	rows, err := s.query(ctx, `SELECT id, org_id, platform, COALESCE(distro, ''), COALESCE(os, ''), COALESCE(os_version, ''),
 		COALESCE(os_build, ''), COALESCE(arch, ''), COALESCE(type, ''), COALESCE(os_installation_type, '')
 		FROM endpoints WHERE id IN (`+placeholders(len(ids))+`)`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: match inputs: %w", err)
-	}
 	pos := map[string]int{}
 	var out []MatchInput
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var in MatchInput
 		var osName, osVersion, osBuild, arch, typ, installType string
-		if err := rows.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro, &osName, &osVersion,
+		if err := r.Scan(&in.ID, &in.OrgID, &in.Endpoint.Platform, &in.Endpoint.Distro, &osName, &osVersion,
 			&osBuild, &arch, &typ, &installType); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: match inputs: %w", err)
+			return err
 		}
 		if in.Endpoint.Platform == "windows" {
 			in.Endpoint.Windows = match.WindowsOS{Name: osName, Build: osBuild, Arch: arch, InstallationType: installType, Server: typ == "server"}
@@ -209,29 +183,27 @@ func (s *Store) MatchInputs(ctx context.Context, ids []string) ([]MatchInput, er
 		in.Endpoint.Distro = distroRelease(in.Endpoint.Distro, osName, osVersion)
 		pos[in.ID] = len(out)
 		out = append(out, in)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("store: match inputs: %w", err)
 	}
 	rows, err = s.query(ctx, `SELECT es.endpoint_id, t.name, es.version_key, COALESCE(es.publisher, ''), COALESCE(es.install_type, ''),
 		COALESCE(es.source_package, '') FROM endpoint_software es JOIN software_titles t ON t.id = es.title_id
 		WHERE es.endpoint_id IN (`+placeholders(len(ids))+`) AND es.version_key <> ''`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: match inputs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var id string
 		var sw match.Software
-		if err := rows.Scan(&id, &sw.Name, &sw.Version, &sw.Publisher, &sw.InstallType, &sw.SourcePackage); err != nil {
-			return nil, fmt.Errorf("store: match inputs: %w", err)
+		if err := row.Scan(&id, &sw.Name, &sw.Version, &sw.Publisher, &sw.InstallType, &sw.SourcePackage); err != nil {
+			return err
 		}
 		if i, ok := pos[id]; ok {
 			out[i].Endpoint.Software = append(out[i].Endpoint.Software, sw)
 		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: match inputs: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // distroRelease completes a distribution id ("debian", as agents report
@@ -429,21 +401,17 @@ func (tx *Tx) lockFindings(ctx context.Context, ids []string) (map[string]bool, 
 			WHERE e.id IN (` + placeholders(len(sorted)) + `) ORDER BY e.id FOR NO KEY UPDATE OF e`
 	}
 	rows, err := tx.query(ctx, q, anySlice(sorted)...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: stored findings: %w", err)
-	}
-	defer rows.Close()
 	exists := make(map[string]bool, len(ids))
 	out := make(map[string]map[vulnKey]storedFinding, len(ids))
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
 		var cve, software, version, fixedIn, source sql.NullString
-		if err := rows.Scan(&id, &cve, &software, &version, &fixedIn, &source); err != nil {
-			return nil, nil, fmt.Errorf("store: stored findings: %w", err)
+		if err := r.Scan(&id, &cve, &software, &version, &fixedIn, &source); err != nil {
+			return err
 		}
 		exists[id] = true
 		if !cve.Valid {
-			continue // no finding
+			return nil // no finding
 		}
 		m := out[id]
 		if m == nil {
@@ -451,8 +419,8 @@ func (tx *Tx) lockFindings(ctx context.Context, ids []string) (map[string]bool, 
 			out[id] = m
 		}
 		m[vulnKey{cve.String, software.String}] = storedFinding{version: version.String, fixedIn: fixedIn.String, source: source.String}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, nil, fmt.Errorf("store: stored findings: %w", err)
 	}
 	return exists, out, nil
@@ -472,21 +440,20 @@ type EndpointFinding struct {
 func (s *Store) EndpointFindings(ctx context.Context, orgID, endpointID string) ([]EndpointFinding, error) {
 	rows, err := s.query(ctx, `SELECT cve_id, software, version, COALESCE(fixed_in, ''), source, first_seen_at FROM endpoint_vulns
 		WHERE org_id = ? AND endpoint_id = ? ORDER BY software, cve_id`, orgID, endpointID)
-	if err != nil {
-		return nil, fmt.Errorf("store: endpoint findings: %w", err)
-	}
-	defer rows.Close()
 	var out []EndpointFinding
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var f EndpointFinding
 		var first int64
-		if err := rows.Scan(&f.CVEID, &f.Software, &f.Version, &f.FixedIn, &f.Source, &first); err != nil {
-			return nil, fmt.Errorf("store: endpoint findings: %w", err)
+		if err := r.Scan(&f.CVEID, &f.Software, &f.Version, &f.FixedIn, &f.Source, &first); err != nil {
+			return err
 		}
 		f.FirstSeenAt = fromMillis(first)
 		out = append(out, f)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: endpoint findings: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // VulnQuery filters the vulnerability list.
@@ -560,20 +527,16 @@ func (r *ReadTx) vulnStatuses(ctx context.Context, q VulnQuery, policy vulns.Pol
 	where, args := vulnWhere(q)
 	rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, COALESCE(c.cvss, m.cvss), c.severity, k.cve_id IS NOT NULL, k.due_date`+
 		vulnFrom+where+vulnOrder, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: vulnerability statuses: %w", err)
-	}
-	defer rows.Close()
 	var out []vulnStatus
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var v vulnStatus
 		var first int64
 		var cvss sql.NullFloat64
 		var severity sql.NullString
 		var kev bool
 		var due sql.NullInt64
-		if err := rows.Scan(&v.CVEID, &first, &cvss, &severity, &kev, &due); err != nil {
-			return nil, fmt.Errorf("store: vulnerability statuses: %w", err)
+		if err := row.Scan(&v.CVEID, &first, &cvss, &severity, &kev, &due); err != nil {
+			return err
 		}
 		var score *float64
 		if cvss.Valid {
@@ -583,8 +546,11 @@ func (r *ReadTx) vulnStatuses(ctx context.Context, q VulnQuery, policy vulns.Pol
 		v.Severity, deadline = remediationOf(v.CVEID, score, severity.String, kev, due, first, policy)
 		v.Status = vulns.Status(deadline, q.Now)
 		out = append(out, v)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: vulnerability statuses: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // vulnStatus is one CVE of the fleet: its severity and remediation status.
@@ -633,10 +599,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 			COALESCE(c.published, m.released), COALESCE(c.description, m.title),
 			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE),
 			x.kind, x.reason, x.expires_at, x.created_by, x.created_at`+vulnFrom+where+vulnOrder+paging, append(args, pageArgs...)...)
-		if err != nil {
-			return fmt.Errorf("store: list vulnerabilities: %w", err)
-		}
-		for rows.Next() {
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
 			var v apiv1.Vulnerability
 			var first int64
 			var cvss sql.NullFloat64
@@ -644,10 +607,9 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 			var published, due sql.NullInt64
 			var xKind, xReason, xBy sql.NullString
 			var xExpires, xAt sql.NullInt64
-			if err := rows.Scan(&v.CVEID, &first, &cvss, &severity, &published, &description, &v.CISAKEV, &due, &v.Ransomware,
+			if err := row.Scan(&v.CVEID, &first, &cvss, &severity, &published, &description, &v.CISAKEV, &due, &v.Ransomware,
 				&xKind, &xReason, &xExpires, &xBy, &xAt); err != nil {
-				rows.Close()
-				return fmt.Errorf("store: list vulnerabilities: %w", err)
+				return err
 			}
 			if cvss.Valid {
 				score := cvss.Float64
@@ -672,9 +634,8 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 			}
 			v.Software, v.Endpoints, v.RemediatedBy = []string{}, []apiv1.EndpointRef{}, []apiv1.Remediation{}
 			out = append(out, v)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return fmt.Errorf("store: list vulnerabilities: %w", err)
 		}
 		return r.fillAffected(ctx, q.OrgID, out)
@@ -695,19 +656,14 @@ func (r *ReadTx) fillAffected(ctx context.Context, orgID string, page []apiv1.Vu
 	args := append([]any{orgID}, anySlice(ids)...)
 	rows, err := r.query(ctx, `SELECT DISTINCT cve_id, software FROM endpoint_vulns WHERE org_id = ? AND cve_id IN (`+placeholders(len(ids))+`)
 		ORDER BY cve_id, software`, args...)
-	if err != nil {
-		return fmt.Errorf("store: affected software: %w", err)
-	}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var cve, sw string
-		if err := rows.Scan(&cve, &sw); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: affected software: %w", err)
+		if err := row.Scan(&cve, &sw); err != nil {
+			return err
 		}
 		page[pos[cve]].Software = append(page[pos[cve]].Software, sw)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: affected software: %w", err)
 	}
 	if err := r.fillRemediations(ctx, args, pos, page); err != nil {
@@ -716,19 +672,18 @@ func (r *ReadTx) fillAffected(ctx context.Context, orgID string, page []apiv1.Vu
 	rows, err = r.query(ctx, `SELECT DISTINCT ev.cve_id, e.id, COALESCE(e.display_name, e.hostname), e.sort_name FROM endpoint_vulns ev
 		JOIN endpoints e ON e.id = ev.endpoint_id WHERE ev.org_id = ? AND ev.cve_id IN (`+placeholders(len(ids))+`)
 		ORDER BY ev.cve_id, e.sort_name, e.id`, args...)
-	if err != nil {
-		return fmt.Errorf("store: affected endpoints: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var cve, sortName string
 		var ref apiv1.EndpointRef
-		if err := rows.Scan(&cve, &ref.ID, &ref.Name, &sortName); err != nil {
-			return fmt.Errorf("store: affected endpoints: %w", err)
+		if err := row.Scan(&cve, &ref.ID, &ref.Name, &sortName); err != nil {
+			return err
 		}
 		page[pos[cve]].Endpoints = append(page[pos[cve]].Endpoints, ref)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: affected endpoints: %w", err)
 	}
-	return rows.Err()
+	return nil
 }
 
 // Kinds of vulnerability exceptions.
@@ -801,23 +756,22 @@ func (s *Store) ListVulnExceptions(ctx context.Context, orgID, kind string, now 
 		args = append(args, kind)
 	}
 	rows, err := s.query(ctx, q+` ORDER BY x.cve_id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: vulnerability exceptions: %w", err)
-	}
-	defer rows.Close()
 	out := []VulnException{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		x := VulnException{OrgID: orgID}
 		var expires sql.NullInt64
 		var created int64
-		if err := rows.Scan(&x.ID, &x.CVEID, &x.Kind, &x.Reason, &expires, &x.CreatedBy, &created, &x.Endpoints); err != nil {
-			return nil, fmt.Errorf("store: vulnerability exceptions: %w", err)
+		if err := r.Scan(&x.ID, &x.CVEID, &x.Kind, &x.Reason, &expires, &x.CreatedBy, &created, &x.Endpoints); err != nil {
+			return err
 		}
 		x.ExpiresAt, x.CreatedAt = nullTime(expires), fromMillis(created)
 		x.Active = x.ExpiresAt == nil || x.ExpiresAt.After(now)
 		out = append(out, x)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: vulnerability exceptions: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // VulnPolicy answers the organization's remediation periods (the defaults
@@ -880,32 +834,28 @@ func (r *ReadTx) fillRemediations(ctx context.Context, args []any, pos map[strin
 		FROM endpoint_vulns ev JOIN endpoints e ON e.id = ev.endpoint_id
 		WHERE ev.org_id = ? AND ev.cve_id IN (`+placeholders(len(ids))+`)
 		GROUP BY ev.cve_id, ev.software, ev.source, ev.fixed_in, e.platform`, args...)
-	if err != nil {
-		return fmt.Errorf("store: remediations: %w", err)
-	}
-	defer rows.Close()
 	type key struct{ cve, kind, key, software, fixedIn string }
 	counts := map[key]int{}
-	for rows.Next() {
+	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var cve, software, source, fixedIn, platform string
 		var n int
-		if err := rows.Scan(&cve, &software, &source, &fixedIn, &platform, &n); err != nil {
-			return fmt.Errorf("store: remediations: %w", err)
+		if err := row.Scan(&cve, &software, &source, &fixedIn, &platform, &n); err != nil {
+			return err
 		}
 		k := key{cve: cve, software: software, fixedIn: fixedIn}
 		switch {
 		case isKB(source):
 			k.kind, k.key = "kb", source
 		case fixedIn == "":
-			continue
+			return nil
 		case platform == "linux":
 			k.kind, k.key = "package", software
 		default:
 			k.kind, k.key = "application", software
 		}
 		counts[k] += n
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: remediations: %w", err)
 	}
 	for k, n := range counts {

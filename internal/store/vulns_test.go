@@ -20,10 +20,7 @@ func TestSaveMatchResultsDiff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrg(t, s, "Acme")
 	const endpoints, cves = 40, 30 // 1,200 findings × 8 columns: three SQLite statements
 	var ids []string
 	for i := range endpoints {

@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/patchd/patchd/internal/store"
+)
+
+// The organizations, roles and users the store's tests start from.
+
+// newOrg creates an organization (time zone UTC).
+func newOrg(t testing.TB, s *store.Store, name string) store.Org {
+	t.Helper()
+	o, err := s.CreateOrg(context.Background(), name, "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// builtinRole answers the organization's built-in role of that name
+// (store.RoleAdministrator, store.RoleReadOnly).
+func builtinRole(t testing.TB, s *store.Store, orgID, name string) store.Role {
+	t.Helper()
+	r, err := s.FindRole(context.Background(), orgID, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newUser creates u (its OrgID, Email and RoleID set) with the password
+// hash "x" unless it has one, recorded as created by "test"; an instance
+// operator's grant is recorded too.
+func newUser(t testing.TB, s *store.Store, u store.User) store.User {
+	t.Helper()
+	if u.PasswordHash == "" {
+		u.PasswordHash = "x"
+	}
+	var ie *store.InstanceEvent
+	if u.InstanceOperator {
+		ie = &store.InstanceEvent{Actor: "test", Action: "instance_operator.grant"}
+	}
+	u, err := s.CreateUser(context.Background(), &store.AuditEntry{OrgID: u.OrgID, Actor: "test", Action: "user.create", TargetType: "user"}, ie, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// newAdmin creates an organization and an Administrator of it: the start
+// of most identity tests.
+func newAdmin(t testing.TB, s *store.Store, org, email string) (store.Org, store.User) {
+	t.Helper()
+	o := newOrg(t, s, org)
+	return o, newUser(t, s, store.User{OrgID: o.ID, Email: email, RoleID: builtinRole(t, s, o.ID, store.RoleAdministrator).ID})
+}
