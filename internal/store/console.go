@@ -49,19 +49,12 @@ func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 func (s *Store) listConsoleUsers(ctx context.Context, what, where string, args ...any) ([]ConsoleUser, error) {
 	rows, err := s.query(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE `+where+
 		` ORDER BY u.created_at, u.id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
-	}
-	defer rows.Close()
 	var out []ConsoleUser
-	for rows.Next() {
-		u, err := scanConsoleUser(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: %s: %w", what, err)
-		}
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		u, err := scanConsoleUser(r)
 		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
 	return out, nil
@@ -195,25 +188,31 @@ func (s *Store) DeleteUser(ctx context.Context, e *AuditEntry, orgID, id string)
 func (s *Store) ListRoles(ctx context.Context, orgID string) ([]Role, error) {
 	rows, err := s.query(ctx, `SELECT id, org_id, name, permissions, builtin, created_at FROM roles WHERE org_id = ?
 		ORDER BY builtin DESC, name, id`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list roles: %w", err)
-	}
-	defer rows.Close()
 	var out []Role
-	for rows.Next() {
+	var badRole error
+	err = eachRow(rows, err, func(row *sql.Rows) error {
 		var r Role
 		var permText string
 		var created int64
-		if err := rows.Scan(&r.ID, &r.OrgID, &r.Name, &permText, &r.Builtin, &created); err != nil {
-			return nil, fmt.Errorf("store: list roles: %w", err)
+		if err := row.Scan(&r.ID, &r.OrgID, &r.Name, &permText, &r.Builtin, &created); err != nil {
+			return err
 		}
+		var err error
 		if r.Permissions, err = perm.Parse(permText); err != nil {
-			return nil, fmt.Errorf("store: role %s: %w", r.Name, err)
+			badRole = fmt.Errorf("store: role %s: %w", r.Name, err)
+			return stopRows
 		}
 		r.CreatedAt = fromMillis(created)
 		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list roles: %w", err)
 	}
-	return out, rows.Err()
+	if badRole != nil {
+		return nil, badRole
+	}
+	return out, nil
 }
 
 // Session stages: a session that is not yet signed in opens only the page
@@ -342,20 +341,13 @@ func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince t
 			f.MissingBySeverity[sev], f.EndpointsBySeverity[sev] = c[i], e[i]
 		}
 		rows, err := r.query(ctx, `SELECT platform, COUNT(*) FROM endpoints WHERE org_id = ? GROUP BY platform`, orgID)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
+		return eachRow(rows, err, func(row *sql.Rows) error {
 			var p string
 			var n int
-			if err := rows.Scan(&p, &n); err != nil {
-				rows.Close()
-				return err
-			}
+			err := row.Scan(&p, &n)
 			f.Platforms[p] = n
-		}
-		rows.Close()
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return f, fmt.Errorf("store: fleet summary: %w", err)
@@ -469,22 +461,21 @@ func (s *Store) ListUpdateKeys(ctx context.Context, q UpdateKeyQuery) ([]UpdateK
 	rows, err := s.query(ctx, `SELECT k.key, k.title, COALESCE(k.kb, ''), k.severity, k.source, k.reboot_required, k.endpoints,
 		COALESCE(a.status, 'NEW'), k.release_date, k.first_seen_at`+from+updateKeyOrder(q.Sort, q.Desc)+` LIMIT ? OFFSET ?`,
 		append(args, q.Limit, q.Offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list update keys: %w", err)
-	}
-	defer rows.Close()
 	var out []UpdateKeyRow
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var k UpdateKeyRow
 		var release sql.NullInt64
 		var first int64
-		if err := rows.Scan(&k.Key, &k.Title, &k.KB, &k.Severity, &k.Source, &k.RebootRequired, &k.Endpoints, &k.Approval, &release, &first); err != nil {
-			return nil, 0, fmt.Errorf("store: list update keys: %w", err)
+		if err := r.Scan(&k.Key, &k.Title, &k.KB, &k.Severity, &k.Source, &k.RebootRequired, &k.Endpoints, &k.Approval, &release, &first); err != nil {
+			return err
 		}
 		k.ReleaseDate, k.FirstSeenAt = nullTime(release), fromMillis(first)
 		out = append(out, k)
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("store: list update keys: %w", err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 func repeatPlaceholders(n int) string {
@@ -505,22 +496,15 @@ type EndpointName struct {
 // the number of members and the first sample of them by name.
 func (s *Store) PreviewGroup(ctx context.Context, orgID string, c groups.Criteria, sample int) (int, []EndpointName, error) {
 	rows, err := s.query(ctx, `SELECT e.id, `+factColumns+` FROM endpoints e WHERE e.org_id = ? ORDER BY e.sort_name, e.id`, orgID)
-	if err != nil {
-		return 0, nil, fmt.Errorf("store: preview group: %w", err)
-	}
-	defer rows.Close()
 	var ids []string
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var id string
-		f, err := scanFacts(rows, &id)
-		if err != nil {
-			return 0, nil, fmt.Errorf("store: preview group: %w", err)
-		}
-		if c.Member(f) {
+		f, err := scanFacts(r, &id)
+		if err == nil && c.Member(f) {
 			ids = append(ids, id)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	}); err != nil {
 		return 0, nil, fmt.Errorf("store: preview group: %w", err)
 	}
 	names, err := s.EndpointNames(ctx, orgID, ids[:min(sample, len(ids))])

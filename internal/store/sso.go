@@ -111,20 +111,16 @@ func (s *Store) GetSSOConfig(ctx context.Context, orgID string) (SSOConfig, erro
 // secrets are not read: GetSSOConfig answers a provider with its secret.
 func (s *Store) ListSSOConfigs(ctx context.Context) ([]SSOConfig, error) {
 	rows, err := s.query(ctx, `SELECT `+ssoConfigColumns+ssoConfigFrom+` WHERE c.enabled = TRUE ORDER BY c.org_id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list SSO configurations: %w", err)
-	}
-	defer rows.Close()
 	var out []SSOConfig
-	for rows.Next() {
-		c, err := scanSSOConfig(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list SSO configurations: %w", err)
-		}
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		c, err := scanSSOConfig(r)
 		c.secret = ""
 		out = append(out, c)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("store: list SSO configurations: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ErrSSOSecretRequired refuses a new provider without a client secret.

@@ -159,19 +159,13 @@ func (tx *Tx) lockOperators(ctx context.Context) ([][2]string, error) {
 		q += ` FOR UPDATE`
 	}
 	rows, err := tx.query(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("store: read instance operators: %w", err)
-	}
-	defer rows.Close()
 	var out [][2]string
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var op [2]string
-		if err := rows.Scan(&op[0], &op[1]); err != nil {
-			return nil, fmt.Errorf("store: read instance operators: %w", err)
-		}
+		err := r.Scan(&op[0], &op[1])
 		out = append(out, op)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("store: read instance operators: %w", err)
 	}
 	return out, nil
