@@ -14,6 +14,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -307,7 +308,7 @@ func BootstrapIfEmpty(ctx context.Context, s *store.Store) (Bootstrap, bool, err
 		return Bootstrap{}, false, nil
 	}
 	o, err := s.CreateOrg(ctx, DefaultOrg, "UTC")
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, dberr.ErrConflict) {
 		return Bootstrap{}, false, nil
 	}
 	if err != nil {

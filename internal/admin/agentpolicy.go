@@ -10,6 +10,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
 )
@@ -92,7 +93,7 @@ func stagedAgentPolicy(ctx context.Context, s *store.Store, orgID string, body a
 				errs.Add(field, "no such endpoint group")
 				continue
 			}
-			if _, err := s.GetGroup(ctx, orgID, id, now); errors.Is(err, store.ErrNotFound) {
+			if _, err := s.GetGroup(ctx, orgID, id, now); errors.Is(err, dberr.ErrNotFound) {
 				errs.Add(field, "no such endpoint group")
 			} else if err != nil {
 				return err

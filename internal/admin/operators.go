@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -133,11 +134,11 @@ func findUser(ctx context.Context, s *store.Store, orgRef, email string) (store.
 				return u, o, nil
 			}
 		}
-		return store.ConsoleUser{}, store.Org{}, fmt.Errorf("no console user %s in organization %s: %w", address, o.Name, store.ErrNotFound)
+		return store.ConsoleUser{}, store.Org{}, fmt.Errorf("no console user %s in organization %s: %w", address, o.Name, dberr.ErrNotFound)
 	}
 	switch len(users) {
 	case 0:
-		return store.ConsoleUser{}, store.Org{}, fmt.Errorf("no console user %s: %w", address, store.ErrNotFound)
+		return store.ConsoleUser{}, store.Org{}, fmt.Errorf("no console user %s: %w", address, dberr.ErrNotFound)
 	case 1:
 		o, err := s.FindOrg(ctx, users[0].OrgID)
 		return users[0], o, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -193,5 +194,5 @@ func ListedUser(ctx context.Context, s *store.Store, orgID, id string) (PersonOu
 			return personOut(u), nil
 		}
 	}
-	return PersonOut{}, fmt.Errorf("user: %w", store.ErrNotFound)
+	return PersonOut{}, fmt.Errorf("user: %w", dberr.ErrNotFound)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/sso"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -92,7 +93,7 @@ func SetSSOBy(ctx context.Context, s *store.Store, by By, orgRef string, in sso.
 			continue
 		}
 		r, err := s.FindRole(ctx, o.ID, m.Role)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, dberr.ErrNotFound) {
 			problems = append(problems, fmt.Sprintf("roleMap: the organization has no role %q", m.Role))
 			continue
 		}
@@ -104,7 +105,7 @@ func SetSSOBy(ctx context.Context, s *store.Store, by By, orgRef string, in sso.
 	if in.DefaultRole != "" {
 		r, err := s.FindRole(ctx, o.ID, in.DefaultRole)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, dberr.ErrNotFound):
 			problems = append(problems, fmt.Sprintf("defaultRole: the organization has no role %q", in.DefaultRole))
 		case err != nil:
 			return SSOOut{}, err

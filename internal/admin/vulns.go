@@ -78,7 +78,7 @@ func AcceptVulnRiskAudited(ctx context.Context, s *store.Store, e *store.AuditEn
 }
 
 // RevokeVulnRisk deletes the organization's exception for a CVE, audited
-// as actor; store.ErrNotFound when there is none.
+// as actor; dberr.ErrNotFound when there is none.
 func RevokeVulnRisk(ctx context.Context, s *store.Store, actor, orgID, cve string) (string, error) {
 	return RevokeVulnRiskAudited(ctx, s, &store.AuditEntry{OrgID: orgID, Actor: actor}, cve)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/clock"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/pool"
@@ -336,7 +337,7 @@ func (a *API) agent(r *http.Request) (*cachedAgent, string, error) {
 		return c, hash, nil
 	}
 	ag, err := a.store.AgentBySecret(r.Context(), hash)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		a.mu.Lock()
 		delete(a.agents, hash)
 		a.mu.Unlock()
@@ -450,7 +451,7 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 	// checked it before sending; the token alone is stored (as a hash).
 	token, _ := agentproto.SplitEnrollToken(req.EnrollToken)
 	tokenID, orgID, err := a.store.ValidEnrollToken(r.Context(), auth.HashSecret(token), now)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return errToken
 	}
 	if err != nil {
@@ -461,7 +462,7 @@ func (a *API) enroll(w http.ResponseWriter, r *http.Request) error {
 		Hostname: strings.TrimSpace(req.Hostname), Platform: req.Platform, OS: req.OS, OSVersion: req.OSVersion, Arch: req.Arch,
 		AgentVersion: req.AgentVersion, SecretHash: auth.HashSecret(secret), TokenID: tokenID, ClientAddr: a.clientIP(r),
 		InsecureChannel: req.InsecureChannel}, now)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return errToken // revoked or expired since it was looked up
 	}
 	if err != nil {
@@ -656,7 +657,7 @@ func (a *API) inventory(w http.ResponseWriter, r *http.Request) error {
 		save = a.cfg.Ingester.Submit
 	}
 	if err := save(r.Context(), ag.OrgID, ag.EndpointID, n, hash, a.now()); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, dberr.ErrNotFound) {
 			return errInvalidAgent()
 		}
 		return err
@@ -758,7 +759,7 @@ func (a *API) commandStatus(w http.ResponseWriter, r *http.Request) error {
 	err = a.store.SetCommandStatus(r.Context(), ag.EndpointID, r.PathValue("id"),
 		store.CommandStatus{Status: req.Status, Result: req.Result, ExitCode: req.ExitCode, At: req.At}, a.now())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		return httpx.Errorf(http.StatusNotFound, "not_found", "no such command for this endpoint")
 	case errors.Is(err, store.ErrStatusConflict):
 		return httpx.Errorf(http.StatusConflict, "status_conflict", strings.TrimPrefix(err.Error(), "store: "))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
@@ -85,7 +86,7 @@ func (a *API) launch(ctx context.Context, e *store.AuditEntry, l store.Launch) (
 		return run, httpx.Errorf(http.StatusNotFound, "not_found", "no valid endpoints: none of the listed ids is an endpoint of the organization")
 	case errors.Is(err, store.ErrNothingToInstall):
 		return run, errNothingToInstall
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		// The stored script went away between validation and the run.
 		return run, valid.One("payload.scriptId", "no such script")
 	case err != nil:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -86,7 +87,7 @@ func (a *API) resendDelivery(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case isNotFound(err):
 		return httpx.NotFound("failed delivery")
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, dberr.ErrConflict):
 		return httpx.Errorf(http.StatusConflict, "delivery_not_failed", "this delivery did not fail or was sent again already")
 	case err != nil:
 		return err

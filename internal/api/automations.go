@@ -14,6 +14,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/schedule"
 	"github.com/patchd/patchd/internal/store"
@@ -624,7 +625,7 @@ func (a *API) runAutomation(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case errors.Is(err, store.ErrNoEndpoints):
 		return httpx.Errorf(http.StatusNotFound, "not_found", "no valid endpoints: the automation's target holds no endpoint now")
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		return httpx.Errorf(http.StatusNotFound, "not_found", "the automation's stored script no longer exists")
 	case err != nil:
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -65,7 +66,7 @@ func (a *API) createCredential(w http.ResponseWriter, r *http.Request) error {
 	var err error
 	if strings.TrimSpace(body.Role) == "" {
 		errs.Add("role", "is required (a role id or name: GET /api/v1/roles)")
-	} else if role, err = a.store.FindRole(r.Context(), p.OrgID, body.Role); errors.Is(err, store.ErrNotFound) {
+	} else if role, err = a.store.FindRole(r.Context(), p.OrgID, body.Role); errors.Is(err, dberr.ErrNotFound) {
 		errs.Add("role", "no such role in the organization")
 	} else if err != nil {
 		return err
@@ -76,7 +77,7 @@ func (a *API) createCredential(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	nc, err := admin.CreateCredentialBy(r.Context(), a.store, a.by(r), p.OrgID, name, role.ID)
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, dberr.ErrConflict) {
 		return httpx.Validation("name", "is taken by another credential of the organization")
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/endpointq"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
@@ -213,4 +214,4 @@ func (a *API) listSoftwareTitles(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, dberr.ErrNotFound) }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -81,7 +82,7 @@ func roleError(err error) error {
 	switch {
 	case isNotFound(err):
 		return httpx.NotFound("role")
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, dberr.ErrConflict):
 		return httpx.Validation("name", "is taken by another role of the organization")
 	case errors.Is(err, store.ErrBuiltinRole):
 		return httpx.Errorf(http.StatusConflict, "builtin_role", "a built-in role cannot be changed or deleted")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -85,7 +86,7 @@ func (a *API) stopRun(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case isNotFound(err):
 		return httpx.NotFound("run")
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, dberr.ErrConflict):
 		return httpx.Errorf(http.StatusConflict, "run_not_running", "only a RUNNING run can be stopped; this one has ended")
 	case err != nil:
 		return err

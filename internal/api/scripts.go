@@ -11,6 +11,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
@@ -120,7 +121,7 @@ func scriptError(err error) error {
 	switch {
 	case isNotFound(err):
 		return httpx.NotFound("script")
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, dberr.ErrConflict):
 		return httpx.Validation("name", "is taken by another script of the organization")
 	}
 	return err

@@ -7,9 +7,9 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/sso"
-	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
 )
 
@@ -22,7 +22,7 @@ func (a *API) getSSO(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := admin.ShowSSO(r.Context(), a.store, principal(r).OrgID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return httpx.NotFound("single sign-on provider")
 	}
 	if err != nil {
@@ -75,7 +75,7 @@ func (a *API) deleteSSO(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	_, err := admin.DeleteSSOBy(r.Context(), a.store, a.by(r), principal(r).OrgID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return httpx.NotFound("single sign-on provider")
 	}
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
@@ -191,8 +192,8 @@ func TestRefusedConnectionsAnswer503(t *testing.T) {
 	if !errors.As(err, &connErr) || !errors.As(err, &pgErr) || pgErr.Code != "55000" {
 		t.Fatalf("ping of a database refusing connections: %v; want a connect error with SQLSTATE 55000", err)
 	}
-	if !store.IsUnavailable(err) {
-		t.Errorf("store.IsUnavailable(%v) = false", err)
+	if !dberr.IsUnavailable(err) {
+		t.Errorf("dberr.IsUnavailable(%v) = false", err)
 	}
 
 	body := `{"name":"Refused","actionType":"REBOOT","payload":{"message":"x","timeoutSeconds":60},"targetMode":"all","scheduleKind":"RECURRING","freq":"DAILY","atTime":"23:30"}`

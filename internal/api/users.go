@@ -9,6 +9,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -64,7 +65,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
 	var role store.Role
 	if strings.TrimSpace(body.Role) == "" {
 		errs.Add("role", "is required (a role id or name: GET /api/v1/roles)")
-	} else if role, err = a.store.FindRole(r.Context(), p.OrgID, body.Role); errors.Is(err, store.ErrNotFound) {
+	} else if role, err = a.store.FindRole(r.Context(), p.OrgID, body.Role); errors.Is(err, dberr.ErrNotFound) {
 		errs.Add("role", "no such role in the organization")
 	} else if err != nil {
 		return err
@@ -97,7 +98,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		u, err = admin.NewPerson(r.Context(), a.store, by, p.OrgID, email, role, body.Password, true)
 	}
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, dberr.ErrConflict) {
 		return httpx.Validation("email", "a user of the organization has this e-mail address")
 	}
 	if err != nil {
@@ -214,7 +215,7 @@ func (a *API) patchUser(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Validation("role", "give role, disabled or both")
 	}
 	if body.Role != nil {
-		if _, err := a.store.FindRole(r.Context(), u.OrgID, *body.Role); errors.Is(err, store.ErrNotFound) {
+		if _, err := a.store.FindRole(r.Context(), u.OrgID, *body.Role); errors.Is(err, dberr.ErrNotFound) {
 			return httpx.Validation("role", "no such role in the organization")
 		} else if err != nil {
 			return err

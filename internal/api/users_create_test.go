@@ -15,6 +15,7 @@ import (
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -111,7 +112,7 @@ func TestCreateAndDeleteUsers(t *testing.T) {
 	if _, err := e.Store.InvitedUser(ctx, inv.Invitation.Token, time.Now()); err == nil {
 		t.Error("the token itself is stored")
 	}
-	if _, err := e.Store.InvitedUser(ctx, auth.HashSecret(inv.Invitation.Token), time.Now().Add(49*time.Hour)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.Store.InvitedUser(ctx, auth.HashSecret(inv.Invitation.Token), time.Now().Add(49*time.Hour)); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("an expired invitation: %v", err)
 	}
 	list, _ := e.Admin.ListUsers(ctx)
@@ -152,7 +153,7 @@ func TestCreateAndDeleteUsers(t *testing.T) {
 	if err := e.Admin.DeleteUser(ctx, inv.ID); !client.IsStatus(err, http.StatusNotFound) {
 		t.Errorf("deleting again: %v", err)
 	}
-	if _, err := e.Store.InvitedUser(ctx, auth.HashSecret(inv.Invitation.Token), time.Now()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.Store.InvitedUser(ctx, auth.HashSecret(inv.Invitation.Token), time.Now()); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("the deleted user's invitation still opens: %v", err)
 	}
 	if d := audit1(t, e, "user.delete"); d.TargetID != inv.ID || d.Summary["email"] != "dana@example.com" {

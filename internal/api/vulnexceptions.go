@@ -7,6 +7,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
@@ -98,7 +99,7 @@ func (a *API) revokeVulnRisk(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	_, err := admin.RevokeVulnRiskAudited(r.Context(), a.store, a.auditEntry(r, "", "", ""), r.PathValue("cve"))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return httpx.Errorf(http.StatusNotFound, "not_found", "no accepted risk or compensating control for this CVE")
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/clock"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -127,7 +128,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 		return nil, ErrInvalidToken
 	}
 	g, err := a.store.LookupAccessToken(ctx, hexHash(key), now)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return nil, ErrInvalidToken
 	}
 	if err != nil {
@@ -159,7 +160,7 @@ func (a *Authenticator) Issue(ctx context.Context, clientID, secret, remoteIP st
 		return Issued{}, err
 	}
 	c, err := a.store.CredentialByClientID(ctx, clientID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, dberr.ErrNotFound) {
 		attempt.Release(context.WithoutCancel(ctx))
 		return Issued{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/sso"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -69,7 +70,7 @@ func ssoAdmin(ctx context.Context, verb string, stdio IO) (func(fs *flag.FlagSet
 		}
 		if cur, err := s.GetSSOConfig(ctx, o.ID); err == nil {
 			in = admin.SSOSettingsOf(cur)
-		} else if !errors.Is(err, store.ErrNotFound) {
+		} else if !errors.Is(err, dberr.ErrNotFound) {
 			return nil, err
 		}
 		var problem error

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/vulns"
@@ -171,7 +172,7 @@ func vulnAdmin(ctx context.Context, verb string) (func(fs *flag.FlagSet), func(s
 				return nil, err
 			}
 			if _, err := admin.RevokeVulnRisk(ctx, s, admin.ActorCLI, o.ID, c); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
+				if errors.Is(err, dberr.ErrNotFound) {
 					return nil, fmt.Errorf("no accepted risk or compensating control for %s in %s", c, o.Name)
 				}
 				return nil, err

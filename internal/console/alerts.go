@@ -9,6 +9,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -289,9 +290,9 @@ func (c *Console) alertResend(w http.ResponseWriter, r *http.Request, s *session
 	back := "/console/alerts/" + id
 	_, err := c.store.ResendDelivery(r.Context(), s.audit("alert.resend", "alert", id), s.User.OrgID, id, r.PathValue("delivery"), c.now())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		return c.done(w, r, back, notFound("failed delivery"), "")
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, dberr.ErrConflict):
 		return c.done(w, r, back, badRequest("That delivery was sent again already."), "")
 	case err != nil:
 		return err

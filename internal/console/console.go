@@ -25,6 +25,7 @@ import (
 
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -318,7 +319,7 @@ func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h 
 	c.handleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.session(w, r)
 		if err != nil {
-			if store.IsUnavailable(err) {
+			if dberr.IsUnavailable(err) {
 				c.fail(w, r, nil, err)
 				return
 			}
@@ -411,9 +412,9 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 			w.Header().Set("Retry-After", ae.retryAfter)
 		}
 		c.renderError(w, r, s, ae.Status, ae.Text())
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		c.renderError(w, r, s, http.StatusNotFound, "No such record in your organization.")
-	case store.IsUnavailable(err):
+	case dberr.IsUnavailable(err):
 		slog.WarnContext(r.Context(), "console page failed: database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		retryAfter(w, httpx.RetryAfterUnavailable*time.Second)
 		c.renderError(w, r, s, http.StatusServiceUnavailable, "The database is unavailable for now; nothing you did is wrong. Try again in a few seconds.")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/vulndb"
 )
@@ -108,7 +109,7 @@ func (c *Console) feedUpload(w http.ResponseWriter, r *http.Request, s *session)
 	// The route lets instance operators only this far; the import records
 	// the change in the instance's Audit Trail.
 	res, err := vulndb.ImportFiles(r.Context(), c.store, paths, vulndb.By{Actor: s.actor(), Address: c.clientIP(r), Names: names})
-	if store.IsUnavailable(err) {
+	if dberr.IsUnavailable(err) {
 		return err // not the files' fault: the same upload may be sent again
 	}
 	if err != nil {

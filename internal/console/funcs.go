@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -306,6 +307,6 @@ func plain(v string) string {
 	return v
 }
 
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, dberr.ErrNotFound) }
 
 func ptr[T any](v T) *T { return &v }

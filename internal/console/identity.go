@@ -12,6 +12,7 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -497,7 +498,7 @@ func (c *Console) accountData(r *http.Request, s *session) (*accountData, error)
 			return nil, err
 		}
 		d.SSO = &accountSSO{ProviderName: cfg.ProviderName, Linked: linked, Operator: s.User.InstanceOperator && !s.User.OperatorSSO}
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+	} else if err != nil && !errors.Is(err, dberr.ErrNotFound) {
 		return nil, err
 	}
 	for _, si := range list {
@@ -687,7 +688,7 @@ func (c *Console) recoveryRenew(w http.ResponseWriter, r *http.Request, s *sessi
 func (c *Console) sessionRevoke(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
 	_, err := c.store.EndUserSessions(r.Context(), s.audit("user.session_revoke", "user", s.User.ID), s.User.OrgID, s.User.ID, id, "")
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return c.done(w, r, "/console/account", notFound("session of yours"), "")
 	}
 	if err != nil {

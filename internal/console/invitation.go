@@ -7,7 +7,7 @@ import (
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/api"
 	"github.com/patchd/patchd/internal/auth"
-	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // Invitations: a user invited through POST /api/v1/users (or the Users
@@ -33,7 +33,7 @@ func (c *Console) invitationPage(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	u, err := c.store.InvitedUser(r.Context(), auth.HashSecret(d.Token), c.now())
 	switch {
-	case errors.Is(err, store.ErrNotFound) || d.Token == "":
+	case errors.Is(err, dberr.ErrNotFound) || d.Token == "":
 		status, d.Error, d.Token = http.StatusNotFound, invalidInvitation, ""
 	case err != nil:
 		c.fail(w, r, nil, err)
@@ -61,7 +61,7 @@ func (c *Console) invitationAccept(w http.ResponseWriter, r *http.Request) {
 	}
 	hash := auth.HashSecret(d.Token)
 	u, err := c.store.InvitedUser(r.Context(), hash, c.now())
-	if errors.Is(err, store.ErrNotFound) || d.Token == "" {
+	if errors.Is(err, dberr.ErrNotFound) || d.Token == "" {
 		d.Token = ""
 		show(http.StatusNotFound, invalidInvitation)
 		return
@@ -88,7 +88,7 @@ func (c *Console) invitationAccept(w http.ResponseWriter, r *http.Request) {
 	// The invitation is taken in the same transaction as the password is
 	// set: two forms sent at once set one password.
 	u, err = c.store.AcceptInvitation(r.Context(), c.userAudit(r, u, "user.invitation_accept", map[string]any{"email": u.Email}), hash, passwordHash, c.now())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		d.Token = ""
 		show(http.StatusNotFound, invalidInvitation)
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -365,7 +366,7 @@ func (c *Console) finishRegistration(w http.ResponseWriter, r *http.Request, s *
 		Flags: byte(cred.Flags.ProtocolValue()), AAGUID: aaguidText(cred.Authenticator.AAGUID), Transports: transports,
 		AttestationType: cred.AttestationType, AttestationFormat: cred.AttestationFormat, Name: cer.Name}
 	e := c.userAudit(r, s.User, "user.passkey_add", map[string]any{"aaguid": p.AAGUID})
-	if _, err := c.store.AddPasskey(r.Context(), e, p); errors.Is(err, store.ErrConflict) {
+	if _, err := c.store.AddPasskey(r.Context(), e, p); errors.Is(err, dberr.ErrConflict) {
 		return "", &pageError{http.StatusConflict, "This passkey is registered already, or you have the most passkeys one may have."}
 	} else if err != nil {
 		return "", err
@@ -397,7 +398,7 @@ func (c *Console) passkeyRename(w http.ResponseWriter, r *http.Request, s *sessi
 		return c.done(w, r, "/console/account", err, "")
 	}
 	err = c.store.RenamePasskey(r.Context(), s.audit("user.passkey_rename", "user", s.User.ID), s.User.OrgID, s.User.ID, r.PathValue("id"), name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		err = notFound("passkey of yours")
 	}
 	return c.done(w, r, "/console/account", err, "The passkey is renamed "+name+".")
@@ -409,7 +410,7 @@ func (c *Console) passkeyRename(w http.ResponseWriter, r *http.Request, s *sessi
 func (c *Console) passkeyRemove(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
 	p, err := c.store.GetPasskey(r.Context(), s.User.OrgID, s.User.ID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return c.done(w, r, "/console/account", notFound("passkey of yours"), "")
 	}
 	if err != nil {
@@ -426,7 +427,7 @@ func (c *Console) passkeyRemove(w http.ResponseWriter, r *http.Request, s *sessi
 		return c.done(w, r, "/console/account", err, "")
 	}
 	err = c.store.RemovePasskey(r.Context(), s.audit("user.passkey_remove", "user", s.User.ID), s.User.OrgID, s.User.ID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		err = notFound("passkey of yours")
 	}
 	return c.done(w, r, "/console/account", err, "The passkey "+p.Name+" is removed.")
@@ -687,7 +688,7 @@ func (c *Console) passkeyLoginErr(w http.ResponseWriter, r *http.Request) error 
 	refused := &pageError{http.StatusUnauthorized, "That passkey did not sign you in: it is not a passkey of an enabled account of this server (" + c.originText(r) +
 		"), or it did not verify you. Sign in with your password."}
 	u, key, err := c.store.PasskeyUser(r.Context(), parsed.RawID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		slog.InfoContext(r.Context(), "console: passwordless sign-in with an unknown passkey", "address", c.clientIP(r))
 		return refused
 	}

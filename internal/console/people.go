@@ -13,6 +13,7 @@ import (
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/api"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -83,9 +84,9 @@ func adminError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, dberr.ErrConflict):
 		return badRequest("That name is taken in your organization.")
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		return notFound("record")
 	}
 	return err
@@ -97,7 +98,7 @@ func (c *Console) roleOf(r *http.Request, s *session, id string) (store.Role, er
 		return store.Role{}, badRequest("Choose a role.")
 	}
 	ro, err := c.store.FindRole(r.Context(), s.User.OrgID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return ro, badRequest("Choose a role of your organization.")
 	}
 	return ro, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -79,7 +80,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (*session, err
 	}
 	idHash := auth.HashSecret(ck.Value)
 	cs, err := c.store.GetConsoleSession(r.Context(), idHash)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		http.SetCookie(w, c.cookie(cookieSession, "", -1))
 		return nil, nil
 	}
@@ -339,7 +340,7 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cred, err := c.store.CredentialByClientID(r.Context(), d.ClientID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, dberr.ErrNotFound) {
 		attempt.Release(context.WithoutCancel(r.Context()))
 		c.fail(w, r, nil, err)
 		return
@@ -382,7 +383,7 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 	ie := &store.InstanceEvent{Actor: "user:" + email, Address: c.clientIP(r), Action: "instance_operator.grant",
 		Summary: map[string]any{"email": email, "orgId": cred.OrgID, "firstRun": true, "provedWith": "api:" + cred.Name}}
 	u, err := c.store.CreateFirstUser(r.Context(), e, ie, store.User{OrgID: cred.OrgID, Email: email, RoleID: role.ID, PasswordHash: hash}, cred.ID)
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, dberr.ErrConflict) {
 		show(http.StatusConflict, "This organization has console users already: sign in, or ask an administrator for an account.")
 		return
 	}

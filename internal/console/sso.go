@@ -20,6 +20,7 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/sso"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -210,7 +211,7 @@ func (c *Console) ssoOrgConfig(ctx context.Context, ref string) (store.Org, stor
 	}
 	cfg, err := c.store.GetSSOConfig(ctx, o.ID)
 	if err == nil && !cfg.Enabled {
-		err = fmt.Errorf("console: single sign-on is off: %w", store.ErrNotFound)
+		err = fmt.Errorf("console: single sign-on is off: %w", dberr.ErrNotFound)
 	}
 	return o, cfg, err
 }
@@ -220,7 +221,7 @@ func (c *Console) ssoOrgPage(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.URL.Query().Get("next"))
 	d := ssoPageData{Next: next, FormToken: c.formToken(w, r)}
 	o, cfg, err := c.ssoOrgConfig(r.Context(), r.PathValue("org"))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		d.Error = "There is no organization " + r.PathValue("org") + " with single sign-on on this server."
 		c.renderSSO(w, r, http.StatusNotFound, d)
 		return
@@ -256,7 +257,7 @@ func (c *Console) oauth2Config(r *http.Request, p *oidc.Provider, cfg store.SSOC
 func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 	d := ssoPageData{FormToken: c.formToken(w, r)}
 	o, cfg, err := c.ssoOrgConfig(r.Context(), r.PathValue("org"))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		d.Error = "There is no organization " + r.PathValue("org") + " with single sign-on on this server."
 		c.renderSSO(w, r, http.StatusNotFound, d)
 		return
@@ -274,7 +275,7 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 // with this session.
 func (c *Console) ssoLinkStart(w http.ResponseWriter, r *http.Request, s *session) error {
 	cfg, err := c.store.GetSSOConfig(r.Context(), s.User.OrgID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !cfg.Enabled {
+	if errors.Is(err, dberr.ErrNotFound) || err == nil && !cfg.Enabled {
 		return &pageError{http.StatusNotFound, "Your organization has no single sign-on."}
 	}
 	if err != nil {
@@ -367,7 +368,7 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		Secure: c.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
 	q := r.URL.Query()
 	l, err := c.store.TakeSSOLogin(r.Context(), auth.HashSecret(q.Get("state")))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		slog.WarnContext(r.Context(), "console: single sign-on callback with an unknown, used or expired state", "address", c.clientIP(r))
 		c.renderSSO(w, r, http.StatusBadRequest, ssoPageData{FormToken: c.formToken(w, r),
 			Error: "This sign-in was finished already, has expired, or was not started here. Start again."})
@@ -438,7 +439,7 @@ func (c *Console) ssoFinish(w http.ResponseWriter, r *http.Request, l store.SSOL
 		return none, refuse(http.StatusBadRequest, "state_expired", "The sign-in took longer than "+waitText(SSOLoginTTL)+". "+again)
 	}
 	cfg, err := c.store.GetSSOConfig(ctx, l.OrgID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !cfg.Enabled {
+	if errors.Is(err, dberr.ErrNotFound) || err == nil && !cfg.Enabled {
 		return none, refuse(http.StatusBadRequest, "sso_off", "Single sign-on was turned off for this organization meanwhile.")
 	}
 	if err != nil {
@@ -631,7 +632,7 @@ func (c *Console) ssoUser(r *http.Request, cfg store.SSOConfig, ident store.SSOI
 			return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
 		}
 		return u, nil
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, dberr.ErrNotFound):
 		return u, err
 	}
 	how := "e-mail address"
@@ -652,7 +653,7 @@ func (c *Console) ssoUser(r *http.Request, cfg store.SSOConfig, ident store.SSOI
 		return u, c.ssoRefusal(lr.d.Reason, cfg, ident.Email)
 	case err == nil:
 		return u, nil
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, dberr.ErrNotFound):
 		return u, err
 	case pol.LinkFor != "":
 		return u, refuse(http.StatusForbidden, "link_session_mismatch", "Your account is gone: sign in again.")
@@ -663,7 +664,7 @@ func (c *Console) ssoUser(r *http.Request, cfg store.SSOConfig, ident store.SSOI
 	e := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + ident.Email, Action: "user.create",
 		Summary: map[string]any{"email": ident.Email, "role": roleName(cfg, roleID), "justInTime": true, "issuer": ident.Issuer, "address": c.clientIP(r)}}
 	u, err = c.store.CreateSSOUser(ctx, e, ident, roleID, c.now())
-	if errors.Is(err, store.ErrConflict) { // a sign-in at the same moment made it, or the address is taken
+	if errors.Is(err, dberr.ErrConflict) { // a sign-in at the same moment made it, or the address is taken
 		if u, err := c.store.SSOUserByIdentity(ctx, ident); err == nil {
 			if d := sso.Decide(accountOf(u, true, false), sc, pol); d.Outcome != sso.SignIn {
 				return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
@@ -749,7 +750,7 @@ func (c *Console) ssoSettingsPage(w http.ResponseWriter, r *http.Request, s *ses
 	switch {
 	case err == nil:
 		d.Config, d.Form = &cfg, formOf(cfg)
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, dberr.ErrNotFound):
 		return err
 	}
 	return c.ssoSettings(w, r, s, http.StatusOK, d)

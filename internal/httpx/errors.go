@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/valid"
 )
 
 // Error is an answer in the spec's Error shape. Handlers return it (or an
-// error wrapping store.ErrNotFound or a *valid.Error); WriteError maps a
-// database that is unavailable (store.IsUnavailable) to 503 with
+// error wrapping dberr.ErrNotFound or a *valid.Error); WriteError maps a
+// database that is unavailable (dberr.IsUnavailable) to 503 with
 // Retry-After and anything else to a generic 500, and logs the detail,
 // never echoing it.
 type Error struct {
@@ -66,7 +66,7 @@ func Validation(field, message string) *Error {
 const RetryAfterUnavailable = 5
 
 // Unavailable is the answer to a request the database could not serve for
-// now (unreachable, busy, full; see store.IsUnavailable): 503 with
+// now (unreachable, busy, full; see dberr.IsUnavailable): 503 with
 // Retry-After, which clients retry, where a 4xx is final.
 func Unavailable() *Error {
 	return Errorf(http.StatusServiceUnavailable, "service_unavailable",
@@ -99,14 +99,14 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &vErr):
 		desc := vErr.Error()
 		apiErr = &Error{Status: http.StatusUnprocessableEntity, Code: "validation_failed", Description: &desc, Details: vErr.Problems}
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		apiErr = NotFound("resource")
 	case ClientGone(r, err):
 		// The client went away; nobody reads the answer.
 		slog.DebugContext(r.Context(), "client gone", "method", r.Method, "path", r.URL.Path,
 			"request_id", RequestID(r.Context()), "err", err)
 		apiErr = Errorf(StatusClientClosedRequest, "client_closed_request", "the request was cancelled")
-	case store.IsUnavailable(err):
+	case dberr.IsUnavailable(err):
 		slog.WarnContext(r.Context(), "request failed: database unavailable", "method", r.Method, "path", r.URL.Path,
 			"request_id", RequestID(r.Context()), "err", err)
 		apiErr = Unavailable()

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 func TestWriteErrorStatuses(t *testing.T) {
@@ -22,8 +22,8 @@ func TestWriteErrorStatuses(t *testing.T) {
 		code       string
 		retryAfter bool
 	}{
-		{"not found", fmt.Errorf("store: x: %w", store.ErrNotFound), http.StatusNotFound, "not_found", false},
-		{"database unavailable", fmt.Errorf("store: x: %w", store.ErrUnavailable), http.StatusServiceUnavailable, "service_unavailable", true},
+		{"not found", fmt.Errorf("store: x: %w", dberr.ErrNotFound), http.StatusNotFound, "not_found", false},
+		{"database unavailable", fmt.Errorf("store: x: %w", dberr.ErrUnavailable), http.StatusServiceUnavailable, "service_unavailable", true},
 		{"pool deadline", fmt.Errorf("store: x: %w", context.DeadlineExceeded), http.StatusServiceUnavailable, "service_unavailable", true},
 		{"a bug", errors.New("store: scan: boom"), http.StatusInternalServerError, "internal_error", false},
 	} {

@@ -34,6 +34,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -236,7 +237,7 @@ type dbCache struct{ s *store.Store }
 
 func (c dbCache) Get(ctx context.Context, key string) ([]byte, error) {
 	b, err := c.s.TLSData(ctx, store.ACMEPrefix+key)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return nil, autocert.ErrCacheMiss
 	}
 	return b, err
@@ -274,7 +275,7 @@ func ownCA(ctx context.Context, cfg config.Config, s *store.Store) (*Setup, erro
 // database has none (the first replica's wins).
 func EnsureCA(ctx context.Context, s *store.Store) (store.ServerCA, error) {
 	ca, err := s.ServerCA(ctx)
-	if err == nil || !errors.Is(err, store.ErrNotFound) {
+	if err == nil || !errors.Is(err, dberr.ErrNotFound) {
 		return ca, err
 	}
 	fresh, err := NewCA(time.Now())

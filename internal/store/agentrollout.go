@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"time"
 )
 
@@ -95,7 +96,7 @@ func (s *Store) AgentRolloutOf(ctx context.Context, orgID string, now time.Time)
 	last := len(r.Rings) - 1
 	for i := range r.Rings[:last] {
 		ids, err := s.GroupMemberIDs(ctx, orgID, r.Rings[i].GroupID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, dberr.ErrNotFound) {
 			continue // deleted meanwhile: its ring goes with it
 		}
 		if err != nil {

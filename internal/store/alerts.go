@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/alerts"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // Alert rules and their events. An event is raised at most once per rule
@@ -111,7 +112,7 @@ func (s *Store) ListAlertRules(ctx context.Context, orgID string) ([]AlertRule, 
 func (s *Store) GetAlertRule(ctx context.Context, orgID, id string) (AlertRule, error) {
 	r, err := scanAlertRule(s.queryRow(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? AND id = ?`, orgID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("store: alert rule %s: %w", id, ErrNotFound)
+		return r, fmt.Errorf("store: alert rule %s: %w", id, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return r, fmt.Errorf("store: alert rule: %w", err)
@@ -161,7 +162,7 @@ func (s *Store) UpdateAlertRule(ctx context.Context, e *AuditEntry, orgID, id st
 			return fmt.Errorf("store: update alert rule: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: alert rule %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: alert rule %s: %w", id, dberr.ErrNotFound)
 		}
 		return nil
 	})
@@ -178,7 +179,7 @@ func (s *Store) DeleteAlertRule(ctx context.Context, e *AuditEntry, orgID, id st
 		var name string
 		err := tx.queryRow(ctx, `SELECT name FROM alert_rules WHERE org_id = ? AND id = ?`, orgID, id).Scan(&name)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: alert rule %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: alert rule %s: %w", id, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: delete alert rule: %w", err)
@@ -540,13 +541,13 @@ func (s *Store) ResendDelivery(ctx context.Context, e *AuditEntry, orgID, ruleID
 		err := tx.queryRow(ctx, `SELECT o.event_id, o.channel, o.failed FROM alert_outbox o JOIN alert_events ev ON ev.id = o.event_id
 			WHERE o.id = ? AND ev.org_id = ? AND ev.rule_id = ?`, deliveryID, orgID, ruleID).Scan(&eventID, &channel, &failed)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: delivery %s: %w", deliveryID, ErrNotFound)
+			return fmt.Errorf("store: delivery %s: %w", deliveryID, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: resend delivery: %w", err)
 		}
 		if !failed {
-			return fmt.Errorf("store: delivery %s did not fail: %w", deliveryID, ErrConflict)
+			return fmt.Errorf("store: delivery %s did not fail: %w", deliveryID, dberr.ErrConflict)
 		}
 		e.Summary = map[string]any{"event": eventID, "channel": channel, "delivery": deliveryID, "newDelivery": newID}
 		if _, err := tx.exec(ctx, `INSERT INTO alert_outbox (id, event_id, channel, created_at) VALUES (?, ?, ?, ?)`,

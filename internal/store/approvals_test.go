@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -176,11 +177,11 @@ func TestBuiltinGroupsStore(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].Members != 2 || list[1].Members != 1 {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	if _, err := s.BuiltinGroupID(ctx, o.ID, "other"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.BuiltinGroupID(ctx, o.ID, "other"); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("unknown built-in: %v", err)
 	}
 	other := newOrg(t, s, "Other")
-	if _, err := s.GroupMemberIDs(ctx, other.ID, allID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GroupMemberIDs(ctx, other.ID, allID); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("another organization's group: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/schedule"
 )
 
@@ -150,7 +151,7 @@ func (tx *Tx) ReplaceAutomation(ctx context.Context, a *Automation, now time.Tim
 		return fmt.Errorf("store: replace automation: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("store: automation %s: %w", a.ID, ErrNotFound)
+		return fmt.Errorf("store: automation %s: %w", a.ID, dberr.ErrNotFound)
 	}
 	return nil
 }
@@ -189,7 +190,7 @@ func (tx *Tx) ChangeAutomation(ctx context.Context, orgID, id string, c Automati
 		return fmt.Errorf("store: change automation: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("store: automation %s: %w", id, ErrNotFound)
+		return fmt.Errorf("store: automation %s: %w", id, dberr.ErrNotFound)
 	}
 	return nil
 }
@@ -201,7 +202,7 @@ func (tx *Tx) DeleteAutomation(ctx context.Context, orgID, id string) error {
 		return fmt.Errorf("store: delete automation: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("store: automation %s: %w", id, ErrNotFound)
+		return fmt.Errorf("store: automation %s: %w", id, dberr.ErrNotFound)
 	}
 	return nil
 }
@@ -210,7 +211,7 @@ func (tx *Tx) DeleteAutomation(ctx context.Context, orgID, id string) error {
 func (s *Store) GetAutomation(ctx context.Context, orgID, id string) (Automation, error) {
 	a, err := scanAutomation(s.queryRow(ctx, `SELECT `+automationColumns+` FROM automations WHERE org_id = ? AND id = ?`, orgID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, fmt.Errorf("store: automation %s: %w", id, ErrNotFound)
+		return a, fmt.Errorf("store: automation %s: %w", id, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return a, fmt.Errorf("store: get automation: %w", err)
@@ -222,7 +223,7 @@ func (s *Store) GetAutomation(ctx context.Context, orgID, id string) (Automation
 func (tx *Tx) GetAutomation(ctx context.Context, orgID, id string) (Automation, error) {
 	a, err := scanAutomation(tx.queryRow(ctx, `SELECT `+automationColumns+` FROM automations WHERE org_id = ? AND id = ?`, orgID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, fmt.Errorf("store: automation %s: %w", id, ErrNotFound)
+		return a, fmt.Errorf("store: automation %s: %w", id, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return a, fmt.Errorf("store: get automation: %w", err)
@@ -361,7 +362,7 @@ func (s *Store) RingOutcome(ctx context.Context, orgID, runID string) (attempted
 	var total int
 	err = s.queryRow(ctx, `SELECT status, total, succeeded FROM runs WHERE org_id = ? AND id = ?`, orgID, runID).Scan(&status, &total, &succeeded)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, false, fmt.Errorf("store: run %s: %w", runID, ErrNotFound)
+		return 0, 0, false, fmt.Errorf("store: run %s: %w", runID, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("store: ring outcome: %w", err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"strings"
 	"time"
 )
@@ -38,7 +39,7 @@ func (s *Store) EnsureServerCA(ctx context.Context, ca ServerCA) (ServerCA, erro
 	return got, nil
 }
 
-// ServerCA answers the stored CA, or ErrNotFound before the first start.
+// ServerCA answers the stored CA, or dberr.ErrNotFound before the first start.
 func (s *Store) ServerCA(ctx context.Context) (ServerCA, error) {
 	var ca ServerCA
 	var created int64
@@ -46,7 +47,7 @@ func (s *Store) ServerCA(ctx context.Context) (ServerCA, error) {
 	err := s.write.QueryRowContext(ctx, s.q(`SELECT cert_pem, key_pem, sha256, created_at FROM server_ca WHERE id = 1`)).
 		Scan(&ca.CertPEM, &ca.KeyPEM, &ca.SHA256, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ServerCA{}, fmt.Errorf("store: server CA: %w", ErrNotFound)
+		return ServerCA{}, fmt.Errorf("store: server CA: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return ServerCA{}, fmt.Errorf("store: server CA: %w", err)
@@ -67,13 +68,13 @@ const (
 	ACMEPrefix = "acme/"
 )
 
-// TLSData answers the value stored under name, or ErrNotFound. The ACME
+// TLSData answers the value stored under name, or dberr.ErrNotFound. The ACME
 // cache's values (account and certificate keys) are sealed.
 func (s *Store) TLSData(ctx context.Context, name string) ([]byte, error) {
 	var data []byte
 	err := s.write.QueryRowContext(ctx, s.q(`SELECT data FROM server_tls WHERE name = ?`), name).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("store: tls %s: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("store: tls %s: %w", name, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: tls %s: %w", name, err)
@@ -117,7 +118,7 @@ func (s *Store) DeleteTLSData(ctx context.Context, name string) error {
 // use their system store, or before the server first started).
 func (s *Store) EnrollPin(ctx context.Context) (string, error) {
 	b, err := s.TLSData(ctx, TLSPinName)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, dberr.ErrNotFound) {
 		return "", nil
 	}
 	return string(b), err

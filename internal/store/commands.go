@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // Run and command statuses (spec section 3).
@@ -164,7 +165,7 @@ func (s *Store) SetCommandStatus(ctx context.Context, endpointID, commandID stri
 		err := tx.queryRow(ctx, `SELECT run_id, status, COALESCE(result, ''), result_cut, last_report FROM commands WHERE id = ? AND endpoint_id = ?`,
 			commandID, endpointID).Scan(&runID, &current, &result, &cut, &last)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: command %s: %w", commandID, ErrNotFound)
+			return fmt.Errorf("store: command %s: %w", commandID, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: command status: %w", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/updates"
@@ -81,7 +82,7 @@ func (s *Store) CountUsers(ctx context.Context, orgID string) (int, error) {
 }
 
 // CreateFirstUser creates the organization's first console user; when the
-// organization has a user already it answers ErrConflict, so that two
+// organization has a user already it answers dberr.ErrConflict, so that two
 // first-run forms sent at once make one administrator.
 //
 // The user becomes an instance operator, and ie records it in the
@@ -112,7 +113,7 @@ func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *Instance
 			return fmt.Errorf("store: count users: %w", err)
 		}
 		if inOrg > 0 {
-			return fmt.Errorf("store: the organization has console users already: %w", ErrConflict)
+			return fmt.Errorf("store: the organization has console users already: %w", dberr.ErrConflict)
 		}
 		var firstStart int
 		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM credentials WHERE id = ? AND org_id = ? AND created_by = ?`,
@@ -152,7 +153,7 @@ func (s *Store) SetUserDisabled(ctx context.Context, e *AuditEntry, orgID, id st
 			return fmt.Errorf("store: disable user: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		if disabled {
 			if _, err := tx.exec(ctx, `DELETE FROM console_sessions WHERE user_id = ?`, id); err != nil {
@@ -178,7 +179,7 @@ func (s *Store) DeleteUser(ctx context.Context, e *AuditEntry, orgID, id string)
 			return fmt.Errorf("store: delete user: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		return nil
 	})
@@ -261,7 +262,7 @@ func (s *Store) GetConsoleSession(ctx context.Context, idHash string) (ConsoleSe
 		WHERE cs.id_hash = ? AND u.disabled = FALSE`, idHash)
 	u, err := scanConsoleUser(prefixScanner{row, []any{&cs.CSRFToken, &created, &seen, &cs.IP, &cs.UserAgent, &cs.Stage, &cs.PendingTOTP}})
 	if errors.Is(err, sql.ErrNoRows) {
-		return cs, fmt.Errorf("store: console session: %w", ErrNotFound)
+		return cs, fmt.Errorf("store: console session: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return cs, fmt.Errorf("store: console session: %w", err)

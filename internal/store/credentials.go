@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 )
 
@@ -42,7 +43,7 @@ func (s *Store) CreateCredential(ctx context.Context, e *AuditEntry, c Credentia
 		VALUES (?, ?, ?, ?, ?, ?, FALSE, ?, ?)`,
 			c.ID, c.OrgID, c.Name, c.ClientID, c.SecretHash, c.RoleID, millis(c.CreatedAt), e.Actor)
 		if isUniqueViolation(err) {
-			return fmt.Errorf("store: credential %q exists: %w", c.Name, ErrConflict)
+			return fmt.Errorf("store: credential %q exists: %w", c.Name, dberr.ErrConflict)
 		}
 		if err != nil {
 			return fmt.Errorf("store: create credential: %w", err)
@@ -79,7 +80,7 @@ func (s *Store) CredentialByClientID(ctx context.Context, clientID string) (Cred
 	c, err := scanCredential(s.queryRow(ctx, `SELECT `+credentialColumns+` FROM credentials c JOIN roles r ON r.id = c.role_id
 		WHERE c.client_id = ?`, clientID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Credential{}, fmt.Errorf("store: credential: %w", ErrNotFound)
+		return Credential{}, fmt.Errorf("store: credential: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return Credential{}, fmt.Errorf("store: credential by client id: %w", err)
@@ -92,7 +93,7 @@ func (s *Store) FindCredential(ctx context.Context, orgID, ref string) (Credenti
 	c, err := scanCredential(s.queryRow(ctx, `SELECT `+credentialColumns+` FROM credentials c JOIN roles r ON r.id = c.role_id
 		WHERE c.org_id = ? AND (c.client_id = ? OR c.id = ? OR c.name = ?) LIMIT 1`, orgID, ref, ref, ref))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Credential{}, fmt.Errorf("store: credential %q: %w", ref, ErrNotFound)
+		return Credential{}, fmt.Errorf("store: credential %q: %w", ref, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return Credential{}, fmt.Errorf("store: find credential: %w", err)
@@ -127,7 +128,7 @@ func (s *Store) SetCredentialDisabled(ctx context.Context, e *AuditEntry, orgID,
 			return fmt.Errorf("store: disable credential: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: credential: %w", ErrNotFound)
+			return fmt.Errorf("store: credential: %w", dberr.ErrNotFound)
 		}
 		if disabled {
 			return tx.revokeCredentialTokens(ctx, id)
@@ -147,7 +148,7 @@ func (s *Store) DeleteCredential(ctx context.Context, e *AuditEntry, orgID, id s
 			return fmt.Errorf("store: delete credential: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: credential: %w", ErrNotFound)
+			return fmt.Errorf("store: credential: %w", dberr.ErrNotFound)
 		}
 		return nil
 	})

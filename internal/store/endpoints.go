@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // Enrollment is what an agent says of itself when it enrolls.
@@ -168,7 +169,7 @@ func (s *Store) AgentBySecret(ctx context.Context, secretHash string) (Agent, er
 	var told sql.NullInt64
 	err = s.queryRow(ctx, `SELECT endpoint_id, org_id, told_at FROM endpoint_tombstones WHERE secret_hash = ?`, secretHash).Scan(&a.EndpointID, &a.OrgID, &told)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Agent{}, fmt.Errorf("store: agent: %w", ErrNotFound)
+		return Agent{}, fmt.Errorf("store: agent: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return Agent{}, fmt.Errorf("store: agent tombstone: %w", err)
@@ -852,7 +853,7 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	var d apiv1.EndpointDetail
 	e, err := scanEndpoint(s.queryRow(ctx, `SELECT `+endpointColumns+` FROM `+endpointsSeen+` WHERE e.org_id = ? AND e.id = ?`, orgID, id), connectedSince)
 	if errors.Is(err, sql.ErrNoRows) {
-		return d, fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
+		return d, fmt.Errorf("store: endpoint %s: %w", id, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return d, fmt.Errorf("store: get endpoint: %w", err)
@@ -910,7 +911,7 @@ func (s *Store) PatchEndpoint(ctx context.Context, e *AuditEntry, orgID, id stri
 		var hostname, attrs string
 		err := tx.queryRow(ctx, `SELECT hostname, attributes FROM endpoints WHERE org_id = ? AND id = ?`, orgID, id).Scan(&hostname, &attrs)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: endpoint %s: %w", id, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: patch endpoint: %w", err)
@@ -981,7 +982,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, e *AuditEntry, orgID, id str
 		var secret, name string
 		err := tx.queryRow(ctx, `SELECT secret_hash, COALESCE(display_name, hostname) FROM endpoints WHERE org_id = ? AND id = ?`, orgID, id).Scan(&secret, &name)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: endpoint %s: %w", id, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: delete endpoint: %w", err)

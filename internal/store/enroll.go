@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"time"
 )
 
@@ -49,7 +50,7 @@ func (s *Store) ValidEnrollToken(ctx context.Context, tokenHash string, now time
 	err = s.queryRow(ctx, `SELECT id, org_id FROM enroll_tokens WHERE token_hash = ? AND revoked = FALSE
 		AND (expires_at IS NULL OR expires_at > ?)`, tokenHash, millis(now)).Scan(&tokenID, &orgID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", fmt.Errorf("store: enroll token: %w", ErrNotFound)
+		return "", "", fmt.Errorf("store: enroll token: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("store: enroll token: %w", err)
@@ -61,7 +62,7 @@ func (s *Store) ValidEnrollToken(ctx context.Context, tokenHash string, now time
 // is still valid and counts the enrollment on it. On PostgreSQL the check
 // takes a share lock on the token's row: a revocation waits for the
 // enrollments in progress, and one revoked since it was looked up enrolls
-// nothing (ErrNotFound). Enrollments do not wait for each other: the use
+// nothing (dberr.ErrNotFound). Enrollments do not wait for each other: the use
 // is counted just before the commit in one of the token's slots (see
 // counts.tokenUses), an increment in the database, never a value read
 // before, so that parallel enrollments on any replica are each counted.
@@ -73,7 +74,7 @@ func (tx *Tx) useEnrollToken(ctx context.Context, en Enrollment, now time.Time) 
 	var id string
 	err := tx.queryRow(ctx, q, en.TokenID, en.OrgID, millis(now)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("store: enroll token: %w", ErrNotFound)
+		return fmt.Errorf("store: enroll token: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("store: enroll token: %w", err)
@@ -94,7 +95,7 @@ func (s *Store) RevokeEnrollToken(ctx context.Context, e *AuditEntry, orgID, id 
 			return fmt.Errorf("store: revoke enroll token: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: enroll token: %w", ErrNotFound)
+			return fmt.Errorf("store: enroll token: %w", dberr.ErrNotFound)
 		}
 		return nil
 	})

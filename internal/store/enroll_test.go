@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
@@ -40,7 +41,7 @@ func TestEnrollCountsTokenUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	en.MachineUID, en.SecretHash = "m2", "s2"
-	if _, _, err := s.EnrollEndpoint(ctx, en, now); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.EnrollEndpoint(ctx, en, now); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("enroll with a token revoked since its lookup: %v", err)
 	}
 	list, err := s.ListEnrollTokens(ctx, o.ID)
@@ -156,7 +157,7 @@ func TestEnrollmentsShareTransaction(t *testing.T) {
 	for i, r := range results {
 		switch i {
 		case revoked:
-			if !errors.Is(r.err, store.ErrNotFound) {
+			if !errors.Is(r.err, dberr.ErrNotFound) {
 				t.Errorf("enrollment with an unknown token: %v", r.err)
 			}
 			continue
@@ -192,11 +193,11 @@ func TestEnrollmentsShareTransaction(t *testing.T) {
 	if ag, err := s.AgentBySecret(ctx, second); err != nil || ag.EndpointID != a.id {
 		t.Fatalf("the second enrollment's secret: %+v %v", ag, err)
 	}
-	if _, err := s.AgentBySecret(ctx, first); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.AgentBySecret(ctx, first); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("the first enrollment's secret still works: %v", err)
 	}
 	for _, i := range []int{revoked, gone} {
-		if _, err := s.AgentBySecret(ctx, fmt.Sprint("s", i)); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.AgentBySecret(ctx, fmt.Sprint("s", i)); !errors.Is(err, dberr.ErrNotFound) {
 			t.Fatalf("failed enrollment %d left its endpoint: %v", i, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/valid"
 )
@@ -278,7 +279,7 @@ func (s *Store) GetGroup(ctx context.Context, orgID, id string, now time.Time) (
 		var err error
 		g, err = scanGroup(r.queryRow(ctx, `SELECT `+groupColumns+` FROM endpoint_groups WHERE org_id = ? AND id = ?`, orgID, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: group %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: group %s: %w", id, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: get group: %w", err)
@@ -304,7 +305,7 @@ func (s *Store) BuiltinGroupID(ctx context.Context, orgID, builtin string) (stri
 	var id string
 	err := s.queryRow(ctx, `SELECT id FROM endpoint_groups WHERE org_id = ? AND builtin = ?`, orgID, builtin).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("store: built-in group %q: %w", builtin, ErrNotFound)
+		return "", fmt.Errorf("store: built-in group %q: %w", builtin, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: built-in group: %w", err)
@@ -313,7 +314,7 @@ func (s *Store) BuiltinGroupID(ctx context.Context, orgID, builtin string) (stri
 }
 
 // GroupMemberIDs answers the ids of the endpoints that are members of a
-// group now, in id order (built-in groups included); ErrNotFound for a
+// group now, in id order (built-in groups included); dberr.ErrNotFound for a
 // group that is not the organization's.
 func (s *Store) GroupMemberIDs(ctx context.Context, orgID, groupID string) ([]string, error) {
 	out := []string{}
@@ -321,7 +322,7 @@ func (s *Store) GroupMemberIDs(ctx context.Context, orgID, groupID string) ([]st
 		var builtin sql.NullString
 		err := r.queryRow(ctx, `SELECT builtin FROM endpoint_groups WHERE org_id = ? AND id = ?`, orgID, groupID).Scan(&builtin)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: group %s: %w", groupID, ErrNotFound)
+			return fmt.Errorf("store: group %s: %w", groupID, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: group members: %w", err)
@@ -384,7 +385,7 @@ func (s *Store) PatchGroup(ctx context.Context, e *AuditEntry, orgID, id string,
 		var err error
 		g, err = scanGroup(tx.queryRow(ctx, `SELECT `+groupColumns+` FROM endpoint_groups WHERE org_id = ? AND id = ?`, orgID, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: group %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: group %s: %w", id, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: patch group: %w", err)
@@ -630,7 +631,7 @@ func (s *Store) DeleteGroup(ctx context.Context, e *AuditEntry, orgID, id string
 		var system bool
 		err := tx.queryRow(ctx, `SELECT name, is_system FROM endpoint_groups WHERE org_id = ? AND id = ?`, orgID, id).Scan(&name, &system)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: group %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: group %s: %w", id, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: delete group: %w", err)

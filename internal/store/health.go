@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"sync"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 type writeHealth struct {
 	mu      sync.Mutex
 	okAt    time.Time // the last write that committed
-	failAt  time.Time // the last write the database could not take (IsUnavailable)
+	failAt  time.Time // the last write the database could not take (dberr.IsUnavailable)
 	failErr error
 	// probe is the last write probe's outcome, shared by the readiness
 	// checks that come within ProbeEvery of it.
@@ -32,7 +33,7 @@ func (s *Store) noteWrite(err error) {
 		h.mu.Lock()
 		h.okAt = time.Now()
 		h.mu.Unlock()
-	case IsUnavailable(err):
+	case dberr.IsUnavailable(err):
 		h.mu.Lock()
 		h.failAt, h.failErr = time.Now(), err
 		h.mu.Unlock()

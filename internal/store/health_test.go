@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
@@ -21,7 +22,7 @@ func TestWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A refusal of the request's data says nothing of the database.
-	if err := s.InTx(ctx, func(*store.Tx) error { return store.ErrNotFound }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.InTx(ctx, func(*store.Tx) error { return dberr.ErrNotFound }); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatal(err)
 	}
 	undo := storetest.FailUpdates(t, u, "write_probe")
@@ -29,7 +30,7 @@ func TestWritable(t *testing.T) {
 		t.Fatalf("a commit within the window and no failure of the database since: %v", err)
 	}
 	// A write the database could not take: the next check probes.
-	full := fmt.Errorf("test: %w", store.ErrUnavailable)
+	full := fmt.Errorf("test: %w", dberr.ErrUnavailable)
 	if err := s.InTx(ctx, func(*store.Tx) error { return full }); !errors.Is(err, full) {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"time"
 )
 
@@ -48,7 +49,7 @@ func (s *Store) ListUserSessions(ctx context.Context, orgID, userID string) ([]S
 
 // EndUserSessions ends sessions of a user and records e: the one named by
 // idHash, or (idHash "") all of them but keep (keep "": all). It answers
-// how many ended; naming a session of another user answers ErrNotFound.
+// how many ended; naming a session of another user answers dberr.ErrNotFound.
 func (s *Store) EndUserSessions(ctx context.Context, e *AuditEntry, orgID, userID, idHash, keep string) (int, error) {
 	var n int64
 	err := s.Audited(ctx, e, func(tx *Tx) error {
@@ -64,7 +65,7 @@ func (s *Store) EndUserSessions(ctx context.Context, e *AuditEntry, orgID, userI
 		}
 		n, _ = res.RowsAffected()
 		if idHash != "" && n == 0 {
-			return fmt.Errorf("store: session: %w", ErrNotFound)
+			return fmt.Errorf("store: session: %w", dberr.ErrNotFound)
 		}
 		if e.Summary == nil {
 			e.Summary = map[string]any{}
@@ -102,7 +103,7 @@ func (s *Store) UserTOTPSecret(ctx context.Context, userID string) (string, erro
 	var secret string
 	err := s.queryRow(ctx, `SELECT totp_secret FROM users WHERE id = ?`, userID).Scan(&secret)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("store: user: %w", ErrNotFound)
+		return "", fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: read TOTP secret: %w", err)
@@ -182,7 +183,7 @@ func (s *Store) EnableTOTP(ctx context.Context, e *AuditEntry, orgID, userID, se
 			return fmt.Errorf("store: enable TOTP: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		if _, err := tx.exec(ctx, `UPDATE console_sessions SET pending_totp = '' WHERE user_id = ?`, userID); err != nil {
 			return fmt.Errorf("store: enable TOTP: %w", err)
@@ -198,7 +199,7 @@ func (s *Store) ReplaceRecoveryCodes(ctx context.Context, e *AuditEntry, orgID, 
 		var secret string
 		err := tx.queryRow(ctx, `SELECT totp_secret FROM users WHERE org_id = ? AND id = ?`, orgID, userID).Scan(&secret)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && secret == "" {
-			return fmt.Errorf("store: user with a second factor: %w", ErrNotFound)
+			return fmt.Errorf("store: user with a second factor: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read user: %w", err)
@@ -216,7 +217,7 @@ func (s *Store) RemoveTOTP(ctx context.Context, e *AuditEntry, orgID, userID str
 			return fmt.Errorf("store: remove TOTP: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		return tx.replaceRecoveryCodes(ctx, userID, nil)
 	})
@@ -228,7 +229,7 @@ func (s *Store) OrgRequiresMFA(ctx context.Context, orgID string) (bool, error) 
 	var on bool
 	err := s.queryRow(ctx, `SELECT require_mfa FROM orgs WHERE id = ?`, orgID).Scan(&on)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("store: organization: %w", ErrNotFound)
+		return false, fmt.Errorf("store: organization: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: read organization: %w", err)
@@ -256,7 +257,7 @@ func (s *Store) SetUserRole(ctx context.Context, e *AuditEntry, orgID, userID, r
 			return fmt.Errorf("store: set user role: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: user or role: %w", ErrNotFound)
+			return fmt.Errorf("store: user or role: %w", dberr.ErrNotFound)
 		}
 		return nil
 	})
@@ -272,7 +273,7 @@ func (s *Store) SetUserPassword(ctx context.Context, e *AuditEntry, orgID, userI
 			return fmt.Errorf("store: set password: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		// A password set otherwise ends a pending invitation.
 		if _, err := tx.exec(ctx, `DELETE FROM user_invitations WHERE user_id = ?`, userID); err != nil {

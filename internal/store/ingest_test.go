@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -52,7 +53,7 @@ func TestIngesterBatches(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if (i == 17) != errors.Is(err, store.ErrNotFound) || (i != 17 && err != nil) {
+		if (i == 17) != errors.Is(err, dberr.ErrNotFound) || (i != 17 && err != nil) {
 			t.Fatalf("inventory %d: %v", i, err)
 		}
 	}
@@ -114,7 +115,7 @@ func TestIngestBatchMemberFails(t *testing.T) {
 	check := func(ids []string, errs []error) {
 		t.Helper()
 		for i, err := range errs {
-			if (i == 0) != errors.Is(err, store.ErrNotFound) || (i != 0 && err != nil) {
+			if (i == 0) != errors.Is(err, dberr.ErrNotFound) || (i != 0 && err != nil) {
 				t.Fatalf("inventory %d (%s): %v", i, ids[i], err)
 			}
 			_, total, err := s.ListSoftware(ctx, store.SoftwareQuery{OrgID: o.ID, Q: "only-" + ids[i], Limit: 10})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
 )
 
@@ -119,7 +120,7 @@ func (tx *Tx) replaceInventory(ctx context.Context, inv *preparedInventory) erro
 			return fmt.Errorf("store: inventory system: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: endpoint %s: %w", endpointID, ErrNotFound)
+			return fmt.Errorf("store: endpoint %s: %w", endpointID, dberr.ErrNotFound)
 		}
 		if err := tx.replaceDisks(ctx, endpointID, doc.Disks); err != nil {
 			return err

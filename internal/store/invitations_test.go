@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -46,7 +47,7 @@ func TestInvitationsTakenOnce(t *testing.T) {
 			defer wg.Done()
 			if u, err := accept("hash-a", "pw"+string(rune('0'+i))); err == nil && u.ID == a.ID {
 				wins.Add(1)
-			} else if err != nil && !errors.Is(err, store.ErrNotFound) && !store.IsUnavailable(err) {
+			} else if err != nil && !errors.Is(err, dberr.ErrNotFound) && !dberr.IsUnavailable(err) {
 				t.Errorf("accept: %v", err)
 			}
 		}()
@@ -65,21 +66,21 @@ func TestInvitationsTakenOnce(t *testing.T) {
 	}
 
 	invite("b@example.com", "hash-b", now.Add(-time.Second))
-	if _, err := accept("hash-b", "pw"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := accept("hash-b", "pw"); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("an expired invitation: %v", err)
 	}
 	c := invite("c@example.com", "hash-c", now.Add(time.Hour))
 	if err := s.SetUserDisabled(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.disable", TargetType: "user"}, o.ID, c.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := accept("hash-c", "pw"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := accept("hash-c", "pw"); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("a disabled user's invitation: %v", err)
 	}
 	d := invite("d@example.com", "hash-d", now.Add(time.Hour))
 	if err := s.SetUserPassword(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.password_reset", TargetType: "user"}, o.ID, d.ID, "h", true, true, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.InvitedUser(ctx, "hash-d", now); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.InvitedUser(ctx, "hash-d", now); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("an invitation after a password reset: %v", err)
 	}
 }
@@ -118,7 +119,7 @@ func TestDeleteRoleInUse(t *testing.T) {
 	if _, err := s.DeleteRole(ctx, entry("role.delete"), o.ID, r.ID); err != nil {
 		t.Fatalf("deleting an unused role: %v", err)
 	}
-	if _, err := s.FindRole(ctx, o.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.FindRole(ctx, o.ID, r.ID); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("the role is still there: %v", err)
 	}
 	entries, _ := s.ListAudit(ctx, o.ID, store.AuditFilter{Action: "role.delete", Limit: 10})

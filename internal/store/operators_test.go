@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
@@ -71,7 +72,7 @@ func TestLastOperatorKept(t *testing.T) {
 	if err != nil || len(events) != 3 {
 		t.Errorf("instance events (grant a, grant b, one revoke): %+v %v", events, err)
 	}
-	if _, err := s.SetInstanceOperator(ctx, grant("instance_operator.grant"), "no-such-user", true); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.SetInstanceOperator(ctx, grant("instance_operator.grant"), "no-such-user", true); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("grant to an unknown user: %v", err)
 	}
 }

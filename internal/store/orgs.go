@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 )
 
@@ -31,7 +32,7 @@ func (s *Store) CreateOrg(ctx context.Context, name, timeZone string) (Org, erro
 		if _, err := tx.exec(ctx, `INSERT INTO orgs (id, name, timezone, created_at) VALUES (?, ?, ?, ?)`,
 			o.ID, o.Name, o.TimeZone, millis(o.CreatedAt)); err != nil {
 			if isUniqueViolation(err) {
-				return fmt.Errorf("store: organization %q exists: %w", name, ErrConflict)
+				return fmt.Errorf("store: organization %q exists: %w", name, dberr.ErrConflict)
 			}
 			return fmt.Errorf("store: create organization: %w", err)
 		}
@@ -68,7 +69,7 @@ func (s *Store) FindOrg(ctx context.Context, idOrName string) (Org, error) {
 	err := s.queryRow(ctx, `SELECT id, name, timezone, created_at FROM orgs WHERE id = ? OR name = ? ORDER BY (id = ?) DESC LIMIT 1`,
 		idOrName, idOrName, idOrName).Scan(&o.ID, &o.Name, &o.TimeZone, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Org{}, fmt.Errorf("store: organization %q: %w", idOrName, ErrNotFound)
+		return Org{}, fmt.Errorf("store: organization %q: %w", idOrName, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return Org{}, fmt.Errorf("store: find organization: %w", err)

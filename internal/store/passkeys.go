@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"strings"
 	"time"
 )
@@ -73,8 +74,8 @@ func scanPasskey(row interface{ Scan(...any) error }) (Passkey, error) {
 }
 
 // AddPasskey stores a passkey of the user and records e. A user has at
-// most MaxPasskeys (more: ErrConflict), and a credential id belongs to one
-// user (a second registration of it: ErrConflict).
+// most MaxPasskeys (more: dberr.ErrConflict), and a credential id belongs to one
+// user (a second registration of it: dberr.ErrConflict).
 func (s *Store) AddPasskey(ctx context.Context, e *AuditEntry, p Passkey) (Passkey, error) {
 	p.ID = NewID()
 	p.CreatedAt = time.Now().UTC().Truncate(time.Millisecond)
@@ -89,12 +90,12 @@ func (s *Store) AddPasskey(ctx context.Context, e *AuditEntry, p Passkey) (Passk
 			return fmt.Errorf("store: count passkeys: %w", err)
 		}
 		if n >= MaxPasskeys {
-			return fmt.Errorf("store: a user has at most %d passkeys: %w", MaxPasskeys, ErrConflict)
+			return fmt.Errorf("store: a user has at most %d passkeys: %w", MaxPasskeys, dberr.ErrConflict)
 		}
 		var owner string
 		err := tx.queryRow(ctx, `SELECT id FROM users WHERE id = ? AND org_id = ?`, p.UserID, p.OrgID).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read user: %w", err)
@@ -103,7 +104,7 @@ func (s *Store) AddPasskey(ctx context.Context, e *AuditEntry, p Passkey) (Passk
 			p.ID, p.OrgID, p.UserID, b64.EncodeToString(p.CredentialID), b64.EncodeToString(p.PublicKey), int64(p.SignCount), int(p.Flags),
 			p.AAGUID, strings.Join(p.Transports, ","), p.AttestationType, p.AttestationFormat, p.Name, millis(p.CreatedAt))
 		if isUniqueViolation(err) {
-			return fmt.Errorf("store: passkey registered already: %w", ErrConflict)
+			return fmt.Errorf("store: passkey registered already: %w", dberr.ErrConflict)
 		}
 		if err != nil {
 			return fmt.Errorf("store: add passkey: %w", err)
@@ -133,12 +134,12 @@ func (s *Store) ListPasskeys(ctx context.Context, orgID, userID string) ([]Passk
 	return out, nil
 }
 
-// GetPasskey answers one passkey of the user (ErrNotFound when the user
+// GetPasskey answers one passkey of the user (dberr.ErrNotFound when the user
 // has no such passkey).
 func (s *Store) GetPasskey(ctx context.Context, orgID, userID, id string) (Passkey, error) {
 	p, err := scanPasskey(s.queryRow(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE org_id = ? AND user_id = ? AND id = ?`, orgID, userID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return p, fmt.Errorf("store: passkey: %w", ErrNotFound)
+		return p, fmt.Errorf("store: passkey: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return p, fmt.Errorf("store: read passkey: %w", err)
@@ -147,7 +148,7 @@ func (s *Store) GetPasskey(ctx context.Context, orgID, userID, id string) (Passk
 }
 
 // RenamePasskey gives one of the user's passkeys another name and records
-// e (ErrNotFound when the user has no such passkey).
+// e (dberr.ErrNotFound when the user has no such passkey).
 func (s *Store) RenamePasskey(ctx context.Context, e *AuditEntry, orgID, userID, id, name string) error {
 	if e.Summary == nil {
 		e.Summary = map[string]any{}
@@ -159,14 +160,14 @@ func (s *Store) RenamePasskey(ctx context.Context, e *AuditEntry, orgID, userID,
 			return fmt.Errorf("store: rename passkey: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: passkey: %w", ErrNotFound)
+			return fmt.Errorf("store: passkey: %w", dberr.ErrNotFound)
 		}
 		return nil
 	})
 }
 
 // RemovePasskey removes one of the user's passkeys and records e (with
-// the passkey's name; ErrNotFound when the user has no such passkey).
+// the passkey's name; dberr.ErrNotFound when the user has no such passkey).
 func (s *Store) RemovePasskey(ctx context.Context, e *AuditEntry, orgID, userID, id string) error {
 	if e.Summary == nil {
 		e.Summary = map[string]any{}
@@ -176,7 +177,7 @@ func (s *Store) RemovePasskey(ctx context.Context, e *AuditEntry, orgID, userID,
 		var name string
 		err := tx.queryRow(ctx, `SELECT name FROM user_passkeys WHERE org_id = ? AND user_id = ? AND id = ?`, orgID, userID, id).Scan(&name)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: passkey: %w", ErrNotFound)
+			return fmt.Errorf("store: passkey: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read passkey: %w", err)
@@ -251,7 +252,7 @@ func (s *Store) ResetSecondFactor(ctx context.Context, e *AuditEntry, orgID, use
 			return fmt.Errorf("store: reset second factor: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		if err := tx.replaceRecoveryCodes(ctx, userID, nil); err != nil {
 			return err
@@ -270,11 +271,11 @@ func (s *Store) ResetSecondFactor(ctx context.Context, e *AuditEntry, orgID, use
 }
 
 // PasskeyUser answers the console user who owns the passkey with the
-// credential id (ErrNotFound when nobody does).
+// credential id (dberr.ErrNotFound when nobody does).
 func (s *Store) PasskeyUser(ctx context.Context, credentialID []byte) (ConsoleUser, Passkey, error) {
 	p, err := scanPasskey(s.queryRow(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE credential_id = ?`, b64.EncodeToString(credentialID)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return ConsoleUser{}, p, fmt.Errorf("store: passkey: %w", ErrNotFound)
+		return ConsoleUser{}, p, fmt.Errorf("store: passkey: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return ConsoleUser{}, p, fmt.Errorf("store: read passkey: %w", err)

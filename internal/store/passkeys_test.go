@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
@@ -37,13 +38,13 @@ func TestPasskeysStored(t *testing.T) {
 	// The same credential again, for anyone: a conflict.
 	other := key
 	other.UserID = bob.ID
-	if _, err := s.AddPasskey(ctx, entry(bob, "user.passkey_add"), other); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.AddPasskey(ctx, entry(bob, "user.passkey_add"), other); !errors.Is(err, dberr.ErrConflict) {
 		t.Errorf("a credential registered twice: %v, want ErrConflict", err)
 	}
 	// A user of another organization is not found.
 	stray := key
 	stray.CredentialID, stray.OrgID = []byte{9}, "no-such-org"
-	if _, err := s.AddPasskey(ctx, entry(alice, "user.passkey_add"), stray); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.AddPasskey(ctx, entry(alice, "user.passkey_add"), stray); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("a passkey of a user outside the organization: %v, want ErrNotFound", err)
 	}
 	list, err := s.ListPasskeys(ctx, o.ID, alice.ID)
@@ -72,13 +73,13 @@ func TestPasskeysStored(t *testing.T) {
 	}
 
 	// Only the owner renames or removes.
-	if err := s.RenamePasskey(ctx, entry(bob, "user.passkey_rename"), o.ID, bob.ID, p.ID, "Mine now"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.RenamePasskey(ctx, entry(bob, "user.passkey_rename"), o.ID, bob.ID, p.ID, "Mine now"); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("bob renamed alice's passkey: %v", err)
 	}
-	if err := s.RemovePasskey(ctx, entry(bob, "user.passkey_remove"), o.ID, bob.ID, p.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := s.RemovePasskey(ctx, entry(bob, "user.passkey_remove"), o.ID, bob.ID, p.ID); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("bob removed alice's passkey: %v", err)
 	}
-	if _, err := s.GetPasskey(ctx, o.ID, bob.ID, p.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetPasskey(ctx, o.ID, bob.ID, p.ID); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("bob reads alice's passkey: %v", err)
 	}
 	if err := s.RenamePasskey(ctx, entry(alice, "user.passkey_rename"), o.ID, alice.ID, p.ID, "Work laptop"); err != nil {
@@ -171,7 +172,7 @@ func TestPasskeysStored(t *testing.T) {
 	if reset := audited(t, s, o.ID, "user.mfa_reset"); len(reset) != 1 || reset[0].Summary["passkeysRemoved"] != float64(1) {
 		t.Errorf("reset audit: %+v", reset)
 	}
-	if err := s.ResetSecondFactor(ctx, entry(alice, "user.mfa_reset"), "no-such-org", alice.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ResetSecondFactor(ctx, entry(alice, "user.mfa_reset"), "no-such-org", alice.ID); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("a reset outside the organization: %v", err)
 	}
 	if added := audited(t, s, o.ID, "user.passkey_add"); len(added) != 2 {
@@ -183,7 +184,7 @@ func TestPasskeysStored(t *testing.T) {
 		k := key
 		k.UserID, k.CredentialID = bob.ID, []byte{byte(i), 0xbb}
 		_, err := s.AddPasskey(ctx, entry(bob, "user.passkey_add"), k)
-		if i < store.MaxPasskeys && err != nil || i == store.MaxPasskeys && !errors.Is(err, store.ErrConflict) {
+		if i < store.MaxPasskeys && err != nil || i == store.MaxPasskeys && !errors.Is(err, dberr.ErrConflict) {
 			t.Fatalf("passkey %d of bob: %v", i+1, err)
 		}
 	}
@@ -191,7 +192,7 @@ func TestPasskeysStored(t *testing.T) {
 	if err := s.DeleteUser(ctx, entry(alice, "user.delete"), o.ID, bob.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.PasskeyUser(ctx, []byte{0, 0xbb}); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.PasskeyUser(ctx, []byte{0, 0xbb}); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("a deleted user's passkey still names its owner: %v", err)
 	}
 }
@@ -223,7 +224,7 @@ func TestPasskeyLoginsAndOwner(t *testing.T) {
 	if err != nil || owner.ID != u.ID || owner.RoleName != store.RoleReadOnly || key.ID != p.ID || owner.Passkeys != 1 {
 		t.Errorf("the owner of cred-1: %+v %+v %v", owner, key, err)
 	}
-	if _, _, err := s.PasskeyUser(ctx, []byte("cred-2")); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.PasskeyUser(ctx, []byte("cred-2")); !errors.Is(err, dberr.ErrNotFound) {
 		t.Errorf("the owner of an unknown credential: %v", err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 )
 
@@ -36,7 +37,7 @@ func (tx *Tx) insertRole(ctx context.Context, orgID, name string, perms perm.Set
 	_, err := tx.exec(ctx, `INSERT INTO roles (id, org_id, name, permissions, builtin, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		r.ID, orgID, name, perms.String(), builtin, millis(r.CreatedAt))
 	if isUniqueViolation(err) {
-		return Role{}, fmt.Errorf("store: role %q exists: %w", name, ErrConflict)
+		return Role{}, fmt.Errorf("store: role %q exists: %w", name, dberr.ErrConflict)
 	}
 	if err != nil {
 		return Role{}, fmt.Errorf("store: create role: %w", err)
@@ -53,7 +54,7 @@ func (s *Store) FindRole(ctx context.Context, orgID, idOrName string) (Role, err
 		WHERE org_id = ? AND (id = ? OR name = ?) ORDER BY (id = ?) DESC LIMIT 1`,
 		orgID, idOrName, idOrName, idOrName).Scan(&r.ID, &r.OrgID, &r.Name, &permText, &r.Builtin, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Role{}, fmt.Errorf("store: role %q: %w", idOrName, ErrNotFound)
+		return Role{}, fmt.Errorf("store: role %q: %w", idOrName, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return Role{}, fmt.Errorf("store: find role: %w", err)
@@ -131,13 +132,13 @@ func (s *Store) CreateRoleAudited(ctx context.Context, e *AuditEntry, orgID, nam
 // and tells every replica to drop the cached tokens of the role (its
 // credentials get the new permissions within seconds; console sessions
 // read them at each request). A built-in role answers ErrBuiltinRole, a
-// taken name ErrConflict.
+// taken name dberr.ErrConflict.
 func (s *Store) UpdateRole(ctx context.Context, e *AuditEntry, orgID, id, name string, perms perm.Set) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
 		var builtin bool
 		err := tx.queryRow(ctx, `SELECT builtin FROM roles WHERE org_id = ? AND id = ?`, orgID, id).Scan(&builtin)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: role: %w", ErrNotFound)
+			return fmt.Errorf("store: role: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read role: %w", err)
@@ -147,7 +148,7 @@ func (s *Store) UpdateRole(ctx context.Context, e *AuditEntry, orgID, id, name s
 		}
 		_, err = tx.exec(ctx, `UPDATE roles SET name = ?, permissions = ? WHERE org_id = ? AND id = ?`, name, perms.String(), orgID, id)
 		if isUniqueViolation(err) {
-			return fmt.Errorf("store: role %q exists: %w", name, ErrConflict)
+			return fmt.Errorf("store: role %q exists: %w", name, dberr.ErrConflict)
 		}
 		if err != nil {
 			return fmt.Errorf("store: update role: %w", err)
@@ -175,7 +176,7 @@ func (s *Store) DeleteRole(ctx context.Context, e *AuditEntry, orgID, id string)
 		var builtin bool
 		err := tx.queryRow(ctx, `SELECT builtin FROM roles WHERE org_id = ? AND id = ?`, orgID, id).Scan(&builtin)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: role: %w", ErrNotFound)
+			return fmt.Errorf("store: role: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read role: %w", err)

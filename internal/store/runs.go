@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // RunQuery filters ListRuns and ListRunCommands.
@@ -91,7 +92,7 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]apiv1.Run, int, err
 func (s *Store) GetRun(ctx context.Context, orgID, id string) (apiv1.Run, error) {
 	r, err := scanRun(s.queryRow(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.org_id = ? AND r.id = ?`, orgID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("store: run %s: %w", id, ErrNotFound)
+		return r, fmt.Errorf("store: run %s: %w", id, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return r, fmt.Errorf("store: get run: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/updates"
 )
 
@@ -91,8 +92,8 @@ func (tx *Tx) LaunchRun(ctx context.Context, l Launch, now time.Time) (CreatedRu
 		}
 	case l.Action.ScriptID != "":
 		sc, err := tx.getScript(ctx, orgID, l.Action.ScriptID)
-		if errors.Is(err, ErrNotFound) {
-			return CreatedRun{}, fmt.Errorf("store: the stored script %s no longer exists: %w", l.Action.ScriptID, ErrNotFound)
+		if errors.Is(err, dberr.ErrNotFound) {
+			return CreatedRun{}, fmt.Errorf("store: the stored script %s no longer exists: %w", l.Action.ScriptID, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return CreatedRun{}, err
@@ -260,26 +261,26 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 
 // StopRun stops a running run: its pending commands become CANCELLED and
 // the run STOPPED. Commands already running finish and are counted. A run
-// that is not running is ErrConflict.
+// that is not running is dberr.ErrConflict.
 func (s *Store) StopRun(ctx context.Context, e *AuditEntry, orgID, runID string, now time.Time) (apiv1.Run, error) {
 	err := s.Audited(ctx, e, func(tx *Tx) error {
 		var status string
 		err := tx.queryRow(ctx, `SELECT status FROM runs WHERE org_id = ? AND id = ?`, orgID, runID).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: run %s: %w", runID, ErrNotFound)
+			return fmt.Errorf("store: run %s: %w", runID, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: stop run: %w", err)
 		}
 		if status != RunRunning {
-			return fmt.Errorf("store: the run is %s already: %w", status, ErrConflict)
+			return fmt.Errorf("store: the run is %s already: %w", status, dberr.ErrConflict)
 		}
 		res, err := tx.exec(ctx, `UPDATE runs SET status = 'STOPPED', finished_at = ? WHERE id = ? AND status = 'RUNNING'`, millis(now), runID)
 		if err != nil {
 			return fmt.Errorf("store: stop run: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: the run finished meanwhile: %w", ErrConflict)
+			return fmt.Errorf("store: the run finished meanwhile: %w", dberr.ErrConflict)
 		}
 		n, err := tx.cancelRunCommands(ctx, `run_id = ?`, []any{runID}, "Cancelled: the run was stopped by "+e.Actor+".", now)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // RetrySource is what a retry of a run's failed endpoints starts from: the
@@ -30,7 +31,7 @@ func (s *Store) RunRetrySource(ctx context.Context, orgID, runID string) (RetryS
 	err := s.queryRow(ctx, `SELECT name, action_type, payload, automation_id, automation_name FROM runs WHERE org_id = ? AND id = ?`,
 		orgID, runID).Scan(&src.Name, &src.ActionType, &payload, &automationID, &automationName)
 	if errors.Is(err, sql.ErrNoRows) {
-		return src, fmt.Errorf("store: run %s: %w", runID, ErrNotFound)
+		return src, fmt.Errorf("store: run %s: %w", runID, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return src, fmt.Errorf("store: read run for a retry: %w", err)

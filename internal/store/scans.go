@@ -5,20 +5,21 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"time"
 )
 
 // RequestScan records a "scan now" for an endpoint of the organization:
 // its agent refreshes its package lists and sends its inventory when it
 // gets the request (the next check-in, at once when a long poll is held).
-// A request already waiting is kept. ErrNotFound when the endpoint is not
+// A request already waiting is kept. dberr.ErrNotFound when the endpoint is not
 // the organization's.
 func (s *Store) RequestScan(ctx context.Context, e *AuditEntry, orgID, id string, now time.Time) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
 		var name string
 		err := tx.queryRow(ctx, `SELECT COALESCE(display_name, hostname) FROM endpoints WHERE org_id = ? AND id = ?`, orgID, id).Scan(&name)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: endpoint %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: endpoint %s: %w", id, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: request scan: %w", err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // Script is a stored script of an organization, run by RUN_SCRIPT actions
@@ -40,7 +41,7 @@ func nonNilSlice[T any](v []T) []T {
 	return v
 }
 
-// CreateScript stores a new script; a name taken in the organization is ErrConflict.
+// CreateScript stores a new script; a name taken in the organization is dberr.ErrConflict.
 func (s *Store) CreateScript(ctx context.Context, e *AuditEntry, sc Script, now time.Time) (Script, error) {
 	sc.ID, sc.CreatedAt, sc.UpdatedAt = NewID(), now.UTC(), now.UTC()
 	sc.Parameters, sc.RebootExitCodes = nonNilSlice(sc.Parameters), nonNilSlice(sc.RebootExitCodes)
@@ -52,7 +53,7 @@ func (s *Store) CreateScript(ctx context.Context, e *AuditEntry, sc Script, now 
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sc.ID, sc.OrgID, sc.Name, sc.Language, sc.Code, string(params), string(codes), sc.TimeoutSeconds,
 			millis(now), millis(now)); err != nil {
 			if isUniqueViolation(err) {
-				return fmt.Errorf("store: a script named %q exists: %w", sc.Name, ErrConflict)
+				return fmt.Errorf("store: a script named %q exists: %w", sc.Name, dberr.ErrConflict)
 			}
 			return fmt.Errorf("store: create script: %w", err)
 		}
@@ -71,12 +72,12 @@ func (s *Store) UpdateScript(ctx context.Context, e *AuditEntry, sc Script, now 
 			updated_at = ? WHERE org_id = ? AND id = ?`, sc.Name, sc.Language, sc.Code, string(params), string(codes), sc.TimeoutSeconds, millis(now), sc.OrgID, sc.ID)
 		if err != nil {
 			if isUniqueViolation(err) {
-				return fmt.Errorf("store: a script named %q exists: %w", sc.Name, ErrConflict)
+				return fmt.Errorf("store: a script named %q exists: %w", sc.Name, dberr.ErrConflict)
 			}
 			return fmt.Errorf("store: update script: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: script %s: %w", sc.ID, ErrNotFound)
+			return fmt.Errorf("store: script %s: %w", sc.ID, dberr.ErrNotFound)
 		}
 		return nil
 	})
@@ -95,7 +96,7 @@ func (s *Store) DeleteScript(ctx context.Context, e *AuditEntry, orgID, id strin
 			return fmt.Errorf("store: delete script: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: script %s: %w", id, ErrNotFound)
+			return fmt.Errorf("store: script %s: %w", id, dberr.ErrNotFound)
 		}
 		return nil
 	})
@@ -125,7 +126,7 @@ func (s *Store) GetScript(ctx context.Context, orgID, idOrName string) (Script, 
 	sc, err := scanScript(s.queryRow(ctx, `SELECT `+scriptColumns+` FROM scripts WHERE org_id = ? AND (id = ? OR name = ?)
 		ORDER BY (id = ?) DESC LIMIT 1`, orgID, idOrName, idOrName, idOrName))
 	if errors.Is(err, sql.ErrNoRows) {
-		return sc, fmt.Errorf("store: script %q: %w", idOrName, ErrNotFound)
+		return sc, fmt.Errorf("store: script %q: %w", idOrName, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return sc, fmt.Errorf("store: get script: %w", err)
@@ -136,7 +137,7 @@ func (s *Store) GetScript(ctx context.Context, orgID, idOrName string) (Script, 
 func (tx *Tx) getScript(ctx context.Context, orgID, id string) (Script, error) {
 	sc, err := scanScript(tx.queryRow(ctx, `SELECT `+scriptColumns+` FROM scripts WHERE org_id = ? AND id = ?`, orgID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return sc, fmt.Errorf("store: script %q: %w", id, ErrNotFound)
+		return sc, fmt.Errorf("store: script %q: %w", id, dberr.ErrNotFound)
 	}
 	if err != nil {
 		return sc, fmt.Errorf("store: get script: %w", err)

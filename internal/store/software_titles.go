@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // Orders of the software list by title.
@@ -134,7 +135,7 @@ const MaxTitlePageVersions = 500
 
 // SoftwareTitleByName answers the organization's software title of that
 // exact name with its versions, most endpoints first (at most
-// MaxTitlePageVersions; VersionCount counts them all), or ErrNotFound when
+// MaxTitlePageVersions; VersionCount counts them all), or dberr.ErrNotFound when
 // no endpoint has it.
 func (s *Store) SoftwareTitleByName(ctx context.Context, orgID, name string) (apiv1.SoftwareTitle, error) {
 	var t apiv1.SoftwareTitle
@@ -144,7 +145,7 @@ func (s *Store) SoftwareTitleByName(ctx context.Context, orgID, name string) (ap
 		err := r.queryRow(ctx, `SELECT id, name, publisher, hosts, installs FROM software_titles WHERE org_id = ? AND name = ? AND hosts > 0`,
 			orgID, name).Scan(&id, &t.Name, &publisher, &t.Hosts, &t.Installs)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
+			return dberr.ErrNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("store: software title: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"time"
 )
 
@@ -91,11 +92,11 @@ func (s *Store) fillRoleNames(ctx context.Context, c *SSOConfig) error {
 	return nil
 }
 
-// GetSSOConfig answers the organization's provider, or ErrNotFound.
+// GetSSOConfig answers the organization's provider, or dberr.ErrNotFound.
 func (s *Store) GetSSOConfig(ctx context.Context, orgID string) (SSOConfig, error) {
 	c, err := scanSSOConfig(s.queryRow(ctx, `SELECT `+ssoConfigColumns+ssoConfigFrom+` WHERE c.org_id = ?`, orgID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return SSOConfig{}, fmt.Errorf("store: the organization has no single sign-on: %w", ErrNotFound)
+		return SSOConfig{}, fmt.Errorf("store: the organization has no single sign-on: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return SSOConfig{}, fmt.Errorf("store: read SSO configuration: %w", err)
@@ -188,7 +189,7 @@ func (s *Store) SetSSOConfig(ctx context.Context, e *AuditEntry, c SSOConfig, se
 }
 
 // DeleteSSOConfig removes the organization's provider (and its sign-ins
-// under way) and records e; ErrNotFound when it had none. The links of
+// under way) and records e; dberr.ErrNotFound when it had none. The links of
 // provider accounts to users stay, for a provider configured again.
 func (s *Store) DeleteSSOConfig(ctx context.Context, e *AuditEntry, orgID string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
@@ -197,7 +198,7 @@ func (s *Store) DeleteSSOConfig(ctx context.Context, e *AuditEntry, orgID string
 			return fmt.Errorf("store: delete SSO configuration: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: the organization has no single sign-on: %w", ErrNotFound)
+			return fmt.Errorf("store: the organization has no single sign-on: %w", dberr.ErrNotFound)
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM sso_logins WHERE org_id = ?`, orgID); err != nil {
 			return fmt.Errorf("store: delete SSO sign-ins: %w", err)
@@ -246,7 +247,7 @@ func (s *Store) CreateSSOLogin(ctx context.Context, l SSOLogin, now time.Time) e
 
 // TakeSSOLogin deletes and answers the sign-in under way with the state's
 // hash: of two callbacks with one state (a replay, on any replica), one
-// gets it and the other ErrNotFound. Expiry is the caller's to check.
+// gets it and the other dberr.ErrNotFound. Expiry is the caller's to check.
 func (s *Store) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin, error) {
 	l := SSOLogin{StateHash: stateHash}
 	var expires, throttleStart int64
@@ -256,7 +257,7 @@ func (s *Store) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin, e
 			Scan(&l.BindingHash, &l.OrgID, &l.Nonce, &l.PKCEVerifier, &l.Next, &expires, &l.ThrottleKey, &throttleStart, &l.LinkUserID)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return SSOLogin{}, fmt.Errorf("store: SSO sign-in: %w", ErrNotFound)
+		return SSOLogin{}, fmt.Errorf("store: SSO sign-in: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return SSOLogin{}, fmt.Errorf("store: take SSO sign-in: %w", err)
@@ -275,12 +276,12 @@ type SSOIdentity struct {
 }
 
 // SSOUserByIdentity answers the console user linked to the provider
-// account, or ErrNotFound.
+// account, or dberr.ErrNotFound.
 func (s *Store) SSOUserByIdentity(ctx context.Context, id SSOIdentity) (ConsoleUser, error) {
 	u, err := scanConsoleUser(s.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM sso_identities i JOIN users u ON u.id = i.user_id
 		JOIN roles r ON r.id = u.role_id WHERE i.org_id = ? AND i.issuer = ? AND i.subject = ?`, id.OrgID, id.Issuer, id.Subject))
 	if errors.Is(err, sql.ErrNoRows) {
-		return ConsoleUser{}, fmt.Errorf("store: SSO identity: %w", ErrNotFound)
+		return ConsoleUser{}, fmt.Errorf("store: SSO identity: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return ConsoleUser{}, fmt.Errorf("store: read SSO identity: %w", err)
@@ -294,7 +295,7 @@ var ErrSSOLinkedElsewhere = errors.New("the user is linked to another account of
 
 // LinkSSOUser links the provider account to an existing user of the
 // organization and records e: the user userID, or, when userID is "", the
-// user with the identity's e-mail address (ErrNotFound when there is none).
+// user with the identity's e-mail address (dberr.ErrNotFound when there is none).
 // Inside the transaction, with the user's row read afresh, decide is asked
 // whether the link may be made (linkedElsewhere: another account of the
 // same provider is linked to the user); its error refuses the link and is
@@ -316,7 +317,7 @@ func (s *Store) LinkSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity, 
 				WHERE u.org_id = ? AND u.email = ?`+lock, id.OrgID, id.Email))
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: user %q: %w", id.Email, ErrNotFound)
+			return fmt.Errorf("store: user %q: %w", id.Email, dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read user: %w", err)
@@ -348,7 +349,7 @@ func (tx *Tx) insertSSOIdentity(ctx context.Context, id SSOIdentity, userID stri
 	_, err := tx.exec(ctx, `INSERT INTO sso_identities (org_id, issuer, subject, user_id, created_at) VALUES (?, ?, ?, ?, ?)`,
 		id.OrgID, id.Issuer, id.Subject, userID, millis(now))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("store: the provider account is linked already: %w", ErrConflict)
+		return fmt.Errorf("store: the provider account is linked already: %w", dberr.ErrConflict)
 	}
 	if err != nil {
 		return fmt.Errorf("store: link SSO identity: %w", err)
@@ -359,7 +360,7 @@ func (tx *Tx) insertSSOIdentity(ctx context.Context, id SSOIdentity, userID stri
 // CreateSSOUser creates a console user for a provider account (just-in-time
 // creation), linked to it, with role roleID and no password: it signs in
 // through the provider only. It is never an instance operator. e records
-// the creation; ErrConflict when the organization has a user with the
+// the creation; dberr.ErrConflict when the organization has a user with the
 // address already.
 func (s *Store) CreateSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity, roleID string, now time.Time) (ConsoleUser, error) {
 	u := User{ID: NewID(), OrgID: id.OrgID, Email: id.Email, RoleID: roleID, CreatedAt: now.UTC()}
@@ -368,7 +369,7 @@ func (s *Store) CreateSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity
 		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, created_at)
 			VALUES (?, ?, ?, '', ?, FALSE, FALSE, ?)`, u.ID, u.OrgID, u.Email, u.RoleID, millis(u.CreatedAt))
 		if isUniqueViolation(err) {
-			return fmt.Errorf("store: user %q exists: %w", u.Email, ErrConflict)
+			return fmt.Errorf("store: user %q exists: %w", u.Email, dberr.ErrConflict)
 		}
 		if err != nil {
 			return fmt.Errorf("store: create user: %w", err)
@@ -405,7 +406,7 @@ func (s *Store) SetSSOUserRole(ctx context.Context, e *AuditEntry, userID, roleI
 func (s *Store) consoleUser(ctx context.Context, id string) (ConsoleUser, error) {
 	u, err := scanConsoleUser(s.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return ConsoleUser{}, fmt.Errorf("store: user: %w", ErrNotFound)
+		return ConsoleUser{}, fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return ConsoleUser{}, fmt.Errorf("store: read user: %w", err)

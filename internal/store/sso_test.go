@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
@@ -36,7 +37,7 @@ func TestSSOLoginSingleUse(t *testing.T) {
 			switch {
 			case err == nil && got.Nonce == "n" && got.PKCEVerifier == "v" && got.ExpiresAt.Equal(l.ExpiresAt.Truncate(time.Millisecond)):
 				took.Add(1)
-			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, dberr.ErrNotFound):
 				missed.Add(1)
 			default:
 				t.Errorf("take: %+v %v", got, err)
@@ -56,7 +57,7 @@ func TestSSOLoginSingleUse(t *testing.T) {
 	if err := s.CreateSSOLogin(ctx, l, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeSSOLogin(ctx, "state-old"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.TakeSSOLogin(ctx, "state-old"); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("an expired sign-in stayed: %v", err)
 	}
 }
@@ -81,7 +82,7 @@ func TestSSOIdentityLinks(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, "", time.Now(), decide); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), id, "", time.Now(), decide); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("linking to no user: %v", err)
 	}
 	if _, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"}, nil,
@@ -100,7 +101,7 @@ func TestSSOIdentityLinks(t *testing.T) {
 	if _, err := s.LinkSSOUser(ctx, entry("user.sso_link"), other, "", time.Now(), decide); !errors.Is(err, store.ErrSSOLinkedElsewhere) {
 		t.Fatalf("a second account of the provider for the same user: %v", err)
 	}
-	if _, err := s.CreateSSOUser(ctx, entry("user.create"), other, role.ID, time.Now()); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.CreateSSOUser(ctx, entry("user.create"), other, role.ID, time.Now()); !errors.Is(err, dberr.ErrConflict) {
 		t.Fatalf("a new user with a taken address: %v", err)
 	}
 	newID := store.SSOIdentity{OrgID: o.ID, Issuer: "https://idp.example", Subject: "s3", Email: "bo@acme.example"}

@@ -24,12 +24,6 @@ import (
 	"github.com/patchd/patchd/internal/secretbox"
 )
 
-// Errors every store method may answer; callers test them with errors.Is.
-var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
-)
-
 // Engine names.
 const (
 	SQLite   = "sqlite"

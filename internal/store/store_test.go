@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -23,14 +24,14 @@ func TestOrgRolesCredentialsTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateOrg(ctx, "Acme", "UTC"); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.CreateOrg(ctx, "Acme", "UTC"); !errors.Is(err, dberr.ErrConflict) {
 		t.Fatalf("duplicate org: %v, want ErrConflict", err)
 	}
 	byName, err := s.FindOrg(ctx, "Acme")
 	if err != nil || byName.ID != o.ID || byName.TimeZone != "Europe/Berlin" {
 		t.Fatalf("FindOrg by name: %+v %v", byName, err)
 	}
-	if _, err := s.FindOrg(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.FindOrg(ctx, "nope"); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("FindOrg unknown: %v", err)
 	}
 	admin, err := s.FindRole(ctx, o.ID, store.RoleAdministrator)
@@ -59,14 +60,14 @@ func TestOrgRolesCredentialsTokens(t *testing.T) {
 	if err != nil || g.CredentialName != "ci" || g.OrgID != o.ID {
 		t.Fatalf("LookupAccessToken: %+v %v", g, err)
 	}
-	if _, err := s.LookupAccessToken(ctx, "th", now.Add(2*time.Hour)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.LookupAccessToken(ctx, "th", now.Add(2*time.Hour)); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("expired token found: %v", err)
 	}
 	dis := &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "credential.disable", TargetType: "credential", TargetID: c.ID}
 	if err := s.SetCredentialDisabled(ctx, dis, o.ID, c.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LookupAccessToken(ctx, "th", now); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.LookupAccessToken(ctx, "th", now); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("token of disabled credential found: %v", err)
 	}
 	changes, err := s.AuthChangesSince(ctx, now.Add(-time.Second))
@@ -79,7 +80,7 @@ func TestOrgRolesCredentialsTokens(t *testing.T) {
 	}
 	// Another organization sees none of it.
 	o2 := newOrg(t, s, "Other")
-	if _, err := s.FindCredential(ctx, o2.ID, "cid"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.FindCredential(ctx, o2.ID, "cid"); !errors.Is(err, dberr.ErrNotFound) {
 		t.Fatalf("credential seen from another org: %v", err)
 	}
 	if e, _ := s.ListAudit(ctx, o2.ID, store.AuditFilter{}); len(e) != 0 {

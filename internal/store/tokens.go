@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 )
 
@@ -41,7 +42,7 @@ func (s *Store) LookupAccessToken(ctx context.Context, tokenHash string, now tim
 		WHERE t.token_hash = ? AND t.expires_at > ? AND c.disabled = FALSE`, tokenHash, millis(now)).
 		Scan(&g.OrgID, &g.CredentialID, &g.CredentialName, &g.RoleID, &permText, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return TokenGrant{}, fmt.Errorf("store: access token: %w", ErrNotFound)
+		return TokenGrant{}, fmt.Errorf("store: access token: %w", dberr.ErrNotFound)
 	}
 	if err != nil {
 		return TokenGrant{}, fmt.Errorf("store: lookup access token: %w", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/updates"
 	"github.com/patchd/patchd/internal/valid"
 )
@@ -651,7 +652,7 @@ func (s *Store) SetApprovalPolicy(ctx context.Context, e *AuditEntry, orgID stri
 }
 
 // DeleteApprovalPolicyRule removes the rule of a severity and source
-// (ErrNotFound when there is none) and answers the policy.
+// (dberr.ErrNotFound when there is none) and answers the policy.
 func (s *Store) DeleteApprovalPolicyRule(ctx context.Context, e *AuditEntry, orgID, severity, source string) (ApprovalPolicy, error) {
 	p := ApprovalPolicy{OrgID: orgID}
 	err := s.Audited(ctx, e, func(tx *Tx) error {
@@ -660,7 +661,7 @@ func (s *Store) DeleteApprovalPolicyRule(ctx context.Context, e *AuditEntry, org
 			return fmt.Errorf("store: delete approval policy: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: approval policy rule %s/%s: %w", severity, source, ErrNotFound)
+			return fmt.Errorf("store: approval policy rule %s/%s: %w", severity, source, dberr.ErrNotFound)
 		}
 		e.Summary = map[string]any{"severity": severity, "source": source}
 		if p.Rules, err = tx.policyRules(ctx, orgID); err != nil {

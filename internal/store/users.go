@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/patchd/patchd/internal/dberr"
 	"time"
 )
 
@@ -72,7 +73,7 @@ func (tx *Tx) insertUser(ctx context.Context, u User) error {
 	_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, must_change_password, created_at)
 		VALUES (?, ?, ?, ?, ?, FALSE, ?, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, u.MustChangePassword, millis(u.CreatedAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("store: user %q exists: %w", u.Email, ErrConflict)
+		return fmt.Errorf("store: user %q exists: %w", u.Email, dberr.ErrConflict)
 	}
 	if err != nil {
 		return fmt.Errorf("store: create user: %w", err)
@@ -106,7 +107,7 @@ func (s *Store) CreateInvitedUser(ctx context.Context, e *AuditEntry, u User, to
 }
 
 // InvitedUser finds the enabled user of an invitation valid at now by
-// the hash of its token (ErrNotFound: no such invitation, used, expired
+// the hash of its token (dberr.ErrNotFound: no such invitation, used, expired
 // or its user disabled).
 func (s *Store) InvitedUser(ctx context.Context, tokenHash string, now time.Time) (ConsoleUser, error) {
 	users, err := s.listConsoleUsers(ctx, "find invitation", `u.disabled = FALSE AND u.id = (SELECT i.user_id FROM user_invitations i
@@ -115,7 +116,7 @@ func (s *Store) InvitedUser(ctx context.Context, tokenHash string, now time.Time
 		return ConsoleUser{}, err
 	}
 	if len(users) == 0 {
-		return ConsoleUser{}, fmt.Errorf("store: invitation: %w", ErrNotFound)
+		return ConsoleUser{}, fmt.Errorf("store: invitation: %w", dberr.ErrNotFound)
 	}
 	return users[0], nil
 }
@@ -123,7 +124,7 @@ func (s *Store) InvitedUser(ctx context.Context, tokenHash string, now time.Time
 // AcceptInvitation sets the password of the invitation's user and takes
 // the invitation (a link works once); e, the Audit Trail entry, gets the
 // user as its target. An invitation that is used, expired or whose user is
-// disabled answers ErrNotFound and changes nothing.
+// disabled answers dberr.ErrNotFound and changes nothing.
 func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, passwordHash string, now time.Time) (ConsoleUser, error) {
 	var u ConsoleUser
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -131,7 +132,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, 
 		err := tx.queryRow(ctx, `DELETE FROM user_invitations WHERE token_hash = ? AND expires_at > ?
 			AND user_id IN (SELECT id FROM users WHERE disabled = FALSE) RETURNING user_id`, tokenHash, millis(now)).Scan(&userID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: invitation: %w", ErrNotFound)
+			return fmt.Errorf("store: invitation: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: take invitation: %w", err)
@@ -201,7 +202,7 @@ func (s *Store) SetInstanceOperator(ctx context.Context, ie *InstanceEvent, user
 		var current bool
 		err := tx.queryRow(ctx, `SELECT instance_operator FROM users WHERE id = ?`, userID).Scan(&current)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read user: %w", err)
@@ -233,7 +234,7 @@ func (s *Store) SetOperatorSSO(ctx context.Context, ie *InstanceEvent, userID st
 		var operator, current bool
 		err := tx.queryRow(ctx, `SELECT instance_operator, operator_sso FROM users WHERE id = ?`, userID).Scan(&operator, &current)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: user: %w", ErrNotFound)
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read user: %w", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/vulns/feeds"
 )
 
@@ -317,7 +318,7 @@ func (s *Store) VulnStates(ctx context.Context, names ...string) (map[string]int
 	}
 	for _, name := range names {
 		if _, ok := out[name]; !ok {
-			return nil, fmt.Errorf("store: vulnerability state %s: %w", name, ErrNotFound)
+			return nil, fmt.Errorf("store: vulnerability state %s: %w", name, dberr.ErrNotFound)
 		}
 	}
 	return out, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/vulns"
 	"github.com/patchd/patchd/internal/vulns/feeds"
 	"github.com/patchd/patchd/internal/vulns/match"
@@ -729,7 +730,7 @@ func (s *Store) SetVulnException(ctx context.Context, e *AuditEntry, x *VulnExce
 }
 
 // RevokeVulnException deletes the organization's exception for a CVE,
-// audited; ErrNotFound when there is none.
+// audited; dberr.ErrNotFound when there is none.
 func (s *Store) RevokeVulnException(ctx context.Context, e *AuditEntry, orgID, cveID string) error {
 	e.TargetType, e.TargetID = "vulnerability", cveID
 	return s.Audited(ctx, e, func(tx *Tx) error {
@@ -738,7 +739,7 @@ func (s *Store) RevokeVulnException(ctx context.Context, e *AuditEntry, orgID, c
 			return fmt.Errorf("store: revoke vulnerability exception: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("store: exception for %s: %w", cveID, ErrNotFound)
+			return fmt.Errorf("store: exception for %s: %w", cveID, dberr.ErrNotFound)
 		}
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/actions"
+	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/schedule"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
@@ -187,7 +188,7 @@ func (s *Scheduler) fire(ctx context.Context, a store.Automation, locs *zones, n
 		if a.RingNext > 0 && a.RingRunID != "" {
 			prev := a.Rings[a.RingNext-1]
 			attempted, succeeded, running, err := s.Store.RingOutcome(ctx, a.OrgID, a.RingRunID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err != nil && !errors.Is(err, dberr.ErrNotFound) {
 				return err
 			}
 			rate := schedule.DefaultMinSuccessRate
@@ -226,7 +227,7 @@ func (s *Scheduler) fire(ctx context.Context, a store.Automation, locs *zones, n
 		targets = a.EndpointIDs
 	} else {
 		targets, err = s.Store.GroupMemberIDs(ctx, a.OrgID, group)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, dberr.ErrNotFound) {
 			return skip("not run: the target group no longer exists")
 		}
 		if err != nil {
@@ -257,7 +258,7 @@ func (s *Scheduler) fire(ctx context.Context, a store.Automation, locs *zones, n
 		case errors.Is(err, store.ErrNoEndpoints):
 			e.Action, e.Summary["reason"] = "automation.skip", "not run: the target holds no endpoint"
 			return tx.RecordSkip(ctx, a.OrgID, a.ID, slot, "not run: the target holds no endpoint", now)
-		case errors.Is(err, store.ErrNotFound), errors.As(err, &v):
+		case errors.Is(err, dberr.ErrNotFound), errors.As(err, &v):
 			reason := "not run: " + err.Error()
 			e.Action, e.Summary["reason"] = "automation.skip", reason
 			return tx.RecordSkip(ctx, a.OrgID, a.ID, slot, reason, now)

@@ -1,4 +1,4 @@
-package store_test
+package dberr_test
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	_ "modernc.org/sqlite"
 
-	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 func TestIsUnavailable(t *testing.T) {
@@ -25,11 +26,11 @@ func TestIsUnavailable(t *testing.T) {
 		want bool
 	}{
 		{"nil", nil, false},
-		{"not found", wrap(store.ErrNotFound), false},
-		{"conflict", wrap(store.ErrConflict), false},
+		{"not found", wrap(dberr.ErrNotFound), false},
+		{"conflict", wrap(dberr.ErrConflict), false},
 		{"a bug", errors.New("store: scan: converting NULL to string"), false},
 		{"cancelled by the client", wrap(context.Canceled), false},
-		{"marked", wrap(store.ErrUnavailable), true},
+		{"marked", wrap(dberr.ErrUnavailable), true},
 		{"pool wait ran out", wrap(context.DeadlineExceeded), true},
 		{"connection refused", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), true},
 		{"connection reset", wrap(syscall.ECONNRESET), true},
@@ -46,7 +47,7 @@ func TestIsUnavailable(t *testing.T) {
 		{"pg starting up", wrap(&pgconn.PgError{Code: "57P03"}), true},
 		{"pg read-only transaction", wrap(&pgconn.PgError{Code: "25006"}), true},
 	} {
-		if got := store.IsUnavailable(c.err); got != c.want {
+		if got := dberr.IsUnavailable(c.err); got != c.want {
 			t.Errorf("%s: IsUnavailable(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}
@@ -82,7 +83,7 @@ func TestIsUnavailableSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.Exec(`INSERT INTO t VALUES ('z')`)
-	if err == nil || !store.IsUnavailable(fmt.Errorf("store: insert: %w", err)) {
+	if err == nil || !dberr.IsUnavailable(fmt.Errorf("store: insert: %w", err)) {
 		t.Errorf("busy: %v is not unavailable", err)
 	}
 	tx.Rollback()
@@ -91,7 +92,7 @@ func TestIsUnavailableSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = a.Exec(`INSERT INTO t SELECT hex(randomblob(4000)) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 100) SELECT i FROM n)`)
-	if err == nil || !strings.Contains(err.Error(), "full") || !store.IsUnavailable(err) {
+	if err == nil || !strings.Contains(err.Error(), "full") || !dberr.IsUnavailable(err) {
 		t.Errorf("full: %v is not unavailable", err)
 	}
 	// A constraint is the request's fault.
@@ -99,7 +100,7 @@ func TestIsUnavailableSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Exec(`INSERT INTO u VALUES ('a')`)
-	if _, err := b.Exec(`INSERT INTO u VALUES ('a')`); err == nil || store.IsUnavailable(err) {
+	if _, err := b.Exec(`INSERT INTO u VALUES ('a')`); err == nil || dberr.IsUnavailable(err) {
 		t.Errorf("unique violation: %v counted unavailable", err)
 	}
 }

@@ -1,4 +1,8 @@
-package store
+// Package dberr holds the errors every store operation may answer and the
+// test for a database that cannot serve a request now. It imports nothing
+// of patchd, so the HTTP layers (httpx) map store errors to statuses
+// without importing the store.
+package dberr
 
 import (
 	"context"
@@ -12,6 +16,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
+)
+
+// Errors every store operation may answer; callers test them with
+// errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
 )
 
 // ErrUnavailable marks a failure of the database itself, not of the request:
