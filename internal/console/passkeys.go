@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,18 +10,14 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-webauthn/webauthn/protocol"
-	"github.com/go-webauthn/webauthn/webauthn"
-
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/dberr"
+	"github.com/patchd/patchd/internal/identity/passkey"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -34,9 +29,6 @@ import (
 // on the session (store: pending_webauthn), taken once.
 
 const (
-	// ceremonyTimeout is how long the browser (and the server) waits for
-	// the user to touch the authenticator.
-	ceremonyTimeout = 5 * time.Minute
 	// maxCeremonyBody bounds a browser's answer (a few kilobytes at most).
 	maxCeremonyBody = 64 << 10
 	// maxPasskeyName bounds a passkey's name, in characters.
@@ -60,44 +52,11 @@ func (c *Console) passkeyRoutes() {
 	c.staged("POST /console/signin/passkey", store.StageMFA, c.passkeySignIn)
 }
 
-// relyingParty is the WebAuthn relying party: the RP ID is the host of the
-// server's base URL (--base-url) and the only origin accepted is the base
-// URL's. Without a base URL naming a domain (none, or the default made of
-// --addr such as http://127.0.0.1:8080), the address the browser used, as
-// for single sign-on's redirect URI.
-func (c *Console) relyingParty(r *http.Request) (*webauthn.WebAuthn, error) {
-	origin := strings.TrimRight(c.cfg.BaseURL, "/")
-	if u, err := url.Parse(origin); err != nil || !namesHost(u.Hostname()) {
-		scheme := "http"
-		if r.TLS != nil || c.cfg.SecureCookies {
-			scheme = "https"
-		}
-		origin = scheme + "://" + r.Host
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Hostname() == "" {
-		return nil, fmt.Errorf("console: passkeys: base URL %q: %v", origin, err)
-	}
-	origin = u.Scheme + "://" + u.Host
-	return webauthn.New(&webauthn.Config{
-		RPID:                  u.Hostname(),
-		RPDisplayName:         "patchd",
-		RPOrigins:             []string{origin},
-		AttestationPreference: protocol.PreferNoAttestation,
-		Timeouts: webauthn.TimeoutsConfig{
-			Login:        webauthn.TimeoutConfig{Enforce: true, Timeout: ceremonyTimeout, TimeoutUVD: ceremonyTimeout},
-			Registration: webauthn.TimeoutConfig{Enforce: true, Timeout: ceremonyTimeout, TimeoutUVD: ceremonyTimeout},
-		},
-	})
-}
-
-// namesHost tells whether a base URL's host is a domain name, which a
-// passkey can belong to (browsers refuse IP addresses as RP IDs: a base
-// URL made of --addr, such as http://127.0.0.1:8080, leaves the choice to
-// the address the browser used).
-func namesHost(host string) bool {
-	_, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return host != "" && err != nil
+// relyingParty is the WebAuthn relying party of the request: --base-url
+// when it names a domain, else the address the browser used
+// (passkey.NewRelyingParty).
+func (c *Console) relyingParty(r *http.Request) (*passkey.RelyingParty, error) {
+	return passkey.NewRelyingParty(c.cfg.BaseURL, r.Host, r.TLS != nil || c.cfg.SecureCookies)
 }
 
 // passkeyUnavailable answers a server whose address cannot be a WebAuthn
@@ -107,64 +66,7 @@ func passkeyUnavailable(err error) error {
 		"browsers refuse passkeys for IP addresses. " + err.Error()}
 }
 
-// webauthnUser is a console user as the WebAuthn library sees it: the
-// user handle is the user's id (random, and no personal data).
-type webauthnUser struct {
-	u     store.ConsoleUser
-	creds []webauthn.Credential
-}
-
-func (w webauthnUser) WebAuthnID() []byte                         { return []byte(w.u.ID) }
-func (w webauthnUser) WebAuthnName() string                       { return w.u.Email }
-func (w webauthnUser) WebAuthnDisplayName() string                { return w.u.Email }
-func (w webauthnUser) WebAuthnCredentials() []webauthn.Credential { return w.creds }
-
-func (c *Console) webauthnUser(ctx context.Context, u store.ConsoleUser) (webauthnUser, []store.Passkey, error) {
-	keys, err := c.store.ListPasskeys(ctx, u.OrgID, u.ID)
-	if err != nil {
-		return webauthnUser{}, nil, err
-	}
-	wu := webauthnUser{u: u}
-	for _, k := range keys {
-		wu.creds = append(wu.creds, credentialOf(k))
-	}
-	return wu, keys, nil
-}
-
-func credentialOf(k store.Passkey) webauthn.Credential {
-	aaguid, _ := hex.DecodeString(strings.ReplaceAll(k.AAGUID, "-", ""))
-	var transports []protocol.AuthenticatorTransport
-	for _, t := range k.Transports {
-		transports = append(transports, protocol.AuthenticatorTransport(t))
-	}
-	return webauthn.Credential{ID: k.CredentialID, PublicKey: k.PublicKey, AttestationType: k.AttestationType, AttestationFormat: k.AttestationFormat,
-		Transport: transports, Flags: webauthn.NewCredentialFlags(protocol.AuthenticatorFlags(k.Flags)),
-		Authenticator: webauthn.Authenticator{AAGUID: aaguid, SignCount: k.SignCount}}
-}
-
-// aaguidText writes an authenticator's AAGUID as a UUID ("" when it sent
-// none, or only zeros).
-func aaguidText(b []byte) string {
-	if len(b) != 16 || strings.Trim(string(b), "\x00") == "" {
-		return ""
-	}
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-// ceremony is what the session keeps of a ceremony under way.
-type ceremony struct {
-	// Kind is "register" or "signin".
-	Kind    string               `json:"kind"`
-	Name    string               `json:"name,omitempty"`
-	Session webauthn.SessionData `json:"session"`
-	// ThrottleKey and ThrottleStart name a passwordless start's
-	// reservation, given back when it signs in.
-	ThrottleKey   string    `json:"throttleKey,omitempty"`
-	ThrottleStart time.Time `json:"throttleStart,omitzero"`
-}
-
-func (c *Console) keepCeremony(ctx context.Context, s *session, cer ceremony) error {
+func (c *Console) keepCeremony(ctx context.Context, s *session, cer passkey.Ceremony) error {
 	b, err := json.Marshal(cer)
 	if err != nil {
 		return err
@@ -173,17 +75,17 @@ func (c *Console) keepCeremony(ctx context.Context, s *session, cer ceremony) er
 }
 
 // takeCeremony answers the session's ceremony of kind, once.
-func (c *Console) takeCeremony(ctx context.Context, s *session, kind string) (ceremony, error) {
+func (c *Console) takeCeremony(ctx context.Context, s *session, kind string) (passkey.Ceremony, error) {
 	data, err := c.store.TakePendingWebAuthn(ctx, s.idHash)
 	if err != nil {
-		return ceremony{}, err
+		return passkey.Ceremony{}, err
 	}
-	var cer ceremony
+	var cer passkey.Ceremony
 	if data == "" || json.Unmarshal([]byte(data), &cer) != nil || cer.Kind != kind {
-		return ceremony{}, badRequest("No passkey request is under way (or it was answered already): start again.")
+		return passkey.Ceremony{}, badRequest("No passkey request is under way (or it was answered already): start again.")
 	}
-	if !cer.Session.Expires.IsZero() && c.now().After(cer.Session.Expires) {
-		return ceremony{}, badRequest("The passkey request expired: start again.")
+	if cer.Expired(c.now()) {
+		return passkey.Ceremony{}, badRequest("The passkey request expired: start again.")
 	}
 	return cer, nil
 }
@@ -247,7 +149,7 @@ func passkeyViews(keys []store.Passkey) []passkeyView {
 	out := make([]passkeyView, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, passkeyView{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt,
-			Synced: protocol.AuthenticatorFlags(k.Flags).HasBackupEligible()})
+			Synced: passkey.Synced(k)})
 	}
 	return out
 }
@@ -280,22 +182,15 @@ func (c *Console) passkeyRegisterOptions(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return passkeyUnavailable(err)
 	}
-	wu, _, err := c.webauthnUser(r.Context(), s.User)
+	keys, err := c.store.ListPasskeys(r.Context(), s.User.OrgID, s.User.ID)
 	if err != nil {
 		return err
 	}
-	var exclude []protocol.CredentialDescriptor
-	for _, cr := range wu.creds {
-		exclude = append(exclude, cr.Descriptor())
-	}
-	opts, sd, err := rp.BeginRegistration(wu, webauthn.WithExclusions(exclude),
-		webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{ResidentKey: protocol.ResidentKeyRequirementPreferred,
-			UserVerification: protocol.VerificationPreferred}),
-		webauthn.WithConveyancePreference(protocol.PreferNoAttestation))
+	opts, cer, err := rp.BeginRegistration(s.User, keys, name)
 	if err != nil {
-		return fmt.Errorf("console: begin passkey registration: %w", err)
+		return err
 	}
-	if err := c.keepCeremony(r.Context(), s, ceremony{Kind: "register", Name: name, Session: *sd}); err != nil {
+	if err := c.keepCeremony(r.Context(), s, cer); err != nil {
 		return err
 	}
 	return writeJSON(w, opts)
@@ -336,35 +231,32 @@ func (c *Console) finishRegistration(w http.ResponseWriter, r *http.Request, s *
 	if err != nil {
 		return "", err
 	}
-	cer, err := c.takeCeremony(r.Context(), s, "register")
+	cer, err := c.takeCeremony(r.Context(), s, passkey.KindRegister)
 	if err != nil {
 		return "", err
 	}
-	parsed, err := protocol.ParseCredentialCreationResponseBytes(b)
+	parsed, err := passkey.ParseRegistration(b)
 	if err != nil {
-		slog.InfoContext(r.Context(), "console: passkey registration answer unreadable", "user", s.User.Email, "err", webauthnDetail(err))
+		slog.InfoContext(r.Context(), "console: passkey registration answer unreadable", "user", s.User.Email, "err", err)
 		return "", badRequest("The browser's answer is not a passkey registration.")
 	}
 	rp, err := c.relyingParty(r)
 	if err != nil {
 		return "", passkeyUnavailable(err)
 	}
-	wu, _, err := c.webauthnUser(r.Context(), s.User)
+	keys, err := c.store.ListPasskeys(r.Context(), s.User.OrgID, s.User.ID)
 	if err != nil {
 		return "", err
 	}
-	cred, err := rp.CreateCredential(wu, cer.Session, parsed)
-	if err != nil {
-		slog.InfoContext(r.Context(), "console: passkey registration refused", "user", s.User.Email, "err", webauthnDetail(err))
+	p, err := rp.FinishRegistration(s.User, keys, cer, parsed)
+	var refused *passkey.Refused
+	switch {
+	case errors.As(err, &refused):
+		slog.InfoContext(r.Context(), "console: passkey registration refused", "user", s.User.Email, "err", passkey.Detail(refused.Err))
 		return "", badRequest("The passkey was not accepted: its answer does not match this request or this server's address (" + c.originText(r) + ").")
+	case err != nil:
+		return "", err
 	}
-	var transports []string
-	for _, t := range cred.Transport {
-		transports = append(transports, string(t))
-	}
-	p := store.Passkey{OrgID: s.User.OrgID, UserID: s.User.ID, CredentialID: cred.ID, PublicKey: cred.PublicKey, SignCount: cred.Authenticator.SignCount,
-		Flags: byte(cred.Flags.ProtocolValue()), AAGUID: aaguidText(cred.Authenticator.AAGUID), Transports: transports,
-		AttestationType: cred.AttestationType, AttestationFormat: cred.AttestationFormat, Name: cer.Name}
 	e := c.userAudit(r, s.User, "user.passkey_add", map[string]any{"aaguid": p.AAGUID})
 	if _, err := c.store.AddPasskey(r.Context(), e, p); errors.Is(err, dberr.ErrConflict) {
 		return "", &pageError{http.StatusConflict, "This passkey is registered already, or you have the most passkeys one may have."}
@@ -377,19 +269,10 @@ func (c *Console) finishRegistration(w http.ResponseWriter, r *http.Request, s *
 // originText names the origin passkeys belong to, for a refusal.
 func (c *Console) originText(r *http.Request) string {
 	rp, err := c.relyingParty(r)
-	if err != nil || len(rp.Config.RPOrigins) == 0 {
+	if err != nil {
 		return "unknown"
 	}
-	return rp.Config.RPOrigins[0]
-}
-
-// webauthnDetail is the library's detail of a refusal, for the log.
-func webauthnDetail(err error) string {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return pe.Type + ": " + pe.Details + " " + pe.DevInfo
-	}
-	return err.Error()
+	return rp.Origin
 }
 
 func (c *Console) passkeyRename(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -474,18 +357,18 @@ func (c *Console) passkeySignInOptions(w http.ResponseWriter, r *http.Request, s
 	if err != nil {
 		return passkeyUnavailable(err)
 	}
-	wu, _, err := c.webauthnUser(r.Context(), s.User)
+	keys, err := c.store.ListPasskeys(r.Context(), s.User.OrgID, s.User.ID)
 	if err != nil {
 		return err
 	}
-	if len(wu.creds) == 0 {
+	if len(keys) == 0 {
 		return badRequest("You have no passkey: enter the code of your authenticator app.")
 	}
-	opts, sd, err := rp.BeginLogin(wu, webauthn.WithUserVerification(protocol.VerificationPreferred))
+	opts, cer, err := rp.BeginSignIn(s.User, keys)
 	if err != nil {
-		return fmt.Errorf("console: begin passkey sign-in: %w", err)
+		return err
 	}
-	if err := c.keepCeremony(r.Context(), s, ceremony{Kind: "signin", Session: *sd}); err != nil {
+	if err := c.keepCeremony(r.Context(), s, cer); err != nil {
 		return err
 	}
 	return writeJSON(w, opts)
@@ -502,13 +385,13 @@ func (c *Console) passkeySignIn(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	next := safeNext(r.URL.Query().Get("next"))
 	method := "password+passkey"
-	cer, err := c.takeCeremony(r.Context(), s, "signin")
+	cer, err := c.takeCeremony(r.Context(), s, passkey.KindSignIn)
 	if err != nil {
 		return err
 	}
-	parsed, err := protocol.ParseCredentialRequestResponseBytes(b)
+	parsed, err := passkey.ParseAssertion(b)
 	if err != nil {
-		slog.InfoContext(r.Context(), "console: passkey sign-in answer unreadable", "user", s.User.Email, "err", webauthnDetail(err))
+		slog.InfoContext(r.Context(), "console: passkey sign-in answer unreadable", "user", s.User.Email, "err", err)
 		return badRequest("The browser's answer is not a passkey sign-in.")
 	}
 	attempt, err := c.throttle.Begin(r.Context(), c.now(), auth.Key{Name: "console-mfa-user:" + s.User.ID,
@@ -522,7 +405,7 @@ func (c *Console) passkeySignIn(w http.ResponseWriter, r *http.Request, s *sessi
 		return err
 	}
 	refuse := func(reason string, detail error) error {
-		slog.InfoContext(r.Context(), "console: passkey sign-in refused", "user", s.User.Email, "reason", reason, "err", webauthnDetail(detail))
+		slog.InfoContext(r.Context(), "console: passkey sign-in refused", "user", s.User.Email, "reason", reason, "err", passkey.Detail(detail))
 		c.record(r, c.userAudit(r, s.User, "user.sign_in_failed", map[string]any{"reason": "passkey", "detail": reason}))
 		msg := "That passkey did not sign you in: it is not one of your passkeys, or its answer does not match this sign-in or this server's address (" +
 			c.originText(r) + "). Try again"
@@ -536,33 +419,14 @@ func (c *Console) passkeySignIn(w http.ResponseWriter, r *http.Request, s *sessi
 		attempt.Release(context.WithoutCancel(r.Context()))
 		return passkeyUnavailable(err)
 	}
-	wu, keys, err := c.webauthnUser(r.Context(), s.User)
+	key, err := rp.FinishSignIn(r.Context(), c.store, s.User, cer, parsed, c.now())
+	var refused *passkey.Refused
+	if errors.As(err, &refused) {
+		return refuse(refused.Reason, refused.Err)
+	}
 	if err != nil {
 		attempt.Release(context.WithoutCancel(r.Context()))
 		return err
-	}
-	cred, err := rp.ValidateLogin(wu, cer.Session, parsed)
-	if err != nil {
-		reason := "invalid assertion"
-		var unknown *protocol.ErrorUnknownCredential
-		if errors.As(err, &unknown) {
-			reason = "unknown passkey"
-		}
-		return refuse(reason, err)
-	}
-	var key store.Passkey
-	for _, k := range keys {
-		if string(k.CredentialID) == string(cred.ID) {
-			key = k
-		}
-	}
-	fresh, err := c.store.UsePasskey(r.Context(), key.ID, cred.Authenticator.SignCount, byte(cred.Flags.ProtocolValue()), c.now())
-	if err != nil {
-		attempt.Release(context.WithoutCancel(r.Context()))
-		return err
-	}
-	if !fresh || cred.Authenticator.CloneWarning {
-		return refuse("signature counter did not increase", errors.New("counter"))
 	}
 	attempt.Release(context.WithoutCancel(r.Context()))
 	stage, err := c.nextStage(r.Context(), s.User)
@@ -624,15 +488,16 @@ func (c *Console) passkeyLoginOptions(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusTooManyRequests, "Too many unfinished passkey sign-ins from your address. Try again in "+waitText(wait)+".")
 		return
 	}
-	opts, sd, err := rp.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
+	opts, cer, err := rp.BeginLogin()
 	if err != nil {
 		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
-		c.fail(w, r, nil, fmt.Errorf("console: begin passwordless sign-in: %w", err))
+		c.fail(w, r, nil, err)
 		return
 	}
-	b, err := json.Marshal(ceremony{Kind: "login", Session: *sd, ThrottleKey: key, ThrottleStart: windowStart})
+	cer.ThrottleKey, cer.ThrottleStart = key, windowStart
+	b, err := json.Marshal(cer)
 	if err == nil {
-		err = c.store.PutPasskeyLogin(r.Context(), auth.HashSecret(cookie), string(b), now.Add(ceremonyTimeout), now)
+		err = c.store.PutPasskeyLogin(r.Context(), auth.HashSecret(cookie), string(b), now.Add(passkey.CeremonyTimeout), now)
 	}
 	if err != nil {
 		c.store.ReleaseAttempt(context.WithoutCancel(r.Context()), key, windowStart)
@@ -666,13 +531,13 @@ func (c *Console) passkeyLoginErr(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	var cer ceremony
-	if data == "" || json.Unmarshal([]byte(data), &cer) != nil || cer.Kind != "login" {
+	var cer passkey.Ceremony
+	if data == "" || json.Unmarshal([]byte(data), &cer) != nil || cer.Kind != passkey.KindLogin {
 		return badRequest("No passkey sign-in is under way (or it was answered already): start again.")
 	}
-	parsed, err := protocol.ParseCredentialRequestResponseBytes(b)
+	parsed, err := passkey.ParseAssertion(b)
 	if err != nil {
-		slog.InfoContext(r.Context(), "console: passkey sign-in answer unreadable", "err", webauthnDetail(err))
+		slog.InfoContext(r.Context(), "console: passkey sign-in answer unreadable", "err", err)
 		return badRequest("The browser's answer is not a passkey sign-in.")
 	}
 	attempt, err := c.throttle.Begin(r.Context(), c.now(), auth.Key{Name: "console-passkey-ip:" + c.clientIP(r),
@@ -687,52 +552,36 @@ func (c *Console) passkeyLoginErr(w http.ResponseWriter, r *http.Request) error 
 	}
 	refused := &pageError{http.StatusUnauthorized, "That passkey did not sign you in: it is not a passkey of an enabled account of this server (" + c.originText(r) +
 		"), or it did not verify you. Sign in with your password."}
-	u, key, err := c.store.PasskeyUser(r.Context(), parsed.RawID)
+	u, key, err := passkey.LoginUser(r.Context(), c.store, parsed)
 	if errors.Is(err, dberr.ErrNotFound) {
 		slog.InfoContext(r.Context(), "console: passwordless sign-in with an unknown passkey", "address", c.clientIP(r))
 		return refused
 	}
-	if err != nil {
-		attempt.Release(context.WithoutCancel(r.Context()))
-		return err
-	}
 	refuse := func(reason string, detail error) error {
-		slog.InfoContext(r.Context(), "console: passwordless sign-in refused", "user", u.Email, "reason", reason, "err", webauthnDetail(detail))
+		slog.InfoContext(r.Context(), "console: passwordless sign-in refused", "user", u.Email, "reason", reason, "err", passkey.Detail(detail))
 		c.record(r, c.userAudit(r, u, "user.sign_in_failed", map[string]any{"reason": "passkey", "detail": reason, "passwordless": true, "disabled": u.Disabled}))
 		return refused
 	}
-	if u.Disabled {
-		return refuse("account disabled", errors.New("disabled"))
+	var no *passkey.Refused
+	if errors.As(err, &no) {
+		return refuse(no.Reason, no.Err)
+	}
+	if err != nil {
+		attempt.Release(context.WithoutCancel(r.Context()))
+		return err
 	}
 	rp, err := c.relyingParty(r)
 	if err != nil {
 		attempt.Release(context.WithoutCancel(r.Context()))
 		return passkeyUnavailable(err)
 	}
-	wu, _, err := c.webauthnUser(r.Context(), u)
+	err = rp.FinishLogin(r.Context(), c.store, u, key, cer, parsed, c.now())
+	if errors.As(err, &no) {
+		return refuse(no.Reason, no.Err)
+	}
 	if err != nil {
 		attempt.Release(context.WithoutCancel(r.Context()))
 		return err
-	}
-	cred, err := rp.ValidateDiscoverableLogin(func(rawID, userHandle []byte) (webauthn.User, error) {
-		if string(userHandle) != u.ID {
-			return nil, errors.New("the user handle is not the passkey's owner")
-		}
-		return wu, nil
-	}, cer.Session, parsed)
-	if err != nil {
-		return refuse("invalid assertion", err)
-	}
-	if !parsed.Response.AuthenticatorData.Flags.HasUserVerified() {
-		return refuse("user not verified", errors.New("no UV flag"))
-	}
-	fresh, err := c.store.UsePasskey(r.Context(), key.ID, cred.Authenticator.SignCount, byte(cred.Flags.ProtocolValue()), c.now())
-	if err != nil {
-		attempt.Release(context.WithoutCancel(r.Context()))
-		return err
-	}
-	if !fresh || cred.Authenticator.CloneWarning {
-		return refuse("signature counter did not increase", errors.New("counter"))
 	}
 	attempt.Release(context.WithoutCancel(r.Context()))
 	stage, err := c.nextStage(r.Context(), u)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/dberr"
+	"github.com/patchd/patchd/internal/identity"
 	"github.com/patchd/patchd/internal/sso"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -516,31 +516,15 @@ func (c *Console) ssoFinish(w http.ResponseWriter, r *http.Request, l store.SSOL
 			}
 		}
 	}
-	email, _ := claims["email"].(string)
-	email = strings.ToLower(strings.TrimSpace(email))
-	if _, err := admin.CheckEmail(email); err != nil {
-		return none, refuse(http.StatusUnauthorized, "no_email", cfg.ProviderName+" did not give your e-mail address: patchd needs the email claim.")
-	}
+	u, email, err := identity.SignInSSO(ctx, c.store, identity.SSOSignIn{Config: cfg, Identity: *ident, Claims: claims,
+		LinkFor: l.LinkUserID, Address: c.clientIP(r), Now: c.now()})
 	ident.Email = email
-	values := sso.ClaimValues(claims, cfg.RoleClaim)
-	roleID, roleOK := sso.RoleFor(values, cfg)
-	sc := sso.Claims{Email: email, EmailVerified: claimText(claims["email_verified"]), DomainAllowed: sso.DomainAllowed(email, cfg.AllowedDomains)}
-	pol := sso.Policy{ProviderVerifiesEmail: cfg.ProviderVerifiesEmail, JustInTime: cfg.JustInTime, RoleFound: roleOK, LinkFor: l.LinkUserID}
-	// The claims alone may refuse (an unverified address, another domain).
-	if d := sso.Decide(sso.Account{Found: true, Linked: true}, sc, pol); d.Outcome == sso.Refuse {
-		return none, c.ssoRefusal(d.Reason, cfg, email)
+	var rf *identity.Refusal
+	if errors.As(err, &rf) {
+		return none, c.ssoRefusal(rf.Reason, cfg, email)
 	}
-	u, err := c.ssoUser(r, cfg, *ident, sc, pol, roleID)
 	if err != nil {
 		return none, err
-	}
-	// Role mapping never changes an instance operator's account.
-	if sso.Mapped(values, cfg) && !u.InstanceOperator && roleOK && roleID != u.RoleID {
-		e := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + cfg.ProviderName, Action: "user.role_change",
-			Summary: map[string]any{"email": u.Email, "from": u.RoleName, "to": roleName(cfg, roleID), "by": "role mapping of claim " + cfg.RoleClaim}}
-		if u, err = c.store.SetSSOUserRole(ctx, e, u.ID, roleID); err != nil {
-			return none, err
-		}
 	}
 	return u, nil
 }
@@ -565,132 +549,40 @@ func checkAuthorizedParty(idt *oidc.IDToken, clientID string) error {
 	return nil
 }
 
-// claimText is a boolean claim as text: "true", "false", or "" when it is
-// absent (a string claim is taken as it is).
-func claimText(v any) string {
-	switch v := v.(type) {
-	case bool:
-		return strconv.FormatBool(v)
-	case string:
-		return strings.ToLower(strings.TrimSpace(v))
-	case nil:
-		return ""
-	}
-	return "unreadable"
-}
-
-// ssoRefusal is the refusal of a linking rule (sso.Decide) as the browser
-// reads it.
+// ssoRefusal is a refusal of identity.SignInSSO as the browser reads it.
 func (c *Console) ssoRefusal(reason string, cfg store.SSOConfig, email string) *ssoFailure {
 	p := cfg.ProviderName
 	switch reason {
-	case sso.ReasonEmailUnverified:
+	case identity.ReasonEmailUnverified:
 		text := p + " has not verified the address " + email + "."
 		if !cfg.ProviderVerifiesEmail {
 			text += " (An ID token that does not say email_verified counts as unverified unless the organization's single sign-on settings say that " + p + " verifies every address.)"
 		}
 		return refuse(http.StatusUnauthorized, reason, text)
-	case sso.ReasonDomainNotAllowed:
+	case identity.ReasonDomainNotAllowed:
 		return refuse(http.StatusForbidden, reason, "The address "+email+" is not in a domain this organization signs in with "+p+".")
-	case sso.ReasonOperator:
+	case identity.ReasonOperator:
 		return refuse(http.StatusForbidden, reason, "The account "+email+" is an instance operator: it signs in with its password, not with single sign-on.")
-	case sso.ReasonUserDisabled:
+	case identity.ReasonUserDisabled:
 		return refuse(http.StatusForbidden, reason, "The account "+email+" is disabled.")
-	case sso.ReasonLinkedElsewhere:
+	case identity.ReasonLinkedElsewhere:
 		return refuse(http.StatusForbidden, reason, "The account "+email+" signs in with another "+p+" account.")
-	case sso.ReasonSecondFactor:
+	case identity.ReasonSecondFactor:
 		return refuse(http.StatusForbidden, reason, "The account "+email+" has a second factor, which single sign-on would skip. Sign in once with your password and second factor, then link "+p+" on your account page; from then on "+p+" signs you in.")
-	case sso.ReasonNotInvited:
+	case identity.ReasonNotInvited:
 		return refuse(http.StatusForbidden, reason, "There is no account "+email+" in this organization: ask an administrator to add you.")
-	case sso.ReasonNoRole:
+	case identity.ReasonNoRole:
 		return refuse(http.StatusForbidden, reason, "None of your "+cfg.RoleClaim+" gives you a role in this organization: ask an administrator.")
-	case sso.ReasonLinkEmailMismatch:
+	case identity.ReasonNoEmail:
+		return refuse(http.StatusUnauthorized, reason, p+" did not give your e-mail address: patchd needs the email claim.")
+	case identity.ReasonLinkedToAnotherUser:
+		return refuse(http.StatusForbidden, reason, "This "+p+" account is linked to another patchd account already.")
+	case identity.ReasonLinkUserGone:
+		return refuse(http.StatusForbidden, reason, "Your account is gone: sign in again.")
+	case identity.ReasonLinkEmailMismatch:
 		return refuse(http.StatusForbidden, reason, "The "+p+" account that signed in is "+email+", not your account's address: sign in to "+p+" as yourself.")
 	}
 	return refuse(http.StatusForbidden, reason, "Single sign-on refused ("+reason+").")
-}
-
-// errLinkRefused carries a linking rule's refusal out of the store's
-// transaction.
-type errLinkRefused struct{ d sso.Decision }
-
-func (e errLinkRefused) Error() string { return "console: single sign-on link refused: " + e.d.Reason }
-
-// ssoUser answers the console user of the provider account, by the
-// linking rules (sso.Decide): the linked one, else the organization's user
-// with its e-mail address (or, for a link, the signed-in user), linked
-// now, else a new one when the organization creates users at sign-in.
-func (c *Console) ssoUser(r *http.Request, cfg store.SSOConfig, ident store.SSOIdentity, sc sso.Claims, pol sso.Policy, roleID string) (store.ConsoleUser, error) {
-	ctx := r.Context()
-	u, err := c.store.SSOUserByIdentity(ctx, ident)
-	switch {
-	case err == nil && pol.LinkFor != "" && u.ID != pol.LinkFor:
-		return u, refuse(http.StatusForbidden, "linked_to_another_user", "This "+cfg.ProviderName+" account is linked to another patchd account already.")
-	case err == nil:
-		d := sso.Decide(accountOf(u, true, false), sc, pol)
-		if d.Outcome != sso.SignIn {
-			return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
-		}
-		return u, nil
-	case !errors.Is(err, dberr.ErrNotFound):
-		return u, err
-	}
-	how := "e-mail address"
-	if pol.LinkFor != "" {
-		how = "the user's own session (password and second factor)"
-	}
-	link := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + ident.Email, Action: "user.sso_link",
-		Summary: map[string]any{"email": ident.Email, "issuer": ident.Issuer, "subject": ident.Subject, "address": c.clientIP(r), "by": how}}
-	u, err = c.store.LinkSSOUser(ctx, link, ident, pol.LinkFor, c.now(), func(u store.ConsoleUser, linkedElsewhere bool) error {
-		if d := sso.Decide(accountOf(u, false, linkedElsewhere), sc, pol); d.Outcome != sso.Link {
-			return errLinkRefused{d}
-		}
-		return nil
-	})
-	var lr errLinkRefused
-	switch {
-	case errors.As(err, &lr):
-		return u, c.ssoRefusal(lr.d.Reason, cfg, ident.Email)
-	case err == nil:
-		return u, nil
-	case !errors.Is(err, dberr.ErrNotFound):
-		return u, err
-	case pol.LinkFor != "":
-		return u, refuse(http.StatusForbidden, "link_session_mismatch", "Your account is gone: sign in again.")
-	}
-	if d := sso.Decide(sso.Account{}, sc, pol); d.Outcome != sso.Create {
-		return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
-	}
-	e := &store.AuditEntry{OrgID: cfg.OrgID, Actor: "sso:" + ident.Email, Action: "user.create",
-		Summary: map[string]any{"email": ident.Email, "role": roleName(cfg, roleID), "justInTime": true, "issuer": ident.Issuer, "address": c.clientIP(r)}}
-	u, err = c.store.CreateSSOUser(ctx, e, ident, roleID, c.now())
-	if errors.Is(err, dberr.ErrConflict) { // a sign-in at the same moment made it, or the address is taken
-		if u, err := c.store.SSOUserByIdentity(ctx, ident); err == nil {
-			if d := sso.Decide(accountOf(u, true, false), sc, pol); d.Outcome != sso.SignIn {
-				return u, c.ssoRefusal(d.Reason, cfg, ident.Email)
-			}
-			return u, nil
-		}
-	}
-	return u, err
-}
-
-// accountOf is a console user as the linking rules see it.
-func accountOf(u store.ConsoleUser, linked, linkedElsewhere bool) sso.Account {
-	return sso.Account{Found: true, Linked: linked, LinkedElsewhere: linkedElsewhere, Disabled: u.Disabled, Operator: u.InstanceOperator,
-		OperatorSSO: u.OperatorSSO, SecondFactor: u.SecondFactor, Email: u.Email}
-}
-
-func roleName(cfg store.SSOConfig, roleID string) string {
-	for _, m := range cfg.RoleMap {
-		if m.RoleID == roleID {
-			return m.RoleName
-		}
-	}
-	if roleID == cfg.DefaultRoleID {
-		return cfg.DefaultRoleName
-	}
-	return roleID
 }
 
 func trimText(s string, n int) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/identity"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/sso"
 	"github.com/patchd/patchd/internal/store"
@@ -63,7 +64,7 @@ func TestSSOOperatorProtection(t *testing.T) {
 	if _, err := admin.CreateOperator(ctx, e.s, "test", admin.InstanceActor{Actor: "test"}, e.org.ID, "otto@example.com", store.RoleAdministrator, password); err != nil {
 		t.Fatal(err)
 	}
-	e.refused(e.browser(), "otto@example.com", sso.ReasonOperator, http.StatusForbidden)
+	e.refused(e.browser(), "otto@example.com", identity.ReasonOperator, http.StatusForbidden)
 	if e.linked("otto@example.com") {
 		t.Fatal("a refused sign-in linked the operator")
 	}
@@ -93,7 +94,7 @@ func TestSSOOperatorProtection(t *testing.T) {
 	if _, err := admin.SetOperatorSSO(ctx, e.s, admin.InstanceActor{Actor: "cli:root"}, "", "otto@example.com", false); err != nil {
 		t.Fatal(err)
 	}
-	e.refused(e.browser(), "otto@example.com", sso.ReasonOperator, http.StatusForbidden)
+	e.refused(e.browser(), "otto@example.com", identity.ReasonOperator, http.StatusForbidden)
 
 	// A user linked before it became an operator is refused too.
 	b := e.browser()
@@ -101,7 +102,7 @@ func TestSSOOperatorProtection(t *testing.T) {
 	if _, err := admin.SetOperator(ctx, e.s, admin.InstanceActor{Actor: "test"}, "", "rita@example.com", true); err != nil {
 		t.Fatal(err)
 	}
-	e.refused(e.browser(), "rita@example.com", sso.ReasonOperator, http.StatusForbidden)
+	e.refused(e.browser(), "rita@example.com", identity.ReasonOperator, http.StatusForbidden)
 }
 
 // TestSSOUnverifiedAddress: the provider leaves email_verified out (as
@@ -115,7 +116,7 @@ func TestSSOUnverifiedAddress(t *testing.T) {
 	if _, err := admin.CreateUser(ctx, e.s, "test", e.org.ID, "zoe@example.com", store.RoleAdministrator, password); err != nil {
 		t.Fatal(err)
 	}
-	e.refused(e.browser(), "zoe@example.com", sso.ReasonEmailUnverified, http.StatusUnauthorized)
+	e.refused(e.browser(), "zoe@example.com", identity.ReasonEmailUnverified, http.StatusUnauthorized)
 	if e.linked("zoe@example.com") {
 		t.Fatal("an unverified address was linked")
 	}
@@ -133,7 +134,7 @@ func TestSSOUnverifiedAddress(t *testing.T) {
 		t.Fatal("zoe is not linked with the provider trusted")
 	}
 	// A false email_verified is refused whatever the settings say.
-	e.refused(e.browser(), "vera@example.com", sso.ReasonEmailUnverified, http.StatusUnauthorized)
+	e.refused(e.browser(), "vera@example.com", identity.ReasonEmailUnverified, http.StatusUnauthorized)
 }
 
 // TestSSOSecondFactorLink: an existing password user with a second factor
@@ -151,7 +152,7 @@ func TestSSOSecondFactorLink(t *testing.T) {
 	b.signIn("tess@example.com")
 	secret, _ := enrollTOTP(t, b)
 
-	e.refused(e.browser(), "tess@example.com", sso.ReasonSecondFactor, http.StatusForbidden)
+	e.refused(e.browser(), "tess@example.com", identity.ReasonSecondFactor, http.StatusForbidden)
 	if e.linked("tess@example.com") {
 		t.Fatal("a user with a second factor was linked by its address")
 	}

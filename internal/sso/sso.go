@@ -2,8 +2,8 @@
 // HTTP: what an organization's provider configuration must hold, and what
 // a signed-in account's claims decide (whether its e-mail domain may sign
 // in, which role it gets). The console runs the Authorization Code flow
-// itself (internal/console/sso.go); the admin package stores what Check
-// accepts.
+// itself (internal/console/sso.go), and internal/identity decides which
+// account a sign-in becomes; the admin package stores what Check accepts.
 package sso
 
 import (

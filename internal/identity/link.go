@@ -1,14 +1,14 @@
-package sso
+package identity
 
 import "strings"
 
 // The linking rules: which console account a provider account signs in
 // as, decided from the account's state, the ID token's claims and the
-// organization's settings alone (docs/sso.md, "Linking rules"). The
-// console reads the state, asks Decide, and does what it answers; the
-// store asks Decide again inside the transaction that links, so that a
-// change between the two (an operator granted, a second factor set up)
-// cannot slip through.
+// organization's settings alone (docs/sso.md, "Linking rules"). SignInSSO
+// reads the state, asks Decide, and does what it answers; it asks Decide
+// again inside the store's transaction that links, so that a change
+// between the two (an operator granted, a second factor set up) cannot
+// slip through.
 
 // Account is the console account a sign-in found, as far as the rules
 // look at it.

@@ -1,14 +1,11 @@
-package console
+package passkey
 
-import (
-	"net/http/httptest"
-	"testing"
-)
+import "testing"
 
-// TestPasskeyRelyingParty: the RP ID and the one origin accepted come from
+// TestNewRelyingParty: the RP ID and the one origin accepted come from
 // --base-url when it names a domain, else from the address the browser
 // used; an IP address is no RP ID.
-func TestPasskeyRelyingParty(t *testing.T) {
+func TestNewRelyingParty(t *testing.T) {
 	for _, tc := range []struct {
 		base, host      string
 		rpID, origin    string
@@ -21,17 +18,14 @@ func TestPasskeyRelyingParty(t *testing.T) {
 		{base: "http://[::1]:8080", host: "[::1]:8080", refused: true},
 		{base: "", host: "10.0.0.5", refused: true},
 	} {
-		c := &Console{cfg: Config{BaseURL: tc.base, SecureCookies: tc.secure}}
-		r := httptest.NewRequest("POST", "/console/account/passkeys/options", nil)
-		r.Host = tc.host
-		rp, err := c.relyingParty(r)
+		rp, err := NewRelyingParty(tc.base, tc.host, tc.secure)
 		if tc.refused {
 			if err == nil {
-				t.Errorf("%s via %s: RP %q accepted", tc.base, tc.host, rp.Config.RPID)
+				t.Errorf("%s via %s: RP %q accepted", tc.base, tc.host, rp.wa.Config.RPID)
 			}
 			continue
 		}
-		if err != nil || rp.Config.RPID != tc.rpID || len(rp.Config.RPOrigins) != 1 || rp.Config.RPOrigins[0] != tc.origin {
+		if err != nil || rp.wa.Config.RPID != tc.rpID || len(rp.wa.Config.RPOrigins) != 1 || rp.wa.Config.RPOrigins[0] != tc.origin || rp.Origin != tc.origin {
 			t.Errorf("%s via %s: %+v %v", tc.base, tc.host, rp, err)
 		}
 	}
