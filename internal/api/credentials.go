@@ -34,11 +34,7 @@ func (a *API) listCredentials(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := apiv1.List[apiv1.Credential]{Items: []apiv1.Credential{}, Total: len(creds)}
-	for _, c := range creds {
-		out.Items = append(out.Items, credentialOut(c))
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, listOf(creds, credentialOut))
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
 )
 
@@ -20,11 +21,9 @@ func (a *API) listEnrollTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiv1.EnrollToken, len(list))
-	for i, t := range list {
-		items[i] = apiv1.EnrollToken{ID: t.ID, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked, Uses: t.Uses, CreatedAt: t.CreatedAt}
-	}
-	httpx.WriteJSON(w, http.StatusOK, httpx.NewList(items, len(items)))
+	httpx.WriteJSON(w, http.StatusOK, listOf(list, func(t store.EnrollToken) apiv1.EnrollToken {
+		return apiv1.EnrollToken{ID: t.ID, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked, Uses: t.Uses, CreatedAt: t.CreatedAt}
+	}))
 	return nil
 }
 

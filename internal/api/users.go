@@ -152,11 +152,7 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := apiv1.List[apiv1.User]{Items: []apiv1.User{}, Total: len(users)}
-	for _, u := range users {
-		out.Items = append(out.Items, userOut(u))
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, listOf(users, userOut))
 	return nil
 }
 
