@@ -214,4 +214,3 @@ func LaunchdPlist(exe, stateDir string, env []string) string {
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;").Replace(s)
 }
-
