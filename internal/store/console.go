@@ -201,7 +201,7 @@ func (s *Store) ListRoles(ctx context.Context, orgID string) ([]Role, error) {
 		var err error
 		if r.Permissions, err = perm.Parse(permText); err != nil {
 			badRole = fmt.Errorf("store: role %s: %w", r.Name, err)
-			return stopRows
+			return errStopRows
 		}
 		r.CreatedAt = fromMillis(created)
 		out = append(out, r)

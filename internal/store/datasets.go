@@ -92,10 +92,10 @@ func (s *Store) Datasets(ctx context.Context, orgID, name string) iter.Seq2[Data
 			var err error
 			if d.Rows, err = decompressRows(blob); err != nil {
 				yield(DatasetRows{}, fmt.Errorf("store: dataset %s of %s: %w", name, d.EndpointID, err))
-				return stopRows
+				return errStopRows
 			}
 			if !yield(d, nil) {
-				return stopRows
+				return errStopRows
 			}
 			return nil
 		}); err != nil {

@@ -357,7 +357,7 @@ func (s *Store) QueryStringsForTest(ctx context.Context, query string) ([]string
 }
 
 // FirstStringsForTest reads the first n rows of a query of one text column
-// through eachRow, stopping there with stopRows.
+// through eachRow, stopping there with errStopRows.
 func (s *Store) FirstStringsForTest(ctx context.Context, query string, n int) ([]string, error) {
 	rows, err := s.query(ctx, query)
 	var out []string
@@ -367,7 +367,7 @@ func (s *Store) FirstStringsForTest(ctx context.Context, query string, n int) ([
 			return err
 		}
 		if out = append(out, v); len(out) == n {
-			return stopRows
+			return errStopRows
 		}
 		return nil
 	})

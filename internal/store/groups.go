@@ -718,7 +718,7 @@ func (tx *Tx) refreshMembership(ctx context.Context, orgID string, endpointIDs [
 		var err error
 		if d.c, err = parseCriteria(matchAll, rules, exclude); err != nil {
 			invalid = fmt.Errorf("store: dynamic group %s: %w", d.id, err)
-			return stopRows
+			return errStopRows
 		}
 		dyns = append(dyns, d)
 		return nil

@@ -567,7 +567,7 @@ func (s *Store) ReportRows(ctx context.Context, source string, p ReportParams) i
 				src.fix(r.Values)
 			}
 			if !yield(r, nil) {
-				return stopRows
+				return errStopRows
 			}
 			return nil
 		}); err != nil {
@@ -841,10 +841,10 @@ func (s *Store) reportDatasets(ctx context.Context, orgID, name, platform string
 			}
 			if err != nil {
 				yield(ReportDataset{}, fmt.Errorf("store: dataset %s of %s: %w", name, d.EndpointID, err))
-				return stopRows
+				return errStopRows
 			}
 			if !yield(d, nil) {
-				return stopRows
+				return errStopRows
 			}
 			return nil
 		}); err != nil {

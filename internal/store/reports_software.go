@@ -169,7 +169,7 @@ func (s *Store) installedSoftware(ctx context.Context, p ReportParams) iter.Seq2
 				values[0], values[1], values[2], values[3] = name, version(r[1]), r[2], e.name
 				values[4], values[5], values[6], values[7] = r[0], r[3], r[4], r[5]
 				if !yield(ReportRow{Values: values, At: e.at}, nil) {
-					return stopRows
+					return errStopRows
 				}
 			}
 			return nil
@@ -248,7 +248,7 @@ func (s *Store) softwareByEndpoint(ctx context.Context, p ReportParams) iter.Seq
 				values[4], values[5], values[6], values[7] = a[2], a[3], a[4], a[5]
 				r.Values = values
 				if !yield(r, nil) {
-					return stopRows
+					return errStopRows
 				}
 			}
 			return nil

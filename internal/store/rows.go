@@ -14,7 +14,7 @@ import (
 //	rows, err := s.query(ctx, `SELECT …`, args...)
 //	err = eachRow(rows, err, func(r *sql.Rows) error { … r.Scan(…) … })
 //
-// fn answers stopRows to end the iteration early (a search that found
+// fn answers errStopRows to end the iteration early (a search that found
 // what it looked for, an iterator whose consumer stopped): eachRow then
 // answers nil.
 func eachRow(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
@@ -24,7 +24,7 @@ func eachRow(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		if err := fn(rows); err != nil {
-			if err == stopRows {
+			if err == errStopRows {
 				return nil
 			}
 			return err
@@ -33,8 +33,8 @@ func eachRow(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	return rows.Err()
 }
 
-// stopRows, answered by eachRow's fn, ends the iteration without an error.
-var stopRows = errors.New("store: stop reading rows")
+// errStopRows, answered by eachRow's fn, ends the iteration without an error.
+var errStopRows = errors.New("store: stop reading rows")
 
 // scanRows is eachRow collecting one value per row; the slice is never nil
 // (an empty list encodes as [] in JSON).

@@ -37,7 +37,7 @@ func TestRowsFailingMidway(t *testing.T) {
 	if got, err := s.QueryStringsForTest(ctx, `SELECT 'a' WHERE 1 = 0`); err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("an empty result: %#v, %v", got, err)
 	}
-	// A loop that stops (stopRows) before the failing row: no error, and
+	// A loop that stops (errStopRows) before the failing row: no error, and
 	// the row that fails is never read.
 	if got, err := s.FirstStringsForTest(ctx, failing, 2); err != nil || strings.Join(got, ",") != "1,2" {
 		t.Fatalf("stopping after two rows: %q, %v", got, err)

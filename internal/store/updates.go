@@ -482,7 +482,7 @@ func (tx *Tx) newerApproved(ctx context.Context, orgID, key string) (bool, error
 		}
 		if p, v, ok := updates.SplitThirdParty(k); ok && strings.EqualFold(p, product) && updates.CompareVersions(v, ver) > 0 {
 			newer = true
-			return stopRows
+			return errStopRows
 		}
 		return nil
 	}); err != nil {

@@ -251,7 +251,7 @@ func (s *Store) ScanFeeds(ctx context.Context, cve func(feeds.CVE), osv func(fee
 		ms, err := decodeRules(rules)
 		if err != nil {
 			invalid = fmt.Errorf("store: CVE %s rules: %w", id, err)
-			return stopRows
+			return errStopRows
 		}
 		cve(feeds.CVE{ID: id, CPEMatches: ms})
 		return nil
@@ -271,7 +271,7 @@ func (s *Store) ScanFeeds(ctx context.Context, cve func(feeds.CVE), osv func(fee
 		if err := errors.Join(json.Unmarshal([]byte(cves), &a.CVEs), json.Unmarshal([]byte(ranges), &a.Ranges),
 			json.Unmarshal([]byte(versions), &a.Versions)); err != nil {
 			invalid = fmt.Errorf("store: OSV advisory %s: %w", a.ID, err)
-			return stopRows
+			return errStopRows
 		}
 		osv(a)
 		return nil
