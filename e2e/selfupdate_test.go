@@ -185,14 +185,16 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the endpoint on 2.0.0", func() bool { kick(); return version() == "2.0.0" })
-	if sum, _ := agentdist.FileSHA256(exe); sum != v2sum {
-		t.Fatal("the running binary's file is not 2.0.0")
-	}
+	// The new agent reports 2.0.0 before the watchdog's confirmation moves
+	// the files into place: the file is checked once the update is confirmed.
 	waitFor("the update confirmed", func() bool {
 		st, err := agent.LoadState(state)
 		_, oldErr := os.Stat(exe + ".old")
 		return err == nil && st.Update == nil && os.IsNotExist(oldErr)
 	})
+	if sum, _ := agentdist.FileSHA256(exe); sum != v2sum {
+		t.Fatal("the running binary's file is not 2.0.0")
+	}
 	if out, err := exec.Command(exe, "version").Output(); err != nil || !strings.HasPrefix(string(out), "patchd-agent 2.0.0 ") {
 		t.Fatalf("the installed agent: %q %v", out, err)
 	}

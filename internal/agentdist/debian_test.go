@@ -206,11 +206,14 @@ func TestInstallShWithoutServiceManager(t *testing.T) {
 	run.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C"}
 	var logs bytes.Buffer
 	run.Stdout, run.Stderr = &logs, &logs
+	// Its own process group: what the agent starts (apt-get refreshing the
+	// package lists) ends with it, before the root is removed.
+	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	started := time.Now().Truncate(time.Millisecond)
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { run.Process.Kill(); run.Wait() }()
+	defer func() { syscall.Kill(-run.Process.Pid, syscall.SIGKILL); run.Wait() }()
 	ctx := context.Background()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		e.Server.FlushCheckins(ctx)
@@ -470,11 +473,14 @@ func TestDebTokenWithoutInitSaysNotRunning(t *testing.T) {
 	run.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C"}
 	var logs bytes.Buffer
 	run.Stdout, run.Stderr = &logs, &logs
+	// Its own process group: what the agent starts (apt-get refreshing the
+	// package lists) ends with it, before the root is removed.
+	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	started := time.Now().Truncate(time.Millisecond)
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { run.Process.Kill(); run.Wait() }()
+	defer func() { syscall.Kill(-run.Process.Pid, syscall.SIGKILL); run.Wait() }()
 	ctx := context.Background()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		e.Server.FlushCheckins(ctx)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -226,12 +227,12 @@ func TestPlainOneLiner(t *testing.T) {
 func TestPinnedOneLiner(t *testing.T) {
 	var ts *httptest.Server
 	caPEM := func() []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}) }
-	var forged []byte
+	var forged atomic.Pointer[[]byte] // the ca.pem answer instead of the real one
 	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/agent/v1/ca.pem":
-			if forged != nil {
-				w.Write(forged)
+			if f := forged.Load(); f != nil {
+				w.Write(*f)
 				return
 			}
 			w.Write(caPEM())
@@ -275,7 +276,7 @@ func TestPinnedOneLiner(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			return string(out), err
 		}
-		forged = nil
+		forged.Store(nil)
 		out, err := run(pin)
 		if err != nil || out != "INSTALLER-RAN --token pdet_x."+pin+"\n" {
 			t.Errorf("%s, right pin: %v %s", fetcher, err, out)
@@ -284,7 +285,8 @@ func TestPinnedOneLiner(t *testing.T) {
 		if err == nil || !strings.HasPrefix(out, "patchd install: the CA the server sent does not match the pin in the token (its SHA-256 is "+pin+")") || strings.Count(out, "\n") != 1 {
 			t.Errorf("%s, wrong pin: %v %s", fetcher, err, out)
 		}
-		forged = forgedCAFiles(caPEM(), evil)["forged"]
+		f := forgedCAFiles(caPEM(), evil)["forged"]
+		forged.Store(&f)
 		out, err = run(pin)
 		if err == nil || out != "patchd install: the ca.pem the server sent is not exactly one certificate: someone may be intercepting; nothing was run or installed\n" {
 			t.Errorf("%s, forged ca.pem: %v %s", fetcher, err, out)

@@ -159,7 +159,7 @@ func TestRefusedConnectionsAnswer503(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Path = "/" + name
-	s, err := store.Open(ctx, u.String(), "", store.Options{MaxConns: 4})
+	s, err := store.Open(ctx, u.String(), "", store.Options{MaxConns: 4, SecretKey: storetest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
