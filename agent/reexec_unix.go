@@ -78,12 +78,38 @@ func waitEnded(p *os.Process, d time.Duration) {
 }
 
 // zombie tells whether pid has ended and waits for its parent (Linux's
-// /proc; elsewhere false).
+// /proc; elsewhere false). The thread-group leader alone being a zombie
+// is not enough: while a thread other than the leader executes a new
+// program (as the agent's re-execution into an update may), the leader
+// shows as a zombie until that thread takes its place, and a leader
+// thread may end before the others. The process has ended when none of
+// its threads runs.
 func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	dir := "/proc/" + strconv.Itoa(pid)
+	if !zombieTask(dir + "/stat") {
 		return false
 	}
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return os.IsNotExist(err) // reaped meanwhile
+	}
+	for _, t := range tasks {
+		if b, err := os.ReadFile(dir + "/task/" + t.Name() + "/stat"); err == nil && !statZombie(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// zombieTask tells whether the task of /proc stat file f is a zombie.
+func zombieTask(f string) bool {
+	b, err := os.ReadFile(f)
+	return err == nil && statZombie(b)
+}
+
+// statZombie reads the state field of a /proc stat line: after the
+// command's closing parenthesis (the command may hold any character).
+func statZombie(b []byte) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'

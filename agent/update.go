@@ -466,7 +466,7 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 	if u == nil {
 		return false, nil
 	}
-	ended := 0 // the new agent's process found gone
+	ended, seen := 0, 0 // the new agent's process found gone (twice, once)
 	for {
 		st, err := LoadState(stateDir)
 		if err == nil && (st.Update == nil || st.Update.SHA256 != u.SHA256) {
@@ -476,9 +476,14 @@ func Watchdog(ctx context.Context, stateDir string, pid int, log *slog.Logger) (
 			break
 		}
 		if err == nil {
-			if ended = endedAgent(pid, st.Update); ended != 0 {
+			// Ended on two looks a second apart: a rollback is not made
+			// on one reading of the process table.
+			e := endedAgent(pid, st.Update)
+			if e != 0 && e == seen {
+				ended = e
 				break
 			}
+			seen = e
 		}
 		select {
 		case <-ctx.Done():
