@@ -17,10 +17,9 @@ import (
 	"github.com/patchd/patchd/internal/valid"
 )
 
-// connectedSince is the oldest last check-in of a connected endpoint: one
-// seen within three check-in intervals.
+// connectedSince is the oldest last check-in of a connected endpoint.
 func (a *API) connectedSince() time.Time {
-	return time.Now().Add(-3 * a.cfg.CheckinInterval)
+	return endpointq.ConnectedSince(time.Now(), a.cfg.CheckinInterval)
 }
 
 // listEndpoints is operation 2.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/endpointq"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -555,4 +556,6 @@ func (s *session) audit(action, targetType, targetID string) *store.AuditEntry {
 }
 
 // connectedSince is the oldest last check-in of a connected endpoint.
-func (c *Console) connectedSince() time.Time { return c.now().Add(-3 * c.cfg.CheckinInterval) }
+func (c *Console) connectedSince() time.Time {
+	return endpointq.ConnectedSince(c.now(), c.cfg.CheckinInterval)
+}

@@ -14,6 +14,22 @@ import (
 	"github.com/patchd/patchd/internal/store"
 )
 
+// MissedCheckins is how many check-in intervals an endpoint may go unseen
+// and still count as connected: one rule for its status everywhere (the
+// API and the console's lists, the replicas' status sweep, the
+// "disconnected" alert).
+const MissedCheckins = 3
+
+// DisconnectedAfter is how long an endpoint goes unseen before it counts
+// as disconnected, for agents checking in every checkin.
+func DisconnectedAfter(checkin time.Duration) time.Duration { return MissedCheckins * checkin }
+
+// ConnectedSince is the oldest last check-in of an endpoint connected at
+// now.
+func ConnectedSince(now time.Time, checkin time.Duration) time.Time {
+	return now.Add(-DisconnectedAfter(checkin))
+}
+
 // Keys are the parameters that select endpoints (paging, order and the
 // console's columns aside), in the order a link writes them.
 var Keys = []string{"q", "search", "status", "platform", "os", "groupId", "missing", "pendingReboot", "notSeenDays", "agentVersion",

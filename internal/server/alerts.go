@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patchd/patchd/internal/endpointq"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/worker"
 )
@@ -38,7 +39,7 @@ func (s *Server) runAlertWorkers(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		(&worker.AlertEvaluator{Store: s.store, DisconnectedAfter: 3 * s.cfg.CheckinInterval}).Run(ctx)
+		(&worker.AlertEvaluator{Store: s.store, DisconnectedAfter: endpointq.DisconnectedAfter(s.cfg.CheckinInterval)}).Run(ctx)
 	})
 	wg.Go(func() {
 		(&worker.AlertDeliverer{Store: s.store, Holder: s.replica, Mailer: mailer, EmailRetry: s.cfg.SMTP.Retry,

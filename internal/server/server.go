@@ -31,6 +31,7 @@ import (
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/console"
+	"github.com/patchd/patchd/internal/endpointq"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/servertls"
@@ -518,7 +519,7 @@ func (s *Server) sweepStatus(ctx context.Context) {
 		case <-tick.C:
 		}
 		now := time.Now()
-		if _, err := s.store.SweepStatus(ctx, now.Add(-3*s.cfg.CheckinInterval), now); err != nil && ctx.Err() == nil {
+		if _, err := s.store.SweepStatus(ctx, endpointq.ConnectedSince(now, s.cfg.CheckinInterval), now); err != nil && ctx.Err() == nil {
 			slog.Warn("status sweep", "err", err)
 		}
 	}
