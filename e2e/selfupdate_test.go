@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,22 +13,13 @@ import (
 	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/agentdist"
-	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/config"
-	"github.com/patchd/patchd/internal/store"
 )
 
 // buildVersion compiles patchd-agent as version with the release key
 // built in.
 func buildVersion(t *testing.T, out, version, releaseKey string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags",
-		"-X github.com/patchd/patchd/agent.Version="+version+" -X github.com/patchd/patchd/agent.ReleaseKey="+releaseKey,
-		"github.com/patchd/patchd/cmd/patchd-agent")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", version, err, b)
-	}
+	goBuildAgent(t, "", out, version, releaseKey)
 }
 
 // TestRealAgentSelfUpdate builds the agent twice (1.0.0 and 2.0.0, the
@@ -44,130 +30,49 @@ func buildVersion(t *testing.T, out, version, releaseKey string) {
 // binary, restarted into, and checks in as 2.0.0; the old binary goes once
 // it did.
 func TestRealAgentSelfUpdate(t *testing.T) {
-	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
-		t.Skip("the real-machine check runs on Linux amd64/arm64, where CI runs")
-	}
-	agentDir := t.TempDir()
-	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir })
-	ctx := context.Background()
-	dir := t.TempDir()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubText := base64.StdEncoding.EncodeToString(pub)
-	exe := filepath.Join(dir, "bin", "patchd-agent")
-	os.MkdirAll(filepath.Dir(exe), 0o755)
-	buildVersion(t, exe, "1.0.0", pubText)
-	v2 := filepath.Join(dir, "v2", "patchd-agent")
-	buildVersion(t, v2, "2.0.0", pubText)
-	v2sum, err := agentdist.FileSHA256(v2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := agentdist.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
-	dist, err := agentdist.NewStore(agentDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newUpdateRig(t)
+	p := r.p
+	r.build(r.exe, "1.0.0")
+	v2 := filepath.Join(r.dir, "v2", "patchd-agent")
+	v2sum := r.build(v2, "2.0.0")
 
 	// The tampered release: 2.0.0 with bytes added after it was signed.
-	tampered := filepath.Join(dir, "tampered")
+	tampered := filepath.Join(r.dir, "tampered")
 	b, _ := os.ReadFile(v2)
 	os.WriteFile(tampered, append(b, []byte("\x00tampered")...), 0o755)
-	if _, err := dist.Publish(tampered, p); err != nil {
+	if _, err := r.dist.Publish(tampered, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dist.SetRelease(p, "2.0.0", agentproto.SignRelease(priv, p.OS, p.Arch, "2.0.0", v2sum), nil); err != nil {
+	if _, err := r.dist.SetRelease(p, "2.0.0", agentproto.SignRelease(r.priv, p.OS, p.Arch, "2.0.0", v2sum), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Store.SetAgentPolicy(ctx, &store.AuditEntry{OrgID: e.Org.ID, Actor: "test", Action: "agent.policy", TargetType: "org"},
-		e.Org.ID, store.AgentPolicy{Policy: store.AgentPolicyLatest}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-
-	state := filepath.Join(dir, "state")
-	env, _ := fakeAptGet(t, dir)
-	enroll := exec.Command(exe, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
-	enroll.Env = env
-	if out, err := enroll.CombinedOutput(); err != nil {
-		t.Fatalf("enroll: %v\n%s", err, out)
-	}
-	st, err := agent.LoadState(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := st.EndpointID
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
+	r.enroll()
 	logs := &syncLog{}
+	var run *exec.Cmd
 	var exited chan error
 	var agentPID int
 	// start runs the agent as a service manager would (and, after the
-	// watchdog ended it, runs it again).
+	// watchdog ended it, runs it again); this test restarts the agent as
+	// systemd does: the watchdog leaves that to it.
 	start := func() {
-		run := exec.CommandContext(runCtx, exe, "run", "--state", state, "--update-grace", "20s", "--release-check", "1s")
-		// This test restarts the agent as systemd does: the watchdog leaves that to it.
-		run.Env = append(env, "PATCHD_AGENT_SUPERVISED=1")
-		run.Stdout, run.Stderr = logs, logs
-		run.WaitDelay = 5 * time.Second
-		if err := run.Start(); err != nil {
-			t.Fatal(err)
-		}
+		run, exited = r.run(append(r.env, "PATCHD_AGENT_SUPERVISED=1"), logs, "--update-grace", "20s", "--release-check", "1s")
 		agentPID = run.Process.Pid
-		ch := make(chan error, 1)
-		go func() { ch <- run.Wait() }()
-		exited = ch
 	}
 	start()
 	defer func() {
-		stop()
+		run.Process.Kill()
 		<-exited
 		if t.Failed() {
 			t.Logf("agent log:\n%s", logs.String())
 		}
 	}()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
-			select {
-			case err := <-exited:
-				t.Fatalf("%s: the agent exited: %v", what, err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 3 minutes", what)
-			}
-		}
-	}
-	version := func() string {
-		d, err := e.Admin.GetEndpoint(ctx, id)
-		if err != nil || d.AgentVersion == nil {
-			return ""
-		}
-		return *d.AgentVersion
-	}
-	// kick ends the agent's long poll (a scan request), so that the next
-	// check-in and what follows it come now.
-	kick := func() {
-		if e.Server.Presence().Polling(id) {
-			if err := e.Admin.ScanEndpoint(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); waitFor(t, what, exited, cond) }
+	version, kick, reported := r.version, r.kick, r.reported
+	exe, state := r.exe, r.state
 
 	waitFor("the tampered release refused", func() bool { kick(); return strings.Contains(logs.String(), "agent update refused: bad signature") })
 	if v := version(); v != "1.0.0" {
 		t.Fatalf("after the tampered release the endpoint reports %q", v)
-	}
-	// reported returns whether the server lists the endpoint's last update
-	// failure as one for version with reason containing why.
-	reported := func(version, why string) bool {
-		kick()
-		v, err := e.Admin.AgentVersions(ctx)
-		return err == nil && len(v.Failures) == 1 && v.Failures[0].EndpointID == id && v.Failures[0].Version == version &&
-			strings.Contains(v.Failures[0].Reason, why)
 	}
 	waitFor("the refusal reported to the server", func() bool { return reported("2.0.0", "bad signature") })
 	if sum, _ := agentdist.FileSHA256(exe); sum == v2sum {
@@ -178,12 +83,7 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	waitFor("1.0.0 still working", func() bool { kick(); return strings.Count(logs.String(), "package lists refreshed") > n })
 
 	// The genuine release.
-	if _, err := dist.Publish(v2, p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dist.SetRelease(p, "2.0.0", agentproto.SignRelease(priv, p.OS, p.Arch, "2.0.0", v2sum), []ed25519.PublicKey{pub}); err != nil {
-		t.Fatal(err)
-	}
+	r.release(v2, "2.0.0")
 	waitFor("the endpoint on 2.0.0", func() bool { kick(); return version() == "2.0.0" })
 	// The new agent reports 2.0.0 before the watchdog's confirmation moves
 	// the files into place: the file is checked once the update is confirmed.
@@ -216,17 +116,7 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 	// 3.0.0 starts (it answers its version) but never checks in: the
 	// watchdog, run from the 2.0.0 binary, puts 2.0.0 back and ends it;
 	// started again, 2.0.0 refuses that release and checks in.
-	v3 := []byte("#!/bin/sh\nif [ \"$1\" = version ]; then echo \"patchd-agent 3.0.0 " + p.String() + "\"; exit 0; fi\nexec sleep 600\n")
-	v3file := filepath.Join(dir, "v3")
-	os.WriteFile(v3file, v3, 0o755)
-	v3sum, _ := agentdist.FileSHA256(v3file)
-	servedPath := filepath.Join(agentDir, p.OS+"-"+p.Arch, p.FileName())
-	if err := os.Rename(v3file, servedPath); err != nil { // the release tooling refuses a script: put it there
-		t.Fatal(err)
-	}
-	if _, err := dist.SetRelease(p, "3.0.0", agentproto.SignRelease(priv, p.OS, p.Arch, "3.0.0", v3sum), []ed25519.PublicKey{pub}); err != nil {
-		t.Fatal(err)
-	}
+	v3sum := r.releaseScript("3.0.0", "exec sleep 600\n")
 	deadline := time.Now().Add(3 * time.Minute)
 	for ended := false; !ended; {
 		kick()

@@ -1,26 +1,16 @@
 package e2e
 
 import (
-	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/agent"
-	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/agentsvc"
-	"github.com/patchd/patchd/internal/agentdist"
-	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/config"
-	"github.com/patchd/patchd/internal/store"
 )
 
 // beforeServiceRefresh is the last commit whose agent left its service
@@ -44,14 +34,7 @@ func buildFromCommit(t *testing.T, commit, out, version, releaseKey string) {
 	if b, err := untar.CombinedOutput(); err != nil {
 		t.Fatalf("untar %s: %v %s", commit[:7], err, b)
 	}
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags",
-		"-X github.com/patchd/patchd/agent.Version="+version+" -X github.com/patchd/patchd/agent.ReleaseKey="+releaseKey,
-		"./cmd/patchd-agent")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s of %s: %v\n%s", version, commit[:7], err, b)
-	}
+	goBuildAgent(t, src, out, version, releaseKey, "GOFLAGS=-mod=mod")
 }
 
 // TestRealAgentBringsItsServiceUpToDate: an agent installed by an older
@@ -63,41 +46,14 @@ func buildFromCommit(t *testing.T, commit, out, version, releaseKey string) {
 // again (a recording systemctl) and goes on running. Started again, it
 // finds them current and changes nothing.
 func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
-	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
-		t.Skip("the real-machine check runs on Linux amd64/arm64, where CI runs")
-	}
-	agentDir := t.TempDir()
-	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir })
-	ctx := context.Background()
-	dir := t.TempDir()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubText := base64.StdEncoding.EncodeToString(pub)
-	exe := filepath.Join(dir, "bin", "patchd-agent")
-	os.MkdirAll(filepath.Dir(exe), 0o755)
-	buildFromCommit(t, beforeServiceRefresh, exe, "1.0.0", pubText)
+	r := newUpdateRig(t)
+	exe, state, dir := r.exe, r.state, r.dir
+	buildFromCommit(t, beforeServiceRefresh, exe, "1.0.0", r.releaseKey())
 	v2 := filepath.Join(dir, "v2", "patchd-agent")
-	buildVersion(t, v2, "2.0.0", pubText)
-	v2sum, err := agentdist.FileSHA256(v2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := agentdist.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
-	dist, err := agentdist.NewStore(agentDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dist.Publish(v2, p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dist.SetRelease(p, "2.0.0", agentproto.SignRelease(priv, p.OS, p.Arch, "2.0.0", v2sum), []ed25519.PublicKey{pub}); err != nil {
-		t.Fatal(err)
-	}
+	r.build(v2, "2.0.0")
+	r.release(v2, "2.0.0")
 
 	// The root the agent is pointed at: what the older install wrote.
-	state := filepath.Join(dir, "state")
 	root := filepath.Join(dir, "root")
 	script, unit := filepath.Join(root, agentsvc.InitScript), filepath.Join(root, agentsvc.SystemdPath)
 	oldScript := agent.PastServiceDefinitions(agent.OpenRC, exe, state)[0]
@@ -113,41 +69,18 @@ func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
 		}
 	}
 	os.MkdirAll(filepath.Join(root, "run/systemd/system"), 0o755) // systemd runs there
-	env, _ := fakeAptGet(t, dir)
 	systemctlCalls := filepath.Join(dir, "systemctl.calls")
 	if err := os.WriteFile(filepath.Join(dir, "fakebin", "systemctl"), []byte("#!/bin/sh\necho \"$*\" >> '"+systemctlCalls+"'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env = append(env, "PATCHD_AGENT_SERVICE_ROOT="+root)
-
-	enroll := exec.Command(exe, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
-	enroll.Env = env
-	if out, err := enroll.CombinedOutput(); err != nil {
-		t.Fatalf("enroll: %v\n%s", err, out)
-	}
-	st, err := agent.LoadState(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := st.EndpointID
-	if err := e.Store.SetAgentPolicy(ctx, &store.AuditEntry{OrgID: e.Org.ID, Actor: "test", Action: "agent.policy", TargetType: "org"},
-		e.Org.ID, store.AgentPolicy{Policy: store.AgentPolicyLatest}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	r.env = append(r.env, "PATCHD_AGENT_SERVICE_ROOT="+root)
+	r.enroll()
 
 	logs := &syncLog{}
 	var run *exec.Cmd
 	var exited chan error
 	startAgent := func() {
-		run = exec.Command(exe, "run", "--state", state, "--update-grace", "30s", "--release-check", "1s")
-		run.Env = append(env, "PATCHD_AGENT_SUPERVISED=1")
-		run.Stdout, run.Stderr = logs, logs
-		if err := run.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ch := make(chan error, 1)
-		go func() { ch <- run.Wait() }()
-		exited = ch
+		run, exited = r.run(append(r.env, "PATCHD_AGENT_SUPERVISED=1"), logs, "--update-grace", "30s", "--release-check", "1s")
 	}
 	stopAgent := func() {
 		run.Process.Signal(syscall.SIGTERM)
@@ -165,34 +98,10 @@ func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
 			t.Logf("agent log:\n%s", logs.String())
 		}
 	}()
-	kick := func() {
-		if e.Server.Presence().Polling(id) {
-			if err := e.Admin.ScanEndpoint(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(200 * time.Millisecond) {
-			select {
-			case err := <-exited:
-				t.Fatalf("%s: the agent exited: %v", what, err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 3 minutes", what)
-			}
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); waitFor(t, what, exited, cond) }
+	kick := r.kick
 	read := func(path string) string { b, _ := os.ReadFile(path); return string(b) }
-	version := func() string {
-		d, err := e.Admin.GetEndpoint(ctx, id)
-		if err != nil || d.AgentVersion == nil {
-			return ""
-		}
-		return *d.AgentVersion
-	}
+	version := r.version
 
 	waitFor("the update to 2.0.0", func() bool { kick(); return version() == "2.0.0" })
 	waitFor("the service definitions brought up to date", func() bool {
