@@ -57,6 +57,8 @@ type harness struct {
 	http     *http.Client
 	requests *counting
 	terminal bool
+	// typing: stdin is a terminal (someone answers the questions).
+	typing bool
 }
 
 type result struct {
@@ -78,15 +80,18 @@ func newHarness(t *testing.T, e *apitest.Env, url string) *harness {
 func (h *harness) run(stdin string, args ...string) result {
 	h.t.Helper()
 	var out, errb bytes.Buffer
+	in := strings.NewReader(stdin)
 	stdio := ctl.IO{
-		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, HTTPClient: h.http,
+		Stdin: in, Stdout: &out, Stderr: &errb, HTTPClient: h.http,
 		Getenv: func(k string) string {
 			if k == "PATCHCTL_CONFIG_DIR" {
 				return h.dir
 			}
 			return h.vars[k]
 		},
-		IsTerminal: func(stream any) bool { return h.terminal && (stream == any(&out) || stream == any(&errb)) },
+		IsTerminal: func(stream any) bool {
+			return h.terminal && (stream == any(&out) || stream == any(&errb)) || h.typing && stream == any(in)
+		},
 	}
 	code := ctl.Run(context.Background(), args, stdio)
 	return result{stdout: out.String(), stderr: errb.String(), code: code}

@@ -154,16 +154,7 @@ func endpointCommands() []command {
 		{name: "endpoints remove", args: "ID [--yes]", summary: "remove an endpoint; its agent uninstalls itself at its next check-in",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				yes := fs.Bool("yes", false, "do not ask for confirmation on a terminal")
-				return withChecked("ID", func(s *session, args []string) (struct{}, error) {
-					if !*yes && s.io.IsTerminal(s.io.Stdin) {
-						ok, err := s.confirm(fmt.Sprintf("Remove endpoint %s and uninstall its agent?", args[0]))
-						if err == nil && !ok {
-							err = errNothingDone
-						}
-						return struct{}{}, err
-					}
-					return struct{}{}, nil
-				}, func(s *session, c *client.Client, args []string, _ struct{}) error {
+				return withChecked("ID", confirmUnless(yes, "Remove endpoint %s and uninstall its agent?"), func(s *session, c *client.Client, args []string, _ struct{}) error {
 					if err := c.DeleteEndpoint(s.ctx, args[0]); err != nil {
 						return err
 					}
@@ -174,6 +165,26 @@ func endpointCommands() []command {
 }
 
 // confirm asks a yes/no question on the terminal.
+// confirmUnless is the check of a command that asks before it acts, on a
+// terminal and without --yes: question (with the command's arguments for
+// its %s verbs); a "no" ends the command with nothing done.
+func confirmUnless(yes *bool, question string) func(*session, []string) (struct{}, error) {
+	return func(s *session, args []string) (struct{}, error) {
+		if *yes || !s.io.IsTerminal(s.io.Stdin) {
+			return struct{}{}, nil
+		}
+		vals := make([]any, len(args))
+		for i, a := range args {
+			vals[i] = a
+		}
+		ok, err := s.confirm(fmt.Sprintf(question, vals...))
+		if err == nil && !ok {
+			err = errNothingDone
+		}
+		return struct{}{}, err
+	}
+}
+
 func (s *session) confirm(question string) (bool, error) {
 	fmt.Fprintf(s.io.Stderr, "%s [y/N] ", question)
 	line, _ := bufio.NewReader(s.io.Stdin).ReadString('\n')

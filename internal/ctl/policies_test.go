@@ -131,6 +131,20 @@ func TestSSOCommands(t *testing.T) {
 	if r := h.run("", "sso", "set", "-f", writeTemp(t, `{"providerName":"X","issuer":"http://insecure.example","clientId":"c"}`)); r.code == 0 || !strings.Contains(r.stderr, "issuer") {
 		t.Errorf("a bad provider: %d %s", r.code, r.stderr)
 	}
+	if r := h.run("", "sso", "set"); r.code != 2 || !strings.Contains(r.stderr, "needs -f FILE") {
+		t.Errorf("sso set without a file: %d %s", r.code, r.stderr)
+	}
+	// On a terminal, delete asks; a "no" leaves the provider.
+	h.typing = true
+	if r := h.run("n\n", "sso", "delete"); r.code != 0 || !strings.Contains(r.stderr, "Remove single sign-on?") || !strings.Contains(r.stderr, "Nothing done") {
+		t.Errorf("sso delete answered no: %d %s", r.code, r.stderr)
+	}
+	h.ok("sso", "get")
+	if r := h.run("y\n", "sso", "delete"); r.code != 0 || !strings.Contains(r.stdout, "Single sign-on removed") {
+		t.Errorf("sso delete answered yes: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	h.typing = false
+	h.ok("sso", "set", "-f", f)
 	h.ok("sso", "delete", "--yes")
 	if r := h.run("", "sso", "get"); r.code == 0 {
 		t.Errorf("sso get after delete: %d %s", r.code, r.stdout)
