@@ -9,9 +9,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
-	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -24,45 +22,23 @@ import (
 // changing anything, and needs endpoints.manage (403).
 func TestAgentVersions(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
+	// A signed release 2.0.0 for linux/amd64.
+	e, now := withRelease(t, "2.0.0")
 	ctx := context.Background()
-	now := time.Now()
-	e.Server.Agents().SetClock(func() time.Time { return now })
-
-	// A signed release 2.0.0 for linux/amd64 (the signature is not checked
-	// here: no keys given).
-	dist, err := agentdist.NewStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Any linux/amd64 program passes for the agent: /bin/true.
-	bin := "/bin/true"
-	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
-	if _, err := dist.Publish(bin, p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dist.SetRelease(p, "2.0.0", "c2ln", nil); err != nil {
-		t.Fatal(err)
-	}
 
 	old := e.Enroll("uid-v1", "web-1", "linux")
 	cur := e.Enroll("uid-v2", "web-2", "linux")
 	mac := e.Enroll("uid-mac", "mac-1", "macos")
 	checkin := func(a *apitest.Agent, version string, f *agentproto.UpdateFailure) agentproto.CheckinResponse {
 		t.Helper()
-		r, ans := a.Checkin(0, agentproto.CheckinRequest{AgentVersion: version, IPAddresses: []string{}, UpdateFailure: f})
-		if ans.Status != http.StatusOK {
-			t.Fatalf("check-in: %d %s", ans.Status, ans.Body)
-		}
-		return r
+		return checkinAs(t, a, agentproto.CheckinRequest{AgentVersion: version, IPAddresses: []string{}, UpdateFailure: f})
 	}
 	checkin(old, "1.0.0", &agentproto.UpdateFailure{Version: "2.0.0", Reason: "bad signature", At: now.Add(-time.Minute)})
 	checkin(cur, "2.0.0", nil)
 	checkin(mac, "1.0.0", nil)
 	// Another organization's agent and failure.
 	other := e.NewOrg("Other")
-	if err := e.Store.RecordAgentUpdateFailure(ctx, other.ID, "no-such", "9", "x", now, now); err != nil {
+	if err := e.Store.RecordAgentUpdateFailure(ctx, other.ID, "no-such", "9", "x", *now, *now); err != nil {
 		t.Fatal(err)
 	}
 	e.Server.Presence().Flush(ctx)
@@ -105,7 +81,7 @@ func TestAgentVersions(t *testing.T) {
 	if v.Policy != "pinned" || v.PinnedVersion == nil || *v.PinnedVersion != "1.0.0" || v.Target == nil || *v.Target != "1.0.0" || v.Behind != 1 {
 		t.Fatalf("pinned: %+v", v)
 	}
-	now = now.Add(time.Minute) // past the agent API's policy cache
+	*now = now.Add(time.Minute) // past the agent API's policy cache
 	if r := checkin(cur, "2.0.0", nil); r.AgentTarget != "1.0.0" {
 		t.Fatalf("check-in target: %q", r.AgentTarget)
 	}
@@ -181,22 +157,8 @@ func TestAgentVersions(t *testing.T) {
 // and is behind.
 func TestAgentNewerThanRelease(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
+	e, now := withRelease(t, "1.9.0")
 	ctx := context.Background()
-	now := time.Now()
-	e.Server.Agents().SetClock(func() time.Time { return now })
-	dist, err := agentdist.NewStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
-	if _, err := dist.Publish("/bin/true", p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dist.SetRelease(p, "1.9.0", "c2ln", nil); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := e.Admin.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "latest"}); err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +168,7 @@ func TestAgentNewerThanRelease(t *testing.T) {
 	}
 	checkin := func(version string) string {
 		t.Helper()
-		r, ans := agents[version].Checkin(0, agentproto.CheckinRequest{AgentVersion: version, IPAddresses: []string{}})
-		if ans.Status != http.StatusOK {
-			t.Fatalf("check-in: %d %s", ans.Status, ans.Body)
-		}
-		return r.AgentTarget
+		return checkinAs(t, agents[version], agentproto.CheckinRequest{AgentVersion: version, IPAddresses: []string{}}).AgentTarget
 	}
 	for version, want := range map[string]string{"1.2.0": "latest", "1.9.0": "", "1.10.0": "", "dev": "latest"} {
 		if got := checkin(version); got != want {
@@ -240,7 +198,7 @@ func TestAgentNewerThanRelease(t *testing.T) {
 	if b := behindOf(v); v.Behind != 3 || !b["1.2.0"] || b["1.9.0"] || !b["1.10.0"] || !b["dev"] {
 		t.Fatalf("pinned: %d behind: %v", v.Behind, b)
 	}
-	now = now.Add(time.Minute) // past the agent API's policy cache
+	*now = now.Add(time.Minute) // past the agent API's policy cache
 	if got := checkin("1.10.0"); got != "1.9.0" {
 		t.Fatalf("pinned: agent 1.10.0 is told %q", got)
 	}
