@@ -963,6 +963,40 @@ func TestPlanApply(t *testing.T) {
 	}
 }
 
+// TestPlanNeverExposesSecretFile: the proxy's environment file of an older
+// install is readable by all (0644). Anyone who opened it then must not
+// read the new content, password included, through what he holds: the
+// new file (0600) takes the old one's place instead of being written into
+// it.
+func TestPlanNeverExposesSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "etc", "default", "patchd-agent")
+	os.MkdirAll(filepath.Dir(envFile), 0o755)
+	if err := os.WriteFile(envFile, []byte("HTTPS_PROXY=http://proxy:3128\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.Open(envFile) // a user's open file, taken while it was 0644
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	secret := "HTTPS_PROXY=http://alice:s3cret@proxy:3128\n"
+	p := Plan{Write: []File{{envFile, secret, 0o600}}}
+	if err := p.Apply(context.Background(), &recordRunner{}, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(reader); strings.Contains(string(b), "s3cret") {
+		t.Fatalf("the file open since it was 0644 reads the password: %q", b)
+	}
+	fi, err := os.Stat(envFile)
+	if b, _ := os.ReadFile(envFile); err != nil || string(b) != secret || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the new file: %q %v %v", b, fi.Mode(), err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(envFile), ".patchd-agent-*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
 type recordRunner struct {
 	fail  map[string]bool
 	calls []execute.Cmd

@@ -44,21 +44,7 @@ func machineUID(dir, osID string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("keep a machine id in %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".machine-id-*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("keep a machine id in %s: %w", dir, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.WriteString(id + "\n")
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
+	err = replaceFile(file, id+"\n", 0o600)
 	if err != nil {
 		return "", fmt.Errorf("keep a machine id in %s: %w", dir, err)
 	}

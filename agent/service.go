@@ -323,10 +323,10 @@ func (p Plan) Apply(ctx context.Context, r execute.Runner, log *slog.Logger) err
 		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(f.Path, []byte(f.Content), f.Mode); err != nil {
-			return err
-		}
-		if err := os.Chmod(f.Path, f.Mode); err != nil {
+		// A new file renamed over the old one: content meant for 0600
+		// (the proxy's password) is never readable under an older file's
+		// wider mode.
+		if err := replaceFile(f.Path, f.Content, f.Mode); err != nil {
 			return err
 		}
 		log.Info("wrote", "path", f.Path)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -109,8 +110,9 @@ func initScriptFile(root string) serviceFile {
 	return sysVFile
 }
 
-// replaceFile writes content with mode to a new file beside path, syncs
-// it and renames it over path: a reader sees the old file or the new one.
+// replaceFile writes content with mode to a new file beside path (made
+// readable by its owner only until it is complete), syncs it and renames
+// it over path: a reader sees the old file or the new one, never a part.
 func replaceFile(path, content string, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".patchd-agent-*")
 	if err != nil {
@@ -121,7 +123,8 @@ func replaceFile(path, content string, mode os.FileMode) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(mode); err != nil {
+	// (On Windows a file's mode is its read-only flag at most.)
+	if err := tmp.Chmod(mode); err != nil && runtime.GOOS != "windows" {
 		tmp.Close()
 		return err
 	}

@@ -125,27 +125,7 @@ func (s *State) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".state-*.tmp")
-	if err != nil {
-		return fmt.Errorf("save state: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return fmt.Errorf("save state: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save state: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, StateFileName)); err != nil {
+	if err := replaceFile(filepath.Join(dir, StateFileName), string(b), 0o600); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	return nil
