@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,8 +88,11 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 	if len(args) > 0 && args[0] == "backup" { // an object without a verb
 		return runBackup(ctx, args[1:], stdio)
 	}
-	if len(args) < 2 {
+	if len(args) == 0 || isHelp(args[0]) {
 		return usagef("admin needs an object and a verb, for example: patchd admin org create --name Acme")
+	}
+	if len(args) < 2 || isHelp(args[1]) {
+		return objectHelp(args[0], stdio)
 	}
 	object, verb, rest := args[0], args[1], args[2:]
 	if object == "user" && verb == "operator" {
@@ -123,6 +128,35 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		return nil
 	}
 	return printJSON(stdio.Out, v)
+}
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
+
+// objectHelp answers `patchd admin OBJECT` and `patchd admin OBJECT
+// --help`: the object's commands, each with -h for its flags.
+func objectHelp(object string, stdio IO) error {
+	var names []string
+	for _, c := range adminCommands {
+		if strings.HasPrefix(c.name, object+" ") {
+			names = append(names, c.name)
+		}
+	}
+	if object == "agent" {
+		for verb := range agentVerbHelp {
+			names = append(names, "agent "+verb)
+		}
+	}
+	if len(names) == 0 {
+		return usagef("unknown admin object %q", object)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(stdio.Out, "patchd admin %s commands (each takes -h for its flags):\n", object)
+	for _, n := range names {
+		fmt.Fprintf(stdio.Out, "  patchd admin %s\n", n)
+	}
+	return nil
 }
 
 func findAdminCommand(name string) (adminCommand, bool) {

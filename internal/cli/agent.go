@@ -52,13 +52,8 @@ func runAgentAdmin(ctx context.Context, verb string, args []string, stdio IO) er
 	version := fs.String("version", "", "publish, sign: the agent's version, a semantic version such as 1.4.0; it must be the one the binary reports (checked)")
 	signature := fs.String("signature", "", "publish: the release signature (patchd admin agent sign)")
 	releaseKey := fs.String("release-key", config.Env("PATCHD_RELEASE_KEY", ""), "publish, sign: the release private key file (patchd admin agent keygen); publish signs with it")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdio.Out, "usage: %s [flags]%s\n\nflags:\n", name, agentVerbHelp[verb])
-			fs.SetOutput(stdio.Out)
-			fs.PrintDefaults()
-		}
-		return asUsage(fmt.Errorf("%s: %w", name, err))
+	if err := parseFlags(fs, args, agentVerbHelp[verb]); err != nil {
+		return err
 	}
 	if agentDir == "" {
 		agentDir = filepath.Join(dataDir, "agents")

@@ -24,8 +24,8 @@ func runBackup(ctx context.Context, args []string, stdio IO) error {
 	var dataDir, db, to string
 	config.Common(fs, &dataDir, &db)
 	fs.StringVar(&to, "to", "", "the copy to write; must not exist (created 0600)")
-	if err := fs.Parse(args); err != nil {
-		return asUsage(fmt.Errorf("%s: %w", name, err))
+	if err := parseFlags(fs, args, "\n\nWrites a consistent copy of the SQLite database to --to while the server may run."); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q (flags come before arguments)", name, fs.Arg(0))

@@ -115,6 +115,11 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	if err == nil {
 		return 0
 	}
+	var h helpRequest
+	if errors.As(err, &h) {
+		h.print(stdio.Out)
+		return 0
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -167,6 +172,36 @@ func run(ctx context.Context, args []string, stdio IO) error {
 	return usagef("unknown command %q", args[0])
 }
 
+// parseFlags parses args into fs (named after its command). -h or --help
+// answers a helpRequest, which Main prints to standard output (exit 0):
+// the command, then synopsis (its arguments and what it does), then the
+// flags.
+func parseFlags(fs *flag.FlagSet, args []string, synopsis string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return helpRequest{fs: fs, synopsis: synopsis}
+	}
+	if err != nil {
+		return asUsage(fmt.Errorf("%s: %w", fs.Name(), err))
+	}
+	return nil
+}
+
+// helpRequest is a command's -h: what Main prints instead of running it.
+type helpRequest struct {
+	fs       *flag.FlagSet
+	synopsis string
+}
+
+func (h helpRequest) Error() string        { return h.fs.Name() + ": help requested" }
+func (h helpRequest) Is(target error) bool { return target == flag.ErrHelp }
+
+func (h helpRequest) print(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s [flags]%s\n\nflags:\n", h.fs.Name(), h.synopsis)
+	h.fs.SetOutput(w)
+	h.fs.PrintDefaults()
+}
+
 func asUsage(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
@@ -194,8 +229,8 @@ func openStore(ctx context.Context, name string, args []string, define func(fs *
 	if define != nil {
 		define(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, asUsage(fmt.Errorf("%s: %w", name, err))
+	if err := parseFlags(fs, args, ""); err != nil {
+		return nil, nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, nil, usagef("%s: unexpected argument %q (flags come before arguments)", name, fs.Arg(0))

@@ -216,3 +216,46 @@ func TestAdminErrors(t *testing.T) {
 		t.Fatalf("unknown command: exit %d", code)
 	}
 }
+
+// TestHelpOfEveryCommand: -h and --help print, on standard output with
+// exit 0, what a command takes: a command's usage line and flags, an
+// object's commands. (backup, vulndb and the table's commands printed
+// nothing.)
+func TestHelpOfEveryCommand(t *testing.T) {
+	t.Parallel()
+	help := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := Main(context.Background(), args, IO{In: strings.NewReader(""), Out: &out, Err: &errOut}); code != 0 || errOut.Len() > 0 {
+			t.Fatalf("patchd %v: exit %d, stderr %q", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	for _, name := range append(adminTableNames(), "backup", "agent publish", "agent package") {
+		for _, flag := range []string{"-h", "--help"} {
+			args := append(append([]string{"admin"}, strings.Fields(name)...), flag)
+			if out := help(args...); !strings.HasPrefix(out, "usage: patchd admin "+name+" [flags]") || !strings.Contains(out, "-data") {
+				t.Errorf("patchd %v printed %q", args, out)
+			}
+		}
+	}
+	for _, verb := range []string{"import", "sync"} {
+		if out := help("vulndb", verb, "-h"); !strings.HasPrefix(out, "usage: patchd vulndb "+verb+" [flags]") || !strings.Contains(out, "-db") {
+			t.Errorf("patchd vulndb %s -h printed %q", verb, out)
+		}
+	}
+	if out := help("vulndb", "--help"); !strings.Contains(out, "patchd vulndb import FILE") || !strings.Contains(out, "patchd vulndb sync") {
+		t.Errorf("patchd vulndb --help printed %q", out)
+	}
+	for object, want := range map[string]string{"org": "patchd admin org create", "user": "patchd admin user operator grant", "agent": "patchd admin agent package"} {
+		for _, args := range [][]string{{"admin", object}, {"admin", object, "--help"}} {
+			if out := help(args...); !strings.Contains(out, want) {
+				t.Errorf("patchd %v printed %q", args, out)
+			}
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"admin", "nosuch", "--help"}, IO{Out: &out, Err: &errOut}); code != 2 || !strings.Contains(errOut.String(), `unknown admin object "nosuch"`) {
+		t.Errorf("an unknown object: exit %d %q", code, errOut.String())
+	}
+}

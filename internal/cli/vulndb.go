@@ -18,10 +18,21 @@ import (
 	"github.com/patchd/patchd/internal/vulns"
 )
 
+// vulndbVerbHelp is what -h prints of each patchd vulndb command after its
+// usage line.
+var vulndbVerbHelp = map[string]string{
+	"import": " FILE…\n\nImports vulnerability feed files read off-line; the format of each is detected (plain, .gz or .zip).",
+	"sync":   "\n\nDownloads the enabled feeds now, as the server does on its schedule.",
+}
+
 // runVulndb runs patchd vulndb import FILE… and patchd vulndb sync.
 func runVulndb(ctx context.Context, args []string, stdio IO) error {
 	if len(args) == 0 {
 		return usagef("vulndb needs a verb: import FILE… or sync")
+	}
+	if isHelp(args[0]) {
+		fmt.Fprintln(stdio.Out, "patchd vulndb commands (each takes -h for its flags):\n  patchd vulndb import FILE…\n  patchd vulndb sync")
+		return nil
 	}
 	verb, rest := args[0], args[1:]
 	name := "patchd vulndb " + verb
@@ -41,8 +52,8 @@ func runVulndb(ctx context.Context, args []string, stdio IO) error {
 	default:
 		return usagef("unknown vulndb command %q", verb)
 	}
-	if err := fs.Parse(rest); err != nil {
-		return asUsage(fmt.Errorf("%s: %w", name, err))
+	if err := parseFlags(fs, rest, vulndbVerbHelp[verb]); err != nil {
+		return err
 	}
 	if verb == "import" && fs.NArg() == 0 {
 		return usagef("%s: at least one feed file is required (flags come before files)", name)
