@@ -21,8 +21,10 @@ import (
 // the published version. The .deb of a newer published agent upgrades it:
 // systemd runs the new binary (a new main process whose executable is the
 // installed file, not a deleted one) and the endpoint reports the new
-// version. Purge leaves nothing of the agent: no unit known to systemd, no
-// files, state, configuration or process.
+// version. Removing the endpoint on the server has the agent purge its own
+// package and report it; installed again, a purge by hand leaves nothing
+// either: no unit known to systemd, no files, state, configuration or
+// process.
 func TestBootedDebPackage(t *testing.T) {
 	m := bootedtest.Boot(t, bootedtest.Systemd)
 	e := apitest.New(t, func(c *config.Config) { c.AgentDir = t.TempDir() })
@@ -101,9 +103,49 @@ func TestBootedDebPackage(t *testing.T) {
 	}
 	reports("1.5.0")
 
+	// Removed from the server: the agent has the package manager remove
+	// its package (dpkg --purge in a helper outside its unit) and reports
+	// it, with nothing left.
+	page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
+	if err != nil || page.Total != 1 {
+		t.Fatalf("endpoints: %+v %v", page, err)
+	}
+	id := page.Items[0].ID
+	if err := e.Admin.DeleteEndpoint(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		audit, err := e.Admin.ListAudit(ctx, client.AuditQuery{Action: "endpoint.uninstalled"})
+		status, _ := m.Run("dpkg-query -W -f='${db:Status-Status}' patchd-agent 2>/dev/null")
+		left := debLeft(m)
+		if err == nil && audit.Total == 1 && strings.TrimSpace(status) != "installed" && len(left) == 0 {
+			if got := audit.Items[0]; got.Actor != "agent:"+id || got.Summary["complete"] != true {
+				t.Errorf("the removal's report: %+v", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the endpoint's removal: reports %+v (%v); package %q; left: %v", audit.Items, err, status, left)
+		}
+	}
+
+	// Installed again and purged by hand: nothing left either.
+	out, err = m.Run("dpkg -i "+deb("1.6.0"), "PATCHD_TOKEN="+e.EnrollToken)
+	if err != nil || !strings.Contains(out, "enrolled as endpoint") {
+		t.Fatalf("dpkg -i after the removal: %v\n%s", err, out)
+	}
+	mainPID()
 	if out, err := m.Run("dpkg --purge patchd-agent"); err != nil {
 		t.Fatalf("dpkg --purge: %v\n%s", err, out)
 	}
+	if left := debLeft(m); len(left) > 0 {
+		t.Errorf("left after purge: %v", left)
+	}
+}
+
+// debLeft lists what of a .deb-installed agent is in the machine: files,
+// state, configuration, units known to systemd, runlevel links, processes.
+func debLeft(m *bootedtest.Machine) []string {
 	var left []string
 	for _, p := range []string{"/usr/bin/patchd-agent", "/var/lib/patchd-agent", "/etc/patchd-agent", "/etc/init.d/patchd-agent", "/var/log/patchd-agent.log",
 		"/usr/lib/systemd/system/patchd-agent.service", "/etc/systemd/system/multi-user.target.wants/patchd-agent.service", "/etc/systemd/system/patchd-agent.service",
@@ -112,10 +154,8 @@ func TestBootedDebPackage(t *testing.T) {
 			left = append(left, p)
 		}
 	}
-	if out, _ := m.Run("ls /etc/rc?.d | grep patchd-agent; pgrep -a patchd-agent; systemctl list-unit-files --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
+	if out, _ := m.Run("ls /etc/rc?.d | grep patchd-agent; pgrep -a patchd-agent; systemctl list-unit-files --no-legend 'patchd-agent*'; systemctl list-units --all --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
 		left = append(left, strings.Fields(out)...)
 	}
-	if len(left) > 0 {
-		t.Errorf("left after purge: %v", left)
-	}
+	return left
 }
