@@ -140,6 +140,7 @@ func run(ctx context.Context, args []string, stdio IO) error {
 		lw := newLogWriter(stdio.Err)
 		defer lw.Close()
 		setupLogging(lw, cfg)
+		cfg.Version = Version
 		defer slog.SetDefault(slog.New(slog.NewTextHandler(stdio.Err, nil)))
 		return server.Serve(ctx, cfg, stdio.Out)
 	case "migrate":
@@ -204,7 +205,7 @@ func openStore(ctx context.Context, name string, args []string, define func(fs *
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key})
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key, ServerVersion: Version})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,6 +22,9 @@ import (
 
 // Config is the server's configuration.
 type Config struct {
+	// Version is the program's patchd version (set by the command line,
+	// not a flag): the database records it with its schema version.
+	Version string
 	Addr    string
 	DataDir string
 	DB      string

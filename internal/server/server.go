@@ -305,7 +305,7 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 		}
 	}
 	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns,
-		SecretKey: store.SecretKey{Text: cfg.SecretKey, File: cfg.SecretKeyFile}})
+		SecretKey: store.SecretKey{Text: cfg.SecretKey, File: cfg.SecretKeyFile}, ServerVersion: cfg.Version})
 	if err != nil {
 		return nil, err
 	}
