@@ -81,7 +81,8 @@ Usage:
   patchd admin approval-policy delete --org ORG --severity S --source SRC
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
   patchd admin audit list --instance [--limit N] [--actor A] [--action X]   (feed imports and syncs, operator grants)
-  patchd admin backup --to FILE   (SQLite: a consistent copy while the server runs; FILE must not exist)
+  patchd admin backup --to FILE   (a consistent copy while the server runs; PostgreSQL: pg_dump; FILE must not exist)
+  patchd admin restore --from FILE   (into a new, empty database, server stopped; then migrated and its secrets opened)
   patchd admin secrets rotate-key [--new-key-file F]   (seal every secret again with F's key, new when F does not exist; docs/security.md)
   patchd admin secrets status   (the secrets the database holds, counted by the key that sealed them)
   patchd admin vuln accept --org ORG --cve CVE --reason R [--expires 720h] [--kind accepted|compensating_control]
