@@ -154,7 +154,11 @@ func run(ctx context.Context, args []string, stdio IO) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(stdio.Out, map[string]any{"ok": true, "engine": s.Engine(), "schemaVersion": v})
+		by, err := s.SchemaServer(ctx)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdio.Out, map[string]any{"ok": true, "engine": s.Engine(), "schemaVersion": v, "migratedBy": by})
 	case "admin":
 		return runAdmin(ctx, args[1:], stdio)
 	case "vulndb":

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -188,6 +190,20 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("store: schema version: %w", err)
+	}
+	return v, nil
+}
+
+// SchemaServer is the patchd version that last applied migrations to the
+// database ("" before migration 050 recorded it).
+func (s *Store) SchemaServer(ctx context.Context) (string, error) {
+	var v string
+	err := s.queryRow(ctx, `SELECT server_version FROM schema_server WHERE id = 1`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: schema server: %w", err)
 	}
 	return v, nil
 }
