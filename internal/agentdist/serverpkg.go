@@ -75,7 +75,7 @@ Group=patchd
 StateDirectory=patchd
 StateDirectoryMode=0700
 ConfigurationDirectory=patchd
-ConfigurationDirectoryMode=0750
+ConfigurationDirectoryMode=0755
 UMask=0077
 # Every flag of patchd serve is a variable in ` + ServerPackageEnv + `,
 # read after these and winning over them.
@@ -156,22 +156,7 @@ Comment: patchd is a Go program: the Go standard library (BSD-3-Clause)
  and the modules listed in /usr/share/doc/patchd/modules are linked into
  it, each under its own license.
 
-License: Apache-2.0
- Licensed under the Apache License, Version 2.0 (the "License");
- you may not use this file except in compliance with the License.
- You may obtain a copy of the License at
- .
- https://www.apache.org/licenses/LICENSE-2.0
- .
- Unless required by applicable law or agreed to in writing, software
- distributed under the License is distributed on an "AS IS" BASIS,
- WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
- See the License for the specific language governing permissions and
- limitations under the License.
- .
- On Debian systems, the complete text of the Apache License, Version 2.0
- can be found in "/usr/share/common-licenses/Apache-2.0".
-`
+` + apacheLicenseStanza
 
 // serverLintianOverrides are the lintian tags the server's .deb accepts,
 // each with its reason.

@@ -17,25 +17,9 @@ var serverBuilds sync.Map // version → *realAgentBuild
 // realServer builds patchd for linux/amd64 as version, once per test run.
 func realServer(t *testing.T, version string) string {
 	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no Go toolchain to build the server")
-	}
-	v, _ := serverBuilds.LoadOrStore(version, &realAgentBuild{})
-	b := v.(*realAgentBuild)
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "patchd-server-build-*")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, "patchd")
-		b.err = agentdist.BuildServerBinary(context.Background(), agentdist.ModuleRoot("."), "amd64", version, b.path)
+	return realBuild(t, &serverBuilds, version, "patchd", func(path string) ([]byte, error) {
+		return nil, agentdist.BuildServerBinary(context.Background(), agentdist.ModuleRoot("."), "amd64", version, path)
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	t.Cleanup(func() {})
-	return b.path
 }
 
 // serverPackage builds the server's package of type typ as version.
