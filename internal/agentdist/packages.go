@@ -321,23 +321,12 @@ once the computer is enrolled.`
 // (prerm) and remove the state on purge (postrm).
 func (lp linuxPackage) build(w io.Writer) error {
 	typ := lp.typ
-	tmp, err := os.MkdirTemp("", "patchd-pkg-*")
+	pf, err := newPackageFiles(lp.bin.ModTime)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	var werr error
-	write := func(name string, content []byte) string {
-		p := filepath.Join(tmp, name)
-		if err := os.WriteFile(p, content, 0o644); err != nil && werr == nil {
-			werr = err
-		}
-		return p
-	}
-	mtime := lp.bin.ModTime.UTC().Truncate(time.Second)
-	file := func(src, dst string, mode os.FileMode, kind string) *files.Content {
-		return &files.Content{Source: src, Destination: dst, Type: kind, FileInfo: &files.ContentFileInfo{Mode: mode, MTime: mtime}}
-	}
+	defer pf.close()
+	write, file, mtime := pf.write, pf.file, pf.mtime
 	doc := "/usr/share/doc/patchd-agent/"
 	contents := files.Contents{
 		file(lp.bin.Path, PackageBin, 0o755, ""),
@@ -345,11 +334,7 @@ func (lp linuxPackage) build(w io.Writer) error {
 	}
 	man := write("man", gzipBytes(manPage(lp.version.Release, mtime)))
 	const manPath = "/usr/share/man/man8/patchd-agent.8.gz"
-	info := &nfpm.Info{
-		Name: "patchd-agent", Arch: lp.bin.Arch, Platform: "linux", Version: lp.version.Linux, VersionSchema: "none",
-		Section: "admin", Priority: "optional", Maintainer: lp.maintainer,
-		Description: packageDescription, Vendor: "patchd", Homepage: "https://github.com/patchd/patchd", MTime: mtime,
-	}
+	info := newPackageInfo("patchd-agent", lp.bin.Arch, lp.version.Linux, lp.maintainer, packageDescription, mtime)
 	initd := packageInitScript()
 	switch typ {
 	case "deb":
@@ -363,9 +348,6 @@ func (lp linuxPackage) build(w io.Writer) error {
 		)
 		info.Scripts = nfpm.Scripts{PostInstall: write("postinst", []byte(debPostinst(lp.server))),
 			PreRemove: write("prerm", []byte(debPrerm)), PostRemove: write("postrm", []byte(debPostrm))}
-		// The version has no Debian revision: the package is made from
-		// the agent by its own project (a native package).
-		info.Release = ""
 		// invoke-rc.d --skip-systemd-native (init-system-helpers 1.54).
 		info.Deb.Predepends = []string{"init-system-helpers (>= 1.54~)"}
 		// Not signed: a signature inside a .deb is an extra ar member,
@@ -373,10 +355,7 @@ func (lp linuxPackage) build(w io.Writer) error {
 		// misplaced-extra-member-in-deb) and dpkg never checks; apt
 		// trusts a package through its repository's signed InRelease.
 	case "rpm":
-		changelog, err := json.Marshal([]map[string]any{{
-			"semver": lp.version.Linux + "-1", "date": mtime, "packager": lp.maintainer,
-			"changes": []map[string]string{{"note": "patchd agent " + lp.version.Release + ", packaged from the published agent."}},
-		}})
+		changelog, err := rpmChangelog(lp.version, lp.maintainer, mtime, "patchd agent "+lp.version.Release+", packaged from the published agent.")
 		if err != nil {
 			return err
 		}
@@ -397,8 +376,66 @@ func (lp linuxPackage) build(w io.Writer) error {
 			info.RPM.Signature = nfpm.RPMSignature{PackageSignature: nfpm.PackageSignature{KeyFile: lp.gpgKey, KeyPassphrase: lp.gpgPassphrase}}
 		}
 	}
-	if werr != nil {
-		return werr
+	return pf.pack(w, typ, info, contents)
+}
+
+// packageFiles is the temporary folder a package's generated files are
+// written to before nfpm reads them; the agent's and the server's packages
+// share it and pack.
+type packageFiles struct {
+	tmp   string
+	mtime time.Time
+	err   error
+}
+
+func newPackageFiles(mtime time.Time) (*packageFiles, error) {
+	tmp, err := os.MkdirTemp("", "patchd-pkg-*")
+	if err != nil {
+		return nil, err
+	}
+	return &packageFiles{tmp: tmp, mtime: mtime.UTC().Truncate(time.Second)}, nil
+}
+
+func (pf *packageFiles) close() { os.RemoveAll(pf.tmp) }
+
+// write writes a generated file and answers its path (the first error is
+// kept for pack).
+func (pf *packageFiles) write(name string, content []byte) string {
+	p := filepath.Join(pf.tmp, name)
+	if err := os.WriteFile(p, content, 0o644); err != nil && pf.err == nil {
+		pf.err = err
+	}
+	return p
+}
+
+// file is one file of the package, with the package's modification time.
+func (pf *packageFiles) file(src, dst string, mode os.FileMode, kind string) *files.Content {
+	return &files.Content{Source: src, Destination: dst, Type: kind, FileInfo: &files.ContentFileInfo{Mode: mode, MTime: pf.mtime}}
+}
+
+// newPackageInfo is what the .deb and .rpm of the agent and the server
+// say of themselves alike. The .deb's version has no Debian revision: a
+// package made by its own project (a native package).
+func newPackageInfo(name, arch, version, maintainer, description string, mtime time.Time) *nfpm.Info {
+	return &nfpm.Info{
+		Name: name, Arch: arch, Platform: "linux", Version: version, VersionSchema: "none",
+		Section: "admin", Priority: "optional", Maintainer: maintainer,
+		Description: description, Vendor: "patchd", Homepage: "https://github.com/patchd/patchd", MTime: mtime,
+	}
+}
+
+// rpmChangelog is the .rpm's one changelog entry, as nfpm reads it.
+func rpmChangelog(v packageVersion, maintainer string, at time.Time, note string) ([]byte, error) {
+	return json.Marshal([]map[string]any{{
+		"semver": v.Linux + "-1", "date": at, "packager": maintainer,
+		"changes": []map[string]string{{"note": note}},
+	}})
+}
+
+// pack writes the package of type typ (deb or rpm) to w with nfpm.
+func (pf *packageFiles) pack(w io.Writer, typ string, info *nfpm.Info, contents files.Contents) error {
+	if pf.err != nil {
+		return pf.err
 	}
 	info.Contents = contents
 	info = nfpm.WithDefaults(info)

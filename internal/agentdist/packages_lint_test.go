@@ -17,12 +17,14 @@ var realAgents sync.Map // version → *realAgentBuild
 // TestMain removes the agents realAgent built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	realAgents.Range(func(_, v any) bool {
-		if b := v.(*realAgentBuild); b.path != "" {
-			os.RemoveAll(filepath.Dir(b.path))
-		}
-		return true
-	})
+	for _, builds := range []*sync.Map{&realAgents, &serverBuilds} {
+		builds.Range(func(_, v any) bool {
+			if b := v.(*realAgentBuild); b.path != "" {
+				os.RemoveAll(filepath.Dir(b.path))
+			}
+			return true
+		})
+	}
 	os.Exit(code)
 }
 
@@ -38,32 +40,38 @@ type realAgentBuild struct {
 // test run: lintian and rpmlint judge the real, statically linked binary.
 func realAgent(t *testing.T, version string) string {
 	t.Helper()
+	return realBuild(t, &realAgents, version, "patchd-agent", func(path string) ([]byte, error) {
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/patchd/patchd/agent.Version="+version, "-o", path, "./cmd/patchd-agent")
+		cmd.Dir = agentdist.ModuleRoot(".")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+		return cmd.CombinedOutput()
+	})
+}
+
+// realBuild builds a program once per test run and version with build,
+// into a temporary folder TestMain removes, and answers its path.
+func realBuild(t *testing.T, cache *sync.Map, version, name string, build func(path string) ([]byte, error)) string {
+	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no Go toolchain to build the agent")
+		t.Skip("no Go toolchain to build " + name)
 	}
-	v, _ := realAgents.LoadOrStore(version, &realAgentBuild{})
+	v, _ := cache.LoadOrStore(version, &realAgentBuild{})
 	b := v.(*realAgentBuild)
 	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "patchd-agent-build-*")
+		dir, err := os.MkdirTemp("", name+"-build-*")
 		if err != nil {
 			b.err = err
 			return
 		}
-		b.path = filepath.Join(dir, "patchd-agent")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/patchd/patchd/agent.Version="+version, "-o", b.path, "./cmd/patchd-agent")
-		cmd.Dir = agentdist.ModuleRoot(".")
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
-		b.out, b.err = cmd.CombinedOutput()
+		b.path = filepath.Join(dir, name)
+		b.out, b.err = build(b.path)
 	})
 	if b.err != nil {
-		t.Fatalf("go build the agent: %v %s", b.err, b.out)
+		t.Fatalf("go build %s: %v %s", name, b.err, b.out)
 	}
 	return b.path
 }
 
-// publishRelease publishes file for p with a release of version (the
-// signature is not checked without keys: the packages only read the
-// version).
 func publishRelease(t *testing.T, h *agentdist.Host, p agentdist.Platform, file, version string) {
 	t.Helper()
 	if _, err := h.Store.Publish(file, p); err != nil {

@@ -88,6 +88,9 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 	if len(args) > 0 && args[0] == "backup" { // an object without a verb
 		return runBackup(ctx, args[1:], stdio)
 	}
+	if len(args) > 0 && args[0] == "restore" {
+		return runRestore(ctx, args[1:], stdio)
+	}
 	if len(args) == 0 || isHelp(args[0]) {
 		return usagef("admin needs an object and a verb, for example: patchd admin org create --name Acme")
 	}

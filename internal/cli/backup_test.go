@@ -97,7 +97,7 @@ func TestAdminBackupRefuses(t *testing.T) {
 	}{
 		{"no --to", []string{"--db", db}, 2, "--to FILE is required"},
 		{"an existing file", []string{"--db", db, "--to", existing}, 1, "file exists"},
-		{"PostgreSQL", []string{"--db", "postgres://postgres@127.0.0.1:1/none", "--to", filepath.Join(dir, "pg.db")}, 2, "pg_dump"},
+		{"PostgreSQL not reachable", []string{"--db", "postgres://postgres@127.0.0.1:1/none", "--to", filepath.Join(dir, "pg.db")}, 1, "connect"},
 		{"no database", []string{"--db", missing, "--to", filepath.Join(dir, "none.db")}, 1, "no database to copy"},
 		{"an argument", []string{"--db", db, "--to", filepath.Join(dir, "x.db"), "extra"}, 2, "unexpected argument"},
 	}

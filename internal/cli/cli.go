@@ -81,7 +81,8 @@ Usage:
   patchd admin approval-policy delete --org ORG --severity S --source SRC
   patchd admin audit list --org ORG [--limit N] [--actor A] [--action X]
   patchd admin audit list --instance [--limit N] [--actor A] [--action X]   (feed imports and syncs, operator grants)
-  patchd admin backup --to FILE   (SQLite: a consistent copy while the server runs; FILE must not exist)
+  patchd admin backup --to FILE   (a consistent copy while the server runs; PostgreSQL: pg_dump; FILE must not exist)
+  patchd admin restore --from FILE   (into a new, empty database, server stopped; then migrated and its secrets opened)
   patchd admin secrets rotate-key [--new-key-file F]   (seal every secret again with F's key, new when F does not exist; docs/security.md)
   patchd admin secrets status   (the secrets the database holds, counted by the key that sealed them)
   patchd admin vuln accept --org ORG --cve CVE --reason R [--expires 720h] [--kind accepted|compensating_control]
@@ -145,6 +146,7 @@ func run(ctx context.Context, args []string, stdio IO) error {
 		lw := newLogWriter(stdio.Err)
 		defer lw.Close()
 		setupLogging(lw, cfg)
+		cfg.Version = Version
 		defer slog.SetDefault(slog.New(slog.NewTextHandler(stdio.Err, nil)))
 		return server.Serve(ctx, cfg, stdio.Out)
 	case "migrate":
@@ -157,7 +159,11 @@ func run(ctx context.Context, args []string, stdio IO) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(stdio.Out, map[string]any{"ok": true, "engine": s.Engine(), "schemaVersion": v})
+		by, err := s.SchemaServer(ctx)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdio.Out, map[string]any{"ok": true, "engine": s.Engine(), "schemaVersion": v, "migratedBy": by})
 	case "admin":
 		return runAdmin(ctx, args[1:], stdio)
 	case "vulndb":
@@ -239,7 +245,7 @@ func openStore(ctx context.Context, name string, args []string, define func(fs *
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key})
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key, ServerVersion: Version})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -231,7 +231,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		}
 		return out.String()
 	}
-	for _, name := range append(adminTableNames(), "backup", "agent publish", "agent package") {
+	for _, name := range append(adminTableNames(), "backup", "restore", "agent publish", "agent package") {
 		for _, flag := range []string{"-h", "--help"} {
 			args := append(append([]string{"admin"}, strings.Fields(name)...), flag)
 			if out := help(args...); !strings.HasPrefix(out, "usage: patchd admin "+name+" [flags]") || !strings.Contains(out, "-data") {

@@ -14,7 +14,7 @@ import (
 // adminCommandsOutsideTheTable are the admin commands runAdmin handles
 // before it looks in its command table.
 // (agent: runAgentAdmin, which needs no database).
-var adminCommandsOutsideTheTable = []string{"backup"}
+var adminCommandsOutsideTheTable = []string{"backup", "restore"}
 
 // threeWords matches a usage line's fifth word when it is the last word of a
 // three-word command (lower-case verbs, alternatives split by '|'), not a

@@ -76,7 +76,7 @@ func runVulndb(ctx context.Context, args []string, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key})
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key, ServerVersion: Version})
 	if err != nil {
 		return err
 	}

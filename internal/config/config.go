@@ -22,9 +22,15 @@ import (
 
 // Config is the server's configuration.
 type Config struct {
-	Addr    string
-	DataDir string
-	DB      string
+	// Version is the program's patchd version (set by the command line,
+	// not a flag): the database records it with its schema version.
+	Version string
+	// FirstSecretsFile receives the first start's one-time secrets
+	// instead of standard output (--first-secrets-file).
+	FirstSecretsFile string
+	Addr             string
+	DataDir          string
+	DB               string
 	// SecretKeyFile is the file of the key that seals the database's
 	// secrets (--secret-key-file, default DATA/secret.key); SecretKey is
 	// that key given in PATCHD_SECRET_KEY instead, when set.
@@ -339,7 +345,7 @@ func (c *Config) registerAgentBuildFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PackageGPGKey, "package-gpg-key", Env("PATCHD_PACKAGE_GPG_KEY", ""), "OpenPGP secret key file (armored or binary) to sign the .rpm packages with (a .deb is trusted through a signed apt repository); a passphrase comes from env PATCHD_PACKAGE_GPG_PASSPHRASE (env PATCHD_PACKAGE_GPG_KEY)")
 	fs.StringVar(&c.PackageMaintainer, "package-maintainer", Env("PATCHD_PACKAGE_MAINTAINER", ""), "the packages' maintainer, 'Name <address>'; default patchd <patchd@HOST of --base-url> (env PATCHD_PACKAGE_MAINTAINER)")
 	c.PackageGPGPassphrase = Env("PATCHD_PACKAGE_GPG_PASSPHRASE", "")
-	fs.BoolVar(&c.NoAgentBuild, "no-agent-build", false, "do not build the agent for this machine from source at start when none is published")
+	fs.BoolVar(&c.NoAgentBuild, "no-agent-build", envBool("PATCHD_NO_AGENT_BUILD"), "do not build the agent for this machine from source at start when none is published (env PATCHD_NO_AGENT_BUILD)")
 }
 
 // registerOperationFlags: proxies, webhooks, logs, metrics, profiling and
@@ -356,6 +362,7 @@ func (c *Config) registerOperationFlags(fs *flag.FlagSet, raw *serveFlagText) {
 	fs.IntVar(&c.MaxLongPolls, "max-long-polls", envInt("PATCHD_MAX_LONG_POLLS", "0"), "agents' long polls held open at once, each a connection; past it check-ins are answered at once; 0: three quarters of the open-files limit, at least 1,024 files kept (env PATCHD_MAX_LONG_POLLS)")
 	fs.IntVar(&c.MaxInventories, "max-inventories", envInt("PATCHD_MAX_INVENTORIES", "128"), "agents' inventories received and not yet stored at once; past it they are refused with 503 and Retry-After (env PATCHD_MAX_INVENTORIES)")
 	fs.IntVar(&c.MaxDBConns, "db-max-conns", envInt("PATCHD_DB_MAX_CONNS", "16"), "database connection pool size (env PATCHD_DB_MAX_CONNS)")
+	fs.StringVar(&c.FirstSecretsFile, "first-secrets-file", Env("PATCHD_FIRST_SECRETS_FILE", ""), "write the first start's one-time secrets (the Administrator credential, the enrollment token) to this file, mode 0600, instead of standard output, which a service manager keeps in its journal (env PATCHD_FIRST_SECRETS_FILE)")
 }
 
 // registerIntervalFlags: the agents' intervals, command expiry, console

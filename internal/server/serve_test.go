@@ -292,3 +292,52 @@ func TestHSTSUnderTLS(t *testing.T) {
 		tc.ts.Close()
 	}
 }
+
+// TestFirstSecretsFile: with --first-secrets-file the first start writes
+// the Administrator credential and the enrollment token to that file (mode
+// 0600) and only its name to standard output, which a service manager
+// keeps in its journal; a second start writes nothing.
+func TestFirstSecretsFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	secrets := filepath.Join(t.TempDir(), "first-start-secrets")
+	cfg := serveConfig(t, dir, "--addr", "127.0.0.1:0", "--first-secrets-file", secrets)
+	var out bytes.Buffer
+	run, err := server.Start(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, run)
+	b, err := os.ReadFile(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"API client_id:       pdc_", "API client_secret:   pds_", "Enrollment token:    pde_"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the secrets file lacks %q:\n%s", want, b)
+		}
+	}
+	if st, err := os.Stat(secrets); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the secrets file: %v %v, want mode 0600", st.Mode(), err)
+	}
+	for _, secret := range []string{"pds_", "pde_"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("standard output holds a secret (%s…):\n%s", secret, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), secrets) {
+		t.Errorf("standard output does not say where the secrets are:\n%s", out.String())
+	}
+
+	out.Reset()
+	run, err = server.Start(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, run)
+	if strings.Contains(out.String(), "first start") {
+		t.Errorf("the second start said %q", out.String())
+	}
+	if b2, _ := os.ReadFile(secrets); string(b2) != string(b) {
+		t.Error("the second start changed the secrets file")
+	}
+}

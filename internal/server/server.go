@@ -5,6 +5,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -306,7 +307,7 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 		}
 	}
 	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns,
-		SecretKey: store.SecretKey{Text: cfg.SecretKey, File: cfg.SecretKeyFile}})
+		SecretKey: store.SecretKey{Text: cfg.SecretKey, File: cfg.SecretKeyFile}, ServerVersion: cfg.Version})
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +327,10 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 	run.srv = New(cfg, s)
 	run.srv.UseTLS(setup)
 	if created {
-		printBootstrap(out, cfg, boot)
+		if err := writeBootstrap(out, cfg, boot); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	if setup.Pin != "" {
 		fmt.Fprintf(out, "patchd: HTTPS (%s); agents pin the CA with SHA-256 %s (carried by every enrollment token; GET %s%s)\n",
@@ -479,6 +483,33 @@ func servePprof(addr string) (stop func(), err error) {
 	go hs.Serve(ln)
 	slog.Info("pprof serving", "addr", ln.Addr().String())
 	return func() { hs.Close() }, nil
+}
+
+// writeBootstrap prints the first start's secrets to out or, with
+// --first-secrets-file, writes them to that file (mode 0600, replacing
+// one an earlier database's first start left) and says where on out.
+func writeBootstrap(out io.Writer, cfg config.Config, b admin.Bootstrap) error {
+	if cfg.FirstSecretsFile == "" {
+		printBootstrap(out, cfg, b)
+		return nil
+	}
+	var text bytes.Buffer
+	printBootstrap(&text, cfg, b)
+	tmp := cfg.FirstSecretsFile + ".new"
+	os.Remove(tmp)
+	err := os.WriteFile(tmp, text.Bytes(), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, cfg.FirstSecretsFile)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("first start: write the one-time secrets to %s: %w (organization %q was created: "+
+			"make a credential with patchd admin credential create, a token with patchd admin enroll-token create)",
+			cfg.FirstSecretsFile, err, b.Org.Name)
+	}
+	fmt.Fprintf(out, "patchd: first start. Organization %q was created; its Administrator credential and enrollment token "+
+		"are in %s (mode 0600), shown nowhere else.\n", b.Org.Name, cfg.FirstSecretsFile)
+	return nil
 }
 
 func printBootstrap(out io.Writer, cfg config.Config, b admin.Bootstrap) {

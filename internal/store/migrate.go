@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -59,6 +61,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("store: create schema_migrations: %w", err)
 	}
+	if err := s.checkKnown(ctx, all); err != nil {
+		return err
+	}
+	applied := 0
 	for _, m := range all {
 		err := s.InTx(ctx, func(tx *Tx) error {
 			if s.engine == Postgres {
@@ -80,13 +86,103 @@ func (s *Store) Migrate(ctx context.Context) error {
 				m.version, m.name, millis(time.Now())); err != nil {
 				return fmt.Errorf("store: record migration %s: %w", m.name, err)
 			}
+			applied++
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
+	if applied == 0 {
+		return nil
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, `INSERT INTO schema_server (id, server_version, schema_version, migrated_at) VALUES (1, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET server_version = excluded.server_version,
+			schema_version = excluded.schema_version, migrated_at = excluded.migrated_at`,
+		s.serverVersion, v, millis(time.Now())); err != nil {
+		return fmt.Errorf("store: record the server version: %w", err)
+	}
 	return nil
+}
+
+// SchemaTooNewError is answered by Open and Migrate when the database holds
+// migrations this program does not know: a newer patchd migrated it, and
+// an older one must not run on a schema it was not written for.
+type SchemaTooNewError struct {
+	// DatabaseSchema is the database's newest migration, DatabaseServer
+	// the patchd version that last migrated it ("" when the database does
+	// not say: migrated before versions were recorded).
+	DatabaseSchema int
+	DatabaseServer string
+	// ServerSchema is this program's newest migration, ServerVersion its
+	// patchd version.
+	ServerSchema  int
+	ServerVersion string
+	// Unknown names the database's migrations this program lacks.
+	Unknown []string
+}
+
+func (e *SchemaTooNewError) Error() string {
+	by := "a newer patchd"
+	if e.DatabaseServer != "" {
+		by = "patchd " + e.DatabaseServer
+	}
+	return fmt.Sprintf("store: the database is at schema %d, migrated by %s; this is patchd %s, which knows schema %d "+
+		"(the database has migrations it does not: %s). Run patchd %s or newer, or restore a backup made before the upgrade",
+		e.DatabaseSchema, by, e.ServerVersion, e.ServerSchema, strings.Join(e.Unknown, ", "), orNewer(e.DatabaseServer))
+}
+
+func orNewer(v string) string {
+	if v == "" {
+		return "the version that migrated it"
+	}
+	return v
+}
+
+// checkKnown answers a *SchemaTooNewError when schema_migrations records a
+// migration that is not among all.
+func (s *Store) checkKnown(ctx context.Context, all []migration) error {
+	known := make(map[int]bool, len(all))
+	ours := 0
+	for _, m := range all {
+		known[m.version] = true
+		ours = max(ours, m.version)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT version, name FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return fmt.Errorf("store: read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	var unknown []string
+	newest := 0
+	for rows.Next() {
+		var v int
+		var name string
+		if err := rows.Scan(&v, &name); err != nil {
+			return fmt.Errorf("store: read schema_migrations: %w", err)
+		}
+		newest = max(newest, v)
+		if !known[v] {
+			unknown = append(unknown, name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: read schema_migrations: %w", err)
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	e := &SchemaTooNewError{DatabaseSchema: newest, ServerSchema: ours, ServerVersion: s.serverVersion, Unknown: unknown}
+	// schema_server is there from migration 050 on.
+	var by string
+	if err := s.read.QueryRowContext(ctx, `SELECT server_version FROM schema_server WHERE id = 1`).Scan(&by); err == nil {
+		e.DatabaseServer = by
+	}
+	return e
 }
 
 // SchemaVersion is the newest applied migration.
@@ -94,6 +190,20 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("store: schema version: %w", err)
+	}
+	return v, nil
+}
+
+// SchemaServer is the patchd version that last applied migrations to the
+// database ("" before migration 050 recorded it).
+func (s *Store) SchemaServer(ctx context.Context) (string, error) {
+	var v string
+	err := s.queryRow(ctx, `SELECT server_version FROM schema_server WHERE id = 1`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: schema server: %w", err)
 	}
 	return v, nil
 }

@@ -75,6 +75,8 @@ type Store struct {
 	// keys seals and opens the secrets the database holds (secrets.go);
 	// nil only in a store opened with SkipMigrate and no key.
 	keys atomic.Pointer[secretbox.Keyring]
+	// serverVersion is the patchd version Migrate records (Options).
+	serverVersion string
 }
 
 // maxStmts bounds a statement cache; queries whose text varies with their
@@ -163,6 +165,11 @@ type Options struct {
 	// SecretKey is the key ring that seals the database's secrets; Open
 	// refuses a database whose secrets it does not open.
 	SecretKey SecretKey
+	// ServerVersion is this program's patchd version: Migrate records it
+	// with the schema version, and a server that finds migrations it does
+	// not know names it beside the version that applied them. Empty
+	// means "dev".
+	ServerVersion string
 }
 
 // Open opens the database named by url: a postgres:// or postgresql:// URL,
@@ -204,6 +211,10 @@ func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error)
 	if err := s.read.PingContext(pingCtx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	s.serverVersion = opt.ServerVersion
+	if s.serverVersion == "" {
+		s.serverVersion = "dev"
 	}
 	if !opt.SkipMigrate {
 		if err := s.Migrate(ctx); err != nil {

@@ -1,0 +1,82 @@
+package agentdist_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/patchd/patchd/internal/agentdist"
+)
+
+var serverBuilds sync.Map // version → *realAgentBuild
+
+// realServer builds patchd for linux/amd64 as version, once per test run.
+func realServer(t *testing.T, version string) string {
+	t.Helper()
+	return realBuild(t, &serverBuilds, version, "patchd", func(path string) ([]byte, error) {
+		return nil, agentdist.BuildServerBinary(context.Background(), agentdist.ModuleRoot("."), "amd64", version, path)
+	})
+}
+
+// serverPackage builds the server's package of type typ as version.
+func serverPackage(t *testing.T, typ, version, gpgKey string) agentdist.Package {
+	t.Helper()
+	pkg, err := agentdist.BuildServerPackage(context.Background(), agentdist.ServerPackageRequest{
+		Type: typ, Binary: realServer(t, version), Arch: "amd64", Version: version,
+		Maintainer: "patchd <patchd@example.com>", GPGKey: gpgKey, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkg
+}
+
+func TestServerDebLintian(t *testing.T) {
+	need(t, "lintian")
+	pkg := serverPackage(t, "deb", "1.5.0", "")
+	out, _ := exec.Command("lintian", "-I", "--pedantic", "--no-tag-display-limit", pkg.Path).CombinedOutput()
+	if tags := lintTags(string(out), "E: ", "W: ", "I: ", "P: ", "X: "); len(tags) > 0 {
+		t.Errorf("lintian -I --pedantic %s:\n%s", pkg.Name, strings.Join(tags, "\n"))
+	}
+	env, err := exec.Command("sh", "-c", "dpkg-deb --fsys-tarfile "+pkg.Path+" | tar -xOf - ./etc/patchd/patchd.env").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(env) != agentdist.ServerEnvFile() || !strings.Contains(string(env), "\n#PATCHD_DB=\n") {
+		t.Errorf("the package's patchd.env:\n%s", env)
+	}
+}
+
+func TestServerRPMLint(t *testing.T) {
+	need(t, "rpmlint", "rpm", "cpio")
+	secret, public, _ := gpgKey(t, "patchd server rpmlint test")
+	pkg := serverPackage(t, "rpm", "1.5.0", secret)
+	dir := t.TempDir()
+	bin, home, db := filepath.Join(dir, "bin"), filepath.Join(dir, "home"), filepath.Join(dir, "rpmdb")
+	os.MkdirAll(bin, 0o755)
+	os.MkdirAll(home, 0o755)
+	os.WriteFile(filepath.Join(bin, "cpio"), []byte("#!/bin/sh\nexec /usr/bin/cpio --no-absolute-filenames \"$@\"\n"), 0o755)
+	os.WriteFile(filepath.Join(home, ".rpmmacros"), []byte("%_dbpath "+db+"\n"), 0o644)
+	if out, err := exec.Command("rpm", "--dbpath", db, "--import", public).CombinedOutput(); err != nil {
+		t.Fatalf("rpm --import: %v %s", err, out)
+	}
+	if out, err := exec.Command("rpm", "--dbpath", db, "-K", pkg.Path).CombinedOutput(); err != nil || !strings.Contains(string(out), "signatures OK") {
+		t.Errorf("rpm -K %s: %v %s", pkg.Name, err, out)
+	}
+	rc := filepath.Join(dir, "patchd.rpmlintrc")
+	os.WriteFile(rc, []byte(agentdist.ServerRPMLintConfig()), 0o644)
+	before := exists("/", "usr/bin/patchd")
+	cmd := exec.Command("rpmlint", "--rpmlintrc", rc, pkg.Path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+home)
+	out, _ := cmd.CombinedOutput()
+	if tags := lintTags(string(out), "patchd.x86_64: E: ", "patchd.x86_64: W: "); len(tags) > 0 || !strings.Contains(string(out), "0 errors, 0 warnings") {
+		t.Errorf("rpmlint %s:\n%s", pkg.Name, out)
+	}
+	if !before && exists("/", "usr/bin/patchd") {
+		t.Fatal("rpmlint unpacked the package into this machine's /usr/bin: remove /usr/bin/patchd and what came with it")
+	}
+}
