@@ -129,7 +129,7 @@ func ResetPassword(ctx context.Context, s *store.Store, by By, u store.ConsoleUs
 	if err != nil {
 		return err
 	}
-	return s.SetUserPassword(ctx, by.entry(u, "user.password_reset", map[string]any{"mustChange": mustChange}), u.OrgID, u.ID, hash, mustChange, true, "")
+	return s.ResetUserPassword(ctx, by.entry(u, "user.password_reset", map[string]any{"mustChange": mustChange}), u.OrgID, u.ID, hash, mustChange)
 }
 
 // ResetSecondFactor removes every second factor of the user (its
