@@ -11,6 +11,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -213,7 +214,45 @@ func TestMembershipsSwitchAndIsolationWalk(t *testing.T) {
 			t.Errorf("Globex (Read-only): POST %s answered %d, want 403", p, code)
 		}
 	}
-	// Globex's Audit Trail has the join and the switch, Acme's neither.
+	// The view across organizations: one line per organization of Ann,
+	// each figure read under her role there; a number opens that
+	// organization's list.
+	code, csvBody := b.get("/console/organizations.csv")
+	wantCSV := "organization,role,endpoints,compliance_percent,overdue_critical_cves,failed_runs_7d,not_seen_7d\n" +
+		"Acme,Administrator,1,100,0,0,0\nGlobex,Read-only,1,100,0,0,0\n"
+	if code != http.StatusOK || csvBody != wantCSV {
+		t.Errorf("the report across organizations: %d\n%s\nwant\n%s", code, csvBody, wantCSV)
+	}
+	watcher, err := e.Store.CreateRole(ctx, globex.ID, "Endpoints watcher", perm.Set(perm.EndpointsView))
+	if err != nil {
+		t.Fatal(err)
+	}
+	annUser, err := admin.FindUser(ctx, e.Store, globex.ID, "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ChangeRole(ctx, e.Store, admin.By{Actor: "test"}, annUser, watcher.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, csvBody = b.get("/console/organizations.csv")
+	if want := "Acme,Administrator,1,100,0,0,0\nGlobex,Endpoints watcher,1,,,,0\n"; !strings.HasSuffix(csvBody, want) {
+		t.Errorf("the report after Globex's role change:\n%s\nwant its end\n%s", csvBody, want)
+	}
+	for _, p := range []string{"/console/updates", "/console/vulnerabilities", "/console/runs", "/console/reports"} {
+		if code, _ := b.get(p); code != http.StatusForbidden {
+			t.Errorf("Globex (Endpoints watcher): GET %s answered %d, want 403", p, code)
+		}
+	}
+	b.get("/console/organizations")
+	if code, loc, _ := b.post("/console/org", url.Values{"org": {acme.ID}, "next": {"/console/endpoints"}}); code != http.StatusSeeOther || loc != "/console/endpoints" {
+		t.Fatalf("a number of Acme's line: %d %s", code, loc)
+	}
+	if _, body := b.get("/console/endpoints"); !strings.Contains(body, "acme-secret-pc") {
+		t.Error("Acme's number did not open Acme's endpoints")
+	}
+	b.post("/console/org", url.Values{"org": {globex.ID}})
+
+	// Globex's Audit Trail has the join and the switch, Acme's not the join.
 	ga, err := e.Store.ListAudit(ctx, globex.ID, store.AuditFilter{Actor: "user:ann@example.com"})
 	if err != nil {
 		t.Fatal(err)
@@ -227,14 +266,14 @@ func TestMembershipsSwitchAndIsolationWalk(t *testing.T) {
 	}
 	aa, _ := e.Store.ListAudit(ctx, acme.ID, store.AuditFilter{Actor: "user:ann@example.com"})
 	for _, a := range aa {
-		if a.Action == "user.join" || a.Action == "user.org_switch" {
+		if a.Action == "user.join" {
 			t.Errorf("Acme's Audit Trail has %s", a.Action)
 		}
 	}
 	// The next sign-in opens Globex, the organization she switched to last.
 	b2 := newBrowser(t, e.URL)
 	b2.signIn("ann@example.com")
-	if _, body := b2.get("/console/users"); !strings.Contains(body, "Read-only") || strings.Contains(body, "dave@acme.example") {
+	if _, body := b2.get("/console/users"); !strings.Contains(body, "Endpoints watcher") || strings.Contains(body, "dave@acme.example") {
 		t.Error("the next sign-in did not open Globex")
 	}
 }

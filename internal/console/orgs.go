@@ -20,16 +20,19 @@ import (
 func (c *Console) orgRoutes() {
 	c.page("POST /console/org", 0, c.orgSwitch)
 	c.page("POST /console/account/join", 0, c.accountJoin)
+	c.page("GET /console/organizations", 0, c.orgsPage)
+	c.page("GET /console/organizations.csv", 0, c.orgsCSV)
 }
 
 // orgSwitch moves the session to another organization of its person,
-// under a new session id and CSRF token: every page after it is of that
+// under a new session id and CSRF token, and opens next (a console page;
+// the dashboard by default): every page after it is of that
 // organization, under the person's role there. An organization that
 // requires a second factor is refused to a person without one.
 func (c *Console) orgSwitch(w http.ResponseWriter, r *http.Request, s *session) error {
-	orgID := r.PostFormValue("org")
+	orgID, next := r.PostFormValue("org"), safeNext(r.PostFormValue("next"))
 	if orgID == s.User.OrgID {
-		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
 	mems, err := c.store.Memberships(r.Context(), s.User.ID)
@@ -67,7 +70,7 @@ func (c *Console) orgSwitch(w http.ResponseWriter, r *http.Request, s *session) 
 		Summary: map[string]any{"role": to.RoleName}}
 	c.record(r, e)
 	setFlash(w, c, "ok", "You are working in "+to.OrgName+" ("+to.RoleName+").")
-	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/dberr"
+	"github.com/patchd/patchd/internal/perm"
 )
 
 // Memberships: a person (a row of users) belongs to one or more
@@ -130,17 +131,29 @@ type Membership struct {
 	OrgName  string `json:"orgName"`
 	RoleID   string `json:"roleId"`
 	RoleName string `json:"role"`
+	// Permissions are the role's: whatever is shown of the organization
+	// is what they allow.
+	Permissions perm.Set `json:"-"`
 }
 
 // Memberships lists the organizations the person belongs to, by name.
 func (s *Store) Memberships(ctx context.Context, userID string) ([]Membership, error) {
-	rows, err := s.query(ctx, `SELECT m.org_id, o.name, m.role_id, r.name FROM memberships m JOIN orgs o ON o.id = m.org_id
+	rows, err := s.query(ctx, `SELECT m.org_id, o.name, m.role_id, r.name, r.permissions FROM memberships m JOIN orgs o ON o.id = m.org_id
 		JOIN roles r ON r.id = m.role_id WHERE m.user_id = ? ORDER BY o.name, o.id`, userID)
 	var out []Membership
 	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var m Membership
+		var permText string
+		if err := r.Scan(&m.OrgID, &m.OrgName, &m.RoleID, &m.RoleName, &permText); err != nil {
+			return err
+		}
+		p, err := perm.Parse(permText)
+		if err != nil {
+			return err
+		}
+		m.Permissions = p
 		out = append(out, m)
-		return r.Scan(&out[len(out)-1].OrgID, &out[len(out)-1].OrgName, &out[len(out)-1].RoleID, &out[len(out)-1].RoleName)
+		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("store: list memberships: %w", err)
 	}
