@@ -35,7 +35,8 @@ func (tb *tab) currentOrg() string {
 // TestBrowserOrgSwitcher: in Chromium, at 1440 and 390 px, Ann joins her
 // Globex account on the Account page, switches between Acme and Globex
 // in the header, and each organization's pages show its own endpoints
-// only; the header fits a phone's width.
+// only; the view across organizations lists both and its numbers open
+// the organization's list; every page fits a phone's width.
 func TestBrowserOrgSwitcher(t *testing.T) {
 	tb := newTab(t)
 	e := apitest.New(t)
@@ -75,6 +76,20 @@ func TestBrowserOrgSwitcher(t *testing.T) {
 		if body := tb.text("main"); !strings.Contains(body, "globex-secret-pc") || strings.Contains(body, "acme-secret-pc") {
 			t.Fatalf("%s: Globex's endpoints page:\n%s", size, body)
 		}
-		tb.pickOrg(e.Org.ID, "Acme")
+		// The view across organizations; Acme's number of endpoints
+		// switches back to Acme and opens its endpoints.
+		tb.visit(e.URL, "/console/organizations", "organizations-"+size)
+		tb.fitsWidth("the organizations page (" + size + ")")
+		if got := tb.text("#orgs tbody"); !strings.Contains(got, "Acme") || !strings.Contains(got, "Globex") || !strings.Contains(got, "Read-only") {
+			t.Fatalf("%s: the organizations table:\n%s", size, got)
+		}
+		tb.do("open Acme's endpoints from the table", chromedp.Click(chromedp.CSS("#orgs tbody tr:nth-child(1) td:nth-of-type(2) button")),
+			chromedp.WaitVisible(chromedp.CSS("main .flash")))
+		if p := tb.path(); p != "/console/endpoints" {
+			t.Fatalf("%s: Acme's number opened %s", size, p)
+		}
+		if body := tb.text("main"); !strings.Contains(body, "acme-secret-pc") {
+			t.Fatalf("%s: Acme's number opened:\n%s", size, body)
+		}
 	}
 }
