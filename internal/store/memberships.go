@@ -125,6 +125,29 @@ func (tx *Tx) syncAccountRole(ctx context.Context, userID string) error {
 	return nil
 }
 
+// AddMembership makes the person a member of the organization orgID with
+// the role roleID (of that organization) and records e there
+// (user.member_add): the instance operator's way to give an existing
+// person a further organization. An address a member of the organization
+// has already answers dberr.ErrConflict.
+func (s *Store) AddMembership(ctx context.Context, e *AuditEntry, userID, orgID, roleID string) error {
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		var email string
+		err := tx.queryRow(ctx, `SELECT email FROM users WHERE id = ?`, userID).Scan(&email)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: read user: %w", err)
+		}
+		if err := tx.emailFree(ctx, orgID, email); err != nil {
+			return err
+		}
+		e.OrgID, e.TargetType, e.TargetID = orgID, "user", userID
+		return tx.insertMembership(ctx, userID, orgID, roleID, time.Now())
+	})
+}
+
 // Membership is one organization a person belongs to, with its role there.
 type Membership struct {
 	OrgID    string `json:"orgId"`
