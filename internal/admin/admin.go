@@ -20,7 +20,7 @@ import (
 )
 
 // ActorCLI is the Audit Trail actor of the admin command line.
-const ActorCLI = "admin:cli"
+const ActorCLI = store.ActorCLI
 
 // DefaultOrg is the organization the first start creates.
 const DefaultOrg = "Default"

@@ -120,7 +120,7 @@ func findUser(ctx context.Context, s *store.Store, orgRef, email string) (store.
 	if err != nil {
 		return store.ConsoleUser{}, store.Org{}, err
 	}
-	users, err := s.UsersByEmail(ctx, address)
+	users, err := s.MembersByEmail(ctx, address)
 	if err != nil {
 		return store.ConsoleUser{}, store.Org{}, err
 	}

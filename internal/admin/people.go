@@ -54,6 +54,28 @@ func ChangeRole(ctx context.Context, s *store.Store, by By, u store.ConsoleUser,
 	return out, err
 }
 
+// AddMembership makes the person u a member of another organization
+// (toOrgRef) with a role of it (roleRef), recorded there as
+// user.member_add.
+func AddMembership(ctx context.Context, s *store.Store, by By, u store.ConsoleUser, toOrgRef, roleRef string) (PersonOut, error) {
+	o, err := s.FindOrg(ctx, toOrgRef)
+	if err != nil {
+		return PersonOut{}, err
+	}
+	r, err := s.FindRole(ctx, o.ID, roleRef)
+	if err != nil {
+		return PersonOut{}, err
+	}
+	e := &store.AuditEntry{Actor: by.Actor, Address: by.Address, Action: "user.member_add", Summary: map[string]any{"email": u.Email, "role": r.Name}}
+	if err := s.AddMembership(ctx, e, u.ID, o.ID, r.ID); err != nil {
+		if errors.Is(err, dberr.ErrConflict) {
+			return PersonOut{}, fmt.Errorf("%s has a member with the address %s already (join the accounts instead): %w", o.Name, u.Email, err)
+		}
+		return PersonOut{}, err
+	}
+	return ListedUser(ctx, s, o.ID, u.ID)
+}
+
 // DefaultInvitationTTL is how long an invitation's link works unless told.
 const DefaultInvitationTTL = 72 * time.Hour
 
@@ -129,7 +151,7 @@ func ResetPassword(ctx context.Context, s *store.Store, by By, u store.ConsoleUs
 	if err != nil {
 		return err
 	}
-	return s.SetUserPassword(ctx, by.entry(u, "user.password_reset", map[string]any{"mustChange": mustChange}), u.OrgID, u.ID, hash, mustChange, true, "")
+	return s.ResetUserPassword(ctx, by.entry(u, "user.password_reset", map[string]any{"mustChange": mustChange}), u.OrgID, u.ID, hash, mustChange)
 }
 
 // ResetSecondFactor removes every second factor of the user (its

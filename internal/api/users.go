@@ -224,7 +224,7 @@ func (a *API) patchUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	if body.Disabled != nil && *body.Disabled != u.Disabled {
 		if err := admin.SetDisabled(r.Context(), a.store, by, u, *body.Disabled); err != nil {
-			return err
+			return accountOfOthers(err)
 		}
 	}
 	return a.reread(w, r, u.ID)
@@ -247,7 +247,7 @@ func (a *API) resetUserPassword(w http.ResponseWriter, r *http.Request) error {
 	}
 	mustChange := body.MustChange == nil || *body.MustChange
 	if err := admin.ResetPassword(r.Context(), a.store, by, u, body.Password, mustChange); err != nil {
-		return err
+		return accountOfOthers(err)
 	}
 	return a.reread(w, r, u.ID)
 }
@@ -258,7 +258,19 @@ func (a *API) resetUserSecondFactor(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	if err := admin.ResetSecondFactor(r.Context(), a.store, by, u); err != nil {
-		return err
+		return accountOfOthers(err)
 	}
 	return a.reread(w, r, u.ID)
+}
+
+// accountOfOthers answers 409 other_organizations for a change of the
+// account of a person who belongs to other organizations too
+// (store.ErrOtherOrgs): an organization changes only its role and its
+// membership.
+func accountOfOthers(err error) error {
+	if errors.Is(err, store.ErrOtherOrgs) {
+		return httpx.Errorf(http.StatusConflict, "other_organizations",
+			"the person belongs to other organizations too: this organization changes only its role and its membership (DELETE removes it from this organization)")
+	}
+	return err
 }

@@ -442,6 +442,21 @@ func userAdminCommands() []adminCommand {
 			}
 		}}
 	}
+	cmds = append(cmds, adminCommand{"user member-add", func(c adminContext, fs *flag.FlagSet) adminRun {
+		email, org := emailAndOrg(fs, "the person's e-mail address")
+		toOrg := fs.String("to-org", "", "the organization (id or name) the person joins")
+		role := fs.String("role", "", "its role there (id or name)")
+		return func(s *store.Store) (any, error) {
+			if *toOrg == "" || *role == "" {
+				return nil, usagef("--to-org and --role are required")
+			}
+			u, err := admin.FindUser(c.ctx, s, *org, *email)
+			if err != nil {
+				return nil, err
+			}
+			return admin.AddMembership(c.ctx, s, admin.By{Actor: admin.ActorCLI}, u, *toOrg, *role)
+		}
+	}})
 	cmds = append(cmds,
 		userChange("role", func(c adminContext, fs *flag.FlagSet) func(*store.Store, admin.By, store.ConsoleUser) error {
 			role := fs.String("role", "", "role id or name")

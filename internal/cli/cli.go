@@ -62,6 +62,7 @@ Usage:
   patchd admin user disable|enable --email E [--org ORG]   (disabling ends the user's sessions)
   patchd admin user reset-password --email E --password-stdin [--must-change=false] [--org ORG]   (one-time by default)
   patchd admin user reset-mfa --email E [--org ORG]   (removes the authenticator app, recovery codes and passkeys)
+  patchd admin user member-add --email E [--org ORG] --to-org ORG --role ROLE   (the person joins another organization)
   patchd admin org second-factor --org ORG --require=true|false   (password users must set up a second factor)
   patchd admin user operator list
   patchd admin sso set --org ORG [--provider-name N] [--issuer URL] [--client-id ID] [--client-secret-stdin] [--allowed-domains D,…]

@@ -46,6 +46,17 @@ func TestPeopleCommands(t *testing.T) {
 		t.Errorf("second-factor: %v", o)
 	}
 	fail("--require must be true or false", "admin", "org", "second-factor", "--org", "Acme", "--require", "maybe")
+	// A person of Acme becomes a member of Globex with a role there.
+	ok("", "admin", "org", "create", "--name", "Globex")
+	fail("--to-org and --role are required", "admin", "user", "member-add", "--email", "alice@example.com", "--to-org", "Globex")
+	if u := ok("", "admin", "user", "member-add", "--email", "alice@example.com", "--to-org", "Globex", "--role", "Read-only"); u["role"] != "Read-only" {
+		t.Errorf("member-add: %v", u)
+	}
+	fail("already", "admin", "user", "member-add", "--email", "alice@example.com", "--org", "Acme", "--to-org", "Globex", "--role", "Read-only")
+	if l := ok("", "admin", "user", "list", "--org", "Globex"); l["total"].(float64) != 1 {
+		t.Errorf("Globex's members: %v", l)
+	}
+	fail("--org", "admin", "user", "role", "--email", "alice@example.com", "--role", "Administrator")
 	if l := ok("", "admin", "user", "list", "--org", "Acme"); l["total"].(float64) != 2 {
 		t.Errorf("list: %v", l)
 	}

@@ -154,6 +154,7 @@ func (c *Console) routes() {
 	c.identityRoutes()
 	c.invitationRoutes()
 	c.passkeyRoutes()
+	c.orgRoutes()
 
 	c.page("GET /console/{$}", 0, c.dashboard)
 	c.page("GET /console/endpoints", perm.EndpointsView, c.endpointList)
@@ -439,6 +440,10 @@ type view struct {
 	// Refresh sends the browser on to this same-origin address once the
 	// page is shown (a meta refresh).
 	Refresh string
+	// Orgs are the organizations the signed-in person belongs to (the
+	// header's switcher), OrgName the session's.
+	Orgs    []store.Membership
+	OrgName string
 }
 
 // refresher is page data that sends the browser on by itself.
@@ -504,6 +509,18 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 		v.CSRF = s.CSRFToken
 	}
 	if block == "" {
+		if s != nil && s.Stage == store.StageSignedIn && c.store != nil {
+			orgs, err := c.store.Memberships(r.Context(), s.User.ID)
+			if err != nil {
+				return err
+			}
+			v.Orgs = orgs
+			for _, o := range orgs {
+				if o.OrgID == s.User.OrgID {
+					v.OrgName = o.OrgName
+				}
+			}
+		}
 		v.Flash = takeFlash(w, r)
 		block = "layout"
 	}

@@ -454,6 +454,8 @@ type accountData struct {
 	NewCodesReason string
 	// PasswordError is the password form's refusal.
 	PasswordError string
+	// JoinError is the refusal of the form that joins another account.
+	JoinError string
 	// SSO is the organization's enabled single sign-on, if any: its
 	// provider, and whether the user is linked to an account of it.
 	SSO *accountSSO

@@ -67,6 +67,9 @@ var consoleOwn = []string{
 	"POST /console/account/recovery-codes", "POST /console/account/sessions/{id}/revoke", "POST /console/account/sessions/revoke",
 	"POST /console/account/passkeys/options", "POST /console/account/passkeys",
 	"POST /console/account/passkeys/{id}/rename", "POST /console/account/passkeys/{id}/remove",
+	// The person's own organizations: switching the session, joining an
+	// account (an API credential belongs to one organization).
+	"POST /console/org", "POST /console/account/join",
 	// The instance operator's feed upload is server-wide, not an
 	// organization's (patchd admin feeds import; the feeds sync by
 	// themselves).

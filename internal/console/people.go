@@ -217,6 +217,9 @@ func (c *Console) userChange(w http.ResponseWriter, r *http.Request, s *session)
 	if errors.Is(err, store.ErrLastOperator) {
 		err = &pageError{http.StatusConflict, target.Email + " is the server's last enabled instance operator: grant another user first (patchd admin user operator grant --email …)."}
 	}
+	if errors.Is(err, store.ErrOtherOrgs) {
+		err = &pageError{http.StatusConflict, target.Email + " belongs to other organizations too: this organization changes only its role, and Delete removes it from this organization. Its password and second factor are the person's own (or the server's operator's: patchd admin user)."}
+	}
 	return c.done(w, r, "/console/users", adminError(err), text)
 }
 

@@ -28,6 +28,9 @@ type profile struct {
 	// CAFile is the CA certificate file the server's certificate is
 	// checked against (a server with its own CA), saved by login --ca-file.
 	CAFile string `json:"caFile,omitempty"`
+	// Org names the organization the profile's credential belongs to
+	// (login --org), so that --org picks the profile among a person's.
+	Org string `json:"org,omitempty"`
 }
 
 // tokenCache is <profile>.token: the last bearer token, reused until it

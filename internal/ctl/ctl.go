@@ -254,6 +254,8 @@ const exitCodesHelp = `Exit codes:
 
 const globalHelp = `Global flags (before or after the command):
   --profile NAME     profile to use (default: the last one logged in; env PATCHCTL_PROFILE)
+  --org NAME         use the profile of organization NAME, saved by login --org NAME (env PATCHCTL_ORG):
+                     an API credential belongs to one organization, so each has its own profile
   --server URL       server address, overrides the profile (env PATCHCTL_SERVER)
   --client-id ID     API client id, overrides the profile (env PATCHCTL_CLIENT_ID)
   -o, --output FMT   table, json or csv (default: the profile's, else table)

@@ -16,7 +16,7 @@ import (
 
 func loginCommands() []command {
 	return []command{
-		{name: "login", args: "--server URL --client-id ID [--client-secret-stdin] [--profile NAME] [--default-output FMT]",
+		{name: "login", args: "--server URL --client-id ID [--client-secret-stdin] [--profile NAME] [--org NAME] [--default-output FMT]",
 			summary: "check an API credential and save it as a profile (secret prompted, from stdin or PATCHCTL_CLIENT_SECRET)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				fromStdin := fs.Bool("client-secret-stdin", false, "read the client secret from the first line of stdin")
@@ -45,7 +45,14 @@ func login(s *session, fromStdin bool, defOutput string) error {
 	if err != nil {
 		return err
 	}
-	name := first(s.globals.profile, s.io.Getenv("PATCHCTL_PROFILE"), "default")
+	// --org names the credential's organization; the profile is named
+	// after it unless --profile (or PATCHCTL_PROFILE) names one.
+	org := strings.TrimSpace(s.globals.org)
+	name := first(s.globals.profile, s.io.Getenv("PATCHCTL_PROFILE"))
+	if name == "" && org != "" && checkProfileName(org) == nil {
+		name = org
+	}
+	name = first(name, "default")
 	if err := checkProfileName(name); err != nil {
 		return err
 	}
@@ -81,7 +88,12 @@ func login(s *session, fromStdin bool, defOutput string) error {
 	if err != nil {
 		return err
 	}
-	cfg.Profiles[name] = profile{Server: server, ClientID: clientID, Output: defOutput, CAFile: caFile}
+	for other, p := range cfg.Profiles {
+		if org != "" && other != name && strings.EqualFold(p.Org, org) {
+			return usagef("profile %q is of organization %q already: log in with --profile %s, or log out of it first", other, p.Org, other)
+		}
+	}
+	cfg.Profiles[name] = profile{Server: server, ClientID: clientID, Output: defOutput, CAFile: caFile, Org: org}
 	cfg.Current = name
 	if err := s.writeSecret(name, secret); err != nil {
 		return err
@@ -125,7 +137,10 @@ func logout(s *session) error {
 	if err != nil {
 		return err
 	}
-	name := s.profile(cfg)
+	name, err := s.profile(cfg)
+	if err != nil {
+		return err
+	}
 	if err := checkProfileName(name); err != nil {
 		return err
 	}

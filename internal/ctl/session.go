@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -23,6 +25,7 @@ type globals struct {
 	output   string
 	color    string
 	caFile   string
+	org      string
 }
 
 // register binds the global flags on fs; defaults are the values already
@@ -35,6 +38,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.output, "output", g.output, "output `FORMAT`: table, json or csv")
 	fs.StringVar(&g.color, "color", g.color, "colour `WHEN`: auto, always or never")
 	fs.StringVar(&g.caFile, "ca-file", g.caFile, "trust the CA certificate(s) in `FILE` (PEM) for the server, instead of the system's")
+	fs.StringVar(&g.org, "org", g.org, "use the profile of organization `NAME` (login --org)")
 }
 
 // session is one invocation: its streams, flags and (once asked for) its
@@ -77,7 +81,9 @@ func (s *session) init() error {
 	s.format = s.globals.output
 	if s.format == "" {
 		if cfg, err := s.loadConfig(); err == nil {
-			s.format = cfg.Profiles[s.profile(cfg)].Output
+			if name, err := s.profile(cfg); err == nil {
+				s.format = cfg.Profiles[name].Output
+			}
 		}
 	}
 	if s.format == "" {
@@ -102,15 +108,35 @@ func (s *session) init() error {
 	return nil
 }
 
-// profile names the profile in use: --profile, PATCHCTL_PROFILE, the last
-// one logged in, else "default".
-func (s *session) profile(cfg *configFile) string {
-	for _, p := range []string{s.globals.profile, s.io.Getenv("PATCHCTL_PROFILE"), cfg.Current} {
+// profile names the profile in use: --profile, the profile of --org
+// (PATCHCTL_ORG), PATCHCTL_PROFILE, the last one logged in, else
+// "default". An organization no profile (or several) names is an error.
+func (s *session) profile(cfg *configFile) (string, error) {
+	if s.globals.profile != "" {
+		return s.globals.profile, nil
+	}
+	if org := first(s.globals.org, s.io.Getenv("PATCHCTL_ORG")); org != "" {
+		var names []string
+		for name, p := range cfg.Profiles {
+			if strings.EqualFold(p.Org, org) {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		switch len(names) {
+		case 1:
+			return names[0], nil
+		case 0:
+			return "", usagef("no profile of organization %q: run 'patchctl login --org %s --server URL --client-id ID' with a credential of it", org, org)
+		}
+		return "", usagef("profiles %s all name organization %q: pick one with --profile", strings.Join(names, ", "), org)
+	}
+	for _, p := range []string{s.io.Getenv("PATCHCTL_PROFILE"), cfg.Current} {
 		if p != "" {
-			return p
+			return p, nil
 		}
 	}
-	return "default"
+	return "default", nil
 }
 
 func first(values ...string) string {
@@ -133,7 +159,9 @@ func (s *session) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.profileName = s.profile(cfg)
+	if s.profileName, err = s.profile(cfg); err != nil {
+		return nil, err
+	}
 	if err := checkProfileName(s.profileName); err != nil {
 		return nil, err
 	}

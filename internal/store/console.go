@@ -21,9 +21,15 @@ type ConsoleUser struct {
 	Permissions perm.Set
 }
 
-const consoleUserColumns = `u.id, u.org_id, u.email, u.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions,
+// consoleUserColumns read a person as a member of one organization (m):
+// OrgID and RoleID are the membership's, so that every check made of a
+// ConsoleUser is of that organization.
+const consoleUserColumns = `u.id, m.org_id, u.email, m.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions,
 	u.totp_secret <> '', u.must_change_password, (SELECT COUNT(*) FROM user_passkeys pk WHERE pk.user_id = u.id),
 	COALESCE((SELECT i.expires_at FROM user_invitations i WHERE i.user_id = u.id), 0), u.operator_sso`
+
+// consoleUserFrom joins a person to its memberships and their roles.
+const consoleUserFrom = ` users u JOIN memberships m ON m.user_id = u.id JOIN roles r ON r.id = m.role_id AND r.org_id = m.org_id `
 
 func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var u ConsoleUser
@@ -48,8 +54,8 @@ func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 }
 
 func (s *Store) listConsoleUsers(ctx context.Context, what, where string, args ...any) ([]ConsoleUser, error) {
-	rows, err := s.query(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE `+where+
-		` ORDER BY u.created_at, u.id`, args...)
+	rows, err := s.query(ctx, `SELECT `+consoleUserColumns+` FROM`+consoleUserFrom+`WHERE `+where+
+		` ORDER BY u.created_at, u.id, m.created_at, m.org_id`, args...)
 	var out []ConsoleUser
 	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		u, err := scanConsoleUser(r)
@@ -61,21 +67,34 @@ func (s *Store) listConsoleUsers(ctx context.Context, what, where string, args .
 	return out, nil
 }
 
-// UsersByEmail finds the console users with an e-mail address (lower case)
-// in every organization, oldest first: sign-in does not name one.
+// UsersByEmail finds the people with an e-mail address (lower case), oldest
+// first, each as a member of the organization a sign-in opens (the one it
+// switched to last while it belongs to it, else its oldest membership):
+// sign-in does not name an organization.
 func (s *Store) UsersByEmail(ctx context.Context, email string) ([]ConsoleUser, error) {
-	return s.listConsoleUsers(ctx, "users by e-mail", `u.email = ?`, email)
+	return s.listConsoleUsers(ctx, "users by e-mail", `u.email = ? AND m.org_id = `+entryOrg, email)
 }
 
-// ListUsers lists the organization's console users, oldest first.
+// MembersByEmail finds every membership of the people with an e-mail
+// address (lower case): one ConsoleUser per organization a person belongs
+// to.
+func (s *Store) MembersByEmail(ctx context.Context, email string) ([]ConsoleUser, error) {
+	return s.listConsoleUsers(ctx, "members by e-mail", `u.email = ?`, email)
+}
+
+// entryOrg is the organization a sign-in of person u opens.
+const entryOrg = `(SELECT em.org_id FROM memberships em WHERE em.user_id = u.id
+	ORDER BY CASE WHEN em.org_id = u.last_org_id THEN 0 ELSE 1 END, em.created_at, em.org_id LIMIT 1)`
+
+// ListUsers lists the organization's members, oldest first.
 func (s *Store) ListUsers(ctx context.Context, orgID string) ([]ConsoleUser, error) {
-	return s.listConsoleUsers(ctx, "list users", `u.org_id = ?`, orgID)
+	return s.listConsoleUsers(ctx, "list users", `m.org_id = ?`, orgID)
 }
 
-// CountUsers counts the organization's console users.
+// CountUsers counts the organization's members.
 func (s *Store) CountUsers(ctx context.Context, orgID string) (int, error) {
 	var n int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM users WHERE org_id = ?`, orgID).Scan(&n); err != nil {
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM memberships WHERE org_id = ?`, orgID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count users: %w", err)
 	}
 	return n, nil
@@ -108,7 +127,7 @@ func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *Instance
 			}
 		}
 		var inOrg, operators int
-		if err := tx.queryRow(ctx, `SELECT COUNT(CASE WHEN org_id = ? THEN 1 END), COUNT(CASE WHEN instance_operator = TRUE THEN 1 END) FROM users`,
+		if err := tx.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM memberships WHERE org_id = ?), COUNT(CASE WHEN instance_operator = TRUE THEN 1 END) FROM users`,
 			u.OrgID).Scan(&inOrg, &operators); err != nil {
 			return fmt.Errorf("store: count users: %w", err)
 		}
@@ -121,10 +140,8 @@ func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *Instance
 			return fmt.Errorf("store: read the proof's credential: %w", err)
 		}
 		u.InstanceOperator = operators == 0 && firstStart == 1
-		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, created_at)
-			VALUES (?, ?, ?, ?, ?, FALSE, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, millis(u.CreatedAt))
-		if err != nil {
-			return fmt.Errorf("store: create user: %w", err)
+		if err := tx.insertUser(ctx, u); err != nil {
+			return err
 		}
 		if u.InstanceOperator {
 			ie.TargetType, ie.TargetID = "user", u.ID
@@ -143,12 +160,15 @@ func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *Instance
 // instance operator answers ErrLastOperator.
 func (s *Store) SetUserDisabled(ctx context.Context, e *AuditEntry, orgID, id string, disabled bool) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
+		if err := tx.onlyMember(ctx, e, orgID, id); err != nil {
+			return err
+		}
 		if disabled {
-			if err := tx.keepAnOperator(ctx, orgID, id); err != nil {
+			if err := tx.keepAnOperator(ctx, "", id); err != nil {
 				return err
 			}
 		}
-		res, err := tx.exec(ctx, `UPDATE users SET disabled = ? WHERE org_id = ? AND id = ?`, disabled, orgID, id)
+		res, err := tx.exec(ctx, `UPDATE users SET disabled = ? WHERE id = ?`+memberOf, disabled, id, orgID)
 		if err != nil {
 			return fmt.Errorf("store: disable user: %w", err)
 		}
@@ -164,17 +184,31 @@ func (s *Store) SetUserDisabled(ctx context.Context, e *AuditEntry, orgID, id st
 	})
 }
 
-// DeleteUser deletes a console user and its sessions. Deleting the last
-// enabled instance operator answers ErrLastOperator.
+// DeleteUser deletes a console user and its sessions. A person who
+// belongs to other organizations too only leaves this one (its membership
+// and its sessions in the organization go; e's summary says
+// membershipOnly). Deleting the last enabled instance operator answers
+// ErrLastOperator.
 func (s *Store) DeleteUser(ctx context.Context, e *AuditEntry, orgID, id string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		if err := tx.keepAnOperator(ctx, orgID, id); err != nil {
+		others, err := tx.otherOrgs(ctx, orgID, id)
+		if err != nil {
+			return err
+		}
+		if others > 0 {
+			if e.Summary == nil {
+				e.Summary = map[string]any{}
+			}
+			e.Summary["membershipOnly"] = true
+			return tx.removeMembership(ctx, orgID, id)
+		}
+		if err := tx.keepAnOperator(ctx, "", id); err != nil {
 			return err
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM console_sessions WHERE user_id = ? AND org_id = ?`, id, orgID); err != nil {
 			return fmt.Errorf("store: end user sessions: %w", err)
 		}
-		res, err := tx.exec(ctx, `DELETE FROM users WHERE org_id = ? AND id = ?`, orgID, id)
+		res, err := tx.exec(ctx, `DELETE FROM users WHERE id = ?`+memberOf, id, orgID)
 		if err != nil {
 			return fmt.Errorf("store: delete user: %w", err)
 		}
@@ -258,7 +292,8 @@ func (s *Store) GetConsoleSession(ctx context.Context, idHash string) (ConsoleSe
 	var cs ConsoleSession
 	var created, seen int64
 	row := s.queryRow(ctx, `SELECT cs.csrf_token, cs.created_at, cs.last_seen_at, cs.ip, cs.user_agent, cs.stage, cs.pending_totp, `+consoleUserColumns+`
-		FROM console_sessions cs JOIN users u ON u.id = cs.user_id AND u.org_id = cs.org_id JOIN roles r ON r.id = u.role_id
+		FROM console_sessions cs JOIN users u ON u.id = cs.user_id
+		JOIN memberships m ON m.user_id = u.id AND m.org_id = cs.org_id JOIN roles r ON r.id = m.role_id AND r.org_id = m.org_id
 		WHERE cs.id_hash = ? AND u.disabled = FALSE`, idHash)
 	u, err := scanConsoleUser(prefixScanner{row, []any{&cs.CSRFToken, &created, &seen, &cs.IP, &cs.UserAgent, &cs.Stage, &cs.PendingTOTP}})
 	if errors.Is(err, sql.ErrNoRows) {

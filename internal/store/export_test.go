@@ -373,3 +373,20 @@ func (s *Store) FirstStringsForTest(ctx context.Context, query string, n int) ([
 	})
 	return out, err
 }
+
+// UndoMigration055ForTest takes the database back to before migration 055
+// (memberships): every account of one organization, as before.
+func (s *Store) UndoMigration055ForTest(ctx context.Context) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, q := range []string{
+			`DROP TABLE memberships`,
+			`ALTER TABLE users DROP COLUMN last_org_id`,
+			`DELETE FROM schema_migrations WHERE version = 55`,
+		} {
+			if _, err := tx.exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+}

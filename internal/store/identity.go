@@ -27,10 +27,11 @@ type SessionInfo struct {
 	Stage      string
 }
 
-// ListUserSessions lists the user's sessions, the most recently used first.
+// ListUserSessions lists the person's sessions (in every organization it
+// belongs to), the most recently used first.
 func (s *Store) ListUserSessions(ctx context.Context, orgID, userID string) ([]SessionInfo, error) {
 	rows, err := s.query(ctx, `SELECT id_hash, created_at, last_seen_at, ip, user_agent, stage FROM console_sessions
-		WHERE org_id = ? AND user_id = ? ORDER BY last_seen_at DESC, id_hash`, orgID, userID)
+		WHERE user_id IN (SELECT mo.user_id FROM memberships mo WHERE mo.org_id = ?) AND user_id = ? ORDER BY last_seen_at DESC, id_hash`, orgID, userID)
 	var out []SessionInfo
 	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var si SessionInfo
@@ -53,7 +54,7 @@ func (s *Store) ListUserSessions(ctx context.Context, orgID, userID string) ([]S
 func (s *Store) EndUserSessions(ctx context.Context, e *AuditEntry, orgID, userID, idHash, keep string) (int, error) {
 	var n int64
 	err := s.Audited(ctx, e, func(tx *Tx) error {
-		q, args := `DELETE FROM console_sessions WHERE org_id = ? AND user_id = ?`, []any{orgID, userID}
+		q, args := `DELETE FROM console_sessions WHERE user_id IN (SELECT mo.user_id FROM memberships mo WHERE mo.org_id = ?) AND user_id = ?`, []any{orgID, userID}
 		if idHash != "" {
 			q, args = q+` AND id_hash = ?`, append(args, idHash)
 		} else if keep != "" {
@@ -178,7 +179,7 @@ func (s *Store) EnableTOTP(ctx context.Context, e *AuditEntry, orgID, userID, se
 		return fmt.Errorf("store: enable TOTP: %w", err)
 	}
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = ?, totp_last_step = ? WHERE org_id = ? AND id = ?`, sealed, step, orgID, userID)
+		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = ?, totp_last_step = ? WHERE id = ?`+memberOf, sealed, step, userID, orgID)
 		if err != nil {
 			return fmt.Errorf("store: enable TOTP: %w", err)
 		}
@@ -197,7 +198,7 @@ func (s *Store) EnableTOTP(ctx context.Context, e *AuditEntry, orgID, userID, se
 func (s *Store) ReplaceRecoveryCodes(ctx context.Context, e *AuditEntry, orgID, userID string, hashes []string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
 		var secret string
-		err := tx.queryRow(ctx, `SELECT totp_secret FROM users WHERE org_id = ? AND id = ?`, orgID, userID).Scan(&secret)
+		err := tx.queryRow(ctx, `SELECT totp_secret FROM users WHERE id = ?`+memberOf, userID, orgID).Scan(&secret)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && secret == "" {
 			return fmt.Errorf("store: user with a second factor: %w", dberr.ErrNotFound)
 		}
@@ -212,7 +213,7 @@ func (s *Store) ReplaceRecoveryCodes(ctx context.Context, e *AuditEntry, orgID, 
 // user turned it off, or an administrator reset it).
 func (s *Store) RemoveTOTP(ctx context.Context, e *AuditEntry, orgID, userID string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = '', totp_last_step = 0 WHERE org_id = ? AND id = ?`, orgID, userID)
+		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = '', totp_last_step = 0 WHERE id = ?`+memberOf, userID, orgID)
 		if err != nil {
 			return fmt.Errorf("store: remove TOTP: %w", err)
 		}
@@ -247,11 +248,11 @@ func (s *Store) SetOrgRequireMFA(ctx context.Context, e *AuditEntry, orgID strin
 	})
 }
 
-// SetUserRole gives a user of the organization another role of it; the
-// user's sessions see it at once.
+// SetUserRole gives a member of the organization another role of it; the
+// person's sessions in the organization see it at once.
 func (s *Store) SetUserRole(ctx context.Context, e *AuditEntry, orgID, userID, roleID string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE users SET role_id = ? WHERE org_id = ? AND id = ?
+		res, err := tx.exec(ctx, `UPDATE memberships SET role_id = ? WHERE org_id = ? AND user_id = ?
 			AND EXISTS (SELECT 1 FROM roles WHERE roles.id = ? AND roles.org_id = ?)`, roleID, orgID, userID, roleID, orgID)
 		if err != nil {
 			return fmt.Errorf("store: set user role: %w", err)
@@ -259,16 +260,32 @@ func (s *Store) SetUserRole(ctx context.Context, e *AuditEntry, orgID, userID, r
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("store: user or role: %w", dberr.ErrNotFound)
 		}
-		return nil
+		return tx.syncAccountRole(ctx, userID)
 	})
 }
 
-// SetUserPassword stores a new password hash for a user. mustChange sends
-// the user to choose another at the next sign-in (an administrator's
-// reset); endSessions ends the user's sessions but keep ("": all).
+// SetUserPassword stores a new password hash for a user (the person's
+// own change). mustChange sends the user to choose another at the next
+// sign-in; endSessions ends the user's sessions but keep ("": all).
 func (s *Store) SetUserPassword(ctx context.Context, e *AuditEntry, orgID, userID, hash string, mustChange, endSessions bool, keep string) error {
+	return s.Audited(ctx, e, func(tx *Tx) error { return tx.setUserPassword(ctx, orgID, userID, hash, mustChange, endSessions, keep) })
+}
+
+// ResetUserPassword is an administrator's SetUserPassword: it ends every
+// session of the user, and refuses (ErrOtherOrgs) a person who belongs to
+// other organizations too.
+func (s *Store) ResetUserPassword(ctx context.Context, e *AuditEntry, orgID, userID, hash string, mustChange bool) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE users SET password_hash = ?, must_change_password = ? WHERE org_id = ? AND id = ?`, hash, mustChange, orgID, userID)
+		if err := tx.onlyMember(ctx, e, orgID, userID); err != nil {
+			return err
+		}
+		return tx.setUserPassword(ctx, orgID, userID, hash, mustChange, true, "")
+	})
+}
+
+func (tx *Tx) setUserPassword(ctx context.Context, orgID, userID, hash string, mustChange, endSessions bool, keep string) error {
+	{
+		res, err := tx.exec(ctx, `UPDATE users SET password_hash = ?, must_change_password = ? WHERE id = ?`+memberOf, hash, mustChange, userID, orgID)
 		if err != nil {
 			return fmt.Errorf("store: set password: %w", err)
 		}
@@ -285,5 +302,5 @@ func (s *Store) SetUserPassword(ctx context.Context, e *AuditEntry, orgID, userI
 			}
 		}
 		return nil
-	})
+	}
 }

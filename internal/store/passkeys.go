@@ -93,7 +93,7 @@ func (s *Store) AddPasskey(ctx context.Context, e *AuditEntry, p Passkey) (Passk
 			return fmt.Errorf("store: a user has at most %d passkeys: %w", MaxPasskeys, dberr.ErrConflict)
 		}
 		var owner string
-		err := tx.queryRow(ctx, `SELECT id FROM users WHERE id = ? AND org_id = ?`, p.UserID, p.OrgID).Scan(&owner)
+		err := tx.queryRow(ctx, `SELECT id FROM users WHERE id = ?`+memberOf, p.UserID, p.OrgID).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
@@ -119,7 +119,7 @@ func (s *Store) AddPasskey(ctx context.Context, e *AuditEntry, p Passkey) (Passk
 
 // ListPasskeys lists the user's passkeys, oldest first.
 func (s *Store) ListPasskeys(ctx context.Context, orgID, userID string) ([]Passkey, error) {
-	rows, err := s.query(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE org_id = ? AND user_id = ? ORDER BY created_at, id`, orgID, userID)
+	rows, err := s.query(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE user_id IN (SELECT mo.user_id FROM memberships mo WHERE mo.org_id = ?) AND user_id = ? ORDER BY created_at, id`, orgID, userID)
 	var out []Passkey
 	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		p, err := scanPasskey(r)
@@ -137,7 +137,7 @@ func (s *Store) ListPasskeys(ctx context.Context, orgID, userID string) ([]Passk
 // GetPasskey answers one passkey of the user (dberr.ErrNotFound when the user
 // has no such passkey).
 func (s *Store) GetPasskey(ctx context.Context, orgID, userID, id string) (Passkey, error) {
-	p, err := scanPasskey(s.queryRow(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE org_id = ? AND user_id = ? AND id = ?`, orgID, userID, id))
+	p, err := scanPasskey(s.queryRow(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE user_id IN (SELECT mo.user_id FROM memberships mo WHERE mo.org_id = ?) AND user_id = ? AND id = ?`, orgID, userID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("store: passkey: %w", dberr.ErrNotFound)
 	}
@@ -155,7 +155,7 @@ func (s *Store) RenamePasskey(ctx context.Context, e *AuditEntry, orgID, userID,
 	}
 	e.Summary["passkeyId"], e.Summary["name"] = id, name
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE user_passkeys SET name = ? WHERE org_id = ? AND user_id = ? AND id = ?`, name, orgID, userID, id)
+		res, err := tx.exec(ctx, `UPDATE user_passkeys SET name = ? WHERE user_id IN (SELECT mo.user_id FROM memberships mo WHERE mo.org_id = ?) AND user_id = ? AND id = ?`, name, orgID, userID, id)
 		if err != nil {
 			return fmt.Errorf("store: rename passkey: %w", err)
 		}
@@ -175,7 +175,7 @@ func (s *Store) RemovePasskey(ctx context.Context, e *AuditEntry, orgID, userID,
 	e.Summary["passkeyId"] = id
 	return s.Audited(ctx, e, func(tx *Tx) error {
 		var name string
-		err := tx.queryRow(ctx, `SELECT name FROM user_passkeys WHERE org_id = ? AND user_id = ? AND id = ?`, orgID, userID, id).Scan(&name)
+		err := tx.queryRow(ctx, `SELECT name FROM user_passkeys WHERE user_id IN (SELECT mo.user_id FROM memberships mo WHERE mo.org_id = ?) AND user_id = ? AND id = ?`, orgID, userID, id).Scan(&name)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("store: passkey: %w", dberr.ErrNotFound)
 		}
@@ -247,7 +247,10 @@ func (s *Store) TakePendingWebAuthn(ctx context.Context, idHash string) (string,
 // lost phone or key) and records e, with how many passkeys went.
 func (s *Store) ResetSecondFactor(ctx context.Context, e *AuditEntry, orgID, userID string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = '', totp_last_step = 0 WHERE org_id = ? AND id = ?`, orgID, userID)
+		if err := tx.onlyMember(ctx, e, orgID, userID); err != nil {
+			return err
+		}
+		res, err := tx.exec(ctx, `UPDATE users SET totp_secret = '', totp_last_step = 0 WHERE id = ?`+memberOf, userID, orgID)
 		if err != nil {
 			return fmt.Errorf("store: reset second factor: %w", err)
 		}
@@ -280,7 +283,7 @@ func (s *Store) PasskeyUser(ctx context.Context, credentialID []byte) (ConsoleUs
 	if err != nil {
 		return ConsoleUser{}, p, fmt.Errorf("store: read passkey: %w", err)
 	}
-	u, err := s.consoleUser(ctx, p.UserID)
+	u, err := s.consoleUser(ctx, p.UserID, "")
 	return u, p, err
 }
 

@@ -90,7 +90,7 @@ func roleUse(ctx context.Context, q interface {
 }, orgID, id string) (RoleUse, error) {
 	var u RoleUse
 	var sso int
-	err := q.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM users WHERE org_id = ? AND role_id = ?),
+	err := q.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM memberships WHERE org_id = ? AND role_id = ?),
 		(SELECT COUNT(*) FROM credentials WHERE org_id = ? AND role_id = ?),
 		(SELECT COUNT(*) FROM sso_configs WHERE org_id = ? AND (default_role_id = ? OR role_map LIKE ?))`,
 		orgID, id, orgID, id, orgID, id, `%"`+id+`"%`).Scan(&u.Users, &u.Credentials, &sso)

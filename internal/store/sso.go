@@ -279,7 +279,7 @@ type SSOIdentity struct {
 // account, or dberr.ErrNotFound.
 func (s *Store) SSOUserByIdentity(ctx context.Context, id SSOIdentity) (ConsoleUser, error) {
 	u, err := scanConsoleUser(s.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM sso_identities i JOIN users u ON u.id = i.user_id
-		JOIN roles r ON r.id = u.role_id WHERE i.org_id = ? AND i.issuer = ? AND i.subject = ?`, id.OrgID, id.Issuer, id.Subject))
+		JOIN memberships m ON m.user_id = u.id AND m.org_id = i.org_id JOIN roles r ON r.id = m.role_id AND r.org_id = m.org_id WHERE i.org_id = ? AND i.issuer = ? AND i.subject = ?`, id.OrgID, id.Issuer, id.Subject))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ConsoleUser{}, fmt.Errorf("store: SSO identity: %w", dberr.ErrNotFound)
 	}
@@ -310,11 +310,11 @@ func (s *Store) LinkSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity, 
 			lock = " FOR UPDATE OF u"
 		}
 		if userID != "" {
-			u, err = scanConsoleUser(tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id
-				WHERE u.org_id = ? AND u.id = ?`+lock, id.OrgID, userID))
+			u, err = scanConsoleUser(tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM`+consoleUserFrom+`
+				WHERE m.org_id = ? AND u.id = ?`+lock, id.OrgID, userID))
 		} else {
-			u, err = scanConsoleUser(tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id
-				WHERE u.org_id = ? AND u.email = ?`+lock, id.OrgID, id.Email))
+			u, err = scanConsoleUser(tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM`+consoleUserFrom+`
+				WHERE m.org_id = ? AND u.email = ?`+lock, id.OrgID, id.Email))
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("store: user %q: %w", id.Email, dberr.ErrNotFound)
@@ -366,33 +366,37 @@ func (s *Store) CreateSSOUser(ctx context.Context, e *AuditEntry, id SSOIdentity
 	u := User{ID: NewID(), OrgID: id.OrgID, Email: id.Email, RoleID: roleID, CreatedAt: now.UTC()}
 	e.TargetType, e.TargetID = "user", u.ID
 	err := s.Audited(ctx, e, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, created_at)
-			VALUES (?, ?, ?, '', ?, FALSE, FALSE, ?)`, u.ID, u.OrgID, u.Email, u.RoleID, millis(u.CreatedAt))
-		if isUniqueViolation(err) {
-			return fmt.Errorf("store: user %q exists: %w", u.Email, dberr.ErrConflict)
-		}
-		if err != nil {
-			return fmt.Errorf("store: create user: %w", err)
+		if err := tx.insertUser(ctx, u); err != nil {
+			return err
 		}
 		return tx.insertSSOIdentity(ctx, id, u.ID, now)
 	})
 	if err != nil {
 		return ConsoleUser{}, err
 	}
-	return s.consoleUser(ctx, u.ID)
+	return s.consoleUser(ctx, u.ID, u.OrgID)
 }
 
-// SetSSOUserRole gives a user the role its provider's claims map to, and
-// records e; it changes nothing (and records nothing) when the user has it.
+// SetSSOUserRole gives a user the role of its membership of the role's
+// organization its provider's claims map to, and records e; it changes
+// nothing (and records nothing) when the user has it.
 func (s *Store) SetSSOUserRole(ctx context.Context, e *AuditEntry, userID, roleID string) (ConsoleUser, error) {
+	var orgID string
 	err := s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.queryRow(ctx, `SELECT org_id FROM roles WHERE id = ?`, roleID).Scan(&orgID); err != nil {
+			return fmt.Errorf("store: read role: %w", err)
+		}
 		// Role mapping never changes an instance operator's account.
-		res, err := tx.exec(ctx, `UPDATE users SET role_id = ? WHERE id = ? AND role_id <> ? AND instance_operator = FALSE`, roleID, userID, roleID)
+		res, err := tx.exec(ctx, `UPDATE memberships SET role_id = ? WHERE user_id = ? AND org_id = ? AND role_id <> ?
+			AND user_id IN (SELECT id FROM users WHERE instance_operator = FALSE)`, roleID, userID, orgID, roleID)
 		if err != nil {
 			return fmt.Errorf("store: set user role: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
+		}
+		if err := tx.syncAccountRole(ctx, userID); err != nil {
+			return err
 		}
 		e.TargetType, e.TargetID = "user", userID
 		return tx.insertAudit(ctx, e)
@@ -400,11 +404,17 @@ func (s *Store) SetSSOUserRole(ctx context.Context, e *AuditEntry, userID, roleI
 	if err != nil {
 		return ConsoleUser{}, err
 	}
-	return s.consoleUser(ctx, userID)
+	return s.consoleUser(ctx, userID, orgID)
 }
 
-func (s *Store) consoleUser(ctx context.Context, id string) (ConsoleUser, error) {
-	u, err := scanConsoleUser(s.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE u.id = ?`, id))
+// consoleUser reads a person as a member of the organization orgID, or
+// ("") of the one a sign-in opens.
+func (s *Store) consoleUser(ctx context.Context, id, orgID string) (ConsoleUser, error) {
+	q, args := `SELECT `+consoleUserColumns+` FROM`+consoleUserFrom+`WHERE u.id = ? AND m.org_id = `+entryOrg, []any{id}
+	if orgID != "" {
+		q, args = `SELECT `+consoleUserColumns+` FROM`+consoleUserFrom+`WHERE u.id = ? AND m.org_id = ?`, []any{id, orgID}
+	}
+	u, err := scanConsoleUser(s.queryRow(ctx, q, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ConsoleUser{}, fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 	}

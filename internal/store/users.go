@@ -69,7 +69,13 @@ func (s *Store) CreateUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent
 	return u, nil
 }
 
+// insertUser stores a person with its membership of u.OrgID (role
+// u.RoleID); an e-mail address a member of the organization has already
+// answers dberr.ErrConflict.
 func (tx *Tx) insertUser(ctx context.Context, u User) error {
+	if err := tx.emailFree(ctx, u.OrgID, u.Email); err != nil {
+		return err
+	}
 	_, err := tx.exec(ctx, `INSERT INTO users (id, org_id, email, password_hash, role_id, disabled, instance_operator, must_change_password, created_at)
 		VALUES (?, ?, ?, ?, ?, FALSE, ?, ?, ?)`, u.ID, u.OrgID, u.Email, u.PasswordHash, u.RoleID, u.InstanceOperator, u.MustChangePassword, millis(u.CreatedAt))
 	if isUniqueViolation(err) {
@@ -78,7 +84,7 @@ func (tx *Tx) insertUser(ctx context.Context, u User) error {
 	if err != nil {
 		return fmt.Errorf("store: create user: %w", err)
 	}
-	return nil
+	return tx.insertMembership(ctx, u.ID, u.OrgID, u.RoleID, u.CreatedAt)
 }
 
 // CreateInvitedUser stores a console user without a password and its
@@ -110,7 +116,7 @@ func (s *Store) CreateInvitedUser(ctx context.Context, e *AuditEntry, u User, to
 // the hash of its token (dberr.ErrNotFound: no such invitation, used, expired
 // or its user disabled).
 func (s *Store) InvitedUser(ctx context.Context, tokenHash string, now time.Time) (ConsoleUser, error) {
-	users, err := s.listConsoleUsers(ctx, "find invitation", `u.disabled = FALSE AND u.id = (SELECT i.user_id FROM user_invitations i
+	users, err := s.listConsoleUsers(ctx, "find invitation", `u.disabled = FALSE AND m.org_id = u.org_id AND u.id = (SELECT i.user_id FROM user_invitations i
 		WHERE i.token_hash = ? AND i.expires_at > ?)`, tokenHash, millis(now))
 	if err != nil {
 		return ConsoleUser{}, err
@@ -140,7 +146,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, 
 		if _, err := tx.exec(ctx, `UPDATE users SET password_hash = ?, must_change_password = FALSE WHERE id = ?`, passwordHash, userID); err != nil {
 			return fmt.Errorf("store: set password: %w", err)
 		}
-		row := tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM users u JOIN roles r ON r.id = u.role_id WHERE u.id = ?`, userID)
+		row := tx.queryRow(ctx, `SELECT `+consoleUserColumns+` FROM`+consoleUserFrom+`WHERE u.id = ? AND m.org_id = u.org_id`, userID)
 		if u, err = scanConsoleUser(row); err != nil {
 			return fmt.Errorf("store: read user: %w", err)
 		}

@@ -1,0 +1,95 @@
+package console_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// pickOrg chooses an organization in the header's switcher and submits it.
+func (tb *tab) pickOrg(orgID, what string) {
+	tb.t.Helper()
+	tb.do("switch to "+what, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Evaluate[bool](`(function () { var s = document.querySelector("#org-pick"); s.value = "`+orgID+`";
+			s.form.requestSubmit(); return true; })()`)(ctx, t)
+		return chromedp.Void{}, err
+	}, chromedp.WaitVisible(chromedp.CSS("main .flash")))
+}
+
+func (tb *tab) currentOrg() string {
+	tb.t.Helper()
+	var got string
+	tb.do("the switcher's organization", func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		v, err := chromedp.Evaluate[string](`document.querySelector("#org-pick").selectedOptions[0].textContent`)(ctx, t)
+		got = v
+		return chromedp.Void{}, err
+	})
+	return got
+}
+
+// TestBrowserOrgSwitcher: in Chromium, at 1440 and 390 px, Ann joins her
+// Globex account on the Account page, switches between Acme and Globex
+// in the header, and each organization's pages show its own endpoints
+// only; the view across organizations lists both and its numbers open
+// the organization's list; every page fits a phone's width.
+func TestBrowserOrgSwitcher(t *testing.T) {
+	tb := newTab(t)
+	e := apitest.New(t)
+	globex := e.NewOrg("Globex")
+	addUser(t, e, e.Org, "ann@example.com", store.RoleAdministrator)
+	addUser(t, e, globex, "ann@example.com", store.RoleReadOnly)
+	enrollIn(t, e, e.Org, "m-acme", "acme-secret-pc")
+	enrollIn(t, e, globex, "m-globex", "globex-secret-pc")
+
+	tb.signInWithPassword(e.URL, "ann@example.com", "/console/account", "#account-join")
+	if got := tb.text("#org-name"); got != "Acme" {
+		t.Fatalf("the header names %q, want Acme", got)
+	}
+	tb.do("join the Globex account",
+		chromedp.SendKeys(chromedp.CSS("#join-password"), password),
+		chromedp.Submit(chromedp.CSS("#join-password")),
+		chromedp.WaitVisible(chromedp.CSS("#org-switch")))
+	tb.screenshot("joined")
+	for _, size := range []string{"desktop", "phone"} {
+		if size == "phone" {
+			tb.onPhone()
+		}
+		tb.visit(e.URL, "/console/endpoints", "acme-endpoints-"+size)
+		tb.fitsWidth("the Acme endpoints page (" + size + ")")
+		if got := tb.currentOrg(); got != "Acme (Administrator)" {
+			t.Fatalf("%s: the switcher shows %q", size, got)
+		}
+		if body := tb.text("main"); !strings.Contains(body, "acme-secret-pc") || strings.Contains(body, "globex-secret-pc") {
+			t.Fatalf("%s: Acme's endpoints page:\n%s", size, body)
+		}
+		tb.pickOrg(globex.ID, "Globex")
+		if got := tb.currentOrg(); got != "Globex (Read-only)" {
+			t.Fatalf("%s: after the switch the switcher shows %q", size, got)
+		}
+		tb.visit(e.URL, "/console/endpoints", "globex-endpoints-"+size)
+		tb.fitsWidth("the Globex endpoints page (" + size + ")")
+		if body := tb.text("main"); !strings.Contains(body, "globex-secret-pc") || strings.Contains(body, "acme-secret-pc") {
+			t.Fatalf("%s: Globex's endpoints page:\n%s", size, body)
+		}
+		// The view across organizations; Acme's number of endpoints
+		// switches back to Acme and opens its endpoints.
+		tb.visit(e.URL, "/console/organizations", "organizations-"+size)
+		tb.fitsWidth("the organizations page (" + size + ")")
+		if got := tb.text("#orgs tbody"); !strings.Contains(got, "Acme") || !strings.Contains(got, "Globex") || !strings.Contains(got, "Read-only") {
+			t.Fatalf("%s: the organizations table:\n%s", size, got)
+		}
+		tb.do("open Acme's endpoints from the table", chromedp.Click(chromedp.CSS("#orgs tbody tr:nth-child(1) td:nth-of-type(2) button")),
+			chromedp.WaitVisible(chromedp.CSS("main .flash")))
+		if p := tb.path(); p != "/console/endpoints" {
+			t.Fatalf("%s: Acme's number opened %s", size, p)
+		}
+		if body := tb.text("main"); !strings.Contains(body, "acme-secret-pc") {
+			t.Fatalf("%s: Acme's number opened:\n%s", size, body)
+		}
+	}
+}

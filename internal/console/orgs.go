@@ -1,0 +1,168 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/patchd/patchd/internal/auth"
+	"github.com/patchd/patchd/internal/dberr"
+	"github.com/patchd/patchd/internal/store"
+)
+
+// Memberships in the console: a person signs in once and works in one
+// organization at a time; the header's switcher moves the session to
+// another organization of the person, and the Account page joins an
+// account of the same e-mail address in other organizations, proved with
+// its password and second factor (docs/identity.md, "Memberships").
+
+func (c *Console) orgRoutes() {
+	c.page("POST /console/org", 0, c.orgSwitch)
+	c.page("POST /console/account/join", 0, c.accountJoin)
+	c.page("GET /console/organizations", 0, c.orgsPage)
+	c.page("GET /console/organizations.csv", 0, c.orgsCSV)
+}
+
+// orgSwitch moves the session to another organization of its person,
+// under a new session id and CSRF token, and opens next (a console page;
+// the dashboard by default): every page after it is of that
+// organization, under the person's role there. An organization that
+// requires a second factor is refused to a person without one.
+func (c *Console) orgSwitch(w http.ResponseWriter, r *http.Request, s *session) error {
+	orgID, next := r.PostFormValue("org"), safeNext(r.PostFormValue("next"))
+	if orgID == s.User.OrgID {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return nil
+	}
+	mems, err := c.store.Memberships(r.Context(), s.User.ID)
+	if err != nil {
+		return err
+	}
+	var to *store.Membership
+	for i := range mems {
+		if mems[i].OrgID == orgID {
+			to = &mems[i]
+		}
+	}
+	if to == nil {
+		return c.done(w, r, "/console/", badRequest("You do not belong to that organization."), "")
+	}
+	if !s.User.SecondFactor && s.User.PasswordHash != "" {
+		required, err := c.store.OrgRequiresMFA(r.Context(), orgID)
+		if err != nil {
+			return err
+		}
+		if required {
+			return c.done(w, r, "/console/account", badRequest(to.OrgName+" requires a second factor: set up an authenticator app or a passkey here first."), "")
+		}
+	}
+	id := randomToken()
+	err = c.store.SwitchSessionOrg(r.Context(), s.idHash, auth.HashSecret(id), randomToken(), orgID)
+	if errors.Is(err, dberr.ErrNotFound) {
+		return c.done(w, r, "/console/", badRequest("You do not belong to that organization."), "")
+	}
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, c.cookie(cookieSession, id, int(c.cfg.MaxAge.Seconds())))
+	e := &store.AuditEntry{OrgID: orgID, Actor: s.actor(), Address: s.addr, Action: "user.org_switch", TargetType: "user", TargetID: s.User.ID,
+		Summary: map[string]any{"role": to.RoleName}}
+	c.record(r, e)
+	setFlash(w, c, "ok", "You are working in "+to.OrgName+" ("+to.RoleName+").")
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+// accountJoin makes the signed-in person and another account of the same
+// e-mail address one person: the other account's password, and its
+// second factor (an authenticator code or a recovery code) when it has
+// one, prove it. Wrong answers count like wrong passwords on the Account
+// page.
+func (c *Console) accountJoin(w http.ResponseWriter, r *http.Request, s *session) error {
+	password, code := r.PostFormValue("password"), r.PostFormValue("code")
+	show := func(status int, msg string) error {
+		return c.renderAccount(w, r, s, status, func(d *accountData) { d.JoinError = msg })
+	}
+	if password == "" {
+		return show(http.StatusUnprocessableEntity, "Enter the other account's password.")
+	}
+	check, err := auth.BeginPasswordCheck()
+	if err != nil {
+		retryAfter(w, time.Second)
+		return show(http.StatusServiceUnavailable, "The server is checking too many passwords at once. Try again in a few seconds.")
+	}
+	defer check.End()
+	attempt, err := c.throttle.Begin(r.Context(), c.now(), auth.ThrottleKeys("console-join", s.User.ID, c.clientIP(r),
+		auth.Limit{Max: MaxSignInFailures, Window: SignInWindow}, auth.Limit{Max: MaxAddressSignInFailures, Window: SignInWindow})...)
+	var limited *auth.RateLimitedError
+	if errors.As(err, &limited) {
+		retryAfter(w, limited.RetryAfter)
+		return show(http.StatusTooManyRequests, "Too many wrong answers. Try again in "+waitText(limited.RetryAfter)+".")
+	}
+	if err != nil {
+		return err
+	}
+	people, err := c.store.UsersByEmail(r.Context(), s.User.Email)
+	if err != nil {
+		attempt.Release(context.WithoutCancel(r.Context()))
+		return err
+	}
+	var other *store.ConsoleUser
+	for i := range people {
+		if people[i].ID == s.User.ID || people[i].Disabled || people[i].PasswordHash == "" {
+			continue
+		}
+		if ok, err := check.Matches(password, people[i].PasswordHash); err == nil && ok {
+			other = &people[i]
+			break
+		}
+	}
+	check.End()
+	if other == nil {
+		// The attempt stays counted.
+		return show(http.StatusUnauthorized, "No other account with your e-mail address has that password.")
+	}
+	switch {
+	case other.TOTP:
+		method, err := c.checkSecondFactor(r, *other, code)
+		if errors.As(err, &limited) {
+			retryAfter(w, limited.RetryAfter)
+			return show(http.StatusTooManyRequests, "Too many wrong codes for that account. Try again in "+waitText(limited.RetryAfter)+".")
+		}
+		if err != nil {
+			return err
+		}
+		if method == "" {
+			c.record(r, c.userAudit(r, *other, "user.sign_in_failed", map[string]any{"reason": "second factor", "join": true}))
+			return show(http.StatusUnauthorized, "That code of the other account's authenticator app is wrong or was used already.")
+		}
+	case other.Passkeys > 0:
+		return show(http.StatusUnprocessableEntity, "The other account's second factor is a passkey only: sign in to it, add an authenticator app on its Account page, and join with a code of it.")
+	case other.MustChangePassword:
+		return show(http.StatusUnprocessableEntity, "The other account's password is a one-time password: sign in to it and choose your own first.")
+	default:
+		required, err := c.store.OrgRequiresMFA(r.Context(), other.OrgID)
+		if err != nil {
+			return err
+		}
+		if required {
+			return show(http.StatusUnprocessableEntity, "The other account's organization requires a second factor it has not set up: sign in to it once to set one up, then join.")
+		}
+	}
+	attempt.Release(context.WithoutCancel(r.Context()))
+	joined, err := c.store.JoinAccounts(r.Context(), s.User.ID, other.ID, func(orgID string) *store.AuditEntry {
+		return &store.AuditEntry{Actor: s.actor(), Address: s.addr, Action: "user.join"}
+	})
+	if err != nil {
+		return err
+	}
+	return c.done(w, r, "/console/account", nil, joinedText(len(joined)))
+}
+
+func joinedText(n int) string {
+	if n == 1 {
+		return "The accounts are joined: you now belong to one more organization (the switcher at the top)."
+	}
+	return "The accounts are joined: the organizations of the other account are in the switcher at the top."
+}
