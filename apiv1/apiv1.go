@@ -151,6 +151,32 @@ type Update struct {
 	// whose fixed build, in Microsoft's security update data, is at or
 	// below the build this KB brings), in CVE order.
 	CVEs []string `json:"cves"`
+	// The update's severity and risk from what it fixes (patchd
+	// additions, docs/vulnerabilities.md): severity is, for an
+	// application or Linux package update that fixes CVEs found on the
+	// fleet, the highest severity of those CVEs (a CVE in CISA's KEV
+	// catalog counts as Critical), never below the vendor's;
+	// vendorSeverity is what the vendor says (MSRC, a distribution's
+	// advisory, Unspecified); severityReason says why ("fixes 3 CVEs ·
+	// KEV · CVSS 9.8 · EPSS 0.94", "" when it fixes none known). cveCount,
+	// kev, maxCvss and maxEpss are counted over every endpoint missing the
+	// update; riskScore (0-100) is the highest risk of those CVEs, riskCve
+	// that CVE and riskReason how its score is made.
+	UpdateRisk
+}
+
+// UpdateRisk is what an update key fixes across the fleet and the severity
+// and risk it gives (the patchd additions of Update).
+type UpdateRisk struct {
+	VendorSeverity string   `json:"vendorSeverity"`
+	SeverityReason string   `json:"severityReason"`
+	CVECount       int      `json:"cveCount"`
+	KEV            bool     `json:"kev"`
+	MaxCVSS        *float64 `json:"maxCvss"`
+	MaxEPSS        *float64 `json:"maxEpss"`
+	RiskScore      float64  `json:"riskScore"`
+	RiskCVE        *string  `json:"riskCve"`
+	RiskReason     string   `json:"riskReason"`
 }
 
 // SoftwareRow is one row per endpoint × application.
