@@ -238,6 +238,15 @@ type Vulnerability struct {
 	// RemediatedBy is a patchd addition: the updates that fix the CVE on
 	// the organization's affected endpoints, most endpoints first.
 	RemediatedBy []Remediation `json:"remediatedBy"`
+	// EPSS and EPSSPercentile are patchd additions: FIRST's probability
+	// (0-1) that the CVE is exploited in the next 30 days and its
+	// percentile, null without an EPSS score. RiskScore (0-100) is 5 ×
+	// CVSS + 30 × EPSS + 20 when in KEV; RiskReason says how it is made
+	// (docs/vulnerabilities.md).
+	EPSS           *float64 `json:"epss"`
+	EPSSPercentile *float64 `json:"epssPercentile"`
+	RiskScore      float64  `json:"riskScore"`
+	RiskReason     string   `json:"riskReason"`
 }
 
 // Remediation is one update that fixes a CVE on some of an organization's

@@ -43,6 +43,23 @@ func cveFacts(ctx context.Context, query func(context.Context, string, ...any) (
 		}); err != nil {
 			return nil, fmt.Errorf("store: CVE facts: %w", err)
 		}
+		rows, err = query(ctx, `SELECT cve_id, cvss FROM msrc_cves WHERE cvss IS NOT NULL AND cve_id IN `+in, part...)
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
+			var id string
+			var cvss float64
+			if err := r.Scan(&id, &cvss); err != nil {
+				return err
+			}
+			if f := get(id); f.CVSS == nil {
+				// Microsoft's score, for a CVE the NVD has not scored (as
+				// the vulnerability list reads it).
+				f.CVSS = &cvss
+				out[id] = f
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("store: CVE facts: %w", err)
+		}
 		rows, err = query(ctx, `SELECT cve_id FROM vuln_kev WHERE cve_id IN `+in, part...)
 		if err := eachRow(rows, err, func(r *sql.Rows) error {
 			var id string

@@ -95,6 +95,44 @@ func TestApplicationUpdateSeverityFromFixedCVEs(t *testing.T) {
 	}
 }
 
+// The CVE list sorted by risk (sort=risk, a patchd addition) puts the KEV
+// CVEs of high CVSS and EPSS first, each with its score's reason; minEpss
+// keeps the CVEs of at least that EPSS; a bad sort is a 400.
+func TestVulnerabilitiesByRisk(t *testing.T) {
+	env := simWindowsFleet(t, 60)
+	ctx := context.Background()
+	page, err := env.Admin.ListVulnerabilities(ctx, client.VulnerabilityQuery{Sort: "risk", PageQuery: client.PageQuery{Limit: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i, v := range page.Items {
+		ids = append(ids, v.CVEID)
+		if i > 0 && v.RiskScore > page.Items[i-1].RiskScore {
+			t.Errorf("%s (risk %v) after %s (%v)", v.CVEID, v.RiskScore, page.Items[i-1].CVEID, page.Items[i-1].RiskScore)
+		}
+	}
+	if len(ids) < 3 || ids[0] != "CVE-2024-9680" || page.Items[0].RiskScore != 72.9 || page.Items[0].EPSS == nil || *page.Items[0].EPSSPercentile != 0.93758 ||
+		page.Items[0].RiskReason != "CVSS 9.8 × 5 = 49 + EPSS 0.12889 × 30 = 3.87 + in KEV 20 = 72.9" {
+		t.Fatalf("by risk: %v, first %+v", ids, page.Items[0])
+	}
+	page, err = env.Admin.ListVulnerabilities(ctx, client.VulnerabilityQuery{MinEPSS: "0.1", Sort: "risk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range page.Items {
+		if v.EPSS == nil || *v.EPSS < 0.1 {
+			t.Errorf("minEpss 0.1 lists %s (EPSS %v)", v.CVEID, v.EPSS)
+		}
+	}
+	if page.Total == 0 {
+		t.Error("minEpss 0.1 lists nothing")
+	}
+	if _, err := env.Admin.ListVulnerabilities(ctx, client.VulnerabilityQuery{Sort: "fear"}); !client.IsStatus(err, 400) {
+		t.Errorf("sort=fear: %v", err)
+	}
+}
+
 func hasCVE(list []string, id string) bool {
 	for _, c := range list {
 		if c == id {
