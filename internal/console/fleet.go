@@ -305,9 +305,13 @@ func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) 
 		if keys := r.PostForm["keys"]; len(keys) > 0 {
 			payload["mode"], payload["keys"] = "selected", keys
 		}
+		filters := riskFilters(r.PostForm)
 		if cves := r.PostForm["cves"]; len(cves) > 0 {
 			// The updates that fix these CVEs, on each endpoint its own.
-			payload["mode"], payload["filters"] = "filters", map[string]any{"cves": cves}
+			filters["cves"] = cves
+		}
+		if len(filters) > 0 {
+			payload["mode"], payload["filters"] = "filters", filters
 		}
 		payload["approvalMode"] = r.PostFormValue("approvalMode")
 	case "DEPLOY_SOFTWARE":
