@@ -200,6 +200,10 @@ type endpointData struct {
 	// Findings are the endpoint's CVEs (with vulnerabilities.view).
 	Findings     []store.EndpointFinding
 	ShowFindings bool
+	// Risk is the endpoint's risk score (the highest of its CVEs') and
+	// RiskReason how it is made.
+	Risk       float64
+	RiskReason string
 }
 
 func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -221,6 +225,9 @@ func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *sess
 	if s.can(perm.VulnerabilitiesView) {
 		d.ShowFindings = true
 		if d.Findings, err = c.store.EndpointFindings(r.Context(), s.User.OrgID, e.ID); err != nil {
+			return err
+		}
+		if d.Risk, d.RiskReason, err = c.store.EndpointRisk(r.Context(), s.User.OrgID, e.ID); err != nil {
 			return err
 		}
 	}

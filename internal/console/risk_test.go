@@ -35,10 +35,13 @@ func TestConsoleShowsSeverityReasonAndDeploysByRisk(t *testing.T) {
 		vulndb.By{Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
+	var ids []string
 	for i := range 60 {
 		if sim.Platform(1, i) == "windows" {
 			doc := sim.Generate(1, i)
-			e.Enroll(fmt.Sprintf("sim-%d", i), doc.System.Hostname, "windows").MustInventory(doc)
+			a := e.Enroll(fmt.Sprintf("sim-%d", i), doc.System.Hostname, "windows")
+			a.MustInventory(doc)
+			ids = append(ids, a.ID)
 		}
 	}
 	if _, _, err := (&vulndb.Matcher{Store: e.Store, Holder: "test"}).RunOnce(ctx); err != nil {
@@ -74,6 +77,26 @@ func TestConsoleShowsSeverityReasonAndDeploysByRisk(t *testing.T) {
 	if risk := between(page, `id="vuln-risk">`, "</dd>"); !strings.Contains(risk, "72.9") || !strings.Contains(risk, "in KEV 20") ||
 		!strings.Contains(page, "0.12889") {
 		t.Errorf("the CVE page's risk: %q", risk)
+	}
+
+	// An endpoint with CVE-2024-9680: its risk is that CVE's.
+	var withFirefox string
+	for _, id := range ids {
+		fs, err := e.Store.EndpointFindings(ctx, e.Org.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(fs, func(f store.EndpointFinding) bool { return f.CVEID == "CVE-2024-9680" }) {
+			withFirefox = id
+		}
+	}
+	if withFirefox == "" {
+		t.Fatal("no endpoint has CVE-2024-9680")
+	}
+	_, page = b.get("/console/endpoints/" + withFirefox)
+	if risk := html.UnescapeString(between(page, `id="endpoint-risk">`, "</p>")); !strings.Contains(risk, "<strong>72.9</strong>") ||
+		!strings.Contains(risk, "CVE-2024-9680: CVSS 9.8 × 5 = 49") {
+		t.Errorf("the endpoint page's risk: %q", risk)
 	}
 
 	b.get("/console/automations/new")

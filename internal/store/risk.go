@@ -320,3 +320,35 @@ func (r *ReadTx) fillUpdateRisk(ctx context.Context, orgID string, page []apiv1.
 	}
 	return nil
 }
+
+// EndpointRisk answers an endpoint's risk score: the highest risk of the
+// CVEs found on it (0 without any), and how it is made ("CVE-2024-9680:
+// CVSS 9.8 × 5 = 49 + …"; "" without a CVE).
+func (s *Store) EndpointRisk(ctx context.Context, orgID, endpointID string) (float64, string, error) {
+	rows, err := s.query(ctx, `SELECT DISTINCT cve_id FROM endpoint_vulns WHERE org_id = ? AND endpoint_id = ?`, orgID, endpointID)
+	ids, err := scanRows(rows, err, scanString)
+	if err != nil {
+		return 0, "", fmt.Errorf("store: endpoint risk: %w", err)
+	}
+	slices.Sort(ids)
+	facts, err := s.CVEFacts(ctx, ids)
+	if err != nil {
+		return 0, "", err
+	}
+	var f vulns.Fixes
+	for _, id := range ids {
+		c, ok := facts[id]
+		if !ok {
+			c = vulns.CVEFacts{ID: id}
+		}
+		f.Add(c)
+	}
+	if f.Top == "" {
+		return 0, "", nil
+	}
+	top, ok := facts[f.Top]
+	if !ok {
+		top = vulns.CVEFacts{ID: f.Top}
+	}
+	return f.Risk, f.Top + ": " + top.RiskReason(), nil
+}
