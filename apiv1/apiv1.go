@@ -151,6 +151,32 @@ type Update struct {
 	// whose fixed build, in Microsoft's security update data, is at or
 	// below the build this KB brings), in CVE order.
 	CVEs []string `json:"cves"`
+	// The update's severity and risk from what it fixes (patchd
+	// additions, docs/vulnerabilities.md): severity is, for an
+	// application or Linux package update that fixes CVEs found on the
+	// fleet, the highest severity of those CVEs (a CVE in CISA's KEV
+	// catalog counts as Critical), never below the vendor's;
+	// vendorSeverity is what the vendor says (MSRC, a distribution's
+	// advisory, Unspecified); severityReason says why ("fixes 3 CVEs ·
+	// KEV · CVSS 9.8 · EPSS 0.94", "" when it fixes none known). cveCount,
+	// kev, maxCvss and maxEpss are counted over every endpoint missing the
+	// update; riskScore (0-100) is the highest risk of those CVEs, riskCve
+	// that CVE and riskReason how its score is made.
+	UpdateRisk
+}
+
+// UpdateRisk is what an update key fixes across the fleet and the severity
+// and risk it gives (the patchd additions of Update).
+type UpdateRisk struct {
+	VendorSeverity string   `json:"vendorSeverity"`
+	SeverityReason string   `json:"severityReason"`
+	CVECount       int      `json:"cveCount"`
+	KEV            bool     `json:"kev"`
+	MaxCVSS        *float64 `json:"maxCvss"`
+	MaxEPSS        *float64 `json:"maxEpss"`
+	RiskScore      float64  `json:"riskScore"`
+	RiskCVE        *string  `json:"riskCve"`
+	RiskReason     string   `json:"riskReason"`
 }
 
 // SoftwareRow is one row per endpoint × application.
@@ -212,6 +238,15 @@ type Vulnerability struct {
 	// RemediatedBy is a patchd addition: the updates that fix the CVE on
 	// the organization's affected endpoints, most endpoints first.
 	RemediatedBy []Remediation `json:"remediatedBy"`
+	// EPSS and EPSSPercentile are patchd additions: FIRST's probability
+	// (0-1) that the CVE is exploited in the next 30 days and its
+	// percentile, null without an EPSS score. RiskScore (0-100) is 5 ×
+	// CVSS + 30 × EPSS + 20 when in KEV; RiskReason says how it is made
+	// (docs/vulnerabilities.md).
+	EPSS           *float64 `json:"epss"`
+	EPSSPercentile *float64 `json:"epssPercentile"`
+	RiskScore      float64  `json:"riskScore"`
+	RiskReason     string   `json:"riskReason"`
 }
 
 // Remediation is one update that fixes a CVE on some of an organization's

@@ -268,6 +268,10 @@ type VulnerabilityQuery struct {
 	// Remediation keeps one remediation status: Overdue, Due soon, Due
 	// later (a patchd addition).
 	Remediation string
+	// MinEPSS keeps the CVEs of at least this EPSS probability (0-1);
+	// Sort "risk" lists the highest risk score first (patchd additions).
+	MinEPSS string
+	Sort    string
 }
 
 // ListVulnerabilities reads one page of vulnerabilities.
@@ -275,6 +279,8 @@ func (c *Client) ListVulnerabilities(ctx context.Context, q VulnerabilityQuery) 
 	v := q.values()
 	set(v, "minCvss", q.MinCVSS)
 	set(v, "remediation", q.Remediation)
+	set(v, "minEpss", q.MinEPSS)
+	set(v, "sort", q.Sort)
 	if q.KEV {
 		v.Set("kev", "1")
 	}

@@ -48,15 +48,21 @@ type Filters struct {
 	Types      []string `json:"types"`
 	Sources    []string `json:"sources"`
 	// CVEs keeps the updates that fix one of these CVEs on the endpoint;
-	// KEV those that fix a CVE in CISA's KEV catalog (patchd additions).
-	CVEs []string `json:"cves,omitempty"`
-	KEV  bool     `json:"kev,omitempty"`
+	// KEV those that fix a CVE in CISA's KEV catalog; MinCVSS those that
+	// fix a CVE of at least this CVSS base score (0-10); MinEPSS those that
+	// fix a CVE of at least this EPSS probability (0-1) (patchd additions,
+	// docs/vulnerabilities.md).
+	CVEs    []string `json:"cves,omitempty"`
+	KEV     bool     `json:"kev,omitempty"`
+	MinCVSS *float64 `json:"minCvss,omitempty"`
+	MinEPSS *float64 `json:"minEpss,omitempty"`
 }
 
 // NeedsFixes tells whether the filters select by the CVEs an update fixes
-// (Missing.CVEs and KEV must then be filled in).
+// (Missing.CVEs, KEV, MaxCVSS and MaxEPSS must then be filled in).
 func (s Selection) NeedsFixes() bool {
-	return s.Mode == ModeFilters && (len(s.Filters.CVEs) > 0 || s.Filters.KEV)
+	f := s.Filters
+	return s.Mode == ModeFilters && (len(f.CVEs) > 0 || f.KEV || f.MinCVSS != nil || f.MinEPSS != nil)
 }
 
 // cveID is a CVE id such as CVE-2023-4863.
@@ -172,6 +178,18 @@ func (b selectionBody) check(prefix string) (Selection, []valid.Problem) {
 			}
 		}
 		s.Filters.KEV = b.Filters.KEV
+		if v := b.Filters.MinCVSS; v != nil {
+			if *v < 0 || *v > 10 {
+				errs.Add(prefix+"filters.minCvss", "must be a CVSS base score from 0 to 10")
+			}
+			s.Filters.MinCVSS = v
+		}
+		if v := b.Filters.MinEPSS; v != nil {
+			if *v < 0 || *v > 1 {
+				errs.Add(prefix+"filters.minEpss", "must be an EPSS probability from 0 to 1")
+			}
+			s.Filters.MinEPSS = v
+		}
 		for i, v := range b.Filters.Sources {
 			list, ok := sourceSpellings[strings.ToLower(strings.TrimSpace(v))]
 			if !ok {
@@ -227,9 +245,12 @@ type Missing struct {
 	// this (application) update fixes, or "" when it fixes none known.
 	FixesVulnerability string
 	// CVEs are the CVEs of the endpoint this update fixes; KEV is set when
-	// one of them is in CISA's KEV catalog (read when NeedsFixes).
-	CVEs []string
-	KEV  bool
+	// one of them is in CISA's KEV catalog, MaxCVSS and MaxEPSS are their
+	// highest CVSS base score and EPSS probability (read when NeedsFixes).
+	CVEs    []string
+	KEV     bool
+	MaxCVSS *float64
+	MaxEPSS *float64
 }
 
 // HasSource tells whether the agent has a way to install the update: a
@@ -293,6 +314,12 @@ func (s Selection) matches(m Missing) bool {
 			return false
 		}
 		if f.KEV && !m.KEV {
+			return false
+		}
+		if f.MinCVSS != nil && (m.MaxCVSS == nil || *m.MaxCVSS < *f.MinCVSS) {
+			return false
+		}
+		if f.MinEPSS != nil && (m.MaxEPSS == nil || *m.MaxEPSS < *f.MinEPSS) {
 			return false
 		}
 		if len(f.CVEs) > 0 && !slices.ContainsFunc(m.CVEs, func(c string) bool { return contains(f.CVEs, c) }) {

@@ -31,6 +31,19 @@ func (a *API) listVulns(w http.ResponseWriter, r *http.Request) error {
 		}
 		q.MinCVSS = &f
 	}
+	// minEpss and sort are patchd additions.
+	if s := strings.TrimSpace(v.Get("minEpss")); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+			return httpx.InvalidRequest("minEpss must be a number from 0 to 1")
+		}
+		q.MinEPSS = &f
+	}
+	switch q.Sort = strings.TrimSpace(v.Get("sort")); q.Sort {
+	case "", "cvss", "risk":
+	default:
+		return httpx.InvalidRequest("sort must be cvss (the default) or risk")
+	}
 	if q.KEVOnly, err = flagParam(v.Get("kev"), "kev"); err != nil {
 		return err
 	}

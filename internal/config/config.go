@@ -148,6 +148,8 @@ type Feeds struct {
 	NVDURL    string
 	NVDAPIKey string
 	KEVURL    string
+	// EPSSURL is FIRST's daily EPSS file (gzipped CSV).
+	EPSSURL string
 	// OSVURLs is a comma-separated list of OSV files or zips.
 	OSVURLs string
 	// MSRCURL is the MSRC CVRF API; the month's id ("2025-Nov") is appended.
@@ -171,7 +173,7 @@ func (f Feeds) Validate() error {
 	return nil
 }
 
-// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url, --osv-url, --msrc-url, --msrc-since and
+// FeedFlags registers --nvd-url, --nvd-api-key, --kev-url, --epss-url, --osv-url, --msrc-url, --msrc-since and
 // --office-builds-url.
 // An empty value skips that feed.
 func FeedFlags(fs *flag.FlagSet, f *Feeds) {
@@ -180,6 +182,7 @@ func FeedFlags(fs *flag.FlagSet, f *Feeds) {
 	fs.StringVar(&f.NVDURL, "nvd-url", Env("PATCHD_NVD_URL", feeds.NVDAPIURL), "NVD CVE API 2.0 address, synced incrementally; empty skips (env PATCHD_NVD_URL)")
 	fs.StringVar(&f.NVDAPIKey, "nvd-api-key", Env("PATCHD_NVD_API_KEY", ""), "NVD API key: 50 requests per 30 s instead of 5 (env PATCHD_NVD_API_KEY)")
 	fs.StringVar(&f.KEVURL, "kev-url", Env("PATCHD_KEV_URL", feeds.KEVURL), "CISA KEV catalog address; empty skips (env PATCHD_KEV_URL)")
+	fs.StringVar(&f.EPSSURL, "epss-url", Env("PATCHD_EPSS_URL", feeds.EPSSURL), "FIRST's daily EPSS scores, gzipped CSV; empty skips (env PATCHD_EPSS_URL)")
 	fs.StringVar(&f.OSVURLs, "osv-url", Env("PATCHD_OSV_URL", osvDefault), "comma-separated OSV files or zips; empty skips (env PATCHD_OSV_URL)")
 	fs.StringVar(&f.MSRCURL, "msrc-url", Env("PATCHD_MSRC_URL", feeds.MSRCURL), "MSRC CVRF API (the month, 2025-Nov, is appended); empty skips (env PATCHD_MSRC_URL)")
 	fs.StringVar(&f.MSRCSince, "msrc-since", Env("PATCHD_MSRC_SINCE", ""), "first month of the first MSRC sync, YYYY-MM (default twelve months back; env PATCHD_MSRC_SINCE)")

@@ -167,8 +167,19 @@ func actionPayload(f url.Values) map[string]any {
 		}
 	case "DEPLOY_UPDATES":
 		p["mode"], p["approvalMode"], p["filterVersion"] = "all", f.Get("approvalMode"), 2
+		filters := riskFilters(f)
 		if sev := f["severities"]; len(sev) > 0 {
-			p["mode"], p["filters"] = "filters", map[string]any{"severities": sev}
+			filters["severities"] = sev
+		}
+		if len(filters) > 0 {
+			// In the shape the API stores (empty lists included), so that
+			// the edit form knows the payload as its own.
+			for _, k := range []string{"severities", "types", "sources"} {
+				if _, ok := filters[k]; !ok {
+					filters[k] = []string{}
+				}
+			}
+			p["mode"], p["filters"] = "filters", filters
 		}
 	case "REBOOT":
 		p["message"] = f.Get("message")
@@ -181,6 +192,24 @@ func actionPayload(f url.Values) map[string]any {
 		p["name"] = f.Get("softwareName")
 	}
 	return p
+}
+
+// riskFilters reads the deploy-by-risk fields of a form into DEPLOY_UPDATES
+// filters (patchd additions): kev ("true": the updates that fix a CVE in
+// CISA's KEV catalog), minCvss and minEpss (the updates that fix a CVE of
+// at least that CVSS base score or EPSS probability). An empty field adds
+// nothing; the API checks the ranges.
+func riskFilters(f url.Values) map[string]any {
+	out := map[string]any{}
+	if f.Get("kev") == "true" {
+		out["kev"] = true
+	}
+	for _, k := range []string{"minCvss", "minEpss"} {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(f.Get(k)), 64); err == nil {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // automationBody turns the editor's form into an AutomationBody. A ONCE

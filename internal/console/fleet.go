@@ -200,6 +200,10 @@ type endpointData struct {
 	// Findings are the endpoint's CVEs (with vulnerabilities.view).
 	Findings     []store.EndpointFinding
 	ShowFindings bool
+	// Risk is the endpoint's risk score (the highest of its CVEs') and
+	// RiskReason how it is made.
+	Risk       float64
+	RiskReason string
 }
 
 func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -221,6 +225,9 @@ func (c *Console) endpointDetail(w http.ResponseWriter, r *http.Request, s *sess
 	if s.can(perm.VulnerabilitiesView) {
 		d.ShowFindings = true
 		if d.Findings, err = c.store.EndpointFindings(r.Context(), s.User.OrgID, e.ID); err != nil {
+			return err
+		}
+		if d.Risk, d.RiskReason, err = c.store.EndpointRisk(r.Context(), s.User.OrgID, e.ID); err != nil {
 			return err
 		}
 	}
@@ -305,9 +312,13 @@ func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) 
 		if keys := r.PostForm["keys"]; len(keys) > 0 {
 			payload["mode"], payload["keys"] = "selected", keys
 		}
+		filters := riskFilters(r.PostForm)
 		if cves := r.PostForm["cves"]; len(cves) > 0 {
 			// The updates that fix these CVEs, on each endpoint its own.
-			payload["mode"], payload["filters"] = "filters", map[string]any{"cves": cves}
+			filters["cves"] = cves
+		}
+		if len(filters) > 0 {
+			payload["mode"], payload["filters"] = "filters", filters
 		}
 		payload["approvalMode"] = r.PostFormValue("approvalMode")
 	case "DEPLOY_SOFTWARE":

@@ -203,6 +203,14 @@ func automationValues(a store.Automation, loc *time.Location) (f url.Values, kee
 			f.Set("approvalMode", m)
 		}
 		if flt, ok := p["filters"].(map[string]any); ok {
+			if flt["kev"] == true {
+				f.Set("kev", "true")
+			}
+			for _, k := range []string{"minCvss", "minEpss"} {
+				if v, ok := flt[k].(float64); ok {
+					f.Set(k, strconv.FormatFloat(v, 'f', -1, 64))
+				}
+			}
 			if sev, ok := flt["severities"].([]any); ok {
 				for _, s := range sev {
 					if v, ok := s.(string); ok {

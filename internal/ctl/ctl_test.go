@@ -613,6 +613,14 @@ func TestActionsAutomationsAndRuns(t *testing.T) {
 	if r := h.run("", "actions", "run", "--type", "REBOOT", "--endpoints", ids[0], "--fix-kev"); r.code == 0 || !strings.Contains(r.stderr, "--fix-kev") {
 		t.Errorf("actions run REBOOT --fix-kev: exit %d\n%s", r.code, r.stderr)
 	}
+	if r := h.run("", "actions", "run", "--type", "DEPLOY_UPDATES", "--endpoints", ids[0], "--fix-min-epss", "0.5"); r.code == 0 ||
+		!strings.Contains(r.stderr, "422") {
+		t.Errorf("actions run --fix-min-epss: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := h.run("", "actions", "run", "--type", "DEPLOY_UPDATES", "--endpoints", ids[0], "--fix-min-cvss", "11"); r.code == 0 ||
+		!strings.Contains(r.stderr, "payload.filters.minCvss") {
+		t.Errorf("actions run --fix-min-cvss 11: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 	var cmds apiv1.List[apiv1.RunCommand]
 	h.okJSON(&cmds, "runs", "get", started.RunID, "--watch", "--interval", "100ms", "--timeout", "1m")
 	if cmds.Total != 1 || cmds.Items[0].Status != "SUCCESS" || cmds.Items[0].MachineID != ids[2] {

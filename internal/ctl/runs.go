@@ -54,7 +54,7 @@ func finished(status string) bool {
 
 func runCommands() []command {
 	return []command{
-		{name: "actions run", args: "--type TYPE --endpoints ID,… [--payload JSON | --payload-file F | --script TEXT | --fix-cve ID… | --fix-kev] [--watch]",
+		{name: "actions run", args: "--type TYPE --endpoints ID,… [--payload JSON | --payload-file F | --script TEXT | --fix-cve ID… | --fix-kev | --fix-min-cvss N | --fix-min-epss P] [--watch]",
 			summary: "queue a one-off action on endpoints",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				typ := fs.String("type", "", "action `TYPE`: "+strings.Join(actionTypes, ", "))
@@ -68,6 +68,8 @@ func runCommands() []command {
 				var fixCVEs listFlag
 				fs.Var(&fixCVEs, "fix-cve", "DEPLOY_UPDATES: on each endpoint, the updates that fix the CVE `IDS` (comma-separated or repeated; a patchd addition)")
 				fixKEV := fs.Bool("fix-kev", false, "DEPLOY_UPDATES: on each endpoint, the updates that fix a CVE in CISA's KEV catalog (a patchd addition)")
+				minCVSS := fs.Float64("fix-min-cvss", -1, "DEPLOY_UPDATES: on each endpoint, the updates that fix a CVE of CVSS base score at least `N` (0-10; a patchd addition)")
+				minEPSS := fs.Float64("fix-min-epss", -1, "DEPLOY_UPDATES: on each endpoint, the updates that fix a CVE of EPSS probability at least `P` (0-1; a patchd addition)")
 				var w watchFlags
 				w.register(fs)
 				return withChecked("", func(s *session, _ []string) (apiv1.ActionBody, error) {
@@ -82,9 +84,9 @@ func runCommands() []command {
 						return body, usagef("actions run needs --endpoints")
 					}
 					var err error
-					if len(fixCVEs) > 0 || *fixKEV {
+					if len(fixCVEs) > 0 || *fixKEV || *minCVSS >= 0 || *minEPSS >= 0 {
 						if *typ != "DEPLOY_UPDATES" || *payload != "" || *payloadFile != "" {
-							return body, usagef("--fix-cve and --fix-kev go with --type DEPLOY_UPDATES, without --payload")
+							return body, usagef("--fix-cve, --fix-kev, --fix-min-cvss and --fix-min-epss go with --type DEPLOY_UPDATES, without --payload")
 						}
 						filters := map[string]any{}
 						if len(fixCVEs) > 0 {
@@ -92,6 +94,12 @@ func runCommands() []command {
 						}
 						if *fixKEV {
 							filters["kev"] = true
+						}
+						if *minCVSS >= 0 {
+							filters["minCvss"] = *minCVSS
+						}
+						if *minEPSS >= 0 {
+							filters["minEpss"] = *minEPSS
 						}
 						body.Payload, _ = json.Marshal(map[string]any{"mode": "filters", "filters": filters})
 					} else {

@@ -24,6 +24,8 @@ var updateCols = []column[apiv1.Update]{
 	statusCol("APPROVAL", func(u apiv1.Update) string { return u.Approval }),
 	col("ENDPOINT ID", func(u apiv1.Update) string { return u.EndpointID }),
 	col("CVES", func(u apiv1.Update) string { return strings.Join(u.CVEs, " ") }),
+	numCol("RISK", func(u apiv1.Update) string { return strconv.FormatFloat(u.RiskScore, 'f', -1, 64) }),
+	col("WHY", func(u apiv1.Update) string { return u.SeverityReason }),
 }
 
 var softwareCols = []column[apiv1.SoftwareRow]{

@@ -57,10 +57,10 @@ func (tx *Tx) createUpdateKey(ctx context.Context, orgID string, r updRow, now t
 	if _, ok := updateKeys.get([2]string{orgID, r.key}); ok {
 		return false, nil
 	}
-	res, err := tx.exec(ctx, `INSERT INTO update_keys (org_id, key, title, kb, severity, source, categories, winget_id, latest_version,
-		reboot_required, release_date, first_seen_at, endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+	res, err := tx.exec(ctx, `INSERT INTO update_keys (org_id, key, title, kb, severity, vendor_severity, source, categories, winget_id, latest_version,
+		reboot_required, release_date, first_seen_at, endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
 		ON CONFLICT (org_id, key) DO NOTHING`,
-		orgID, r.key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.latest, r.reboot, r.release, millis(now))
+		orgID, r.key, r.title, r.kb, r.severity, r.severity, r.source, r.categories, r.winget, r.latest, r.reboot, r.release, millis(now))
 	if err != nil {
 		return false, fmt.Errorf("store: update key: %w", err)
 	}

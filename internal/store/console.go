@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/perm"
@@ -420,6 +421,8 @@ type UpdateKeyRow struct {
 	Approval                         string
 	ReleaseDate                      *time.Time
 	FirstSeenAt                      time.Time
+	// Risk is what the update fixes and the severity and risk it gives.
+	Risk apiv1.UpdateRisk
 }
 
 // UpdateKeyQuery filters ListUpdateKeys.
@@ -439,7 +442,7 @@ type UpdateKeyQuery struct {
 }
 
 // UpdateKeySorts are the orders of the updates list.
-var UpdateKeySorts = []string{"endpoints", "severity", "released", "title"}
+var UpdateKeySorts = []string{"endpoints", "severity", "risk", "released", "title"}
 
 // updateKeyOrder is the ORDER BY of a sort, ascending or not; ties by key.
 func updateKeyOrder(sort string, desc bool) string {
@@ -450,6 +453,13 @@ func updateKeyOrder(sort string, desc bool) string {
 	switch sort {
 	case "severity":
 		return ` ORDER BY CASE k.severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END` + dir + `, k.endpoints DESC, k.key`
+	case "risk":
+		// Highest first by default.
+		dir = " DESC"
+		if desc {
+			dir = " ASC"
+		}
+		return ` ORDER BY k.risk` + dir + `, k.endpoints DESC, k.key`
 	case "released":
 		return ` ORDER BY CASE WHEN k.release_date IS NULL THEN 1 ELSE 0 END, k.release_date` + dir + `, k.key`
 	case "title":
@@ -510,6 +520,17 @@ func (s *Store) ListUpdateKeys(ctx context.Context, q UpdateKeyQuery) ([]UpdateK
 		return nil
 	}); err != nil {
 		return nil, 0, fmt.Errorf("store: list update keys: %w", err)
+	}
+	keys := make([]string, len(out))
+	for i, k := range out {
+		keys[i] = k.Key
+	}
+	risks, err := s.UpdateRisks(ctx, q.OrgID, keys)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range out {
+		out[i].Risk = risks[out[i].Key]
 	}
 	return out, total, nil
 }

@@ -229,6 +229,9 @@ func (r *ReadTx) fillAllUpdateCVEs(ctx context.Context, orgID string, page []api
 	if err := r.fillUpdateCVEs(ctx, orgID, page); err != nil {
 		return err
 	}
+	if err := r.fillUpdateRisk(ctx, orgID, page); err != nil {
+		return err
+	}
 	if len(page) == 0 {
 		return nil
 	}

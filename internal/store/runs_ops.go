@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,18 +198,24 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 		for _, c := range part {
 			args = append(args, c.EndpointID)
 		}
-		rows, err := tx.query(ctx, `SELECT endpoint_id, key, title, kb, severity, source, categories, winget_id, package_name, product_key, latest_version
-			FROM endpoint_updates WHERE org_id = ? AND endpoint_id IN (`+placeholders(len(part))+`) ORDER BY endpoint_id, key`, args...)
+		rows, err := tx.query(ctx, `SELECT eu.endpoint_id, eu.key, eu.title, eu.kb, eu.severity, eu.source, eu.categories, eu.winget_id, eu.package_name,
+			eu.product_key, eu.latest_version, COALESCE(k.severity, ''), COALESCE(k.cve_count, 0)
+			FROM endpoint_updates eu LEFT JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key
+			WHERE eu.org_id = ? AND eu.endpoint_id IN (`+placeholders(len(part))+`) ORDER BY eu.endpoint_id, eu.key`, args...)
 		if err := eachRow(rows, err, func(r *sql.Rows) error {
-			var ep, cats string
+			var ep, cats, keySeverity string
+			var cves int
 			var m actions.Missing
 			var kb, winget, pkg, product, latest sql.NullString
-			if err := r.Scan(&ep, &m.Key, &m.Title, &kb, &m.Severity, &m.Source, &cats, &winget, &pkg, &product, &latest); err != nil {
+			if err := r.Scan(&ep, &m.Key, &m.Title, &kb, &m.Severity, &m.Source, &cats, &winget, &pkg, &product, &latest, &keySeverity, &cves); err != nil {
 				return err
 			}
 			m.KB, m.WingetID, m.PackageName, m.ProductKey, m.Latest = nullString(kb), nullString(winget), nullString(pkg), nullString(product), nullString(latest)
 			json.Unmarshal([]byte(cats), &m.Categories)
-			if updates.ThirdParty(m.Source) {
+			if updates.ThirdParty(m.Source) && cves > 0 {
+				// Fixes known CVEs: its severity is theirs (RefreshUpdateRisk).
+				m.FixesVulnerability = keySeverity
+			} else if updates.ThirdParty(m.Source) {
 				security := m.Severity != "" && m.Severity != "Unspecified"
 				for _, c := range m.Categories {
 					security = security || strings.Contains(strings.ToLower(c), "security")
@@ -235,11 +243,21 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 				return 0, err
 			}
 			pairs = append(pairs, kb...)
+			ids := map[string]bool{}
+			for _, p := range pairs {
+				ids[p.CVEID] = true
+			}
+			facts, err := cveFacts(ctx, tx.query, slices.Sorted(maps.Keys(ids)))
+			if err != nil {
+				return 0, err
+			}
 			for _, p := range pairs {
 				for i := range missing[p.EndpointID] {
 					if m := &missing[p.EndpointID][i]; m.Key == p.Key {
 						m.CVEs = append(m.CVEs, p.CVEID)
 						m.KEV = m.KEV || p.KEV
+						f := facts[p.CVEID]
+						m.MaxCVSS, m.MaxEPSS = maxOf(m.MaxCVSS, f.CVSS), maxOf(m.MaxEPSS, f.EPSS)
 					}
 				}
 			}
@@ -257,6 +275,14 @@ func (tx *Tx) resolveDeploy(ctx context.Context, orgID string, sel actions.Selec
 		installs++
 	}
 	return installs, nil
+}
+
+// maxOf answers the greater of two optional numbers.
+func maxOf(a, b *float64) *float64 {
+	if a == nil || b != nil && *b > *a {
+		return b
+	}
+	return a
 }
 
 // StopRun stops a running run: its pending commands become CANCELLED and

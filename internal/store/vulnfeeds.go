@@ -27,12 +27,14 @@ type FeedBatch struct {
 	MSRC     []feeds.MSRCDocument
 	// OfficeBuilds is a Microsoft 365 Apps release history.
 	OfficeBuilds []feeds.OfficeBuild
+	// EPSS are rows of FIRST's EPSS file.
+	EPSS []feeds.EPSS
 }
 
 // Len is the number of records in the batch (an MSRC document counts its
 // CVEs).
 func (b *FeedBatch) Len() int {
-	n := len(b.CVEs) + len(b.Rejected) + len(b.KEVs) + len(b.OSV) + len(b.OfficeBuilds)
+	n := len(b.CVEs) + len(b.Rejected) + len(b.KEVs) + len(b.OSV) + len(b.OfficeBuilds) + len(b.EPSS)
 	for _, d := range b.MSRC {
 		n += len(d.Vulns)
 	}
@@ -135,6 +137,14 @@ func (s *Store) StoreFeeds(ctx context.Context, b FeedBatch) error {
 			[]string{"cve_id"}, rows); err != nil {
 			return err
 		}
+		epss := lastByKey(b.EPSS, func(e feeds.EPSS) string { return e.CVEID })
+		rows = rows[:0]
+		for _, e := range epss {
+			rows = append(rows, []any{e.CVEID, e.Score, e.Percentile, e.ModelVersion, zeroMillis(e.ScoreDate)})
+		}
+		if err := tx.upsertRows(ctx, "vuln_epss", []string{"cve_id", "epss", "percentile", "model_version", "score_date"}, []string{"cve_id"}, rows); err != nil {
+			return err
+		}
 		if err := tx.storeMSRC(ctx, b.MSRC); err != nil {
 			return err
 		}
@@ -224,14 +234,16 @@ type FeedCounts struct {
 	// OfficeBuilds counts the Microsoft 365 Apps releases (build and
 	// channel).
 	OfficeBuilds int `json:"officeBuilds"`
+	// EPSS counts the CVEs with an EPSS score.
+	EPSS int `json:"epss"`
 }
 
 // CountFeeds counts the stored feed records.
 func (s *Store) CountFeeds(ctx context.Context) (FeedCounts, error) {
 	var c FeedCounts
 	err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM vuln_cves), (SELECT COUNT(*) FROM vuln_kev), (SELECT COUNT(*) FROM vuln_osv), (SELECT COUNT(*) FROM msrc_cves),
-		(SELECT COUNT(*) FROM office_builds)`).
-		Scan(&c.CVEs, &c.KEV, &c.OSV, &c.MSRC, &c.OfficeBuilds)
+		(SELECT COUNT(*) FROM office_builds), (SELECT COUNT(*) FROM vuln_epss)`).
+		Scan(&c.CVEs, &c.KEV, &c.OSV, &c.MSRC, &c.OfficeBuilds, &c.EPSS)
 	if err != nil {
 		return c, fmt.Errorf("store: count feeds: %w", err)
 	}

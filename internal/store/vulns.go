@@ -462,6 +462,10 @@ type VulnQuery struct {
 	OrgID   string
 	MinCVSS *float64
 	KEVOnly bool
+	// MinEPSS keeps the CVEs of at least this EPSS probability; Sort
+	// "risk" orders by risk score, highest first (patchd additions).
+	MinEPSS *float64
+	Sort    string
 	// IncludeAccepted also lists CVEs with an active accepted risk or
 	// compensating control (left out by default).
 	IncludeAccepted bool
@@ -480,12 +484,27 @@ type VulnQuery struct {
 // and title), the KEV entry and the active exception, if any (one per
 // organization and CVE; its expiry is the first argument).
 const vulnFrom = ` FROM org_vulns ov LEFT JOIN vuln_cves c ON c.id = ov.cve_id LEFT JOIN vuln_kev k ON k.cve_id = ov.cve_id
-	LEFT JOIN msrc_cves m ON m.cve_id = ov.cve_id
+	LEFT JOIN msrc_cves m ON m.cve_id = ov.cve_id LEFT JOIN vuln_epss p ON p.cve_id = ov.cve_id
 	LEFT JOIN vuln_exceptions x ON x.org_id = ov.org_id AND x.cve_id = ov.cve_id AND (x.expires_at IS NULL OR x.expires_at > ?) WHERE `
 
 // vulnOrder is the list's order: highest CVSS first, unscored last, then
 // by CVE id.
 const vulnOrder = ` ORDER BY COALESCE(c.cvss, m.cvss, -1) DESC, ov.cve_id DESC`
+
+// vulnRiskOrder is the order of sort=risk: highest risk score first
+// (vulns.CVEFacts.Risk: 5 × CVSS, or the middle of the NVD rating's range,
+// + 30 × EPSS + 20 when in KEV), then by CVE id.
+const vulnRiskOrder = ` ORDER BY (5 * COALESCE(c.cvss, m.cvss, CASE upper(c.severity) WHEN 'CRITICAL' THEN 9.5 WHEN 'HIGH' THEN 8.0
+	WHEN 'MEDIUM' THEN 5.5 WHEN 'LOW' THEN 2.0 ELSE 0 END) + 30 * COALESCE(p.epss, 0) + CASE WHEN k.cve_id IS NULL THEN 0 ELSE 20 END) DESC,
+	ov.cve_id DESC`
+
+// order is the ORDER BY of q.
+func (q VulnQuery) order() string {
+	if q.Sort == "risk" {
+		return vulnRiskOrder
+	}
+	return vulnOrder
+}
 
 // vulnWhere is the condition and arguments (after vulnFrom's) of q.
 func vulnWhere(q VulnQuery) (string, []any) {
@@ -497,6 +516,10 @@ func vulnWhere(q VulnQuery) (string, []any) {
 	}
 	if q.KEVOnly {
 		where += ` AND k.cve_id IS NOT NULL`
+	}
+	if q.MinEPSS != nil {
+		where += ` AND p.epss >= ?`
+		args = append(args, *q.MinEPSS)
 	}
 	if q.CVEID != "" {
 		where += ` AND ov.cve_id = ?`
@@ -527,7 +550,7 @@ func remediationOf(cveID string, cvss *float64, nvdSeverity string, kev bool, du
 func (r *ReadTx) vulnStatuses(ctx context.Context, q VulnQuery, policy vulns.Policy) ([]vulnStatus, error) {
 	where, args := vulnWhere(q)
 	rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, COALESCE(c.cvss, m.cvss), c.severity, k.cve_id IS NOT NULL, k.due_date`+
-		vulnFrom+where+vulnOrder, args...)
+		vulnFrom+where+q.order(), args...)
 	var out []vulnStatus
 	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var v vulnStatus
@@ -599,7 +622,7 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 		rows, err := r.query(ctx, `SELECT ov.cve_id, ov.first_detected_at, COALESCE(c.cvss, m.cvss), c.severity,
 			COALESCE(c.published, m.released), COALESCE(c.description, m.title),
 			k.cve_id IS NOT NULL, k.due_date, COALESCE(k.ransomware, FALSE),
-			x.kind, x.reason, x.expires_at, x.created_by, x.created_at`+vulnFrom+where+vulnOrder+paging, append(args, pageArgs...)...)
+			x.kind, x.reason, x.expires_at, x.created_by, x.created_at, p.epss, p.percentile`+vulnFrom+where+q.order()+paging, append(args, pageArgs...)...)
 		if err := eachRow(rows, err, func(row *sql.Rows) error {
 			var v apiv1.Vulnerability
 			var first int64
@@ -608,10 +631,14 @@ func (s *Store) ListVulnerabilities(ctx context.Context, q VulnQuery) ([]apiv1.V
 			var published, due sql.NullInt64
 			var xKind, xReason, xBy sql.NullString
 			var xExpires, xAt sql.NullInt64
+			var epss, pct sql.NullFloat64
 			if err := row.Scan(&v.CVEID, &first, &cvss, &severity, &published, &description, &v.CISAKEV, &due, &v.Ransomware,
-				&xKind, &xReason, &xExpires, &xBy, &xAt); err != nil {
+				&xKind, &xReason, &xExpires, &xBy, &xAt, &epss, &pct); err != nil {
 				return err
 			}
+			v.EPSS, v.EPSSPercentile = nullFloat(epss), nullFloat(pct)
+			facts := vulns.CVEFacts{ID: v.CVEID, CVSS: nullFloat(cvss), NVDSeverity: severity.String, KEV: v.CISAKEV, EPSS: v.EPSS}
+			v.RiskScore, v.RiskReason = facts.Risk(), facts.RiskReason()
 			if cvss.Valid {
 				score := cvss.Float64
 				v.CVSSScore = &score

@@ -30,9 +30,12 @@ type Counts struct {
 	MSRC int `json:"msrc"`
 	// OfficeBuilds counts Microsoft 365 Apps releases.
 	OfficeBuilds int `json:"officeBuilds"`
+	// EPSS counts EPSS scores.
+	EPSS int `json:"epss"`
 }
 
 func (c *Counts) add(o Counts) {
+	c.EPSS += o.EPSS
 	c.MSRC += o.MSRC
 	c.OfficeBuilds += o.OfficeBuilds
 	c.CVEs += o.CVEs
@@ -96,6 +99,11 @@ func (w *writer) handler() feeds.Handler {
 			w.count.OfficeBuilds += len(l)
 			return w.maybeFlush()
 		},
+		EPSS: func(e feeds.EPSS) error {
+			w.batch.EPSS = append(w.batch.EPSS, e)
+			w.count.EPSS++
+			return w.maybeFlush()
+		},
 	}
 }
 
@@ -115,7 +123,7 @@ func (w *writer) flush() error {
 		msrc += len(d.Vulns)
 	}
 	w.stored.add(Counts{CVEs: len(w.batch.CVEs), Rejected: len(w.batch.Rejected), KEV: len(w.batch.KEVs), OSV: len(w.batch.OSV), MSRC: msrc,
-		OfficeBuilds: len(w.batch.OfficeBuilds)})
+		OfficeBuilds: len(w.batch.OfficeBuilds), EPSS: len(w.batch.EPSS)})
 	w.batch = store.FeedBatch{}
 	return nil
 }
@@ -159,7 +167,7 @@ func recordFailure(ctx context.Context, s *store.Store, by By, action string, su
 	summary["ok"] = false
 	summary["error"] = truncate(cause.Error(), 500)
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = counts.CVEs, counts.Rejected, counts.KEV, counts.OSV
-	summary["msrc"] = counts.MSRC
+	summary["msrc"], summary["epss"] = counts.MSRC, counts.EPSS
 	if err := s.RecordInstanceEvent(context.WithoutCancel(ctx), by.event(action, summary)); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -173,8 +181,8 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// ImportFiles stores the records of feed files (NVD CVE API 2.0, CISA KEV
-// or OSV; plain, gzip or zip; the format of each document is detected) and
+// ImportFiles stores the records of feed files (NVD CVE API 2.0, CISA KEV,
+// FIRST's EPSS CSV, OSV, MSRC CVRF or Microsoft 365 Apps release history; plain, gzip or zip; the format of each document is detected) and
 // bumps the feed version once, so that the fleet is matched again. A
 // re-import updates records in place; Rejected CVEs are deleted. The
 // import is recorded as the instance event vulndb.import of by.
@@ -215,6 +223,8 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string, by By) (Im
 			format = feeds.FormatNVD
 		case st.KEVs > 0:
 			format = feeds.FormatKEV
+		case st.EPSS > 0:
+			format = feeds.FormatEPSS
 		case st.OSV > 0:
 			format = feeds.FormatOSV
 		case st.MSRC > 0:
@@ -237,7 +247,7 @@ func ImportFiles(ctx context.Context, s *store.Store, files []string, by By) (Im
 	summary["ok"], summary["documents"], summary["stored"] = true, res.Documents, res.Stored
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
 	summary["msrc"] = res.Counts.MSRC
-	summary["officeBuilds"] = res.Counts.OfficeBuilds
+	summary["officeBuilds"], summary["epss"] = res.Counts.OfficeBuilds, res.Counts.EPSS
 	v, err := s.FinishFeedChange(ctx, by.event("vulndb.import", summary))
 	if err != nil {
 		return res, err

@@ -263,6 +263,25 @@ func (m *Matcher) save(ctx context.Context, results []store.MatchResult, st *Mat
 	st.Changes.Added += c.Added
 	st.Changes.Removed += c.Removed
 	st.Changes.Changed += c.Changed
+	// What the missing updates of these endpoints fix, and so their
+	// severity and risk, may have changed with the findings or the
+	// inventory.
+	byOrg := map[string][]string{}
+	var orgs []string
+	for _, r := range results {
+		if r.OrgID == "" {
+			continue
+		}
+		if _, ok := byOrg[r.OrgID]; !ok {
+			orgs = append(orgs, r.OrgID)
+		}
+		byOrg[r.OrgID] = append(byOrg[r.OrgID], r.EndpointID)
+	}
+	for _, org := range orgs {
+		if _, err := m.Store.RefreshUpdateRisk(ctx, org, byOrg[org]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

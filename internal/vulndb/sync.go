@@ -37,6 +37,9 @@ type SyncConfig struct {
 	NVDBackoff time.Duration
 	// KEVURL is the CISA KEV catalog (feeds.KEVURL).
 	KEVURL string
+	// EPSSURL is FIRST's daily EPSS file (feeds.EPSSURL), gzipped CSV,
+	// downloaded whole on every sync.
+	EPSSURL string
 	// OSVURLs are OSV files: one record, an array, or a zip of records
 	// (feeds.OSVBucketURL + "Debian/all.zip").
 	OSVURLs []string
@@ -89,6 +92,9 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 	if cfg.KEVURL != "" {
 		sources = append(sources, cfg.KEVURL)
 	}
+	if cfg.EPSSURL != "" {
+		sources = append(sources, cfg.EPSSURL)
+	}
 	sources = append(sources, cfg.OSVURLs...)
 	if cfg.MSRCURL != "" {
 		sources = append(sources, cfg.MSRCURL)
@@ -110,6 +116,18 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 		c, err := downloadAndImport(ctx, s, cfg.HTTPClient, cfg.KEVURL)
 		if err != nil {
 			return fail(c, fmt.Errorf("sync KEV: %w", err))
+		}
+		res.Counts.add(c)
+	}
+	if cfg.EPSSURL != "" {
+		c, err := downloadAndImportOnly(ctx, s, cfg.HTTPClient, cfg.EPSSURL, feeds.Download, func(h feeds.Handler) feeds.Handler {
+			return feeds.Handler{EPSS: h.EPSS}
+		})
+		if err == nil && c.EPSS == 0 {
+			err = fmt.Errorf("%s is no EPSS file", cfg.EPSSURL)
+		}
+		if err != nil {
+			return fail(c, fmt.Errorf("sync EPSS: %w", err))
 		}
 		res.Counts.add(c)
 	}
@@ -178,7 +196,7 @@ func Sync(ctx context.Context, s *store.Store, cfg SyncConfig, by By) (SyncResul
 	summary["ok"], summary["stored"] = true, res.Stored
 	summary["cves"], summary["rejected"], summary["kev"], summary["osv"] = res.Counts.CVEs, res.Counts.Rejected, res.Counts.KEV, res.Counts.OSV
 	summary["msrc"] = res.Counts.MSRC
-	summary["officeBuilds"] = res.Counts.OfficeBuilds
+	summary["officeBuilds"], summary["epss"] = res.Counts.OfficeBuilds, res.Counts.EPSS
 	v, err := s.FinishFeedChange(ctx, by.event("vulndb.sync", summary))
 	if err != nil {
 		return res, err
@@ -305,7 +323,8 @@ func RunSync(ctx context.Context, s *store.Store, holder string, interval time.D
 					slog.Warn("vulnerability feed sync", "err", err)
 				}
 			} else {
-				slog.Info("vulnerability feeds synced", "cves", res.Counts.CVEs, "kev", res.Counts.KEV, "osv", res.Counts.OSV, "rejected", res.Counts.Rejected)
+				slog.Info("vulnerability feeds synced", "cves", res.Counts.CVEs, "kev", res.Counts.KEV, "epss", res.Counts.EPSS, "osv", res.Counts.OSV,
+					"rejected", res.Counts.Rejected)
 			}
 		}
 		select {
@@ -318,7 +337,8 @@ func RunSync(ctx context.Context, s *store.Store, holder string, interval time.D
 
 // ConfigFromFeeds turns the feed flags into a SyncConfig.
 func ConfigFromFeeds(f config.Feeds) SyncConfig {
-	c := SyncConfig{NVDURL: strings.TrimSpace(f.NVDURL), NVDAPIKey: strings.TrimSpace(f.NVDAPIKey), KEVURL: strings.TrimSpace(f.KEVURL)}
+	c := SyncConfig{NVDURL: strings.TrimSpace(f.NVDURL), NVDAPIKey: strings.TrimSpace(f.NVDAPIKey), KEVURL: strings.TrimSpace(f.KEVURL),
+		EPSSURL: strings.TrimSpace(f.EPSSURL)}
 	for _, u := range strings.Split(f.OSVURLs, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			c.OSVURLs = append(c.OSVURLs, u)

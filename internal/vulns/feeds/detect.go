@@ -11,7 +11,7 @@ import (
 )
 
 // ErrUnknownFormat is answered when a document is none of the feeds.
-var ErrUnknownFormat = errors.New("feeds: not an NVD CVE 2.0, CISA KEV, OSV, MSRC CVRF or Microsoft 365 Apps release history document")
+var ErrUnknownFormat = errors.New("feeds: not an NVD CVE 2.0, CISA KEV, OSV, MSRC CVRF, EPSS or Microsoft 365 Apps release history document")
 
 // sniffSize is how much of a document Detect needs at most.
 const sniffSize = 64 << 10
@@ -26,6 +26,9 @@ func Detect(head []byte) (Format, error) {
 		head = head[:sniffSize]
 	}
 	head = bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
+	if isEPSS(head) {
+		return FormatEPSS, nil
+	}
 	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '<' {
 		// XML: only MSRC's CVRF documents are read.
 		if isCVRFRoot(t) {
@@ -155,6 +158,8 @@ type Handler struct {
 	MSRC func(MSRCDocument) error
 	// OfficeBuilds receives a Microsoft 365 Apps release history whole.
 	OfficeBuilds func([]OfficeBuild) error
+	// EPSS receives each row of an EPSS file.
+	EPSS func(EPSS) error
 	// Rejected is told the id of every NVD record marked Rejected.
 	Rejected func(id string) error
 }
@@ -189,6 +194,12 @@ func Parse(r io.Reader, h Handler) (Format, error) {
 			return f, err
 		}
 		return f, h.MSRC(doc)
+	case FormatEPSS:
+		fn := h.EPSS
+		if fn == nil {
+			fn = func(EPSS) error { return nil }
+		}
+		return f, ParseEPSS(br, fn)
 	case FormatOfficeBuilds:
 		list, err := ParseOfficeBuilds(br)
 		if err != nil || h.OfficeBuilds == nil {

@@ -23,6 +23,8 @@ const (
 	// FormatOfficeBuilds is the Microsoft 365 Apps release history
 	// (OfficeBuild).
 	FormatOfficeBuilds Format = "office-builds"
+	// FormatEPSS is FIRST's daily EPSS scores, CSV (EPSS).
+	FormatEPSS Format = "epss"
 )
 
 // CVE is one vulnerability from the NVD.

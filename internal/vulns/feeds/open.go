@@ -131,6 +131,7 @@ type Stats struct {
 	Rejected  int // NVD records marked Rejected (not stored)
 	MSRC      int // CVEs of MSRC CVRF documents
 	Office    int // Microsoft 365 Apps releases (one per build and channel)
+	EPSS      int // EPSS scores
 }
 
 // ParseFile opens a file (plain, .gz or .zip) and parses every document in
@@ -152,6 +153,7 @@ func ParseFile(name string, h Handler) (Stats, error) {
 			st.Office += len(l)
 			return call(h.OfficeBuilds, l)
 		},
+		EPSS: func(e EPSS) error { st.EPSS++; return call(h.EPSS, e) },
 	}
 	for {
 		doc, r, err := ff.Next()
