@@ -39,6 +39,7 @@ var menu = []navSection{
 		{Key: "scripts", Label: "Scripts", Href: "/console/scripts", Need: "automations.view"},
 	}},
 	{Label: "Security", Items: []navItem{
+		{Key: "compliance", Label: "Compliance", Href: "/console/compliance", Need: "endpoints.view"},
 		{Key: "vulns", Label: "Vulnerabilities", Href: "/console/vulnerabilities", Need: "vulnerabilities.view"},
 		{Key: "reports", Label: "Reports", Href: "/console/reports", Need: "reports.view"},
 		{Key: "alerts", Label: "Alert rules", Href: "/console/alerts", Need: "reports.view"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/dberr"
+	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/updates"
 )
 
@@ -667,8 +668,9 @@ type EndpointQuery struct {
 	// OS matches a substring of the operating system and its version.
 	OS      string
 	GroupID string
-	// Missing is "critical" (a critical update missing), "any" (any update
-	// missing) or "none" (fully patched).
+	// Missing is "critical" (a critical update missing; "important",
+	// "moderate", "low", "unspecified" likewise), "other" (updates missing,
+	// none critical), "any" (any update missing) or "none" (fully patched).
 	Missing string
 	// Compliance is "overdue" (an update missing past the compliance
 	// policy's deadline at Now) or "compliant" (none).
@@ -715,7 +717,7 @@ var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSe
 // EndpointStatuses, EndpointMissing are the values the filters take.
 var (
 	EndpointStatuses   = []string{"connected", "disconnected"}
-	EndpointMissing    = []string{"critical", "other", "any", "none"}
+	EndpointMissing    = []string{"critical", "important", "moderate", "low", "unspecified", "other", "any", "none"}
 	EndpointCompliance = []string{"overdue", "compliant"}
 )
 
@@ -753,13 +755,23 @@ func endpointWhere(q EndpointQuery) (from, where string, args []any) {
 		args = append(args, likePattern(q.OS))
 	}
 	if q.GroupID != "" {
-		where += ` AND EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = ? AND m.endpoint_id = e.id)`
-		args = append(args, q.GroupID)
+		// Members stored, or those of a built-in group, counted when read
+		// (as GroupMemberIDs does).
+		now := q.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		where += ` AND (EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = ? AND m.endpoint_id = e.id)
+			OR EXISTS (SELECT 1 FROM endpoint_groups g WHERE g.id = ? AND g.org_id = e.org_id
+				AND (g.builtin = ? OR (g.builtin = ? AND e.enrolled_at >= ?))))`
+		args = append(args, q.GroupID, q.GroupID, groups.BuiltinAll, groups.BuiltinNew, millis(now.AddDate(0, 0, -NewEndpointDays)))
 	}
 	// The endpoints' counters of missing updates (migration 030).
 	switch q.Missing {
 	case "critical":
 		where += ` AND e.missing_critical > 0`
+	case "important", "moderate", "low", "unspecified":
+		where += ` AND e.missing_` + q.Missing + ` > 0`
 	case "other": // missing updates, none of them critical
 		where += ` AND ` + missingTotal + ` > 0 AND e.missing_critical = 0`
 	case "any":
