@@ -43,6 +43,21 @@ func TestCompliancePage(t *testing.T) {
 	if _, list := b.get(href); !strings.Contains(list, `<span id="endpoint-total"><strong>1</strong>`) {
 		t.Errorf("%s lists:\n%s", href, between(list, "<main", "</form>"))
 	}
+	// The endpoints list shows each endpoint's patch state, sortable and
+	// filterable, and so does its CSV.
+	_, list := b.get("/console/endpoints?sort=overdue&order=desc&compliance=compliant")
+	for _, want := range []string{`aria-sort="descending"><a href="/console/endpoints?compliance=compliant&amp;sort=overdue">Overdue</a>`,
+		`>Missing critical</a>`, `>Missing updates</a>`, `<span class="sev sev-critical">`, `<strong>1</strong> endpoint(s) match`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("endpoints list lacks %s:\n%s", want, between(list, `<table class="list" id="endpoints">`, "</table>"))
+		}
+	}
+	if _, list := b.get("/console/endpoints?compliance=overdue"); !strings.Contains(list, `<strong>0</strong> endpoint(s) match`) {
+		t.Errorf("overdue endpoints:\n%s", between(list, "<main", "</form>"))
+	}
+	if _, csv := b.get("/console/endpoints.csv"); !strings.Contains(csv, "Missing critical,Missing updates,Overdue") {
+		t.Errorf("csv: %s", csv)
+	}
 	form := url.Values{"criticalDays": {"7"}, "importantDays": {"14"}, "moderateDays": {"30"}, "lowDays": {"60"}, "unspecifiedDays": {"120"}}
 	if code, loc, _ := b.post("/console/compliance/policy", form); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/compliance") {
 		t.Fatalf("set: %d %s", code, loc)

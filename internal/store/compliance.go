@@ -256,3 +256,49 @@ func (s *Store) ComplianceByGroup(ctx context.Context, orgID string, now time.Ti
 	}
 	return out, p, nil
 }
+
+// PatchState is an endpoint's patch state as the endpoints list shows it:
+// the critical updates and all updates it misses, and those missing past
+// the compliance policy's deadline.
+type PatchState struct {
+	MissingCritical, MissingTotal, Overdue int
+}
+
+// PatchStates answers the patch state at now of each of the organization's
+// endpoints ids (those not found left out).
+func (s *Store) PatchStates(ctx context.Context, orgID string, ids []string, now time.Time) (map[string]PatchState, error) {
+	out := map[string]PatchState{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	p, err := s.CompliancePolicy(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{orgID}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := s.query(ctx, `SELECT e.id, e.missing_critical, `+missingTotal+` FROM endpoints e WHERE e.org_id = ? AND e.id IN (`+placeholders(len(ids))+`)`, args...)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		var id string
+		var st PatchState
+		if err := r.Scan(&id, &st.MissingCritical, &st.MissingTotal); err != nil {
+			return err
+		}
+		out[id] = st
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: patch states: %w", err)
+	}
+	overdue, err := s.OverdueCounts(ctx, orgID, ids, p, now)
+	if err != nil {
+		return nil, err
+	}
+	for id, n := range overdue {
+		st := out[id]
+		st.Overdue = n
+		out[id] = st
+	}
+	return out, nil
+}
