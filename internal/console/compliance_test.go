@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -84,5 +85,33 @@ func TestCompliancePage(t *testing.T) {
 	}
 	if code, _, _ := rd.post("/console/compliance/policy", form); code != http.StatusForbidden {
 		t.Errorf("read-only set: %d", code)
+	}
+}
+
+// TestSignInOffersPasskeysOnlyWhereTheyWork: at an IP address the sign-in
+// page says to use localhost or the --base-url name instead of offering
+// "Sign in with a passkey", which the browser would refuse; at a name it
+// offers it.
+func TestSignInOffersPasskeysOnlyWhereTheyWork(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	get := func(base string) string {
+		t.Helper()
+		resp, err := http.Get(base + "/console/login")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := io.Copy(&b, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	if page := get(e.URL); strings.Contains(page, `id="passkey-login"`) || !strings.Contains(page, "<code>localhost</code>") {
+		t.Errorf("at %s:\n%s", e.URL, between(page, "<main", "</main>"))
+	}
+	if page := get(strings.Replace(e.URL, "://127.0.0.1:", "://localhost:", 1)); !strings.Contains(page, `id="passkey-login"`) || strings.Contains(page, `id="passkey-unavailable"`) {
+		t.Errorf("at localhost:\n%s", between(page, "<main", "</main>"))
 	}
 }
