@@ -763,6 +763,23 @@ type ComplianceDay struct {
 	CriticalCVEs    int       `json:"criticalCves"`
 	OverdueCVEs     int       `json:"overdueCves"`
 	RecordedAt      time.Time `json:"recordedAt"`
+	// Compliant (patchd addition) is how many endpoints had no update
+	// missing past the compliance policy's deadline; null on days recorded
+	// before patchd knew compliance policies.
+	Compliant *int `json:"compliant"`
+}
+
+// CompliancePolicy is how many days an update of each severity may stay
+// missing on an endpoint before the endpoint is out of compliance (patchd
+// addition, GET and PUT /api/v1/compliance-policy). Description says it in
+// a sentence (answers only).
+type CompliancePolicy struct {
+	CriticalDays    int    `json:"criticalDays"`
+	ImportantDays   int    `json:"importantDays"`
+	ModerateDays    int    `json:"moderateDays"`
+	LowDays         int    `json:"lowDays"`
+	UnspecifiedDays int    `json:"unspecifiedDays"`
+	Description     string `json:"description,omitempty"`
 }
 
 // ApprovalPolicy is the organization's automatic approval policy (patchd
@@ -873,4 +890,24 @@ type SSOBody struct {
 	// ProviderVerifiesEmail: see SSO.
 	ProviderVerifiesEmail bool `json:"providerVerifiesEmail"`
 	Enabled               bool `json:"enabled"`
+}
+
+// GroupCompliance is one group's line of the compliance report by group
+// (patchd addition, GET /api/v1/compliance/groups): its members, those
+// compliant under the organization's compliance policy, and those missing
+// a critical update.
+type GroupCompliance struct {
+	GroupID         string `json:"groupId"`
+	Name            string `json:"name"`
+	Endpoints       int    `json:"endpoints"`
+	Compliant       int    `json:"compliant"`
+	MissingCritical int    `json:"missingCritical"`
+}
+
+// ComplianceByGroup is the compliance report by group with the policy it
+// applies (patchd addition, GET /api/v1/compliance/groups).
+type ComplianceByGroup struct {
+	Policy CompliancePolicy  `json:"policy"`
+	Items  []GroupCompliance `json:"items"`
+	Total  int               `json:"total"`
 }

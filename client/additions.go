@@ -266,6 +266,28 @@ func (c *Client) SetRemediationPolicy(ctx context.Context, p apiv1.RemediationPo
 	return out, err
 }
 
+// CompliancePolicy reads the organization's compliance policy.
+func (c *Client) CompliancePolicy(ctx context.Context) (apiv1.CompliancePolicy, error) {
+	var out apiv1.CompliancePolicy
+	err := c.Do(ctx, http.MethodGet, "/api/v1/compliance-policy", nil, nil, &out)
+	return out, err
+}
+
+// SetCompliancePolicy sets the organization's five compliance periods.
+func (c *Client) SetCompliancePolicy(ctx context.Context, p apiv1.CompliancePolicy) (apiv1.CompliancePolicy, error) {
+	var out apiv1.CompliancePolicy
+	err := c.Do(ctx, http.MethodPut, "/api/v1/compliance-policy", nil, p, &out)
+	return out, err
+}
+
+// ComplianceByGroup reads every group's compliance under the
+// organization's compliance policy.
+func (c *Client) ComplianceByGroup(ctx context.Context) (apiv1.ComplianceByGroup, error) {
+	var out apiv1.ComplianceByGroup
+	err := c.Do(ctx, http.MethodGet, "/api/v1/compliance/groups", nil, nil, &out)
+	return out, err
+}
+
 // SSO reads the organization's single sign-on provider (roles holding
 // every permission); a 404 when none is set up.
 func (c *Client) SSO(ctx context.Context) (apiv1.SSO, error) {

@@ -84,6 +84,8 @@ var additions = []struct {
 	{"PUT", "/api/v1/approval-policy", "updates.manage"},
 	{"GET", "/api/v1/vulnerability-exceptions", "vulnerabilities.view"},
 	{"GET", "/api/v1/remediation-policy", "vulnerabilities.view"},
+	{"GET", "/api/v1/compliance/groups", "endpoints.view"},
+	{"GET", "/api/v1/compliance-policy", "endpoints.view"},
 	// People, for roles holding every permission (checked by the server;
 	// the document names api.access).
 	{"GET", "/api/v1/users", "api.access"},
@@ -106,6 +108,7 @@ var additions = []struct {
 	{"POST", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
 	{"DELETE", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
 	{"PUT", "/api/v1/remediation-policy", "api.access"},
+	{"PUT", "/api/v1/compliance-policy", "api.access"},
 }
 
 func load(t *testing.T) *openapi3.T {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -44,4 +45,20 @@ func ComplianceDays(s string) (int, error) {
 		return 0, httpx.InvalidRequest(fmt.Sprintf("days must be a whole number from 1 to %d", store.ComplianceKeepDays))
 	}
 	return n, nil
+}
+
+// complianceByGroup answers every group with its members' compliance now
+// under the organization's compliance policy.
+func (a *API) complianceByGroup(w http.ResponseWriter, r *http.Request) error {
+	gs, p, err := a.store.ComplianceByGroup(r.Context(), principal(r).OrgID, time.Now())
+	if err != nil {
+		return err
+	}
+	out := apiv1.ComplianceByGroup{Policy: compliancePolicyOut(p), Items: make([]apiv1.GroupCompliance, 0, len(gs)), Total: len(gs)}
+	for _, g := range gs {
+		out.Items = append(out.Items, apiv1.GroupCompliance{GroupID: g.GroupID, Name: g.Name, Endpoints: g.Endpoints, Compliant: g.Compliant,
+			MissingCritical: g.MissingCritical})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }

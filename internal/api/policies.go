@@ -167,3 +167,59 @@ func (a *API) setRemediationPolicy(w http.ResponseWriter, r *http.Request) error
 	httpx.WriteJSON(w, http.StatusOK, remediationOut(p))
 	return nil
 }
+
+func compliancePolicyOut(p updates.CompliancePolicy) apiv1.CompliancePolicy {
+	return apiv1.CompliancePolicy{CriticalDays: p.Critical, ImportantDays: p.Important, ModerateDays: p.Moderate, LowDays: p.Low,
+		UnspecifiedDays: p.Unspecified, Description: p.Describe()}
+}
+
+func (a *API) getCompliancePolicy(w http.ResponseWriter, r *http.Request) error {
+	p, err := a.store.CompliancePolicy(r.Context(), principal(r).OrgID)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, compliancePolicyOut(p))
+	return nil
+}
+
+// setCompliancePolicy sets the five periods, audited as
+// compliance_policy.set. Like the remediation periods, it is for roles
+// holding every permission: it decides what the fleet's compliance means.
+func (a *API) setCompliancePolicy(w http.ResponseWriter, r *http.Request) error {
+	if err := everyPermission(r, "setting the compliance policy"); err != nil {
+		return err
+	}
+	var body struct {
+		CriticalDays    *int `json:"criticalDays"`
+		ImportantDays   *int `json:"importantDays"`
+		ModerateDays    *int `json:"moderateDays"`
+		LowDays         *int `json:"lowDays"`
+		UnspecifiedDays *int `json:"unspecifiedDays"`
+	}
+	if err := httpx.DecodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	var days [5]int
+	var errs valid.Errors
+	for i, v := range []*int{body.CriticalDays, body.ImportantDays, body.ModerateDays, body.LowDays, body.UnspecifiedDays} {
+		name := updates.ComplianceFields[i]
+		switch {
+		case v == nil:
+			errs.Add(name, "is required")
+		case updates.CheckComplianceDays(*v) != nil:
+			errs.Add(name, "%s", updates.CheckComplianceDays(*v))
+		default:
+			days[i] = *v
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	p := updates.CompliancePolicyOf(days)
+	orgID := principal(r).OrgID
+	if err := a.store.SetCompliancePolicy(r.Context(), a.auditEntry(r, "compliance_policy.set", "", ""), orgID, p); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, compliancePolicyOut(p))
+	return nil
+}

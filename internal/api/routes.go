@@ -64,6 +64,8 @@ func (a *API) routes() {
 	a.route("GET /api/v1/agent-versions", perm.EndpointsView, a.getAgentVersions)
 	a.route("PUT /api/v1/agent-policy", perm.EndpointsManage, a.setAgentPolicy)
 	a.route("GET /api/v1/compliance/history", perm.EndpointsView, a.complianceHistory)
+	a.route("GET /api/v1/compliance/groups", perm.EndpointsView, a.complianceByGroup)
+	a.route("GET /api/v1/compliance-policy", perm.EndpointsView, a.getCompliancePolicy)
 	// The single sign-on provider, for roles holding every permission
 	// (checked by the handlers).
 	a.route("GET /api/v1/sso", perm.APIAccess, a.getSSO)
@@ -94,6 +96,7 @@ func (a *API) routes() {
 	a.route("POST /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.acceptVulnRisk)
 	a.route("DELETE /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.revokeVulnRisk)
 	a.route("PUT /api/v1/remediation-policy", perm.APIAccess, a.setRemediationPolicy)
+	a.route("PUT /api/v1/compliance-policy", perm.APIAccess, a.setCompliancePolicy)
 
 	a.mux.Handle("/api/", httpx.Handle(a.notFound))
 }

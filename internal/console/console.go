@@ -223,6 +223,8 @@ func (c *Console) routes() {
 	c.page("POST /console/vulnerabilities/{cve}/exception", adminOnly, c.vulnAccept)
 	c.page("POST /console/vulnerabilities/{cve}/revoke", adminOnly, c.vulnRevoke)
 	c.page("POST /console/vulnerabilities/policy", adminOnly, c.vulnPolicySet)
+	c.page("GET /console/compliance", perm.EndpointsView, c.compliancePage)
+	c.page("POST /console/compliance/policy", adminOnly, c.compliancePolicySet)
 
 	c.page("GET /console/alerts", perm.ReportsView, c.alertList)
 	c.page("POST /console/alerts", perm.ReportsManage, c.alertCreate)

@@ -19,7 +19,8 @@ import (
 )
 
 // TestDashboardNumbersLeadToTheirLists: the dashboard answers "are we
-// patched?" (fully patched / missing critical / missing other), draws the
+// patched?" (compliant under the policy / out of compliance, fully
+// patched, missing critical, missing any), draws the
 // recorded trend, and counts overdue and critical CVEs, endpoints not
 // seen, failed deployments of the week and agent versions; every number is
 // a link to a list that holds exactly that many.
@@ -79,7 +80,8 @@ func TestDashboardNumbersLeadToTheirLists(t *testing.T) {
 	want := map[string]string{
 		"/console/endpoints?missing=none":              "1",
 		"/console/endpoints?missing=critical":          "1",
-		"/console/endpoints?missing=other":             "1",
+		"/console/endpoints?compliance=compliant":      "3",
+		"/console/endpoints?compliance=overdue":        "0",
 		"/console/endpoints?missing=any":               "2",
 		"/console/endpoints?status=connected":          "3",
 		"/console/endpoints?notSeenDays=7":             "0",
@@ -105,11 +107,12 @@ func TestDashboardNumbersLeadToTheirLists(t *testing.T) {
 		"/console/endpoints":       regexp.MustCompile(`<span id="endpoint-total"><strong>(\d+)</strong>`),
 		"/console/runs":            regexp.MustCompile(`<p>(\d+) run\(s\)`),
 		"/console/vulnerabilities": regexp.MustCompile(`<small>(\d+) CVE\(s\) on your fleet match`),
+		"/console/updates":         regexp.MustCompile(`<p id="update-total"><strong>(\d+)</strong> update\(s\)`),
 	}
 	for href, n := range got {
 		path, _, _ := strings.Cut(href, "?")
 		re, ok := totals[path]
-		if !ok || path == "/console/updates" {
+		if !ok {
 			continue
 		}
 		code, list := b.get(href)

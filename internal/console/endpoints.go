@@ -26,6 +26,9 @@ type endpointColumn struct {
 }
 
 var endpointColumns = []endpointColumn{
+	{"missingCritical", "Missing critical", "missingCritical"},
+	{"missingTotal", "Missing updates", "missingTotal"},
+	{"overdue", "Overdue", "overdue"},
 	{"status", "Status", "status"},
 	{"platform", "Platform", "platform"},
 	{"os", "Operating system", "os"},
@@ -36,7 +39,34 @@ var endpointColumns = []endpointColumn{
 	{"reboot", "Reboot", ""},
 }
 
-var defaultEndpointColumns = []string{"status", "platform", "os", "agent", "lastSeen", "reboot"}
+var defaultEndpointColumns = []string{"missingCritical", "missingTotal", "overdue", "status", "platform", "os", "agent", "lastSeen", "reboot"}
+
+// patchColumns are the columns of an endpoint's patch state.
+var patchColumns = []string{"missingCritical", "missingTotal", "overdue"}
+
+// patchStates reads the patch state of the endpoints listed when a column
+// shows it.
+func (c *Console) patchStates(r *http.Request, s *session, cols []string, items []apiv1.Endpoint) (map[string]store.PatchState, error) {
+	if !slices.ContainsFunc(cols, func(col string) bool { return slices.Contains(patchColumns, col) }) {
+		return nil, nil
+	}
+	ids := make([]string, len(items))
+	for i, e := range items {
+		ids[i] = e.ID
+	}
+	return c.store.PatchStates(r.Context(), s.User.OrgID, ids, c.now())
+}
+
+// patchCell is an endpoint's value in a patch-state column.
+func patchCell(st store.PatchState, col string) string {
+	switch col {
+	case "missingCritical":
+		return strconv.Itoa(st.MissingCritical)
+	case "missingTotal":
+		return strconv.Itoa(st.MissingTotal)
+	}
+	return strconv.Itoa(st.Overdue)
+}
 
 // colsCookie keeps the columns a user chose for the endpoints list.
 const colsCookie = "patchd_endpoint_columns"
@@ -80,6 +110,7 @@ func chosenColumns(w http.ResponseWriter, r *http.Request) []string {
 
 type endpointsData struct {
 	Items    []apiv1.Endpoint
+	State    map[string]store.PatchState
 	F        url.Values // the filters as asked
 	Filter   string     // the filters as a query string ("select all N matching")
 	Sort     string
@@ -150,7 +181,12 @@ func (c *Console) endpointList(w http.ResponseWriter, r *http.Request, s *sessio
 	p.Total = total
 	delete(p.Query, "cols")
 	f := endpointq.Filters(v)
-	d := endpointsData{Items: items, F: v, Filter: f.Encode(), Sort: q.Sort, Desc: q.Desc, Cols: chosenColumns(w, r), Columns: endpointColumns,
+	cols := chosenColumns(w, r)
+	state, err := c.patchStates(r, s, cols, items)
+	if err != nil {
+		return err
+	}
+	d := endpointsData{Items: items, State: state, F: v, Filter: f.Encode(), Sort: q.Sort, Desc: q.Desc, Cols: cols, Columns: endpointColumns,
 		Groups: gl, NotSeen: notSeenChoices, Page: p, CSV: "/console/endpoints.csv?" + f.Encode()}
 	return c.render(w, r, s, http.StatusOK, "endpoints", "", "Endpoints", "endpoints", d)
 }
@@ -167,6 +203,10 @@ func (c *Console) endpointCSV(w http.ResponseWriter, r *http.Request, s *session
 		return err
 	}
 	cols := chosenColumns(w, r)
+	state, err := c.patchStates(r, s, cols, items)
+	if err != nil {
+		return err
+	}
 	head := []string{"id", "name", "hostname"}
 	for _, col := range endpointColumns {
 		if slices.Contains(cols, col.Key) {
@@ -183,7 +223,11 @@ func (c *Console) endpointCSV(w http.ResponseWriter, r *http.Request, s *session
 	for _, e := range items {
 		row := []string{e.ID, e.Name, e.Hostname}
 		for _, col := range endpointColumns {
-			if slices.Contains(cols, col.Key) {
+			switch {
+			case !slices.Contains(cols, col.Key):
+			case slices.Contains(patchColumns, col.Key):
+				row = append(row, patchCell(state[e.ID], col.Key))
+			default:
 				row = append(row, endpointCell(e, col.Key))
 			}
 		}

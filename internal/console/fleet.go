@@ -29,9 +29,10 @@ type dashData struct {
 	Severities   []sevCount
 	Runs         []runView
 	Platforms    []sevCount
-	// Compliance is the fleet now; Donut its three parts (fully patched,
-	// missing other updates, missing a critical one).
+	// Compliance is the fleet now; Donut its two parts (compliant under
+	// the compliance policy, which Policy says in a sentence, and not).
 	Compliance     apiv1.ComplianceDay
+	Policy         string
 	ShowCompliance bool
 	Donut          []donutPart
 	// Trend is the recorded days of the last TrendDays (30 or 90).
@@ -76,12 +77,12 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 		}
 		d.Fleet, d.Disconnected, d.ConnPct = f, f.Endpoints-f.Connected, pct(f.Connected, f.Endpoints)
 		top := 0
-		for _, n := range f.MissingBySeverity {
+		for _, n := range f.UpdatesBySeverity {
 			top = max(top, n)
 		}
 		for _, sev := range updates.Severities {
-			d.Severities = append(d.Severities, sevCount{Severity: sev, Missing: f.MissingBySeverity[sev], Hosts: f.EndpointsBySeverity[sev],
-				Width: pct(f.MissingBySeverity[sev], top)})
+			d.Severities = append(d.Severities, sevCount{Severity: sev, Missing: f.UpdatesBySeverity[sev], Hosts: f.EndpointsBySeverity[sev],
+				Width: pct(f.UpdatesBySeverity[sev], top)})
 		}
 		for p, n := range f.Platforms {
 			d.Platforms = append(d.Platforms, sevCount{Severity: p, Missing: n, Width: pct(n, f.Endpoints)})
@@ -100,6 +101,11 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 			}
 			d.ShowCompliance = d.Compliance.Endpoints > 0
 			d.Donut = donut(d.Compliance)
+			policy, err := c.store.CompliancePolicy(ctx, s.User.OrgID)
+			if err != nil {
+				return err
+			}
+			d.Policy = policy.Describe()
 			hist, err := c.store.ComplianceHistory(ctx, s.User.OrgID, now.AddDate(0, 0, 1-d.TrendDays), now)
 			if err != nil {
 				return err
@@ -142,14 +148,17 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 	return c.render(w, r, s, http.StatusOK, "dashboard", "", "Dashboard", "dashboard", d)
 }
 
-// donut divides the compliance ring: fully patched, missing only other
-// updates, missing a critical one; each arc starts where the last ended,
-// from the top.
+// donut divides the compliance ring: compliant under the compliance policy
+// and out of compliance; each arc starts where the last ended, from the
+// top.
 func donut(cd apiv1.ComplianceDay) []donutPart {
+	compliant := 0
+	if cd.Compliant != nil {
+		compliant = *cd.Compliant
+	}
 	parts := []donutPart{
-		{Class: "seg-ok", Label: "Fully patched", Href: "/console/endpoints?missing=none", N: cd.FullyPatched},
-		{Class: "seg-other", Label: "Missing other updates", Href: "/console/endpoints?missing=other", N: cd.MissingOther},
-		{Class: "seg-crit", Label: "Missing critical updates", Href: "/console/endpoints?missing=critical", N: cd.MissingCritical},
+		{Class: "seg-ok", Label: "Compliant", Href: "/console/endpoints?compliance=compliant", N: compliant},
+		{Class: "seg-crit", Label: "Out of compliance", Href: "/console/endpoints?compliance=overdue", N: cd.Endpoints - compliant},
 	}
 	at := 0.0
 	for i := range parts {

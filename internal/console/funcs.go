@@ -21,6 +21,13 @@ var funcs = template.FuncMap{
 	"whenp": func(t *time.Time) string { return whenPtr(t) },
 	"ago":   ago,
 	"str":   func(s *string) string { return deref(s) },
+	// num is a count that may be absent ("" then).
+	"num": func(n *int) string {
+		if n == nil {
+			return ""
+		}
+		return strconv.Itoa(*n)
+	},
 	"platformName": func(p string) string {
 		if n, ok := platformNames[p]; ok {
 			return n

@@ -30,6 +30,7 @@ var menu = []navSection{
 		{Key: "groups", Label: "Groups", Href: "/console/groups", Need: "endpoints.view"},
 		{Key: "software", Label: "Software", Href: "/console/software", Need: "endpoints.view"},
 		{Key: "agents", Label: "Agents", Href: "/console/agents", Need: "endpoints.view"},
+		{Key: "compliance", Label: "Compliance", Href: "/console/compliance", Need: "endpoints.view"},
 		{Key: "enrollment", Label: "Enrollment", Href: "/console/enrollment", Need: "admin"},
 	}},
 	{Label: "Patching", Items: []navItem{

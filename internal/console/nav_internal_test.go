@@ -31,7 +31,7 @@ func TestMenuByPermission(t *testing.T) {
 	}
 	viewer := &view{S: &session{ConsoleSession: store.ConsoleSession{User: store.ConsoleUser{Permissions: perm.Set(perm.EndpointsView)}}}}
 	sections, pages = labels(viewer)
-	if !slices.Equal(sections, []string{"Overview", "Fleet"}) || !slices.Equal(pages, []string{"Dashboard", "Endpoints", "Groups", "Software", "Agents"}) {
+	if !slices.Equal(sections, []string{"Overview", "Fleet"}) || !slices.Equal(pages, []string{"Dashboard", "Endpoints", "Groups", "Software", "Agents", "Compliance"}) {
 		t.Errorf("an endpoints.view-only menu: %v %v", sections, pages)
 	}
 	if (&view{}).Menu() != nil {

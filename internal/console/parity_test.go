@@ -44,6 +44,7 @@ var consoleForms = map[string]string{
 	"POST /console/vulnerabilities/{cve}/exception":          "POST /api/v1/vulnerabilities/{cve}/exception",
 	"POST /console/vulnerabilities/{cve}/revoke":             "DELETE /api/v1/vulnerabilities/{cve}/exception",
 	"POST /console/vulnerabilities/policy":                   "PUT /api/v1/remediation-policy",
+	"POST /console/compliance/policy":                        "PUT /api/v1/compliance-policy",
 	"POST /console/alerts":                                   "POST /api/v1/alerts",
 	"POST /console/alerts/{id}":                              "PATCH /api/v1/alerts/{id}",
 	"POST /console/alerts/{id}/enabled":                      "POST /api/v1/alerts/{id}/enable",

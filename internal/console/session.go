@@ -17,6 +17,7 @@ import (
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/httpx"
+	"github.com/patchd/patchd/internal/identity/passkey"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -154,6 +155,9 @@ func (c *Console) clientIP(r *http.Request) string {
 type loginData struct {
 	Email, Next, Error, FormToken string
 	NeedsSetup                    bool
+	// NoPasskeys says passkeys cannot work at this address (an IP
+	// address): the page says where they do instead of offering them.
+	NoPasskeys bool
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +165,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 		return
 	}
-	d := loginData{Next: safeNext(r.URL.Query().Get("next")), FormToken: c.formToken(w, r)}
+	d := loginData{Next: safeNext(r.URL.Query().Get("next")), FormToken: c.formToken(w, r), NoPasskeys: !passkey.Possible(c.cfg.BaseURL, r.Host)}
 	if err := c.render(w, r, nil, http.StatusOK, "login", "", "Sign in", "", d); err != nil {
 		c.fail(w, r, nil, err)
 	}

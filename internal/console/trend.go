@@ -9,7 +9,7 @@ import (
 )
 
 // trendChart is the dashboard's compliance trend: a bar per recorded day of
-// the share of endpoints fully patched (0–100 %) and a line of the open
+// the share of endpoints compliant under the compliance policy (0–100 %) and a line of the open
 // critical CVEs (scaled to their highest), over the last Span days, drawn
 // in a 0–100 box; Days lists the recorded days for the table under the
 // chart.
@@ -28,7 +28,8 @@ type trendChart struct {
 
 type trendDay struct {
 	apiv1.ComplianceDay
-	Patched int     // percent fully patched
+	Patched int     // percent compliant under the compliance policy
+	Known   bool    // the day's compliance was recorded
 	X       float64 // where the day's bar starts
 }
 
@@ -42,7 +43,11 @@ func newTrend(days []apiv1.ComplianceDay, now time.Time, span int, withCVEs bool
 		if d.Date < t.First || d.Date > t.Last {
 			continue
 		}
-		t.Days = append(t.Days, trendDay{ComplianceDay: d, Patched: pct(d.FullyPatched, d.Endpoints)})
+		td := trendDay{ComplianceDay: d, Known: d.Compliant != nil}
+		if td.Known {
+			td.Patched = pct(*d.Compliant, d.Endpoints)
+		}
+		t.Days = append(t.Days, td)
 		t.MaxCVEs = max(t.MaxCVEs, d.CriticalCVEs)
 	}
 	if len(t.Days) == 0 {

@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"flag"
+	"fmt"
 	"strconv"
 
 	"github.com/patchd/patchd/apiv1"
@@ -12,7 +13,13 @@ var complianceCols = []column[apiv1.ComplianceDay]{
 	col("DATE", func(d apiv1.ComplianceDay) string { return d.Date }),
 	numCol("ENDPOINTS", func(d apiv1.ComplianceDay) string { return strconv.Itoa(d.Endpoints) }),
 	numCol("FULLY PATCHED", func(d apiv1.ComplianceDay) string { return strconv.Itoa(d.FullyPatched) }),
-	numCol("COMPLIANT %", func(d apiv1.ComplianceDay) string { return compliancePct(d) }),
+	numCol("PATCHED %", func(d apiv1.ComplianceDay) string { return compliancePct(d) }),
+	numCol("COMPLIANT", func(d apiv1.ComplianceDay) string {
+		if d.Compliant == nil {
+			return ""
+		}
+		return strconv.Itoa(*d.Compliant)
+	}),
 	numCol("MISSING CRITICAL", func(d apiv1.ComplianceDay) string { return strconv.Itoa(d.MissingCritical) }),
 	numCol("MISSING OTHER", func(d apiv1.ComplianceDay) string { return strconv.Itoa(d.MissingOther) }),
 	numCol("CRITICAL CVES", func(d apiv1.ComplianceDay) string { return strconv.Itoa(d.CriticalCVEs) }),
@@ -28,8 +35,87 @@ func compliancePct(d apiv1.ComplianceDay) string {
 	return strconv.Itoa(d.FullyPatched * 100 / d.Endpoints)
 }
 
+func compliancePolicyPairs(p apiv1.CompliancePolicy) [][2]string {
+	days := func(n int) string { return strconv.Itoa(n) + " days" }
+	return [][2]string{{"Critical", days(p.CriticalDays)}, {"Important", days(p.ImportantDays)}, {"Moderate", days(p.ModerateDays)},
+		{"Low", days(p.LowDays)}, {"Unspecified", days(p.UnspecifiedDays)}, {"Meaning", p.Description}}
+}
+
+var compliancePolicyCols = []column[apiv1.CompliancePolicy]{
+	numCol("CRITICAL DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.CriticalDays) }),
+	numCol("IMPORTANT DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.ImportantDays) }),
+	numCol("MODERATE DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.ModerateDays) }),
+	numCol("LOW DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.LowDays) }),
+	numCol("UNSPECIFIED DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.UnspecifiedDays) }),
+}
+
+var groupComplianceCols = []column[apiv1.GroupCompliance]{
+	col("GROUP", func(g apiv1.GroupCompliance) string { return g.Name }),
+	numCol("ENDPOINTS", func(g apiv1.GroupCompliance) string { return strconv.Itoa(g.Endpoints) }),
+	numCol("COMPLIANT", func(g apiv1.GroupCompliance) string { return strconv.Itoa(g.Compliant) }),
+	numCol("COMPLIANT %", func(g apiv1.GroupCompliance) string {
+		if g.Endpoints == 0 {
+			return ""
+		}
+		return strconv.Itoa(g.Compliant * 100 / g.Endpoints)
+	}),
+	numCol("MISSING CRITICAL", func(g apiv1.GroupCompliance) string { return strconv.Itoa(g.MissingCritical) }),
+	col("ID", func(g apiv1.GroupCompliance) string { return g.GroupID }),
+}
+
 func complianceCommands() []command {
 	return []command{
+		{name: "compliance policy", args: "get | set [--critical-days N] [--important-days N] [--moderate-days N] [--low-days N] [--unspecified-days N]",
+			summary: "read or change how many days each severity may stay missing before an endpoint is out of compliance (patchd addition; set takes every permission)",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				var days [5]int
+				for i, name := range []string{"critical", "important", "moderate", "low", "unspecified"} {
+					fs.IntVar(&days[i], name+"-days", 0, "days a "+name+" update may stay missing (`N`, 1 to 3650)")
+				}
+				return func(s *session, args []string) error {
+					if len(args) != 1 || (args[0] != "get" && args[0] != "set") {
+						return usagef("want: compliance policy get, or compliance policy set [--critical-days N] … [--unspecified-days N]")
+					}
+					changes := days != [5]int{}
+					if args[0] == "get" && changes {
+						return usagef("compliance policy get takes no flags")
+					}
+					if args[0] == "set" && !changes {
+						return usagef("compliance policy set: nothing to change; give --critical-days, --important-days, --moderate-days, --low-days or --unspecified-days")
+					}
+					c, err := s.client()
+					if err != nil {
+						return err
+					}
+					p, err := c.CompliancePolicy(s.ctx)
+					if err != nil {
+						return err
+					}
+					if args[0] == "get" {
+						return printOne(s, p, compliancePolicyCols, compliancePolicyPairs)
+					}
+					for i, dst := range []*int{&p.CriticalDays, &p.ImportantDays, &p.ModerateDays, &p.LowDays, &p.UnspecifiedDays} {
+						if days[i] != 0 {
+							*dst = days[i]
+						}
+					}
+					if p, err = c.SetCompliancePolicy(s.ctx, p); err != nil {
+						return err
+					}
+					return s.done(p, "%s", p.Description)
+				}
+			}},
+		{name: "compliance groups", summary: "every group's endpoints compliant under the compliance policy (patchd addition)",
+			setup: noFlags(withClient("", func(s *session, c *client.Client, _ []string) error {
+				r, err := c.ComplianceByGroup(s.ctx)
+				if err != nil {
+					return err
+				}
+				if s.format == "" || s.format == "table" {
+					fmt.Fprintln(s.io.Stderr, r.Policy.Description)
+				}
+				return printList(s, groupComplianceCols, sliceSeq(r.Items))
+			}))},
 		{name: "compliance history", args: "[--days N]",
 			summary: "the fleet's compliance day by day: fully patched, missing critical, critical and overdue CVEs (patchd addition)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {

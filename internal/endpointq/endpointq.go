@@ -32,7 +32,7 @@ func ConnectedSince(now time.Time, checkin time.Duration) time.Time {
 
 // Keys are the parameters that select endpoints (paging, order and the
 // console's columns aside), in the order a link writes them.
-var Keys = []string{"q", "search", "status", "platform", "os", "groupId", "missing", "pendingReboot", "notSeenDays", "agentVersion",
+var Keys = []string{"q", "search", "status", "platform", "os", "groupId", "missing", "compliance", "pendingReboot", "notSeenDays", "agentVersion",
 	"updateKey", "cve", "software", "softwareVersion"}
 
 // Platforms are the values of platform.
@@ -54,7 +54,7 @@ func (e *Error) Error() string { return e.Param + ": " + e.Message }
 func Parse(v url.Values, orgID string, now, connectedSince time.Time) (store.EndpointQuery, error) {
 	q := store.EndpointQuery{OrgID: orgID, Q: strings.TrimSpace(v.Get("q")), Search: strings.TrimSpace(v.Get("search")),
 		Status: v.Get("status"), Platform: v.Get("platform"), OS: strings.TrimSpace(v.Get("os")), GroupID: v.Get("groupId"),
-		Missing: v.Get("missing"), AgentVersion: strings.TrimSpace(v.Get("agentVersion")), Sort: v.Get("sort"), ConnectedSince: connectedSince,
+		Missing: v.Get("missing"), Compliance: v.Get("compliance"), Now: now, AgentVersion: strings.TrimSpace(v.Get("agentVersion")), Sort: v.Get("sort"), ConnectedSince: connectedSince,
 		UpdateKey: strings.TrimSpace(v.Get("updateKey")), CVE: strings.ToUpper(strings.TrimSpace(v.Get("cve"))),
 		Software: v.Get("software"), SoftwareVersion: v.Get("softwareVersion")}
 	if q.SoftwareVersion != "" && q.Software == "" {
@@ -67,7 +67,7 @@ func Parse(v url.Values, orgID string, now, connectedSince time.Time) (store.End
 		return &Error{param, "must be one of " + strings.Join(allowed, ", ") + ", not " + strconv.Quote(val)}
 	}
 	for _, err := range []error{oneOf("status", q.Status, store.EndpointStatuses), oneOf("platform", q.Platform, Platforms),
-		oneOf("missing", q.Missing, store.EndpointMissing), oneOf("sort", q.Sort, store.EndpointSorts), oneOf("order", v.Get("order"), []string{"asc", "desc"}),
+		oneOf("missing", q.Missing, store.EndpointMissing), oneOf("compliance", q.Compliance, store.EndpointCompliance), oneOf("sort", q.Sort, store.EndpointSorts), oneOf("order", v.Get("order"), []string{"asc", "desc"}),
 		oneOf("pendingReboot", v.Get("pendingReboot"), []string{"1", "0"})} {
 		if err != nil {
 			return q, err

@@ -357,13 +357,16 @@ type FleetSummary struct {
 	// least one update of the severity.
 	MissingBySeverity   map[string]int
 	EndpointsBySeverity map[string]int
+	// UpdatesBySeverity counts the updates (keys) missing somewhere, by
+	// severity: the rows of the updates list filtered by that severity.
+	UpdatesBySeverity map[string]int
 	// Platforms counts endpoints per platform.
 	Platforms map[string]int
 }
 
 // FleetSummary counts the organization's endpoints and missing updates.
 func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince time.Time) (FleetSummary, error) {
-	f := FleetSummary{MissingBySeverity: map[string]int{}, EndpointsBySeverity: map[string]int{}, Platforms: map[string]int{}}
+	f := FleetSummary{MissingBySeverity: map[string]int{}, EndpointsBySeverity: map[string]int{}, UpdatesBySeverity: map[string]int{}, Platforms: map[string]int{}}
 	err := s.InReadTx(ctx, func(r *ReadTx) error {
 		// One pass over the endpoints, missing updates included: the
 		// counters the inventory writer keeps per endpoint (migration 030).
@@ -377,7 +380,18 @@ func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince t
 		for i, sev := range updates.Severities {
 			f.MissingBySeverity[sev], f.EndpointsBySeverity[sev] = c[i], e[i]
 		}
-		rows, err := r.query(ctx, `SELECT platform, COUNT(*) FROM endpoints WHERE org_id = ? GROUP BY platform`, orgID)
+		// As ListUpdateKeys counts them.
+		rows, err := r.query(ctx, `SELECT severity, COUNT(*) FROM update_keys WHERE org_id = ? AND endpoints > 0 GROUP BY severity`, orgID)
+		if err := eachRow(rows, err, func(row *sql.Rows) error {
+			var sev string
+			var n int
+			err := row.Scan(&sev, &n)
+			f.UpdatesBySeverity[sev] = n
+			return err
+		}); err != nil {
+			return err
+		}
+		rows, err = r.query(ctx, `SELECT platform, COUNT(*) FROM endpoints WHERE org_id = ? GROUP BY platform`, orgID)
 		return eachRow(rows, err, func(row *sql.Rows) error {
 			var p string
 			var n int

@@ -13,6 +13,8 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/dberr"
+	"github.com/patchd/patchd/internal/groups"
+	"github.com/patchd/patchd/internal/updates"
 )
 
 // Enrollment is what an agent says of itself when it enrolls.
@@ -666,9 +668,14 @@ type EndpointQuery struct {
 	// OS matches a substring of the operating system and its version.
 	OS      string
 	GroupID string
-	// Missing is "critical" (a critical update missing), "any" (any update
-	// missing) or "none" (fully patched).
-	Missing       string
+	// Missing is "critical" (a critical update missing; "important",
+	// "moderate", "low", "unspecified" likewise), "other" (updates missing,
+	// none critical), "any" (any update missing) or "none" (fully patched).
+	Missing string
+	// Compliance is "overdue" (an update missing past the compliance
+	// policy's deadline at Now) or "compliant" (none).
+	Compliance    string
+	Now           time.Time
 	PendingReboot bool
 	// NotSeenSince keeps endpoints last seen before it (or never).
 	NotSeenSince time.Time
@@ -685,15 +692,33 @@ type EndpointQuery struct {
 	Desc           bool
 	Limit, Offset  int
 	ConnectedSince time.Time
+	// policy is the organization's compliance policy, read by the store
+	// when Compliance or the "overdue" sort needs it.
+	policy *updates.CompliancePolicy
+}
+
+// withPolicy answers q with the organization's compliance policy when it
+// needs one.
+func (s *Store) withPolicy(ctx context.Context, q EndpointQuery) (EndpointQuery, error) {
+	if q.Compliance == "" && q.Sort != "overdue" {
+		return q, nil
+	}
+	p, err := s.CompliancePolicy(ctx, q.OrgID)
+	if err != nil {
+		return q, err
+	}
+	q.policy = &p
+	return q, nil
 }
 
 // EndpointSorts are the orders of the endpoint lists.
-var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSeen", "agentVersion"}
+var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSeen", "agentVersion", "missingCritical", "missingTotal", "overdue"}
 
 // EndpointStatuses, EndpointMissing are the values the filters take.
 var (
-	EndpointStatuses = []string{"connected", "disconnected"}
-	EndpointMissing  = []string{"critical", "other", "any", "none"}
+	EndpointStatuses   = []string{"connected", "disconnected"}
+	EndpointMissing    = []string{"critical", "important", "moderate", "low", "unspecified", "other", "any", "none"}
+	EndpointCompliance = []string{"overdue", "compliant"}
 )
 
 // endpointWhere is the condition and arguments of q, and the table it is
@@ -730,19 +755,37 @@ func endpointWhere(q EndpointQuery) (from, where string, args []any) {
 		args = append(args, likePattern(q.OS))
 	}
 	if q.GroupID != "" {
-		where += ` AND EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = ? AND m.endpoint_id = e.id)`
-		args = append(args, q.GroupID)
+		// Members stored, or those of a built-in group, counted when read
+		// (as GroupMemberIDs does).
+		now := q.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		where += ` AND (EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = ? AND m.endpoint_id = e.id)
+			OR EXISTS (SELECT 1 FROM endpoint_groups g WHERE g.id = ? AND g.org_id = e.org_id
+				AND (g.builtin = ? OR (g.builtin = ? AND e.enrolled_at >= ?))))`
+		args = append(args, q.GroupID, q.GroupID, groups.BuiltinAll, groups.BuiltinNew, millis(now.AddDate(0, 0, -NewEndpointDays)))
 	}
 	// The endpoints' counters of missing updates (migration 030).
 	switch q.Missing {
 	case "critical":
 		where += ` AND e.missing_critical > 0`
+	case "important", "moderate", "low", "unspecified":
+		where += ` AND e.missing_` + q.Missing + ` > 0`
 	case "other": // missing updates, none of them critical
 		where += ` AND ` + missingTotal + ` > 0 AND e.missing_critical = 0`
 	case "any":
 		where += ` AND ` + missingTotal + ` > 0`
 	case "none":
 		where += ` AND ` + missingTotal + ` = 0`
+	}
+	if q.Compliance != "" && q.policy != nil {
+		cond, cargs := overdueEndpoint(*q.policy, q.Now)
+		if q.Compliance == "compliant" {
+			cond = `NOT ` + cond
+		}
+		where += ` AND ` + cond
+		args = append(args, cargs...)
 	}
 	if q.PendingReboot {
 		where += ` AND e.pending_reboot`
@@ -776,20 +819,34 @@ func endpointWhere(q EndpointQuery) (from, where string, args []any) {
 	return from, where, args
 }
 
-// endpointOrder is the ORDER BY of a sort (the name, then the id, break
+// endpointOrder is the ORDER BY of q's sort (the name, then the id, break
 // ties so pages never overlap).
-func endpointOrder(sort string, desc bool) string {
+func endpointOrder(q EndpointQuery) string {
 	dir := ""
-	if desc {
+	if q.Desc {
 		dir = " DESC"
 	}
+	overdue := "0"
+	if q.policy != nil {
+		// The cutoffs are numbers the store computed, written into the text
+		// as the ORDER BY takes no arguments here.
+		c := q.policy.Cutoffs(q.Now)
+		overdue = fmt.Sprintf(`(SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.detected_at < CASE u.severity
+			WHEN 'Critical' THEN %d WHEN 'Important' THEN %d WHEN 'Moderate' THEN %d WHEN 'Low' THEN %d ELSE %d END
+			AND NOT EXISTS (SELECT 1 FROM update_approvals a WHERE a.org_id = u.org_id AND a.key = u.key AND a.status = 'DECLINED'))`,
+			millis(c[0]), millis(c[1]), millis(c[2]), millis(c[3]), millis(c[4]))
+	}
+	sort := q.Sort
 	col := map[string]string{
-		"status":       "p.last_seen_at IS NULL, p.last_seen_at",
-		"lastSeen":     "p.last_seen_at IS NULL, p.last_seen_at",
-		"platform":     "e.platform",
-		"os":           "COALESCE(e.os, ''), COALESCE(e.os_version, '')",
-		"type":         "e.type",
-		"agentVersion": "COALESCE(e.agent_version, '')",
+		"missingCritical": "e.missing_critical",
+		"missingTotal":    missingTotal,
+		"overdue":         overdue,
+		"status":          "p.last_seen_at IS NULL, p.last_seen_at",
+		"lastSeen":        "p.last_seen_at IS NULL, p.last_seen_at",
+		"platform":        "e.platform",
+		"os":              "COALESCE(e.os, ''), COALESCE(e.os_version, '')",
+		"type":            "e.type",
+		"agentVersion":    "COALESCE(e.agent_version, '')",
 	}[sort]
 	if col == "" {
 		return "e.sort_name" + dir + ", e.id" + dir
@@ -804,6 +861,10 @@ func endpointOrder(sort string, desc bool) string {
 // FindEndpoints pages the endpoints q selects, in its order, with their
 // total.
 func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.Endpoint, int, error) {
+	q, err := s.withPolicy(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
 	from, where, args := endpointWhere(q)
 	var total int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM `+from+` WHERE `+where, args...).Scan(&total); err != nil {
@@ -813,7 +874,7 @@ func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.End
 	if limit <= 0 {
 		limit = total
 	}
-	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM `+endpointsSeen+` WHERE `+where+` ORDER BY `+endpointOrder(q.Sort, q.Desc)+` LIMIT ? OFFSET ?`,
+	rows, err := s.query(ctx, `SELECT `+endpointColumns+` FROM `+endpointsSeen+` WHERE `+where+` ORDER BY `+endpointOrder(q)+` LIMIT ? OFFSET ?`,
 		append(args, limit, q.Offset)...)
 	out := make([]apiv1.Endpoint, 0, min(limit, 500))
 	if err := eachRow(rows, err, func(r *sql.Rows) error {
@@ -832,6 +893,10 @@ func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.End
 // FindEndpointIDs is the id of every endpoint q selects, its paging
 // ignored: what "select all N matching" acts on.
 func (s *Store) FindEndpointIDs(ctx context.Context, q EndpointQuery) ([]string, error) {
+	q, err := s.withPolicy(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	from, where, args := endpointWhere(q)
 	rows, err := s.query(ctx, `SELECT e.id FROM `+from+` WHERE `+where+` ORDER BY e.id`, args...)
 	var ids []string

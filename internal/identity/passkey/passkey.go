@@ -95,6 +95,17 @@ func NewRelyingParty(baseURL, host string, secure bool) (*RelyingParty, error) {
 	return &RelyingParty{wa: wa, Origin: origin}, nil
 }
 
+// Possible tells whether passkeys can work for a console reached at host
+// (the request's Host) with the base URL baseURL: the relying party is a
+// name, as browsers refuse IP addresses ("127.0.0.1"); "localhost" works.
+func Possible(baseURL, host string) bool {
+	if u, err := url.Parse(strings.TrimRight(baseURL, "/")); err == nil && namesHost(u.Hostname()) {
+		return true
+	}
+	u, err := url.Parse("http://" + host)
+	return err == nil && namesHost(u.Hostname())
+}
+
 // namesHost tells whether a base URL's host is a domain name, which a
 // passkey can belong to (browsers refuse IP addresses as RP IDs: a base
 // URL made of --addr, such as http://127.0.0.1:8080, leaves the choice to

@@ -1,0 +1,42 @@
+package updates
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCompliancePolicy(t *testing.T) {
+	p := DefaultCompliancePolicy()
+	if p.Days("Critical") != 15 || p.Days("Important") != 30 || p.Days("Moderate") != 60 || p.Days("Low") != 90 || p.Days("Unspecified") != 90 || p.Days("odd") != 90 {
+		t.Fatalf("defaults %+v", p)
+	}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	if p.Overdue("Critical", now.AddDate(0, 0, -15), now) {
+		t.Error("a critical update missing exactly 15 days is not overdue yet")
+	}
+	if !p.Overdue("Critical", now.AddDate(0, 0, -15).Add(-time.Second), now) {
+		t.Error("a critical update missing over 15 days is overdue")
+	}
+	if p.Overdue("Low", now.AddDate(0, 0, -60), now) {
+		t.Error("a low update missing 60 days is within its 90")
+	}
+	c := p.Cutoffs(now)
+	if !c[0].Equal(now.AddDate(0, 0, -15)) || !c[4].Equal(now.AddDate(0, 0, -90)) {
+		t.Errorf("cutoffs %v", c)
+	}
+	if CompliancePolicyOf(p.Periods()) != p {
+		t.Error("Periods and CompliancePolicyOf are not each other's inverse")
+	}
+	for _, bad := range []int{0, -1, MaxComplianceDays + 1} {
+		if CheckComplianceDays(bad) == nil {
+			t.Errorf("%d days accepted", bad)
+		}
+	}
+	if CheckComplianceDays(1) != nil || CheckComplianceDays(MaxComplianceDays) != nil {
+		t.Error("bounds refused")
+	}
+	if d := p.Describe(); !strings.Contains(d, "Critical 15 days") || !strings.Contains(d, "declined") {
+		t.Error(d)
+	}
+}
