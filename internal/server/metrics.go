@@ -223,8 +223,12 @@ func newReplicationCollector(s *store.Store) *replicationCollector {
 	}
 }
 
+func (c *replicationCollector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.primary, c.primaryUp, c.failovers, c.standbyUp, c.standbyUsable, c.standbyLag, c.maxLag, c.lags}
+}
+
 func (c *replicationCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.primary, c.primaryUp, c.failovers, c.standbyUp, c.standbyUsable, c.standbyLag, c.maxLag, c.lags} {
+	for _, d := range c.descs() {
 		ch <- d
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -206,5 +207,20 @@ func TestStandbyReadsAndFailover(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || ready.Database.Writes != sb.HostPort() || ready.Database.Failovers != 1 ||
 		len(ready.Database.Standbys) != 1 || ready.Database.Standbys[0].Name != sb.HostPort() {
 		t.Errorf("/readyz after the failover: %d %+v", resp.StatusCode, ready)
+	}
+	rec := httptest.NewRecorder()
+	e.Server.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{
+		"patchd_db_failovers_total 1",
+		`patchd_db_primary_info{server="` + sb.HostPort() + `"} 1`,
+		"patchd_db_primary_up 1",
+		`patchd_db_standby_usable{standby="` + sb.HostPort() + `"} 1`,
+		`patchd_db_standby_lag_seconds{standby="` + sb.HostPort() + `"}`,
+		"patchd_db_standby_max_lag_seconds 2",
+		`patchd_db_lag_tolerant_reads_total{served_by="primary"}`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
