@@ -60,6 +60,11 @@ type Config struct {
 	LogLevel             slog.Level
 	LogFormat            string // text or json
 	MaxDBConns           int
+	// DBRead are PostgreSQL standbys that serve the reads tolerating lag
+	// (--db-read, repeatable, or PATCHD_DB_READ separated by spaces);
+	// DBReadMaxLag is the lag past which one is skipped.
+	DBRead       []string
+	DBReadMaxLag time.Duration
 	// CheckinInterval is what agents are told to use between check-ins.
 	CheckinInterval time.Duration
 	// SessionIdleTimeout ends a console session unused this long;
@@ -268,6 +273,9 @@ func ParseServe(args []string) (Config, error) {
 	if err := c.checkAgentLimits(); err != nil {
 		return c, err
 	}
+	if err := c.checkStandbys(); err != nil {
+		return c, err
+	}
 	c.deriveDefaults()
 	if err := c.checkPackaging(); err != nil {
 		return c, err
@@ -366,6 +374,15 @@ func (c *Config) registerOperationFlags(fs *flag.FlagSet, raw *serveFlagText) {
 	fs.IntVar(&c.MaxInventories, "max-inventories", envInt("PATCHD_MAX_INVENTORIES", "128"), "agents' inventories received and not yet stored at once; past it they are refused with 503 and Retry-After (env PATCHD_MAX_INVENTORIES)")
 	fs.IntVar(&c.MaxDBConns, "db-max-conns", envInt("PATCHD_DB_MAX_CONNS", "16"), "database connection pool size (env PATCHD_DB_MAX_CONNS)")
 	fs.StringVar(&c.FirstSecretsFile, "first-secrets-file", Env("PATCHD_FIRST_SECRETS_FILE", ""), "write the first start's one-time secrets (the Administrator credential, the enrollment token) to this file, mode 0600, instead of standard output, which a service manager keeps in its journal (env PATCHD_FIRST_SECRETS_FILE)")
+	c.DBRead = strings.Fields(Env("PATCHD_DB_READ", ""))
+	fromEnv := true
+	fs.Func("db-read", "PostgreSQL standby URL that serves lists, reports, exports and dashboards (reads that tolerate lag); repeat for several; env PATCHD_DB_READ, separated by spaces", func(v string) error {
+		if fromEnv {
+			c.DBRead, fromEnv = nil, false
+		}
+		c.DBRead = append(c.DBRead, strings.Fields(v)...)
+		return nil
+	})
 }
 
 // registerIntervalFlags: the agents' intervals, command expiry, console
@@ -380,6 +397,7 @@ func (c *Config) registerIntervalFlags(fs *flag.FlagSet) error {
 		{&c.CommandExpiry, "command-expiry", "PATCHD_COMMAND_EXPIRY", "168h", "cancel a command without a maintenance window that did not start within this time (env PATCHD_COMMAND_EXPIRY)"},
 		{&c.SessionIdleTimeout, "session-idle-timeout", "PATCHD_SESSION_IDLE_TIMEOUT", "2h", "end a console session unused this long, at least 1m (env PATCHD_SESSION_IDLE_TIMEOUT)"},
 		{&c.SessionMaxAge, "session-max-age", "PATCHD_SESSION_MAX_AGE", "12h", "end every console session this long after its sign-in, whatever its use; at least --session-idle-timeout, at most 720h (env PATCHD_SESSION_MAX_AGE)"},
+		{&c.DBReadMaxLag, "db-read-max-lag", "PATCHD_DB_READ_MAX_LAG", "10s", "skip a --db-read standby whose replay lag passes this (env PATCHD_DB_READ_MAX_LAG)"},
 		{&c.VulnSyncInterval, "vulndb-sync-interval", "PATCHD_VULNDB_SYNC_INTERVAL", "0", "sync the vulnerability feeds this often, for example 6h; 0 is off (env PATCHD_VULNDB_SYNC_INTERVAL)"},
 	} {
 		if err := durationFlag(fs, d.p, d.name, d.env, d.def, d.usage); err != nil {
@@ -402,6 +420,30 @@ func (c *Config) registerSMTPFlags(fs *flag.FlagSet) error {
 	}
 	fs.StringVar(&c.SMTP.TLS, "smtp-tls", Env("PATCHD_SMTP_TLS", "starttls"), "starttls, tls (implicit, port 465) or none (env PATCHD_SMTP_TLS)")
 	return nil
+}
+
+// checkStandbys refuses --db-read without a PostgreSQL --db, a standby
+// that is not a PostgreSQL URL and a lag limit that is not positive.
+func (c *Config) checkStandbys() error {
+	if len(c.DBRead) == 0 {
+		return nil
+	}
+	if !isPostgres(c.DB) {
+		return fmt.Errorf("--db-read: standbys need a PostgreSQL --db")
+	}
+	for _, u := range c.DBRead {
+		if !isPostgres(u) {
+			return fmt.Errorf("--db-read: a standby is a postgres:// URL")
+		}
+	}
+	if c.DBReadMaxLag <= 0 {
+		return fmt.Errorf("--db-read-max-lag: must be positive")
+	}
+	return nil
+}
+
+func isPostgres(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
 }
 
 // parseTrustedProxies reads --trusted-proxies: CIDRs, or single addresses.

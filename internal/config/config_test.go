@@ -98,3 +98,34 @@ func TestSMTPFromFlag(t *testing.T) {
 		t.Errorf("defaults: %+v %v", c.SMTP, err)
 	}
 }
+
+// TestDBReadFlags: --db-read takes standbys from the flag (repeated) or
+// PATCHD_DB_READ (separated by spaces, a multi-host URL kept whole), the
+// flag replacing the variable; it needs a PostgreSQL --db and standby, and
+// --db-read-max-lag defaults to 10 s.
+func TestDBReadFlags(t *testing.T) {
+	const db = "postgres://p@h1:5432,h2:5432/patchd?target_session_attrs=read-write"
+	const s1, s2 = "postgres://p@h2:5432/patchd", "postgres://p@h2:5432,h3:5432/patchd?target_session_attrs=standby"
+	t.Setenv("PATCHD_DB_READ", s1+"  "+s2)
+	c, err := ParseServe([]string{"--db", db})
+	if err != nil || len(c.DBRead) != 2 || c.DBRead[0] != s1 || c.DBRead[1] != s2 || c.DBReadMaxLag != 10*time.Second {
+		t.Errorf("from PATCHD_DB_READ: %q %s %v", c.DBRead, c.DBReadMaxLag, err)
+	}
+	c, err = ParseServe([]string{"--db", db, "--db-read", s2, "--db-read", s1, "--db-read-max-lag", "3s"})
+	if err != nil || len(c.DBRead) != 2 || c.DBRead[0] != s2 || c.DBRead[1] != s1 || c.DBReadMaxLag != 3*time.Second {
+		t.Errorf("from the flags: %q %s %v", c.DBRead, c.DBReadMaxLag, err)
+	}
+	t.Setenv("PATCHD_DB_READ", "")
+	for _, args := range [][]string{
+		{"--db-read", s1},                       // SQLite --db
+		{"--db", db, "--db-read", "standby.db"}, // not PostgreSQL
+		{"--db", db, "--db-read", s1, "--db-read-max-lag", "0s"},
+	} {
+		if _, err := ParseServe(args); err == nil || !strings.Contains(err.Error(), "--db-read") {
+			t.Errorf("%q: %v, want a --db-read error", args, err)
+		}
+	}
+	if c, err := ParseServe(nil); err != nil || len(c.DBRead) != 0 {
+		t.Errorf("no standbys: %q %v", c.DBRead, err)
+	}
+}

@@ -156,25 +156,25 @@ func (c *Console) routes() {
 	c.passkeyRoutes()
 	c.orgRoutes()
 
-	c.page("GET /console/{$}", 0, c.dashboard)
-	c.page("GET /console/endpoints", perm.EndpointsView, c.endpointList)
-	c.page("GET /console/endpoints.csv", perm.EndpointsView, c.endpointCSV)
+	c.page("GET /console/{$}", 0, mayLag(c.dashboard))
+	c.page("GET /console/endpoints", perm.EndpointsView, mayLag(c.endpointList))
+	c.page("GET /console/endpoints.csv", perm.EndpointsView, mayLag(c.endpointCSV))
 	c.page("GET /console/endpoints/{id}", perm.EndpointsView, c.endpointDetail)
 	c.page("POST /console/endpoints/{id}", perm.EndpointsManage, c.endpointPatch)
 	c.page("POST /console/endpoints/{id}/delete", perm.EndpointsManage, c.endpointDelete)
 	c.page("POST /console/endpoints/{id}/scan", perm.EndpointsManage, c.endpointScan)
 	c.page("POST /console/actions", perm.AutomationsRun, c.actionRun)
 
-	c.page("GET /console/software", perm.EndpointsView, c.softwareList)
+	c.page("GET /console/software", perm.EndpointsView, mayLag(c.softwareList))
 	c.page("GET /console/software/title", perm.EndpointsView, c.softwareTitle)
 	c.page("GET /console/agents", perm.EndpointsView, c.agentsPage)
 	c.page("POST /console/agents/policy", perm.EndpointsManage, c.agentPolicySet)
-	c.page("GET /console/updates", perm.UpdatesView, c.updateList)
+	c.page("GET /console/updates", perm.UpdatesView, mayLag(c.updateList))
 	c.page("POST /console/updates/approvals", perm.UpdatesManage, c.updateApprove)
 	c.page("GET /console/updates/{key...}", perm.UpdatesView, c.updateDetail)
 	c.page("POST /console/updates/policy", perm.UpdatesManage, c.policySet)
 
-	c.page("GET /console/groups", perm.EndpointsView, c.groupList)
+	c.page("GET /console/groups", perm.EndpointsView, mayLag(c.groupList))
 	c.page("GET /console/groups/new", perm.EndpointsManage, c.groupNew)
 	c.page("GET /console/groups/preview", perm.EndpointsView, c.groupPreview)
 	c.page("POST /console/groups", perm.EndpointsManage, c.groupCreate)
@@ -182,7 +182,7 @@ func (c *Console) routes() {
 	c.page("POST /console/groups/{id}", perm.EndpointsManage, c.groupSave)
 	c.page("POST /console/groups/{id}/delete", perm.EndpointsManage, c.groupDelete)
 
-	c.page("GET /console/automations", perm.AutomationsView, c.automationList)
+	c.page("GET /console/automations", perm.AutomationsView, mayLag(c.automationList))
 	c.page("GET /console/automations/new", perm.AutomationsManage, c.automationNew)
 	c.page("GET /console/automations/preview", perm.AutomationsView, c.automationPreview)
 	c.page("POST /console/automations", perm.AutomationsManage, c.automationCreate)
@@ -193,7 +193,7 @@ func (c *Console) routes() {
 	c.page("POST /console/automations/{id}/run", perm.AutomationsRun, c.automationRun)
 	c.page("POST /console/automations/{id}/delete", perm.AutomationsManage, c.automationDelete)
 
-	c.page("GET /console/runs", perm.AutomationsView, c.runList)
+	c.page("GET /console/runs", perm.AutomationsView, mayLag(c.runList))
 	c.page("GET /console/runs/{id}", perm.AutomationsView, c.runDetail)
 	c.page("GET /console/runs/{id}/progress", perm.AutomationsView, c.runProgress)
 	c.page("POST /console/runs/{id}/stop", perm.AutomationsRun, c.runStop)
@@ -213,12 +213,12 @@ func (c *Console) routes() {
 	c.page("GET /console/enrollment", adminOnly, c.enrollmentPage)
 	c.page("POST /console/enrollment", adminOnly, c.enrollTokenCreate)
 	c.page("POST /console/enrollment/{id}/revoke", adminOnly, c.enrollTokenRevoke)
-	c.page("GET /console/audit", perm.ReportsView, c.auditPage)
+	c.page("GET /console/audit", perm.ReportsView, mayLag(c.auditPage))
 
-	c.page("GET /console/reports", perm.ReportsView, c.reportList)
-	c.page("GET /console/reports/{file}", perm.ReportsView, c.reportFile)
+	c.page("GET /console/reports", perm.ReportsView, mayLag(c.reportList))
+	c.page("GET /console/reports/{file}", perm.ReportsView, mayLag(c.reportFile))
 
-	c.page("GET /console/vulnerabilities", perm.VulnerabilitiesView, c.vulnList)
+	c.page("GET /console/vulnerabilities", perm.VulnerabilitiesView, mayLag(c.vulnList))
 	c.page("GET /console/vulnerabilities/{cve}", perm.VulnerabilitiesView, c.vulnDetail)
 	c.page("POST /console/vulnerabilities/{cve}/exception", adminOnly, c.vulnAccept)
 	c.page("POST /console/vulnerabilities/{cve}/revoke", adminOnly, c.vulnRevoke)
@@ -226,7 +226,7 @@ func (c *Console) routes() {
 	c.page("GET /console/compliance", perm.EndpointsView, c.compliancePage)
 	c.page("POST /console/compliance/policy", adminOnly, c.compliancePolicySet)
 
-	c.page("GET /console/alerts", perm.ReportsView, c.alertList)
+	c.page("GET /console/alerts", perm.ReportsView, mayLag(c.alertList))
 	c.page("POST /console/alerts", perm.ReportsManage, c.alertCreate)
 	c.page("GET /console/alerts/{id}", perm.ReportsView, c.alertDetail)
 	c.page("GET /console/alerts/{id}/events", perm.ReportsView, c.alertEventsPart)
@@ -295,6 +295,15 @@ type handler func(w http.ResponseWriter, r *http.Request, s *session) error
 
 // page routes a console page that needs a session and the permission p; a
 // POST also needs the session's CSRF token.
+// mayLag serves a page that tolerates a standby's lag (a list, a
+// dashboard, a report): its store reads may go to a --db-read standby
+// (store.MayLag).
+func mayLag(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, s *session) error {
+		return h(w, r.WithContext(store.MayLag(r.Context())), s)
+	}
+}
+
 func (c *Console) page(pattern string, p perm.Permission, h handler) { c.pageLimit(pattern, p, 0, h) }
 
 // handle and handleFunc register a route of the console's mux and keep its

@@ -198,3 +198,111 @@ func (s *Server) registerPresenceMetrics() {
 			}),
 	)
 }
+
+// replicationCollector exports what the store knows of the PostgreSQL
+// primary and the --db-read standbys (nothing on SQLite).
+type replicationCollector struct {
+	s                                          *store.Store
+	primary, primaryUp, failovers              *prometheus.Desc
+	standbyUp, standbyUsable, standbyLag, lags *prometheus.Desc
+	maxLag                                     *prometheus.Desc
+}
+
+func newReplicationCollector(s *store.Store) *replicationCollector {
+	return &replicationCollector{s: s,
+		primary:   prometheus.NewDesc("patchd_db_primary_info", "The PostgreSQL server this replica writes to (label server, host:port as connected), 1.", []string{"server"}, nil),
+		primaryUp: prometheus.NewDesc("patchd_db_primary_up", "1 when the primary answered the last check (every second with --db-read, else every 5 s).", nil, nil),
+		failovers: prometheus.NewDesc("patchd_db_failovers_total", "Times the server this replica writes to changed (another server, or the same address with another postmaster) since it started.", nil, nil),
+		standbyUp: prometheus.NewDesc("patchd_db_standby_up", "1 when the --db-read standby answered the last check.", []string{"standby"}, nil),
+		standbyUsable: prometheus.NewDesc("patchd_db_standby_usable",
+			"1 when lists, reports and dashboards read from the --db-read standby: it answers and lags less than --db-read-max-lag.", []string{"standby"}, nil),
+		standbyLag: prometheus.NewDesc("patchd_db_standby_lag_seconds", "How far the --db-read standby's replay is behind the primary, as this replica measures it.", []string{"standby"}, nil),
+		maxLag:     prometheus.NewDesc("patchd_db_standby_max_lag_seconds", "--db-read-max-lag: past it a standby is skipped.", nil, nil),
+		lags: prometheus.NewDesc("patchd_db_lag_tolerant_reads_total",
+			"Reads of lists, reports, exports and dashboards, by the server that served them (standby, or primary when no standby was usable).", []string{"served_by"}, nil),
+	}
+}
+
+func (c *replicationCollector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.primary, c.primaryUp, c.failovers, c.standbyUp, c.standbyUsable, c.standbyLag, c.maxLag, c.lags}
+}
+
+func (c *replicationCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs() {
+		ch <- d
+	}
+}
+
+func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.s.Engine() != store.Postgres {
+		return
+	}
+	r := c.s.Replication()
+	if r.Primary != "" {
+		ch <- prometheus.MustNewConstMetric(c.primary, prometheus.GaugeValue, 1, r.Primary)
+	}
+	ch <- prometheus.MustNewConstMetric(c.primaryUp, prometheus.GaugeValue, b2f(r.PrimaryUp))
+	ch <- prometheus.MustNewConstMetric(c.failovers, prometheus.CounterValue, float64(r.Failovers))
+	if len(r.Standbys) == 0 {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.maxLag, prometheus.GaugeValue, r.MaxLag.Seconds())
+	for _, sb := range r.Standbys {
+		ch <- prometheus.MustNewConstMetric(c.standbyUp, prometheus.GaugeValue, b2f(sb.Up), sb.Name)
+		ch <- prometheus.MustNewConstMetric(c.standbyUsable, prometheus.GaugeValue, b2f(sb.Usable), sb.Name)
+		if sb.Up {
+			ch <- prometheus.MustNewConstMetric(c.standbyLag, prometheus.GaugeValue, sb.Lag.Seconds(), sb.Name)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.lags, prometheus.CounterValue, float64(r.ReadsFromStandby), "standby")
+	ch <- prometheus.MustNewConstMetric(c.lags, prometheus.CounterValue, float64(r.ReadsFromPrimary), "primary")
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// dbReadiness is the database part of /readyz on PostgreSQL: the server
+// writes go to, the standbys reads may go to, their lag, failovers seen.
+type dbReadiness struct {
+	Writes       string             `json:"writes,omitempty"`
+	WritesUp     bool               `json:"writes_up"`
+	Reads        []string           `json:"reads"`
+	Failovers    int64              `json:"failovers"`
+	MaxLagSecond float64            `json:"max_lag_seconds,omitempty"`
+	Standbys     []standbyReadiness `json:"standbys,omitempty"`
+}
+
+type standbyReadiness struct {
+	Name       string  `json:"name"`
+	Up         bool    `json:"up"`
+	Usable     bool    `json:"usable"`
+	LagSeconds float64 `json:"lag_seconds"`
+	Reason     string  `json:"reason,omitempty"`
+}
+
+// dbReadinessOf answers the database part of /readyz, nil on SQLite.
+// Reads names the servers lists and reports read from now: the usable
+// standbys, else the primary.
+func dbReadinessOf(s *store.Store) *dbReadiness {
+	if s.Engine() != store.Postgres {
+		return nil
+	}
+	r := s.Replication()
+	out := &dbReadiness{Writes: r.Primary, WritesUp: r.PrimaryUp, Failovers: r.Failovers, Reads: []string{}}
+	for _, sb := range r.Standbys {
+		out.MaxLagSecond = r.MaxLag.Seconds()
+		out.Standbys = append(out.Standbys, standbyReadiness{Name: sb.Name, Up: sb.Up, Usable: sb.Usable,
+			LagSeconds: math.Round(sb.Lag.Seconds()*1000) / 1000, Reason: sb.Err})
+		if sb.Usable {
+			out.Reads = append(out.Reads, sb.Name)
+		}
+	}
+	if len(out.Reads) == 0 && r.Primary != "" {
+		out.Reads = append(out.Reads, r.Primary)
+	}
+	return out
+}

@@ -103,6 +103,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 	srv.registerPresenceMetrics()
 	srv.ingest = s.NewIngester()
 	reg.MustRegister(newBacklogCollector(srv))
+	reg.MustRegister(newReplicationCollector(s))
 	srv.conns = newConns()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_http_connections",
 		Help: "Open HTTP connections; past 90 % of the open-files limit, agent answers close theirs."},
@@ -212,9 +213,10 @@ func (s *Server) Presence() *presence.Hub { return s.hub }
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	db := dbReadinessOf(s.store)
 	if err := s.store.Ping(ctx); err != nil {
 		slog.Warn("readiness: database unreachable", "err", err)
-		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, readiness{Status: "unavailable", Reason: "database unreachable", Database: db})
 		return nil
 	}
 	// A full disk or a read-only database answers pings and reads but
@@ -223,11 +225,18 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	defer wcancel()
 	if err := s.store.Writable(wctx, s.writeRecent); err != nil {
 		slog.Warn("readiness: database refuses writes", "err", err)
-		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database refuses writes"})
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, readiness{Status: "unavailable", Reason: "database refuses writes", Database: db})
 		return nil
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	httpx.WriteJSON(w, http.StatusOK, readiness{Status: "ready", Database: db})
 	return nil
+}
+
+// readiness is the answer of /readyz.
+type readiness struct {
+	Status   string       `json:"status"`
+	Reason   string       `json:"reason,omitempty"`
+	Database *dbReadiness `json:"database,omitempty"`
 }
 
 // RunWorkers runs the background loops until ctx ends.
@@ -307,6 +316,7 @@ func Start(ctx context.Context, cfg config.Config, out io.Writer) (_ *Running, e
 		}
 	}
 	s, err := store.Open(ctx, cfg.DB, cfg.DataDir, store.Options{MaxConns: cfg.MaxDBConns,
+		ReadURLs: cfg.DBRead, ReadMaxLag: cfg.DBReadMaxLag,
 		SecretKey: store.SecretKey{Text: cfg.SecretKey, File: cfg.SecretKeyFile}, ServerVersion: cfg.Version})
 	if err != nil {
 		return nil, err

@@ -236,7 +236,11 @@ func (s *Store) groupList(ctx context.Context, orgID string, now time.Time) (*gr
 		return nil, err
 	}
 	c := &groupList{gen: gen, read: read, now: now, groups: out}
-	s.groupLists.Store(orgID, c)
+	if r := s.repl; r == nil || len(r.standbys) == 0 || !lagTolerated(ctx) {
+		// A standby's answer may predate this store's last change: it is
+		// not kept for the readers that must see it.
+		s.groupLists.Store(orgID, c)
+	}
 	return c, nil
 }
 

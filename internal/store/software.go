@@ -35,7 +35,11 @@ func (s *Store) InReadTx(ctx context.Context, fn func(r *ReadTx) error) error {
 	if s.engine == Postgres {
 		opts.Isolation = sql.LevelRepeatableRead
 	}
-	tx, err := s.read.BeginTx(ctx, opts)
+	db, sb := s.reader(ctx)
+	tx, err := db.BeginTx(ctx, opts)
+	if sb != nil && s.failedOn(sb, err) {
+		tx, err = s.read.BeginTx(ctx, opts)
+	}
 	if err != nil {
 		return fmt.Errorf("store: begin read: %w", err)
 	}

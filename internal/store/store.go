@@ -77,6 +77,9 @@ type Store struct {
 	keys atomic.Pointer[secretbox.Keyring]
 	// serverVersion is the patchd version Migrate records (Options).
 	serverVersion string
+	// repl watches the primary and the standbys lag-tolerant reads go to
+	// (standby.go; nil on SQLite).
+	repl *replication
 }
 
 // maxStmts bounds a statement cache; queries whose text varies with their
@@ -170,6 +173,14 @@ type Options struct {
 	// not know names it beside the version that applied them. Empty
 	// means "dev".
 	ServerVersion string
+	// ReadURLs are PostgreSQL standbys that serve the reads whose context
+	// tolerates lag (MayLag; standby.go). ReadMaxLag is the lag past which
+	// a standby is skipped (default DefaultReadMaxLag); ReadCheckEvery how
+	// often the standbys' lag is measured (default a second, or a quarter
+	// of ReadMaxLag when smaller).
+	ReadURLs       []string
+	ReadMaxLag     time.Duration
+	ReadCheckEvery time.Duration
 }
 
 // Open opens the database named by url: a postgres:// or postgresql:// URL,
@@ -240,6 +251,13 @@ func Open(ctx context.Context, url, dataDir string, opt Options) (*Store, error)
 			s.Close()
 			return nil, fmt.Errorf("store: planner statistics: %w", err)
 		}
+		if err := s.openReplication(opt); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else if len(opt.ReadURLs) > 0 {
+		s.Close()
+		return nil, errors.New("store: standbys (--db-read) need a PostgreSQL --db")
 	}
 	return s, nil
 }
@@ -358,6 +376,7 @@ func (s *Store) Close() error {
 		err = s.checkpoints.close()
 	}
 	s.planStats.close()
+	s.repl.close()
 	err = errors.Join(err, s.read.Close())
 	if s.write != s.read {
 		err = errors.Join(err, s.write.Close())
@@ -410,7 +429,16 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	return res, err
 }
 
+// query and queryRow read on the primary, or on a standby when ctx
+// tolerates lag (MayLag); a standby that fails the read hands it to the
+// primary.
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if db, sb := s.reader(ctx); sb != nil {
+		rows, err := db.QueryContext(ctx, s.q(query), args...)
+		if !s.failedOn(sb, err) {
+			return rows, err
+		}
+	}
 	if st := s.readStmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -418,6 +446,12 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if db, sb := s.reader(ctx); sb != nil {
+		row := db.QueryRowContext(ctx, s.q(query), args...)
+		if !s.failedOn(sb, row.Err()) {
+			return row
+		}
+	}
 	if st := s.readStmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
