@@ -22,10 +22,8 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/server"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/version"
 )
-
-// Version is set at build time with -ldflags "-X github.com/patchd/patchd/internal/cli.Version=…".
-var Version = "dev"
 
 // IO is where a command reads and writes.
 type IO struct {
@@ -158,7 +156,7 @@ func run(ctx context.Context, args []string, stdio IO) error {
 	case "vulndb":
 		return runVulndb(ctx, args[1:], stdio)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdio.Out, "patchd", Version)
+		fmt.Fprintln(stdio.Out, "patchd", version.Get())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdio.Out, usage)
