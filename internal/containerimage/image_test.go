@@ -3,11 +3,14 @@ package containerimage
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +156,86 @@ func read(t *testing.T, f string) []byte {
 func untar(t *testing.T, file, dir string) {
 	if out, err := exec.Command("tar", "-x", "-f", file, "-C", dir).CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v %s", err, out)
+	}
+}
+
+// TestImageLoadsInPodman: podman (Debian's package) loads the OCI archive
+// into a store of the test's own and reads the same configuration back.
+// Running it needs crun to set resource limits, which this machine's
+// sandbox refuses (docs/container.md); where podman is missing the test
+// is skipped.
+func TestImageLoadsInPodman(t *testing.T) {
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed (apt-get install podman)")
+	}
+	created := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
+	img, err := Image(Options{Patchd: fakeBinary(t), Arch: "amd64", CACerts: certs(t), Version: "1.4.0", Commit: "0123456789abcdef", Created: created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "patchd.oci.tar")
+	if err := WriteOCIArchive(img, "patchd:1.4.0", out, created); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	podman := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("podman", append([]string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"),
+			"--storage-driver", "vfs"}, args...)...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("podman %v: %v\n%s", args, err, b)
+		}
+		return string(b)
+	}
+	t.Cleanup(func() {
+		exec.Command("podman", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs", "rmi", "-a", "-f").Run()
+	})
+	if got := podman("load", "-i", out); !strings.Contains(got, "localhost/patchd:1.4.0") {
+		t.Fatalf("podman load: %s", got)
+	}
+	var inspected []struct {
+		Architecture, Os string
+		Config           struct {
+			User       string
+			Entrypoint []string
+			Env        []string
+			Volumes    map[string]struct{}
+		}
+	}
+	if err := json.Unmarshal([]byte(podman("image", "inspect", "localhost/patchd:1.4.0")), &inspected); err != nil || len(inspected) != 1 {
+		t.Fatalf("podman image inspect: %v %d", err, len(inspected))
+	}
+	c := inspected[0].Config
+	if inspected[0].Os != "linux" || inspected[0].Architecture != "amd64" || c.User != "65532:65532" ||
+		!slices.Equal(c.Entrypoint, []string{"/usr/local/bin/patchd", "serve"}) || !slices.Contains(c.Env, "PATCHD_DATA=/data") {
+		t.Errorf("podman reads: %+v", inspected[0])
+	}
+	if _, ok := c.Volumes["/data"]; !ok {
+		t.Errorf("podman reads no volume /data: %+v", c.Volumes)
+	}
+}
+
+// TestComposeSettingsAreServerSettings: every PATCHD_ setting of
+// docs/compose.yaml is one the server reads (internal/config), and the
+// image's own settings are too.
+func TestComposeSettingsAreServerSettings(t *testing.T) {
+	compose := string(read(t, "../../docs/compose.yaml"))
+	config := string(read(t, "../config/config.go"))
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+(PATCHD_[A-Z_]+):`).FindAllStringSubmatch(compose, -1) {
+		names = append(names, m[1])
+	}
+	if !slices.Contains(names, "PATCHD_DB") || !slices.Contains(names, "PATCHD_BASE_URL") {
+		t.Fatalf("docs/compose.yaml sets %v", names)
+	}
+	names = append(names, "PATCHD_ADDR", "PATCHD_DATA")
+	for _, n := range names {
+		if !strings.Contains(config, `Env("`+n+`"`) {
+			t.Errorf("docs/compose.yaml sets %s, which the server does not read", n)
+		}
+	}
+	if !strings.Contains(compose, "- patchd-data:/data") || !strings.Contains(compose, `"8443:8080"`) {
+		t.Error("docs/compose.yaml does not keep /data in a volume or publish port 8080")
 	}
 }

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,9 +69,13 @@ func TestSnapshotReleaseReproducibleSignedWithSBOM(t *testing.T) {
 		t.Error("SHA256SUMS.sig verifies with another key")
 	}
 	if _, err := exec.LookPath("openssl"); err == nil {
-		der, _ := x509.MarshalPKIXPublicKey(key.Public())
+		// docs/releases.md's commands: the base64 key to PEM, then verify.
 		pemFile := filepath.Join(t.TempDir(), "patchd-release.pem")
-		os.WriteFile(pemFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+		conv := exec.Command("sh", "-c", `(printf '\060\052\060\005\006\003\053\145\160\003\041\000'; printf %s "$KEY" | base64 -d) | openssl pkey -pubin -inform DER -out "$PEM"`)
+		conv.Env = append(os.Environ(), "KEY="+pub, "PEM="+pemFile)
+		if out, err := conv.CombinedOutput(); err != nil {
+			t.Fatalf("the key to PEM: %v\n%s", err, out)
+		}
 		cmd := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pemFile, "-rawin", "-in", "SHA256SUMS", "-sigfile", "SHA256SUMS.sig")
 		cmd.Dir = a.Dir
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Signature Verified Successfully") {
