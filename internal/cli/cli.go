@@ -107,8 +107,17 @@ PATCHD_SECRET_KEY_FILE, or the key itself in PATCHD_SECRET_KEY). ORG and
 ROLE accept an id or a name. Run "patchd serve -h" for the server's flags.
 `
 
+// Version is the version as build scripts that predate internal/version
+// set it (-X github.com/patchd/patchd/internal/cli.Version=V); when set it
+// is the version patchd reports. scripts/release sets
+// internal/version.Version, Commit and Date instead.
+var Version = ""
+
 // Main runs the command line and answers the process exit code.
 func Main(ctx context.Context, args []string, stdio IO) int {
+	if Version != "" {
+		version.Version = Version
+	}
 	err := run(ctx, args, stdio)
 	if err == nil {
 		return 0
