@@ -420,7 +420,7 @@ func moduleList(bin string) (string, error) {
 // linux/arch, reproducibly (-trimpath, no build id), with its version.
 func BuildServerBinary(ctx context.Context, root, arch, version, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-o", out,
-		"-ldflags", "-s -w -buildid= -X github.com/patchd/patchd/internal/cli.Version="+version, "./cmd/patchd")
+		"-ldflags", "-s -w -buildid= -X github.com/patchd/patchd/internal/version.Version="+version, "./cmd/patchd")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/version"
 )
 
 func isPostgres(db string) bool {
@@ -93,7 +94,7 @@ func runRestore(ctx context.Context, args []string, stdio IO) error {
 	if isPostgres(db) {
 		to = "PostgreSQL"
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 2, SecretKey: key, ServerVersion: Version})
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 2, SecretKey: key, ServerVersion: version.Version})
 	if err != nil {
 		return fmt.Errorf("%s: the copy is back in place but does not open: %w", name, err)
 	}

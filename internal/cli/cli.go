@@ -22,10 +22,8 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/server"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/version"
 )
-
-// Version is set at build time with -ldflags "-X github.com/patchd/patchd/internal/cli.Version=…".
-var Version = "dev"
 
 // IO is where a command reads and writes.
 type IO struct {
@@ -147,7 +145,7 @@ func run(ctx context.Context, args []string, stdio IO) error {
 		lw := newLogWriter(stdio.Err)
 		defer lw.Close()
 		setupLogging(lw, cfg)
-		cfg.Version = Version
+		cfg.Version = version.Version
 		defer slog.SetDefault(slog.New(slog.NewTextHandler(stdio.Err, nil)))
 		return server.Serve(ctx, cfg, stdio.Out)
 	case "migrate":
@@ -170,7 +168,7 @@ func run(ctx context.Context, args []string, stdio IO) error {
 	case "vulndb":
 		return runVulndb(ctx, args[1:], stdio)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdio.Out, "patchd", Version)
+		fmt.Fprintln(stdio.Out, "patchd", version.Get())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdio.Out, usage)
@@ -246,7 +244,7 @@ func openStore(ctx context.Context, name string, args []string, define func(fs *
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key, ServerVersion: Version})
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key, ServerVersion: version.Version})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
+	"github.com/patchd/patchd/internal/version"
 )
 
 // patchd runs the command line against the test's database and answers the
@@ -257,5 +258,17 @@ func TestHelpOfEveryCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := Main(context.Background(), []string{"admin", "nosuch", "--help"}, IO{Out: &out, Err: &errOut}); code != 2 || !strings.Contains(errOut.String(), `unknown admin object "nosuch"`) {
 		t.Errorf("an unknown object: exit %d %q", code, errOut.String())
+	}
+}
+
+// TestVersionCommand: patchd version prints the build's version, commit,
+// date and Go version (scripts/release sets them with -X).
+func TestVersionCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"version"}, IO{In: strings.NewReader(""), Out: &out, Err: &errOut}); code != 0 {
+		t.Fatalf("patchd version: exit %d: %s", code, errOut.String())
+	}
+	if want := "patchd " + version.Get().String() + "\n"; out.String() != want {
+		t.Fatalf("patchd version: %q, want %q", out.String(), want)
 	}
 }

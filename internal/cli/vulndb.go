@@ -14,6 +14,7 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/version"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/vulns"
 )
@@ -76,7 +77,7 @@ func runVulndb(ctx context.Context, args []string, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key, ServerVersion: Version})
+	s, err := store.Open(ctx, db, dataDir, store.Options{MaxConns: 4, SecretKey: key, ServerVersion: version.Version})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/patchd/patchd/internal/httpx"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/version"
 )
 
 //go:embed templates static
@@ -437,17 +438,29 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	}
 }
 
+// build is what the server was built as, short: the footer shows the
+// first 12 digits of the commit.
+var build = func() version.Info {
+	i := version.Get()
+	if len(i.Commit) > 12 {
+		i.Commit = i.Commit[:12]
+	}
+	return i
+}()
+
 // view is what every page template receives.
 type view struct {
-	Title   string
-	Nav     string
-	Path    string // the page's address, which the menu marks as current
-	S       *session
-	CSRF    string
-	Flash   *flash
-	Now     time.Time
-	Data    any
-	Version string
+	Title string
+	Nav   string
+	Path  string // the page's address, which the menu marks as current
+	S     *session
+	CSRF  string
+	Flash *flash
+	Now   time.Time
+	Data  any
+	// Build is what the server was built as (the footer of signed-in
+	// pages; sign-in pages do not tell it).
+	Build version.Info
 	// Refresh sends the browser on to this same-origin address once the
 	// page is shown (a meta refresh).
 	Refresh string
@@ -512,7 +525,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 	if !ok {
 		return fmt.Errorf("console: no template %s", page)
 	}
-	v := &view{Title: title, Nav: nav, Path: r.URL.Path, S: s, Now: c.now().UTC(), Data: data}
+	v := &view{Title: title, Nav: nav, Path: r.URL.Path, S: s, Now: c.now().UTC(), Data: data, Build: build}
 	if rf, ok := data.(refresher); ok {
 		v.Refresh = rf.refreshTo()
 	}

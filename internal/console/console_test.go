@@ -21,6 +21,7 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/console"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/version"
 )
 
 const password = "correct horse battery"
@@ -391,5 +392,24 @@ func TestSignInFloodBoundsMemory(t *testing.T) {
 		n, statuses, growth>>20, bound>>20, apiCalls)
 	if growth > bound {
 		t.Errorf("the heap grew by %d MiB, more than %d MiB", growth>>20, bound>>20)
+	}
+}
+
+// TestFooterTellsBuild: signed-in pages end with the server's version,
+// commit and build date; the sign-in page does not tell them.
+func TestFooterTellsBuild(t *testing.T) {
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	i := version.Get()
+	footer := fmt.Sprintf(`<footer class="foot">patchd %s · commit %.12s · built %s</footer>`, i.Version, i.Commit, i.Date)
+	if _, body := b.get("/console/login"); strings.Contains(body, `class="foot"`) {
+		t.Errorf("the sign-in page tells the build:\n%.800s", body)
+	}
+	b.signIn("alice@example.com")
+	for _, p := range []string{"/console/", "/console/endpoints"} {
+		if code, body := b.get(p); code != http.StatusOK || !strings.Contains(body, footer) {
+			t.Errorf("GET %s: %d, no %s\n%.800s", p, code, footer, body)
+		}
 	}
 }

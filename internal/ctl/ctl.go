@@ -19,6 +19,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/version"
 )
 
 // Exit codes of patchctl.
@@ -121,6 +122,10 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	}
 	if rest[0] == "help" {
 		return helpCommand(s, rest[1:])
+	}
+	if rest[0] == "version" || rest[0] == "--version" {
+		fmt.Fprintln(s.io.Stdout, "patchctl", version.Get())
+		return ExitOK
 	}
 	if rest[0] == "__complete" {
 		complete(s.io.Stdout, rest[1:])
@@ -282,7 +287,8 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, exitCodesHelp)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'patchctl help COMMAND' or 'patchctl COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'patchctl help COMMAND' or 'patchctl COMMAND -h' for a command's flags;")
+	fmt.Fprintln(w, "'patchctl version' prints the version, commit and build date.")
 }
 
 func printCommandHelp(w io.Writer, c *command) {

@@ -19,6 +19,7 @@ import (
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/ctl"
 	"github.com/patchd/patchd/internal/perm"
+	"github.com/patchd/patchd/internal/version"
 	"github.com/patchd/patchd/sim"
 )
 
@@ -932,4 +933,16 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// TestVersion: patchctl version prints the build's version, commit and
+// date, without a profile or a server.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	dir := t.TempDir()
+	code := ctl.Run(context.Background(), []string{"version"}, ctl.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return map[string]string{"PATCHCTL_CONFIG_DIR": dir, "HOME": dir}[k] }})
+	if want := "patchctl " + version.Get().String() + "\n"; code != ctl.ExitOK || out.String() != want {
+		t.Fatalf("patchctl version: %d %q (stderr %q), want %q", code, out.String(), errOut.String(), want)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
+	"github.com/patchd/patchd/internal/version"
 )
 
 // TestOperationsMetrics: the check-in write lag follows what the replica
@@ -179,5 +181,19 @@ func TestDashboardAndRulesNameExportedMetrics(t *testing.T) {
 		}
 		sort.Strings(list)
 		t.Errorf("queried but not exported: %v", list)
+	}
+}
+
+// TestBuildInfoMetric: patchd_build_info is 1 and labelled with what the
+// binary was built as (patchd version prints the same).
+func TestBuildInfoMetric(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t)
+	srv := New(config.Config{}, s)
+	defer srv.Close()
+	b := version.Get()
+	labels := map[string]string{"version": b.Version, "commit": b.Commit, "date": b.Date, "goversion": runtime.Version()}
+	if v := metricValue(t, srv, "patchd_build_info", labels); v != 1 {
+		t.Fatalf("patchd_build_info%v = %v, want 1", labels, v)
 	}
 }

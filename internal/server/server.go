@@ -37,6 +37,7 @@ import (
 	"github.com/patchd/patchd/internal/presence"
 	"github.com/patchd/patchd/internal/servertls"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/version"
 	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/worker"
 	"github.com/patchd/patchd/openapi"
@@ -73,6 +74,11 @@ func New(cfg config.Config, s *store.Store) *Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(newDBCollector(s))
+	build := version.Get()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "patchd_build_info",
+		Help:        "Always 1; its labels are what this replica was built as (patchd version).",
+		ConstLabels: prometheus.Labels{"version": build.Version, "commit": build.Commit, "date": build.Date, "goversion": build.GoVersion}},
+		func() float64 { return 1 }))
 	if cfg.CheckinInterval <= 0 {
 		cfg.CheckinInterval = 60 * time.Second
 	}
