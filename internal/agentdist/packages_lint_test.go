@@ -148,8 +148,18 @@ func TestRPMLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rpmlintClean(t, pkg.Path, "patchd-agent", agentdist.RPMLintConfig(), public)
+}
+
+// rpmlintClean runs rpmlint on the .rpm of the package name (its
+// configuration rc) as TestRPMLint says, the signing key public in a key
+// database of the test's own, and wants no error or warning; it answers
+// that database.
+func rpmlintClean(t *testing.T, path, name, rc, public string) (db string) {
+	t.Helper()
 	dir := t.TempDir()
-	bin, home, db := filepath.Join(dir, "bin"), filepath.Join(dir, "home"), filepath.Join(dir, "rpmdb")
+	bin, home := filepath.Join(dir, "bin"), filepath.Join(dir, "home")
+	db = filepath.Join(dir, "rpmdb")
 	os.MkdirAll(bin, 0o755)
 	os.MkdirAll(home, 0o755)
 	os.WriteFile(filepath.Join(bin, "cpio"), []byte("#!/bin/sh\nexec /usr/bin/cpio --no-absolute-filenames \"$@\"\n"), 0o755)
@@ -157,19 +167,20 @@ func TestRPMLint(t *testing.T) {
 	if out, err := exec.Command("rpm", "--dbpath", db, "--import", public).CombinedOutput(); err != nil {
 		t.Fatalf("rpm --import: %v %s", err, out)
 	}
-	rc := filepath.Join(dir, "patchd-agent.rpmlintrc")
-	os.WriteFile(rc, []byte(agentdist.RPMLintConfig()), 0o644)
-	before := exists("/", "usr/bin/patchd-agent")
-	cmd := exec.Command("rpmlint", "--rpmlintrc", rc, pkg.Path)
+	rcFile := filepath.Join(dir, name+".rpmlintrc")
+	os.WriteFile(rcFile, []byte(rc), 0o644)
+	before := exists("/", "usr/bin/"+name)
+	cmd := exec.Command("rpmlint", "--rpmlintrc", rcFile, path)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+home)
 	out, _ := cmd.CombinedOutput()
-	if tags := lintTags(string(out), "patchd-agent.x86_64: E: ", "patchd-agent.x86_64: W: "); len(tags) > 0 || !strings.Contains(string(out), "1 packages and 0 specfiles checked; 0 errors, 0 warnings") {
-		t.Errorf("rpmlint %s:\n%s", pkg.Name, out)
+	if tags := lintTags(string(out), name+".x86_64: E: ", name+".x86_64: W: "); len(tags) > 0 || !strings.Contains(string(out), "1 packages and 0 specfiles checked; 0 errors, 0 warnings") {
+		t.Errorf("rpmlint %s:\n%s", filepath.Base(path), out)
 	}
-	if !before && exists("/", "usr/bin/patchd-agent") {
-		t.Fatal("rpmlint unpacked the package into this machine's /usr/bin: remove /usr/bin/patchd-agent and what came with it")
+	if !before && exists("/", "usr/bin/"+name) {
+		t.Fatalf("rpmlint unpacked the package into this machine's /usr/bin: remove /usr/bin/%s and what came with it", name)
 	}
+	return db
 }
 
 // TestSignedPackages: with a signing key the .rpm carries a header

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 	"github.com/patchd/patchd/sim"
 )
 
-// Deploy by risk (issue #44): the automation "every update that fixes a
+// Deploy by risk: the automation "every update that fixes a
 // KEV CVE, within 24 hours" (DEPLOY_UPDATES, filters {kev: true}, daily)
 // sends each endpoint of a simulated fleet exactly its missing updates
 // that fix a CVE of CISA's KEV catalog on it, as Update.cves pairs them,
@@ -31,11 +30,7 @@ func TestAutomationDeploysKEVFixes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
-	files, _ := filepath.Glob("../../demo/feeds/*")
-	if _, err := vulndb.ImportFiles(ctx, e.Store, slices.DeleteFunc(files, func(f string) bool { return filepath.Ext(f) == ".md" }),
-		vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	apitest.ImportDemoFeeds(t, e.Store)
 	kevList := map[string]bool{}
 	if _, err := feeds.ParseFile("../vulns/testdata/kev-subset.json", feeds.Handler{KEV: func(k feeds.KEV) error { kevList[k.CVEID] = true; return nil }}); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"html"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,7 +20,7 @@ import (
 	"github.com/patchd/patchd/sim"
 )
 
-// Issue #44 in the console: the updates list says why an update has its
+// Risk in the console: the updates list says why an update has its
 // severity ("fixes 1 CVE · KEV …") and sorts by risk, the update and CVE
 // pages show how the risk score is made, and the automation form deploys by
 // risk (kev, minCvss, minEpss become DEPLOY_UPDATES filters, and show again
@@ -30,11 +29,7 @@ func TestConsoleShowsSeverityReasonAndDeploysByRisk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
-	files, _ := filepath.Glob("../../demo/feeds/*")
-	if _, err := vulndb.ImportFiles(ctx, e.Store, slices.DeleteFunc(files, func(f string) bool { return filepath.Ext(f) == ".md" }),
-		vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	apitest.ImportDemoFeeds(t, e.Store)
 	var ids []string
 	for i := range 60 {
 		if sim.Platform(1, i) == "windows" {

@@ -3,7 +3,6 @@ package vulndb_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +21,7 @@ func simWindowsFleet(t *testing.T, n int) *apitest.Env {
 	t.Helper()
 	ctx := context.Background()
 	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
-	files, _ := filepath.Glob("../../demo/feeds/*.json")
-	xmls, _ := filepath.Glob("../../demo/feeds/*.xml")
-	csvs, _ := filepath.Glob("../../demo/feeds/*.csv")
-	files = append(append(files, xmls...), csvs...)
-	if _, err := vulndb.ImportFiles(ctx, env.Store, files, vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	apitest.ImportDemoFeeds(t, env.Store)
 	for i := range n {
 		if sim.Platform(1, i) != "windows" {
 			continue
@@ -43,7 +36,7 @@ func simWindowsFleet(t *testing.T, n int) *apitest.Env {
 	return env
 }
 
-// The Firefox case of issue #44: CVE-2024-9680 (CISA-ADP's CVSS 9.8, in
+// The Firefox case: CVE-2024-9680 (CISA-ADP's CVSS 9.8, in
 // CISA's KEV catalog) on Firefox 128.0.3 makes the winget update to
 // Firefox 133.0.3, which the agent reports without a severity, Critical,
 // with its reason; the vendor's Unspecified is kept beside it. An
