@@ -53,22 +53,7 @@ func TestRealAgentOnThisMachine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
-	run.Env = env
-	var logs strings.Builder
-	run.Stdout, run.Stderr = &logs, &logs
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stop()
-		run.Wait()
-		if t.Failed() {
-			t.Logf("agent log:\n%s", logs.String())
-		}
-	}()
+	runAgent(t, bin, state, env)
 
 	// The inventory arrives: the machine's real packages and disks.
 	var id string

@@ -230,3 +230,27 @@ func goBuildAgent(t *testing.T, dir, out, version, releaseKey string, env ...str
 		t.Fatalf("build %s: %v\n%s", version, err, b)
 	}
 }
+
+// runAgent runs `bin run --state state` with env until the test ends;
+// then it is stopped and, when the test failed, its output logged. It
+// answers that output as it comes.
+func runAgent(t *testing.T, bin, state string, env []string) *syncLog {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "run", "--state", state)
+	cmd.Env = env
+	logs := &syncLog{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", logs.String())
+		}
+	})
+	return logs
+}

@@ -82,22 +82,7 @@ func TestRealAgentScans(t *testing.T) {
 	if out, err := enroll.CombinedOutput(); err != nil {
 		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
-	run.Env = env
-	logs := &syncLog{}
-	run.Stdout, run.Stderr = logs, logs
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stop()
-		run.Wait()
-		if t.Failed() {
-			t.Logf("agent log:\n%s", logs.String())
-		}
-	}()
+	logs := runAgent(t, bin, state, env)
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {

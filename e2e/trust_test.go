@@ -83,8 +83,6 @@ func TestRealAgentPinnedCA(t *testing.T) {
 		t.Fatalf("state: %+v %v", st, err)
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
 	// An installer server on another address, trusted through the
 	// system store (SSL_CERT_FILE), for DEPLOY_SOFTWARE below.
 	marker := filepath.Join(dir, "installer-ran")
@@ -95,21 +93,8 @@ func TestRealAgentPinnedCA(t *testing.T) {
 	if err := os.WriteFile(storeFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: files.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := exec.CommandContext(runCtx, bin, "run", "--state", state)
 	env, _ := fakeAptGet(t, dir) // this machine's package lists stay as they are
-	run.Env = append(env, "SSL_CERT_FILE="+storeFile)
-	var logs strings.Builder
-	run.Stdout, run.Stderr = &logs, &logs
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stop()
-		run.Wait()
-		if t.Failed() {
-			t.Logf("agent log:\n%s", logs.String())
-		}
-	}()
+	runAgent(t, bin, state, append(env, "SSL_CERT_FILE="+storeFile))
 	// The check-in and the inventory arrive over the pinned channel.
 	deadline := time.Now().Add(90 * time.Second)
 	for {
