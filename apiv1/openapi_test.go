@@ -108,12 +108,8 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 func matchStruct(t *testing.T, at string, typ reflect.Type, s *openapi3.Schema, request bool) {
 	t.Helper()
 	fields := map[string]bool{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
+	for _, f := range jsonFields(typ) {
 		tag := f.Tag.Get("json")
-		if tag == "-" || !f.IsExported() {
-			continue
-		}
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "" {
 			name = f.Name
@@ -144,4 +140,24 @@ func matchStruct(t *testing.T, at string, typ reflect.Type, s *openapi3.Schema, 
 			t.Errorf("%s.%s is a property of the schema but is never sent", at, name)
 		}
 	}
+}
+
+// jsonFields are the fields encoding/json writes of a struct type: the
+// exported ones not tagged "-", those of an embedded struct without a
+// tag in its place.
+func jsonFields(typ reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		tag := f.Tag.Get("json")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }

@@ -56,15 +56,10 @@ func TestAlertRuleOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := rawCall(t, e, http.MethodPatch, "/api/v1/alerts/"+id, tok, []byte(`{"name":`)); a.status != http.StatusBadRequest || a.code != "invalid_json" {
-		t.Errorf("malformed JSON: %d %s", a.status, a.body)
-	}
-	if a := rawCall(t, e, http.MethodPatch, "/api/v1/alerts/"+id, tok, []byte(`{"threshold":"ten"}`)); a.status != http.StatusUnprocessableEntity {
-		t.Errorf("wrong type: %d %s", a.status, a.body)
-	}
-	if a := rawCall(t, e, http.MethodGet, "/api/v1/alerts/"+id+"/events?limit=x", tok, nil); a.status != http.StatusBadRequest {
-		t.Errorf("bad limit: %d %s", a.status, a.body)
-	}
+	expectCalls(t, e, tok,
+		rawCase{http.MethodPatch, "/api/v1/alerts/" + id, `{"name":`, http.StatusBadRequest, "invalid_json"},
+		rawCase{http.MethodPatch, "/api/v1/alerts/" + id, `{"threshold":"ten"}`, http.StatusUnprocessableEntity, ""},
+		rawCase{http.MethodGet, "/api/v1/alerts/" + id + "/events?limit=x", "", http.StatusBadRequest, ""})
 	if now, _ := admin.GetAlertRule(ctx, id); now.Name != "offline 2" || now.Threshold != 30 || now.EmailTo == nil {
 		t.Fatalf("a refused change changed the rule: %+v", now)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,21 +90,14 @@ func TestAlertRuleIgnoredThreshold(t *testing.T) {
 	}
 }
 
+// rawGet answers the body of GET path as the Env's Administrator.
 func rawGet(t *testing.T, e *apitest.Env, path string) string {
 	t.Helper()
 	tok, _, err := e.Admin.Token(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodGet, e.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := e.HTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return rawCall(t, e, http.MethodGet, path, tok, nil).body
 }
 
 // webhookRetryMinutes (a patchd addition) is stored and answered; absent

@@ -68,12 +68,9 @@ func TestEnrollmentTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := rawCallTLS(t, e, http.MethodPost, "/api/v1/enrollment-tokens", tok, `{"expiresInHours":`); a.status != http.StatusBadRequest || a.code != "invalid_json" {
-		t.Errorf("malformed JSON: %d %s", a.status, a.body)
-	}
-	if a := rawCallTLS(t, e, http.MethodPost, "/api/v1/enrollment-tokens", tok, `{"expiresInHours":"a week"}`); a.status != http.StatusUnprocessableEntity {
-		t.Errorf("wrong type: %d %s", a.status, a.body)
-	}
+	expectCalls(t, e, tok,
+		rawCase{http.MethodPost, "/api/v1/enrollment-tokens", `{"expiresInHours":`, http.StatusBadRequest, "invalid_json"},
+		rawCase{http.MethodPost, "/api/v1/enrollment-tokens", `{"expiresInHours":"a week"}`, http.StatusUnprocessableEntity, ""})
 	if l, _ := admin.ListEnrollTokens(ctx); l.Total != 3 {
 		t.Fatalf("refused creations made tokens: %d", l.Total)
 	}
@@ -116,28 +113,4 @@ func TestEnrollmentTokens(t *testing.T) {
 	if err != nil || eps.Total != 2 {
 		t.Fatalf("endpoints after revoke: %+v %v", eps, err)
 	}
-}
-
-// rawCallTLS is rawCall through the Env's HTTP client (which trusts the
-// server's own CA).
-func rawCallTLS(t *testing.T, e *apitest.Env, method, path, token, body string) rawAnswer {
-	t.Helper()
-	req, err := http.NewRequest(method, e.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := e.HTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var sb strings.Builder
-	io_Copy(&sb, res)
-	a := rawAnswer{status: res.StatusCode, body: sb.String()}
-	if i := strings.Index(a.body, `"error":"`); i >= 0 {
-		a.code, _, _ = strings.Cut(a.body[i+len(`"error":"`):], `"`)
-	}
-	return a
 }

@@ -139,6 +139,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"PUT /api/v1/approval-policy":                                  `{"declineOlder":false,"rules":[{"severity":` + nulJSON + `,"source":"OS","delayDays":0}]}`,
 		"POST /api/v1/vulnerabilities/{cve}/exception":                 `{"kind":"accepted","reason":` + nulJSON + `}`,
 		"PUT /api/v1/remediation-policy":                               `{"criticalDays":1,"highDays":2,"mediumDays":3,"lowDays":4,"x":` + nulJSON + `}`,
+		"PUT /api/v1/compliance-policy":                                `{"criticalDays":1,"importantDays":2,"moderateDays":3,"lowDays":4,"unspecifiedDays":5,"x":` + nulJSON + `}`,
 		"PUT /api/v1/sso":                                              `{"providerName":` + nulJSON + `,"issuer":"https://id.example.com","clientId":"patchd"}`,
 	}
 	// A query filter for each list.
@@ -163,6 +164,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"GET /api/v1/sign-in-policy":           "x=%00",
 		"GET /api/v1/agent-versions":           "x=%00",
 		"GET /api/v1/compliance/history":       "days=%00",
+		"GET /api/v1/compliance/groups":        "x=%00",
+		"GET /api/v1/compliance-policy":        "x=%00",
 		"GET /api/v1/approval-policy":          "x=%00",
 		"GET /api/v1/remediation-policy":       "x=%00",
 		"GET /api/v1/vulnerability-exceptions": "kind=accepted%00",
@@ -277,13 +280,35 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	}
 }
 
+// rawCase is one raw API call and what it must answer (a code "" takes any
+// error code): the table of a test that tries requests of one shape.
+type rawCase struct {
+	method, path, body string
+	status             int
+	code               string
+}
+
+// expectCalls makes each call with token and reports every answer that
+// differs from what the case wants.
+func expectCalls(t *testing.T, e *apitest.Env, token string, calls ...rawCase) {
+	t.Helper()
+	for _, c := range calls {
+		a := rawCall(t, e, c.method, c.path, token, []byte(c.body))
+		if a.status != c.status || c.code != "" && a.code != c.code {
+			t.Errorf("%s %s %s: %d %q, want %d %q (%s)", c.method, c.path, c.body, a.status, a.code, c.status, c.code, a.body)
+		}
+	}
+}
+
 type rawAnswer struct {
 	status     int
 	body       string
 	code, desc string
 }
 
-// rawCall makes a raw API call; a body starting with "form:" is sent as a form.
+// rawCall makes a raw API call through the Env's HTTP client (which
+// trusts the server's own CA); a body starting with "form:" is sent as a
+// form.
 func rawCall(t *testing.T, e *apitest.Env, method, path, token string, body []byte) rawAnswer {
 	t.Helper()
 	var rd io.Reader
@@ -305,7 +330,7 @@ func rawCall(t *testing.T, e *apitest.Env, method, path, token string, body []by
 	if token != "" && !strings.HasPrefix(path, "/api/oauth/") {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := e.HTTPClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,12 +112,9 @@ func TestScriptsLibrary(t *testing.T) {
 		if m == http.MethodPatch {
 			path += "/" + created.ID
 		}
-		if a := rawCall(t, e, m, path, tok, []byte(`{"name":`)); a.status != http.StatusBadRequest || a.code != "invalid_json" {
-			t.Errorf("%s malformed JSON: %d %s", m, a.status, a.body)
-		}
-		if a := rawCall(t, e, m, path, tok, []byte(`{"name":"x","language":"sh","code":"true","timeoutSeconds":"long"}`)); a.status != http.StatusUnprocessableEntity {
-			t.Errorf("%s wrong type: %d %s", m, a.status, a.body)
-		}
+		expectCalls(t, e, tok,
+			rawCase{m, path, `{"name":`, http.StatusBadRequest, "invalid_json"},
+			rawCase{m, path, `{"name":"x","language":"sh","code":"true","timeoutSeconds":"long"}`, http.StatusUnprocessableEntity, ""})
 	}
 	if got, _ := admin.GetScript(ctx, created.ID); got.TimeoutSeconds != 600 || got.Name != "spooler" || len(got.RebootExitCodes) != 0 {
 		t.Fatalf("a refused change changed the script: %+v", got)
