@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,21 +17,44 @@ import (
 	"github.com/patchd/patchd/internal/bootedtest"
 )
 
+// serverPackageBefore is a commit whose server has the package's flags
+// (--first-secrets-file) and a schema older than this tree's (050, without
+// the migrations 044-048 and 055 that came after it).
+const serverPackageBefore = "85838e6"
+
+// newestMigration is the number of this tree's newest migration.
+func newestMigration(t *testing.T) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(agentdist.ModuleRoot("."), "internal/store/migrations/sqlite/*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migrations: %v", err)
+	}
+	slices.Sort(files)
+	n, err := strconv.Atoi(strings.SplitN(filepath.Base(files[len(files)-1]), "_", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestBootedServerDeb: on a booted Debian with systemd, the server's .deb
 // installs, creates its user and starts the patchd service, which answers
 // /readyz and writes its first start's secrets to the root-only file and
 // not to the journal; the service survives a restart, a newer .deb
-// upgrades it keeping its data (the credential of the first start still
-// works, the database migrated by the new version), systemctl stop stops
+// (of a later commit, with migrations the older lacks) upgrades it keeping
+// its data (the credential of the first start still works, the database
+// migrated by the new version), systemctl stop stops
 // it cleanly, and purge leaves no state, configuration or unit.
 func TestBootedServerDeb(t *testing.T) {
 	m := bootedtest.Boot(t, bootedtest.Systemd)
 	ctx := context.Background()
 	dir := t.TempDir()
-	deb := func(version string) string {
+	// deb builds the package of version with the server of the source
+	// tree root.
+	deb := func(root, version string) string {
 		t.Helper()
 		bin := filepath.Join(dir, "patchd-"+version)
-		if err := agentdist.BuildServerBinary(ctx, agentdist.ModuleRoot("."), "amd64", version, bin); err != nil {
+		if err := agentdist.BuildServerBinary(ctx, root, "amd64", version, bin); err != nil {
 			t.Fatal(err)
 		}
 		pkg, err := agentdist.BuildServerPackage(ctx, agentdist.ServerPackageRequest{Type: "deb", Binary: bin, Arch: "amd64",
@@ -72,7 +98,9 @@ func TestBootedServerDeb(t *testing.T) {
 		return pid
 	}
 
-	v1, v2 := deb("1.0.0"), deb("1.1.0")
+	// 1.0.0 is the server of an earlier commit, its schema older: the
+	// upgrade to this tree's 1.1.0 migrates the database.
+	v1, v2 := deb(exportCommit(t, serverPackageBefore), "1.0.0"), deb(agentdist.ModuleRoot("."), "1.1.0")
 	run("dpkg -i " + v1)
 	ready()
 	if out := run("systemctl is-enabled patchd; stat -c '%U %a' /var/lib/patchd /var/lib/patchd/first-start-secrets; stat -c '%U:%G %a' /etc/patchd/patchd.env; stat -c %U /proc/" + mainPID()); out != "enabled\npatchd 700\npatchd 600\nroot:patchd 640\npatchd\n" {
@@ -108,7 +136,8 @@ func TestBootedServerDeb(t *testing.T) {
 
 	run("dpkg -i " + v2)
 	ready()
-	if out := run("/usr/bin/patchd version; runuser -u patchd -- /usr/bin/patchd migrate --data /var/lib/patchd"); !strings.Contains(out, "patchd 1.1.0") || !strings.Contains(out, `"migratedBy":"1.0.0"`) {
+	if out := run("/usr/bin/patchd version; runuser -u patchd -- /usr/bin/patchd migrate --data /var/lib/patchd"); !strings.Contains(out, "patchd 1.1.0") ||
+		!strings.Contains(out, `"migratedBy":"1.1.0"`) || !strings.Contains(out, fmt.Sprintf(`"schemaVersion":%d`, newestMigration(t))) {
 		t.Errorf("after the upgrade: %s", out)
 	}
 	if _, err := client.New(base, id[1], secret[1]).ListEndpoints(ctx, client.EndpointQuery{}); err != nil {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -253,4 +254,25 @@ func runAgent(t *testing.T, bin, state string, env []string) *syncLog {
 		}
 	})
 	return logs
+}
+
+// exportCommit writes the tree of an earlier commit of this repository
+// (git archive; the repository is not changed) into a new folder and
+// answers it. A clone without that history fails the test.
+func exportCommit(t *testing.T, commit string) string {
+	t.Helper()
+	src := t.TempDir()
+	archive := exec.Command("git", "-C", agentdist.ModuleRoot("."), "archive", "--format=tar", commit)
+	var stderr strings.Builder
+	archive.Stderr = &stderr
+	tarball, err := archive.Output()
+	if err != nil {
+		t.Fatalf("git archive %s (the test needs the repository's history): %v %s", commit, err, stderr.String())
+	}
+	untar := exec.Command("tar", "-x", "-C", src)
+	untar.Stdin = bytes.NewReader(tarball)
+	if b, err := untar.CombinedOutput(); err != nil {
+		t.Fatalf("untar %s: %v %s", commit, err, b)
+	}
+	return src
 }

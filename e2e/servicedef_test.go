@@ -22,18 +22,7 @@ const beforeServiceRefresh = "1e52037b249dd87e86d754ced64414dfbc0ef767"
 // changed) as version, with the release key built in.
 func buildFromCommit(t *testing.T, commit, out, version, releaseKey string) {
 	t.Helper()
-	src := t.TempDir()
-	archive := exec.Command("git", "archive", "--format=tar", commit)
-	archive.Dir = ".."
-	tarball, err := archive.Output()
-	if err != nil {
-		t.Skipf("the agent of commit %s needs this repository's git history: %v", commit[:7], err)
-	}
-	untar := exec.Command("tar", "-x", "-C", src)
-	untar.Stdin = strings.NewReader(string(tarball))
-	if b, err := untar.CombinedOutput(); err != nil {
-		t.Fatalf("untar %s: %v %s", commit[:7], err, b)
-	}
+	src := exportCommit(t, commit)
 	goBuildAgent(t, src, out, version, releaseKey, "GOFLAGS=-mod=mod")
 }
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
-	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -32,26 +31,7 @@ const previousRelease = "dec6b5a"
 // copy of that commit's tree (git archive).
 func buildFromGit(t *testing.T, commit, out string) {
 	t.Helper()
-	root := agentdist.ModuleRoot(".")
-	src := t.TempDir()
-	archive := exec.Command("git", "-C", root, "archive", "--format=tar", commit)
-	untar := exec.Command("tar", "-x", "-C", src)
-	pipe, err := archive.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	untar.Stdin = pipe
-	if err := untar.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	archive.Stderr = &stderr
-	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s (the test needs the repository's history): %v %s", commit, err, stderr.String())
-	}
-	if err := untar.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	src := exportCommit(t, commit)
 	build := exec.Command("go", "build", "-trimpath", "-o", out, "-ldflags", "-X github.com/patchd/patchd/internal/cli.Version=0.9.0", "./cmd/patchd")
 	build.Dir = src
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
