@@ -99,16 +99,24 @@ func (c *Console) automationFormPage(w http.ResponseWriter, r *http.Request, s *
 	return c.render(w, r, s, status, "automation_new", "", title, "automations", d)
 }
 
-// automationEditPage is the form of an existing automation.
-func (c *Console) automationEditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+// automationOf reads the automation the path names, with its organization
+// (whose time zone its schedule is in); an automation of another
+// organization is not found.
+func (c *Console) automationOf(r *http.Request, s *session) (store.Automation, store.Org, error) {
 	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
 	if err != nil {
 		if isNotFound(err) {
-			return notFound("automation")
+			return au, store.Org{}, notFound("automation")
 		}
-		return err
+		return au, store.Org{}, err
 	}
 	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	return au, o, err
+}
+
+// automationEditPage is the form of an existing automation.
+func (c *Console) automationEditPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	au, o, err := c.automationOf(r, s)
 	if err != nil {
 		return err
 	}
@@ -122,14 +130,7 @@ func (c *Console) automationSave(w http.ResponseWriter, r *http.Request, s *sess
 	if err := r.ParseForm(); err != nil {
 		return badRequest("The form could not be read.")
 	}
-	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
-	if err != nil {
-		if isNotFound(err) {
-			return notFound("automation")
-		}
-		return err
-	}
-	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	au, o, err := c.automationOf(r, s)
 	if err != nil {
 		return err
 	}
@@ -364,14 +365,7 @@ func (c *Console) automationCreate(w http.ResponseWriter, r *http.Request, s *se
 }
 
 func (c *Console) automationDetail(w http.ResponseWriter, r *http.Request, s *session) error {
-	au, err := c.store.GetAutomation(r.Context(), s.User.OrgID, r.PathValue("id"))
-	if err != nil {
-		if isNotFound(err) {
-			return notFound("automation")
-		}
-		return err
-	}
-	o, err := c.store.FindOrg(r.Context(), s.User.OrgID)
+	au, o, err := c.automationOf(r, s)
 	if err != nil {
 		return err
 	}
