@@ -22,6 +22,7 @@ import (
 
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/apitest"
 )
 
 // debianRoot is a throwaway copy of a minimal Debian (debootstrap
@@ -202,29 +203,7 @@ func TestInstallShWithoutServiceManager(t *testing.T) {
 		t.Errorf("install.sh left /tmp holding %v (was %v)", after, before)
 	}
 	// The advice, followed: the agent checks in.
-	run := exec.Command("chroot", root, "/usr/local/bin/patchd-agent", "run", "--state", "/var/lib/patchd-agent")
-	run.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C"}
-	var logs bytes.Buffer
-	run.Stdout, run.Stderr = &logs, &logs
-	// Its own process group: what the agent starts (apt-get refreshing the
-	// package lists) ends with it, before the root is removed.
-	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	started := time.Now().Truncate(time.Millisecond)
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { syscall.Kill(-run.Process.Pid, syscall.SIGKILL); run.Wait() }()
-	ctx := context.Background()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		e.Server.FlushCheckins(ctx)
-		page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
-		if err == nil && page.Total == 1 && page.Items[0].LastSeenAt != nil && !page.Items[0].LastSeenAt.Before(started) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent started as printed never checked in: %+v\n%s", page, logs.String())
-		}
-	}
+	checksInFromRoot(t, e, root, "/usr/local/bin/patchd-agent", "run", "--state", "/var/lib/patchd-agent")
 }
 
 // TestInstallShInDebianRoot runs the served install.sh as root in a Debian
@@ -469,10 +448,22 @@ func TestDebTokenWithoutInitSaysNotRunning(t *testing.T) {
 		t.Skipf("cannot mount /proc in the Debian root to run the printed command: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(filepath.Join(root, "proc"), syscall.MNT_DETACH) })
-	run := exec.Command("chroot", append([]string{root}, strings.Fields(command)...)...)
+	checksInFromRoot(t, e, root, strings.Fields(command)...)
+}
+
+// checksInFromRoot runs argv (the agent, started as the printed advice
+// says) in the Debian root and waits until the only endpoint checks in
+// after that; the agent, and what it started, end with the test.
+func checksInFromRoot(t *testing.T, e *apitest.Env, root string, argv ...string) {
+	t.Helper()
+	run := exec.Command("chroot", append([]string{root}, argv...)...)
 	run.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C"}
-	var logs bytes.Buffer
-	run.Stdout, run.Stderr = &logs, &logs
+	logs, err := os.Create(filepath.Join(t.TempDir(), "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	run.Stdout, run.Stderr = logs, logs
 	// Its own process group: what the agent starts (apt-get refreshing the
 	// package lists) ends with it, before the root is removed.
 	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -480,7 +471,7 @@ func TestDebTokenWithoutInitSaysNotRunning(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { syscall.Kill(-run.Process.Pid, syscall.SIGKILL); run.Wait() }()
+	t.Cleanup(func() { syscall.Kill(-run.Process.Pid, syscall.SIGKILL); run.Wait() })
 	ctx := context.Background()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		e.Server.FlushCheckins(ctx)
@@ -489,7 +480,8 @@ func TestDebTokenWithoutInitSaysNotRunning(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the agent started as printed never checked in: %+v\n%s", page, logs.String())
+			b, _ := os.ReadFile(logs.Name())
+			t.Fatalf("the agent started as printed never checked in: %+v\n%s", page, b)
 		}
 	}
 }
