@@ -114,4 +114,14 @@ func TestSignInOffersPasskeysOnlyWhereTheyWork(t *testing.T) {
 	if page := get(strings.Replace(e.URL, "://127.0.0.1:", "://localhost:", 1)); !strings.Contains(page, `id="passkey-login"`) || strings.Contains(page, `id="passkey-unavailable"`) {
 		t.Errorf("at localhost:\n%s", between(page, "<main", "</main>"))
 	}
+	// The Account page offers adding a passkey only where it can work too.
+	addUser(t, e, e.Org, "pat@example.com", store.RoleReadOnly)
+	for base, offered := range map[string]bool{e.URL: false, strings.Replace(e.URL, "://127.0.0.1:", "://localhost:", 1): true} {
+		b := newBrowser(t, base)
+		b.signIn("pat@example.com")
+		_, page := b.get("/console/account")
+		if strings.Contains(page, `id="passkey-register"`) != offered || strings.Contains(page, `id="passkey-unavailable"`) == offered {
+			t.Errorf("the Account page at %s (adding a passkey offered: want %v):\n%s", base, offered, between(page, `id="h-passkeys"`, "</section>"))
+		}
+	}
 }

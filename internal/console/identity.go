@@ -13,6 +13,7 @@ import (
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/dberr"
+	"github.com/patchd/patchd/internal/identity/passkey"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -441,7 +442,10 @@ type accountData struct {
 	Passkeys []passkeyView
 	// PasswordUser: the user signs in with a password (passkeys are for
 	// those; single sign-on users have their provider's factors).
-	PasswordUser   bool
+	PasswordUser bool
+	// NoPasskeys: the console is reached at an IP address, where browsers
+	// refuse passkeys (passkey.Possible).
+	NoPasskeys     bool
 	CodesLeft      int
 	Required       bool
 	Enroll         *enrollView
@@ -492,7 +496,8 @@ func (c *Console) accountData(r *http.Request, s *session) (*accountData, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &accountData{MinPassword: admin.MinPasswordLength, TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), PasswordUser: s.User.PasswordHash != "", CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
+	d := &accountData{MinPassword: admin.MinPasswordLength, TOTP: s.User.TOTP, Passkeys: passkeyViews(keys), PasswordUser: s.User.PasswordHash != "",
+		NoPasskeys: !passkey.Possible(c.cfg.BaseURL, r.Host), CodesLeft: left, Required: required, IdleTimeout: c.cfg.IdleTimeout,
 		MaxAge: c.cfg.MaxAge, RecoveryTotal: auth.RecoveryCodes}
 	if cfg, err := c.store.GetSSOConfig(r.Context(), s.User.OrgID); err == nil && cfg.Enabled {
 		linked, err := c.store.SSOLinked(r.Context(), s.User.ID, cfg.Issuer)
