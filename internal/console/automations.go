@@ -52,6 +52,8 @@ type automationEdit struct {
 	Weekdays []string
 	TimeZone string
 	A        *store.Automation
+	// Does says what the action does, in words (the detail page).
+	Does     string
 	Next     []time.Time
 	Runs     []runView
 	Skips    []store.Skip
@@ -97,6 +99,86 @@ func (c *Console) automationFormPage(w http.ResponseWriter, r *http.Request, s *
 		title = "Edit " + a.Name
 	}
 	return c.render(w, r, s, status, "automation_new", "", title, "automations", d)
+}
+
+// automationDoes says in plain words what an automation's action does,
+// from its payload as the form reads it (f, keep: automationValues).
+func automationDoes(action string, f url.Values, keep string) string {
+	var out string
+	switch action {
+	case "DEPLOY_UPDATES":
+		which := "every missing update"
+		if f.Get("approvalMode") != "notDeclined" {
+			which = "the missing updates that are approved"
+		}
+		var cond []string
+		if sev := f["severities"]; len(sev) > 0 {
+			cond = append(cond, "of severity "+strings.Join(sev, ", "))
+		}
+		if f.Get("kev") == "true" {
+			cond = append(cond, "that fix a CVE in CISA's KEV catalog")
+		}
+		if v := f.Get("minCvss"); v != "" {
+			cond = append(cond, "that fix a CVE of CVSS "+v+" or more")
+		}
+		if v := f.Get("minEpss"); v != "" {
+			cond = append(cond, "that fix a CVE of EPSS "+v+" or more")
+		}
+		out = "Deploys " + which
+		if len(cond) > 0 {
+			out += " " + strings.Join(cond, ", ")
+		}
+		out += "."
+	case "REBOOT":
+		out = "Restarts the endpoints"
+		if n := f.Get("timeoutSeconds"); n != "" {
+			out += " after telling their users (" + durationWords(time.Duration(atoiOr(n))*time.Second) + " notice)"
+		}
+		out += "."
+	case "RUN_SCRIPT":
+		if f.Get("scriptId") != "" {
+			out = "Runs a script of the library."
+		} else {
+			out = "Runs its own " + f.Get("language") + " script."
+		}
+	case "DEPLOY_SOFTWARE":
+		out = "Installs " + f.Get("wingetId") + " with winget."
+	case "UNINSTALL_SOFTWARE":
+		out = "Uninstalls " + f.Get("softwareName") + "."
+	}
+	if keep != "" {
+		out += " Some of its settings were made through the API: the payload below has them all."
+	}
+	return strings.TrimSpace(out)
+}
+
+// atoiOr reads a whole number, 0 when it is none.
+func atoiOr(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// durationWords writes d in words: "2 hours", "1 hour 30 minutes",
+// "45 minutes", "1 day", "30 seconds".
+func durationWords(d time.Duration) string {
+	if d <= 0 {
+		return "no time"
+	}
+	var parts []string
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}} {
+		if n := int(d / u.d); n > 0 {
+			w := strconv.Itoa(n) + " " + u.name
+			if n > 1 {
+				w += "s"
+			}
+			parts = append(parts, w)
+			d -= time.Duration(n) * u.d
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // automationOf reads the automation the path names, with its organization
@@ -374,6 +456,8 @@ func (c *Console) automationDetail(w http.ResponseWriter, r *http.Request, s *se
 		return err
 	}
 	d := automationEdit{A: &au, TimeZone: o.TimeZone, Weekdays: weekdays, GroupMap: names}
+	f, keep := automationValues(au, store.Location(o.TimeZone))
+	d.Does = automationDoes(au.ActionType, f, keep)
 	if au.Enabled {
 		d.Next = nextRuns(au, c.now(), store.Location(o.TimeZone), 5)
 	}

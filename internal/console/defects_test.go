@@ -283,6 +283,34 @@ func TestEditAutomation(t *testing.T) {
 	}
 }
 
+// TestAutomationPageInPlainWords: an automation's page says its action,
+// kind, what it does and its window in words, not DEPLOY_UPDATES, SIMPLE,
+// a payload or a number of minutes.
+func TestAutomationPageInPlainWords(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	b.get("/console/automations/new")
+	form := newAutomationForm("KEV within a day")
+	form.Set("kev", "true")
+	form.Set("windowMinutes", "150")
+	code, loc, body := b.post("/console/automations", form)
+	if code != http.StatusSeeOther {
+		t.Fatalf("create: %d %.2000s", code, body)
+	}
+	_, page := b.get(loc)
+	plainPage := html.UnescapeString(page)
+	for _, want := range []string{`<dd id="automation-action">Deploy updates</dd>`, `<dd id="automation-kind">Scheduled</dd>`,
+		`<dd id="automation-does">Deploys the missing updates that are approved of severity Critical, that fix a CVE in CISA's KEV catalog.</dd>`,
+		`<dd id="automation-window">2 hours 30 minutes</dd>`} {
+		if !strings.Contains(plainPage, want) {
+			t.Errorf("the automation page lacks %s:\n%s", want, between(plainPage, `<dl class="kv">`, "</dl>"))
+		}
+	}
+}
+
 func newAutomationForm(name string) url.Values {
 	return url.Values{"name": {name}, "actionType": {"DEPLOY_UPDATES"}, "approvalMode": {"approved"}, "severities": {"Critical"},
 		"kind": {"SCHEDULED"}, "targetMode": {"all"}, "scheduleKind": {"RECURRING"}, "freq": {"PATCH_TUESDAY"}, "offsetDays": {"1"}, "atTime": {"22:00"}}

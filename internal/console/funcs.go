@@ -17,10 +17,12 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"when":  when,
-	"whenp": func(t *time.Time) string { return whenPtr(t) },
-	"ago":   ago,
-	"str":   func(s *string) string { return deref(s) },
+	// minutes writes a whole number of minutes in words ("2 hours").
+	"minutes": func(n *int) string { return durationWords(time.Duration(*n) * time.Minute) },
+	"when":    when,
+	"whenp":   func(t *time.Time) string { return whenPtr(t) },
+	"ago":     ago,
+	"str":     func(s *string) string { return deref(s) },
 	// num is a count that may be absent ("" then).
 	"num": func(n *int) string {
 		if n == nil {
