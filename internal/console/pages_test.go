@@ -97,7 +97,7 @@ func TestReportsVulnerabilitiesAlertsFeeds(t *testing.T) {
 	// Vulnerabilities: the matcher finds Chrome's CVEs on pc-alpha.
 	waitFor(t, "the fleet's vulnerabilities", func() bool {
 		_, body := b.get("/console/vulnerabilities")
-		return strings.Contains(body, "CVE-2024-4671") && strings.Contains(body, "pc-alpha")
+		return strings.Contains(body, "CVE-2024-4671") && strings.Contains(body, `<a href="/console/endpoints?cve=CVE-2024-4671" class="nowrap">1 endpoint</a>`)
 	})
 	_, body = b.get("/console/vulnerabilities?minCvss=9&kev=1")
 	if !strings.Contains(body, "CVE-2024-4671") || strings.Contains(body, `id="CVE-2023-4863"`) || !strings.Contains(body, "Overdue") {
