@@ -172,6 +172,7 @@ func (c *Console) routes() {
 	c.page("POST /console/agents/policy", perm.EndpointsManage, c.agentPolicySet)
 	c.page("GET /console/updates", perm.UpdatesView, mayLag(c.updateList))
 	c.page("POST /console/updates/approvals", perm.UpdatesManage, c.updateApprove)
+	c.page("POST /console/updates/deploy", perm.AutomationsRun, c.updateDeploy)
 	c.page("GET /console/updates/{key...}", perm.UpdatesView, c.updateDetail)
 	c.page("POST /console/updates/policy", perm.UpdatesManage, c.policySet)
 

@@ -212,3 +212,69 @@ func TestUpdatesListSorts(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdatesBulkBar: above the updates list, "All N that match" makes
+// Approve/Decline work on every update the filters match, not only the
+// ticked ones; "Deploy selected" deploys the ticked updates to every
+// endpoint missing one of them, in one run; nothing ticked is refused
+// with nothing done.
+func TestUpdatesBulkBar(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	for _, host := range []string{"pc-1", "pc-2"} {
+		e.Enroll("m-"+host, host, "windows").MustInventory(apitest.Sample(host, "windows")) // KB5048685 (Critical), Mozilla Firefox
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	_, page := b.get("/console/updates")
+	bar, table := strings.Index(page, `id="bulk-bar"`), strings.Index(page, `<table class="list"`)
+	if bar < 0 || table < 0 || bar > table || !strings.Contains(page, `id="deploy-selected"`) || !strings.Contains(page, `id="all-matching"`) {
+		t.Fatalf("the bulk bar is not above the list:\n%s", between(page, "<main", "</main>"))
+	}
+	var keys []string
+	for _, m := range regexp.MustCompile(`name="key" value="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		keys = append(keys, m[1])
+	}
+	if len(keys) != 2 {
+		t.Fatalf("keys on the page: %v", keys)
+	}
+	approval := func() map[string]string {
+		t.Helper()
+		p, err := e.Admin.ListUpdates(ctx, client.UpdateQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, u := range p.Items {
+			out[u.Severity] = u.Approval
+		}
+		return out
+	}
+
+	// All that match severity=Critical, nothing ticked: only the Critical one.
+	code, _, _ := b.post("/console/updates/approvals", url.Values{"allMatching": {"1"}, "status": {"APPROVED"}, "back": {"?severity=Critical"}})
+	if got := approval(); code != http.StatusSeeOther || got["Critical"] != "APPROVED" || len(got) != 2 || got["Unspecified"] == "APPROVED" {
+		t.Fatalf("approve all matching Critical: %d %v", code, got)
+	}
+	// Nothing ticked, not all: refused, nothing done.
+	if code, loc, _ := b.post("/console/updates/deploy", url.Values{"back": {"?"}}); code == http.StatusSeeOther && strings.HasPrefix(loc, "/console/runs/") {
+		t.Fatalf("a deployment of nothing started a run: %s", loc)
+	}
+	// Deploy the ticked Firefox update: one run over both endpoints.
+	var firefox string
+	for _, k := range keys {
+		if !strings.HasPrefix(strings.ToUpper(k), "KB") {
+			firefox = k
+		}
+	}
+	code, loc, body := b.post("/console/updates/deploy", url.Values{"key": {firefox}, "approvalMode": {"notDeclined"}, "back": {"?"}})
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/runs/") {
+		t.Fatalf("deploy selected: %d %s %.1000s", code, loc, body)
+	}
+	run, err := e.Admin.GetRun(ctx, strings.TrimPrefix(loc, "/console/runs/"))
+	if err != nil || run.ActionType != "DEPLOY_UPDATES" || run.Total != 2 {
+		t.Fatalf("the run: %+v %v", run, err)
+	}
+}

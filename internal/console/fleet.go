@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -369,27 +370,11 @@ func (c *Console) updateList(w http.ResponseWriter, r *http.Request, s *session)
 	v := r.URL.Query()
 	d := updatesData{Q: strings.TrimSpace(v.Get("q")), Severity: v.Get("severity"), Source: v.Get("source"), Approval: v.Get("approval"),
 		Sevs: updates.Severities}
-	q := store.UpdateKeyQuery{OrgID: s.User.OrgID, Q: d.Q, Limit: p.Limit, Offset: p.Offset}
-	if d.Severity != "" {
-		sev, ok := updates.NormalizeSeverity(d.Severity)
-		if !ok {
-			return badRequest("Unknown severity.")
-		}
-		q.Severity = sev
+	q, err := updateKeyQuery(v, s.User.OrgID)
+	if err != nil {
+		return err
 	}
-	if d.Source != "" {
-		src, ok := updates.SourcesOf(d.Source)
-		if !ok {
-			return badRequest("Unknown source.")
-		}
-		q.Sources = src
-	}
-	switch d.Approval {
-	case "", updates.StatusNew, updates.StatusApproved, updates.StatusDeclined:
-		q.Approval = d.Approval
-	default:
-		return badRequest("Unknown approval status.")
-	}
+	q.Limit, q.Offset = p.Limit, p.Offset
 	d.sorter = newSorter("/console/updates", v, []string{"q", "severity", "source", "approval"}, "endpoints", true)
 	if d.Key != "" && !slices.Contains(store.UpdateKeySorts, d.Key) {
 		return badRequest("Sort by endpoints, severity, released or title.")
@@ -410,19 +395,117 @@ func (c *Console) updateList(w http.ResponseWriter, r *http.Request, s *session)
 	return c.render(w, r, s, http.StatusOK, "updates", "", "Updates", "updates", d)
 }
 
-// updateApprove approves, declines or resets the checked keys
-// (POST /api/v1/updates/approvals).
-func (c *Console) updateApprove(w http.ResponseWriter, r *http.Request, s *session) error {
-	if err := r.ParseForm(); err != nil {
-		return badRequest("The form could not be read.")
+// updateKeyQuery reads the updates list's filters (q, severity, source,
+// approval) from v.
+func updateKeyQuery(v url.Values, orgID string) (store.UpdateKeyQuery, error) {
+	q := store.UpdateKeyQuery{OrgID: orgID, Q: strings.TrimSpace(v.Get("q"))}
+	if s := v.Get("severity"); s != "" {
+		sev, ok := updates.NormalizeSeverity(s)
+		if !ok {
+			return q, badRequest("Unknown severity.")
+		}
+		q.Severity = sev
 	}
-	back := "/console/updates"
+	if s := v.Get("source"); s != "" {
+		src, ok := updates.SourcesOf(s)
+		if !ok {
+			return q, badRequest("Unknown source.")
+		}
+		q.Sources = src
+	}
+	switch a := v.Get("approval"); a {
+	case "", updates.StatusNew, updates.StatusApproved, updates.StatusDeclined:
+		q.Approval = a
+	default:
+		return q, badRequest("Unknown approval status.")
+	}
+	return q, nil
+}
+
+// maxBulkKeys bounds "all matching" in the updates list's bulk actions
+// (the API's approvals take as many).
+const maxBulkKeys = 5000
+
+// bulkKeys are the update keys a bulk action of the updates list works on,
+// and the page to go back to: the ticked ones, or with allMatching every
+// update the list's filters (in back) match.
+func (c *Console) bulkKeys(r *http.Request, s *session) (keys []string, back string, err error) {
+	if err := r.ParseForm(); err != nil {
+		return nil, "/console/updates", badRequest("The form could not be read.")
+	}
+	back = "/console/updates"
 	if q := r.PostFormValue("back"); strings.HasPrefix(q, "?") {
 		back += q
 	} else if strings.HasPrefix(q, "/console/updates/") {
-		back = safeNext(q) // an update's own page
+		return r.PostForm["key"], safeNext(q), nil // an update's own page
 	}
-	keys := r.PostForm["key"]
+	if r.PostFormValue("allMatching") != "1" {
+		if len(r.PostForm["key"]) == 0 {
+			return nil, back, badRequest("Tick at least one update, or all that match.")
+		}
+		return r.PostForm["key"], back, nil
+	}
+	v, err := url.ParseQuery(strings.TrimPrefix(r.PostFormValue("back"), "?"))
+	if err != nil {
+		return nil, back, badRequest("The list's filters could not be read.")
+	}
+	q, err := updateKeyQuery(v, s.User.OrgID)
+	if err != nil {
+		return nil, back, err
+	}
+	q.Limit = maxBulkKeys
+	rows, total, err := c.store.ListUpdateKeys(r.Context(), q)
+	if err != nil {
+		return nil, back, err
+	}
+	if total > maxBulkKeys {
+		return nil, back, badRequest(fmt.Sprintf("%d updates match: narrow the filters to %d at most.", total, maxBulkKeys))
+	}
+	for _, row := range rows {
+		keys = append(keys, row.Key)
+	}
+	if len(keys) == 0 {
+		return nil, back, badRequest("No update matches the filters.")
+	}
+	return keys, back, nil
+}
+
+// updateDeploy deploys the ticked updates (or all that match) to every
+// endpoint missing one of them (POST /api/v1/actions, DEPLOY_UPDATES with
+// those keys; each endpoint installs those of them it misses).
+func (c *Console) updateDeploy(w http.ResponseWriter, r *http.Request, s *session) error {
+	keys, back, err := c.bulkKeys(r, s)
+	if err != nil {
+		return c.done(w, r, back, err, "")
+	}
+	ids, err := c.store.EndpointsMissing(r.Context(), s.User.OrgID, keys)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return c.done(w, r, back, badRequest("No endpoint misses these updates."), "")
+	}
+	mode := r.PostFormValue("approvalMode")
+	if mode != "approved" {
+		mode = "notDeclined"
+	}
+	raw, _ := json.Marshal(map[string]any{"mode": "selected", "keys": keys, "approvalMode": mode})
+	var out apiv1.RunStarted
+	err = c.callAPI(r, s, http.MethodPost, "/api/v1/actions", map[string]any{"endpointIds": ids, "type": "DEPLOY_UPDATES",
+		"label": fmt.Sprintf("Deploy %d selected update(s)", len(keys)), "payload": json.RawMessage(raw)}, &out)
+	if err != nil {
+		return c.done(w, r, back, err, "")
+	}
+	return c.done(w, r, "/console/runs/"+out.RunID, nil, c.startedText(r, s, "Deployment queued", out.RunID, out.Queued))
+}
+
+// updateApprove approves, declines or resets the checked keys, or all that
+// match the list's filters (POST /api/v1/updates/approvals).
+func (c *Console) updateApprove(w http.ResponseWriter, r *http.Request, s *session) error {
+	keys, back, err := c.bulkKeys(r, s)
+	if err != nil {
+		return c.done(w, r, back, err, "")
+	}
 	if len(keys) == 0 {
 		return c.done(w, r, back, badRequest("Tick at least one update."), "")
 	}
@@ -431,7 +514,7 @@ func (c *Console) updateApprove(w http.ResponseWriter, r *http.Request, s *sessi
 		body.Keys = append(body.Keys, apiv1.ApprovalKey{Key: k})
 	}
 	var out apiv1.ApprovalResult
-	err := c.callAPI(r, s, http.MethodPost, "/api/v1/updates/approvals", body, &out)
+	err = c.callAPI(r, s, http.MethodPost, "/api/v1/updates/approvals", body, &out)
 	return c.done(w, r, back, err, strconv.Itoa(out.Count)+" update(s) set to "+out.Status+".")
 }
 

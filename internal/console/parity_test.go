@@ -19,6 +19,7 @@ var consoleForms = map[string]string{
 	"POST /console/actions":                                  "POST /api/v1/actions",
 	"POST /console/agents/policy":                            "PUT /api/v1/agent-policy",
 	"POST /console/updates/approvals":                        "POST /api/v1/updates/approvals",
+	"POST /console/updates/deploy":                           "POST /api/v1/actions",
 	"POST /console/updates/policy":                           "PUT /api/v1/approval-policy",
 	"POST /console/groups":                                   "POST /api/v1/groups",
 	"POST /console/groups/{id}":                              "PATCH /api/v1/groups/{id}",

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -453,6 +454,29 @@ type UpdateKeyQuery struct {
 	Desc   bool
 	Limit  int
 	Offset int
+}
+
+// EndpointsMissing lists the organization's endpoints that miss at least
+// one of keys.
+func (s *Store) EndpointsMissing(ctx context.Context, orgID string, keys []string) ([]string, error) {
+	var out []string
+	for start := 0; start < len(keys); start += 500 { // within every engine's parameter limit
+		part := keys[start:min(start+500, len(keys))]
+		args := []any{orgID}
+		for _, k := range part {
+			args = append(args, k)
+		}
+		rows, err := s.query(ctx, `SELECT DISTINCT endpoint_id FROM endpoint_updates WHERE org_id = ? AND key IN (`+placeholders(len(part))+`)`, args...)
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
+			var id string
+			out = append(out, id)
+			return r.Scan(&out[len(out)-1])
+		}); err != nil {
+			return nil, fmt.Errorf("store: endpoints missing updates: %w", err)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // UpdateKeySorts are the orders of the updates list.
