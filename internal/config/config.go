@@ -375,14 +375,30 @@ func (c *Config) registerOperationFlags(fs *flag.FlagSet, raw *serveFlagText) {
 	fs.IntVar(&c.MaxDBConns, "db-max-conns", envInt("PATCHD_DB_MAX_CONNS", "16"), "database connection pool size (env PATCHD_DB_MAX_CONNS)")
 	fs.StringVar(&c.FirstSecretsFile, "first-secrets-file", Env("PATCHD_FIRST_SECRETS_FILE", ""), "write the first start's one-time secrets (the Administrator credential, the enrollment token) to this file, mode 0600, instead of standard output, which a service manager keeps in its journal (env PATCHD_FIRST_SECRETS_FILE)")
 	c.DBRead = strings.Fields(Env("PATCHD_DB_READ", ""))
-	fromEnv := true
-	fs.Func("db-read", "PostgreSQL standby URL that serves lists, reports, exports and dashboards (reads that tolerate lag); repeat for several; env PATCHD_DB_READ, separated by spaces", func(v string) error {
-		if fromEnv {
-			c.DBRead, fromEnv = nil, false
-		}
-		c.DBRead = append(c.DBRead, strings.Fields(v)...)
-		return nil
-	})
+	fs.Var(&urlList{urls: &c.DBRead, fromEnv: true}, "db-read", "PostgreSQL standby URL that serves lists, reports, exports and dashboards (reads that tolerate lag); repeat for several; env PATCHD_DB_READ, separated by spaces")
+}
+
+// urlList is a repeatable flag of URLs (each use may hold several,
+// separated by spaces); the first use replaces those its environment
+// variable gave, which are its default.
+type urlList struct {
+	urls    *[]string
+	fromEnv bool
+}
+
+func (l *urlList) String() string {
+	if l == nil || l.urls == nil {
+		return ""
+	}
+	return strings.Join(*l.urls, " ")
+}
+
+func (l *urlList) Set(v string) error {
+	if l.fromEnv {
+		*l.urls, l.fromEnv = nil, false
+	}
+	*l.urls = append(*l.urls, strings.Fields(v)...)
+	return nil
 }
 
 // registerIntervalFlags: the agents' intervals, command expiry, console

@@ -487,6 +487,8 @@ func (v *view) Can(name string) bool {
 		return v.S.can(operatorOnly)
 	case "feeds":
 		return v.S.can(feedsView)
+	case "orgs":
+		return len(v.Orgs) > 1 // a person of several organizations
 	}
 	p, ok := perm.Lookup(name)
 	return ok && v.S.can(p)

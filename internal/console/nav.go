@@ -5,8 +5,8 @@ package console
 // both drawn from the same table.
 
 // navItem is one page of the menu. Need is what view.Can takes: a
-// permission name, "admin", "operator" or "feeds"; empty for everyone
-// signed in.
+// permission name, "admin", "operator", "feeds" or "orgs" (a person of
+// several organizations); empty for everyone signed in.
 type navItem struct {
 	Key   string // the nav name a handler passes to render
 	Label string
@@ -24,6 +24,7 @@ type navSection struct {
 var menu = []navSection{
 	{Label: "Overview", Items: []navItem{
 		{Key: "dashboard", Label: "Dashboard", Href: "/console/"},
+		{Key: "organizations", Label: "All organizations", Href: "/console/organizations", Need: "orgs"},
 	}},
 	{Label: "Fleet", Items: []navItem{
 		{Key: "endpoints", Label: "Endpoints", Href: "/console/endpoints", Need: "endpoints.view"},
