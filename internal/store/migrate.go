@@ -153,24 +153,20 @@ func (s *Store) checkKnown(ctx context.Context, all []migration) error {
 		ours = max(ours, m.version)
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT version, name FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		return fmt.Errorf("store: read schema_migrations: %w", err)
-	}
-	defer rows.Close()
 	var unknown []string
 	newest := 0
-	for rows.Next() {
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
 		var v int
 		var name string
-		if err := rows.Scan(&v, &name); err != nil {
-			return fmt.Errorf("store: read schema_migrations: %w", err)
+		if err := r.Scan(&v, &name); err != nil {
+			return err
 		}
 		newest = max(newest, v)
 		if !known[v] {
 			unknown = append(unknown, name)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return fmt.Errorf("store: read schema_migrations: %w", err)
 	}
 	if len(unknown) == 0 {
