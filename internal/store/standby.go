@@ -86,6 +86,7 @@ type replication struct {
 	// failed).
 	fromStandby, fromPrimary atomic.Int64
 	failovers                atomic.Int64
+	closed                   sync.Once // Store.Close may be called more than once
 
 	mu       sync.Mutex
 	samples  []lsnSample // oldest first
@@ -196,9 +197,11 @@ func (r *replication) close() {
 	if r == nil {
 		return
 	}
-	close(r.stop)
-	<-r.done
-	r.closeStandbys()
+	r.closed.Do(func() {
+		close(r.stop)
+		<-r.done
+		r.closeStandbys()
+	})
 }
 
 func (r *replication) run(s *Store) {
