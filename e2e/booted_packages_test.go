@@ -154,8 +154,11 @@ func debLeft(m *bootedtest.Machine) []string {
 			left = append(left, p)
 		}
 	}
-	if out, _ := m.Run("ls /etc/rc?.d | grep patchd-agent; pgrep -a patchd-agent; systemctl list-unit-files --no-legend 'patchd-agent*'; systemctl list-units --all --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
+	if out, _ := m.Run("ls /etc/rc?.d | grep patchd-agent; pgrep -a patchd-agent; systemctl list-unit-files --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
 		left = append(left, strings.Fields(out)...)
+	}
+	if units := loadedUnits(m); units != "" {
+		left = append(left, "systemd units: "+units)
 	}
 	return left
 }

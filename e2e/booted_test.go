@@ -178,9 +178,33 @@ func leftInMachine(m *bootedtest.Machine, k bootedtest.Kind) []string {
 		left = append(left, "processes: "+strings.TrimSpace(out))
 	}
 	if k == bootedtest.Systemd {
-		if out, _ := m.Run("systemctl list-unit-files --no-legend 'patchd-agent*'; systemctl list-units --all --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
-			left = append(left, fmt.Sprintf("systemd units: %q", strings.TrimSpace(out)))
+		if out, _ := m.Run("systemctl list-unit-files --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
+			left = append(left, fmt.Sprintf("systemd unit files: %q", strings.TrimSpace(out)))
+		}
+		if units := loadedUnits(m); units != "" {
+			left = append(left, "systemd units: "+units)
 		}
 	}
 	return left
+}
+
+// loadedUnits lists the agent's units systemd has loaded, but for one it
+// only remembers by name: "not-found inactive dead" has no unit file, no
+// process and no job, and stays in systemd's memory until its garbage
+// collection (which a busy machine may put off for minutes) or the next
+// daemon-reload.
+func loadedUnits(m *bootedtest.Machine) string {
+	out, _ := m.Run("systemctl list-units --all --no-legend --plain 'patchd-agent*'")
+	var units []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "*" || f[0] == "●") { // the mark of a unit not loaded properly
+			f = f[1:]
+		}
+		if len(f) == 0 || len(f) >= 4 && f[1] == "not-found" && f[2] == "inactive" && f[3] == "dead" {
+			continue
+		}
+		units = append(units, strings.TrimSpace(line))
+	}
+	return strings.Join(units, "; ")
 }
