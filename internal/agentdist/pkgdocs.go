@@ -142,9 +142,15 @@ var rpmlintFilters = []struct{ pattern, reason string }{
 // what rpmlint says about the .rpm for a known reason, each written as a
 // comment above its filter.
 func RPMLintConfig() string {
+	return rpmlintrc("the patchd-agent package", rpmlintFilters)
+}
+
+// rpmlintrc writes filters as an rpmlintrc for the package named, each
+// filter under its reason.
+func rpmlintrc(pkg string, filters []struct{ pattern, reason string }) string {
 	var b strings.Builder
-	b.WriteString("# rpmlint filters for the patchd-agent package, with their reasons.\n")
-	for _, f := range rpmlintFilters {
+	b.WriteString("# rpmlint filters for " + pkg + ", with their reasons.\n")
+	for _, f := range filters {
 		b.WriteString("# " + f.reason + "\naddFilter(\"" + f.pattern + "\")\n")
 	}
 	return b.String()

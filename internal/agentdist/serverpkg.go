@@ -195,12 +195,7 @@ var serverRPMLintFilters = []struct{ pattern, reason string }{
 
 // ServerRPMLintConfig is an rpmlintrc for the server's .rpm.
 func ServerRPMLintConfig() string {
-	var b strings.Builder
-	b.WriteString("# rpmlint filters for the patchd server package, with their reasons.\n")
-	for _, f := range serverRPMLintFilters {
-		b.WriteString("# " + f.reason + "\naddFilter(\"" + f.pattern + "\")\n")
-	}
-	return b.String()
+	return rpmlintrc("the patchd server package", serverRPMLintFilters)
 }
 
 const serverReadme = `patchd
