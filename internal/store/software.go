@@ -13,18 +13,36 @@ import (
 type ReadTx struct {
 	s  *Store
 	tx *sql.Tx
+	// uncached are query texts not in the read cache yet: they are
+	// prepared into it once the transaction gave its connection back.
+	// Preparing them while it holds one would ask the pool for a second
+	// connection, and transactions that each hold one and wait for another
+	// never end once they hold them all.
+	uncached []string
+}
+
+// stmt answers the transaction's form of the cached statement for q, or
+// nil (the plain call serves it).
+func (r *ReadTx) stmt(ctx context.Context, q string) *sql.Stmt {
+	if st := r.s.readStmts.get(q); st != nil {
+		return r.tx.StmtContext(ctx, st)
+	}
+	if r.s.readStmts.db != nil {
+		r.uncached = append(r.uncached, q)
+	}
+	return nil
 }
 
 func (r *ReadTx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := r.s.readStmt(ctx, q); st != nil {
-		return r.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if st := r.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
 	return r.tx.QueryContext(ctx, r.s.q(q), args...)
 }
 
 func (r *ReadTx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := r.s.readStmt(ctx, q); st != nil {
-		return r.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st := r.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
 	return r.tx.QueryRowContext(ctx, r.s.q(q), args...)
 }
@@ -43,8 +61,16 @@ func (s *Store) InReadTx(ctx context.Context, fn func(r *ReadTx) error) error {
 	if err != nil {
 		return fmt.Errorf("store: begin read: %w", err)
 	}
-	defer tx.Rollback()
-	return fn(&ReadTx{s: s, tx: tx})
+	defer tx.Rollback() // fn panicked
+	r := &ReadTx{s: s, tx: tx}
+	err = fn(r)
+	tx.Rollback()
+	for _, q := range r.uncached {
+		if s.readStmts.add(ctx, q) == nil {
+			break
+		}
+	}
+	return err
 }
 
 // countedKey is an entry of a catalog (software titles, update keys) with
