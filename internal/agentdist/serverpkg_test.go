@@ -57,3 +57,15 @@ func TestServerRPMLint(t *testing.T) {
 		t.Errorf("rpm -K %s: %v %s", pkg.Name, err, out)
 	}
 }
+
+// TestServerPackagesReproducible builds each package twice from one binary:
+// a release's packages are the same bytes whoever builds the tag (the
+// release sets the binary's time to the commit's).
+func TestServerPackagesReproducible(t *testing.T) {
+	for _, typ := range []string{"deb", "rpm"} {
+		a, b := serverPackage(t, typ, "1.5.0", ""), serverPackage(t, typ, "1.5.0", "")
+		if a.SHA256 != b.SHA256 || a.Name != b.Name {
+			t.Errorf("%s built twice: %s %s, %s %s", typ, a.Name, a.SHA256, b.Name, b.SHA256)
+		}
+	}
+}

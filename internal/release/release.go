@@ -94,9 +94,13 @@ type Options struct {
 	Programs  []string
 	// Log gets a line per step (nil: none).
 	Log io.Writer
-	// Bin, when set, keeps the binaries: Bin/OS_ARCH/PROGRAM[.exe]
-	// (scripts/release builds the container image from them).
+	// Bin, when set, keeps the binaries: Bin/OS_ARCH/PROGRAM[.exe].
 	Bin string
+	// Extra, when set, is called for each platform once its binaries are
+	// built (in binDir, named as in Bin) and writes further files of the
+	// release into Out: scripts/release writes the server's container
+	// image and packages. SHA256SUMS covers them.
+	Extra func(ctx context.Context, b Build, p Platform, binDir string) error
 }
 
 // Build describes what a release was built from.
@@ -180,6 +184,11 @@ func Make(ctx context.Context, opt Options) (Result, error) {
 		}
 		if err != nil {
 			return Result{}, err
+		}
+		if opt.Extra != nil {
+			if err := opt.Extra(ctx, b, p, binDir); err != nil {
+				return Result{}, err
+			}
 		}
 	}
 	if err := WriteSums(opt.Out, opt.Key); err != nil {

@@ -2,7 +2,8 @@
 // and patchd-agent for linux, windows and darwin × amd64, arm64, in
 // reproducible archives with a CycloneDX SBOM per binary, SHA256SUMS and
 // its Ed25519 signature, and the container image of the server for each
-// Linux platform (an OCI layout in a tar file). See docs/releases.md.
+// Linux platform (an OCI layout in a tar file) and its .deb and .rpm. See
+// docs/releases.md.
 //
 //	go run ./scripts/release --tag v1.4.0 --release-key /secure/release.key --out dist/v1.4.0
 //	go run ./scripts/release --snapshot --platforms linux/amd64 --out /tmp/snap
@@ -58,6 +59,9 @@ func run(ctx context.Context, args []string) error {
 	repo := fs.String("repo", ".", "a folder of the git repository")
 	image := fs.Bool("image", true, "also write the server's container image for each Linux platform (patchd_VERSION_linux_ARCH.oci.tar)")
 	caCerts := fs.String("ca-certs", containerimage.DefaultCACerts, "the CA certificates the image holds (PEM bundle)")
+	packages := fs.Bool("packages", true, "also write the server's .deb and .rpm for each Linux platform (docs/server-packages.md)")
+	gpgKey := fs.String("gpg-key", "", "OpenPGP secret key file that signs the server's .rpm (passphrase in PATCHD_PACKAGE_GPG_PASSPHRASE)")
+	maintainer := fs.String("maintainer", "", "the server packages' maintainer, 'Name <address>'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,46 +82,61 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	bin, err := os.MkdirTemp("", "patchd-release-bin-")
+	x := extras{image: *image, caCerts: *caCerts, packages: *packages, gpgKey: *gpgKey,
+		maintainer: *maintainer, out: *out}
+	res, err := release.Make(ctx, release.Options{Repo: *repo, Ref: *tag, Snapshot: *snapshot, Out: *out, Key: key,
+		Platforms: ps, Log: os.Stderr, Extra: x.write})
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(bin)
-	res, err := release.Make(ctx, release.Options{Repo: *repo, Ref: *tag, Snapshot: *snapshot, Out: *out, Key: key, Platforms: ps, Log: os.Stderr, Bin: bin})
-	if err != nil {
-		return err
-	}
-	if *image {
-		var images []string
-		for _, p := range ps {
-			if p.OS != "linux" {
-				continue
-			}
-			name := fmt.Sprintf("patchd_%s_linux_%s.oci.tar", res.Version, p.Arch)
-			fmt.Fprintf(os.Stderr, "container image %s\n", name)
-			img, err := containerimage.Image(containerimage.Options{Patchd: filepath.Join(bin, "linux_"+p.Arch, "patchd"), Arch: p.Arch,
-				CACerts: *caCerts, Version: res.Version, Commit: res.Commit, Created: res.Date})
-			if err != nil {
-				return err
-			}
-			if err := containerimage.WriteOCIArchive(img, "patchd:"+res.Version, filepath.Join(*out, name), res.Date); err != nil {
-				return err
-			}
-			images = append(images, name)
-		}
-		if len(images) > 0 {
-			if err := release.WriteSums(*out, key); err != nil {
-				return err
-			}
-			n := len(res.Files) - 1
-			if key != nil {
-				n--
-			}
-			res.Files = append(append(res.Files[:n:n], images...), res.Files[n:]...)
-		}
 	}
 	for _, f := range res.Files {
 		fmt.Println(res.Dir + "/" + f)
+	}
+	return nil
+}
+
+// extras writes the files of a release beside the archives, for each Linux
+// platform: the server's container image and its .deb and .rpm.
+type extras struct {
+	image, packages    bool
+	caCerts            string
+	gpgKey, maintainer string
+	out                string
+}
+
+func (x extras) write(ctx context.Context, b release.Build, p release.Platform, binDir string) error {
+	if p.OS != "linux" {
+		return nil
+	}
+	patchd := filepath.Join(binDir, "patchd")
+	if x.image {
+		name := fmt.Sprintf("patchd_%s_linux_%s.oci.tar", b.Version, p.Arch)
+		fmt.Fprintf(os.Stderr, "container image %s\n", name)
+		img, err := containerimage.Image(containerimage.Options{Patchd: patchd, Arch: p.Arch,
+			CACerts: x.caCerts, Version: b.Version, Commit: b.Commit, Created: b.Date})
+		if err != nil {
+			return err
+		}
+		if err := containerimage.WriteOCIArchive(img, "patchd:"+b.Version, filepath.Join(x.out, name), b.Date); err != nil {
+			return err
+		}
+	}
+	if !x.packages {
+		return nil
+	}
+	// The packages date their files by the binary's time: the commit's,
+	// so that they are reproducible like the archives.
+	if err := os.Chtimes(patchd, b.Date, b.Date); err != nil {
+		return err
+	}
+	for _, typ := range []string{"deb", "rpm"} {
+		pkg, err := agentdist.BuildServerPackage(ctx, agentdist.ServerPackageRequest{Type: typ, Binary: patchd, Arch: p.Arch,
+			Version: b.Version, Maintainer: x.maintainer, GPGKey: x.gpgKey,
+			GPGPassphrase: os.Getenv("PATCHD_PACKAGE_GPG_PASSPHRASE"), Out: x.out})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "server package %s\n", filepath.Base(pkg.Path))
 	}
 	return nil
 }
