@@ -25,11 +25,11 @@ const serverPackageBefore = "85838e6"
 // newestMigration is the number of this tree's newest migration.
 func newestMigration(t *testing.T) int {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(agentdist.ModuleRoot("."), "internal/store/migrations/sqlite/*.sql"))
+	files, err := filepath.Glob(filepath.Join(agentdist.ModuleRoot("."), "internal/store/migrations/*/*.sql"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("migrations: %v", err)
 	}
-	slices.Sort(files)
+	slices.SortFunc(files, func(a, b string) int { return strings.Compare(filepath.Base(a), filepath.Base(b)) })
 	n, err := strconv.Atoi(strings.SplitN(filepath.Base(files[len(files)-1]), "_", 2)[0])
 	if err != nil {
 		t.Fatal(err)

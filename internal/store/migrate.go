@@ -23,27 +23,36 @@ type migration struct {
 	sql     string
 }
 
+// migrations answers the engine's migrations in order: those whose SQL
+// reads the same on both engines are in migrations/shared, once; the
+// others in migrations/ENGINE. A number is in one of the two only.
 func (s *Store) migrations() ([]migration, error) {
-	dir := "migrations/" + s.engine
-	entries, err := fs.ReadDir(migrations, dir)
-	if err != nil {
-		return nil, fmt.Errorf("store: read migrations: %w", err)
-	}
 	var out []migration
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("store: migration %s: name must start with a number and '_'", e.Name())
-		}
-		body, err := fs.ReadFile(migrations, dir+"/"+e.Name())
+	seen := map[int]string{}
+	for _, dir := range []string{"migrations/shared", "migrations/" + s.engine} {
+		entries, err := fs.ReadDir(migrations, dir)
 		if err != nil {
-			return nil, fmt.Errorf("store: read migration %s: %w", e.Name(), err)
+			return nil, fmt.Errorf("store: read migrations: %w", err)
 		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".sql") {
+				continue
+			}
+			num, _, ok := strings.Cut(e.Name(), "_")
+			v, err := strconv.Atoi(num)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("store: migration %s: name must start with a number and '_'", e.Name())
+			}
+			if other, dup := seen[v]; dup {
+				return nil, fmt.Errorf("store: migrations %s and %s/%s have one number", other, dir, e.Name())
+			}
+			seen[v] = dir + "/" + e.Name()
+			body, err := fs.ReadFile(migrations, dir+"/"+e.Name())
+			if err != nil {
+				return nil, fmt.Errorf("store: read migration %s: %w", e.Name(), err)
+			}
+			out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	return out, nil
