@@ -6,15 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/patchd/patchd/agentsvc"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/patchd/patchd/agentsvc"
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
 // TestServiceHistory: the service definitions this version writes are the
@@ -169,7 +170,7 @@ func TestRunRefreshesServiceAfterCheckin(t *testing.T) {
 	var collects atomic.Int32
 	cfg := testConfig(t, dir, &collects)
 	cfg.Executable = exe
-	var logs syncBuffer
+	var logs lockedbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	abs, _ := filepath.Abs(dir)
 	script := filepath.Join(cfg.ServiceRoot, agentsvc.InitScript)
@@ -193,24 +194,6 @@ func TestRunRefreshesServiceAfterCheckin(t *testing.T) {
 	if !strings.Contains(l, `removed="command_background=true"`) || !strings.Contains(l, "supervisor=supervise-daemon") {
 		t.Errorf("what changed is not logged:\n%s", l)
 	}
-}
-
-// syncBuffer is a log the agent's goroutine writes and the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestServiceExe: the program of a Windows service's command line.

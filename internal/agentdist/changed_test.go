@@ -9,8 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/patchd/patchd/internal/lockedbuf"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
@@ -18,24 +19,6 @@ import (
 	"github.com/patchd/patchd/internal/alerts"
 	"github.com/patchd/patchd/internal/perm"
 )
-
-// lockedBuffer collects log lines from the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestReleaseChangedOnDisk: a published binary changed on disk after its
 // release was signed is served by none of the release, the download, its
@@ -46,7 +29,7 @@ func (l *lockedBuffer) String() string {
 // disk (no release is served: 404).
 func TestReleaseChangedOnDisk(t *testing.T) {
 	e, h := newEnv(t)
-	logs := &lockedBuffer{}
+	logs := &lockedbuf.Buffer{}
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })

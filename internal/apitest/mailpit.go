@@ -9,10 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
 // MailpitVersion is the Mailpit (github.com/axllent/mailpit, an SMTP server
@@ -88,7 +89,7 @@ func startMailpit(t testing.TB, bin string) (*Mailpit, string, error) {
 	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", apiAddr, "--disable-version-check", "--smtp-disable-rdns",
 		"--enable-chaos", "--smtp-auth-accept-any", "--smtp-auth-allow-insecure")
 	cmd.Env = append(os.Environ(), "HOME="+home, "TMPDIR="+home, "XDG_CONFIG_HOME="+home, "XDG_CACHE_HOME="+home)
-	out := &lockedBuffer{}
+	out := &lockedbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return nil, "", err
@@ -204,22 +205,4 @@ func (m *Mailpit) call(method, path string, body, out any) {
 			m.t.Fatalf("mailpit %s %s: %v", method, path, err)
 		}
 	}
-}
-
-// lockedBuffer collects a process's output from its two pipes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

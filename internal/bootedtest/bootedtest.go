@@ -12,7 +12,6 @@
 package bootedtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,10 +19,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
 // Kind is the init system a root boots with.
@@ -51,25 +51,8 @@ type Machine struct {
 
 	t       testing.TB
 	nspawn  *exec.Cmd
-	console *syncBuffer
+	console *lockedbuf.Buffer
 	exited  chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // cannot skips t because this machine cannot boot a container; under CI
@@ -106,7 +89,7 @@ func Boot(t testing.TB, k Kind) *Machine {
 	cached := cachedRoot(t, k)
 	root := throwawayCopy(t, cached)
 
-	console := &syncBuffer{}
+	console := &lockedbuf.Buffer{}
 	cmd := exec.Command("systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--console=pipe",
 		"-M", "patchd-test-"+strconv.Itoa(os.Getpid()), "-D", root, "-b")
 	cmd.Stdout, cmd.Stderr = console, console

@@ -1,37 +1,20 @@
 package cli
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestLogWriter: routine lines are written by the timer, a warning
 // at once with the lines before it, in order, Close writes the rest, and
 // lines after Close are written at once. No timer is armed while no line
 // waits.
 func TestLogWriter(t *testing.T) {
-	var out lockedBuffer
+	var out lockedbuf.Buffer
 	lw := newLogWriter(&out)
 	log := slog.New(flushingHandler{slog.NewTextHandler(lw, nil), lw})
 	log.Info("first")

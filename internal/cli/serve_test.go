@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -13,38 +12,21 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/patchd/patchd/internal/lockedbuf"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
-// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serve runs patchd serve until the test ends; it answers the banner
 // output once the listener answers.
-func serve(t *testing.T, db, addr string, args ...string) *syncBuffer {
+func serve(t *testing.T, db, addr string, args ...string) *lockedbuf.Buffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &lockedbuf.Buffer{}, &lockedbuf.Buffer{}
 	done := make(chan int, 1)
 	full := append([]string{"serve", "--db", db, "--addr", addr, "--log-level", "warn"}, args...)
 	go func() { done <- Main(ctx, full, IO{In: strings.NewReader(""), Out: out, Err: errOut}) }()
@@ -197,7 +179,7 @@ func TestServeRefusesHTTPSBaseOnPlain(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &lockedbuf.Buffer{}, &lockedbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"serve", "--db", db, "--addr", addr, "--base-url", base, "--log-level", "warn"},
