@@ -27,21 +27,7 @@ import (
 func TestUpdateRolledBackWhenNewAgentDoesNotCheckIn(t *testing.T) {
 	f, srv := newFakeServer(t)
 	dir := enroll(t, srv)
-	bin := t.TempDir()
-	exe, old := filepath.Join(bin, "patchd-agent"), filepath.Join(bin, "patchd-agent.old")
-	os.WriteFile(exe, []byte("new agent"), 0o755)
-	os.WriteFile(old, []byte("old agent"), 0o755)
-	st, err := LoadState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now().Add(-time.Hour), Deadline: time.Now().Add(-time.Minute)}
-	if err := st.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	saved := Version
-	t.Cleanup(func() { Version = saved })
-	Version = "2.0.0" // this is the new agent
+	exe, _ := pendingUpdate(t, dir, time.Now().Add(-time.Hour), time.Now().Add(-time.Minute)) // this is the new agent
 
 	f.down.Store(true) // it cannot check in
 	var collects atomic.Int32
@@ -77,7 +63,7 @@ func TestUpdateRolledBackWhenNewAgentDoesNotCheckIn(t *testing.T) {
 		return f.checkins > 2
 	})
 	stop()
-	st, _ = LoadState(dir)
+	st, _ := LoadState(dir)
 	if st.Update != nil || !slices.Contains(st.RefusedReleases, "abc") {
 		t.Fatalf("state after the rollback: update %+v, refused %v", st.Update, st.RefusedReleases)
 	}
@@ -99,16 +85,7 @@ func TestUpdateRolledBackWhenNewAgentDoesNotCheckIn(t *testing.T) {
 func TestUpdateConfirmedAtCheckIn(t *testing.T) {
 	f, srv := newFakeServer(t)
 	dir := enroll(t, srv)
-	bin := t.TempDir()
-	exe, old := filepath.Join(bin, "patchd-agent"), filepath.Join(bin, "patchd-agent.old")
-	os.WriteFile(exe, []byte("new agent"), 0o755)
-	os.WriteFile(old, []byte("old agent"), 0o755)
-	st, _ := LoadState(dir)
-	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: time.Now(), Deadline: time.Now().Add(time.Hour)}
-	st.Save(dir)
-	saved := Version
-	t.Cleanup(func() { Version = saved })
-	Version = "2.0.0"
+	exe, old := pendingUpdate(t, dir, time.Now(), time.Now().Add(time.Hour))
 	var collects atomic.Int32
 	cfg := testConfig(t, dir, &collects)
 	cfg.Executable = exe
@@ -200,22 +177,7 @@ func TestReleaseReadThrottled(t *testing.T) {
 func TestUpdateEndsForServiceManager(t *testing.T) {
 	f, srv := newFakeServer(t)
 	dir := enroll(t, srv)
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := LoadState(dir)
-	st.ReleaseKey = base64.StdEncoding.EncodeToString(pub)
-	st.Save(dir)
-	newAgent := []byte("#!/bin/sh\necho patchd-agent 2.0.0 " + runtime.GOOS + "/" + runtime.GOARCH + "\n")
-	sum := sha256.Sum256(newAgent)
-	sumHex := hex.EncodeToString(sum[:])
-	f.mu.Lock()
-	f.agentTarget = "latest"
-	f.release = &agentproto.Release{OS: runtime.GOOS, Arch: runtime.GOARCH, Version: "2.0.0", SHA256: sumHex, Size: int64(len(newAgent)),
-		Signature: agentproto.SignRelease(priv, runtime.GOOS, runtime.GOARCH, "2.0.0", sumHex)}
-	f.download = newAgent
-	f.mu.Unlock()
+	newAgent, _ := offerRelease(t, f, dir, "latest", "2.0.0")
 
 	exe := filepath.Join(t.TempDir(), "patchd-agent")
 	os.WriteFile(exe, []byte("old agent"), 0o755)
@@ -226,14 +188,7 @@ func TestUpdateEndsForServiceManager(t *testing.T) {
 	var watchdog atomic.Value
 	cfg.StartWatchdog = func(old, stateDir string, pid int) (int, error) { watchdog.Store(old); return 0, nil }
 	_, done := start(t, cfg)
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrRestart) {
-			t.Fatalf("Run ended with %v, want ErrRestart", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("Run did not end for the restart")
-	}
+	endsForRestart(t, done, "Run")
 	if b, _ := os.ReadFile(exe); string(b) != string(newAgent) {
 		t.Fatalf("the binary is not the new agent: %q", b)
 	}
@@ -243,28 +198,19 @@ func TestUpdateEndsForServiceManager(t *testing.T) {
 	if got, _ := watchdog.Load().(string); got != exe+".old" {
 		t.Errorf("watchdog started from %q", got)
 	}
-	st, _ = LoadState(dir)
+	st, _ := LoadState(dir)
 	if st.Update == nil || st.Update.To != "2.0.0" || st.Update.Old != exe+".old" {
 		t.Fatalf("the pending update: %+v", st.Update)
 	}
 
 	// The new agent, started by the service manager, cannot check in
 	// before its deadline: the old binary is back and Run ends again.
-	saved := Version
-	t.Cleanup(func() { Version = saved })
-	Version = "2.0.0"
+	runningAs(t, "2.0.0")
 	st.Update.Deadline = time.Now().Add(-time.Second)
 	st.Save(dir)
 	f.down.Store(true)
 	_, done = start(t, cfg)
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrRestart) {
-			t.Fatalf("the rolled-back new agent ended with %v, want ErrRestart", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("the new agent did not end after its rollback")
-	}
+	endsForRestart(t, done, "the rolled-back new agent")
 	if b, _ := os.ReadFile(exe); string(b) != "old agent" {
 		t.Fatalf("after the rollback the binary is %q", b)
 	}
@@ -277,26 +223,8 @@ func TestUpdateEndsForServiceManager(t *testing.T) {
 func TestUpdateRefusesDowngradeUnderLatest(t *testing.T) {
 	f, srv := newFakeServer(t)
 	dir := enroll(t, srv)
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := LoadState(dir)
-	st.ReleaseKey = base64.StdEncoding.EncodeToString(pub)
-	st.Save(dir)
-	saved := Version
-	t.Cleanup(func() { Version = saved })
-	Version = "2.0.0"
-
-	older := []byte("#!/bin/sh\necho patchd-agent 1.9.0 " + runtime.GOOS + "/" + runtime.GOARCH + "\n")
-	sum := sha256.Sum256(older)
-	sumHex := hex.EncodeToString(sum[:])
-	f.mu.Lock()
-	f.agentTarget = "latest"
-	f.release = &agentproto.Release{OS: runtime.GOOS, Arch: runtime.GOARCH, Version: "1.9.0", SHA256: sumHex, Size: int64(len(older)),
-		Signature: agentproto.SignRelease(priv, runtime.GOOS, runtime.GOARCH, "1.9.0", sumHex)}
-	f.download = older
-	f.mu.Unlock()
+	runningAs(t, "2.0.0")
+	older, sumHex := offerRelease(t, f, dir, "latest", "1.9.0")
 
 	exe := filepath.Join(t.TempDir(), "patchd-agent")
 	os.WriteFile(exe, []byte("agent 2.0.0"), 0o755)
@@ -332,7 +260,7 @@ func TestUpdateRefusesDowngradeUnderLatest(t *testing.T) {
 		t.Fatalf("an update was started under latest: %v", err)
 	}
 	stop()
-	st, _ = LoadState(dir)
+	st, _ := LoadState(dir)
 	if !slices.Contains(st.RefusedDowngrades, sumHex) || slices.Contains(st.RefusedReleases, sumHex) {
 		t.Fatalf("state: refused downgrades %v, refused releases %v", st.RefusedDowngrades, st.RefusedReleases)
 	}
@@ -342,18 +270,77 @@ func TestUpdateRefusesDowngradeUnderLatest(t *testing.T) {
 	f.agentTarget = "1.9.0"
 	f.mu.Unlock()
 	_, done = start(t, cfg)
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrRestart) {
-			t.Fatalf("Run ended with %v, want ErrRestart", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("the pinned older version was not taken")
-	}
+	endsForRestart(t, done, "Run")
 	if b, _ := os.ReadFile(exe); string(b) != string(older) {
 		t.Fatalf("the binary is not the pinned 1.9.0: %q", b)
 	}
 	if st, _ := LoadState(dir); st.Update == nil || st.Update.From != "2.0.0" || st.Update.To != "1.9.0" {
 		t.Fatalf("the pending update: %+v", st.Update)
+	}
+}
+
+// pendingUpdate makes this test's agent the new 2.0.0 of an update from
+// 1.0.0 started at at, to be confirmed by deadline: the new binary exe and
+// the old kept beside it, old, and the update in the state of dir.
+func pendingUpdate(t *testing.T, dir string, at, deadline time.Time) (exe, old string) {
+	t.Helper()
+	bin := t.TempDir()
+	exe, old = filepath.Join(bin, "patchd-agent"), filepath.Join(bin, "patchd-agent.old")
+	os.WriteFile(exe, []byte("new agent"), 0o755)
+	os.WriteFile(old, []byte("old agent"), 0o755)
+	st, err := LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Update = &PendingUpdate{From: "1.0.0", To: "2.0.0", SHA256: "abc", Exe: exe, Old: old, At: at, Deadline: deadline}
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	runningAs(t, "2.0.0")
+	return exe, old
+}
+
+// runningAs makes this test's agent the given version.
+func runningAs(t *testing.T, version string) {
+	saved := Version
+	t.Cleanup(func() { Version = saved })
+	Version = version
+}
+
+// offerRelease has the agent of dir trust a new release key and f offer,
+// under the policy target, a release of version signed with it; it answers
+// the release's binary (a script that prints its version) and its SHA-256.
+func offerRelease(t *testing.T, f *fakeServer, dir, target, version string) ([]byte, string) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := LoadState(dir)
+	st.ReleaseKey = base64.StdEncoding.EncodeToString(pub)
+	st.Save(dir)
+	bin := []byte("#!/bin/sh\necho patchd-agent " + version + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n")
+	sum := sha256.Sum256(bin)
+	sumHex := hex.EncodeToString(sum[:])
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.agentTarget = target
+	f.release = &agentproto.Release{OS: runtime.GOOS, Arch: runtime.GOARCH, Version: version, SHA256: sumHex, Size: int64(len(bin)),
+		Signature: agentproto.SignRelease(priv, runtime.GOOS, runtime.GOARCH, version, sumHex)}
+	f.download = bin
+	return bin, sumHex
+}
+
+// endsForRestart waits for Run (done) to end with ErrRestart, the end that
+// hands the agent to its service manager.
+func endsForRestart(t *testing.T, done <-chan error, who string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrRestart) {
+			t.Fatalf("%s ended with %v, want ErrRestart", who, err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("%s did not end for the restart", who)
 	}
 }
