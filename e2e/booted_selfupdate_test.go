@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,17 +21,33 @@ import (
 	"github.com/patchd/patchd/internal/config"
 )
 
-// TestBootedStagedSelfUpdate: on a booted Debian with systemd, the agent
-// installed from the .deb (2.0.0, the release key built in) is the only
-// endpoint of the group "Test", the first ring of a staged policy. When
-// the policy rolls 3.0.0 out, the agent updates itself and systemd runs
-// the new binary: the service's main process executes the installed file
-// (not a deleted one), which is 3.0.0, and the endpoint reports 3.0.0.
-// When the policy rolls out 4.0.0, which exits as soon as it runs, the
-// watchdog puts 3.0.0 back: systemd runs it again, the endpoint reports
-// 3.0.0 and the failure is recorded against 4.0.0.
+// TestBootedStagedSelfUpdate: on a booted Debian with systemd, one with
+// SysV init and one with OpenRC, the agent installed from the .deb (2.0.0,
+// the release key built in) is the only endpoint of the group "Test", the
+// first ring of a staged policy. When the policy rolls 3.0.0 out, the
+// agent updates itself and the service manager runs the new binary: the
+// service's process executes the installed file (not a deleted one),
+// which is 3.0.0, and the endpoint reports 3.0.0. When the policy rolls
+// out 4.0.0, which exits as soon as it runs, the watchdog puts 3.0.0 back:
+// the service manager (or, under SysV init, which restarts nothing, the
+// watchdog itself) runs it again, the endpoint reports 3.0.0 and the
+// failure is recorded against 4.0.0.
 func TestBootedStagedSelfUpdate(t *testing.T) {
-	m := bootedtest.Boot(t, bootedtest.Systemd)
+	// One release key for every kind: the agents are built once.
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range bootedKinds {
+		t.Run(string(k), func(t *testing.T) {
+			t.Parallel()
+			bootedStagedSelfUpdate(t, k, pub, priv)
+		})
+	}
+}
+
+func bootedStagedSelfUpdate(t *testing.T, k bootedtest.Kind, pub ed25519.PublicKey, priv ed25519.PrivateKey) {
+	m := bootedtest.Boot(t, k)
 	agentDir := t.TempDir()
 	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir })
 	h := e.Server.AgentDist()
@@ -50,14 +65,9 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 	defer ts.Close()
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := m.Run("journalctl --no-pager -n 80 -u patchd-agent 2>/dev/null")
-			t.Logf("agent journal:\n%s", out)
+			t.Logf("agent log in the %s machine:\n%s", k, agentLog(m, k))
 		}
 	})
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
 	dir := t.TempDir()
 	release := func(file, version string) {
@@ -72,8 +82,7 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 	}
 	publish := func(version string) {
 		t.Helper()
-		exe := filepath.Join(dir, version, "patchd-agent")
-		buildVersion(t, exe, version, base64.StdEncoding.EncodeToString(pub))
+		exe := builtAgent(t, version, base64.StdEncoding.EncodeToString(pub))
 		if _, err := h.Store.Publish(exe, p); err != nil {
 			t.Fatal(err)
 		}
@@ -97,14 +106,6 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 		id = page.Items[0].ID
 		return *page.Items[0].AgentVersion == version && page.Items[0].Status == "connected"
 	}
-	// systemdRuns tells whether systemd's main process of the service
-	// executes /usr/bin/patchd-agent (not a replaced, deleted file) and
-	// that file is version.
-	systemdRuns := func(version string) (bool, string) {
-		out, err := m.Run(`pid=$(systemctl show -p MainPID --value patchd-agent); systemctl is-active patchd-agent; echo "pid $pid"; readlink /proc/$pid/exe; /usr/bin/patchd-agent version`)
-		return err == nil && strings.Contains(out, "\n/usr/bin/patchd-agent\n") && strings.Contains(out, "patchd-agent "+version+" "), out
-	}
-
 	publish("2.0.0")
 	pkg, err := h.Packages.Build(ctx, agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: ts.URL})
 	if err != nil {
@@ -127,8 +128,8 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 	}
 	policyChanged()
 	waitFor("the endpoint reporting 3.0.0", func() bool { return reports("3.0.0") })
-	if ok, out := systemdRuns("3.0.0"); !ok {
-		t.Fatalf("after the self-update systemd does not run 3.0.0:\n%s", out)
+	if ok, out := serviceRuns(m, k, "/usr/bin/patchd-agent", "3.0.0"); !ok {
+		t.Fatalf("after the self-update %s does not run 3.0.0:\n%s", k, out)
 	}
 	v, err := e.Admin.AgentVersions(ctx)
 	if err != nil || v.Rollout == nil || len(v.Rollout.Rings) == 0 || v.Rollout.Rings[0].Updated != 1 {
@@ -157,7 +158,7 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 		return false
 	})
 	waitFor("the endpoint reporting 3.0.0 again", func() bool { return reports("3.0.0") })
-	if ok, out := systemdRuns("3.0.0"); !ok {
-		t.Fatalf("after the rollback systemd does not run 3.0.0:\n%s", out)
+	if ok, out := serviceRuns(m, k, "/usr/bin/patchd-agent", "3.0.0"); !ok {
+		t.Fatalf("after the rollback %s does not run 3.0.0:\n%s", k, out)
 	}
 }
