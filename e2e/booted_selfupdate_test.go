@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +32,10 @@ import (
 // out 4.0.0, which exits as soon as it runs, the watchdog puts 3.0.0 back:
 // the service manager (or, under SysV init, which restarts nothing, the
 // watchdog itself) runs it again, the endpoint reports 3.0.0 and the
-// failure is recorded against 4.0.0.
+// failure is recorded against 4.0.0. Under OpenRC the agent installed by
+// the one-line installer (its OpenRC script runs it under
+// supervise-daemon, which starts it again when its process ends) goes the
+// same way.
 func TestBootedStagedSelfUpdate(t *testing.T) {
 	// One release key for every kind: the agents are built once.
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -41,12 +45,19 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 	for _, k := range bootedKinds {
 		t.Run(string(k), func(t *testing.T) {
 			t.Parallel()
-			bootedStagedSelfUpdate(t, k, pub, priv)
+			bootedStagedSelfUpdate(t, k, false, pub, priv)
 		})
 	}
+	t.Run("openrc-installer", func(t *testing.T) {
+		t.Parallel()
+		bootedStagedSelfUpdate(t, bootedtest.OpenRC, true, pub, priv)
+	})
 }
 
-func bootedStagedSelfUpdate(t *testing.T, k bootedtest.Kind, pub ed25519.PublicKey, priv ed25519.PrivateKey) {
+// bootedStagedSelfUpdate is TestBootedStagedSelfUpdate on a machine of
+// kind k, the agent installed from the .deb or, when installer, by the
+// printed one-line installer.
+func bootedStagedSelfUpdate(t *testing.T, k bootedtest.Kind, installer bool, pub ed25519.PublicKey, priv ed25519.PrivateKey) {
 	m := bootedtest.Boot(t, k)
 	agentDir := t.TempDir()
 	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir })
@@ -107,13 +118,25 @@ func bootedStagedSelfUpdate(t *testing.T, k bootedtest.Kind, pub ed25519.PublicK
 		return *page.Items[0].AgentVersion == version && page.Items[0].Status == "connected"
 	}
 	publish("2.0.0")
-	pkg, err := h.Packages.Build(ctx, agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Copy(pkg.Path, "/tmp/patchd-agent.deb", 0o644)
-	if out, err := m.Run("dpkg -i /tmp/patchd-agent.deb", "PATCHD_TOKEN="+e.EnrollToken); err != nil {
-		t.Fatalf("dpkg -i: %v\n%s", err, out)
+	exe := "/usr/bin/patchd-agent"
+	if installer {
+		exe = "/usr/local/bin/patchd-agent"
+		printed, err := h.Installers(ctx, ts.URL, e.EnrollToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := m.Run(printed.Linux); err != nil || !strings.Contains(out, "done: the agent runs as a service") {
+			t.Fatalf("the printed line: %v\n%s", err, out)
+		}
+	} else {
+		pkg, err := h.Packages.Build(ctx, agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: ts.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Copy(pkg.Path, "/tmp/patchd-agent.deb", 0o644)
+		if out, err := m.Run("dpkg -i /tmp/patchd-agent.deb", "PATCHD_TOKEN="+e.EnrollToken); err != nil {
+			t.Fatalf("dpkg -i: %v\n%s", err, out)
+		}
 	}
 	waitFor("the installed agent checking in as 2.0.0", func() bool { return reports("2.0.0") })
 	g, err := e.Admin.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Test"), MachineIDs: &[]string{id}})
@@ -128,7 +151,7 @@ func bootedStagedSelfUpdate(t *testing.T, k bootedtest.Kind, pub ed25519.PublicK
 	}
 	policyChanged()
 	waitFor("the endpoint reporting 3.0.0", func() bool { return reports("3.0.0") })
-	if ok, out := serviceRuns(m, k, "/usr/bin/patchd-agent", "3.0.0"); !ok {
+	if ok, out := serviceRuns(m, k, exe, "3.0.0"); !ok {
 		t.Fatalf("after the self-update %s does not run 3.0.0:\n%s", k, out)
 	}
 	v, err := e.Admin.AgentVersions(ctx)
@@ -158,7 +181,7 @@ func bootedStagedSelfUpdate(t *testing.T, k bootedtest.Kind, pub ed25519.PublicK
 		return false
 	})
 	waitFor("the endpoint reporting 3.0.0 again", func() bool { return reports("3.0.0") })
-	if ok, out := serviceRuns(m, k, "/usr/bin/patchd-agent", "3.0.0"); !ok {
+	if ok, out := serviceRuns(m, k, exe, "3.0.0"); !ok {
 		t.Fatalf("after the rollback %s does not run 3.0.0:\n%s", k, out)
 	}
 }
