@@ -90,7 +90,8 @@ func cannot(t testing.TB, format string, args ...any) {
 
 // Boot boots a throwaway copy of the root of kind k and waits until its
 // init has finished starting the system (systemd: is-system-running;
-// SysV: runlevel 2 reached and its rc scripts done). It is powered off
+// SysV: runlevel 2 reached and its rc scripts done; OpenRC: runlevel 2,
+// OpenRC's default runlevel started, openrc ended). It is powered off
 // and thrown away when the test ends.
 func Boot(t testing.TB, k Kind) *Machine {
 	t.Helper()
