@@ -132,8 +132,9 @@ func bootedDebPackage(t *testing.T, k bootedtest.Kind) {
 		}
 	}
 
-	// Installed again and purged by hand: nothing left either.
-	out, err = m.Run("dpkg -i "+deb("1.6.0"), "PATCHD_TOKEN="+e.EnrollToken)
+	// Installed again (the first version: its agent is built already) and
+	// purged by hand: nothing left either.
+	out, err = m.Run("dpkg -i "+deb("1.4.0"), "PATCHD_TOKEN="+e.EnrollToken)
 	if err != nil || !strings.Contains(out, "enrolled as endpoint") {
 		t.Fatalf("dpkg -i after the removal: %v\n%s", err, out)
 	}
