@@ -243,12 +243,13 @@ func UninstallPlan(m Manager, stateDir, binary string) Plan {
 		p.Run = []execute.Cmd{{Path: "launchctl", Args: []string{"bootout", "system/" + agentsvc.LaunchdLabel}}}
 		p.Tolerate = map[int]bool{0: true}
 	case OpenRC:
-		p.Run = []execute.Cmd{
-			{Path: "rc-update", Args: []string{"del", agentsvc.ServiceName, "default"}},
-			{Path: "rc-service", Args: []string{agentsvc.ServiceName, "stop"}},
-		}
+		// rc-service needs the script to stop the agent (and its
+		// supervise-daemon, which removes its pid file): it stops first,
+		// then the script goes with its runlevel link.
+		p.Before = []execute.Cmd{{Path: "rc-service", Args: []string{agentsvc.ServiceName, "stop"}}}
 		p.Remove = append(p.Remove, agentsvc.InitScript)
-		p.Tolerate = map[int]bool{0: true, 1: true}
+		p.Run = []execute.Cmd{{Path: "rc-update", Args: []string{"del", agentsvc.ServiceName, "default"}}}
+		p.Tolerate = map[int]bool{0: true}
 	case SysV:
 		// The script stops the agent, then goes with the links.
 		p.Before = []execute.Cmd{{Path: agentsvc.InitScript, Args: []string{"stop"}}}

@@ -30,7 +30,7 @@ func TestServiceHistory(t *testing.T) {
 		"OpenRCScript": sum(agentsvc.OpenRCScript(exe, state)),
 		"SysVScript":   sum(agentsvc.SysVScript(exe, state)),
 	} {
-		want := map[string]string{"SystemdUnit": "d8dfffdd008c89be", "OpenRCScript": "329f3450782797b1", "SysVScript": "469d5a35edbf9589"}[name]
+		want := map[string]string{"SystemdUnit": "d8dfffdd008c89be", "OpenRCScript": "67f2e1de495ea505", "SysVScript": "469d5a35edbf9589"}[name]
 		if got != want {
 			t.Errorf("%s changed (sum %s, was %s): keep the previous one in servicedef_history.go and its serviceFile's past, then record the new sum", name, got, want)
 		}
@@ -191,7 +191,7 @@ func TestRunRefreshesServiceAfterCheckin(t *testing.T) {
 	if confirmed < 0 || refreshed < confirmed {
 		t.Fatalf("the definition was replaced before the new agent was confirmed:\n%s", l)
 	}
-	if !strings.Contains(l, `removed="command_background=true"`) || !strings.Contains(l, "supervisor=supervise-daemon") {
+	if !strings.Contains(l, `removed="command_background=true`) || !strings.Contains(l, "supervisor=supervise-daemon") {
 		t.Errorf("what changed is not logged:\n%s", l)
 	}
 }

@@ -97,8 +97,10 @@ error_log="/var/log/patchd-agent.log"
 # supervise-daemon starts the agent again when its process ends (a self-update's watchdog ended it).
 export PATCHD_AGENT_SUPERVISED=1
 
+# use, not need: Debian's OpenRC has no service net (its LSB networking
+# script may be absent), and the agent waits for the network itself.
 depend() {
-	need net
+	use net
 	after firewall
 }
 `

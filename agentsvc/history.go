@@ -79,6 +79,30 @@ depend() {
 `
 }
 
+// openRCScriptfd21f1e is OpenRCScript as of fd21f1e.
+func openRCScriptfd21f1e(exe, stateDir string) string {
+	return `#!/sbin/openrc-run
+# patchd agent: checks in with the patchd server, reports inventory and installs updates.
+description="patchd agent"
+command=` + shQuote(exe) + `
+command_args="run --state ` + strings.ReplaceAll(shQuote(stateDir), `"`, `\"`) + `"
+supervisor=supervise-daemon
+respawn_delay=5
+respawn_max=0
+pidfile="/run/patchd-agent.pid"
+output_log="/var/log/patchd-agent.log"
+error_log="/var/log/patchd-agent.log"
+[ -r /etc/default/patchd-agent ] && . /etc/default/patchd-agent && export HTTPS_PROXY HTTP_PROXY NO_PROXY 2>/dev/null
+# supervise-daemon starts the agent again when its process ends (a self-update's watchdog ended it).
+export PATCHD_AGENT_SUPERVISED=1
+
+depend() {
+	need net
+	after firewall
+}
+`
+}
+
 // sysVScriptc72658b is SysVScript as of c72658b.
 func sysVScriptc72658b(exe, stateDir string) string {
 	return `#!/bin/sh
@@ -140,6 +164,6 @@ esac
 // The earlier versions of each definition, oldest first.
 var (
 	PastSystemdUnits  = []func(exe, stateDir string) string{systemdUnit902a177, systemdUnit009d8be}
-	PastOpenRCScripts = []func(exe, stateDir string) string{openRCScriptc72658b}
+	PastOpenRCScripts = []func(exe, stateDir string) string{openRCScriptc72658b, openRCScriptfd21f1e}
 	PastSysVScripts   = []func(exe, stateDir string) string{sysVScriptc72658b}
 )

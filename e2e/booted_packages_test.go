@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +14,28 @@ import (
 	"github.com/patchd/patchd/internal/config"
 )
 
-// TestBootedDebPackage: on a booted Debian with systemd, the .deb the
-// server builds for its published agent, installed with dpkg -i and
-// PATCHD_TOKEN, enrolls and its service runs; the endpoint checks in with
-// the published version. The .deb of a newer published agent upgrades it:
-// systemd runs the new binary (a new main process whose executable is the
-// installed file, not a deleted one) and the endpoint reports the new
-// version. Removing the endpoint on the server has the agent purge its own
-// package and report it; installed again, a purge by hand leaves nothing
-// either: no unit known to systemd, no files, state, configuration or
-// process.
+// TestBootedDebPackage: on a booted Debian with systemd, one with SysV
+// init and one with OpenRC, the .deb the server builds for its published
+// agent, installed with dpkg -i and PATCHD_TOKEN, enrolls and its service
+// runs; the endpoint checks in with the published version. The .deb of a
+// newer published agent upgrades it: the service manager runs the new
+// binary (a new process whose executable is the installed file, not a
+// deleted one) and the endpoint reports the new version. Removing the
+// endpoint on the server has the agent purge its own package and report
+// it; installed again, a purge by hand leaves nothing either: no service
+// known to the service manager, no runlevel links, no files, state,
+// configuration, pid file or process.
 func TestBootedDebPackage(t *testing.T) {
-	m := bootedtest.Boot(t, bootedtest.Systemd)
+	for _, k := range bootedKinds {
+		t.Run(string(k), func(t *testing.T) {
+			t.Parallel()
+			bootedDebPackage(t, k)
+		})
+	}
+}
+
+func bootedDebPackage(t *testing.T, k bootedtest.Kind) {
+	m := bootedtest.Boot(t, k)
 	e := apitest.New(t, func(c *config.Config) { c.AgentDir = t.TempDir() })
 	h := e.Server.AgentDist()
 	ctx := context.Background()
@@ -37,16 +46,12 @@ func TestBootedDebPackage(t *testing.T) {
 	srv := ts.URL
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := m.Run("journalctl --no-pager -n 60 -u patchd-agent 2>/dev/null")
-			t.Logf("agent journal:\n%s", out)
+			t.Logf("agent log in the %s machine:\n%s", k, agentLog(m, k))
 		}
 	})
-	dir := t.TempDir()
 	deb := func(version string) string {
 		t.Helper()
-		exe := filepath.Join(dir, version, "patchd-agent")
-		buildVersion(t, exe, version, "")
-		if _, err := h.Store.Publish(exe, p); err != nil {
+		if _, err := h.Store.Publish(builtAgent(t, version, ""), p); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := h.Store.SetRelease(p, version, "unsigned", nil); err != nil {
@@ -74,10 +79,9 @@ func TestBootedDebPackage(t *testing.T) {
 	}
 	mainPID := func() string {
 		t.Helper()
-		out, err := m.Run("systemctl is-active --quiet patchd-agent && systemctl show -p MainPID --value patchd-agent")
-		pid := strings.TrimSpace(out)
-		if err != nil || pid == "" || pid == "0" {
-			t.Fatalf("the service does not run: %v %q", err, out)
+		pid, seen := servicePID(m, k)
+		if pid == "" {
+			t.Fatalf("the service does not run under %s: %s", k, seen)
 		}
 		return pid
 	}
@@ -86,8 +90,8 @@ func TestBootedDebPackage(t *testing.T) {
 	if err != nil || !strings.Contains(out, "enrolled as endpoint") {
 		t.Fatalf("dpkg -i: %v\n%s", err, out)
 	}
-	if strings.Contains(out, "not running") {
-		t.Errorf("postinst says the agent is not running under systemd:\n%s", out)
+	if strings.Contains(out, "the agent is not running") { // postinst's say_if_not_running
+		t.Errorf("postinst says the agent is not running under %s:\n%s", k, out)
 	}
 	first := mainPID()
 	reports("1.4.0")
@@ -97,14 +101,13 @@ func TestBootedDebPackage(t *testing.T) {
 		t.Fatalf("dpkg -i of the newer package: %v\n%s", err, out)
 	}
 	second := mainPID()
-	exe, _ := m.Run("readlink /proc/" + second + "/exe; /usr/bin/patchd-agent version")
-	if second == first || !strings.HasPrefix(exe, "/usr/bin/patchd-agent\n") || !strings.Contains(exe, "1.5.0") {
-		t.Fatalf("after the upgrade systemd runs pid %s (was %s): %q", second, first, exe)
+	if ok, seen := serviceRuns(m, k, "/usr/bin/patchd-agent", "1.5.0"); second == first || !ok {
+		t.Fatalf("after the upgrade %s runs pid %s (was %s): %s", k, second, first, seen)
 	}
 	reports("1.5.0")
 
 	// Removed from the server: the agent has the package manager remove
-	// its package (dpkg --purge in a helper outside its unit) and reports
+	// its package (dpkg --purge in a helper outside its service) and reports
 	// it, with nothing left.
 	page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
 	if err != nil || page.Total != 1 {
@@ -117,7 +120,7 @@ func TestBootedDebPackage(t *testing.T) {
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		audit, err := e.Admin.ListAudit(ctx, client.AuditQuery{Action: "endpoint.uninstalled"})
 		status, _ := m.Run("dpkg-query -W -f='${db:Status-Status}' patchd-agent 2>/dev/null")
-		left := debLeft(m)
+		left := debLeft(m, k)
 		if err == nil && audit.Total == 1 && strings.TrimSpace(status) != "installed" && len(left) == 0 {
 			if got := audit.Items[0]; got.Actor != "agent:"+id || got.Summary["complete"] != true {
 				t.Errorf("the removal's report: %+v", got)
@@ -129,8 +132,9 @@ func TestBootedDebPackage(t *testing.T) {
 		}
 	}
 
-	// Installed again and purged by hand: nothing left either.
-	out, err = m.Run("dpkg -i "+deb("1.6.0"), "PATCHD_TOKEN="+e.EnrollToken)
+	// Installed again (the first version: its agent is built already) and
+	// purged by hand: nothing left either.
+	out, err = m.Run("dpkg -i "+deb("1.4.0"), "PATCHD_TOKEN="+e.EnrollToken)
 	if err != nil || !strings.Contains(out, "enrolled as endpoint") {
 		t.Fatalf("dpkg -i after the removal: %v\n%s", err, out)
 	}
@@ -138,27 +142,34 @@ func TestBootedDebPackage(t *testing.T) {
 	if out, err := m.Run("dpkg --purge patchd-agent"); err != nil {
 		t.Fatalf("dpkg --purge: %v\n%s", err, out)
 	}
-	if left := debLeft(m); len(left) > 0 {
+	if left := debLeft(m, k); len(left) > 0 {
 		t.Errorf("left after purge: %v", left)
 	}
 }
 
 // debLeft lists what of a .deb-installed agent is in the machine: files,
-// state, configuration, units known to systemd, runlevel links, processes.
-func debLeft(m *bootedtest.Machine) []string {
+// state, configuration, pid file, units known to systemd, runlevel links
+// (SysV's and OpenRC's), processes.
+func debLeft(m *bootedtest.Machine, k bootedtest.Kind) []string {
 	var left []string
 	for _, p := range []string{"/usr/bin/patchd-agent", "/var/lib/patchd-agent", "/etc/patchd-agent", "/etc/init.d/patchd-agent", "/var/log/patchd-agent.log",
 		"/usr/lib/systemd/system/patchd-agent.service", "/etc/systemd/system/multi-user.target.wants/patchd-agent.service", "/etc/systemd/system/patchd-agent.service",
-		"/var/lib/systemd/deb-systemd-helper-enabled/patchd-agent.service.dsh-also", "/var/lib/systemd/deb-systemd-helper-masked/patchd-agent.service"} {
+		"/var/lib/systemd/deb-systemd-helper-enabled/patchd-agent.service.dsh-also", "/var/lib/systemd/deb-systemd-helper-masked/patchd-agent.service",
+		"/run/patchd-agent.pid", "/var/run/patchd-agent.pid"} {
 		if m.Exists(p) {
 			left = append(left, p)
 		}
 	}
-	if out, _ := m.Run("ls /etc/rc?.d | grep patchd-agent; pgrep -a patchd-agent; systemctl list-unit-files --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
+	if out, _ := m.Run("ls /etc/rc?.d /etc/runlevels/* 2>/dev/null | grep patchd-agent; pgrep -a patchd-agent"); strings.TrimSpace(out) != "" {
 		left = append(left, strings.Fields(out)...)
 	}
-	if units := loadedUnits(m); units != "" {
-		left = append(left, "systemd units: "+units)
+	if k == bootedtest.Systemd {
+		if out, _ := m.Run("systemctl list-unit-files --no-legend 'patchd-agent*'"); strings.TrimSpace(out) != "" {
+			left = append(left, strings.Fields(out)...)
+		}
+		if units := loadedUnits(m); units != "" {
+			left = append(left, "systemd units: "+units)
+		}
 	}
 	return left
 }

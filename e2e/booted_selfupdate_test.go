@@ -22,17 +22,39 @@ import (
 	"github.com/patchd/patchd/internal/config"
 )
 
-// TestBootedStagedSelfUpdate: on a booted Debian with systemd, the agent
-// installed from the .deb (2.0.0, the release key built in) is the only
-// endpoint of the group "Test", the first ring of a staged policy. When
-// the policy rolls 3.0.0 out, the agent updates itself and systemd runs
-// the new binary: the service's main process executes the installed file
-// (not a deleted one), which is 3.0.0, and the endpoint reports 3.0.0.
-// When the policy rolls out 4.0.0, which exits as soon as it runs, the
-// watchdog puts 3.0.0 back: systemd runs it again, the endpoint reports
-// 3.0.0 and the failure is recorded against 4.0.0.
+// TestBootedStagedSelfUpdate: on a booted Debian with systemd and one
+// with SysV init, the agent installed from the .deb (2.0.0, the release
+// key built in), and on one with OpenRC the agent installed by the
+// one-line installer (its OpenRC script runs it under supervise-daemon),
+// is the only endpoint of the group "Test", the first ring of a staged
+// policy. When the policy rolls 3.0.0 out, the agent updates itself and
+// the service manager runs the new binary: the service's process executes
+// the installed file (not a deleted one), which is 3.0.0, and the endpoint
+// reports 3.0.0. When the policy rolls out 4.0.0, which exits as soon as
+// it runs, the watchdog puts 3.0.0 back: the service manager (systemd,
+// supervise-daemon) or, under SysV init, which restarts nothing, the
+// watchdog itself (writing the init script's pid file) runs it again, the
+// endpoint reports 3.0.0 and the failure is recorded against 4.0.0. (The
+// .deb under OpenRC runs its LSB script, which takes the SysV path.)
 func TestBootedStagedSelfUpdate(t *testing.T) {
-	m := bootedtest.Boot(t, bootedtest.Systemd)
+	// One release key for every kind: the agents are built once.
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range bootedKinds {
+		t.Run(string(k), func(t *testing.T) {
+			t.Parallel()
+			bootedStagedSelfUpdate(t, k, k == bootedtest.OpenRC, pub, priv)
+		})
+	}
+}
+
+// bootedStagedSelfUpdate is TestBootedStagedSelfUpdate on a machine of
+// kind k, the agent installed from the .deb or, when installer, by the
+// printed one-line installer.
+func bootedStagedSelfUpdate(t *testing.T, k bootedtest.Kind, installer bool, pub ed25519.PublicKey, priv ed25519.PrivateKey) {
+	m := bootedtest.Boot(t, k)
 	agentDir := t.TempDir()
 	e := apitest.New(t, func(c *config.Config) { c.AgentDir = agentDir })
 	h := e.Server.AgentDist()
@@ -50,14 +72,9 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 	defer ts.Close()
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := m.Run("journalctl --no-pager -n 80 -u patchd-agent 2>/dev/null")
-			t.Logf("agent journal:\n%s", out)
+			t.Logf("agent log in the %s machine:\n%s", k, agentLog(m, k))
 		}
 	})
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := agentdist.Platform{OS: "linux", Arch: "amd64"}
 	dir := t.TempDir()
 	release := func(file, version string) {
@@ -72,8 +89,7 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 	}
 	publish := func(version string) {
 		t.Helper()
-		exe := filepath.Join(dir, version, "patchd-agent")
-		buildVersion(t, exe, version, base64.StdEncoding.EncodeToString(pub))
+		exe := builtAgent(t, version, base64.StdEncoding.EncodeToString(pub))
 		if _, err := h.Store.Publish(exe, p); err != nil {
 			t.Fatal(err)
 		}
@@ -97,22 +113,26 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 		id = page.Items[0].ID
 		return *page.Items[0].AgentVersion == version && page.Items[0].Status == "connected"
 	}
-	// systemdRuns tells whether systemd's main process of the service
-	// executes /usr/bin/patchd-agent (not a replaced, deleted file) and
-	// that file is version.
-	systemdRuns := func(version string) (bool, string) {
-		out, err := m.Run(`pid=$(systemctl show -p MainPID --value patchd-agent); systemctl is-active patchd-agent; echo "pid $pid"; readlink /proc/$pid/exe; /usr/bin/patchd-agent version`)
-		return err == nil && strings.Contains(out, "\n/usr/bin/patchd-agent\n") && strings.Contains(out, "patchd-agent "+version+" "), out
-	}
-
 	publish("2.0.0")
-	pkg, err := h.Packages.Build(ctx, agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Copy(pkg.Path, "/tmp/patchd-agent.deb", 0o644)
-	if out, err := m.Run("dpkg -i /tmp/patchd-agent.deb", "PATCHD_TOKEN="+e.EnrollToken); err != nil {
-		t.Fatalf("dpkg -i: %v\n%s", err, out)
+	exe := "/usr/bin/patchd-agent"
+	if installer {
+		exe = "/usr/local/bin/patchd-agent"
+		printed, err := h.Installers(ctx, ts.URL, e.EnrollToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := m.Run(printed.Linux); err != nil || !strings.Contains(out, "done: the agent runs as a service") {
+			t.Fatalf("the printed line: %v\n%s", err, out)
+		}
+	} else {
+		pkg, err := h.Packages.Build(ctx, agentdist.PackageRequest{Type: "deb", Arch: "amd64", Server: ts.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Copy(pkg.Path, "/tmp/patchd-agent.deb", 0o644)
+		if out, err := m.Run("dpkg -i /tmp/patchd-agent.deb", "PATCHD_TOKEN="+e.EnrollToken); err != nil {
+			t.Fatalf("dpkg -i: %v\n%s", err, out)
+		}
 	}
 	waitFor("the installed agent checking in as 2.0.0", func() bool { return reports("2.0.0") })
 	g, err := e.Admin.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Test"), MachineIDs: &[]string{id}})
@@ -127,8 +147,8 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 	}
 	policyChanged()
 	waitFor("the endpoint reporting 3.0.0", func() bool { return reports("3.0.0") })
-	if ok, out := systemdRuns("3.0.0"); !ok {
-		t.Fatalf("after the self-update systemd does not run 3.0.0:\n%s", out)
+	if ok, out := serviceRuns(m, k, exe, "3.0.0"); !ok {
+		t.Fatalf("after the self-update %s does not run 3.0.0:\n%s", k, out)
 	}
 	v, err := e.Admin.AgentVersions(ctx)
 	if err != nil || v.Rollout == nil || len(v.Rollout.Rings) == 0 || v.Rollout.Rings[0].Updated != 1 {
@@ -157,7 +177,7 @@ func TestBootedStagedSelfUpdate(t *testing.T) {
 		return false
 	})
 	waitFor("the endpoint reporting 3.0.0 again", func() bool { return reports("3.0.0") })
-	if ok, out := systemdRuns("3.0.0"); !ok {
-		t.Fatalf("after the rollback systemd does not run 3.0.0:\n%s", out)
+	if ok, out := serviceRuns(m, k, exe, "3.0.0"); !ok {
+		t.Fatalf("after the rollback %s does not run 3.0.0:\n%s", k, out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/apitest"
@@ -17,8 +18,8 @@ import (
 	"github.com/patchd/patchd/internal/config"
 )
 
-// TestBootedInstallAndRemoval runs, on a booted Debian with systemd and on
-// one with SysV init, what an administrator does: the printed one-line
+// TestBootedInstallAndRemoval runs, on a booted Debian with systemd, one
+// with SysV init and one with OpenRC, what an administrator does: the printed one-line
 // installer installs the agent, its service runs and the server sees the
 // endpoint; the endpoint is removed while the agent uploads its inventory
 // (the upload is answered 401) and the agent removes itself all the same,
@@ -26,7 +27,7 @@ import (
 // an endpoint removed while the agent waits in its check-in goes the same
 // way.
 func TestBootedInstallAndRemoval(t *testing.T) {
-	for _, k := range []bootedtest.Kind{bootedtest.Systemd, bootedtest.SysV} {
+	for _, k := range bootedKinds {
 		t.Run(string(k), func(t *testing.T) {
 			t.Parallel()
 			bootedInstallAndRemoval(t, k)
@@ -84,8 +85,7 @@ func bootedInstallAndRemoval(t *testing.T, k bootedtest.Kind) {
 	defer srv.Close()
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := m.Run("tail -n 40 /var/log/patchd-agent.log 2>/dev/null; journalctl --no-pager -n 60 -u patchd-agent -u patchd-agent-removal 2>/dev/null")
-			t.Logf("agent logs in the %s machine:\n%s", k, out)
+			t.Logf("agent log in the %s machine:\n%s", k, agentLog(m, k))
 		}
 	})
 	printed, err := h.Installers(ctx, srv.URL, e.EnrollToken)
@@ -103,9 +103,8 @@ func bootedInstallAndRemoval(t *testing.T, k bootedtest.Kind) {
 		if tmpAfter, _ := m.Run("ls -A /tmp /var/tmp"); tmpAfter != tmpBefore {
 			t.Errorf("the installer left files in /tmp or /var/tmp:\n%s\nwas:\n%s", tmpAfter, tmpBefore)
 		}
-		running := map[bootedtest.Kind]string{bootedtest.Systemd: "systemctl is-active patchd-agent", bootedtest.SysV: "/etc/init.d/patchd-agent status"}[k]
-		if out, err := m.Run(running); err != nil {
-			t.Fatalf("the service does not run: %v %s", err, out)
+		if ok, seen := serviceRuns(m, k, "/usr/local/bin/patchd-agent", agent.Version); !ok {
+			t.Fatalf("the service does not run the installed agent: %s", seen)
 		}
 		// The server sees it: enrolled and checking in.
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
@@ -171,7 +170,7 @@ func leftInMachine(m *bootedtest.Machine, k bootedtest.Kind) []string {
 			left = append(left, p)
 		}
 	}
-	if out, _ := m.Run("ls /etc/rc?.d | grep patchd-agent"); strings.TrimSpace(out) != "" {
+	if out, _ := m.Run("ls /etc/rc?.d /etc/runlevels/* 2>/dev/null | grep patchd-agent"); strings.TrimSpace(out) != "" {
 		left = append(left, "runlevel links: "+strings.Join(strings.Fields(out), " "))
 	}
 	if out, _ := m.Run("pgrep -a patchd-agent"); strings.TrimSpace(out) != "" {

@@ -1,6 +1,7 @@
 // Package bootedtest boots throwaway Debian systems for end-to-end tests
 // of the agent: a root built once a day with debootstrap (one with systemd
-// as init, one with SysV init) is booted with systemd-nspawn on a copy of
+// as init, one with SysV init; the OpenRC root is a copy of the SysV one
+// with Debian's openrc package installed) is booted with systemd-nspawn on a copy of
 // its own (an overlay, or cp -a where overlays cannot be mounted), and
 // commands run inside with nsenter. The machine shares the host's network,
 // so a server a test starts on 127.0.0.1 is reachable from inside.
@@ -35,6 +36,10 @@ const (
 	Systemd Kind = "systemd"
 	// SysV: sysvinit with sysv-rc (update-rc.d, /etc/rc?.d links).
 	SysV Kind = "sysv"
+	// OpenRC: sysvinit with OpenRC as its rc (Debian's openrc package,
+	// which replaces sysv-rc): rc-update, rc-service, supervise-daemon,
+	// /etc/runlevels.
+	OpenRC Kind = "openrc"
 )
 
 // packages are what debootstrap --variant=minbase adds for each kind.
@@ -68,7 +73,8 @@ func cannot(t testing.TB, format string, args ...any) {
 
 // Boot boots a throwaway copy of the root of kind k and waits until its
 // init has finished starting the system (systemd: is-system-running;
-// SysV: runlevel 2 reached and its rc scripts done). It is powered off
+// SysV: runlevel 2 reached and its rc scripts done; OpenRC: runlevel 2,
+// OpenRC's default runlevel started, openrc ended). It is powered off
 // and thrown away when the test ends.
 func Boot(t testing.TB, k Kind) *Machine {
 	t.Helper()
@@ -139,6 +145,11 @@ func (m *Machine) booted() (bool, string) {
 		out, _ := m.Run("systemctl is-system-running")
 		s := strings.TrimSpace(out)
 		return s == "running" || s == "degraded", s
+	case OpenRC:
+		// inittab's rc for runlevel 2 is openrc default.
+		out, _ := m.Run(`runlevel; cat /run/openrc/softlevel; if pgrep -x openrc >/dev/null; then echo rc-running; fi`)
+		s := strings.TrimSpace(out)
+		return strings.HasSuffix(s, " 2\ndefault"), s
 	default:
 		out, _ := m.Run(`runlevel; if pgrep -f "[/]etc/init.d/rc " >/dev/null; then echo rc-running; fi`)
 		s := strings.TrimSpace(out)
@@ -256,6 +267,14 @@ func cachedRoot(t testing.TB, k Kind) string {
 	}
 	build := filepath.Join(cache, "build")
 	os.RemoveAll(build)
+	if k == OpenRC {
+		derive(t, cachedRoot(t, SysV), build, "openrc")
+		prepare(t, k, build)
+		if err := os.Rename(build, root); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
 	t.Logf("debootstrap --variant=minbase --include=%s stable into %s (once a day; a few minutes)", packages[k], build)
 	out, err := exec.Command("debootstrap", "--variant=minbase", "--include="+packages[k], "stable", build, "http://deb.debian.org/debian").CombinedOutput()
 	if err != nil {
@@ -266,6 +285,27 @@ func cachedRoot(t testing.TB, k Kind) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// derive makes build a copy of the root from with the Debian packages
+// pkgs installed (apt-get in a container on the copy, without booting
+// it): a root of another kind without a debootstrap of its own.
+func derive(t testing.TB, from, build string, pkgs ...string) {
+	t.Helper()
+	start := time.Now()
+	if out, err := exec.Command("cp", "-a", "--reflink=auto", from, build).CombinedOutput(); err != nil {
+		t.Fatalf("copy the root %s: %v %s", from, err, out)
+	}
+	args := append([]string{"--register=no", "--keep-unit", "--quiet", "-D", build,
+		"/usr/bin/env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "--no-install-recommends"}, pkgs...)
+	out, err := exec.Command("systemd-nspawn", args...).CombinedOutput()
+	if err != nil {
+		os.RemoveAll(build)
+		cannot(t, "cannot install %s into a copy of %s (%v): %s", strings.Join(pkgs, " "), from, err, lastLines(string(out), 5))
+	}
+	os.RemoveAll(filepath.Join(build, "var/cache/apt/archives"))
+	os.MkdirAll(filepath.Join(build, "var/cache/apt/archives/partial"), 0o755)
+	t.Logf("%s installed into a copy of %s in %s (once a day)", strings.Join(pkgs, " "), from, time.Since(start).Round(time.Second))
 }
 
 // prepare makes a fresh root boot quietly in a container: no getty on a
@@ -280,7 +320,7 @@ func prepare(t testing.TB, k Kind, root string) {
 		for _, u := range []string{"console-getty.service", "getty@.service", "systemd-networkd-wait-online.service"} {
 			os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system", u))
 		}
-	case SysV:
+	case SysV, OpenRC:
 		// Without gettys: init's console is the test's pipe.
 		b, err := os.ReadFile(filepath.Join(root, "etc/inittab"))
 		if err == nil {
