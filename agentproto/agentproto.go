@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Paths of the four agent calls, relative to the server's base address.
+// Paths of the agent calls, relative to the server's base address.
 const (
 	PathEnroll    = "/agent/v1/enroll"
 	PathCheckin   = "/agent/v1/checkin"
@@ -25,7 +25,28 @@ const (
 	// answered "uninstall") reports what its removal did (a patchd
 	// addition): once, with the removed endpoint's secret.
 	PathUninstalled = "/agent/v1/uninstalled"
+	// PathStopping is where a running agent says it stops (a patchd
+	// addition): its service manager stops it, or the computer shuts down
+	// or restarts. The endpoint shows disconnected until its next check-in.
+	PathStopping = "/agent/v1/stopping"
 )
+
+// StoppingReport is the body of POST PathStopping. Reason says what stops
+// the agent, for the log: StopSignal (SIGTERM or SIGINT, what systemd,
+// OpenRC, SysV init and launchd send) or StopService (the Windows Service
+// Control Manager: stop, or shutdown); other values are taken as given.
+type StoppingReport struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Reasons of a StoppingReport.
+const (
+	StopSignal  = "signal"
+	StopService = "service"
+)
+
+// MaxStoppingReason bounds StoppingReport.Reason, in bytes.
+const MaxStoppingReason = 64
 
 // UninstalledReport is the body of POST PathUninstalled: whether the
 // removal finished (the service gone from its manager, the state folder

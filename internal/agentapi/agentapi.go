@@ -249,6 +249,7 @@ func New(cfg Config) *API {
 		{"PUT " + agentproto.PathInventory, httpx.Handle(a.inventory)},
 		{"POST /agent/v1/commands/{id}/status", httpx.Handle(a.commandStatus)},
 		{"POST " + agentproto.PathUninstalled, httpx.Handle(a.uninstalled)},
+		{"POST " + agentproto.PathStopping, httpx.Handle(a.stopping)},
 	}
 	for _, rt := range a.routes {
 		a.mux.Handle(rt.pattern, rt.h)
@@ -734,6 +735,42 @@ func (a *API) uninstalled(w http.ResponseWriter, r *http.Request) error {
 	if !recorded {
 		return errInvalidAgent()
 	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// stopping is POST /agent/v1/stopping (a patchd addition): the agent says
+// it stops, and its endpoint shows disconnected at once instead of after
+// three check-in intervals, until its next check-in (store.
+// RecordAgentStopping). Answered 204; the secret of a removed endpoint, or
+// one replaced by a later enrollment, is 401 like any unknown one, and
+// nothing is recorded.
+func (a *API) stopping(w http.ResponseWriter, r *http.Request) error {
+	ag, secretHash, err := a.agent(r)
+	if err != nil {
+		return err
+	}
+	if ag.Removed {
+		return errInvalidAgent()
+	}
+	var req agentproto.StoppingReport
+	if err := decode(w, r, agentproto.MaxOtherBytes, &req); err != nil {
+		return err
+	}
+	if err := checkText("reason", req.Reason, agentproto.MaxStoppingReason); err != nil {
+		return err
+	}
+	recorded, err := a.store.RecordAgentStopping(r.Context(), secretHash, a.now())
+	if err != nil {
+		return err
+	}
+	if !recorded {
+		a.mu.Lock()
+		delete(a.agents, secretHash)
+		a.mu.Unlock()
+		return errInvalidAgent()
+	}
+	slog.Debug("agent stopping", "endpoint", ag.EndpointID, "reason", req.Reason)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -132,6 +132,12 @@ func (a *Agent) MustInventory(doc agentproto.Inventory) {
 	}
 }
 
+// Stopping says the agent stops (POST /agent/v1/stopping).
+func (a *Agent) Stopping(reason string) Answer {
+	a.T.Helper()
+	return a.env.Call(http.MethodPost, agentproto.PathStopping, a.Secret, agentproto.StoppingReport{Reason: reason}, false)
+}
+
 // Status reports on a command.
 func (a *Agent) Status(commandID, status, result string, exitCode *int) Answer {
 	a.T.Helper()

@@ -256,6 +256,17 @@ func offlineFor(minutes int, disconnectedAfter time.Duration) time.Duration {
 	return max(time.Duration(minutes)*time.Minute, disconnectedAfter)
 }
 
+// stoppedFor is offlineFor for an endpoint whose agent said it stops after
+// its last check-in: it counts as disconnected at once, so the threshold
+// alone.
+func stoppedFor(minutes int) time.Duration { return time.Duration(minutes) * time.Minute }
+
+// offlineCutoff is the latest last check-in of an endpoint offline long
+// enough, with two arguments: the cutoff for an endpoint whose agent said
+// it stops after its last check-in (stoppedFor), then for any other
+// (offlineFor).
+const offlineCutoff = `(CASE WHEN p.stopped_at >= p.last_seen_at THEN ? ELSE ? END)`
+
 // ENDPOINT_OFFLINE: one event per offline episode (the episode is named by
 // the last check-in before it). The endpoints unseen for the threshold are
 // found as of offlineAt (the presence watermark, at most now).
@@ -267,10 +278,10 @@ func (s *Store) offlineConditions(ctx context.Context, r AlertRule, now, offline
 			Title: "Endpoint " + name + " is offline", Detail: fmt.Sprintf("Last check-in %s (%s ago). Endpoint id %s.", stamp(since), ago(now, since), id),
 			EndpointID: id, Since: &t}
 	}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(p.last_seen_at, e.enrolled_at) FROM `+endpointsSeen+`
-		WHERE e.org_id = ? AND COALESCE(p.last_seen_at, e.enrolled_at) <= ? AND COALESCE(p.last_seen_at, e.enrolled_at) >= ?
+		WHERE e.org_id = ? AND COALESCE(p.last_seen_at, e.enrolled_at) <= `+offlineCutoff+` AND COALESCE(p.last_seen_at, e.enrolled_at) >= ?
 		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.since = COALESCE(p.last_seen_at, e.enrolled_at))
 		ORDER BY e.id LIMIT ?`,
-		r.OrgID, millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
+		r.OrgID, millis(offlineAt.Add(-stoppedFor(r.Threshold))), millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)
 }
 
 // GROUP_UPTIME: a member of a group with offlineAlertMinutes unseen that
@@ -313,11 +324,11 @@ func (s *Store) groupConditions(ctx context.Context, r AlertRule, now, offlineAt
 				Detail:     fmt.Sprintf("Last check-in %s (%s ago); the group alerts after %d minutes offline. Endpoint id %s.", stamp(since), ago(now, since), g.minutes, id),
 				EndpointID: id, GroupID: g.id, Since: &t}
 		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), COALESCE(p.last_seen_at, e.enrolled_at) FROM `+endpointsSeen+`
-			WHERE e.org_id = ? AND `+member+` AND COALESCE(p.last_seen_at, e.enrolled_at) <= ? AND COALESCE(p.last_seen_at, e.enrolled_at) >= ?
+			WHERE e.org_id = ? AND `+member+` AND COALESCE(p.last_seen_at, e.enrolled_at) <= `+offlineCutoff+` AND COALESCE(p.last_seen_at, e.enrolled_at) >= ?
 			AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.endpoint_id = e.id AND ev.group_id = ? AND ev.event = ?
 				AND ev.since = COALESCE(p.last_seen_at, e.enrolled_at))
 			ORDER BY e.id LIMIT ?`,
-			append(append([]any{r.OrgID}, args...), millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, g.id, alerts.GroupUptime, maxCandidates)...)
+			append(append([]any{r.OrgID}, args...), millis(offlineAt.Add(-stoppedFor(g.minutes))), millis(offlineAt.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, g.id, alerts.GroupUptime, maxCandidates)...)
 		if err != nil {
 			return nil, err
 		}
@@ -333,7 +344,7 @@ func (s *Store) groupConditions(ctx context.Context, r AlertRule, now, offlineAt
 				Title:  fmt.Sprintf("Endpoint %s of group %s is back online", name, g.name),
 				Detail: fmt.Sprintf("It had been offline since %s. Endpoint id %s.", stamp(since), id), EndpointID: id, GroupID: g.id, Since: &t}
 		}, `SELECT e.id, COALESCE(e.display_name, e.hostname), ev.since FROM alert_events ev JOIN endpoints e ON e.id = ev.endpoint_id JOIN endpoint_presence p ON p.endpoint_id = e.id
-			WHERE ev.rule_id = ? AND ev.group_id = ? AND ev.event = ? AND p.last_seen_at > ev.since AND p.last_seen_at >= ?
+			WHERE ev.rule_id = ? AND ev.group_id = ? AND ev.event = ? AND p.last_seen_at > ev.since AND `+seenConnected+`
 			AND NOT EXISTS (SELECT 1 FROM alert_events back WHERE back.rule_id = ev.rule_id AND back.endpoint_id = ev.endpoint_id
 				AND back.group_id = ev.group_id AND back.event = ? AND back.since = ev.since)
 			ORDER BY e.id LIMIT ?`,

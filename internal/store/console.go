@@ -372,7 +372,7 @@ func (s *Store) FleetSummary(ctx context.Context, orgID string, connectedSince t
 		// One pass over the endpoints, missing updates included: the
 		// counters the inventory writer keeps per endpoint (migration 030).
 		var c, e [5]int
-		if err := r.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN p.last_seen_at >= ? THEN 1 ELSE 0 END), 0),
+		if err := r.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN `+seenConnected+` THEN 1 ELSE 0 END), 0),
 			COALESCE(SUM(CASE WHEN pending_reboot THEN 1 ELSE 0 END), 0), `+missingSums+` FROM `+endpointsSeen+` WHERE e.org_id = ?`,
 			millis(connectedSince), orgID).Scan(&f.Endpoints, &f.Connected, &f.PendingReboot,
 			&c[0], &e[0], &c[1], &e[1], &c[2], &e[2], &c[3], &e[3], &c[4], &e[4]); err != nil {

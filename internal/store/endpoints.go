@@ -237,6 +237,23 @@ func (s *Store) RecordUninstalled(ctx context.Context, secretHash string, rep Un
 	return recorded, err
 }
 
+// RecordAgentStopping records that the agent whose secret hashes to
+// secretHash said, at at, that it stops (POST /agent/v1/stopping): its
+// endpoint counts as disconnected from then until a check-in after at
+// (seenConnected). Written at once, not batched: a check-in accepted
+// before it and written later is older, and leaves the endpoint
+// disconnected. It answers false when the secret is no endpoint's (removed,
+// or enrolled again since).
+func (s *Store) RecordAgentStopping(ctx context.Context, secretHash string, at time.Time) (bool, error) {
+	res, err := s.exec(ctx, `UPDATE endpoint_presence SET stopped_at = ? WHERE endpoint_id = (SELECT id FROM endpoints WHERE secret_hash = ?)`,
+		millis(at), secretHash)
+	if err != nil {
+		return false, fmt.Errorf("store: record agent stopping: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
 // Checkin is what one check-in reports, batched by the presence tracker.
 type Checkin struct {
 	EndpointID    string
@@ -587,15 +604,34 @@ func (tx *Tx) lockGroupsOf(ctx context.Context, batch []Checkin) error {
 // even where nothing of it is read).
 const endpointsSeen = `endpoints e LEFT JOIN endpoint_presence p ON p.endpoint_id = e.id`
 
+// seenConnected is the condition that the endpoint of presence row p is
+// connected, its one argument the oldest last check-in of a connected
+// endpoint (endpointq.ConnectedSince): seen since, and its agent has not
+// said it stops after its last check-in (stopped_at, POST
+// /agent/v1/stopping). seenDisconnected is its negation (a missing
+// presence row included). Every status the store answers or filters on
+// is one of these, or connectedAt in Go.
+const (
+	seenConnected    = `(p.last_seen_at >= ? AND (p.stopped_at IS NULL OR p.stopped_at < p.last_seen_at))`
+	seenDisconnected = `(p.last_seen_at IS NULL OR p.last_seen_at < ? OR (p.stopped_at IS NOT NULL AND p.stopped_at >= p.last_seen_at))`
+)
+
+// connectedAt is seenConnected on values read: an endpoint last seen at
+// lastSeen, whose agent said it stops at stopped, is connected when seen at
+// or after connectedSince and not stopped since.
+func connectedAt(lastSeen, stopped sql.NullInt64, connectedSince time.Time) bool {
+	return lastSeen.Valid && lastSeen.Int64 >= millis(connectedSince) && (!stopped.Valid || stopped.Int64 < lastSeen.Int64)
+}
+
 const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, p.last_seen_at, e.os, e.os_version, e.os_build, e.type,
 	e.domain, e.ad_ou, e.logged_user, e.manufacturer, e.model, e.serial_number, e.cpu, e.cores, e.ram_gb, e.ip_addresses, e.mac_addresses,
-	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel`
+	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel, p.stopped_at`
 
 // scanEndpoint reads endpointColumns; an endpoint seen at or after
-// connectedSince is connected.
+// connectedSince, and not stopped since, is connected (connectedAt).
 func scanEndpoint(row interface{ Scan(...any) error }, connectedSince time.Time) (apiv1.Endpoint, error) {
 	var e apiv1.Endpoint
-	var lastSeen, lastBoot sql.NullInt64
+	var lastSeen, lastBoot, stopped sql.NullInt64
 	var enrolled int64
 	var cores sql.NullInt64
 	var ram sql.NullFloat64
@@ -603,7 +639,7 @@ func scanEndpoint(row interface{ Scan(...any) error }, connectedSince time.Time)
 	var os, osVersion, osBuild, domain, adOU, user, manufacturer, model, serial, cpu, antivirus, agentVersion, comment sql.NullString
 	if err := row.Scan(&e.ID, &e.Name, &e.Hostname, &e.Platform, &lastSeen, &os, &osVersion, &osBuild, &e.Type,
 		&domain, &adOU, &user, &manufacturer, &model, &serial, &cpu, &cores, &ram, &ips, &macs,
-		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment, &e.InsecureChannel); err != nil {
+		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment, &e.InsecureChannel, &stopped); err != nil {
 		return e, err
 	}
 	e.OS, e.OSVersion, e.OSBuild = nullString(os), nullString(osVersion), nullString(osBuild)
@@ -621,7 +657,7 @@ func scanEndpoint(row interface{ Scan(...any) error }, connectedSince time.Time)
 	enrolledAt := fromMillis(enrolled)
 	e.EnrolledAt = &enrolledAt
 	e.Status = "disconnected"
-	if lastSeen.Valid && lastSeen.Int64 >= millis(connectedSince) {
+	if connectedAt(lastSeen, stopped, connectedSince) {
 		e.Status = "connected"
 	}
 	e.IPAddresses, e.MACAddresses, e.Attributes = []string{}, []string{}, map[string]string{}
@@ -662,7 +698,7 @@ type EndpointQuery struct {
 	// address, the operating system or its version.
 	Search string
 	// Status is "connected" or "disconnected" (seen since ConnectedSince
-	// or not).
+	// and not stopped since, or not: seenConnected).
 	Status   string
 	Platform string
 	// OS matches a substring of the operating system and its version.
@@ -740,10 +776,10 @@ func endpointWhere(q EndpointQuery) (from, where string, args []any) {
 	}
 	switch q.Status {
 	case "connected":
-		from, where = endpointsSeen, where+` AND p.last_seen_at >= ?`
+		from, where = endpointsSeen, where+` AND `+seenConnected
 		args = append(args, millis(q.ConnectedSince))
 	case "disconnected":
-		from, where = endpointsSeen, where+` AND (p.last_seen_at IS NULL OR p.last_seen_at < ?)`
+		from, where = endpointsSeen, where+` AND `+seenDisconnected
 		args = append(args, millis(q.ConnectedSince))
 	}
 	if q.Platform != "" {
@@ -841,7 +877,7 @@ func endpointOrder(q EndpointQuery) string {
 		"missingCritical": "e.missing_critical",
 		"missingTotal":    missingTotal,
 		"overdue":         overdue,
-		"status":          "p.last_seen_at IS NULL, p.last_seen_at",
+		"status":          "CASE WHEN p.stopped_at >= p.last_seen_at THEN 0 ELSE 1 END, p.last_seen_at IS NULL, p.last_seen_at",
 		"lastSeen":        "p.last_seen_at IS NULL, p.last_seen_at",
 		"platform":        "e.platform",
 		"os":              "COALESCE(e.os, ''), COALESCE(e.os_version, '')",
@@ -1114,8 +1150,9 @@ type StatusChange struct {
 }
 
 // SweepStatus records the connected/disconnected transitions: endpoints not
-// seen since cutoff become disconnected, and disconnected endpoints seen
-// since become connected. It answers the transitions it recorded.
+// seen since cutoff, or whose agent said it stops after its last check-in,
+// become disconnected, and disconnected endpoints seen since (and not
+// stopped since) become connected. It answers the transitions it recorded.
 func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]StatusChange, error) {
 	var out []StatusChange
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -1132,8 +1169,8 @@ func (s *Store) SweepStatus(ctx context.Context, cutoff, now time.Time) ([]Statu
 		}
 		rows, err := tx.query(ctx, `SELECT p.endpoint_id, e.org_id, COALESCE(e.display_name, e.hostname), p.last_seen_at, p.status_changed_at, p.status
 			FROM endpoint_presence p JOIN endpoints e ON e.id = p.endpoint_id
-			WHERE (p.status = 'connected' AND (p.last_seen_at IS NULL OR p.last_seen_at < ?))
-				OR (p.status = 'disconnected' AND p.last_seen_at >= ?)
+			WHERE (p.status = 'connected' AND `+seenDisconnected+`)
+				OR (p.status = 'disconnected' AND `+seenConnected+`)
 			ORDER BY p.endpoint_id`+lock, millis(cutoff), millis(cutoff))
 		var batch []StatusChange
 		if err := eachRow(rows, err, func(r *sql.Rows) error {

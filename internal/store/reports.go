@@ -25,7 +25,8 @@ type ReportRow struct {
 type ReportParams struct {
 	OrgID string
 	Now   time.Time
-	// ConnectedSince: an endpoint seen at or after it is connected.
+	// ConnectedSince: an endpoint seen at or after it, and not stopped
+	// since, is connected (seenConnected).
 	ConnectedSince time.Time
 	// Arg narrows some sources: the run action type of "commands", the
 	// filter of "updates" ("critical", "third-party"), the CVE id of
@@ -94,7 +95,7 @@ type reportSQL struct {
 const endpointName = `COALESCE(e.display_name, e.hostname), e.id`
 
 // connected is the endpoint status column; it takes ConnectedSince.
-const connected = `CASE WHEN p.last_seen_at >= ? THEN 'connected' ELSE 'disconnected' END`
+const connected = `CASE WHEN ` + seenConnected + ` THEN 'connected' ELSE 'disconnected' END`
 
 // likeAny is the condition that column contains one of n patterns.
 func likeAny(column string, patterns []string) (string, []any) {
@@ -166,7 +167,7 @@ var reportSources = map[string]reportSQL{
 		query: func(p ReportParams) (string, []any) {
 			return `SELECT ` + endpointName + `, e.platform, e.os, e.logged_user, e.ip_addresses, p.last_seen_at,
 				(? - COALESCE(p.last_seen_at, e.enrolled_at)) / 86400000, e.inventory_at
-				FROM ` + endpointsSeen + ` WHERE e.org_id = ? AND (p.last_seen_at IS NULL OR p.last_seen_at < ?) ORDER BY e.sort_name, e.id`,
+				FROM ` + endpointsSeen + ` WHERE e.org_id = ? AND ` + seenDisconnected + ` ORDER BY e.sort_name, e.id`,
 				[]any{millis(p.Now), p.OrgID, millis(p.ConnectedSince)}
 		},
 	},
