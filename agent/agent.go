@@ -240,6 +240,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer func() {
 		if ctx.Err() != nil {
 			r.updateStopped()
+			r.sayStopping(ctx)
 		}
 	}()
 	backoff := cfg.MinBackoff
@@ -285,6 +286,39 @@ func Run(ctx context.Context, cfg Config) error {
 			backoff = cfg.MinBackoff
 		}
 	}
+}
+
+// StoppingTimeout bounds the stopping call: a server that does not answer
+// in time keeps the agent's stop waiting no longer (the endpoint then
+// shows disconnected after three check-in intervals).
+const StoppingTimeout = 3 * time.Second
+
+// ErrServiceStop is the cause of the context the Windows service's Run
+// gets when the Service Control Manager stops the service (stop, or
+// shutdown).
+var ErrServiceStop = errors.New("the service manager stops the service")
+
+// sayStopping tells the server that the agent stops (POST
+// /agent/v1/stopping), so that its endpoint shows disconnected at once:
+// called when ctx, Run's, ended, which is a signal (SIGTERM or SIGINT:
+// systemd, OpenRC, SysV init and launchd stop it so, also when the
+// computer shuts down or restarts) or the Windows service's stop. Not when
+// the agent ends on its own to be started again (a self-update's re-exec
+// or ErrRestart: it checks in again within seconds), nor after a removal
+// or a refused secret. Bounded by StoppingTimeout; a failure is only
+// logged.
+func (r *runner) sayStopping(ctx context.Context) {
+	reason := agentproto.StopSignal
+	if errors.Is(context.Cause(ctx), ErrServiceStop) {
+		reason = agentproto.StopService
+	}
+	call, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoppingTimeout)
+	defer cancel()
+	if err := r.client.Stopping(call, agentproto.StoppingReport{Reason: reason}); err != nil {
+		r.log.Info("stopping; the server was not told", "err", err)
+		return
+	}
+	r.log.Info("stopping; the server was told", "reason", reason)
 }
 
 // jitter spreads retries of a fleet: a uniform wait in [d/2, d).

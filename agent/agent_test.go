@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,10 @@ type fakeServer struct {
 	// release, when set, is the published release, download its binary.
 	release  *agentproto.Release
 	download []byte
+	// stoppings: every stopping call; hangStopping holds them unanswered
+	// until the agent hangs up.
+	stoppings    []agentproto.StoppingReport
+	hangStopping bool
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
@@ -83,6 +88,7 @@ func newFakeServerTLS(t *testing.T, tls bool) (*fakeServer, *httptest.Server) {
 	mux.HandleFunc("POST "+agentproto.PathCheckin, f.checkin)
 	mux.HandleFunc("PUT "+agentproto.PathInventory, f.inventory)
 	mux.HandleFunc("POST /agent/v1/commands/{id}/status", f.status)
+	mux.HandleFunc("POST "+agentproto.PathStopping, f.stopping)
 	mux.HandleFunc("GET /agent/v1/release/{os}/{arch}", func(w http.ResponseWriter, r *http.Request) {
 		f.releaseGets.Add(1)
 		f.mu.Lock()
@@ -289,6 +295,31 @@ func (f *fakeServer) status(w http.ResponseWriter, r *http.Request) {
 	f.statuses[id] = append(prev, st)
 	f.inventoriesAt[id+" "+st.Status] = len(f.inventories)
 	writeJSON(w, 200, agentproto.OK{OK: true})
+}
+
+func (f *fakeServer) stopping(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(w, r) {
+		return
+	}
+	var rep agentproto.StoppingReport
+	if !f.decode(w, r, &rep) {
+		return
+	}
+	f.mu.Lock()
+	f.stoppings = append(f.stoppings, rep)
+	hang := f.hangStopping
+	f.mu.Unlock()
+	if hang {
+		<-r.Context().Done()
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *fakeServer) stoppingCalls() []agentproto.StoppingReport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.stoppings)
 }
 
 func (f *fakeServer) queue(c agentproto.Command) {
@@ -692,6 +723,9 @@ func TestUninstallWhenRemoved(t *testing.T) {
 	if !uninstalled.Load() {
 		t.Error("uninstall not called")
 	}
+	if got := f.stoppingCalls(); len(got) != 0 {
+		t.Errorf("an agent removed said it stops: %+v", got)
+	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state folder still there: %v", err)
 	}
@@ -712,6 +746,57 @@ func TestUnauthorizedStops(t *testing.T) {
 		}
 	case <-time.After(waitLimit):
 		t.Fatal("Run did not stop on 401")
+	}
+	if got := f.stoppingCalls(); len(got) != 0 {
+		t.Errorf("an agent refused said it stops: %+v", got)
+	}
+}
+
+// TestStopTellsServer: an agent stopped (its context ended: a signal, or
+// the Windows service's stop) tells the server once, with what stopped
+// it; a server that does not answer keeps the stop waiting no longer than
+// StoppingTimeout (the test asserts that Run returns, and that the call
+// was made).
+func TestStopTellsServer(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cause  error
+		reason string
+		hang   bool
+	}{
+		{"signal", nil, agentproto.StopSignal, false},
+		{"service", ErrServiceStop, agentproto.StopService, false},
+		{"server silent", nil, agentproto.StopSignal, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, srv := newFakeServer(t)
+			f.hangStopping = c.hang
+			dir := enroll(t, srv)
+			var collects atomic.Int32
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, testConfig(t, dir, &collects)) }()
+			eventually(t, "a check-in", func() bool {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return f.checkins > 0
+			})
+			if got := f.stoppingCalls(); len(got) != 0 {
+				t.Fatalf("said it stops while running: %+v", got)
+			}
+			cancel(c.cause)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run returned %v", err)
+				}
+			case <-time.After(waitLimit):
+				t.Fatal("Run did not return")
+			}
+			if got := f.stoppingCalls(); len(got) != 1 || got[0].Reason != c.reason {
+				t.Errorf("stopping calls %+v, want one with reason %q", got, c.reason)
+			}
+		})
 	}
 }
 

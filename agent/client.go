@@ -88,6 +88,12 @@ func (c *Client) Uninstalled(ctx context.Context, rep agentproto.UninstalledRepo
 	return c.do(ctx, http.MethodPost, agentproto.PathUninstalled, rep, nil, true)
 }
 
+// Stopping says the agent stops (a patchd addition; an older server
+// answers 404).
+func (c *Client) Stopping(ctx context.Context, rep agentproto.StoppingReport) error {
+	return c.do(ctx, http.MethodPost, agentproto.PathStopping, rep, nil, true)
+}
+
 // do sends body as gzip-compressed JSON and decodes a 2xx answer into out.
 func (c *Client) do(ctx context.Context, method, path string, body, out any, auth bool, header ...string) error {
 	var buf bytes.Buffer

@@ -45,8 +45,8 @@ type serviceHandler struct {
 }
 
 func (h *serviceHandler) Execute(args []string, req <-chan svc.ChangeRequest, status chan<- svc.Status) (bool, uint32) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() { done <- h.run(ctx) }()
 	status <- svc.Status{State: svc.Running, Accepts: svc.AcceptStop | svc.AcceptShutdown}
@@ -66,8 +66,10 @@ func (h *serviceHandler) Execute(args []string, req <-chan svc.ChangeRequest, st
 			case svc.Interrogate:
 				status <- c.CurrentStatus
 			case svc.Stop, svc.Shutdown:
-				status <- svc.Status{State: svc.StopPending}
-				cancel()
+				// The agent tells the server it stops (within
+				// StoppingTimeout) before it returns.
+				status <- svc.Status{State: svc.StopPending, WaitHint: uint32((StoppingTimeout + 5*time.Second) / time.Millisecond)}
+				cancel(ErrServiceStop)
 				h.err = <-done
 				return false, 0
 			}
