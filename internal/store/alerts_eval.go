@@ -265,7 +265,7 @@ func stoppedFor(minutes int) time.Duration { return time.Duration(minutes) * tim
 // enough, with two arguments: the cutoff for an endpoint whose agent said
 // it stops after its last check-in (stoppedFor), then for any other
 // (offlineFor).
-const offlineCutoff = `(CASE WHEN p.stopped_at >= p.last_seen_at THEN ? ELSE ? END)`
+const offlineCutoff = `(CASE WHEN p.stopped_at >= p.last_seen_at THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END)`
 
 // ENDPOINT_OFFLINE: one event per offline episode (the episode is named by
 // the last check-in before it). The endpoints unseen for the threshold are

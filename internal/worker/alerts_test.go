@@ -702,3 +702,34 @@ func TestAlertOutcomeSavedOnceSent(t *testing.T) {
 		t.Fatalf("the event was sent %d times", n)
 	}
 }
+
+// TestAlertEndpointOfflineStopped: an endpoint whose agent said it stops
+// counts as disconnected at once, so its offline alert comes after the
+// rule's threshold alone; an endpoint merely unseen waits until it counts
+// as disconnected (three check-in intervals) too.
+func TestAlertEndpointOfflineStopped(t *testing.T) {
+	t.Parallel()
+	a := newAlertEnv(t)
+	a.eval.DisconnectedAfter = 30 * time.Minute
+	a.rule(alerts.EndpointOffline, ptr(10), "")
+	stopped := a.Enroll("m-stop-1", "web-stop", "linux")
+	a.Enroll("m-stop-2", "web-run", "linux")
+	a.clock.Add(time.Second)
+	if ans := stopped.Stopping(agentproto.StopSignal); ans.Status != http.StatusNoContent {
+		t.Fatalf("stopping: %d %s", ans.Status, ans.Body)
+	}
+	if n := a.evaluate(9 * time.Minute); n != 0 {
+		t.Fatalf("raised %d after 9 minutes", n)
+	}
+	if n := a.evaluate(2 * time.Minute); n != 1 {
+		t.Fatalf("raised %d after 11 minutes, want the stopped endpoint's", n)
+	}
+	a.delivered(alerts.EndpointOffline, "Endpoint web-stop is offline")
+	if n := a.evaluate(15 * time.Minute); n != 0 {
+		t.Fatalf("raised %d after 26 minutes", n)
+	}
+	if n := a.evaluate(5 * time.Minute); n != 1 {
+		t.Fatalf("raised %d after 31 minutes, want the unseen endpoint's", n)
+	}
+	a.delivered(alerts.EndpointOffline, "Endpoint web-run is offline")
+}
