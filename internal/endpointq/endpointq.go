@@ -17,7 +17,10 @@ import (
 // MissedCheckins is how many check-in intervals an endpoint may go unseen
 // and still count as connected: one rule for its status everywhere (the
 // API and the console's lists, the replicas' status sweep, the
-// "disconnected" alert).
+// "disconnected" alert). Its other half: an endpoint whose agent said it
+// stops (POST /agent/v1/stopping) after its last check-in is disconnected
+// at once; the store applies both (store.seenConnected, with
+// ConnectedSince as its argument).
 const MissedCheckins = 3
 
 // DisconnectedAfter is how long an endpoint goes unseen before it counts
