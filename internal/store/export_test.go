@@ -259,6 +259,8 @@ func (s *Store) UndoMigration038ForTest(ctx context.Context) error {
 				status_changed_at = (SELECT p.status_changed_at FROM endpoint_presence p WHERE p.endpoint_id = endpoints.id)`,
 			`DROP TABLE endpoint_presence`,
 			`DELETE FROM schema_migrations WHERE version = 38`,
+			// 058 added a column to the table dropped here: applied again after 038.
+			`DELETE FROM schema_migrations WHERE version = 58`,
 		} {
 			if _, err := tx.exec(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
