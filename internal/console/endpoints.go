@@ -25,6 +25,10 @@ type endpointColumn struct {
 	Sort       string // the store's sort for it, empty when not sortable
 }
 
+// Opt tells a secondary column, folded away on a phone (the patch state
+// columns stay beside the name).
+func (c endpointColumn) Opt() bool { return !slices.Contains(patchColumns, c.Key) }
+
 var endpointColumns = []endpointColumn{
 	{"missingCritical", "Missing critical", "missingCritical"},
 	{"missingTotal", "Missing updates", "missingTotal"},

@@ -54,6 +54,7 @@ var funcs = template.FuncMap{
 	},
 	"lower":     strings.ToLower,
 	"hasPrefix": strings.HasPrefix,
+	"mentions":  strings.Contains,
 	// score shows a CVSS score with one decimal, or — without one.
 	"score": func(f *float64) string {
 		if f == nil {
