@@ -1,11 +1,14 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -43,5 +46,40 @@ func TestKBOncePerRow(t *testing.T) {
 		if n := strings.Count(text, "KB5048685"); n != 1 {
 			t.Errorf("%s: the KB shows %d times in its row: %s", path, n, strings.Join(strings.Fields(text), " "))
 		}
+	}
+}
+
+// TestRunsListShowsFailureReasons: a run's row in the runs list says why
+// it failed, on which endpoint, without opening the run.
+func TestRunsListShowsFailureReasons(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	a1, a2 := e.Enroll("m1", "host-1", "linux"), e.Enroll("m2", "host-2", "linux")
+	if _, err := e.Admin.RunAction(context.Background(), apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{a1.ID, a2.ID}, Label: "Weekly reboot"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ag := range []*apitest.Agent{a1, a2} {
+		resp, _ := ag.Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.0"})
+		for _, c := range resp.Commands {
+			if ag == a2 {
+				ag.Status(c.ID, "FAILED", "shutdown refused: a maintenance inhibitor holds the system\nsecond line of the log", nil)
+			} else {
+				ag.Status(c.ID, "SUCCESS", "", nil)
+			}
+		}
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	code, body := b.get("/console/runs")
+	if code != http.StatusOK {
+		t.Fatalf("runs: %d", code)
+	}
+	row := rowOf(t, body, "Weekly reboot")
+	if !strings.Contains(row, "<strong>host-2</strong>: shutdown refused: a maintenance inhibitor holds the system</li>") {
+		t.Errorf("the run's row does not say why it failed on host-2: %s", row)
+	}
+	if strings.Contains(row, "host-1") {
+		t.Errorf("the row names the endpoint where the run succeeded: %s", row)
 	}
 }
