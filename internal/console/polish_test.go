@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,5 +82,40 @@ func TestRunsListShowsFailureReasons(t *testing.T) {
 	}
 	if strings.Contains(row, "host-1") {
 		t.Errorf("the row names the endpoint where the run succeeded: %s", row)
+	}
+}
+
+// TestDurationsInWords: the alert rule's webhook retries, an update
+// approval rule's delay and the session lifetimes read as words ("2
+// hours"), not as a count of minutes or a Go duration.
+func TestDurationsInWords(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	retry, hook := 120, "https://hooks.example.com/patchd"
+	rule, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "Critical", Trigger: "CRITICAL_VULN", WebhookURL: &hook, WebhookRetryMinutes: &retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	if code, _, _ := b.post("/console/updates/policy", url.Values{"op": {"set"}, "severity": {"Critical"}, "source": {"ANY"}, "delayDays": {"3"}}); code != http.StatusSeeOther {
+		t.Fatalf("approval rule: %d", code)
+	}
+	for path, want := range map[string][]string{
+		"/console/alerts/" + rule.Rule.ID: {`<dd id="rule-retry">for 2 hours, with back-off</dd>`, "tried again for 2 hours;"},
+		"/console/updates":                {"<td>3 days</td>"},
+		"/console/account":                {"A session ends after 2 hours unused, and 12 hours after its sign-in."},
+	} {
+		code, body := b.get(path)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d", path, code)
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s lacks %q", path, w)
+			}
+		}
 	}
 }
