@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
@@ -116,6 +117,31 @@ func TestDurationsInWords(t *testing.T) {
 			if !strings.Contains(body, w) {
 				t.Errorf("%s lacks %q", path, w)
 			}
+		}
+	}
+}
+
+// TestTrendSaysItFills: a compliance trend of a few recorded days says it
+// fills as days pass; one of a week's days and more does not.
+func TestTrendSaysItFills(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	ctx := context.Background()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	e.Enroll("m1", "win-a", "windows").MustInventory(apitest.Sample("win-a", "windows"))
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	for back := 0; back < 8; back++ {
+		if _, err := e.Store.RecordCompliance(ctx, time.Now().AddDate(0, 0, -back)); err != nil {
+			t.Fatal(err)
+		}
+		_, page := b.get("/console/")
+		note := strings.Contains(page, `id="trend-note"`)
+		if want := back+1 < 7; note != want {
+			t.Errorf("with %d recorded days the trend note shows: %v", back+1, note)
+		}
+		if back == 2 && !strings.Contains(page, "3 of the 30 days recorded so far: the trend fills as days pass") {
+			t.Errorf("with 3 recorded days the note does not say so: %s", between(page, `id="h-trend"`, "</section>"))
 		}
 	}
 }
