@@ -145,3 +145,45 @@ func TestTrendSaysItFills(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftwareTitleOffersTheUpdate: a software title's page shows its
+// newest version and, when endpoints miss its update, offers it (the
+// update's page, where it is deployed) beside Uninstall; a title without
+// an update shows its newest installed version.
+func TestSoftwareTitleOffersTheUpdate(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	e.Enroll("m1", "win-a", "windows").MustInventory(apitest.Sample("win-a", "windows"))
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	code, body := b.get("/console/updates?source=THIRD_PARTY")
+	if code != http.StatusOK || !strings.Contains(body, "Mozilla.Firefox@133.0.3") {
+		t.Fatalf("updates: %d, no Firefox update", code)
+	}
+	code, body = b.get("/console/software/title?name=" + url.QueryEscape("Mozilla Firefox"))
+	if code != http.StatusOK {
+		t.Fatalf("title: %d", code)
+	}
+	for _, want := range []string{"Newest version: <strong>133.0.3</strong>", `href="/console/updates/Mozilla.Firefox@133.0.3" id="title-update">Update 1 endpoint(s) to 133.0.3</a>`, `id="uninstall-title"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("Firefox's page lacks %q: %s", want, between(body, "<h1>", `id="h-teps"`))
+		}
+	}
+	_, body = b.get("/console/software")
+	m := regexp.MustCompile(`title\?name=([^"&]+)"`).FindAllStringSubmatch(body, -1)
+	other := ""
+	for _, x := range m {
+		if n, _ := url.QueryUnescape(x[1]); n != "Mozilla Firefox" {
+			other = x[1]
+			break
+		}
+	}
+	if other == "" {
+		t.Fatalf("no other title on the software page")
+	}
+	_, body = b.get("/console/software/title?name=" + other)
+	if !strings.Contains(body, "Newest version on your endpoints: <strong>") || strings.Contains(body, `id="title-update"`) {
+		t.Errorf("%s's page: %s", other, between(body, "<h1>", `id="h-teps"`))
+	}
+}
