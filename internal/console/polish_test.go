@@ -187,3 +187,44 @@ func TestSoftwareTitleOffersTheUpdate(t *testing.T) {
 		t.Errorf("%s's page: %s", other, between(body, "<h1>", `id="h-teps"`))
 	}
 }
+
+// TestBulkBarWorksOnAFreshInstall: with no update approved yet, the
+// endpoints list's action menu starts on deploying the missing updates
+// unless declined and says why; that action installs them (the approved
+// one would install nothing). Once an update is approved, it starts on
+// the approved ones again.
+func TestBulkBarWorksOnAFreshInstall(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	ag := e.Enroll("m1", "win-a", "windows")
+	ag.MustInventory(apitest.Sample("win-a", "windows"))
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	_, body := b.get("/console/endpoints")
+	if !strings.Contains(body, `<option value="DEPLOY_UPDATES/notDeclined" selected>`) || !strings.Contains(body, `id="none-approved"`) {
+		t.Fatalf("a fresh install's bulk bar: %s", between(body, `id="bulk"`, "</select>"))
+	}
+	code, loc, _ := b.post("/console/actions", url.Values{"type": {"DEPLOY_UPDATES/notDeclined"}, "endpointIds": {ag.ID}, "approvalMode": {"approved"},
+		"back": {"/console/endpoints"}})
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/runs/") {
+		t.Fatalf("the default action: %d %s", code, loc)
+	}
+	_, page := b.get(loc)
+	if flash := between(page, `class="flash`, "</div>"); !strings.Contains(flash, "Action queued on 1 endpoint.") {
+		t.Errorf("the default action on a fresh install: %s", flash)
+	}
+	// The approved updates only: nothing to install, refused.
+	_, loc, _ = b.post("/console/actions", url.Values{"type": {"DEPLOY_UPDATES"}, "endpointIds": {ag.ID}, "approvalMode": {"approved"}, "back": {"/console/endpoints"}})
+	_, page = b.get(loc)
+	if flash := between(page, `class="flash`, "</div>"); !strings.Contains(flash, "no endpoint has an update to install") {
+		t.Errorf("deploying the approved updates of a fresh install: %s", flash)
+	}
+	if code, _, _ := b.post("/console/updates/approvals", url.Values{"key": {"KB5048685"}, "status": {"APPROVED"}, "back": {"?"}}); code != http.StatusSeeOther {
+		t.Fatalf("approve: %d", code)
+	}
+	_, body = b.get("/console/endpoints")
+	if strings.Contains(body, `<option value="DEPLOY_UPDATES/notDeclined" selected>`) || strings.Contains(body, `id="none-approved"`) {
+		t.Errorf("with an approved update the bulk bar still starts on all updates: %s", between(body, `id="bulk"`, "</select>"))
+	}
+}
