@@ -20,7 +20,7 @@ func (tb *tab) box(sel string) box {
 	tb.t.Helper()
 	var b box
 	tb.do("where is "+sel, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		v, err := chromedp.Evaluate[box](`(function () { var el = document.querySelector("` + sel + `"); if (!el) { return {Found: false}; }
+		v, err := chromedp.Evaluate[box](`(function () { var el = document.querySelector("`+sel+`"); if (!el) { return {Found: false}; }
 			var r = el.getBoundingClientRect(); return {Found: true, Left: r.left, Top: r.top + window.scrollY, Right: r.right, Bottom: r.bottom + window.scrollY, Width: r.width, Height: r.height}; })()`)(ctx, tg)
 		b = v
 		return chromedp.Void{}, err
