@@ -69,6 +69,17 @@ func msiSource(exe, server string, v packageVersion) string {
 `
 }
 
+// CanBuildMSI tells whether this server has the tools the Windows
+// package is built with (wixl and msibuild, Debian's msitools).
+func CanBuildMSI() bool {
+	for _, tool := range []string{"wixl", "msibuild"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // buildMSI builds the Windows package with wixl (Debian's msitools),
 // signing the binary first and the MSI after when a signer is set.
 func (pk *Packager) buildMSI(ctx context.Context, bin Binary, v packageVersion, server, out string) error {

@@ -58,7 +58,10 @@ func TestRPM(t *testing.T) {
 // service, the SERVER and TOKEN properties and the enrolling custom
 // action; then signs it with a self-made certificate and verifies it.
 func TestMSI(t *testing.T) {
-	need(t, "wixl", "msiinfo", "msiextract")
+	need(t, "wixl", "msiinfo", "msiextract", "msibuild")
+	if !agentdist.CanBuildMSI() {
+		t.Error("wixl and msibuild are here, CanBuildMSI says the MSI cannot be built (the Enrollment page would not offer it)")
+	}
 	_, h := newEnv(t)
 	exe := append([]byte("MZ"), []byte(strings.Repeat("windows agent ", 500))...)
 	publishFake(t, h, agentdist.Platform{OS: "windows", Arch: "amd64"}, exe, "1.4.0")

@@ -61,7 +61,7 @@ func TestAgentsPageStaged(t *testing.T) {
 		t.Fatalf("policy: %+v %v", p, err)
 	}
 	_, body := a.get("/console/agents")
-	for _, want := range []string{"goes out ring by ring", "48 hours and 90 %", `id="rings"`, ">Pilot</a>", "rolling out", "all other endpoints", "waiting for the ring before",
+	for _, want := range []string{"goes out ring by ring", "has run it for 2 days and 90 %", `id="rings"`, ">Pilot</a>", "rolling out", "all other endpoints", "waiting for the ring before",
 		`<option value="` + g.Group.ID + `" selected>Pilot</option>`, `name="delay" inputmode="numeric" value="2"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)

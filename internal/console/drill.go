@@ -3,11 +3,13 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/updates"
 )
 
 // The drill-downs: from an update to the endpoints missing it, from a CVE
@@ -114,6 +116,32 @@ type titleData struct {
 	// Version is the version the endpoints are narrowed to, if any.
 	Version string
 	Back    string // this page
+	// Newest is the newest version known: of the update missing on the
+	// fleet if there is one (Update), else the newest installed.
+	Newest string
+	Update *store.UpdateKeyRow
+}
+
+// titleUpdate is the newest third-party update of the application name
+// missing on the organization's endpoints (its title is the name), if any.
+func (c *Console) titleUpdate(r *http.Request, s *session, name string) (*store.UpdateKeyRow, string, error) {
+	src, _ := updates.SourcesOf("THIRD_PARTY")
+	rows, _, err := c.store.ListUpdateKeys(r.Context(), store.UpdateKeyQuery{OrgID: s.User.OrgID, Q: name, Sources: src, Limit: 50})
+	if err != nil {
+		return nil, "", err
+	}
+	var best *store.UpdateKeyRow
+	newest := ""
+	for i := range rows {
+		_, ver, ok := updates.SplitThirdParty(rows[i].Key)
+		if !ok || !strings.EqualFold(strings.TrimSpace(rows[i].Title), strings.TrimSpace(name)) {
+			continue
+		}
+		if best == nil || updates.CompareVersions(ver, newest) > 0 {
+			best, newest = &rows[i], ver
+		}
+	}
+	return best, newest, nil
 }
 
 // softwareTitle is one application: its versions with their endpoints, the
@@ -138,6 +166,18 @@ func (c *Console) softwareTitle(w http.ResponseWriter, r *http.Request, s *sessi
 		here.Set("version", version)
 	}
 	d.Back = "/console/software/title?" + here.Encode()
+	if s.can(perm.UpdatesView) {
+		if d.Update, d.Newest, err = c.titleUpdate(r, s, name); err != nil {
+			return err
+		}
+	}
+	if d.Newest == "" {
+		for _, v := range t.Versions {
+			if v.Version != nil && (d.Newest == "" || updates.CompareVersions(*v.Version, d.Newest) > 0) {
+				d.Newest = *v.Version
+			}
+		}
+	}
 	if d.Endpoints, err = c.affectedEndpoints(r, s, store.EndpointQuery{Software: name, SoftwareVersion: version}, filter); err != nil {
 		return err
 	}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/endpointq"
+	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/safecsv"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/updates"
 )
 
 // The endpoints list: filters, sortable columns, a choice of columns kept
@@ -24,6 +26,10 @@ type endpointColumn struct {
 	Key, Label string
 	Sort       string // the store's sort for it, empty when not sortable
 }
+
+// Opt tells a secondary column, folded away on a phone (the patch state
+// columns stay beside the name).
+func (c endpointColumn) Opt() bool { return !slices.Contains(patchColumns, c.Key) }
 
 var endpointColumns = []endpointColumn{
 	{"missingCritical", "Missing critical", "missingCritical"},
@@ -122,6 +128,9 @@ type endpointsData struct {
 	Page     pager
 	CSV      string
 	Selected int
+	// NoneApproved: no approved update is missing on the fleet (a fresh
+	// install), so deploying approved updates would install nothing.
+	NoneApproved bool
 }
 
 // Has tells the template whether a column is shown.
@@ -188,6 +197,13 @@ func (c *Console) endpointList(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	d := endpointsData{Items: items, State: state, F: v, Filter: f.Encode(), Sort: q.Sort, Desc: q.Desc, Cols: cols, Columns: endpointColumns,
 		Groups: gl, NotSeen: notSeenChoices, Page: p, CSV: "/console/endpoints.csv?" + f.Encode()}
+	if s.can(perm.AutomationsRun) && len(items) > 0 {
+		_, approved, err := c.store.ListUpdateKeys(r.Context(), store.UpdateKeyQuery{OrgID: s.User.OrgID, Approval: updates.StatusApproved, Limit: 1})
+		if err != nil {
+			return err
+		}
+		d.NoneApproved = approved == 0
+	}
 	return c.render(w, r, s, http.StatusOK, "endpoints", "", "Endpoints", "endpoints", d)
 }
 

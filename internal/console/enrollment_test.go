@@ -46,8 +46,30 @@ func TestEnrollmentInstallers(t *testing.T) {
 	tok := page[i+len(`<code id="enroll-token">`):]
 	tok = tok[:strings.Index(tok, "<")]
 	if !strings.Contains(page, agentdist.InstallersFor(e.URL, tok, "").Linux) ||
-		!strings.Contains(page, "Invoke-RestMethod '"+e.URL+"/install.ps1'))) -Token '"+tok+"'") ||
 		strings.Contains(page, "patchd-agent run --state") {
 		t.Errorf("installers missing:\n%s", page)
+	}
+	// Only the published platforms' lines: no Windows agent, no Windows
+	// line, and a note saying so.
+	if strings.Contains(page, `id="install-windows"`) || strings.Contains(page, `id="install-msi"`) || !strings.Contains(page, "<dt>Linux</dt>") ||
+		!strings.Contains(page, "No macOS or Windows agent is published on this server, so there is no install line for them") {
+		t.Errorf("a server with only a Linux agent offers other lines, or does not say why not:\n%s", between(page, `id="new-token"`, "</div>"))
+	}
+	w := filepath.Join(t.TempDir(), "w")
+	os.WriteFile(w, append([]byte{'M', 'Z'}, make([]byte, 64)...), 0o755)
+	if _, err := e.Server.AgentDist().Store.Publish(w, agentdist.Platform{OS: "windows", Arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, page = b.post("/console/enrollment", url.Values{"expires": {"7d"}})
+	page = html.UnescapeString(page)
+	i = strings.Index(page, `<code id="enroll-token">`)
+	tok = page[i+len(`<code id="enroll-token">`):]
+	tok = tok[:strings.Index(tok, "<")]
+	if !strings.Contains(page, "Invoke-RestMethod '"+e.URL+"/install.ps1'))) -Token '"+tok+"'") ||
+		!strings.Contains(page, "No macOS agent is published on this server, so there is no install line for it") {
+		t.Errorf("with a Windows agent published, its line is not offered:\n%s", between(page, `id="new-token"`, "</div>"))
+	}
+	if agentdist.CanBuildMSI() != strings.Contains(page, `id="install-msi"`) || agentdist.CanBuildMSI() == strings.Contains(page, `id="install-no-msi"`) {
+		t.Errorf("the MSI line is offered %v, wixl and msibuild here %v", strings.Contains(page, `id="install-msi"`), agentdist.CanBuildMSI())
 	}
 }

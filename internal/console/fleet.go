@@ -304,6 +304,12 @@ func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	back := safeNext(r.PostFormValue("back"))
 	typ := r.PostFormValue("type")
+	approvalMode := r.PostFormValue("approvalMode")
+	// The endpoints list's action menu names the approval mode with the
+	// action ("DEPLOY_UPDATES/notDeclined").
+	if t, mode, ok := strings.Cut(typ, "/"); ok && t == "DEPLOY_UPDATES" {
+		typ, approvalMode = t, mode
+	}
 	payload := map[string]any{}
 	switch typ {
 	case "REBOOT":
@@ -330,7 +336,7 @@ func (c *Console) actionRun(w http.ResponseWriter, r *http.Request, s *session) 
 		if len(filters) > 0 {
 			payload["mode"], payload["filters"] = "filters", filters
 		}
-		payload["approvalMode"] = r.PostFormValue("approvalMode")
+		payload["approvalMode"] = approvalMode
 	case "DEPLOY_SOFTWARE":
 		payload["wingetId"] = r.PostFormValue("wingetId")
 	case "UNINSTALL_SOFTWARE":

@@ -19,10 +19,15 @@ import (
 var funcs = template.FuncMap{
 	// minutes writes a whole number of minutes in words ("2 hours").
 	"minutes": func(n *int) string { return durationWords(time.Duration(*n) * time.Minute) },
-	"when":    when,
-	"whenp":   func(t *time.Time) string { return whenPtr(t) },
-	"ago":     ago,
-	"str":     func(s *string) string { return deref(s) },
+	// Durations in words ("2 hours"), from a duration or a count of units.
+	"duration":  durationWords,
+	"minutesOf": func(n int) string { return durationWords(time.Duration(n) * time.Minute) },
+	"hoursOf":   func(n int) string { return durationWords(time.Duration(n) * time.Hour) },
+	"daysOf":    func(n int) string { return durationWords(time.Duration(n) * 24 * time.Hour) },
+	"when":      when,
+	"whenp":     func(t *time.Time) string { return whenPtr(t) },
+	"ago":       ago,
+	"str":       func(s *string) string { return deref(s) },
 	// num is a count that may be absent ("" then).
 	"num": func(n *int) string {
 		if n == nil {
@@ -54,6 +59,7 @@ var funcs = template.FuncMap{
 	},
 	"lower":     strings.ToLower,
 	"hasPrefix": strings.HasPrefix,
+	"mentions":  strings.Contains,
 	// score shows a CVSS score with one decimal, or — without one.
 	"score": func(f *float64) string {
 		if f == nil {

@@ -281,6 +281,16 @@ type enrollData struct {
 	Published  []agentdist.Binary
 	Packages   []packageLink
 	Now        time.Time
+	Offer      installOffer
+}
+
+// installOffer is what the enrollment page offers to install: a
+// platform's lines only when its agent can be downloaded from this server.
+type installOffer struct {
+	Linux, MacOS, Windows bool // an agent of the system is published
+	Packages              bool // .deb and .rpm: a Linux agent, and a server that builds packages
+	MSI                   bool // the .msi: a Windows x64 agent, and wixl and msibuild here
+	Missing               []string
 }
 
 type packageLink struct{ Label, URL string }
@@ -307,14 +317,33 @@ func (c *Console) enrollmentData(r *http.Request, s *session) (*enrollData, erro
 	d := &enrollData{Tokens: tokens.Items, BaseURL: base, Loopback: agentdist.IsLoopback(base), Now: c.now()}
 	if c.cfg.Agents != nil {
 		d.Published = c.cfg.Agents.Published()
+		builds := c.cfg.Agents.Packages != nil
 		for _, b := range d.Published {
-			if b.OS == "linux" {
+			switch b.OS {
+			case "linux":
+				d.Offer.Linux = true
+				d.Offer.Packages = builds
+			case "darwin":
+				d.Offer.MacOS = true
+			case "windows":
+				d.Offer.Windows = true
+				d.Offer.MSI = d.Offer.MSI || (builds && b.Arch == "amd64" && agentdist.CanBuildMSI())
+			}
+			if b.OS == "linux" && builds {
 				d.Packages = append(d.Packages, packageLink{".deb " + b.Arch, base + "/agent/v1/package/deb/" + b.Arch},
 					packageLink{".rpm " + b.Arch, base + "/agent/v1/package/rpm/" + b.Arch})
 			}
-			if b.OS == "windows" && b.Arch == "amd64" {
+			if b.OS == "windows" && b.Arch == "amd64" && builds && agentdist.CanBuildMSI() {
 				d.Packages = append(d.Packages, packageLink{".msi x64 (Intune, GPO, SCCM)", base + "/agent/v1/package/msi/amd64"})
 			}
+		}
+	}
+	for _, p := range []struct {
+		has  bool
+		name string
+	}{{d.Offer.Linux, "Linux"}, {d.Offer.MacOS, "macOS"}, {d.Offer.Windows, "Windows"}} {
+		if !p.has {
+			d.Offer.Missing = append(d.Offer.Missing, p.name)
 		}
 	}
 	return d, nil

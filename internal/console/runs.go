@@ -20,6 +20,40 @@ import (
 type runView struct {
 	apiv1.Run
 	T store.RunTally
+	// Reasons are the first failures' reasons, shown in the runs list.
+	Reasons []failReason
+}
+
+// failReason is why a run failed on one endpoint.
+type failReason struct{ Endpoint, Text string }
+
+// shownFailures is how many failures a row of the runs list explains.
+const shownFailures = 3
+
+// withReasons reads, through the API, the first failures of each run that
+// has some and keeps their reasons (the first line of the result).
+func (c *Console) withReasons(r *http.Request, s *session, views []runView) error {
+	for i := range views {
+		if views[i].Failed == 0 {
+			continue
+		}
+		var list apiv1.List[apiv1.RunCommand]
+		q := url.Values{"runId": {views[i].ID}, "status": {store.CmdFailed}, "limit": {strconv.Itoa(shownFailures)}}
+		if err := c.callAPI(r, s, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &list); err != nil {
+			return err
+		}
+		for _, cmd := range list.Items {
+			text, _, _ := strings.Cut(strings.TrimSpace(deref(cmd.Result)), "\n")
+			if len([]rune(text)) > 160 {
+				text = string([]rune(text)[:159]) + "…"
+			}
+			if text == "" {
+				text = "no reason given"
+			}
+			views[i].Reasons = append(views[i].Reasons, failReason{Endpoint: cmd.Endpoint, Text: text})
+		}
+	}
+	return nil
 }
 
 // Outcome is the run's state in plain words.
@@ -151,6 +185,9 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *session) er
 	}
 	views, err := c.runViews(r, s, list.Items)
 	if err != nil {
+		return err
+	}
+	if err := c.withReasons(r, s, views); err != nil {
 		return err
 	}
 	p.Total = list.Total

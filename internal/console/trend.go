@@ -33,6 +33,24 @@ type trendDay struct {
 	X       float64 // where the day's bar starts
 }
 
+// fewDays is how many recorded days a trend needs before it reads as one;
+// with fewer the dashboard says it fills as days pass.
+const fewDays = 7
+
+// Recorded is how many of the span's days were recorded.
+func (t trendChart) Recorded() int {
+	n := 0
+	for _, d := range t.Days {
+		if d.Known {
+			n++
+		}
+	}
+	return n
+}
+
+// Few tells a trend of too few recorded days to read as one yet.
+func (t trendChart) Few() bool { return t.Recorded() < min(fewDays, t.Span) }
+
 // newTrend draws the recorded days (oldest first) of the span ending on
 // now's date; days outside it are left out.
 func newTrend(days []apiv1.ComplianceDay, now time.Time, span int, withCVEs bool) trendChart {

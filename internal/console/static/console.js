@@ -64,11 +64,20 @@
       }
     });
   }
+  // A list's filters (details.fold) are open on a wide screen and folded
+  // behind their "Filters" button on a phone; without JavaScript they stay
+  // open.
+  var phone = window.matchMedia("(max-width: 640px)");
+  function foldFilters() {
+    document.querySelectorAll("details.fold").forEach(function (d) { d.open = !phone.matches; });
+  }
+  if (phone.addEventListener) { phone.addEventListener("change", foldFilters); }
   var resizing = 0;
   window.addEventListener("resize", function () {
     window.clearTimeout(resizing);
     resizing = window.setTimeout(markScrollers, 150);
   });
+  document.addEventListener("DOMContentLoaded", foldFilters);
   document.addEventListener("htmx:afterSettle", markScrollers);
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("DOMContentLoaded", markScrollers);
