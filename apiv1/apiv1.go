@@ -779,7 +779,10 @@ type CompliancePolicy struct {
 	ModerateDays    int    `json:"moderateDays"`
 	LowDays         int    `json:"lowDays"`
 	UnspecifiedDays int    `json:"unspecifiedDays"`
-	Description     string `json:"description,omitempty"`
+	// KEVDays is the deadline of an update that fixes a CVE in CISA's KEV
+	// catalog, whatever its severity (patchd addition; 14 when not given).
+	KEVDays     int    `json:"kevDays,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // ApprovalPolicy is the organization's automatic approval policy (patchd

@@ -831,10 +831,11 @@ func endpointOrder(q EndpointQuery) string {
 		// The cutoffs are numbers the store computed, written into the text
 		// as the ORDER BY takes no arguments here.
 		c := q.policy.Cutoffs(q.Now)
-		overdue = fmt.Sprintf(`(SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.detected_at < CASE u.severity
+		overdue = fmt.Sprintf(`(SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = e.id AND (u.detected_at < CASE u.derived_severity
 			WHEN 'Critical' THEN %d WHEN 'Important' THEN %d WHEN 'Moderate' THEN %d WHEN 'Low' THEN %d ELSE %d END
+			OR u.kev AND u.detected_at < %d)
 			AND NOT EXISTS (SELECT 1 FROM update_approvals a WHERE a.org_id = u.org_id AND a.key = u.key AND a.status = 'DECLINED'))`,
-			millis(c[0]), millis(c[1]), millis(c[2]), millis(c[3]), millis(c[4]))
+			millis(c[0]), millis(c[1]), millis(c[2]), millis(c[3]), millis(c[4]), millis(q.policy.KEVCutoff(q.Now)))
 	}
 	sort := q.Sort
 	col := map[string]string{
@@ -945,8 +946,8 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	}); err != nil {
 		return d, fmt.Errorf("store: endpoint software: %w", err)
 	}
-	rows, err = s.query(ctx, `SELECT id, title, kb, severity, source, winget_id, installed_version, latest_version, reboot_required
-		FROM endpoint_updates WHERE endpoint_id = ? ORDER BY CASE severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END, title`, id)
+	rows, err = s.query(ctx, `SELECT id, title, kb, derived_severity, source, winget_id, installed_version, latest_version, reboot_required
+		FROM endpoint_updates WHERE endpoint_id = ? ORDER BY CASE derived_severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END, title`, id)
 	if d.MissingUpdates, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.MissingUpdate, error) {
 		var u apiv1.MissingUpdate
 		var kb, winget, installed, latest sql.NullString
