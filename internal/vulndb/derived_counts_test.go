@@ -1,0 +1,135 @@
+package vulndb_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patchd/patchd/apiv1"
+	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/updates"
+)
+
+// missingRows reads every missing update of the fleet by endpoint.
+func missingRows(t *testing.T, c *client.Client) map[string][]apiv1.Update {
+	t.Helper()
+	out := map[string][]apiv1.Update{}
+	for u, err := range c.Updates(context.Background(), client.UpdateQuery{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[u.EndpointID] = append(out[u.EndpointID], u)
+	}
+	return out
+}
+
+// The Firefox update that fixes KEV CVE-2024-9680, which the agent reports
+// without a severity, counts as Critical wherever an endpoint's missing
+// updates are counted: the endpoints' counters (dashboard, endpoints list
+// and its missing=critical filter), the endpoint's missing updates, and the
+// compliance deadlines.
+func TestDerivedSeverityCountsEverywhere(t *testing.T) {
+	env := simWindowsFleet(t, 60)
+	ctx := context.Background()
+	rows := missingRows(t, env.Admin)
+	var firefox, ids []string
+	for id, us := range rows {
+		ids = append(ids, id)
+		for _, u := range us {
+			if strings.HasPrefix(u.Title, "Mozilla Firefox (x64 en-US) 133.0.3") && u.KEV {
+				firefox = append(firefox, id)
+			}
+		}
+	}
+	if len(firefox) == 0 {
+		t.Fatal("no endpoint misses the Firefox update fixing CVE-2024-9680")
+	}
+	states, err := env.Store.PatchStates(ctx, env.Org.ID, ids, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, us := range rows {
+		critical := 0
+		for _, u := range us {
+			if u.Severity == "Critical" {
+				critical++
+			}
+		}
+		if st := states[id]; st.MissingCritical != critical || st.MissingTotal != len(us) {
+			t.Errorf("endpoint %s: counters %d critical of %d, its updates %d of %d", id, st.MissingCritical, st.MissingTotal, critical, len(us))
+		}
+	}
+	listed := map[string]bool{}
+	for e, err := range env.Admin.Endpoints(ctx, client.EndpointQuery{Missing: "critical"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed[e.ID] = true
+	}
+	for _, id := range firefox {
+		if !listed[id] {
+			t.Errorf("missing=critical leaves out %s, which misses the Firefox update", id)
+		}
+		d, err := env.Admin.GetEndpoint(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range d.MissingUpdates {
+			if strings.HasPrefix(u.Title, "Mozilla Firefox (x64 en-US) 133.0.3") && (u.Severity == nil || *u.Severity != "Critical") {
+				t.Errorf("endpoint %s shows the Firefox update as %v", id, deref(u.Severity))
+			}
+		}
+	}
+}
+
+// An update that fixes a KEV CVE is overdue after the policy's KEV
+// deadline even when its severity's period is longer: 20 days on, with 30
+// days for Critical and 14 for KEV, exactly the endpoints missing a KEV
+// update are out of compliance; with a KEV deadline of 60 days, none is.
+func TestKEVDeadline(t *testing.T) {
+	env := simWindowsFleet(t, 60)
+	ctx := context.Background()
+	rows := missingRows(t, env.Admin)
+	var kev []string
+	for id, us := range rows {
+		if slices.ContainsFunc(us, func(u apiv1.Update) bool { return u.KEV }) {
+			kev = append(kev, id)
+		}
+	}
+	if len(kev) == 0 || len(kev) == len(rows) {
+		t.Fatalf("%d of %d endpoints miss a KEV update", len(kev), len(rows))
+	}
+	later := time.Now().AddDate(0, 0, 20)
+	for _, c := range []struct {
+		kevDays, overdue int
+	}{{14, len(kev)}, {60, 0}} {
+		p, err := env.Admin.SetCompliancePolicy(ctx, apiv1.CompliancePolicy{CriticalDays: 30, ImportantDays: 3650, ModerateDays: 3650, LowDays: 3650,
+			UnspecifiedDays: 3650, KEVDays: c.kevDays})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.KEVDays != c.kevDays || !strings.Contains(p.Description, "KEV") {
+			t.Errorf("policy answered %+v", p)
+		}
+		d, err := env.Store.Compliance(ctx, env.Org.ID, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Compliant == nil || d.Endpoints-*d.Compliant != c.overdue {
+			t.Errorf("KEV %d days: %d endpoints, %v compliant, want %d overdue", c.kevDays, d.Endpoints, d.Compliant, c.overdue)
+		}
+	}
+	// Left out of a PUT, the KEV deadline is the default; 0 is refused.
+	p, err := env.Admin.SetCompliancePolicy(ctx, apiv1.CompliancePolicy{CriticalDays: 15, ImportantDays: 30, ModerateDays: 60, LowDays: 90, UnspecifiedDays: 90})
+	if err != nil || p.KEVDays != updates.DefaultKEVDays {
+		t.Errorf("without kevDays: %+v, %v", p, err)
+	}
+	var bad apiv1.CompliancePolicy
+	err = env.Admin.Do(ctx, "PUT", "/api/v1/compliance-policy", nil, map[string]int{"criticalDays": 15, "importantDays": 30, "moderateDays": 60,
+		"lowDays": 90, "unspecifiedDays": 90, "kevDays": 0}, &bad)
+	if !client.IsStatus(err, 422) {
+		t.Errorf("kevDays 0: %v", err)
+	}
+}
