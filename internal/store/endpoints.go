@@ -589,7 +589,7 @@ const endpointsSeen = `endpoints e LEFT JOIN endpoint_presence p ON p.endpoint_i
 
 const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, p.last_seen_at, e.os, e.os_version, e.os_build, e.type,
 	e.domain, e.ad_ou, e.logged_user, e.manufacturer, e.model, e.serial_number, e.cpu, e.cores, e.ram_gb, e.ip_addresses, e.mac_addresses,
-	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel`
+	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel, e.risk, e.risk_cve`
 
 // scanEndpoint reads endpointColumns; an endpoint seen at or after
 // connectedSince is connected.
@@ -600,12 +600,13 @@ func scanEndpoint(row interface{ Scan(...any) error }, connectedSince time.Time)
 	var cores sql.NullInt64
 	var ram sql.NullFloat64
 	var ips, macs, attrs string
-	var os, osVersion, osBuild, domain, adOU, user, manufacturer, model, serial, cpu, antivirus, agentVersion, comment sql.NullString
+	var os, osVersion, osBuild, domain, adOU, user, manufacturer, model, serial, cpu, antivirus, agentVersion, comment, riskCVE sql.NullString
 	if err := row.Scan(&e.ID, &e.Name, &e.Hostname, &e.Platform, &lastSeen, &os, &osVersion, &osBuild, &e.Type,
 		&domain, &adOU, &user, &manufacturer, &model, &serial, &cpu, &cores, &ram, &ips, &macs,
-		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment, &e.InsecureChannel); err != nil {
+		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment, &e.InsecureChannel, &e.RiskScore, &riskCVE); err != nil {
 		return e, err
 	}
+	e.RiskCVE = nullString(riskCVE)
 	e.OS, e.OSVersion, e.OSBuild = nullString(os), nullString(osVersion), nullString(osBuild)
 	e.Domain, e.ADOU, e.User = nullString(domain), nullString(adOU), nullString(user)
 	e.Manufacturer, e.Model, e.SerialNumber, e.CPU = nullString(manufacturer), nullString(model), nullString(serial), nullString(cpu)
@@ -712,7 +713,7 @@ func (s *Store) withPolicy(ctx context.Context, q EndpointQuery) (EndpointQuery,
 }
 
 // EndpointSorts are the orders of the endpoint lists.
-var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSeen", "agentVersion", "missingCritical", "missingTotal", "overdue"}
+var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSeen", "agentVersion", "missingCritical", "missingTotal", "overdue", "risk"}
 
 // EndpointStatuses, EndpointMissing are the values the filters take.
 var (
@@ -840,6 +841,7 @@ func endpointOrder(q EndpointQuery) string {
 	sort := q.Sort
 	col := map[string]string{
 		"missingCritical": "e.missing_critical",
+		"risk":            "e.risk",
 		"missingTotal":    missingTotal,
 		"overdue":         overdue,
 		"status":          "p.last_seen_at IS NULL, p.last_seen_at",
@@ -888,6 +890,9 @@ func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.End
 	}); err != nil {
 		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
 	}
+	if err := fillEndpointRisk(ctx, s.query, out); err != nil {
+		return nil, 0, err
+	}
 	return out, total, nil
 }
 
@@ -924,7 +929,11 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	if err != nil {
 		return d, fmt.Errorf("store: get endpoint: %w", err)
 	}
-	d.Endpoint = e
+	one := []apiv1.Endpoint{e}
+	if err := fillEndpointRisk(ctx, s.query, one); err != nil {
+		return d, err
+	}
+	d.Endpoint = one[0]
 	rows, err := s.query(ctx, `SELECT drive, size_gb, free_gb FROM endpoint_disks WHERE endpoint_id = ? ORDER BY pos`, id)
 	if d.Disks, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.Disk, error) {
 		var disk apiv1.Disk

@@ -149,7 +149,128 @@ func (s *Store) RefreshUpdateRisk(ctx context.Context, orgID string, endpointIDs
 			return changed, err
 		}
 	}
+	eps := endpointIDs
+	if eps == nil {
+		rows, err := s.query(ctx, `SELECT id FROM endpoints WHERE org_id = ?`, orgID)
+		if eps, err = scanRows(rows, err, scanString); err != nil {
+			return changed, fmt.Errorf("store: endpoint risk: %w", err)
+		}
+	}
+	for start := 0; start < len(eps); start += inChunk {
+		if err := s.refreshEndpointRisk(ctx, orgID, eps[start:min(start+inChunk, len(eps))]); err != nil {
+			return changed, err
+		}
+	}
 	return changed, nil
+}
+
+// refreshEndpointRisk stores the risk of the organization's endpoints ids
+// (a chunk) where it changed: the highest risk of the CVEs found on each,
+// and that CVE (EndpointRisk).
+func (s *Store) refreshEndpointRisk(ctx context.Context, orgID string, ids []string) error {
+	args := append([]any{orgID}, anySlice(ids)...)
+	in := `(` + placeholders(len(ids)) + `)`
+	type risk struct {
+		score float64
+		cve   string
+	}
+	current := map[string]risk{}
+	rows, err := s.query(ctx, `SELECT id, risk, COALESCE(risk_cve, '') FROM endpoints WHERE org_id = ? AND id IN `+in, args...)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		var id string
+		var x risk
+		if err := r.Scan(&id, &x.score, &x.cve); err != nil {
+			return err
+		}
+		current[id] = x
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: endpoint risk: %w", err)
+	}
+	cves := map[string][]string{}
+	all := map[string]bool{}
+	rows, err = s.query(ctx, `SELECT DISTINCT endpoint_id, cve_id FROM endpoint_vulns WHERE org_id = ? AND endpoint_id IN `+in, args...)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		var ep, cve string
+		if err := r.Scan(&ep, &cve); err != nil {
+			return err
+		}
+		cves[ep] = append(cves[ep], cve)
+		all[cve] = true
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: endpoint risk: %w", err)
+	}
+	facts, err := s.CVEFacts(ctx, slices.Sorted(maps.Keys(all)))
+	if err != nil {
+		return err
+	}
+	type change struct {
+		id string
+		risk
+	}
+	var changes []change
+	for _, id := range ids {
+		old, ok := current[id]
+		if !ok {
+			continue
+		}
+		var f vulns.Fixes
+		list := cves[id]
+		slices.Sort(list)
+		for _, c := range list {
+			fc, ok := facts[c]
+			if !ok {
+				fc = vulns.CVEFacts{ID: c}
+			}
+			f.Add(fc)
+		}
+		if nw := (risk{score: f.Risk, cve: f.Top}); nw != old {
+			changes = append(changes, change{id, nw})
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, c := range changes {
+			var top *string
+			if c.cve != "" {
+				top = &c.cve
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET risk = ?, risk_cve = ? WHERE id = ?`, c.score, top, c.id); err != nil {
+				return fmt.Errorf("store: endpoint risk: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// fillEndpointRisk says how the risk of a page of endpoints is made.
+func fillEndpointRisk(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), page []apiv1.Endpoint) error {
+	tops := map[string]bool{}
+	for _, e := range page {
+		if e.RiskCVE != nil {
+			tops[*e.RiskCVE] = true
+		}
+	}
+	if len(tops) == 0 {
+		return nil
+	}
+	facts, err := cveFacts(ctx, query, slices.Sorted(maps.Keys(tops)))
+	if err != nil {
+		return err
+	}
+	for i, e := range page {
+		if e.RiskCVE != nil {
+			f, ok := facts[*e.RiskCVE]
+			if !ok {
+				f = vulns.CVEFacts{ID: *e.RiskCVE}
+			}
+			page[i].RiskReason = *e.RiskCVE + ": " + f.RiskReason()
+		}
+	}
+	return nil
 }
 
 // syncDerivedSeverity sets the derived severity and KEV flag of the

@@ -133,3 +133,77 @@ func TestKEVDeadline(t *testing.T) {
 		t.Errorf("kevDays 0: %v", err)
 	}
 }
+
+// The endpoints carry their risk (the highest of their CVEs', as the
+// console's endpoint page says it) and both lists sort by risk: the
+// endpoints with KEV CVE-2024-9680 on Firefox first at 72.9.
+func TestEndpointAndUpdateRiskInAPI(t *testing.T) {
+	env := simWindowsFleet(t, 60)
+	ctx := context.Background()
+	page, err := env.Admin.ListEndpoints(ctx, client.EndpointQuery{Sort: "risk", Desc: true, PageQuery: client.PageQuery{Limit: 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) < 2 {
+		t.Fatalf("%d endpoints", len(page.Items))
+	}
+	first := page.Items[0]
+	if first.RiskScore != 72.9 || first.RiskCVE == nil || *first.RiskCVE != "CVE-2024-9680" ||
+		first.RiskReason != "CVE-2024-9680: CVSS 9.8 × 5 = 49 + EPSS 0.12889 × 30 = 3.87 + in KEV 20 = 72.9" {
+		t.Errorf("riskiest endpoint %s: %v %v %q", first.Name, first.RiskScore, deref(first.RiskCVE), first.RiskReason)
+	}
+	for i, e := range page.Items {
+		if i > 0 && e.RiskScore > page.Items[i-1].RiskScore {
+			t.Errorf("%s (risk %v) after %s (%v)", e.Name, e.RiskScore, page.Items[i-1].Name, page.Items[i-1].RiskScore)
+		}
+		if i%10 != 0 {
+			continue
+		}
+		// What the console's endpoint page shows.
+		risk, reason, err := env.Store.EndpointRisk(ctx, env.Org.ID, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := env.Admin.GetEndpoint(ctx, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.RiskScore != risk || e.RiskReason != reason || d.RiskScore != risk || d.RiskReason != reason {
+			t.Errorf("%s: list %v %q, detail %v %q, console %v %q", e.Name, e.RiskScore, e.RiskReason, d.RiskScore, d.RiskReason, risk, reason)
+		}
+	}
+	ups, err := env.Admin.ListUpdates(ctx, client.UpdateQuery{Sort: "risk", PageQuery: client.PageQuery{Limit: 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Items) == 0 || ups.Items[0].RiskScore != 72.9 {
+		t.Fatalf("updates by risk: first %+v", ups.Items[0])
+	}
+	for i, u := range ups.Items {
+		if i > 0 && u.RiskScore > ups.Items[i-1].RiskScore {
+			t.Errorf("%s (risk %v) after %s (%v)", u.Title, u.RiskScore, ups.Items[i-1].Title, ups.Items[i-1].RiskScore)
+		}
+	}
+	// Paging by risk neither skips nor repeats a row.
+	seen := map[string]bool{}
+	n := 0
+	for u, err := range env.Admin.Updates(ctx, client.UpdateQuery{Sort: "risk", PageQuery: client.PageQuery{Limit: 37}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[u.ID] {
+			t.Fatalf("%s listed twice", u.ID)
+		}
+		seen[u.ID] = true
+		n++
+	}
+	if n != ups.Total {
+		t.Errorf("paged %d of %d", n, ups.Total)
+	}
+	if _, err := env.Admin.ListUpdates(ctx, client.UpdateQuery{Sort: "fear"}); !client.IsStatus(err, 400) {
+		t.Errorf("updates sort=fear: %v", err)
+	}
+	if _, err := env.Admin.ListEndpoints(ctx, client.EndpointQuery{Sort: "fear"}); !client.IsStatus(err, 400) {
+		t.Errorf("endpoints sort=fear: %v", err)
+	}
+}

@@ -28,3 +28,11 @@ UPDATE endpoints SET
 -- The compliance policy's deadline of an update that fixes a KEV CVE, in
 -- days (CISA BOD 22-01); NULL is the default (14).
 ALTER TABLE compliance_policies ADD COLUMN kev_days INTEGER;
+
+-- The endpoint's risk score (docs/vulnerabilities.md): the highest risk of
+-- the CVEs found on it, 0 without any, and that CVE; the vulnerability
+-- matcher keeps them with the update keys' (RefreshUpdateRisk). The fleet is
+-- matched again once (matched_version reset) so that they are filled in.
+ALTER TABLE endpoints ADD COLUMN risk REAL NOT NULL DEFAULT 0;
+ALTER TABLE endpoints ADD COLUMN risk_cve TEXT;
+UPDATE vuln_state SET num = -1 WHERE name = 'matched_version';
