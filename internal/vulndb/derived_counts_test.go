@@ -2,6 +2,7 @@ package vulndb_test
 
 import (
 	"context"
+	"encoding/csv"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
+	"github.com/patchd/patchd/internal/reports"
 	"github.com/patchd/patchd/internal/updates"
 )
 
@@ -205,5 +207,86 @@ func TestEndpointAndUpdateRiskInAPI(t *testing.T) {
 	}
 	if _, err := env.Admin.ListEndpoints(ctx, client.EndpointQuery{Sort: "fear"}); !client.IsStatus(err, 400) {
 		t.Errorf("endpoints sort=fear: %v", err)
+	}
+}
+
+// The compliance-by-group report counts each group's endpoints compliant
+// under the policy, with the KEV deadline and the derived severity: 20
+// days on (Critical 30 days, KEV 14), the group of every endpoint has
+// exactly the endpoints missing a KEV update overdue, and as many missing
+// a critical update as miss an update whose derived severity is Critical.
+// Through the API now, every endpoint is compliant; its CSV has the
+// report's columns.
+func TestComplianceByGroupReport(t *testing.T) {
+	env := simWindowsFleet(t, 60)
+	ctx := context.Background()
+	rows := missingRows(t, env.Admin)
+	kev, critical := 0, 0
+	for _, us := range rows {
+		if slices.ContainsFunc(us, func(u apiv1.Update) bool { return u.KEV }) {
+			kev++
+		}
+		if slices.ContainsFunc(us, func(u apiv1.Update) bool { return u.Severity == "Critical" }) {
+			critical++
+		}
+	}
+	if _, err := env.Admin.SetCompliancePolicy(ctx, apiv1.CompliancePolicy{CriticalDays: 30, ImportantDays: 3650, ModerateDays: 3650, LowDays: 3650,
+		UnspecifiedDays: 3650, KEVDays: 14}); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().AddDate(0, 0, 20)
+	fleet, err := env.Store.Compliance(ctx, env.Org.ID, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, ok := reports.Lookup("compliance-by-group")
+	if !ok {
+		t.Fatal("no compliance-by-group report")
+	}
+	if !strings.Contains(def.Description, "KEV") || !strings.Contains(def.Description, "derived") {
+		t.Errorf("the report does not say what compliant means: %q", def.Description)
+	}
+	run := def.Open(reports.Env{Store: env.Store, OrgID: env.Org.ID, Now: later, ConnectedSince: later.Add(-time.Hour)})
+	var all []any
+	n := 0
+	for row, err := range run.Rows(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if len(row) != len(def.Columns) {
+			t.Fatalf("row %v for columns %v", row, def.Columns)
+		}
+		if row[2] == fleet.Endpoints {
+			all = row
+		}
+	}
+	if n == 0 || all == nil {
+		t.Fatalf("%d rows, none of the fleet's %d endpoints", n, fleet.Endpoints)
+	}
+	if all[3] != fleet.Endpoints-kev || all[5] != kev || all[6] != critical {
+		t.Errorf("group %v: %v endpoints, %v compliant, %v overdue, %v missing critical; want %d overdue, %d missing critical",
+			all[0], all[2], all[3], all[5], all[6], kev, critical)
+	}
+	rep, err := env.Admin.Report(ctx, "compliance-by-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Columns, def.Columns) || len(rep.Rows) != n {
+		t.Fatalf("API report %v, %d rows", rep.Columns, len(rep.Rows))
+	}
+	for _, row := range rep.Rows {
+		if row[2] != row[3] || row[5] != float64(0) {
+			t.Errorf("now, group %v: %v endpoints, %v compliant, %v overdue", row[0], row[2], row[3], row[5])
+		}
+	}
+	res, err := env.Admin.ReportCSV(ctx, "compliance-by-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	head, err := csv.NewReader(res.Body).Read()
+	if err != nil || !slices.Equal(head, def.Columns) {
+		t.Errorf("CSV header %v, %v", head, err)
 	}
 }
