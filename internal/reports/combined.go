@@ -520,10 +520,12 @@ func complianceByGroup(ctx context.Context, env Env, seen func(time.Time)) ([][]
 	}
 	out := make([][]any, 0, len(gs))
 	for _, g := range gs {
-		var pct any // none without endpoints
-		if g.Endpoints > 0 {
-			pct = math.Round(float64(g.Compliant)*1000/float64(g.Endpoints)) / 10
+		if g.Endpoints == 0 {
+			continue // an empty group has nothing to say
 		}
+		// The compliance is evaluated now, from the stored missing updates.
+		seen(env.Now)
+		pct := math.Round(float64(g.Compliant)*1000/float64(g.Endpoints)) / 10
 		out = append(out, []any{g.Name, g.GroupID, g.Endpoints, g.Compliant, pct, g.Endpoints - g.Compliant, g.MissingCritical})
 	}
 	return out, nil
