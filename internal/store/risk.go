@@ -148,6 +148,13 @@ func (s *Store) RefreshUpdateRisk(ctx context.Context, orgID string, endpointIDs
 		if err := s.syncDerivedSeverity(ctx, orgID, `eu.endpoint_id IN (`+placeholders(len(part))+`)`, part); err != nil {
 			return changed, err
 		}
+		// A counter an inventory wrote from rows read before the matcher
+		// changed them (PostgreSQL's read committed) is recounted here:
+		// written only where it differs.
+		if _, err := s.exec(ctx, `UPDATE endpoints SET `+recountMissing+` WHERE org_id = ? AND id IN (`+placeholders(len(part))+`) AND `+countsDiffer,
+			append([]any{orgID}, part...)...); err != nil {
+			return changed, fmt.Errorf("store: derived severity counts: %w", err)
+		}
 	}
 	eps := endpointIDs
 	if eps == nil {
@@ -320,6 +327,15 @@ func (s *Store) syncDerivedSeverity(ctx context.Context, orgID, cond string, arg
 		return nil
 	})
 }
+
+// countsDiffer is the condition of an endpoint whose counters of missing
+// updates are not those of its rows.
+const countsDiffer = `(missing_critical <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Critical')
+	OR missing_important <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Important')
+	OR missing_moderate <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Moderate')
+	OR missing_low <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Low')
+	OR missing_unspecified <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id
+		AND u.derived_severity NOT IN ('Critical', 'Important', 'Moderate', 'Low')))`
 
 // recountMissing sets an endpoint's counters of missing updates from its
 // rows (by derived severity).
