@@ -83,6 +83,14 @@ type Endpoint struct {
 	// InsecureChannel (a patchd addition): the agent talks to the server
 	// over plain HTTP across the network, enrolled with --insecure-http.
 	InsecureChannel bool `json:"insecureChannel"`
+	// The endpoint's risk (patchd additions, docs/vulnerabilities.md):
+	// RiskScore is the highest risk score (0-100, 5 × CVSS + 30 × EPSS +
+	// 20 when in KEV) of the CVEs found on it, 0 without any; RiskCVE is
+	// that CVE, RiskReason how its score is made ("CVE-2024-9680: CVSS 9.8
+	// × 5 = 49 + …").
+	RiskScore  float64 `json:"riskScore"`
+	RiskCVE    *string `json:"riskCve"`
+	RiskReason string  `json:"riskReason,omitempty"`
 }
 
 // EndpointDetail is an endpoint with its inventory.
@@ -774,12 +782,15 @@ type ComplianceDay struct {
 // addition, GET and PUT /api/v1/compliance-policy). Description says it in
 // a sentence (answers only).
 type CompliancePolicy struct {
-	CriticalDays    int    `json:"criticalDays"`
-	ImportantDays   int    `json:"importantDays"`
-	ModerateDays    int    `json:"moderateDays"`
-	LowDays         int    `json:"lowDays"`
-	UnspecifiedDays int    `json:"unspecifiedDays"`
-	Description     string `json:"description,omitempty"`
+	CriticalDays    int `json:"criticalDays"`
+	ImportantDays   int `json:"importantDays"`
+	ModerateDays    int `json:"moderateDays"`
+	LowDays         int `json:"lowDays"`
+	UnspecifiedDays int `json:"unspecifiedDays"`
+	// KEVDays is the deadline of an update that fixes a CVE in CISA's KEV
+	// catalog, whatever its severity (patchd addition; 14 when not given).
+	KEVDays     int    `json:"kevDays,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // ApprovalPolicy is the organization's automatic approval policy (patchd

@@ -206,6 +206,7 @@ type UpdateQuery struct {
 	EndpointID string
 	Severity   string
 	Source     string // OS or THIRD_PARTY
+	Sort       string // key (the default) or risk (highest first); patchd addition
 }
 
 // ListUpdates reads one page of missing updates.
@@ -214,6 +215,7 @@ func (c *Client) ListUpdates(ctx context.Context, q UpdateQuery) (apiv1.Page[api
 	set(v, "endpointId", q.EndpointID)
 	set(v, "severity", q.Severity)
 	set(v, "source", q.Source)
+	set(v, "sort", q.Sort)
 	var out apiv1.Page[apiv1.Update]
 	err := c.Do(ctx, http.MethodGet, "/api/v1/updates", v, nil, &out)
 	return out, err

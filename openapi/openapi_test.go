@@ -312,8 +312,8 @@ func TestReportKeys(t *testing.T) {
 	}
 	path := keyParam.Schema.Value.Enum
 	// _list, the 87 report keys of the specification and patchd's
-	// compliance-history.
-	if len(path) != 89 || path[0] != "_list" || path[len(path)-1] != "compliance-history" {
+	// compliance-history and compliance-by-group.
+	if len(path) != 90 || path[0] != "_list" || path[len(path)-2] != "compliance-history" || path[len(path)-1] != "compliance-by-group" {
 		t.Fatalf("key enum has %d values starting with %v", len(path), path[0])
 	}
 	schema := doc.Components.Schemas["ReportKey"].Value.Enum

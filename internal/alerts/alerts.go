@@ -105,7 +105,7 @@ var ReportKeys = []string{
 	"logon-statistics", "profiles-by-user", "sd-card-usage", "usb-disk-usage", "open-hidden-shares",
 	"local-time", "windows-event-logs", "process-memory-stats", "disk-partitions", "disks-without-bitlocker",
 	"ntfs-disk-quotas", "all-critical-vulnerabilities", "vulnerability-summary", "cve-2025-5480-status",
-	"compliance-history", // a patchd addition
+	"compliance-history", "compliance-by-group", // patchd additions
 }
 
 // KnownReport tells whether REPORT_ROWS can watch the report key.

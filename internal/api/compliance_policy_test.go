@@ -25,7 +25,7 @@ func TestCompliancePolicyAPI(t *testing.T) {
 	e := apitest.New(t)
 	ctx := context.Background()
 
-	defaults := apiv1.CompliancePolicy{CriticalDays: 15, ImportantDays: 30, ModerateDays: 60, LowDays: 90, UnspecifiedDays: 90}
+	defaults := apiv1.CompliancePolicy{CriticalDays: 15, ImportantDays: 30, ModerateDays: 60, LowDays: 90, UnspecifiedDays: 90, KEVDays: 14}
 	p, err := e.Admin.CompliancePolicy(ctx)
 	if err != nil || p.Description == "" {
 		t.Fatalf("defaults: %+v %v", p, err)
@@ -34,12 +34,12 @@ func TestCompliancePolicyAPI(t *testing.T) {
 	if p != defaults {
 		t.Fatalf("defaults: %+v", p)
 	}
-	want := apiv1.CompliancePolicy{CriticalDays: 7, ImportantDays: 14, ModerateDays: 30, LowDays: 3650, UnspecifiedDays: 1}
+	want := apiv1.CompliancePolicy{CriticalDays: 7, ImportantDays: 14, ModerateDays: 30, LowDays: 3650, UnspecifiedDays: 1, KEVDays: 3}
 	got, err := e.Admin.SetCompliancePolicy(ctx, want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Description != "An endpoint is compliant when no update has been missing longer than its severity allows: Critical 7 days, Important 14, Moderate 30, Low 3650, Unspecified 1 (counted from when the endpoint first reported it missing; declined updates do not count)." {
+	if got.Description != "An endpoint is compliant when no update has been missing longer than its severity allows: Critical 7 days, Important 14, Moderate 30, Low 3650, Unspecified 1, and 3 days for an update that fixes a CVE in CISA's KEV catalog (severity derived from the CVEs an update fixes; counted from when the endpoint first reported it missing; declined updates do not count)." {
 		t.Errorf("description %q", got.Description)
 	}
 	read := func(c *client.Client) apiv1.CompliancePolicy {
@@ -55,7 +55,8 @@ func TestCompliancePolicyAPI(t *testing.T) {
 		t.Fatalf("read back: %+v", p)
 	}
 	entries := auditOf(t, e, e.Org.ID, "compliance_policy.set")
-	if len(entries) != 1 || entries[0].Summary["criticalDays"] != float64(7) || entries[0].Summary["unspecifiedDays"] != float64(1) {
+	if len(entries) != 1 || entries[0].Summary["criticalDays"] != float64(7) || entries[0].Summary["unspecifiedDays"] != float64(1) ||
+		entries[0].Summary["kevDays"] != float64(3) {
 		t.Fatalf("audit: %+v", entries)
 	}
 	checkAPIEntry(t, entries[0])
@@ -66,6 +67,7 @@ func TestCompliancePolicyAPI(t *testing.T) {
 	}{
 		{`{}`, []string{"criticalDays", "importantDays", "lowDays", "moderateDays", "unspecifiedDays"}},
 		{`{"criticalDays":0,"importantDays":30,"moderateDays":90,"lowDays":3651,"unspecifiedDays":5}`, []string{"criticalDays", "lowDays"}},
+		{`{"criticalDays":15,"importantDays":30,"moderateDays":90,"lowDays":90,"unspecifiedDays":5,"kevDays":0}`, []string{"kevDays"}},
 	} {
 		err := e.Admin.Do(ctx, http.MethodPut, "/api/v1/compliance-policy", nil, json.RawMessage(c.body), nil)
 		if got := sortedProblems(t, err); !slices.Equal(got, c.fields) {

@@ -170,7 +170,7 @@ func (a *API) setRemediationPolicy(w http.ResponseWriter, r *http.Request) error
 
 func compliancePolicyOut(p updates.CompliancePolicy) apiv1.CompliancePolicy {
 	return apiv1.CompliancePolicy{CriticalDays: p.Critical, ImportantDays: p.Important, ModerateDays: p.Moderate, LowDays: p.Low,
-		UnspecifiedDays: p.Unspecified, Description: p.Describe()}
+		UnspecifiedDays: p.Unspecified, KEVDays: p.KEV, Description: p.Describe()}
 }
 
 func (a *API) getCompliancePolicy(w http.ResponseWriter, r *http.Request) error {
@@ -182,7 +182,8 @@ func (a *API) getCompliancePolicy(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// setCompliancePolicy sets the five periods, audited as
+// setCompliancePolicy sets the five periods and the KEV deadline
+// (optional, updates.DefaultKEVDays when left out), audited as
 // compliance_policy.set. Like the remediation periods, it is for roles
 // holding every permission: it decides what the fleet's compliance means.
 func (a *API) setCompliancePolicy(w http.ResponseWriter, r *http.Request) error {
@@ -195,13 +196,18 @@ func (a *API) setCompliancePolicy(w http.ResponseWriter, r *http.Request) error 
 		ModerateDays    *int `json:"moderateDays"`
 		LowDays         *int `json:"lowDays"`
 		UnspecifiedDays *int `json:"unspecifiedDays"`
+		KEVDays         *int `json:"kevDays"`
 	}
 	if err := httpx.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
-	var days [5]int
+	if body.KEVDays == nil {
+		kev := updates.DefaultKEVDays
+		body.KEVDays = &kev
+	}
+	var days [6]int
 	var errs valid.Errors
-	for i, v := range []*int{body.CriticalDays, body.ImportantDays, body.ModerateDays, body.LowDays, body.UnspecifiedDays} {
+	for i, v := range []*int{body.CriticalDays, body.ImportantDays, body.ModerateDays, body.LowDays, body.UnspecifiedDays, body.KEVDays} {
 		name := updates.ComplianceFields[i]
 		switch {
 		case v == nil:

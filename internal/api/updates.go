@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,12 @@ func (a *API) listUpdates(w http.ResponseWriter, r *http.Request) error {
 			return httpx.InvalidRequest("source must be OS or THIRD_PARTY")
 		}
 		q.Sources = sources
+	}
+	if s := strings.TrimSpace(v.Get("sort")); s != "" {
+		if !slices.Contains(store.UpdateSorts, s) {
+			return httpx.InvalidRequest("sort must be one of " + strings.Join(store.UpdateSorts, ", "))
+		}
+		q.Sort = s
 	}
 	items, total, err := a.store.ListUpdates(r.Context(), q)
 	if err != nil {

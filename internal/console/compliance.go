@@ -43,7 +43,7 @@ func (c *Console) compliancePage(w http.ResponseWriter, r *http.Request, s *sess
 		d.Groups = append(d.Groups, groupComplianceRow{GroupCompliance: g, Pct: pct(g.Compliant, g.Endpoints), Overdue: g.Endpoints - g.Compliant})
 	}
 	for i, days := range p.Periods() {
-		d.Fields = append(d.Fields, complianceField{Name: updates.ComplianceFields[i], Label: updates.Severities[i], Days: days})
+		d.Fields = append(d.Fields, complianceField{Name: updates.ComplianceFields[i], Label: updates.ComplianceLabels[i], Days: days})
 	}
 	return c.render(w, r, s, http.StatusOK, "compliance", "", "Compliance", "compliance", d)
 }
@@ -51,7 +51,7 @@ func (c *Console) compliancePage(w http.ResponseWriter, r *http.Request, s *sess
 // compliancePolicySet sets the compliance policy through the API's operation.
 func (c *Console) compliancePolicySet(w http.ResponseWriter, r *http.Request, s *session) error {
 	const back = "/console/compliance#h-policy"
-	var days [5]int
+	var days [6]int
 	for i, name := range updates.ComplianceFields {
 		n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue(name)))
 		if err != nil {
@@ -59,7 +59,8 @@ func (c *Console) compliancePolicySet(w http.ResponseWriter, r *http.Request, s 
 		}
 		days[i] = n
 	}
-	body := apiv1.CompliancePolicy{CriticalDays: days[0], ImportantDays: days[1], ModerateDays: days[2], LowDays: days[3], UnspecifiedDays: days[4]}
+	body := apiv1.CompliancePolicy{CriticalDays: days[0], ImportantDays: days[1], ModerateDays: days[2], LowDays: days[3], UnspecifiedDays: days[4],
+		KEVDays: days[5]}
 	err := c.callAPI(r, s, http.MethodPut, "/api/v1/compliance-policy", body, nil)
 	return c.done(w, r, back, err, "Compliance policy saved: the dashboard, the endpoints list and this page follow it now.")
 }

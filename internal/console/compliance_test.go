@@ -59,12 +59,15 @@ func TestCompliancePage(t *testing.T) {
 	if _, csv := b.get("/console/endpoints.csv"); !strings.Contains(csv, "Missing critical,Missing updates,Overdue") {
 		t.Errorf("csv: %s", csv)
 	}
-	form := url.Values{"criticalDays": {"7"}, "importantDays": {"14"}, "moderateDays": {"30"}, "lowDays": {"60"}, "unspecifiedDays": {"120"}}
+	form := url.Values{"criticalDays": {"7"}, "importantDays": {"14"}, "moderateDays": {"30"}, "lowDays": {"60"}, "unspecifiedDays": {"120"}, "kevDays": {"10"}}
+	if _, page := b.get("/console/compliance"); !strings.Contains(page, `name="kevDays"`) || !strings.Contains(page, "Fixes a KEV CVE (days)") {
+		t.Errorf("the policy form lacks the KEV deadline:\n%s", between(page, `id="h-policy"`, "</section>"))
+	}
 	if code, loc, _ := b.post("/console/compliance/policy", form); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/compliance") {
 		t.Fatalf("set: %d %s", code, loc)
 	}
 	var p apiv1.CompliancePolicy
-	if err := e.Admin.Do(ctx, http.MethodGet, "/api/v1/compliance-policy", nil, nil, &p); err != nil || p.CriticalDays != 7 || p.UnspecifiedDays != 120 {
+	if err := e.Admin.Do(ctx, http.MethodGet, "/api/v1/compliance-policy", nil, nil, &p); err != nil || p.CriticalDays != 7 || p.UnspecifiedDays != 120 || p.KEVDays != 10 {
 		t.Fatalf("policy: %+v %v", p, err)
 	}
 	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "compliance_policy.set"}); len(entries) != 1 || !strings.Contains(entries[0].Actor, "alice@example.com") {

@@ -38,7 +38,7 @@ func compliancePct(d apiv1.ComplianceDay) string {
 func compliancePolicyPairs(p apiv1.CompliancePolicy) [][2]string {
 	days := func(n int) string { return strconv.Itoa(n) + " days" }
 	return [][2]string{{"Critical", days(p.CriticalDays)}, {"Important", days(p.ImportantDays)}, {"Moderate", days(p.ModerateDays)},
-		{"Low", days(p.LowDays)}, {"Unspecified", days(p.UnspecifiedDays)}, {"Meaning", p.Description}}
+		{"Low", days(p.LowDays)}, {"Unspecified", days(p.UnspecifiedDays)}, {"Fixes a KEV CVE", days(p.KEVDays)}, {"Meaning", p.Description}}
 }
 
 var compliancePolicyCols = []column[apiv1.CompliancePolicy]{
@@ -47,6 +47,7 @@ var compliancePolicyCols = []column[apiv1.CompliancePolicy]{
 	numCol("MODERATE DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.ModerateDays) }),
 	numCol("LOW DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.LowDays) }),
 	numCol("UNSPECIFIED DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.UnspecifiedDays) }),
+	numCol("KEV DAYS", func(p apiv1.CompliancePolicy) string { return strconv.Itoa(p.KEVDays) }),
 }
 
 var groupComplianceCols = []column[apiv1.GroupCompliance]{
@@ -65,23 +66,24 @@ var groupComplianceCols = []column[apiv1.GroupCompliance]{
 
 func complianceCommands() []command {
 	return []command{
-		{name: "compliance policy", args: "get | set [--critical-days N] [--important-days N] [--moderate-days N] [--low-days N] [--unspecified-days N]",
-			summary: "read or change how many days each severity may stay missing before an endpoint is out of compliance (patchd addition; set takes every permission)",
+		{name: "compliance policy", args: "get | set [--critical-days N] [--important-days N] [--moderate-days N] [--low-days N] [--unspecified-days N] [--kev-days N]",
+			summary: "read or change how many days each severity, and an update fixing a KEV CVE, may stay missing before an endpoint is out of compliance (patchd addition; set takes every permission)",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
-				var days [5]int
+				var days [6]int
 				for i, name := range []string{"critical", "important", "moderate", "low", "unspecified"} {
 					fs.IntVar(&days[i], name+"-days", 0, "days a "+name+" update may stay missing (`N`, 1 to 3650)")
 				}
+				fs.IntVar(&days[5], "kev-days", 0, "days an update that fixes a CVE in CISA's KEV catalog may stay missing (`N`, 1 to 3650)")
 				return func(s *session, args []string) error {
 					if len(args) != 1 || (args[0] != "get" && args[0] != "set") {
 						return usagef("want: compliance policy get, or compliance policy set [--critical-days N] … [--unspecified-days N]")
 					}
-					changes := days != [5]int{}
+					changes := days != [6]int{}
 					if args[0] == "get" && changes {
 						return usagef("compliance policy get takes no flags")
 					}
 					if args[0] == "set" && !changes {
-						return usagef("compliance policy set: nothing to change; give --critical-days, --important-days, --moderate-days, --low-days or --unspecified-days")
+						return usagef("compliance policy set: nothing to change; give --critical-days, --important-days, --moderate-days, --low-days, --unspecified-days or --kev-days")
 					}
 					c, err := s.client()
 					if err != nil {
@@ -94,7 +96,7 @@ func complianceCommands() []command {
 					if args[0] == "get" {
 						return printOne(s, p, compliancePolicyCols, compliancePolicyPairs)
 					}
-					for i, dst := range []*int{&p.CriticalDays, &p.ImportantDays, &p.ModerateDays, &p.LowDays, &p.UnspecifiedDays} {
+					for i, dst := range []*int{&p.CriticalDays, &p.ImportantDays, &p.ModerateDays, &p.LowDays, &p.UnspecifiedDays, &p.KEVDays} {
 						if days[i] != 0 {
 							*dst = days[i]
 						}

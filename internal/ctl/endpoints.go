@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/patchd/patchd/apiv1"
@@ -29,6 +30,16 @@ var endpointCols = []column[apiv1.Endpoint]{
 	col("TYPE", func(e apiv1.Endpoint) string { return e.Type }),
 	col("REBOOT", func(e apiv1.Endpoint) string { return yesNo(e.PendingReboot) }),
 	col("LAST SEEN", func(e apiv1.Endpoint) string { return when(e.LastSeenAt) }),
+	numCol("RISK", func(e apiv1.Endpoint) string { return strconv.FormatFloat(e.RiskScore, 'f', -1, 64) }),
+}
+
+// endpointRisk is the endpoint's risk score with how it is made.
+func endpointRisk(e apiv1.Endpoint) string {
+	score := strconv.FormatFloat(e.RiskScore, 'f', -1, 64)
+	if e.RiskReason == "" {
+		return score
+	}
+	return score + " (" + e.RiskReason + ")"
 }
 
 func endpointPairs(e apiv1.Endpoint) [][2]string {
@@ -40,7 +51,7 @@ func endpointPairs(e apiv1.Endpoint) [][2]string {
 		{"IP addresses", strings.Join(e.IPAddresses, ", ")}, {"Antivirus", str(e.Antivirus)},
 		{"Pending reboot", yesNo(e.PendingReboot)}, {"Agent", str(e.AgentVersion)}, {"Channel", channel(e.InsecureChannel)},
 		{"Last boot", when(e.LastBootAt)}, {"Last seen", when(e.LastSeenAt)}, {"Enrolled", when(e.EnrolledAt)},
-		{"Comment", str(e.Comment)},
+		{"Comment", str(e.Comment)}, {"Risk", endpointRisk(e)},
 	}
 	keys := make([]string, 0, len(e.Attributes))
 	for k := range e.Attributes {
@@ -70,7 +81,7 @@ func attrIndex(k string) int {
 
 func endpointCommands() []command {
 	return []command{
-		{name: "endpoints list", args: "[-q TEXT] [--search TEXT] [--status S] [--platform P] [--os TEXT] [--group ID] [--missing critical|other|any|none] [--reboot-pending] [--not-seen-days N] [--agent-version V] [--update KEY] [--cve ID] [--software NAME [--software-version V]] [--sort COL] [--desc] [--limit N]",
+		{name: "endpoints list", args: "[-q TEXT] [--search TEXT] [--status S] [--platform P] [--os TEXT] [--group ID] [--missing critical|other|any|none] [--reboot-pending] [--not-seen-days N] [--agent-version V] [--update KEY] [--cve ID] [--software NAME [--software-version V]] [--sort COL|risk] [--desc] [--limit N]",
 			summary: "list endpoints (every page, or up to --limit), filtered and sorted as the console's list",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var p pageFlags
@@ -90,7 +101,7 @@ func endpointCommands() []command {
 				fs.StringVar(&eq.CVE, "cve", "", "only endpoints the CVE `ID` affects")
 				fs.StringVar(&eq.Software, "software", "", "only endpoints with the software title `NAME` (exact)")
 				fs.StringVar(&eq.SoftwareVersion, "software-version", "", "with --software: only that version `V`")
-				fs.StringVar(&eq.Sort, "sort", "", "order by `COL`: name, status, platform, os, type, lastSeen, agentVersion")
+				fs.StringVar(&eq.Sort, "sort", "", "order by `COL`: name, status, platform, os, type, lastSeen, agentVersion, missingCritical, missingTotal, overdue, risk (with --desc, the riskiest first)")
 				fs.BoolVar(&eq.Desc, "desc", false, "reverse the order")
 				return withChecked("", func(*session, []string) (struct{}, error) {
 					return struct{}{}, p.check()

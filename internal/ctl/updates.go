@@ -101,7 +101,7 @@ func oneOf(flagName, value string, allowed []string) error {
 
 func updateCommands() []command {
 	cmds := []command{
-		{name: "updates list", args: "[--endpoint ID] [--severity S] [--source OS|THIRD_PARTY] [--limit N]",
+		{name: "updates list", args: "[--endpoint ID] [--severity S] [--source OS|THIRD_PARTY] [--sort key|risk] [--limit N]",
 			summary: "list missing updates, one row per endpoint and update",
 			setup: func(fs *flag.FlagSet) func(*session, []string) error {
 				var p pageFlags
@@ -109,8 +109,12 @@ func updateCommands() []command {
 				endpoint := fs.String("endpoint", "", "only the updates of endpoint `ID`")
 				severity := fs.String("severity", "", "only `SEVERITY`: Critical, Important, Moderate, Low or Unspecified")
 				source := fs.String("source", "", "only `SOURCE`: OS or THIRD_PARTY")
+				sort := fs.String("sort", "", "`ORDER`: key (the default) or risk (highest risk score first; patchd addition)")
 				return withChecked("", func(*session, []string) (client.UpdateQuery, error) {
-					q := client.UpdateQuery{EndpointID: *endpoint, Severity: *severity, Source: *source}
+					q := client.UpdateQuery{EndpointID: *endpoint, Severity: *severity, Source: *source, Sort: *sort}
+					if err := oneOf("sort", *sort, []string{"key", "risk"}); err != nil {
+						return q, err
+					}
 					if err := p.check(); err != nil {
 						return q, err
 					}

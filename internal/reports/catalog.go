@@ -445,4 +445,10 @@ var catalog = []*Definition{
 		Description: "Day by day, as last recorded that day: endpoints fully patched, missing critical updates and missing only others; critical and overdue CVEs on the fleet.",
 		Columns:     []string{"Date", "Endpoints", "Fully Patched", "Compliant %", "Missing Critical", "Missing Other", "Critical CVEs", "Overdue CVEs"},
 		Source:      sql("compliance-days", "")},
+	{Key: "compliance-by-group", Title: "Compliance by Group", Category: catCompliance,
+		Description: "Per group with endpoints: its endpoints, those compliant under the organization's compliance policy (no update missing longer " +
+			"than its severity allows, the severity derived from the CVEs it fixes, nor an update fixing a CISA KEV CVE longer " +
+			"than the KEV deadline; declined updates do not count), the compliant percentage, those overdue, and those missing a critical update.",
+		Columns: []string{"Group", "Group ID", "Endpoints", "Compliant", "Compliant (%)", "Overdue", "Missing Critical"},
+		Source:  collect(complianceByGroup)},
 }

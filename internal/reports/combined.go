@@ -509,3 +509,24 @@ func vulnerabilitySummary(ctx context.Context, env Env, seen func(time.Time)) ([
 	}
 	return out, nil
 }
+
+// complianceByGroup is every group's compliance under the organization's
+// compliance policy (store.ComplianceByGroup): what the Compliance page
+// and GET /api/v1/compliance/groups show.
+func complianceByGroup(ctx context.Context, env Env, seen func(time.Time)) ([][]any, error) {
+	gs, _, err := env.Store.ComplianceByGroup(ctx, env.OrgID, env.Now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]any, 0, len(gs))
+	for _, g := range gs {
+		if g.Endpoints == 0 {
+			continue // an empty group has nothing to say
+		}
+		// The compliance is evaluated now, from the stored missing updates.
+		seen(env.Now)
+		pct := math.Round(float64(g.Compliant)*1000/float64(g.Endpoints)) / 10
+		out = append(out, []any{g.Name, g.GroupID, g.Endpoints, g.Compliant, pct, g.Endpoints - g.Compliant, g.MissingCritical})
+	}
+	return out, nil
+}

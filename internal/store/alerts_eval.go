@@ -378,7 +378,7 @@ func (s *Store) missingUpdateConditions(ctx context.Context, r AlertRule, now ti
 	wait := time.Duration(r.Threshold) * 24 * time.Hour
 	rows, err := s.query(ctx, `SELECT u.endpoint_id, COALESCE(e.display_name, e.hostname), u.key, u.title, u.detected_at
 		FROM endpoint_updates u JOIN endpoints e ON e.id = u.endpoint_id
-		WHERE u.org_id = ? AND u.severity = 'Critical' AND u.detected_at <= ? AND u.detected_at >= ?
+		WHERE u.org_id = ? AND u.derived_severity = 'Critical' AND u.detected_at <= ? AND u.detected_at >= ?
 		AND NOT EXISTS (SELECT 1 FROM alert_events ev WHERE ev.rule_id = ? AND ev.condition_key = 'update:' || u.endpoint_id || ':' || u.key)
 		ORDER BY u.endpoint_id, u.key LIMIT ?`,
 		r.OrgID, millis(now.Add(-wait)), millis(r.CreatedAt.Add(-wait)), r.ID, maxCandidates)

@@ -131,9 +131,14 @@ func (s *Store) CompliancePolicy(ctx context.Context, orgID string) (updates.Com
 }
 
 func readCompliancePolicy(ctx context.Context, queryRow func(ctx context.Context, q string, args ...any) *sql.Row, orgID string) (updates.CompliancePolicy, error) {
-	var d [5]int
-	err := queryRow(ctx, `SELECT critical_days, important_days, moderate_days, low_days, unspecified_days FROM compliance_policies WHERE org_id = ?`,
-		orgID).Scan(&d[0], &d[1], &d[2], &d[3], &d[4])
+	var d [6]int
+	var kev sql.NullInt64
+	err := queryRow(ctx, `SELECT critical_days, important_days, moderate_days, low_days, unspecified_days, kev_days FROM compliance_policies WHERE org_id = ?`,
+		orgID).Scan(&d[0], &d[1], &d[2], &d[3], &d[4], &kev)
+	d[5] = updates.DefaultKEVDays
+	if kev.Valid {
+		d[5] = int(kev.Int64)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return updates.DefaultCompliancePolicy(), nil
 	}
@@ -151,10 +156,10 @@ func (s *Store) SetCompliancePolicy(ctx context.Context, e *AuditEntry, orgID st
 		e.Summary[updates.ComplianceFields[i]] = n
 	}
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		if _, err := tx.exec(ctx, `INSERT INTO compliance_policies (org_id, critical_days, important_days, moderate_days, low_days, unspecified_days)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (org_id) DO UPDATE SET critical_days = excluded.critical_days,
+		if _, err := tx.exec(ctx, `INSERT INTO compliance_policies (org_id, critical_days, important_days, moderate_days, low_days, unspecified_days, kev_days)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (org_id) DO UPDATE SET critical_days = excluded.critical_days,
 			important_days = excluded.important_days, moderate_days = excluded.moderate_days, low_days = excluded.low_days,
-			unspecified_days = excluded.unspecified_days`, orgID, p.Critical, p.Important, p.Moderate, p.Low, p.Unspecified); err != nil {
+			unspecified_days = excluded.unspecified_days, kev_days = excluded.kev_days`, orgID, p.Critical, p.Important, p.Moderate, p.Low, p.Unspecified, p.KEV); err != nil {
 			return fmt.Errorf("store: compliance policy: %w", err)
 		}
 		return nil
@@ -163,13 +168,15 @@ func (s *Store) SetCompliancePolicy(ctx context.Context, e *AuditEntry, orgID st
 
 // overdueUpdates is the condition on endpoint_updates u of an update missing
 // past the policy's deadline at now (declined updates left out), with its
-// arguments.
+// arguments: its derived severity's period, or the KEV deadline when it
+// fixes a KEV CVE and that is shorter.
 func overdueUpdates(p updates.CompliancePolicy, now time.Time) (string, []any) {
 	c := p.Cutoffs(now)
-	return `u.detected_at < CASE u.severity WHEN 'Critical' THEN CAST(? AS BIGINT) WHEN 'Important' THEN CAST(? AS BIGINT)
+	return `(u.detected_at < CASE u.derived_severity WHEN 'Critical' THEN CAST(? AS BIGINT) WHEN 'Important' THEN CAST(? AS BIGINT)
 		WHEN 'Moderate' THEN CAST(? AS BIGINT) WHEN 'Low' THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END
+		OR u.kev AND u.detected_at < CAST(? AS BIGINT))
 		AND NOT EXISTS (SELECT 1 FROM update_approvals a WHERE a.org_id = u.org_id AND a.key = u.key AND a.status = 'DECLINED')`,
-		[]any{millis(c[0]), millis(c[1]), millis(c[2]), millis(c[3]), millis(c[4])}
+		[]any{millis(c[0]), millis(c[1]), millis(c[2]), millis(c[3]), millis(c[4]), millis(p.KEVCutoff(now))}
 }
 
 // overdueEndpoint is the condition on endpoints e of an endpoint out of

@@ -625,7 +625,8 @@ func connectedAt(lastSeen, stopped sql.NullInt64, connectedSince time.Time) bool
 
 const endpointColumns = `e.id, COALESCE(e.display_name, e.hostname), e.hostname, e.platform, p.last_seen_at, e.os, e.os_version, e.os_build, e.type,
 	e.domain, e.ad_ou, e.logged_user, e.manufacturer, e.model, e.serial_number, e.cpu, e.cores, e.ram_gb, e.ip_addresses, e.mac_addresses,
-	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel, p.stopped_at`
+	e.antivirus, e.pending_reboot, e.agent_version, e.attributes, e.last_boot_at, e.enrolled_at, e.comment, e.insecure_channel, p.stopped_at,
+	e.risk, e.risk_cve`
 
 // scanEndpoint reads endpointColumns; an endpoint seen at or after
 // connectedSince, and not stopped since, is connected (connectedAt).
@@ -636,12 +637,14 @@ func scanEndpoint(row interface{ Scan(...any) error }, connectedSince time.Time)
 	var cores sql.NullInt64
 	var ram sql.NullFloat64
 	var ips, macs, attrs string
-	var os, osVersion, osBuild, domain, adOU, user, manufacturer, model, serial, cpu, antivirus, agentVersion, comment sql.NullString
+	var os, osVersion, osBuild, domain, adOU, user, manufacturer, model, serial, cpu, antivirus, agentVersion, comment, riskCVE sql.NullString
 	if err := row.Scan(&e.ID, &e.Name, &e.Hostname, &e.Platform, &lastSeen, &os, &osVersion, &osBuild, &e.Type,
 		&domain, &adOU, &user, &manufacturer, &model, &serial, &cpu, &cores, &ram, &ips, &macs,
-		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment, &e.InsecureChannel, &stopped); err != nil {
+		&antivirus, &e.PendingReboot, &agentVersion, &attrs, &lastBoot, &enrolled, &comment, &e.InsecureChannel, &stopped,
+		&e.RiskScore, &riskCVE); err != nil {
 		return e, err
 	}
+	e.RiskCVE = nullString(riskCVE)
 	e.OS, e.OSVersion, e.OSBuild = nullString(os), nullString(osVersion), nullString(osBuild)
 	e.Domain, e.ADOU, e.User = nullString(domain), nullString(adOU), nullString(user)
 	e.Manufacturer, e.Model, e.SerialNumber, e.CPU = nullString(manufacturer), nullString(model), nullString(serial), nullString(cpu)
@@ -748,7 +751,7 @@ func (s *Store) withPolicy(ctx context.Context, q EndpointQuery) (EndpointQuery,
 }
 
 // EndpointSorts are the orders of the endpoint lists.
-var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSeen", "agentVersion", "missingCritical", "missingTotal", "overdue"}
+var EndpointSorts = []string{"name", "status", "platform", "os", "type", "lastSeen", "agentVersion", "missingCritical", "missingTotal", "overdue", "risk"}
 
 // EndpointStatuses, EndpointMissing are the values the filters take.
 var (
@@ -867,14 +870,16 @@ func endpointOrder(q EndpointQuery) string {
 		// The cutoffs are numbers the store computed, written into the text
 		// as the ORDER BY takes no arguments here.
 		c := q.policy.Cutoffs(q.Now)
-		overdue = fmt.Sprintf(`(SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.detected_at < CASE u.severity
+		overdue = fmt.Sprintf(`(SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = e.id AND (u.detected_at < CASE u.derived_severity
 			WHEN 'Critical' THEN %d WHEN 'Important' THEN %d WHEN 'Moderate' THEN %d WHEN 'Low' THEN %d ELSE %d END
+			OR u.kev AND u.detected_at < %d)
 			AND NOT EXISTS (SELECT 1 FROM update_approvals a WHERE a.org_id = u.org_id AND a.key = u.key AND a.status = 'DECLINED'))`,
-			millis(c[0]), millis(c[1]), millis(c[2]), millis(c[3]), millis(c[4]))
+			millis(c[0]), millis(c[1]), millis(c[2]), millis(c[3]), millis(c[4]), millis(q.policy.KEVCutoff(q.Now)))
 	}
 	sort := q.Sort
 	col := map[string]string{
 		"missingCritical": "e.missing_critical",
+		"risk":            "e.risk",
 		"missingTotal":    missingTotal,
 		"overdue":         overdue,
 		"status":          "CASE WHEN p.stopped_at >= p.last_seen_at THEN 0 ELSE 1 END, p.last_seen_at IS NULL, p.last_seen_at",
@@ -923,6 +928,9 @@ func (s *Store) FindEndpoints(ctx context.Context, q EndpointQuery) ([]apiv1.End
 	}); err != nil {
 		return nil, 0, fmt.Errorf("store: list endpoints: %w", err)
 	}
+	if err := fillEndpointRisk(ctx, s.query, out); err != nil {
+		return nil, 0, err
+	}
 	return out, total, nil
 }
 
@@ -959,7 +967,11 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	if err != nil {
 		return d, fmt.Errorf("store: get endpoint: %w", err)
 	}
-	d.Endpoint = e
+	one := []apiv1.Endpoint{e}
+	if err := fillEndpointRisk(ctx, s.query, one); err != nil {
+		return d, err
+	}
+	d.Endpoint = one[0]
 	rows, err := s.query(ctx, `SELECT drive, size_gb, free_gb FROM endpoint_disks WHERE endpoint_id = ? ORDER BY pos`, id)
 	if d.Disks, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.Disk, error) {
 		var disk apiv1.Disk
@@ -981,8 +993,8 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	}); err != nil {
 		return d, fmt.Errorf("store: endpoint software: %w", err)
 	}
-	rows, err = s.query(ctx, `SELECT id, title, kb, severity, source, winget_id, installed_version, latest_version, reboot_required
-		FROM endpoint_updates WHERE endpoint_id = ? ORDER BY CASE severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END, title`, id)
+	rows, err = s.query(ctx, `SELECT id, title, kb, derived_severity, source, winget_id, installed_version, latest_version, reboot_required
+		FROM endpoint_updates WHERE endpoint_id = ? ORDER BY CASE derived_severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END, title`, id)
 	if d.MissingUpdates, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.MissingUpdate, error) {
 		var u apiv1.MissingUpdate
 		var kb, winget, installed, latest sql.NullString

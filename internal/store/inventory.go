@@ -13,6 +13,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
+	"github.com/patchd/patchd/internal/vulns"
 )
 
 // titles remembers software title ids by organization and name.
@@ -241,6 +242,8 @@ func (tx *Tx) applyTitleDelta(delta map[int64]int) {
 
 type updRow struct {
 	id, key, title, severity, source, categories   string
+	derived                                        string // derived_severity
+	kev                                            bool
 	kb, winget, pkg, productKey, installed, latest *string
 	reboot                                         bool
 	release                                        sql.NullInt64
@@ -260,11 +263,11 @@ func updRowOf(u inventory.Update) updRow {
 func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups []inventory.Update, now time.Time) error {
 	old := map[string]updRow{}
 	rows, err := tx.query(ctx, `SELECT id, key, title, severity, source, categories, kb, winget_id, package_name, product_key, installed_version,
-		latest_version, reboot_required, release_date FROM endpoint_updates WHERE endpoint_id = ?`, endpointID)
+		latest_version, reboot_required, release_date, derived_severity, kev FROM endpoint_updates WHERE endpoint_id = ?`, endpointID)
 	if err := eachRow(rows, err, func(row *sql.Rows) error {
 		var r updRow
 		if err := row.Scan(&r.id, &r.key, &r.title, &r.severity, &r.source, &r.categories, &r.kb, &r.winget, &r.pkg, &r.productKey,
-			&r.installed, &r.latest, &r.reboot, &r.release); err != nil {
+			&r.installed, &r.latest, &r.reboot, &r.release, &r.derived, &r.kev); err != nil {
 			return err
 		}
 		old[r.key] = r
@@ -274,14 +277,32 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 	}
 	var before, after missingCounts
 	for _, r := range old {
-		before.add(r.severity)
+		before.add(r.derived)
+	}
+	// The keys' effective severity, for the rows new or of a new reported
+	// severity (the others keep theirs, which the matcher keeps current).
+	var ask []string
+	for _, u := range ups {
+		if prev, ok := old[u.Key]; !ok || prev.severity != u.Severity {
+			ask = append(ask, u.Key)
+		}
+	}
+	keySev, err := keySeverities(ctx, tx.query, orgID, ask)
+	if err != nil {
+		return err
 	}
 	delta := map[string]int{}
 	var inserts [][]any
 	var fresh []newUpdateKey
 	for _, u := range ups {
 		r := updRowOf(u)
-		after.add(r.severity)
+		if prev, ok := old[u.Key]; ok && prev.severity == r.severity {
+			r.derived, r.kev = prev.derived, prev.kev
+		} else {
+			k := keySev[u.Key]
+			r.derived, r.kev = higherSeverity(r.severity, k.severity), k.kev
+		}
+		after.add(r.derived)
 		if prev, ok := old[u.Key]; ok {
 			delete(old, u.Key)
 			if prev.title == r.title && prev.severity == r.severity && prev.source == r.source && prev.categories == r.categories &&
@@ -290,8 +311,10 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 				continue
 			}
 			if _, err := tx.exec(ctx, `UPDATE endpoint_updates SET title = ?, severity = ?, source = ?, categories = ?, kb = ?, winget_id = ?,
-				package_name = ?, product_key = ?, installed_version = ?, latest_version = ?, reboot_required = ?, release_date = ? WHERE id = ?`,
-				r.title, r.severity, r.source, r.categories, r.kb, r.winget, r.pkg, r.productKey, r.installed, r.latest, r.reboot, r.release, prev.id); err != nil {
+				package_name = ?, product_key = ?, installed_version = ?, latest_version = ?, reboot_required = ?, release_date = ?,
+				derived_severity = ?, kev = ? WHERE id = ?`,
+				r.title, r.severity, r.source, r.categories, r.kb, r.winget, r.pkg, r.productKey, r.installed, r.latest, r.reboot, r.release,
+				r.derived, r.kev, prev.id); err != nil {
 				return fmt.Errorf("store: inventory updates: %w", err)
 			}
 			continue
@@ -305,7 +328,7 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 			fresh = append(fresh, newUpdateKey{key: u.Key, severity: r.severity, source: r.source, title: r.title})
 		}
 		inserts = append(inserts, []any{NewID(), orgID, endpointID, u.Key, r.title, r.kb, r.severity, r.source, r.categories, r.winget, r.pkg,
-			r.productKey, r.installed, r.latest, r.reboot, r.release, millis(now)})
+			r.productKey, r.installed, r.latest, r.reboot, r.release, millis(now), r.derived, r.kev})
 	}
 	for k, r := range old {
 		delta[k]--
@@ -314,7 +337,8 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 		}
 	}
 	if err := tx.insertRows(ctx, "endpoint_updates", []string{"id", "org_id", "endpoint_id", "key", "title", "kb", "severity", "source", "categories",
-		"winget_id", "package_name", "product_key", "installed_version", "latest_version", "reboot_required", "release_date", "detected_at"}, inserts); err != nil {
+		"winget_id", "package_name", "product_key", "installed_version", "latest_version", "reboot_required", "release_date", "detected_at",
+		"derived_severity", "kev"}, inserts); err != nil {
 		return err
 	}
 	tx.applyKeyDelta(orgID, delta)
@@ -325,6 +349,53 @@ func (tx *Tx) replaceUpdates(ctx context.Context, orgID, endpointID string, ups 
 		}
 	}
 	return tx.afterNewUpdateKeys(ctx, orgID, fresh, now)
+}
+
+// keySeverity is an update key's effective severity and whether it fixes a
+// KEV CVE (update_keys.severity, kev).
+type keySeverity struct {
+	severity string
+	kev      bool
+}
+
+// keySeverities answers the effective severity of the organization's update
+// keys (those not found left out).
+func keySeverities(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), orgID string, keys []string) (map[string]keySeverity, error) {
+	out := map[string]keySeverity{}
+	for start := 0; start < len(keys); start += inChunk {
+		part := anySlice(keys[start:min(start+inChunk, len(keys))])
+		rows, err := query(ctx, `SELECT key, severity, kev FROM update_keys WHERE org_id = ? AND key IN (`+placeholders(len(part))+`)`,
+			append([]any{orgID}, part...)...)
+		if err := eachRow(rows, err, func(r *sql.Rows) error {
+			var k string
+			var v keySeverity
+			if err := r.Scan(&k, &v.severity, &v.kev); err != nil {
+				return err
+			}
+			out[k] = v
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("store: update key severities: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// higherSeverity answers the higher of two update severities (an unknown
+// one as Unspecified).
+func higherSeverity(a, b string) string {
+	if vulns.SeverityRank(b) > vulns.SeverityRank(a) {
+		a = b
+	}
+	if vulns.SeverityRank(a) == 0 {
+		return "Unspecified"
+	}
+	return a
+}
+
+// sevRankSQL is vulns.SeverityRank of a severity column in SQL.
+func sevRankSQL(col string) string {
+	return `(CASE ` + col + ` WHEN 'Critical' THEN 4 WHEN 'Important' THEN 3 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 1 ELSE 0 END)`
 }
 
 // missingCounts counts an endpoint's missing updates by severity, in the

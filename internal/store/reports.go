@@ -315,7 +315,7 @@ var reportSources = map[string]reportSQL{
 		kinds: []colKind{kText, kText, kText, kText, kInt, kInt, kInt, kInt, kInt, kBool, kBool, kTime},
 		query: func(p ReportParams) (string, []any) {
 			return `SELECT ` + endpointName + `, e.platform, e.os, COUNT(eu.id),
-				SUM(CASE WHEN eu.severity = 'Critical' THEN 1 ELSE 0 END), SUM(CASE WHEN eu.severity = 'Important' THEN 1 ELSE 0 END),
+				SUM(CASE WHEN eu.derived_severity = 'Critical' THEN 1 ELSE 0 END), SUM(CASE WHEN eu.derived_severity = 'Important' THEN 1 ELSE 0 END),
 				SUM(CASE WHEN eu.source <> 'Applications' THEN 1 ELSE 0 END), SUM(CASE WHEN eu.source = 'Applications' THEN 1 ELSE 0 END),
 				COALESCE(MAX(CASE WHEN eu.reboot_required THEN 1 ELSE 0 END), 0) = 1, e.pending_reboot, p.last_seen_at, e.inventory_at
 				FROM ` + endpointsSeen + ` LEFT JOIN endpoint_updates eu ON eu.endpoint_id = e.id WHERE e.org_id = ?
@@ -920,7 +920,7 @@ type ReportEndpoint struct {
 func (s *Store) ReportEndpoints(ctx context.Context, orgID, platform string) ([]ReportEndpoint, error) {
 	q := `SELECT e.id, COALESCE(e.display_name, e.hostname), e.platform, COALESCE(e.os, ''), COALESCE(e.cpu, ''), COALESCE(e.antivirus, ''),
 		e.ram_gb, (SELECT MAX(d.size_gb) FROM endpoint_disks d WHERE d.endpoint_id = e.id AND d.pos = 0), e.inventory_at,
-		(SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = e.id AND u.severity = 'Critical'),
+		e.missing_critical,
 		(SELECT COUNT(DISTINCT ev.cve_id) FROM endpoint_vulns ev LEFT JOIN vuln_cves c ON c.id = ev.cve_id WHERE ev.endpoint_id = e.id
 			AND (upper(c.severity) = 'CRITICAL' OR (c.severity IS NULL AND c.cvss >= 9)))
 		FROM endpoints e WHERE e.org_id = ?`

@@ -124,18 +124,231 @@ func (s *Store) RefreshUpdateRisk(ctx context.Context, orgID string, endpointIDs
 		}
 	}
 	changed := 0
+	var changedKeys []string
 	for start := 0; start < len(keys); start += inChunk {
-		n, err := s.refreshKeyRisk(ctx, orgID, keys[start:min(start+inChunk, len(keys))])
+		n, ks, err := s.refreshKeyRisk(ctx, orgID, keys[start:min(start+inChunk, len(keys))])
 		if err != nil {
 			return changed, err
 		}
 		changed += n
+		changedKeys = append(changedKeys, ks...)
+	}
+	// The missing updates' derived severity and the endpoints' counters:
+	// every row of a key whose severity changed, and the rows of the
+	// endpoints matched (an inventory stored while a key changed kept the
+	// severity it read).
+	for start := 0; start < len(changedKeys); start += inChunk {
+		part := anySlice(changedKeys[start:min(start+inChunk, len(changedKeys))])
+		if err := s.syncDerivedSeverity(ctx, orgID, `eu.key IN (`+placeholders(len(part))+`)`, part); err != nil {
+			return changed, err
+		}
+	}
+	for start := 0; start < len(endpointIDs); start += inChunk {
+		part := anySlice(endpointIDs[start:min(start+inChunk, len(endpointIDs))])
+		if err := s.syncDerivedSeverity(ctx, orgID, `eu.endpoint_id IN (`+placeholders(len(part))+`)`, part); err != nil {
+			return changed, err
+		}
+		// A counter an inventory wrote from rows read before the matcher
+		// changed them (PostgreSQL's read committed) is recounted here:
+		// written only where it differs.
+		if _, err := s.exec(ctx, `UPDATE endpoints SET `+recountMissing+` WHERE org_id = ? AND id IN (`+placeholders(len(part))+`) AND `+countsDiffer,
+			append([]any{orgID}, part...)...); err != nil {
+			return changed, fmt.Errorf("store: derived severity counts: %w", err)
+		}
+	}
+	eps := endpointIDs
+	if eps == nil {
+		rows, err := s.query(ctx, `SELECT id FROM endpoints WHERE org_id = ?`, orgID)
+		if eps, err = scanRows(rows, err, scanString); err != nil {
+			return changed, fmt.Errorf("store: endpoint risk: %w", err)
+		}
+	}
+	for start := 0; start < len(eps); start += inChunk {
+		if err := s.refreshEndpointRisk(ctx, orgID, eps[start:min(start+inChunk, len(eps))]); err != nil {
+			return changed, err
+		}
 	}
 	return changed, nil
 }
 
-// refreshKeyRisk is RefreshUpdateRisk of a chunk of keys.
-func (s *Store) refreshKeyRisk(ctx context.Context, orgID string, keys []string) (int, error) {
+// refreshEndpointRisk stores the risk of the organization's endpoints ids
+// (a chunk) where it changed: the highest risk of the CVEs found on each,
+// and that CVE (EndpointRisk).
+func (s *Store) refreshEndpointRisk(ctx context.Context, orgID string, ids []string) error {
+	args := append([]any{orgID}, anySlice(ids)...)
+	in := `(` + placeholders(len(ids)) + `)`
+	type risk struct {
+		score float64
+		cve   string
+	}
+	current := map[string]risk{}
+	rows, err := s.query(ctx, `SELECT id, risk, COALESCE(risk_cve, '') FROM endpoints WHERE org_id = ? AND id IN `+in, args...)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		var id string
+		var x risk
+		if err := r.Scan(&id, &x.score, &x.cve); err != nil {
+			return err
+		}
+		current[id] = x
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: endpoint risk: %w", err)
+	}
+	cves := map[string][]string{}
+	all := map[string]bool{}
+	rows, err = s.query(ctx, `SELECT DISTINCT endpoint_id, cve_id FROM endpoint_vulns WHERE org_id = ? AND endpoint_id IN `+in, args...)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		var ep, cve string
+		if err := r.Scan(&ep, &cve); err != nil {
+			return err
+		}
+		cves[ep] = append(cves[ep], cve)
+		all[cve] = true
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: endpoint risk: %w", err)
+	}
+	facts, err := s.CVEFacts(ctx, slices.Sorted(maps.Keys(all)))
+	if err != nil {
+		return err
+	}
+	type change struct {
+		id string
+		risk
+	}
+	var changes []change
+	for _, id := range ids {
+		old, ok := current[id]
+		if !ok {
+			continue
+		}
+		var f vulns.Fixes
+		list := cves[id]
+		slices.Sort(list)
+		for _, c := range list {
+			fc, ok := facts[c]
+			if !ok {
+				fc = vulns.CVEFacts{ID: c}
+			}
+			f.Add(fc)
+		}
+		if nw := (risk{score: f.Risk, cve: f.Top}); nw != old {
+			changes = append(changes, change{id, nw})
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, c := range changes {
+			var top *string
+			if c.cve != "" {
+				top = &c.cve
+			}
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET risk = ?, risk_cve = ? WHERE id = ?`, c.score, top, c.id); err != nil {
+				return fmt.Errorf("store: endpoint risk: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// fillEndpointRisk says how the risk of a page of endpoints is made.
+func fillEndpointRisk(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), page []apiv1.Endpoint) error {
+	tops := map[string]bool{}
+	for _, e := range page {
+		if e.RiskCVE != nil {
+			tops[*e.RiskCVE] = true
+		}
+	}
+	if len(tops) == 0 {
+		return nil
+	}
+	facts, err := cveFacts(ctx, query, slices.Sorted(maps.Keys(tops)))
+	if err != nil {
+		return err
+	}
+	for i, e := range page {
+		if e.RiskCVE != nil {
+			f, ok := facts[*e.RiskCVE]
+			if !ok {
+				f = vulns.CVEFacts{ID: *e.RiskCVE}
+			}
+			page[i].RiskReason = *e.RiskCVE + ": " + f.RiskReason()
+		}
+	}
+	return nil
+}
+
+// syncDerivedSeverity sets the derived severity and KEV flag of the
+// organization's missing updates matching cond (on endpoint_updates eu)
+// from their keys where they differ, and recounts the missing updates of
+// the endpoints whose rows changed.
+func (s *Store) syncDerivedSeverity(ctx context.Context, orgID, cond string, args []any) error {
+	type fix struct {
+		id, severity string
+		kev          bool
+	}
+	var fixes []fix
+	endpoints := map[string]bool{}
+	rows, err := s.query(ctx, `SELECT eu.id, eu.endpoint_id, eu.severity, eu.derived_severity, eu.kev, k.severity, k.kev
+		FROM endpoint_updates eu JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key WHERE eu.org_id = ? AND `+cond,
+		append([]any{orgID}, args...)...)
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		var id, ep, reported, derived, keySev string
+		var kev, keyKEV bool
+		if err := r.Scan(&id, &ep, &reported, &derived, &kev, &keySev, &keyKEV); err != nil {
+			return err
+		}
+		if want := higherSeverity(reported, keySev); want != derived || kev != keyKEV {
+			fixes = append(fixes, fix{id: id, severity: want, kev: keyKEV})
+			endpoints[ep] = true
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: derived severity: %w", err)
+	}
+	if len(fixes) == 0 {
+		return nil
+	}
+	eps := slices.Sorted(maps.Keys(endpoints))
+	return s.InTx(ctx, func(tx *Tx) error {
+		for _, f := range fixes {
+			if _, err := tx.exec(ctx, `UPDATE endpoint_updates SET derived_severity = ?, kev = ? WHERE id = ?`, f.severity, f.kev, f.id); err != nil {
+				return fmt.Errorf("store: derived severity: %w", err)
+			}
+		}
+		for start := 0; start < len(eps); start += inChunk {
+			part := anySlice(eps[start:min(start+inChunk, len(eps))])
+			if _, err := tx.exec(ctx, `UPDATE endpoints SET `+recountMissing+` WHERE id IN (`+placeholders(len(part))+`)`, part...); err != nil {
+				return fmt.Errorf("store: derived severity counts: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// countsDiffer is the condition of an endpoint whose counters of missing
+// updates are not those of its rows.
+const countsDiffer = `(missing_critical <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Critical')
+	OR missing_important <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Important')
+	OR missing_moderate <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Moderate')
+	OR missing_low <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Low')
+	OR missing_unspecified <> (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id
+		AND u.derived_severity NOT IN ('Critical', 'Important', 'Moderate', 'Low')))`
+
+// recountMissing sets an endpoint's counters of missing updates from its
+// rows (by derived severity).
+const recountMissing = `missing_critical = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Critical'),
+	missing_important = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Important'),
+	missing_moderate = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Moderate'),
+	missing_low = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id AND u.derived_severity = 'Low'),
+	missing_unspecified = (SELECT COUNT(*) FROM endpoint_updates u WHERE u.endpoint_id = endpoints.id
+		AND u.derived_severity NOT IN ('Critical', 'Important', 'Moderate', 'Low'))`
+
+// refreshKeyRisk is RefreshUpdateRisk of a chunk of keys; it answers how
+// many keys changed and those whose severity or KEV flag did.
+func (s *Store) refreshKeyRisk(ctx context.Context, orgID string, keys []string) (int, []string, error) {
 	args := anySlice(keys)
 	in := `(` + placeholders(len(keys)) + `)`
 	cves := map[string]map[string]bool{} // key → CVEs
@@ -147,7 +360,7 @@ func (s *Store) refreshKeyRisk(ctx context.Context, orgID string, keys []string)
 	}
 	pairs, err := fixPairs(ctx, s.query, orgID, `eu.key IN `+in, args...)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for _, p := range pairs {
 		add(p.Key, p.CVEID)
@@ -156,12 +369,12 @@ func (s *Store) refreshKeyRisk(ctx context.Context, orgID string, keys []string)
 		append([]any{orgID}, args...)...)
 	eps, err := scanRows(rows, err, scanString)
 	if err != nil {
-		return 0, fmt.Errorf("store: update risk: %w", err)
+		return 0, nil, fmt.Errorf("store: update risk: %w", err)
 	}
 	if len(eps) > 0 {
 		kb, err := kbFixPairs(ctx, s.query, orgID, anySlice(eps))
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		want := map[string]bool{}
 		for _, k := range keys {
@@ -179,7 +392,7 @@ func (s *Store) refreshKeyRisk(ctx context.Context, orgID string, keys []string)
 	}
 	facts, err := s.CVEFacts(ctx, slices.Sorted(maps.Keys(all)))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	type row struct {
 		severity, vendor, top string
@@ -202,11 +415,12 @@ func (s *Store) refreshKeyRisk(ctx context.Context, orgID string, keys []string)
 		current[k] = x
 		return nil
 	}); err != nil {
-		return 0, fmt.Errorf("store: update risk: %w", err)
+		return 0, nil, fmt.Errorf("store: update risk: %w", err)
 	}
-	changed := 0
+	n := 0
+	var changed []string
 	err = s.InTx(ctx, func(tx *Tx) error {
-		changed = 0
+		n, changed = 0, nil
 		for _, k := range keys {
 			old, ok := current[k]
 			if !ok {
@@ -234,11 +448,14 @@ func (s *Store) refreshKeyRisk(ctx context.Context, orgID string, keys []string)
 				top_cve = ?, risk = ? WHERE org_id = ? AND key = ?`, nw.severity, nw.vendor, nw.count, nw.kev, nw.cvss, nw.epss, top, nw.risk, orgID, k); err != nil {
 				return fmt.Errorf("store: update risk: %w", err)
 			}
-			changed++
+			n++
+			if nw.severity != old.severity || nw.kev != old.kev {
+				changed = append(changed, k)
+			}
 		}
 		return nil
 	})
-	return changed, err
+	return n, changed, err
 }
 
 func eqFloat(a, b *float64) bool {

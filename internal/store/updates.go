@@ -26,8 +26,22 @@ type UpdateQuery struct {
 	EndpointID string
 	Severity   string
 	Sources    []string
-	Limit      int
-	Offset     int
+	// Sort is "key" (the default: by key, then endpoint) or "risk" (the
+	// key's risk score, highest first, then key and endpoint).
+	Sort   string
+	Limit  int
+	Offset int
+}
+
+// UpdateSorts are the orders of the updates list.
+var UpdateSorts = []string{"key", "risk"}
+
+// keyOrder is the ORDER BY of the query's keys (update_keys k).
+func (q UpdateQuery) keyOrder() string {
+	if q.Sort == "risk" {
+		return `k.risk DESC, k.key`
+	}
+	return `k.key`
 }
 
 // updateColumns read one row of the list; severity and source are the
@@ -106,7 +120,7 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 				return fmt.Errorf("store: count updates: %w", err)
 			}
 			rows, err := r.query(ctx, `SELECT `+updateColumns+updateFrom+` WHERE eu.org_id = ? AND eu.endpoint_id = ?`+keyWhere+`
-				ORDER BY eu.key LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
+				ORDER BY `+q.keyOrder()+` LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
 			if err := eachRow(rows, err, func(row *sql.Rows) error {
 				u, err := scanUpdate(row)
 				if err != nil {
@@ -123,7 +137,7 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 		// given to its rows, instead of being joined on every row.
 		rows, err := r.query(ctx, `SELECT k.key, k.endpoints, k.severity, k.source, COALESCE(a.status, 'NEW') FROM update_keys k
 			LEFT JOIN update_approvals a ON a.org_id = k.org_id AND a.key = k.key
-			WHERE k.org_id = ? AND k.endpoints > 0`+keyWhere+` ORDER BY k.key`, append([]any{q.OrgID}, keyArgs...)...)
+			WHERE k.org_id = ? AND k.endpoints > 0`+keyWhere+` ORDER BY `+q.keyOrder(), append([]any{q.OrgID}, keyArgs...)...)
 		var entries []countedKey[keyAttrs]
 		if err := eachRow(rows, err, func(row *sql.Rows) error {
 			var e countedKey[keyAttrs]

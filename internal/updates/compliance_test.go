@@ -40,3 +40,17 @@ func TestCompliancePolicy(t *testing.T) {
 		t.Error(d)
 	}
 }
+
+// An update that fixes a KEV CVE is overdue after the shorter of the KEV
+// deadline and its severity's period.
+func TestCompliancePolicyKEV(t *testing.T) {
+	p := DefaultCompliancePolicy()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	since := now.AddDate(0, 0, -14).Add(-time.Second)
+	if !p.OverdueKEV("Low", true, since, now) || p.OverdueKEV("Low", false, since, now) || p.OverdueKEV("Low", true, now.AddDate(0, 0, -14), now) {
+		t.Error("KEV deadline of 14 days")
+	}
+	if !p.KEVCutoff(now).Equal(now.AddDate(0, 0, -14)) || CompliancePolicyOf(p.Periods()).KEV != 14 {
+		t.Errorf("KEV cutoff %v, periods %v", p.KEVCutoff(now), p.Periods())
+	}
+}
