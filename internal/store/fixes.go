@@ -274,7 +274,7 @@ func kbFixPairs(ctx context.Context, query func(context.Context, string, ...any)
 		part := endpointIDs[start:min(start+chunk, len(endpointIDs))]
 		rows, err := query(ctx, `SELECT endpoint_id, key, title, kb, severity FROM endpoint_updates
 			WHERE org_id = ? AND kb IS NOT NULL AND endpoint_id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, part...)...)
-		page, err := scanRows(rows, err, func(r *sql.Rows) (apiv1.Update, error) {
+		page, err := scanRows(rows, err, func(r rowScanner) (apiv1.Update, error) {
 			var u apiv1.Update
 			var kb string
 			err := r.Scan(&u.EndpointID, &u.Key, &u.Title, &kb, &u.Severity)
