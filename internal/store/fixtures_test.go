@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/patchd/patchd/internal/store"
@@ -55,4 +57,23 @@ func newAdmin(t testing.TB, s *store.Store, org, email string) (store.Org, store
 	t.Helper()
 	o := newOrg(t, s, org)
 	return o, newUser(t, s, store.User{OrgID: o.ID, Email: email, RoleID: builtinRole(t, s, o.ID, store.RoleAdministrator).ID})
+}
+
+// race runs f in 8 goroutines at once (the i-th is given i) and answers
+// how many of them f answered true: of racers for one thing that may be
+// taken once, exactly one must win.
+func race(f func(i int) bool) int32 {
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if f(i) {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return wins.Load()
 }
