@@ -175,21 +175,8 @@ func cutColon(s string) (string, string, bool) {
 // changed. PATCHD_PERF=1 runs it; PATCHD_PERF_ENDPOINTS sets the fleet
 // size (default 10,000).
 func TestFleetMatchPerformance(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1")
-	}
-	n := 10000
-	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
-		n = v
-	}
+	s, o, n := perfFleetStore(t)
 	ctx := context.Background()
-	logLoad(t)
-	defer logLoad(t)
-	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Perf", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
 	ids, apps := loadFleet(t, s, o.ID, n)
 	t.Logf("fleet: %d endpoints, %.0f applications each on average, loaded in %v", n, float64(apps)/float64(n), time.Since(start).Round(time.Second))
@@ -336,6 +323,28 @@ func timeInventoryChanges(t *testing.T, s *store.Store, m *vulndb.Matcher, orgID
 		times[len(times)*99/100-1].Round(time.Microsecond), times[len(times)-1].Round(time.Microsecond))
 }
 
+// perfFleetStore skips the test unless PATCHD_PERF is set, opens the store
+// with an organization and answers the fleet size (PATCHD_PERF_ENDPOINTS,
+// default 10,000); the load average is logged now and when the test ends.
+func perfFleetStore(t *testing.T) (*store.Store, store.Org, int) {
+	t.Helper()
+	if os.Getenv("PATCHD_PERF") == "" {
+		t.Skip("set PATCHD_PERF=1")
+	}
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
+		n = v
+	}
+	logLoad(t)
+	t.Cleanup(func() { logLoad(t) })
+	s := storetest.Open(t)
+	o, err := s.CreateOrg(context.Background(), "Perf", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, o, n
+}
+
 func logLoad(t *testing.T) {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		t.Logf("load average: %s", strings.TrimSpace(string(b)))
@@ -447,21 +456,8 @@ func storeMSRCHistory(tb testing.TB, s *store.Store) int {
 // 250,000 CPE rules and two years of MSRC-shaped data (storeMSRCHistory).
 // PATCHD_PERF=1 runs it.
 func TestFleetMatchPerformanceWindows(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1")
-	}
-	n := 10000
-	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
-		n = v
-	}
+	s, o, n := perfFleetStore(t)
 	ctx := context.Background()
-	logLoad(t)
-	defer logLoad(t)
-	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Perf", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var indexes []int
 	for i := 0; len(indexes) < n; i++ {
 		if sim.Platform(1, i) == "windows" {
