@@ -900,14 +900,7 @@ func (s *Store) FindEndpointIDs(ctx context.Context, q EndpointQuery) ([]string,
 	from, where, args := endpointWhere(q)
 	rows, err := s.query(ctx, `SELECT e.id FROM `+from+` WHERE `+where+` ORDER BY e.id`, args...)
 	var ids []string
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		var id string
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	}); err != nil {
+	if err := appendRows(&ids, rows, err, scanString); err != nil {
 		return nil, fmt.Errorf("store: endpoint ids: %w", err)
 	}
 	return ids, nil

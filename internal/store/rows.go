@@ -69,3 +69,9 @@ func scanString(r rowScanner) (string, error) {
 	err := r.Scan(&v)
 	return v, err
 }
+
+// scanStringArg scans a row of one text column as an argument of a later
+// query.
+func scanStringArg(r rowScanner) (any, error) {
+	return scanString(r)
+}
