@@ -10,7 +10,6 @@ import (
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/internal/updates"
 )
 
@@ -62,8 +61,7 @@ func decisions(t *testing.T, s *store.Store, orgID string) map[string]string {
 func TestApprovalPolicyAtIngestion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	audit := func() *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
 	}
@@ -111,8 +109,7 @@ func TestApprovalPolicyAtIngestion(t *testing.T) {
 func TestDeclineOlder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	audit := func() *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
 	}
@@ -157,8 +154,7 @@ func TestDeclineOlder(t *testing.T) {
 func TestBuiltinGroupsStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	now := time.Now()
 	old := enroll(t, s, o.ID, "old", now.AddDate(0, 0, -8))
 	fresh := enroll(t, s, o.ID, "fresh", now.Add(-time.Hour))

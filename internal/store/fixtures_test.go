@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // The organizations, roles and users the store's tests start from.
@@ -19,6 +20,13 @@ func newOrg(t testing.TB, s *store.Store, name string) store.Org {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// acmeStore opens a store for the test with the organization Acme.
+func acmeStore(t testing.TB) (*store.Store, store.Org) {
+	t.Helper()
+	s := storetest.Open(t)
+	return s, newOrg(t, s, "Acme")
 }
 
 // builtinRole answers the organization's built-in role of that name

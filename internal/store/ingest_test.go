@@ -12,7 +12,6 @@ import (
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestIngesterBatches submits many inventories at once, one of them for an
@@ -21,8 +20,7 @@ import (
 func TestIngesterBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	g := s.NewIngester()
 	defer g.Close()
 	const n = 60
@@ -82,8 +80,7 @@ func TestIngesterBatches(t *testing.T) {
 func TestIngestBatchMemberFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	g := s.NewIngester()
 	defer g.Close()
 	now := time.Now()
