@@ -9,18 +9,13 @@ import (
 
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestSSOLoginSingleUse: of many callbacks with one state at once, exactly
 // one takes the sign-in; expired rows go away with the next sign-in.
 func TestSSOLoginSingleUse(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	l := store.SSOLogin{StateHash: "state-1", BindingHash: "b", OrgID: o.ID, Nonce: "n", PKCEVerifier: "v", Next: "/console/", ExpiresAt: now.Add(time.Minute)}
 	if err := s.CreateSSOLogin(ctx, l, now); err != nil {
@@ -59,12 +54,8 @@ func TestSSOLoginSingleUse(t *testing.T) {
 // TestSSOIdentityLinks: a provider account is linked to one user; another
 // account of the same provider with the same address is refused.
 func TestSSOIdentityLinks(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	role, _ := s.FindRole(ctx, o.ID, store.RoleReadOnly)
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action}
@@ -120,12 +111,8 @@ func TestSSOIdentityLinks(t *testing.T) {
 // instance's Audit Trail) lets an operator use single sign-on; granting or
 // revoking the operator attribute clears it.
 func TestSSOOperatorProtection(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ro, _ := s.FindRole(ctx, o.ID, store.RoleReadOnly)
 	adm, _ := s.FindRole(ctx, o.ID, store.RoleAdministrator)
 	op, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"},
