@@ -9,16 +9,14 @@ import (
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestInvitationsTakenOnce: of many acceptances of one invitation at
 // once, exactly one sets the password; an expired invitation, one whose
 // user is disabled, and one ended by a password reset open nothing.
 func TestInvitationsTakenOnce(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	role := builtinRole(t, s, o.ID, store.RoleReadOnly)
 	now := time.Now()
 	invite := func(email, hash string, expires time.Time) store.User {
@@ -78,9 +76,8 @@ func TestInvitationsTakenOnce(t *testing.T) {
 // TestDeleteRoleInUse: a custom role held by a user, a credential or the
 // SSO settings is not deleted; a built-in one never; an unused one is.
 func TestDeleteRoleInUse(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "role"}
 	}

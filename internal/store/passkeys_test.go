@@ -9,7 +9,6 @@ import (
 
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestPasskeysStored: a user's passkeys are added, listed, renamed, used
@@ -17,9 +16,8 @@ import (
 // the counter check is atomic; a second-factor reset removes them with the
 // TOTP app; the Audit Trail has each change.
 func TestPasskeysStored(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	role := builtinRole(t, s, o.ID, store.RoleAdministrator)
 	alice := newUser(t, s, store.User{OrgID: o.ID, Email: "alice@example.com", RoleID: role.ID})
 	bob := newUser(t, s, store.User{OrgID: o.ID, Email: "bob@example.com", RoleID: role.ID})
@@ -193,9 +191,8 @@ func audited(t *testing.T, s *store.Store, orgID, action string) []store.AuditEn
 // once, by its browser only, never after it expired; a credential id
 // names its owner.
 func TestPasskeyLoginsAndOwner(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	role := builtinRole(t, s, o.ID, store.RoleReadOnly)
 	u := newUser(t, s, store.User{OrgID: o.ID, Email: "a@example.com", RoleID: role.ID})
 	p, err := s.AddPasskey(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.passkey_add", TargetType: "user"},
