@@ -29,6 +29,14 @@ func acmeStore(t testing.TB) (*store.Store, store.Org) {
 	return s, newOrg(t, s, "Acme")
 }
 
+// ingester answers a new Ingester of s, closed when the test ends.
+func ingester(t testing.TB, s *store.Store) *store.Ingester {
+	t.Helper()
+	g := s.NewIngester()
+	t.Cleanup(g.Close)
+	return g
+}
+
 // builtinRole answers the organization's built-in role of that name
 // (store.RoleAdministrator, store.RoleReadOnly).
 func builtinRole(t testing.TB, s *store.Store, orgID, name string) store.Role {

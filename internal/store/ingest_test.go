@@ -21,8 +21,7 @@ func TestIngesterBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, o := acmeStore(t)
-	g := s.NewIngester()
-	defer g.Close()
+	g := ingester(t, s)
 	const n = 60
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -81,8 +80,7 @@ func TestIngestBatchMemberFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, o := acmeStore(t)
-	g := s.NewIngester()
-	defer g.Close()
+	g := ingester(t, s)
 	now := time.Now()
 	enrolled := 0
 	batch := func(missing string, n int) ([]string, []inventory.Normalized) {

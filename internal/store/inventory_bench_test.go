@@ -84,8 +84,7 @@ func BenchmarkRecordCheckins(b *testing.B) {
 func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
 	s, o := acmeStore(b)
-	g := s.NewIngester()
-	defer g.Close()
+	g := ingester(b, s)
 	const wave = 64
 	type doc struct {
 		id string
