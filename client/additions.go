@@ -16,30 +16,22 @@ import (
 
 // ListScripts reads the organization's script library.
 func (c *Client) ListScripts(ctx context.Context) (apiv1.List[apiv1.Script], error) {
-	var out apiv1.List[apiv1.Script]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/scripts", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.Script]](ctx, c, http.MethodGet, "/api/v1/scripts", nil, nil)
 }
 
 // GetScript reads one script, by id or by name.
 func (c *Client) GetScript(ctx context.Context, idOrName string) (apiv1.Script, error) {
-	var out apiv1.Script
-	err := c.Do(ctx, http.MethodGet, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, nil, &out)
-	return out, err
+	return call[apiv1.Script](ctx, c, http.MethodGet, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, nil)
 }
 
 // CreateScript adds a script to the library.
 func (c *Client) CreateScript(ctx context.Context, body apiv1.ScriptBody) (apiv1.Script, error) {
-	var out apiv1.Script
-	err := c.Do(ctx, http.MethodPost, "/api/v1/scripts", nil, body, &out)
-	return out, err
+	return call[apiv1.Script](ctx, c, http.MethodPost, "/api/v1/scripts", nil, body)
 }
 
 // UpdateScript changes the fields body gives of a script (by id or name).
 func (c *Client) UpdateScript(ctx context.Context, idOrName string, body apiv1.ScriptBody) (apiv1.Script, error) {
-	var out apiv1.Script
-	err := c.Do(ctx, http.MethodPatch, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, body, &out)
-	return out, err
+	return call[apiv1.Script](ctx, c, http.MethodPatch, "/api/v1/scripts/"+url.PathEscape(idOrName), nil, body)
 }
 
 // DeleteScript removes a script (by id or name).
@@ -50,17 +42,13 @@ func (c *Client) DeleteScript(ctx context.Context, idOrName string) error {
 // ListEnrollTokens reads the organization's enrollment tokens (never the
 // tokens themselves) with their uses.
 func (c *Client) ListEnrollTokens(ctx context.Context) (apiv1.List[apiv1.EnrollToken], error) {
-	var out apiv1.List[apiv1.EnrollToken]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/enrollment-tokens", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.EnrollToken]](ctx, c, http.MethodGet, "/api/v1/enrollment-tokens", nil, nil)
 }
 
 // CreateEnrollToken creates an enrollment token; the answer is the only
 // place the token appears.
 func (c *Client) CreateEnrollToken(ctx context.Context, body apiv1.EnrollTokenBody) (apiv1.NewEnrollToken, error) {
-	var out apiv1.NewEnrollToken
-	err := c.Do(ctx, http.MethodPost, "/api/v1/enrollment-tokens", nil, body, &out)
-	return out, err
+	return call[apiv1.NewEnrollToken](ctx, c, http.MethodPost, "/api/v1/enrollment-tokens", nil, body)
 }
 
 // RevokeEnrollToken revokes an enrollment token.
@@ -93,9 +81,7 @@ func (q AuditQuery) values() url.Values {
 
 // ListAudit reads one page of the organization's Audit Trail, newest first.
 func (c *Client) ListAudit(ctx context.Context, q AuditQuery) (apiv1.Page[apiv1.AuditEntry], error) {
-	var out apiv1.Page[apiv1.AuditEntry]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/audit", q.values(), nil, &out)
-	return out, err
+	return call[apiv1.Page[apiv1.AuditEntry]](ctx, c, http.MethodGet, "/api/v1/audit", q.values(), nil)
 }
 
 // Audit walks every entry of the Audit Trail that q matches, page by page.
@@ -108,38 +94,28 @@ func (c *Client) Audit(ctx context.Context, q AuditQuery) iter.Seq2[apiv1.AuditE
 
 // GetRun reads one run.
 func (c *Client) GetRun(ctx context.Context, id string) (apiv1.Run, error) {
-	var out apiv1.Run
-	err := c.Do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, nil, &out)
-	return out, err
+	return call[apiv1.Run](ctx, c, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, nil)
 }
 
 // StopRun stops a running run: commands not started yet are cancelled.
 func (c *Client) StopRun(ctx context.Context, id string) (apiv1.Run, error) {
-	var out apiv1.Run
-	err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/stop", nil, nil, &out)
-	return out, err
+	return call[apiv1.Run](ctx, c, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/stop", nil, nil)
 }
 
 // RetryRun starts a new run of a run's action on the endpoints whose
 // command failed.
 func (c *Client) RetryRun(ctx context.Context, id string) (apiv1.RunStarted, error) {
-	var out apiv1.RunStarted
-	err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", nil, nil, &out)
-	return out, err
+	return call[apiv1.RunStarted](ctx, c, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", nil, nil)
 }
 
 // GetAlertRule reads one alert rule.
 func (c *Client) GetAlertRule(ctx context.Context, id string) (apiv1.AlertRule, error) {
-	var out apiv1.AlertRule
-	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(id), nil, nil, &out)
-	return out, err
+	return call[apiv1.AlertRule](ctx, c, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(id), nil, nil)
 }
 
 // UpdateAlertRule changes the fields body gives of an alert rule.
 func (c *Client) UpdateAlertRule(ctx context.Context, id string, body apiv1.AlertRulePatch) (apiv1.AlertRule, error) {
-	var out apiv1.AlertRule
-	err := c.Do(ctx, http.MethodPatch, "/api/v1/alerts/"+url.PathEscape(id), nil, body, &out)
-	return out, err
+	return call[apiv1.AlertRule](ctx, c, http.MethodPatch, "/api/v1/alerts/"+url.PathEscape(id), nil, body)
 }
 
 // DeleteAlertRule deletes an alert rule with its events.
@@ -153,47 +129,35 @@ func (c *Client) SetAlertRuleEnabled(ctx context.Context, id string, enabled boo
 	if enabled {
 		op = "/enable"
 	}
-	var out apiv1.AlertRule
-	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+op, nil, nil, &out)
-	return out, err
+	return call[apiv1.AlertRule](ctx, c, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+op, nil, nil)
 }
 
 // TestAlertRule raises a TEST event of an alert rule, delivered like any other.
 func (c *Client) TestAlertRule(ctx context.Context, id string) (apiv1.AlertEvent, error) {
-	var out apiv1.AlertEvent
-	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+"/test", nil, nil, &out)
-	return out, err
+	return call[apiv1.AlertEvent](ctx, c, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(id)+"/test", nil, nil)
 }
 
 // ListAlertEvents reads one page of an alert rule's events, newest first,
 // with the outcome of their deliveries.
 func (c *Client) ListAlertEvents(ctx context.Context, id string, q PageQuery) (apiv1.Page[apiv1.AlertEvent], error) {
-	var out apiv1.Page[apiv1.AlertEvent]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(id)+"/events", q.values(), nil, &out)
-	return out, err
+	return call[apiv1.Page[apiv1.AlertEvent]](ctx, c, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(id)+"/events", q.values(), nil)
 }
 
 // GetGroup reads one endpoint group.
 func (c *Client) GetGroup(ctx context.Context, id string) (apiv1.Group, error) {
-	var out apiv1.Group
-	err := c.Do(ctx, http.MethodGet, "/api/v1/groups/"+url.PathEscape(id), nil, nil, &out)
-	return out, err
+	return call[apiv1.Group](ctx, c, http.MethodGet, "/api/v1/groups/"+url.PathEscape(id), nil, nil)
 }
 
 // AgentVersions reads the organization's agent versions, the published
 // releases, its update policy, who is behind and the recent failures.
 func (c *Client) AgentVersions(ctx context.Context) (apiv1.AgentVersions, error) {
-	var out apiv1.AgentVersions
-	err := c.Do(ctx, http.MethodGet, "/api/v1/agent-versions", nil, nil, &out)
-	return out, err
+	return call[apiv1.AgentVersions](ctx, c, http.MethodGet, "/api/v1/agent-versions", nil, nil)
 }
 
 // SetAgentPolicy sets the organization's agent update policy (latest,
 // pinned with a version, or none) and answers the agent versions under it.
 func (c *Client) SetAgentPolicy(ctx context.Context, body apiv1.AgentPolicyBody) (apiv1.AgentVersions, error) {
-	var out apiv1.AgentVersions
-	err := c.Do(ctx, http.MethodPut, "/api/v1/agent-policy", nil, body, &out)
-	return out, err
+	return call[apiv1.AgentVersions](ctx, c, http.MethodPut, "/api/v1/agent-policy", nil, body)
 }
 
 // ComplianceHistory reads the organization's recorded compliance of the
@@ -210,9 +174,7 @@ func (c *Client) ComplianceHistory(ctx context.Context, days int) (apiv1.List[ap
 
 // ApprovalPolicy reads the organization's automatic approval policy.
 func (c *Client) ApprovalPolicy(ctx context.Context) (apiv1.ApprovalPolicy, error) {
-	var out apiv1.ApprovalPolicy
-	err := c.Do(ctx, http.MethodGet, "/api/v1/approval-policy", nil, nil, &out)
-	return out, err
+	return call[apiv1.ApprovalPolicy](ctx, c, http.MethodGet, "/api/v1/approval-policy", nil, nil)
 }
 
 // SetApprovalPolicy replaces the organization's automatic approval policy
@@ -222,9 +184,7 @@ func (c *Client) SetApprovalPolicy(ctx context.Context, p apiv1.ApprovalPolicy) 
 	if rules == nil {
 		rules = []apiv1.ApprovalPolicyRule{}
 	}
-	var out apiv1.ApprovalPolicy
-	err := c.Do(ctx, http.MethodPut, "/api/v1/approval-policy", nil, apiv1.ApprovalPolicyBody{DeclineOlder: &p.DeclineOlder, Rules: &rules}, &out)
-	return out, err
+	return call[apiv1.ApprovalPolicy](ctx, c, http.MethodPut, "/api/v1/approval-policy", nil, apiv1.ApprovalPolicyBody{DeclineOlder: &p.DeclineOlder, Rules: &rules})
 }
 
 // VulnExceptions lists the organization's accepted risks and compensating
@@ -242,9 +202,7 @@ func (c *Client) VulnExceptions(ctx context.Context, kind string) (apiv1.List[ap
 // AcceptVulnRisk records (or replaces) the organization's decision about a
 // CVE: its risk accepted or a compensating control in place.
 func (c *Client) AcceptVulnRisk(ctx context.Context, cve string, body apiv1.VulnExceptionBody) (apiv1.VulnException, error) {
-	var out apiv1.VulnException
-	err := c.Do(ctx, http.MethodPost, "/api/v1/vulnerabilities/"+url.PathEscape(cve)+"/exception", nil, body, &out)
-	return out, err
+	return call[apiv1.VulnException](ctx, c, http.MethodPost, "/api/v1/vulnerabilities/"+url.PathEscape(cve)+"/exception", nil, body)
 }
 
 // RevokeVulnRisk deletes the organization's decision about a CVE.
@@ -254,53 +212,39 @@ func (c *Client) RevokeVulnRisk(ctx context.Context, cve string) error {
 
 // RemediationPolicy reads the organization's remediation periods.
 func (c *Client) RemediationPolicy(ctx context.Context) (apiv1.RemediationPolicy, error) {
-	var out apiv1.RemediationPolicy
-	err := c.Do(ctx, http.MethodGet, "/api/v1/remediation-policy", nil, nil, &out)
-	return out, err
+	return call[apiv1.RemediationPolicy](ctx, c, http.MethodGet, "/api/v1/remediation-policy", nil, nil)
 }
 
 // SetRemediationPolicy sets the organization's four remediation periods.
 func (c *Client) SetRemediationPolicy(ctx context.Context, p apiv1.RemediationPolicy) (apiv1.RemediationPolicy, error) {
-	var out apiv1.RemediationPolicy
-	err := c.Do(ctx, http.MethodPut, "/api/v1/remediation-policy", nil, p, &out)
-	return out, err
+	return call[apiv1.RemediationPolicy](ctx, c, http.MethodPut, "/api/v1/remediation-policy", nil, p)
 }
 
 // CompliancePolicy reads the organization's compliance policy.
 func (c *Client) CompliancePolicy(ctx context.Context) (apiv1.CompliancePolicy, error) {
-	var out apiv1.CompliancePolicy
-	err := c.Do(ctx, http.MethodGet, "/api/v1/compliance-policy", nil, nil, &out)
-	return out, err
+	return call[apiv1.CompliancePolicy](ctx, c, http.MethodGet, "/api/v1/compliance-policy", nil, nil)
 }
 
 // SetCompliancePolicy sets the organization's five compliance periods.
 func (c *Client) SetCompliancePolicy(ctx context.Context, p apiv1.CompliancePolicy) (apiv1.CompliancePolicy, error) {
-	var out apiv1.CompliancePolicy
-	err := c.Do(ctx, http.MethodPut, "/api/v1/compliance-policy", nil, p, &out)
-	return out, err
+	return call[apiv1.CompliancePolicy](ctx, c, http.MethodPut, "/api/v1/compliance-policy", nil, p)
 }
 
 // ComplianceByGroup reads every group's compliance under the
 // organization's compliance policy.
 func (c *Client) ComplianceByGroup(ctx context.Context) (apiv1.ComplianceByGroup, error) {
-	var out apiv1.ComplianceByGroup
-	err := c.Do(ctx, http.MethodGet, "/api/v1/compliance/groups", nil, nil, &out)
-	return out, err
+	return call[apiv1.ComplianceByGroup](ctx, c, http.MethodGet, "/api/v1/compliance/groups", nil, nil)
 }
 
 // SSO reads the organization's single sign-on provider (roles holding
 // every permission); a 404 when none is set up.
 func (c *Client) SSO(ctx context.Context) (apiv1.SSO, error) {
-	var out apiv1.SSO
-	err := c.Do(ctx, http.MethodGet, "/api/v1/sso", nil, nil, &out)
-	return out, err
+	return call[apiv1.SSO](ctx, c, http.MethodGet, "/api/v1/sso", nil, nil)
 }
 
 // SetSSO sets the organization's single sign-on provider.
 func (c *Client) SetSSO(ctx context.Context, body apiv1.SSOBody) (apiv1.SSO, error) {
-	var out apiv1.SSO
-	err := c.Do(ctx, http.MethodPut, "/api/v1/sso", nil, body, &out)
-	return out, err
+	return call[apiv1.SSO](ctx, c, http.MethodPut, "/api/v1/sso", nil, body)
 }
 
 // DeleteSSO removes the organization's single sign-on provider.

@@ -126,6 +126,13 @@ func (c *Client) invalidate(token string) {
 	c.mu.Unlock()
 }
 
+// call is Do decoding the answer into a new T.
+func call[T any](ctx context.Context, c *Client, method, path string, query url.Values, body any) (T, error) {
+	var out T
+	err := c.Do(ctx, method, path, query, body, &out)
+	return out, err
+}
+
 // Do calls the API: method and path (from /api/v1/…), query, a JSON body
 // (nil for none) and the answer decoded into out (nil to drop it). A 401
 // fetches a new token and tries once more.

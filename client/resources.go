@@ -109,9 +109,7 @@ func (c *Client) ListEndpoints(ctx context.Context, q EndpointQuery) (apiv1.Page
 	if q.Desc {
 		v.Set("order", "desc")
 	}
-	var out apiv1.Page[apiv1.Endpoint]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/endpoints", v, nil, &out)
-	return out, err
+	return call[apiv1.Page[apiv1.Endpoint]](ctx, c, http.MethodGet, "/api/v1/endpoints", v, nil)
 }
 
 // Endpoints pages through every endpoint matching q.
@@ -124,9 +122,7 @@ func (c *Client) Endpoints(ctx context.Context, q EndpointQuery) iter.Seq2[apiv1
 
 // GetEndpoint reads one endpoint with its inventory.
 func (c *Client) GetEndpoint(ctx context.Context, id string) (apiv1.EndpointDetail, error) {
-	var out apiv1.EndpointDetail
-	err := c.Do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, nil, &out)
-	return out, err
+	return call[apiv1.EndpointDetail](ctx, c, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, nil)
 }
 
 // PatchEndpoint renames or annotates an endpoint.
@@ -158,9 +154,7 @@ func (c *Client) ListSoftware(ctx context.Context, q SoftwareQuery) (apiv1.Page[
 	v := q.values()
 	set(v, "q", q.Q)
 	set(v, "endpointId", q.EndpointID)
-	var out apiv1.Page[apiv1.SoftwareRow]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/software", v, nil, &out)
-	return out, err
+	return call[apiv1.Page[apiv1.SoftwareRow]](ctx, c, http.MethodGet, "/api/v1/software", v, nil)
 }
 
 // Software pages through every software row matching q.
@@ -187,9 +181,7 @@ func (c *Client) ListSoftwareTitles(ctx context.Context, q SoftwareTitleQuery) (
 	set(v, "q", q.Q)
 	set(v, "publisher", q.Publisher)
 	set(v, "sort", q.Sort)
-	var out apiv1.Page[apiv1.SoftwareTitle]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/software/titles", v, nil, &out)
-	return out, err
+	return call[apiv1.Page[apiv1.SoftwareTitle]](ctx, c, http.MethodGet, "/api/v1/software/titles", v, nil)
 }
 
 // SoftwareTitles pages through every software title matching q.
@@ -216,9 +208,7 @@ func (c *Client) ListUpdates(ctx context.Context, q UpdateQuery) (apiv1.Page[api
 	set(v, "severity", q.Severity)
 	set(v, "source", q.Source)
 	set(v, "sort", q.Sort)
-	var out apiv1.Page[apiv1.Update]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/updates", v, nil, &out)
-	return out, err
+	return call[apiv1.Page[apiv1.Update]](ctx, c, http.MethodGet, "/api/v1/updates", v, nil)
 }
 
 // Updates pages through every missing update matching q.
@@ -231,30 +221,22 @@ func (c *Client) Updates(ctx context.Context, q UpdateQuery) iter.Seq2[apiv1.Upd
 
 // SetApproval approves, declines or resets (status NEW) update keys.
 func (c *Client) SetApproval(ctx context.Context, body apiv1.ApprovalBody) (apiv1.ApprovalResult, error) {
-	var out apiv1.ApprovalResult
-	err := c.Do(ctx, http.MethodPost, "/api/v1/updates/approvals", nil, body, &out)
-	return out, err
+	return call[apiv1.ApprovalResult](ctx, c, http.MethodPost, "/api/v1/updates/approvals", nil, body)
 }
 
 // ListGroups reads every group.
 func (c *Client) ListGroups(ctx context.Context) (apiv1.List[apiv1.Group], error) {
-	var out apiv1.List[apiv1.Group]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/groups", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.Group]](ctx, c, http.MethodGet, "/api/v1/groups", nil, nil)
 }
 
 // CreateGroup creates a group.
 func (c *Client) CreateGroup(ctx context.Context, body apiv1.GroupBody) (apiv1.GroupResult, error) {
-	var out apiv1.GroupResult
-	err := c.Do(ctx, http.MethodPost, "/api/v1/groups", nil, body, &out)
-	return out, err
+	return call[apiv1.GroupResult](ctx, c, http.MethodPost, "/api/v1/groups", nil, body)
 }
 
 // PatchGroup changes a group.
 func (c *Client) PatchGroup(ctx context.Context, id string, body apiv1.GroupBody) (apiv1.GroupResult, error) {
-	var out apiv1.GroupResult
-	err := c.Do(ctx, http.MethodPatch, "/api/v1/groups/"+url.PathEscape(id), nil, body, &out)
-	return out, err
+	return call[apiv1.GroupResult](ctx, c, http.MethodPatch, "/api/v1/groups/"+url.PathEscape(id), nil, body)
 }
 
 // DeleteGroup deletes a group.
@@ -286,9 +268,7 @@ func (c *Client) ListVulnerabilities(ctx context.Context, q VulnerabilityQuery) 
 	if q.KEV {
 		v.Set("kev", "1")
 	}
-	var out apiv1.Page[apiv1.Vulnerability]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/vulnerabilities", v, nil, &out)
-	return out, err
+	return call[apiv1.Page[apiv1.Vulnerability]](ctx, c, http.MethodGet, "/api/v1/vulnerabilities", v, nil)
 }
 
 // Vulnerabilities pages through every vulnerability matching q.
@@ -301,31 +281,23 @@ func (c *Client) Vulnerabilities(ctx context.Context, q VulnerabilityQuery) iter
 
 // ListAutomations reads every automation.
 func (c *Client) ListAutomations(ctx context.Context) (apiv1.List[apiv1.Automation], error) {
-	var out apiv1.List[apiv1.Automation]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/automations", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.Automation]](ctx, c, http.MethodGet, "/api/v1/automations", nil, nil)
 }
 
 // GetAutomation reads one automation with its payload.
 func (c *Client) GetAutomation(ctx context.Context, id string) (apiv1.Automation, error) {
-	var out apiv1.Automation
-	err := c.Do(ctx, http.MethodGet, "/api/v1/automations/"+url.PathEscape(id), nil, nil, &out)
-	return out, err
+	return call[apiv1.Automation](ctx, c, http.MethodGet, "/api/v1/automations/"+url.PathEscape(id), nil, nil)
 }
 
 // CreateAutomation creates an automation (scheduleKind NOW runs it at once).
 func (c *Client) CreateAutomation(ctx context.Context, body apiv1.AutomationBody) (apiv1.AutomationCreated, error) {
-	var out apiv1.AutomationCreated
-	err := c.Do(ctx, http.MethodPost, "/api/v1/automations", nil, body, &out)
-	return out, err
+	return call[apiv1.AutomationCreated](ctx, c, http.MethodPost, "/api/v1/automations", nil, body)
 }
 
 // PatchAutomation makes a light change (AutomationPatch) or a full replace
 // (AutomationBody).
 func (c *Client) PatchAutomation(ctx context.Context, id string, body any) (apiv1.AutomationResult, error) {
-	var out apiv1.AutomationResult
-	err := c.Do(ctx, http.MethodPatch, "/api/v1/automations/"+url.PathEscape(id), nil, body, &out)
-	return out, err
+	return call[apiv1.AutomationResult](ctx, c, http.MethodPatch, "/api/v1/automations/"+url.PathEscape(id), nil, body)
 }
 
 // DeleteAutomation deletes an automation.
@@ -335,16 +307,12 @@ func (c *Client) DeleteAutomation(ctx context.Context, id string) error {
 
 // RunAutomation runs an automation now.
 func (c *Client) RunAutomation(ctx context.Context, id string) (apiv1.RunStarted, error) {
-	var out apiv1.RunStarted
-	err := c.Do(ctx, http.MethodPost, "/api/v1/automations/"+url.PathEscape(id)+"/run", nil, nil, &out)
-	return out, err
+	return call[apiv1.RunStarted](ctx, c, http.MethodPost, "/api/v1/automations/"+url.PathEscape(id)+"/run", nil, nil)
 }
 
 // RunAction queues a one-off action.
 func (c *Client) RunAction(ctx context.Context, body apiv1.ActionBody) (apiv1.RunStarted, error) {
-	var out apiv1.RunStarted
-	err := c.Do(ctx, http.MethodPost, "/api/v1/actions", nil, body, &out)
-	return out, err
+	return call[apiv1.RunStarted](ctx, c, http.MethodPost, "/api/v1/actions", nil, body)
 }
 
 // RunQuery filters GET /api/v1/runs. Failed (runs), Status and Search (a
@@ -377,9 +345,7 @@ func (c *Client) ListRuns(ctx context.Context, q RunQuery) (apiv1.List[apiv1.Run
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out apiv1.List[apiv1.Run]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/runs", v, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.Run]](ctx, c, http.MethodGet, "/api/v1/runs", v, nil)
 }
 
 // RunCommands reads the per-endpoint results of a run.
@@ -391,51 +357,37 @@ func (c *Client) RunCommands(ctx context.Context, runID string, q RunQuery) (api
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out apiv1.List[apiv1.RunCommand]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/runs", v, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.RunCommand]](ctx, c, http.MethodGet, "/api/v1/runs", v, nil)
 }
 
 // ListAlertRules reads every alert rule.
 func (c *Client) ListAlertRules(ctx context.Context) (apiv1.List[apiv1.AlertRule], error) {
-	var out apiv1.List[apiv1.AlertRule]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.AlertRule]](ctx, c, http.MethodGet, "/api/v1/alerts", nil, nil)
 }
 
 // CreateAlertRule creates an alert rule.
 func (c *Client) CreateAlertRule(ctx context.Context, body apiv1.AlertRuleBody) (apiv1.AlertRuleResult, error) {
-	var out apiv1.AlertRuleResult
-	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts", nil, body, &out)
-	return out, err
+	return call[apiv1.AlertRuleResult](ctx, c, http.MethodPost, "/api/v1/alerts", nil, body)
 }
 
 // FailedDeliveries lists an alert rule's failed deliveries (patchd addition).
 func (c *Client) FailedDeliveries(ctx context.Context, ruleID string) (apiv1.List[apiv1.FailedDelivery], error) {
-	var out apiv1.List[apiv1.FailedDelivery]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(ruleID)+"/failed-deliveries", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.FailedDelivery]](ctx, c, http.MethodGet, "/api/v1/alerts/"+url.PathEscape(ruleID)+"/failed-deliveries", nil, nil)
 }
 
 // ResendDelivery queues a failed delivery's event again (patchd addition).
 func (c *Client) ResendDelivery(ctx context.Context, ruleID, deliveryID string) (apiv1.DeliveryQueued, error) {
-	var out apiv1.DeliveryQueued
-	err := c.Do(ctx, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(ruleID)+"/failed-deliveries/"+url.PathEscape(deliveryID)+"/resend", nil, nil, &out)
-	return out, err
+	return call[apiv1.DeliveryQueued](ctx, c, http.MethodPost, "/api/v1/alerts/"+url.PathEscape(ruleID)+"/failed-deliveries/"+url.PathEscape(deliveryID)+"/resend", nil, nil)
 }
 
 // ReportCatalog lists the built-in reports.
 func (c *Client) ReportCatalog(ctx context.Context) (apiv1.List[apiv1.ReportMeta], error) {
-	var out apiv1.List[apiv1.ReportMeta]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/reports/_list", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.ReportMeta]](ctx, c, http.MethodGet, "/api/v1/reports/_list", nil, nil)
 }
 
 // Report reads a built-in report as JSON.
 func (c *Client) Report(ctx context.Context, key string) (apiv1.Report, error) {
-	var out apiv1.Report
-	err := c.Do(ctx, http.MethodGet, "/api/v1/reports/"+url.PathEscape(key), nil, nil, &out)
-	return out, err
+	return call[apiv1.Report](ctx, c, http.MethodGet, "/api/v1/reports/"+url.PathEscape(key), nil, nil)
 }
 
 // ReportCSV opens a report as a CSV stream; the caller closes the body.

@@ -10,39 +10,29 @@ import (
 
 // ListUsers lists the organization's console users (a patchd addition).
 func (c *Client) ListUsers(ctx context.Context) (apiv1.List[apiv1.User], error) {
-	var out apiv1.List[apiv1.User]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/users", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.User]](ctx, c, http.MethodGet, "/api/v1/users", nil, nil)
 }
 
 // PatchUser changes a user's role or disables/enables it.
 func (c *Client) PatchUser(ctx context.Context, id string, body apiv1.UserPatch) (apiv1.User, error) {
-	var out apiv1.User
-	err := c.Do(ctx, http.MethodPatch, "/api/v1/users/"+url.PathEscape(id), nil, body, &out)
-	return out, err
+	return call[apiv1.User](ctx, c, http.MethodPatch, "/api/v1/users/"+url.PathEscape(id), nil, body)
 }
 
 // ResetUserPassword sets a user's password and ends its sessions.
 func (c *Client) ResetUserPassword(ctx context.Context, id string, body apiv1.PasswordReset) (apiv1.User, error) {
-	var out apiv1.User
-	err := c.Do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(id)+"/password", nil, body, &out)
-	return out, err
+	return call[apiv1.User](ctx, c, http.MethodPost, "/api/v1/users/"+url.PathEscape(id)+"/password", nil, body)
 }
 
 // ResetUserSecondFactor removes a user's second factors (TOTP app,
 // recovery codes and passkeys).
 func (c *Client) ResetUserSecondFactor(ctx context.Context, id string) (apiv1.User, error) {
-	var out apiv1.User
-	err := c.Do(ctx, http.MethodDelete, "/api/v1/users/"+url.PathEscape(id)+"/second-factor", nil, nil, &out)
-	return out, err
+	return call[apiv1.User](ctx, c, http.MethodDelete, "/api/v1/users/"+url.PathEscape(id)+"/second-factor", nil, nil)
 }
 
 // CreateUser creates a console user with a one-time password, or an
 // invitation whose link the answer holds (shown once).
 func (c *Client) CreateUser(ctx context.Context, body apiv1.UserCreate) (apiv1.NewUser, error) {
-	var out apiv1.NewUser
-	err := c.Do(ctx, http.MethodPost, "/api/v1/users", nil, body, &out)
-	return out, err
+	return call[apiv1.NewUser](ctx, c, http.MethodPost, "/api/v1/users", nil, body)
 }
 
 // DeleteUser deletes a console user with its sessions and invitation.
@@ -52,23 +42,17 @@ func (c *Client) DeleteUser(ctx context.Context, id string) error {
 
 // ListRoles lists the organization's roles with what holds them.
 func (c *Client) ListRoles(ctx context.Context) (apiv1.List[apiv1.Role], error) {
-	var out apiv1.List[apiv1.Role]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/roles", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.Role]](ctx, c, http.MethodGet, "/api/v1/roles", nil, nil)
 }
 
 // CreateRole creates a custom role from the spec's permissions.
 func (c *Client) CreateRole(ctx context.Context, body apiv1.RoleBody) (apiv1.Role, error) {
-	var out apiv1.Role
-	err := c.Do(ctx, http.MethodPost, "/api/v1/roles", nil, body, &out)
-	return out, err
+	return call[apiv1.Role](ctx, c, http.MethodPost, "/api/v1/roles", nil, body)
 }
 
 // PatchRole renames a custom role or sets its permissions.
 func (c *Client) PatchRole(ctx context.Context, idOrName string, body apiv1.RolePatch) (apiv1.Role, error) {
-	var out apiv1.Role
-	err := c.Do(ctx, http.MethodPatch, "/api/v1/roles/"+url.PathEscape(idOrName), nil, body, &out)
-	return out, err
+	return call[apiv1.Role](ctx, c, http.MethodPatch, "/api/v1/roles/"+url.PathEscape(idOrName), nil, body)
 }
 
 // DeleteRole deletes a custom role nothing holds.
@@ -79,25 +63,19 @@ func (c *Client) DeleteRole(ctx context.Context, idOrName string) error {
 // ListCredentials lists the organization's API credentials (never their
 // secrets).
 func (c *Client) ListCredentials(ctx context.Context) (apiv1.List[apiv1.Credential], error) {
-	var out apiv1.List[apiv1.Credential]
-	err := c.Do(ctx, http.MethodGet, "/api/v1/credentials", nil, nil, &out)
-	return out, err
+	return call[apiv1.List[apiv1.Credential]](ctx, c, http.MethodGet, "/api/v1/credentials", nil, nil)
 }
 
 // CreateCredential creates an API credential; its secret is in the answer
 // only.
 func (c *Client) CreateCredential(ctx context.Context, body apiv1.CredentialBody) (apiv1.NewCredential, error) {
-	var out apiv1.NewCredential
-	err := c.Do(ctx, http.MethodPost, "/api/v1/credentials", nil, body, &out)
-	return out, err
+	return call[apiv1.NewCredential](ctx, c, http.MethodPost, "/api/v1/credentials", nil, body)
 }
 
 // SetCredentialDisabled disables (its tokens stop working) or enables an
 // API credential.
 func (c *Client) SetCredentialDisabled(ctx context.Context, id string, disabled bool) (apiv1.Credential, error) {
-	var out apiv1.Credential
-	err := c.Do(ctx, http.MethodPatch, "/api/v1/credentials/"+url.PathEscape(id), nil, apiv1.CredentialPatch{Disabled: &disabled}, &out)
-	return out, err
+	return call[apiv1.Credential](ctx, c, http.MethodPatch, "/api/v1/credentials/"+url.PathEscape(id), nil, apiv1.CredentialPatch{Disabled: &disabled})
 }
 
 // DeleteCredential deletes an API credential.
@@ -107,14 +85,10 @@ func (c *Client) DeleteCredential(ctx context.Context, id string) error {
 
 // SignInPolicy reads the organization's sign-in policy.
 func (c *Client) SignInPolicy(ctx context.Context) (apiv1.SignInPolicy, error) {
-	var out apiv1.SignInPolicy
-	err := c.Do(ctx, http.MethodGet, "/api/v1/sign-in-policy", nil, nil, &out)
-	return out, err
+	return call[apiv1.SignInPolicy](ctx, c, http.MethodGet, "/api/v1/sign-in-policy", nil, nil)
 }
 
 // SetSignInPolicy sets the organization's sign-in policy.
 func (c *Client) SetSignInPolicy(ctx context.Context, requireSecondFactor bool) (apiv1.SignInPolicy, error) {
-	var out apiv1.SignInPolicy
-	err := c.Do(ctx, http.MethodPut, "/api/v1/sign-in-policy", nil, apiv1.SignInPolicy{RequireSecondFactor: &requireSecondFactor}, &out)
-	return out, err
+	return call[apiv1.SignInPolicy](ctx, c, http.MethodPut, "/api/v1/sign-in-policy", nil, apiv1.SignInPolicy{RequireSecondFactor: &requireSecondFactor})
 }

@@ -8,11 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +25,6 @@ import (
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/config"
-	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/server"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -230,12 +227,7 @@ func (a *clusterAgent) run(ctx context.Context, t *testing.T) {
 // revoked credential stops working on every replica, and the failed-secret
 // limit answers 429 whichever replica is asked.
 func TestThreeReplicas(t *testing.T) {
-	if os.Getenv(storetest.EnvPostgres) == "" {
-		t.Skip("needs PostgreSQL: set " + storetest.EnvPostgres)
-	}
-	if os.Getenv("PATCHD_TEST_LOG") == "" {
-		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
+	replicasOnPostgres(t)
 	ctx := context.Background()
 	hook := newHookReceiver(t)
 	roots := x509.NewCertPool()
@@ -258,18 +250,7 @@ func TestThreeReplicas(t *testing.T) {
 	}
 	A, B, C := members[0], members[1], members[2]
 
-	org, err := admin.CreateOrg(ctx, s1, "Acme", "Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role, err := admin.CreateRole(ctx, s1, org.ID, "ops", perm.All.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cred, err := admin.CreateCredential(ctx, s1, "test", org.ID, "ops", role.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	org, role, cred := acmeOps(t, s1)
 	api := make([]*client.Client, 3)
 	for i, m := range members {
 		api[i] = client.New(m.url, cred.ClientID, cred.ClientSecret)

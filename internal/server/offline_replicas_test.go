@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -41,12 +38,7 @@ func (c *testClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 // its writes land, and offline is raised for all three once they really
 // stop checking in.
 func TestOfflineAcrossReplicasWithLaggingFlush(t *testing.T) {
-	if os.Getenv(storetest.EnvPostgres) == "" {
-		t.Skip("needs PostgreSQL: set " + storetest.EnvPostgres)
-	}
-	if os.Getenv("PATCHD_TEST_LOG") == "" {
-		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
+	replicasOnPostgres(t)
 	ctx := context.Background()
 	s1, url := storetest.OpenURL(t)
 	clock := &testClock{t: time.Now().Truncate(time.Millisecond)}

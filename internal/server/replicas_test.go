@@ -31,6 +31,38 @@ type replica struct {
 	url string
 }
 
+// replicasOnPostgres skips a test of several replicas unless PostgreSQL is
+// given, and silences the replicas' logs unless PATCHD_TEST_LOG is set.
+func replicasOnPostgres(t *testing.T) {
+	t.Helper()
+	if os.Getenv(storetest.EnvPostgres) == "" {
+		t.Skip("needs PostgreSQL: set " + storetest.EnvPostgres)
+	}
+	if os.Getenv("PATCHD_TEST_LOG") == "" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+}
+
+// acmeOps creates the organization Acme (Europe/Berlin) with a role "ops"
+// of every permission and an API credential of that role, and answers the three.
+func acmeOps(t *testing.T, s *store.Store) (store.Org, admin.RoleOut, admin.NewCredential) {
+	t.Helper()
+	ctx := context.Background()
+	org, err := admin.CreateOrg(ctx, s, "Acme", "Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := admin.CreateRole(ctx, s, org.ID, "ops", perm.All.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := admin.CreateCredential(ctx, s, "test", org.ID, "ops", role.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return org, role, cred
+}
+
 func startReplica(t *testing.T, s *store.Store) replica {
 	t.Helper()
 	cfg := config.Config{CheckinInterval: 60 * time.Second, SchedulerInterval: 100 * time.Millisecond}
@@ -72,12 +104,7 @@ func agentCall(t *testing.T, base, method, path, secret string, body any, header
 // fires exactly once, and a command queued through one replica wakes an
 // agent long-polling the other.
 func TestTwoReplicas(t *testing.T) {
-	if os.Getenv(storetest.EnvPostgres) == "" {
-		t.Skip("needs PostgreSQL: set " + storetest.EnvPostgres)
-	}
-	if os.Getenv("PATCHD_TEST_LOG") == "" {
-		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
+	replicasOnPostgres(t)
 	ctx := context.Background()
 	s1, url := storetest.OpenURL(t)
 	s2, err := store.Open(ctx, url, "", store.Options{MaxConns: 8, SecretKey: storetest.SecretKey})
@@ -87,18 +114,7 @@ func TestTwoReplicas(t *testing.T) {
 	t.Cleanup(func() { s2.Close() })
 	a, b := startReplica(t, s1), startReplica(t, s2)
 
-	org, err := admin.CreateOrg(ctx, s1, "Acme", "Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role, err := admin.CreateRole(ctx, s1, org.ID, "ops", perm.All.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cred, err := admin.CreateCredential(ctx, s1, "test", org.ID, "ops", role.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	org, _, cred := acmeOps(t, s1)
 	viaA := client.New(a.url, cred.ClientID, cred.ClientSecret)
 	tok, err := admin.CreateEnrollToken(ctx, s1, "test", org.ID, 0)
 	if err != nil {

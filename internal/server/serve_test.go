@@ -41,6 +41,29 @@ func serveConfig(t *testing.T, dataDir string, args ...string) config.Config {
 	return cfg
 }
 
+// startWithToken starts the server of serveConfig on a free port and
+// answers its configuration, it, its base URL and the enrollment token it printed; it is shut
+// down when the test ends unless *stopped says the test stopped it.
+func startWithToken(t *testing.T, stopped *bool) (config.Config, *server.Running, string, string) {
+	t.Helper()
+	cfg := serveConfig(t, t.TempDir(), "--addr", "127.0.0.1:0")
+	var out bytes.Buffer
+	run, err := server.Start(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !*stopped {
+			shutdown(t, run)
+		}
+	})
+	m := enrollToken.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no enrollment token in %q", out.String())
+	}
+	return cfg, run, "http://" + run.Addr().String(), m[1]
+}
+
 func shutdown(t *testing.T, run *server.Running) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -148,24 +171,9 @@ func call(t *testing.T, method, url, secret string, body any, header ...string) 
 // (60 s); the shutdown is given 45 s, far more than it needs, but less than
 // the wait it would otherwise sit through.
 func TestShutdownAnswersLongPolls(t *testing.T) {
-	cfg := serveConfig(t, t.TempDir(), "--addr", "127.0.0.1:0")
-	var out bytes.Buffer
-	run, err := server.Start(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stopped := false
-	defer func() {
-		if !stopped {
-			shutdown(t, run)
-		}
-	}()
-	m := enrollToken.FindStringSubmatch(out.String())
-	if m == nil {
-		t.Fatalf("no enrollment token in %q", out.String())
-	}
-	base := "http://" + run.Addr().String()
-	resp, body, err := call(t, http.MethodPost, base+agentproto.PathEnroll, "", agentproto.EnrollRequest{EnrollToken: m[1], MachineUID: "stop-1",
+	_, run, base, token := startWithToken(t, &stopped)
+	resp, body, err := call(t, http.MethodPost, base+agentproto.PathEnroll, "", agentproto.EnrollRequest{EnrollToken: token, MachineUID: "stop-1",
 		Hostname: "ws-stop", Platform: "windows", OS: "Test OS", OSVersion: "1", Arch: "amd64", AgentVersion: "1.0.0"})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("enroll: %v %s", err, body)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/server"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -29,27 +28,12 @@ import (
 // and the check-ins the long polls' answers accepted are in the database.
 func TestShutdownAtScale(t *testing.T) {
 	const endpoints, polls = 40, 2000
-	cfg := serveConfig(t, t.TempDir(), "--addr", "127.0.0.1:0")
-	var out bytes.Buffer
-	run, err := server.Start(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stopped := false
-	defer func() {
-		if !stopped {
-			shutdown(t, run)
-		}
-	}()
-	m := enrollToken.FindStringSubmatch(out.String())
-	if m == nil {
-		t.Fatalf("no enrollment token in %q", out.String())
-	}
-	base := "http://" + run.Addr().String()
+	cfg, run, base, token := startWithToken(t, &stopped)
 	var agents []agentproto.EnrollResponse
 	for i := range endpoints {
 		name := fmt.Sprintf("ws-scale-%02d", i)
-		resp, body, err := call(t, http.MethodPost, base+agentproto.PathEnroll, "", agentproto.EnrollRequest{EnrollToken: m[1], MachineUID: name,
+		resp, body, err := call(t, http.MethodPost, base+agentproto.PathEnroll, "", agentproto.EnrollRequest{EnrollToken: token, MachineUID: name,
 			Hostname: name, Platform: "linux", OS: "Test OS", OSVersion: "1", Arch: "amd64", AgentVersion: "1.0.0"})
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("enroll: %v %s", err, body)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/internal/valid"
 )
 
@@ -16,9 +15,8 @@ import (
 // field error on that ring, not a failure, and changes nothing.
 func TestStagedPolicyGroupDeletedMeanwhile(t *testing.T) {
 	t.Parallel()
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	now := time.Now()
 	if err := s.SetAgentPolicy(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "agent_policy.set"}, o.ID,
 		store.AgentPolicy{Policy: store.AgentPolicyLatest}, now); err != nil {

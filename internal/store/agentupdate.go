@@ -252,15 +252,8 @@ func (s *Store) RaiseAgentReleaseChanged(ctx context.Context, platform, version,
 	raised := 0
 	err := s.InTx(ctx, func(tx *Tx) error {
 		rows, err := tx.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE trigger_kind = ? AND enabled = TRUE ORDER BY org_id, id`, alerts.AgentUpdateFailed)
-		var rules []AlertRule
-		if err := eachRow(rows, err, func(row *sql.Rows) error {
-			r, err := scanAlertRule(row)
-			if err != nil {
-				return err
-			}
-			rules = append(rules, r)
-			return nil
-		}); err != nil {
+		rules, err := scanRows(rows, err, scanAlertRule)
+		if err != nil {
 			return fmt.Errorf("store: alert rules: %w", err)
 		}
 		detail := fmt.Sprintf("The agent binary published for %s changed on the server's disk after its release %s was signed "+

@@ -94,15 +94,8 @@ func (s *Store) CreateAlertRule(ctx context.Context, e *AuditEntry, orgID string
 // without their webhook secrets (change a rule GetAlertRule read).
 func (s *Store) ListAlertRules(ctx context.Context, orgID string) ([]AlertRule, error) {
 	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? ORDER BY created_at, id`, orgID)
-	out := []AlertRule{}
-	if err := eachRow(rows, err, func(row *sql.Rows) error {
-		r, err := scanAlertRule(row)
-		if err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanAlertRule)
+	if err != nil {
 		return nil, fmt.Errorf("store: list alert rules: %w", err)
 	}
 	return out, nil

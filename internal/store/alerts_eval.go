@@ -72,15 +72,8 @@ func (tx *Tx) raiseReenrolled(ctx context.Context, en Enrollment, endpointID, ol
 
 func (tx *Tx) enabledRules(ctx context.Context, orgID, trigger string) ([]AlertRule, error) {
 	rows, err := tx.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE org_id = ? AND trigger_kind = ? AND enabled = TRUE`, orgID, trigger)
-	var out []AlertRule
-	if err := eachRow(rows, err, func(row *sql.Rows) error {
-		r, err := scanAlertRule(row)
-		if err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanAlertRule)
+	if err != nil {
 		return nil, fmt.Errorf("store: alert rules: %w", err)
 	}
 	return out, nil
@@ -127,15 +120,8 @@ func (s *Store) EvaluateAlerts(ctx context.Context, now time.Time, disconnectedA
 	st.OfflineAt = offlineAt
 	rows, err := s.query(ctx, `SELECT `+alertRuleColumns+` FROM alert_rules WHERE enabled = TRUE AND trigger_kind NOT IN (?, ?, ?) ORDER BY org_id, id`,
 		alerts.NewEndpoint, alerts.EndpointReenrolled, alerts.AgentUpdateFailed)
-	var rules []AlertRule
-	if err := eachRow(rows, err, func(row *sql.Rows) error {
-		r, err := scanAlertRule(row)
-		if err != nil {
-			return err
-		}
-		rules = append(rules, r)
-		return nil
-	}); err != nil {
+	rules, err := scanRows(rows, err, scanAlertRule)
+	if err != nil {
 		return st, fmt.Errorf("store: evaluate alerts: %w", err)
 	}
 	for _, r := range rules {

@@ -10,7 +10,6 @@ import (
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/internal/updates"
 )
 
@@ -59,20 +58,21 @@ func decisions(t *testing.T, s *store.Store, orgID string) map[string]string {
 	return out
 }
 
+// testAudit is a fresh audit entry of the organization for a test's write.
+func testAudit(orgID string) *store.AuditEntry {
+	return &store.AuditEntry{OrgID: orgID, Actor: "test", Action: "test", TargetType: "test"}
+}
+
 func TestApprovalPolicyAtIngestion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
-	audit := func() *store.AuditEntry {
-		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
-	}
+	s, o := acmeStore(t)
 	now := time.Now()
 	ep := enroll(t, s, o.ID, "m1", now)
 	ingest(t, s, o.ID, ep, now, kb("KB5000001", "Critical")) // seen before any policy: stays NEW
 
 	for _, r := range []updates.PolicyRule{{Severity: "Critical", Source: "OS"}, {Severity: "Important", Source: "THIRD_PARTY", DelayDays: 2}} {
-		if _, err := s.SetApprovalPolicy(ctx, audit(), o.ID, store.PolicyChange{Rule: &r}); err != nil {
+		if _, err := s.SetApprovalPolicy(ctx, testAudit(o.ID), o.ID, store.PolicyChange{Rule: &r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestApprovalPolicyAtIngestion(t *testing.T) {
 		t.Fatalf("after ingestion: %v", got)
 	}
 	// A decision taken before the delay ends is kept.
-	if _, err := s.SetApprovals(ctx, audit(), o.ID, updates.StatusDeclined, []store.ApprovalInput{{Key: "Contoso.Other@1.0"}}, now); err != nil {
+	if _, err := s.SetApprovals(ctx, testAudit(o.ID), o.ID, updates.StatusDeclined, []store.ApprovalInput{{Key: "Contoso.Other@1.0"}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.ApplyDueApprovals(ctx, now.AddDate(0, 0, 1)); err != nil || n != 0 {
@@ -96,7 +96,7 @@ func TestApprovalPolicyAtIngestion(t *testing.T) {
 		t.Fatalf("after delay: %v", got)
 	}
 	// Reset to NEW, the key is not approved again by the policy.
-	if _, err := s.SetApprovals(ctx, audit(), o.ID, updates.StatusNew, []store.ApprovalInput{{Key: "Contoso.App@2.0"}}, now); err != nil {
+	if _, err := s.SetApprovals(ctx, testAudit(o.ID), o.ID, updates.StatusNew, []store.ApprovalInput{{Key: "Contoso.App@2.0"}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.ApplyDueApprovals(ctx, now.AddDate(0, 0, 30)); n != 0 {
@@ -111,31 +111,27 @@ func TestApprovalPolicyAtIngestion(t *testing.T) {
 func TestDeclineOlder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
-	audit := func() *store.AuditEntry {
-		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "test", TargetType: "test"}
-	}
+	s, o := acmeStore(t)
 	now := time.Now()
 	a, b, c := enroll(t, s, o.ID, "a", now), enroll(t, s, o.ID, "b", now), enroll(t, s, o.ID, "c", now)
 	ingest(t, s, o.ID, a, now, app("Mozilla.Firefox", "133.0.3"))
 	ingest(t, s, o.ID, b, now, app("Mozilla.Firefox", "134.0"), app("Mozilla.FirefoxESR", "115.0"))
 
 	// Without the setting, approving 134.0 leaves 133.0.3 alone.
-	if _, err := s.SetApprovals(ctx, audit(), o.ID, updates.StatusApproved, []store.ApprovalInput{{Key: "Mozilla.Firefox@134.0"}}, now); err != nil {
+	if _, err := s.SetApprovals(ctx, testAudit(o.ID), o.ID, updates.StatusApproved, []store.ApprovalInput{{Key: "Mozilla.Firefox@134.0"}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if got := decisions(t, s, o.ID); got["Mozilla.Firefox@133.0.3"] != "NEW" {
 		t.Fatalf("declined without the setting: %v", got)
 	}
 	on := true
-	if _, err := s.SetApprovalPolicy(ctx, audit(), o.ID, store.PolicyChange{DeclineOlder: &on}); err != nil {
+	if _, err := s.SetApprovalPolicy(ctx, testAudit(o.ID), o.ID, store.PolicyChange{DeclineOlder: &on}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetApprovals(ctx, audit(), o.ID, updates.StatusApproved, []store.ApprovalInput{{Key: "Mozilla.Firefox@133.0.3"}}, now); err != nil {
+	if _, err := s.SetApprovals(ctx, testAudit(o.ID), o.ID, updates.StatusApproved, []store.ApprovalInput{{Key: "Mozilla.Firefox@133.0.3"}}, now); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.SetApprovals(ctx, audit(), o.ID, updates.StatusApproved, []store.ApprovalInput{{Key: "mozilla.firefox@134.0"}}, now)
+	out, err := s.SetApprovals(ctx, testAudit(o.ID), o.ID, updates.StatusApproved, []store.ApprovalInput{{Key: "mozilla.firefox@134.0"}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +153,7 @@ func TestDeclineOlder(t *testing.T) {
 func TestBuiltinGroupsStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	now := time.Now()
 	old := enroll(t, s, o.ID, "old", now.AddDate(0, 0, -8))
 	fresh := enroll(t, s, o.ID, "fresh", now.Add(-time.Hour))

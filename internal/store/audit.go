@@ -23,26 +23,37 @@ type AuditEntry struct {
 	Address string `json:"address,omitempty"`
 }
 
-func (tx *Tx) insertAudit(ctx context.Context, e *AuditEntry) error {
-	if e.ID == "" {
-		e.ID = NewID()
+// stampEvent gives an audit entry or instance event its id and time when
+// unset, and answers its target id (NULL when empty) and its summary as
+// JSON ("{}" when empty).
+func stampEvent(id *string, at *time.Time, targetID string, summary map[string]any) (any, string, error) {
+	if *id == "" {
+		*id = NewID()
 	}
-	if e.At.IsZero() {
-		e.At = time.Now().UTC()
+	if at.IsZero() {
+		*at = time.Now().UTC()
 	}
-	summary := []byte("{}")
-	if len(e.Summary) > 0 {
+	js := []byte("{}")
+	if len(summary) > 0 {
 		var err error
-		if summary, err = json.Marshal(e.Summary); err != nil {
-			return fmt.Errorf("store: audit summary: %w", err)
+		if js, err = json.Marshal(summary); err != nil {
+			return nil, "", err
 		}
 	}
 	var target any
-	if e.TargetID != "" {
-		target = e.TargetID
+	if targetID != "" {
+		target = targetID
+	}
+	return target, string(js), nil
+}
+
+func (tx *Tx) insertAudit(ctx context.Context, e *AuditEntry) error {
+	target, summary, err := stampEvent(&e.ID, &e.At, e.TargetID, e.Summary)
+	if err != nil {
+		return fmt.Errorf("store: audit summary: %w", err)
 	}
 	if _, err := tx.exec(ctx, `INSERT INTO audit_log (id, org_id, at, actor, action, target_type, target_id, summary, address)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.OrgID, millis(e.At), e.Actor, e.Action, e.TargetType, target, string(summary), e.Address); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.OrgID, millis(e.At), e.Actor, e.Action, e.TargetType, target, summary, e.Address); err != nil {
 		return fmt.Errorf("store: write audit entry: %w", err)
 	}
 	return nil
@@ -151,25 +162,12 @@ func (tx *Tx) insertInstanceEvent(ctx context.Context, e *InstanceEvent) error {
 	if e.Actor == "" || e.Action == "" {
 		return fmt.Errorf("store: an instance event needs an actor and an action")
 	}
-	if e.ID == "" {
-		e.ID = NewID()
-	}
-	if e.At.IsZero() {
-		e.At = time.Now().UTC()
-	}
-	summary := []byte("{}")
-	if len(e.Summary) > 0 {
-		var err error
-		if summary, err = json.Marshal(e.Summary); err != nil {
-			return fmt.Errorf("store: instance event summary: %w", err)
-		}
-	}
-	var target any
-	if e.TargetID != "" {
-		target = e.TargetID
+	target, summary, err := stampEvent(&e.ID, &e.At, e.TargetID, e.Summary)
+	if err != nil {
+		return fmt.Errorf("store: instance event summary: %w", err)
 	}
 	if _, err := tx.exec(ctx, `INSERT INTO instance_events (id, at, actor, address, action, target_type, target_id, summary)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, millis(e.At), e.Actor, e.Address, e.Action, e.TargetType, target, string(summary)); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, millis(e.At), e.Actor, e.Address, e.Action, e.TargetType, target, summary); err != nil {
 		return fmt.Errorf("store: write instance event: %w", err)
 	}
 	return nil

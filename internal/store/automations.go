@@ -234,15 +234,8 @@ func (tx *Tx) GetAutomation(ctx context.Context, orgID, id string) (Automation, 
 // ListAutomations lists the organization's automations by name.
 func (s *Store) ListAutomations(ctx context.Context, orgID string) ([]Automation, error) {
 	rows, err := s.query(ctx, `SELECT `+automationColumns+` FROM automations WHERE org_id = ? ORDER BY name, id`, orgID)
-	out := []Automation{}
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		a, err := scanAutomation(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, a)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanAutomation)
+	if err != nil {
 		return nil, fmt.Errorf("store: list automations: %w", err)
 	}
 	return out, nil
@@ -253,15 +246,8 @@ func (s *Store) ListAutomations(ctx context.Context, orgID string) ([]Automation
 func (s *Store) DueAutomations(ctx context.Context, now time.Time, limit int) ([]Automation, error) {
 	rows, err := s.query(ctx, `SELECT `+automationColumns+` FROM automations WHERE enabled AND next_run_at IS NOT NULL AND next_run_at <= ?
 		ORDER BY next_run_at, id LIMIT ?`, millis(now), limit)
-	var out []Automation
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		a, err := scanAutomation(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, a)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanAutomation)
+	if err != nil {
 		return nil, fmt.Errorf("store: due automations: %w", err)
 	}
 	return out, nil

@@ -188,8 +188,7 @@ func TestIngestBatchWithNUL(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t)
 	org, ids := enrollN(t, s, "ingest-nul", 3, time.Now())
-	g := s.NewIngester()
-	defer g.Close()
+	g := ingester(t, s)
 	now := time.Now()
 	var ns []inventory.Normalized
 	for i := range ids {

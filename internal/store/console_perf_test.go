@@ -9,7 +9,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	"github.com/patchd/patchd/internal/config"
 	"github.com/patchd/patchd/internal/server"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/internal/updates"
 )
 
@@ -31,18 +29,12 @@ import (
 // answers 200; the times go to docs/performance.md (a test does not assert
 // speed).
 func TestConsolePerformance(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1 to load 10,000 endpoints and time the console's pages")
-	}
+	s := perfStore(t, "load 10,000 endpoints and time the console's pages")
 	ctx := context.Background()
-	s := storetest.Open(t)
 	o := newOrg(t, s, "Perf")
 	n := perfScale(10000)
 	start := time.Now()
-	ids, err := s.BulkEndpointsForTest(ctx, o.ID, n, start)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := bulkEndpoints(t, s, o.ID, n, start)
 	sources := []string{updates.SourceOSMandatory, updates.SourceOSOptional, updates.SourceApps}
 	keys := make([]store.BulkKey, 400)
 	for k := range keys {

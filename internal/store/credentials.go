@@ -105,15 +105,8 @@ func (s *Store) FindCredential(ctx context.Context, orgID, ref string) (Credenti
 func (s *Store) ListCredentials(ctx context.Context, orgID string) ([]Credential, error) {
 	rows, err := s.query(ctx, `SELECT `+credentialColumns+` FROM credentials c JOIN roles r ON r.id = c.role_id
 		WHERE c.org_id = ? ORDER BY c.created_at, c.id`, orgID)
-	var out []Credential
-	if err := eachRow(rows, err, func(row *sql.Rows) error {
-		c, err := scanCredential(row)
-		if err != nil {
-			return err
-		}
-		out = append(out, c)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanCredential)
+	if err != nil {
 		return nil, fmt.Errorf("store: list credentials: %w", err)
 	}
 	return out, nil

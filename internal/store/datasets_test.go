@@ -9,14 +9,12 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 func TestDatasetsRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	big := make([]map[string]any, 500)
 	for i := range big {
 		big[i] = map[string]any{"name": fmt.Sprintf("proc-%d", i), "pid": float64(i)}

@@ -10,7 +10,6 @@ import (
 	"github.com/patchd/patchd/internal/groups"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestFindEndpoints: every filter of the endpoint lists selects exactly
@@ -19,10 +18,9 @@ import (
 // never appear.
 func TestFindEndpoints(t *testing.T) {
 	t.Parallel()
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Millisecond)
-	o := newOrg(t, s, "Acme")
 	other := newOrg(t, s, "Other")
 	add := func(orgID, name, platform, os string, at time.Time, ci store.Checkin, ups ...agentproto.Update) string {
 		t.Helper()

@@ -944,14 +944,7 @@ func (s *Store) FindEndpointIDs(ctx context.Context, q EndpointQuery) ([]string,
 	from, where, args := endpointWhere(q)
 	rows, err := s.query(ctx, `SELECT e.id FROM `+from+` WHERE `+where+` ORDER BY e.id`, args...)
 	var ids []string
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		var id string
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	}); err != nil {
+	if err := appendRows(&ids, rows, err, scanString); err != nil {
 		return nil, fmt.Errorf("store: endpoint ids: %w", err)
 	}
 	return ids, nil
@@ -973,7 +966,7 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	}
 	d.Endpoint = one[0]
 	rows, err := s.query(ctx, `SELECT drive, size_gb, free_gb FROM endpoint_disks WHERE endpoint_id = ? ORDER BY pos`, id)
-	if d.Disks, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.Disk, error) {
+	if d.Disks, err = scanRows(rows, err, func(r rowScanner) (apiv1.Disk, error) {
 		var disk apiv1.Disk
 		var size, free sql.NullFloat64
 		err := r.Scan(&disk.Drive, &size, &free)
@@ -984,7 +977,7 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	}
 	rows, err = s.query(ctx, `SELECT t.name, NULLIF(es.version_key, ''), es.publisher, es.install_date FROM endpoint_software es
 		JOIN software_titles t ON t.id = es.title_id WHERE es.endpoint_id = ? ORDER BY t.name_lower, es.title_id, es.version_key`, id)
-	if d.Software, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.Software, error) {
+	if d.Software, err = scanRows(rows, err, func(r rowScanner) (apiv1.Software, error) {
 		var sw apiv1.Software
 		var version, publisher, installDate sql.NullString
 		err := r.Scan(&sw.Name, &version, &publisher, &installDate)
@@ -995,7 +988,7 @@ func (s *Store) GetEndpoint(ctx context.Context, orgID, id string, connectedSinc
 	}
 	rows, err = s.query(ctx, `SELECT id, title, kb, derived_severity, source, winget_id, installed_version, latest_version, reboot_required
 		FROM endpoint_updates WHERE endpoint_id = ? ORDER BY CASE derived_severity WHEN 'Critical' THEN 0 WHEN 'Important' THEN 1 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 3 ELSE 4 END, title`, id)
-	if d.MissingUpdates, err = scanRows(rows, err, func(r *sql.Rows) (apiv1.MissingUpdate, error) {
+	if d.MissingUpdates, err = scanRows(rows, err, func(r rowScanner) (apiv1.MissingUpdate, error) {
 		var u apiv1.MissingUpdate
 		var kb, winget, installed, latest sql.NullString
 		var severity string

@@ -47,14 +47,7 @@ func (s *Store) updateFixes(ctx context.Context, orgID, cond, arg, endpointsQuer
 	}
 	rows, err := s.query(ctx, endpointsQuery, orgID, arg)
 	var ids []any
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		var id string
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	}); err != nil {
+	if err := appendRows(&ids, rows, err, scanStringArg); err != nil {
 		return nil, fmt.Errorf("store: fixing updates: %w", err)
 	}
 	kb, err := kbFixPairs(ctx, s.query, orgID, ids)
@@ -274,7 +267,7 @@ func kbFixPairs(ctx context.Context, query func(context.Context, string, ...any)
 		part := endpointIDs[start:min(start+chunk, len(endpointIDs))]
 		rows, err := query(ctx, `SELECT endpoint_id, key, title, kb, severity FROM endpoint_updates
 			WHERE org_id = ? AND kb IS NOT NULL AND endpoint_id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, part...)...)
-		page, err := scanRows(rows, err, func(r *sql.Rows) (apiv1.Update, error) {
+		page, err := scanRows(rows, err, func(r rowScanner) (apiv1.Update, error) {
 			var u apiv1.Update
 			var kb string
 			err := r.Scan(&u.EndpointID, &u.Key, &u.Title, &kb, &u.Severity)
@@ -352,14 +345,7 @@ func (s *Store) findingFixes(ctx context.Context, orgID string) (findingFixes, e
 	rows, err := s.query(ctx, `SELECT DISTINCT ev.endpoint_id FROM endpoint_vulns ev WHERE ev.org_id = ? AND ev.source LIKE 'KB%'
 		AND EXISTS (SELECT 1 FROM endpoint_updates eu WHERE eu.endpoint_id = ev.endpoint_id AND eu.kb IS NOT NULL)`, orgID)
 	var ids []any
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		var id string
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	}); err != nil {
+	if err := appendRows(&ids, rows, err, scanStringArg); err != nil {
 		return out, fmt.Errorf("store: fixing updates: %w", err)
 	}
 	kb, err := kbFixPairs(ctx, s.query, orgID, ids)

@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // The organizations, roles and users the store's tests start from.
@@ -17,6 +20,21 @@ func newOrg(t testing.TB, s *store.Store, name string) store.Org {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// acmeStore opens a store for the test with the organization Acme.
+func acmeStore(t testing.TB) (*store.Store, store.Org) {
+	t.Helper()
+	s := storetest.Open(t)
+	return s, newOrg(t, s, "Acme")
+}
+
+// ingester answers a new Ingester of s, closed when the test ends.
+func ingester(t testing.TB, s *store.Store) *store.Ingester {
+	t.Helper()
+	g := s.NewIngester()
+	t.Cleanup(g.Close)
+	return g
 }
 
 // builtinRole answers the organization's built-in role of that name
@@ -55,4 +73,23 @@ func newAdmin(t testing.TB, s *store.Store, org, email string) (store.Org, store
 	t.Helper()
 	o := newOrg(t, s, org)
 	return o, newUser(t, s, store.User{OrgID: o.ID, Email: email, RoleID: builtinRole(t, s, o.ID, store.RoleAdministrator).ID})
+}
+
+// race runs f in 8 goroutines at once (the i-th is given i) and answers
+// how many of them f answered true: of racers for one thing that may be
+// taken once, exactly one must win.
+func race(f func(i int) bool) int32 {
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if f(i) {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return wins.Load()
 }

@@ -249,14 +249,7 @@ func (s *Store) listGroups(ctx context.Context, orgID string, now time.Time) ([]
 	err := s.InReadTx(ctx, func(r *ReadTx) error {
 		rows, err := r.query(ctx, `SELECT `+groupColumns+` FROM endpoint_groups WHERE org_id = ?
 			ORDER BY is_system DESC, builtin, lower(name), id`, orgID)
-		if err := eachRow(rows, err, func(row *sql.Rows) error {
-			g, err := scanGroup(row)
-			if err != nil {
-				return err
-			}
-			out = append(out, g)
-			return nil
-		}); err != nil {
+		if err := appendRows(&out, rows, err, scanGroup); err != nil {
 			return fmt.Errorf("store: list groups: %w", err)
 		}
 		all, recent, err := s.builtinCounts(ctx, r, orgID, now)

@@ -12,7 +12,6 @@ import (
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestIngesterBatches submits many inventories at once, one of them for an
@@ -21,10 +20,8 @@ import (
 func TestIngesterBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
-	g := s.NewIngester()
-	defer g.Close()
+	s, o := acmeStore(t)
+	g := ingester(t, s)
 	const n = 60
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -82,10 +79,8 @@ func TestIngesterBatches(t *testing.T) {
 func TestIngestBatchMemberFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
-	g := s.NewIngester()
-	defer g.Close()
+	s, o := acmeStore(t)
+	g := ingester(t, s)
 	now := time.Now()
 	enrolled := 0
 	batch := func(missing string, n int) ([]string, []inventory.Normalized) {

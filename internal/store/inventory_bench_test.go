@@ -10,7 +10,6 @@ import (
 
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/sim"
 )
 
@@ -37,11 +36,7 @@ func enrolledInventory(b *testing.B, s *store.Store, orgID string, i int) (strin
 // of enrolling a fleet.
 func BenchmarkReplaceInventory(b *testing.B) {
 	ctx := context.Background()
-	s := storetest.Open(b)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, o := acmeStore(b)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
@@ -59,11 +54,7 @@ func BenchmarkReplaceInventory(b *testing.B) {
 // µs/checkin is what each check-in costs the writer.
 func BenchmarkRecordCheckins(b *testing.B) {
 	ctx := context.Background()
-	s := storetest.Open(b)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, o := acmeStore(b)
 	ids, err := s.BulkEndpointsForTest(ctx, o.ID, 10000, time.Now().Add(-time.Hour))
 	if err != nil {
 		b.Fatal(err)
@@ -92,13 +83,8 @@ func BenchmarkRecordCheckins(b *testing.B) {
 // is what each costs.
 func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
-	s := storetest.Open(b)
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := s.NewIngester()
-	defer g.Close()
+	s, o := acmeStore(b)
+	g := ingester(b, s)
 	const wave = 64
 	type doc struct {
 		id string

@@ -3,16 +3,13 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/admin"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestInventoryListsPerformance times GET /api/v1/endpoints?limit=500 over
@@ -22,21 +19,15 @@ import (
 // answer (as a load tool measures; the client's own decoding is left out).
 // PATCHD_PERF=1 runs it.
 func TestInventoryListsPerformance(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1 to time the endpoints and software lists on 10,000 endpoints × 150 applications")
-	}
+	s := perfStore(t, "time the endpoints and software lists on 10,000 endpoints × 150 applications")
 	ctx := context.Background()
-	s := storetest.Open(t)
 	o, err := admin.CreateOrg(ctx, s, "Perf", "UTC")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := perfScale(10000)
 	now := time.Now()
-	ids, err := s.BulkEndpointsForTest(ctx, o.ID, n, now.Add(-24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := bulkEndpoints(t, s, o.ID, n, now.Add(-24*time.Hour))
 	if err := s.BulkSoftwareForTest(ctx, o.ID, ids, 1000, 150, now); err != nil {
 		t.Fatal(err)
 	}
@@ -49,30 +40,11 @@ func TestInventoryListsPerformance(t *testing.T) {
 	}
 	measure := func(name string, calls int, call func(i int) error) {
 		t.Helper()
-		var d []time.Duration
-		for i := 0; i < calls; i++ {
-			start := time.Now()
-			if err := call(i); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			d = append(d, time.Since(start))
-		}
-		p50, p99 := percentile(d, 0.50), percentile(d, 0.99)
-		t.Logf("%-58s p50 %6.1f ms   p99 %6.1f ms", name, ms(p50), ms(p99))
-		if p99 > 50*time.Millisecond {
+		if p99 := timeCalls(t, name, calls, call); p99 > 50*time.Millisecond {
 			t.Errorf("%s: p99 %s over 50 ms", name, p99)
 		}
 	}
-	// get reads a whole answer without decoding it.
-	get := func(path string, q url.Values) error {
-		resp, err := c.Raw(ctx, path, q)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
+	get := func(path string, q url.Values) error { return readWhole(ctx, c, path, q) }
 	// Check the answers once through the client, then time them raw.
 	if page, err := c.ListEndpoints(ctx, client.EndpointQuery{PageQuery: client.PageQuery{Limit: 500, Offset: n - 500}}); err != nil || page.Total != n || len(page.Items) != 500 {
 		t.Fatalf("endpoints: %d of %d, %v", len(page.Items), page.Total, err)

@@ -3,24 +3,20 @@ package store_test
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestInvitationsTakenOnce: of many acceptances of one invitation at
 // once, exactly one sets the password; an expired invitation, one whose
 // user is disabled, and one ended by a password reset open nothing.
 func TestInvitationsTakenOnce(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	role := builtinRole(t, s, o.ID, store.RoleReadOnly)
 	now := time.Now()
 	invite := func(email, hash string, expires time.Time) store.User {
@@ -39,22 +35,14 @@ func TestInvitationsTakenOnce(t *testing.T) {
 	if got, err := s.InvitedUser(ctx, "hash-a", now); err != nil || got.ID != a.ID || got.PasswordHash != "" || got.InvitationExpiresAt.IsZero() {
 		t.Fatalf("invited user: %+v %v", got, err)
 	}
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if u, err := accept("hash-a", "pw"+string(rune('0'+i))); err == nil && u.ID == a.ID {
-				wins.Add(1)
-			} else if err != nil && !errors.Is(err, dberr.ErrNotFound) && !dberr.IsUnavailable(err) {
-				t.Errorf("accept: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Errorf("the invitation was taken %d times", wins.Load())
+	if n := race(func(i int) bool {
+		u, err := accept("hash-a", "pw"+string(rune('0'+i)))
+		if err != nil && !errors.Is(err, dberr.ErrNotFound) && !dberr.IsUnavailable(err) {
+			t.Errorf("accept: %v", err)
+		}
+		return err == nil && u.ID == a.ID
+	}); n != 1 {
+		t.Errorf("the invitation was taken %d times", n)
 	}
 	users, _ := s.ListUsers(ctx, o.ID)
 	if len(users) != 1 || users[0].PasswordHash == "" || !users[0].InvitationExpiresAt.IsZero() {
@@ -88,9 +76,8 @@ func TestInvitationsTakenOnce(t *testing.T) {
 // TestDeleteRoleInUse: a custom role held by a user, a credential or the
 // SSO settings is not deleted; a built-in one never; an unused one is.
 func TestDeleteRoleInUse(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action, TargetType: "role"}
 	}

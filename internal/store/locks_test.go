@@ -23,8 +23,7 @@ import (
 func TestMatcherAndRebootTrackerTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	now := time.Now()
 	const endpoints = 1500
 	ids, err := s.BulkEndpointsForTest(ctx, o.ID, endpoints, now)

@@ -8,15 +8,13 @@ import (
 
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestLastOperatorKept: revoking, disabling or deleting the last enabled
 // instance operator is refused, also when two revocations race.
 func TestLastOperatorKept(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o := newOrg(t, s, "Acme")
 	role := builtinRole(t, s, o.ID, store.RoleAdministrator)
 	grant := func(action string) *store.InstanceEvent { return &store.InstanceEvent{Actor: "test", Action: action} }
 	entry := func(action string) *store.AuditEntry {

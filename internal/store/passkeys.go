@@ -120,15 +120,8 @@ func (s *Store) AddPasskey(ctx context.Context, e *AuditEntry, p Passkey) (Passk
 // ListPasskeys lists the user's passkeys, oldest first.
 func (s *Store) ListPasskeys(ctx context.Context, orgID, userID string) ([]Passkey, error) {
 	rows, err := s.query(ctx, `SELECT `+passkeyColumns+` FROM user_passkeys WHERE user_id IN (SELECT mo.user_id FROM memberships mo WHERE mo.org_id = ?) AND user_id = ? ORDER BY created_at, id`, orgID, userID)
-	var out []Passkey
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		p, err := scanPasskey(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, p)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanPasskey)
+	if err != nil {
 		return nil, fmt.Errorf("store: list passkeys: %w", err)
 	}
 	return out, nil

@@ -59,20 +59,64 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return d[max(0, min(i, len(d)-1))]
 }
 
-func TestUpdatesListPerformance(t *testing.T) {
+// perfStore skips the test unless PATCHD_PERF is set (the skip message
+// says it would do what) and opens the store the test loads.
+func perfStore(t *testing.T, what string) *store.Store {
+	t.Helper()
 	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1 to load 10,000 endpoints × 100 updates and time GET /api/v1/updates")
+		t.Skip("set PATCHD_PERF=1 to " + what)
 	}
+	return storetest.Open(t)
+}
+
+// bulkEndpoints inserts n endpoints enrolled at enrolledAt and answers
+// their ids.
+func bulkEndpoints(t *testing.T, s *store.Store, orgID string, n int, enrolledAt time.Time) []string {
+	t.Helper()
+	ids, err := s.BulkEndpointsForTest(context.Background(), orgID, n, enrolledAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// timeCalls makes calls calls (the i-th given i), failing the test on an
+// error, logs p50 and p99 of them under name and answers p99.
+func timeCalls(t *testing.T, name string, calls int, call func(i int) error) time.Duration {
+	t.Helper()
+	var d []time.Duration
+	for i := 0; i < calls; i++ {
+		start := time.Now()
+		if err := call(i); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		d = append(d, time.Since(start))
+	}
+	p50, p99 := percentile(d, 0.50), percentile(d, 0.99)
+	t.Logf("%-58s p50 %6.1f ms   p99 %6.1f ms", name, ms(p50), ms(p99))
+	return p99
+}
+
+// readWhole reads a whole answer of c for path without decoding it (as a
+// load tool measures).
+func readWhole(ctx context.Context, c *client.Client, path string, q url.Values) error {
+	resp, err := c.Raw(ctx, path, q)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+func TestUpdatesListPerformance(t *testing.T) {
+	s := perfStore(t, "load 10,000 endpoints × 100 updates and time GET /api/v1/updates")
 	ctx := context.Background()
-	s := storetest.Open(t)
 	o := newOrg(t, s, "Perf")
 	const perEndpoint, catalog = 100, 400
 	endpoints := perfScale(10000)
 	start := time.Now()
-	ids, err := s.BulkEndpointsForTest(ctx, o.ID, endpoints, start)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := bulkEndpoints(t, s, o.ID, endpoints, start)
 	sources := []string{updates.SourceOSMandatory, updates.SourceOSOptional, updates.SourceApps}
 	keys := make([]store.BulkKey, catalog)
 	for k := range keys {
@@ -84,7 +128,7 @@ func TestUpdatesListPerformance(t *testing.T) {
 		keys[k] = store.BulkKey{Key: key, Severity: updates.Severities[(k/3)%5], Source: src}
 	}
 	// Endpoint i misses keys i, i+4, i+8 … (mod 400): 2,500 endpoints per key.
-	err = s.BulkUpdatesForTest(ctx, o.ID, ids, keys, func(i int) []int {
+	err := s.BulkUpdatesForTest(ctx, o.ID, ids, keys, func(i int) []int {
 		out := make([]int, perEndpoint)
 		for j := range out {
 			out[j] = (i + 4*j) % catalog
@@ -149,11 +193,8 @@ func TestUpdatesListPerformance(t *testing.T) {
 }
 
 func TestGroupsListPerformance(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1 to time GET /api/v1/groups with 100 dynamic groups over 100,000 endpoints")
-	}
+	s := perfStore(t, "time GET /api/v1/groups with 100 dynamic groups over 100,000 endpoints")
 	ctx := context.Background()
-	s := storetest.Open(t)
 	o := newOrg(t, s, "Perf")
 	start := time.Now()
 	if _, err := s.BulkEndpointsForTest(ctx, o.ID, perfScale(100000), start); err != nil {

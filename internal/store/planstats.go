@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"strings"
 	"sync"
@@ -92,7 +91,7 @@ func (p *planStats) endpointCreated(s *Store) {
 // analyze runs ANALYZE on the tables of the store's schema.
 func (s *Store) analyze(ctx context.Context) error {
 	rows, err := s.write.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
-	tables, err := scanRows(rows, err, func(r *sql.Rows) (string, error) {
+	tables, err := scanRows(rows, err, func(r rowScanner) (string, error) {
 		name, err := scanString(r)
 		return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`, err
 	})

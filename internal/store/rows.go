@@ -38,25 +38,40 @@ var errStopRows = errors.New("store: stop reading rows")
 
 // scanRows is eachRow collecting one value per row; the slice is never nil
 // (an empty list encodes as [] in JSON).
-func scanRows[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
+func scanRows[T any](rows *sql.Rows, err error, scan func(rowScanner) (T, error)) ([]T, error) {
 	out := make([]T, 0)
-	err = eachRow(rows, err, func(r *sql.Rows) error {
-		v, err := scan(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, v)
-		return nil
-	})
-	if err != nil {
+	if err := appendRows(&out, rows, err, scan); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
+// appendRows is eachRow appending one value per row to *dst (a page that
+// several queries fill in turn).
+func appendRows[T any](dst *[]T, rows *sql.Rows, err error, scan func(rowScanner) (T, error)) error {
+	return eachRow(rows, err, func(r *sql.Rows) error {
+		v, err := scan(r)
+		if err != nil {
+			return err
+		}
+		*dst = append(*dst, v)
+		return nil
+	})
+}
+
+// rowScanner is what a scan function reads a row through: a *sql.Rows
+// inside scanRows, a *sql.Row for a single-row query.
+type rowScanner = interface{ Scan(...any) error }
+
 // scanString scans a row of one text column.
-func scanString(r *sql.Rows) (string, error) {
+func scanString(r rowScanner) (string, error) {
 	var v string
 	err := r.Scan(&v)
 	return v, err
+}
+
+// scanStringArg scans a row of one text column as an argument of a later
+// query.
+func scanStringArg(r rowScanner) (any, error) {
+	return scanString(r)
 }

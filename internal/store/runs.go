@@ -74,15 +74,8 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]apiv1.Run, int, err
 	}
 	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs r WHERE `+where+` ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?`,
 		append(args, q.Limit, q.Offset)...)
-	out := []apiv1.Run{}
-	if err := eachRow(rows, err, func(row *sql.Rows) error {
-		r, err := scanRun(row)
-		if err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanRun)
+	if err != nil {
 		return nil, 0, fmt.Errorf("store: list runs: %w", err)
 	}
 	return out, total, nil

@@ -148,15 +148,8 @@ func (tx *Tx) getScript(ctx context.Context, orgID, id string) (Script, error) {
 // ListScripts lists the organization's scripts by name.
 func (s *Store) ListScripts(ctx context.Context, orgID string) ([]Script, error) {
 	rows, err := s.query(ctx, `SELECT `+scriptColumns+` FROM scripts WHERE org_id = ? ORDER BY name, id`, orgID)
-	out := []Script{}
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		sc, err := scanScript(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, sc)
-		return nil
-	}); err != nil {
+	out, err := scanRows(rows, err, scanScript)
+	if err != nil {
 		return nil, fmt.Errorf("store: list scripts: %w", err)
 	}
 	return out, nil

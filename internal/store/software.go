@@ -106,7 +106,7 @@ type SoftwareQuery struct {
 const softwareColumns = `es.endpoint_id, COALESCE(e.display_name, e.hostname), t.name, NULLIF(es.version_key, ''), es.publisher, es.install_date,
 	es.installed_for, es.install_type`
 
-func scanSoftwareRow(rows *sql.Rows) (apiv1.SoftwareRow, error) {
+func scanSoftwareRow(rows rowScanner) (apiv1.SoftwareRow, error) {
 	var r apiv1.SoftwareRow
 	var version, publisher, installDate, installedFor, installType sql.NullString
 	err := rows.Scan(&r.EndpointID, &r.Endpoint, &r.Name, &version, &publisher, &installDate, &installedFor, &installType)
@@ -134,14 +134,7 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 			}
 			rows, err := r.query(ctx, `SELECT `+softwareColumns+from+where+` ORDER BY t.name_lower, es.title_id, es.version_key LIMIT ? OFFSET ?`,
 				append(args, q.Limit, q.Offset)...)
-			if err := eachRow(rows, err, func(row *sql.Rows) error {
-				sw, err := scanSoftwareRow(row)
-				if err != nil {
-					return err
-				}
-				out = append(out, sw)
-				return nil
-			}); err != nil {
+			if err := appendRows(&out, rows, err, scanSoftwareRow); err != nil {
 				return fmt.Errorf("store: list software: %w", err)
 			}
 			return nil
@@ -153,7 +146,7 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 			args = append(args, likePattern(q.Q))
 		}
 		rows, err := r.query(ctx, `SELECT id, installs FROM software_titles WHERE `+where+` ORDER BY name_lower, id`, args...)
-		entries, err := scanRows(rows, err, func(r *sql.Rows) (countedKey[int64], error) {
+		entries, err := scanRows(rows, err, func(r rowScanner) (countedKey[int64], error) {
 			var e countedKey[int64]
 			err := r.Scan(&e.key, &e.n)
 			return e, err
@@ -167,14 +160,7 @@ func (s *Store) ListSoftware(ctx context.Context, q SoftwareQuery) ([]apiv1.Soft
 			rows, err := r.query(ctx, `SELECT `+softwareColumns+` FROM endpoint_software es JOIN endpoints e ON e.id = es.endpoint_id
 				JOIN software_titles t ON t.id = es.title_id WHERE es.title_id = ? ORDER BY es.endpoint_id, es.version_key LIMIT ? OFFSET ?`,
 				entries[i].key, q.Limit-len(out), local)
-			if err := eachRow(rows, err, func(row *sql.Rows) error {
-				sw, err := scanSoftwareRow(row)
-				if err != nil {
-					return err
-				}
-				out = append(out, sw)
-				return nil
-			}); err != nil {
+			if err := appendRows(&out, rows, err, scanSoftwareRow); err != nil {
 				return fmt.Errorf("store: list software: %w", err)
 			}
 			local = 0

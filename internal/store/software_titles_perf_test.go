@@ -3,16 +3,13 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/admin"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestSoftwareTitlesPerformance times GET /api/v1/software/titles (a
@@ -22,11 +19,8 @@ import (
 // call (docs/performance.md). It asserts the answers, never the times.
 // PATCHD_PERF=1 runs it.
 func TestSoftwareTitlesPerformance(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1 to time the software list by title on 10,000 endpoints × 150 applications")
-	}
+	s := perfStore(t, "time the software list by title on 10,000 endpoints × 150 applications")
 	ctx := context.Background()
-	s := storetest.Open(t)
 	o, err := admin.CreateOrg(ctx, s, "Perf", "UTC")
 	if err != nil {
 		t.Fatal(err)
@@ -35,10 +29,7 @@ func TestSoftwareTitlesPerformance(t *testing.T) {
 	const titles = 1000
 	now := time.Now()
 	loadStart := time.Now()
-	ids, err := s.BulkEndpointsForTest(ctx, o.ID, n, now.Add(-24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := bulkEndpoints(t, s, o.ID, n, now.Add(-24*time.Hour))
 	if err := s.BulkSoftwareForTest(ctx, o.ID, ids, titles, 150, now); err != nil {
 		t.Fatal(err)
 	}
@@ -58,27 +49,8 @@ func TestSoftwareTitlesPerformance(t *testing.T) {
 	if hosts == 0 || page.Items[0].Hosts < page.Items[499].Hosts {
 		t.Fatalf("titles by hosts: %d hosts in all, first %d, last %d", hosts, page.Items[0].Hosts, page.Items[499].Hosts)
 	}
-	get := func(q url.Values) error {
-		resp, err := c.Raw(ctx, "/api/v1/software/titles", q)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	measure := func(name string, call func(i int) error) {
-		t.Helper()
-		var d []time.Duration
-		for i := 0; i < 200; i++ {
-			start := time.Now()
-			if err := call(i); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			d = append(d, time.Since(start))
-		}
-		t.Logf("%-58s p50 %6.1f ms   p99 %6.1f ms", name, ms(percentile(d, 0.50)), ms(percentile(d, 0.99)))
-	}
+	get := func(q url.Values) error { return readWhole(ctx, c, "/api/v1/software/titles", q) }
+	measure := func(name string, call func(i int) error) { timeCalls(t, name, 200, call) }
 	for _, limit := range []int{50, 500} {
 		measure(fmt.Sprintf("titles limit=%d sort=hosts, offsets across %d", limit, titles), func(i int) error {
 			return get(url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa((i * 7 * limit) % titles)}})

@@ -179,9 +179,8 @@ func TestSoftwareTitles(t *testing.T) {
 func TestSoftwareTitlesMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	now := time.Now()
-	o := newOrg(t, s, "Acme")
 	str := func(v string) *string { return &v }
 	var ids []string
 	for i, vers := range [][]string{{"1.0", "2.0"}, {"1.0"}, {"3.0"}} {

@@ -3,50 +3,39 @@ package store_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestSSOLoginSingleUse: of many callbacks with one state at once, exactly
 // one takes the sign-in; expired rows go away with the next sign-in.
 func TestSSOLoginSingleUse(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	l := store.SSOLogin{StateHash: "state-1", BindingHash: "b", OrgID: o.ID, Nonce: "n", PKCEVerifier: "v", Next: "/console/", ExpiresAt: now.Add(time.Minute)}
 	if err := s.CreateSSOLogin(ctx, l, now); err != nil {
 		t.Fatal(err)
 	}
-	var took, missed atomic.Int32
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, err := s.TakeSSOLogin(ctx, "state-1")
-			switch {
-			case err == nil && got.Nonce == "n" && got.PKCEVerifier == "v" && got.ExpiresAt.Equal(l.ExpiresAt.Truncate(time.Millisecond)):
-				took.Add(1)
-			case errors.Is(err, dberr.ErrNotFound):
-				missed.Add(1)
-			default:
-				t.Errorf("take: %+v %v", got, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if took.Load() != 1 || missed.Load() != 7 {
-		t.Fatalf("took %d, missed %d; want 1 and 7", took.Load(), missed.Load())
+	var missed atomic.Int32
+	took := race(func(int) bool {
+		got, err := s.TakeSSOLogin(ctx, "state-1")
+		switch {
+		case err == nil && got.Nonce == "n" && got.PKCEVerifier == "v" && got.ExpiresAt.Equal(l.ExpiresAt.Truncate(time.Millisecond)):
+			return true
+		case errors.Is(err, dberr.ErrNotFound):
+			missed.Add(1)
+		default:
+			t.Errorf("take: %+v %v", got, err)
+		}
+		return false
+	})
+	if took != 1 || missed.Load() != 7 {
+		t.Fatalf("took %d, missed %d; want 1 and 7", took, missed.Load())
 	}
 	old := l
 	old.StateHash, old.ExpiresAt = "state-old", now.Add(-time.Second)
@@ -65,12 +54,8 @@ func TestSSOLoginSingleUse(t *testing.T) {
 // TestSSOIdentityLinks: a provider account is linked to one user; another
 // account of the same provider with the same address is refused.
 func TestSSOIdentityLinks(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	role, _ := s.FindRole(ctx, o.ID, store.RoleReadOnly)
 	entry := func(action string) *store.AuditEntry {
 		return &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: action}
@@ -126,12 +111,8 @@ func TestSSOIdentityLinks(t *testing.T) {
 // instance's Audit Trail) lets an operator use single sign-on; granting or
 // revoking the operator attribute clears it.
 func TestSSOOperatorProtection(t *testing.T) {
-	s := storetest.Open(t)
+	s, o := acmeStore(t)
 	ctx := context.Background()
-	o, err := s.CreateOrg(ctx, "Acme", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ro, _ := s.FindRole(ctx, o.ID, store.RoleReadOnly)
 	adm, _ := s.FindRole(ctx, o.ID, store.RoleAdministrator)
 	op, err := s.CreateUser(ctx, &store.AuditEntry{OrgID: o.ID, Actor: "test", Action: "user.create", TargetType: "user"},

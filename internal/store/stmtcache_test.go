@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // TestStatementChunks: multi-row statements write any number of rows in
@@ -50,8 +49,7 @@ func TestStatementChunks(t *testing.T) {
 func TestWriterStatementCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	sqlite := s.Engine() == store.SQLite
 	rename := func(query, name string, fail error) error {
 		return s.InTx(ctx, func(tx *store.Tx) error {

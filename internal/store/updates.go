@@ -61,7 +61,7 @@ const updateFrom = ` FROM endpoint_updates eu JOIN endpoints e ON e.id = eu.endp
 	JOIN update_keys k ON k.org_id = eu.org_id AND k.key = eu.key
 	LEFT JOIN update_approvals a ON a.org_id = eu.org_id AND a.key = eu.key`
 
-func scanUpdate(rows *sql.Rows) (apiv1.Update, error) {
+func scanUpdate(rows rowScanner) (apiv1.Update, error) {
 	var u apiv1.Update
 	var kb, winget, installed, latest sql.NullString
 	var cats string
@@ -121,14 +121,7 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			}
 			rows, err := r.query(ctx, `SELECT `+updateColumns+updateFrom+` WHERE eu.org_id = ? AND eu.endpoint_id = ?`+keyWhere+`
 				ORDER BY `+q.keyOrder()+` LIMIT ? OFFSET ?`, append(args, q.Limit, q.Offset)...)
-			if err := eachRow(rows, err, func(row *sql.Rows) error {
-				u, err := scanUpdate(row)
-				if err != nil {
-					return err
-				}
-				out = append(out, u)
-				return nil
-			}); err != nil {
+			if err := appendRows(&out, rows, err, scanUpdate); err != nil {
 				return fmt.Errorf("store: list updates: %w", err)
 			}
 			return r.fillAllUpdateCVEs(ctx, q.OrgID, out)
@@ -156,14 +149,7 @@ func (s *Store) ListUpdates(ctx context.Context, q UpdateQuery) ([]apiv1.Update,
 			rows, err := r.query(ctx, `SELECT `+keyRowColumns+` FROM endpoint_updates eu JOIN endpoints e ON e.id = eu.endpoint_id
 				WHERE eu.org_id = ? AND eu.key = ? ORDER BY eu.endpoint_id LIMIT ? OFFSET ?`,
 				k.severity, k.source, k.approval, q.OrgID, k.key, q.Limit-len(out), local)
-			if err := eachRow(rows, err, func(row *sql.Rows) error {
-				u, err := scanUpdate(row)
-				if err != nil {
-					return err
-				}
-				out = append(out, u)
-				return nil
-			}); err != nil {
+			if err := appendRows(&out, rows, err, scanUpdate); err != nil {
 				return fmt.Errorf("store: list updates: %w", err)
 			}
 			local = 0
@@ -528,7 +514,7 @@ func (s *Store) ApplyDueApprovals(ctx context.Context, now time.Time) (int, erro
 		rows, err := tx.query(ctx, `SELECT org_id, key, source, title FROM update_keys WHERE auto_due_at IS NOT NULL AND auto_due_at <= ?
 			ORDER BY org_id, key LIMIT 1000`, millis(now))
 		type due struct{ org, key, source, title string }
-		list, err := scanRows(rows, err, func(r *sql.Rows) (due, error) {
+		list, err := scanRows(rows, err, func(r rowScanner) (due, error) {
 			var d due
 			err := r.Scan(&d.org, &d.key, &d.source, &d.title)
 			return d, err

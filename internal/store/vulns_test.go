@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/store"
-	"github.com/patchd/patchd/internal/store/storetest"
 	"github.com/patchd/patchd/internal/vulns/match"
 )
 
@@ -19,8 +18,7 @@ import (
 func TestSaveMatchResultsDiff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.Open(t)
-	o := newOrg(t, s, "Acme")
+	s, o := acmeStore(t)
 	const endpoints, cves = 40, 30 // 1,200 findings × 8 columns: three SQLite statements
 	var ids []string
 	for i := range endpoints {

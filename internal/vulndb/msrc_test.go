@@ -308,6 +308,26 @@ func TestMatchingWindowsBuilds(t *testing.T) {
 	}
 }
 
+// clickToRunFindings answers the endpoint's findings as sorted "CVE
+// fixed-in" pairs, each of which must be of the software at the version
+// through Click to Run (host names the endpoint in an error).
+func clickToRunFindings(t *testing.T, s *store.Store, orgID, endpointID, host, software, version string) []string {
+	t.Helper()
+	fs, err := s.EndpointFindings(context.Background(), orgID, endpointID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fs {
+		if f.Software != software || f.Source != "Click to Run" || f.Version != version {
+			t.Errorf("%s: finding %+v", host, f)
+		}
+		got = append(got, f.CVEID+" "+f.FixedIn)
+	}
+	slices.Sort(got)
+	return got
+}
+
 // Microsoft 365 Apps installs are matched by build: Microsoft's data says
 // which CVEs the Click-to-Run builds of a Patch Tuesday fix, the release
 // history which builds those are (both real, testdata/README.md).
@@ -352,18 +372,7 @@ func TestMatchingOfficeBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range hosts {
-		fs, err := s.EndpointFindings(ctx, env.Org.ID, agents[h.id].ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, f := range fs {
-			if f.Software != "Microsoft 365 Apps" || f.Source != "Click to Run" || f.Version != h.version {
-				t.Errorf("%s: finding %+v", h.id, f)
-			}
-			got = append(got, f.CVEID+" "+f.FixedIn)
-		}
-		slices.Sort(got)
+		got := clickToRunFindings(t, s, env.Org.ID, agents[h.id].ID, h.id, "Microsoft 365 Apps", h.version)
 		if !slices.Equal(got, h.want) {
 			t.Errorf("%s (%s): findings %q, want %q", h.id, h.version, got, h.want)
 		}
@@ -443,18 +452,7 @@ func TestMatchingOfficeVolumeLicensed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range hosts {
-		fs, err := s.EndpointFindings(ctx, env.Org.ID, agents[h.id].ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, f := range fs {
-			if f.Software != h.family || f.Source != "Click to Run" || f.Version != h.version {
-				t.Errorf("%s: finding %+v", h.id, f)
-			}
-			got = append(got, f.CVEID+" "+f.FixedIn)
-		}
-		slices.Sort(got)
+		got := clickToRunFindings(t, s, env.Org.ID, agents[h.id].ID, h.id, h.family, h.version)
 		if !slices.Equal(got, h.want) {
 			t.Errorf("%s (%s): findings %q, want %q", h.id, h.version, got, h.want)
 		}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/inventory"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
@@ -174,21 +175,8 @@ func cutColon(s string) (string, string, bool) {
 // changed. PATCHD_PERF=1 runs it; PATCHD_PERF_ENDPOINTS sets the fleet
 // size (default 10,000).
 func TestFleetMatchPerformance(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1")
-	}
-	n := 10000
-	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
-		n = v
-	}
+	s, o, n := perfFleetStore(t)
 	ctx := context.Background()
-	logLoad(t)
-	defer logLoad(t)
-	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Perf", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
 	ids, apps := loadFleet(t, s, o.ID, n)
 	t.Logf("fleet: %d endpoints, %.0f applications each on average, loaded in %v", n, float64(apps)/float64(n), time.Since(start).Round(time.Second))
@@ -205,53 +193,13 @@ func TestFleetMatchPerformance(t *testing.T) {
 	// The inventories marked every endpoint dirty: the first pass matches
 	// them all and inserts every finding; then a full recompute after a
 	// feed change (nothing changes, every endpoint is matched and diffed).
-	feedVersion, _ := s.VulnState(ctx, store.StateFeedVersion)
-	if err := s.SetVulnState(ctx, store.StateMatchedVersion, feedVersion); err != nil {
-		t.Fatal(err)
-	}
-	for _, pass := range []string{"first match of every endpoint (all findings inserted)", "full recompute after a feed change"} {
-		start = time.Now()
-		st, ok, err := m.RunOnce(ctx)
-		if err != nil || !ok || st.Endpoints != n {
-			t.Fatalf("%s: %+v %v %v", pass, st, ok, err)
-		}
-		t.Logf("%s: %v for %d endpoints (findings %d, added %d, removed %d)", pass, time.Since(start).Round(time.Millisecond),
-			st.Endpoints, st.Findings, st.Changes.Added, st.Changes.Removed)
-		if err := s.SetVulnState(ctx, store.StateMatchedVersion, -1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, _, err := m.RunOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
+	matchFleetTwice(t, s, m, n)
 	// One endpoint's inventory change: the worker's whole pass (lease,
 	// dirty mark, inventory read, match, diff written).
-	var times []time.Duration
-	for i := range 200 {
+	timeInventoryChanges(t, s, m, o.ID, func(i int) (string, agentproto.Inventory, string) {
 		idx := (i * 197) % n
-		doc := sim.Generate(1, idx)
-		platform := sim.Platform(1, idx)
-		for j := range min(10, len(doc.Software)) { // ten applications updated
-			v := "999." + strconv.Itoa(i)
-			doc.Software[j].Version = &v
-		}
-		norm, err := inventory.Check(&doc, platform, "", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ReplaceInventory(ctx, o.ID, ids[idx], norm, "h2", time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		start = time.Now()
-		st, _, err := m.RunOnce(ctx)
-		if err != nil || st.Endpoints != 1 {
-			t.Fatalf("one endpoint: %+v %v", st, err)
-		}
-		times = append(times, time.Since(start))
-	}
-	slicesSort(times)
-	t.Logf("one endpoint's recompute after an inventory change (%d samples): p50 %v, p99 %v, max %v", len(times), times[len(times)/2].Round(time.Microsecond),
-		times[len(times)*99/100-1].Round(time.Microsecond), times[len(times)-1].Round(time.Microsecond))
+		return ids[idx], sim.Generate(1, idx), sim.Platform(1, idx)
+	})
 }
 
 // loadFleet enrolls n simulated endpoints and stores their inventories the
@@ -315,6 +263,88 @@ func loadFleetOf(t *testing.T, s *store.Store, orgID string, indexes []int) ([]s
 
 // logLoad logs the machine's load average: the figures are only as good
 // as the machine was idle.
+// matchFleetTwice times the matcher's first pass over the n endpoints
+// (every finding inserted) and a full recompute after a feed change
+// (nothing changes), then lets it settle with one more pass.
+func matchFleetTwice(t *testing.T, s *store.Store, m *vulndb.Matcher, n int) {
+	t.Helper()
+	ctx := context.Background()
+	feedVersion, _ := s.VulnState(ctx, store.StateFeedVersion)
+	if err := s.SetVulnState(ctx, store.StateMatchedVersion, feedVersion); err != nil {
+		t.Fatal(err)
+	}
+	for _, pass := range []string{"first match of every endpoint (all findings inserted)", "full recompute after a feed change"} {
+		start := time.Now()
+		st, ok, err := m.RunOnce(ctx)
+		if err != nil || !ok || st.Endpoints != n {
+			t.Fatalf("%s: %+v %v %v", pass, st, ok, err)
+		}
+		t.Logf("%s: %v for %d endpoints (findings %d, added %d, removed %d)", pass, time.Since(start).Round(time.Millisecond),
+			st.Endpoints, st.Findings, st.Changes.Added, st.Changes.Removed)
+		if err := s.SetVulnState(ctx, store.StateMatchedVersion, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := m.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// timeInventoryChanges makes 200 inventory changes, the i-th to the
+// endpoint, simulated inventory and platform pick answers with ten of its
+// applications updated, and logs how long the matcher's pass over each
+// changed endpoint took (p50, p99, max).
+func timeInventoryChanges(t *testing.T, s *store.Store, m *vulndb.Matcher, orgID string, pick func(i int) (string, agentproto.Inventory, string)) {
+	t.Helper()
+	ctx := context.Background()
+	var times []time.Duration
+	for i := range 200 {
+		id, doc, platform := pick(i)
+		for j := range min(10, len(doc.Software)) { // ten applications updated
+			v := "999." + strconv.Itoa(i)
+			doc.Software[j].Version = &v
+		}
+		norm, err := inventory.Check(&doc, platform, "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReplaceInventory(ctx, orgID, id, norm, "h2", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		st, _, err := m.RunOnce(ctx)
+		if err != nil || st.Endpoints != 1 {
+			t.Fatalf("one endpoint: %+v %v", st, err)
+		}
+		times = append(times, time.Since(start))
+	}
+	slicesSort(times)
+	t.Logf("one endpoint's recompute after an inventory change (%d samples): p50 %v, p99 %v, max %v", len(times), times[len(times)/2].Round(time.Microsecond),
+		times[len(times)*99/100-1].Round(time.Microsecond), times[len(times)-1].Round(time.Microsecond))
+}
+
+// perfFleetStore skips the test unless PATCHD_PERF is set, opens the store
+// with an organization and answers the fleet size (PATCHD_PERF_ENDPOINTS,
+// default 10,000); the load average is logged now and when the test ends.
+func perfFleetStore(t *testing.T) (*store.Store, store.Org, int) {
+	t.Helper()
+	if os.Getenv("PATCHD_PERF") == "" {
+		t.Skip("set PATCHD_PERF=1")
+	}
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
+		n = v
+	}
+	logLoad(t)
+	t.Cleanup(func() { logLoad(t) })
+	s := storetest.Open(t)
+	o, err := s.CreateOrg(context.Background(), "Perf", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, o, n
+}
+
 func logLoad(t *testing.T) {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		t.Logf("load average: %s", strings.TrimSpace(string(b)))
@@ -426,21 +456,8 @@ func storeMSRCHistory(tb testing.TB, s *store.Store) int {
 // 250,000 CPE rules and two years of MSRC-shaped data (storeMSRCHistory).
 // PATCHD_PERF=1 runs it.
 func TestFleetMatchPerformanceWindows(t *testing.T) {
-	if os.Getenv("PATCHD_PERF") == "" {
-		t.Skip("set PATCHD_PERF=1")
-	}
-	n := 10000
-	if v, err := strconv.Atoi(os.Getenv("PATCHD_PERF_ENDPOINTS")); err == nil && v > 0 {
-		n = v
-	}
+	s, o, n := perfFleetStore(t)
 	ctx := context.Background()
-	logLoad(t)
-	defer logLoad(t)
-	s := storetest.Open(t)
-	o, err := s.CreateOrg(ctx, "Perf", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var indexes []int
 	for i := 0; len(indexes) < n; i++ {
 		if sim.Platform(1, i) == "windows" {
@@ -463,48 +480,9 @@ func TestFleetMatchPerformanceWindows(t *testing.T) {
 	}
 	t.Logf("index built from the store in %v (%d Windows products, %d Office CVE rules)", time.Since(start).Round(time.Millisecond),
 		ix.WindowsProducts(), ix.OfficeCVEs())
-	feedVersion, _ := s.VulnState(ctx, store.StateFeedVersion)
-	if err := s.SetVulnState(ctx, store.StateMatchedVersion, feedVersion); err != nil {
-		t.Fatal(err)
-	}
-	for _, pass := range []string{"first match of every endpoint (all findings inserted)", "full recompute after a feed change"} {
-		start = time.Now()
-		st, ok, err := m.RunOnce(ctx)
-		if err != nil || !ok || st.Endpoints != n {
-			t.Fatalf("%s: %+v %v %v", pass, st, ok, err)
-		}
-		t.Logf("%s: %v for %d endpoints (findings %d, added %d, removed %d)", pass, time.Since(start).Round(time.Millisecond),
-			st.Endpoints, st.Findings, st.Changes.Added, st.Changes.Removed)
-		if err := s.SetVulnState(ctx, store.StateMatchedVersion, -1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, _, err := m.RunOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var times []time.Duration
-	for i := range 200 {
+	matchFleetTwice(t, s, m, n)
+	timeInventoryChanges(t, s, m, o.ID, func(i int) (string, agentproto.Inventory, string) {
 		k := (i * 197) % n
-		doc := sim.Generate(1, indexes[k])
-		for j := range min(10, len(doc.Software)) {
-			v := "999." + strconv.Itoa(i)
-			doc.Software[j].Version = &v
-		}
-		norm, err := inventory.Check(&doc, "windows", "", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ReplaceInventory(ctx, o.ID, ids[k], norm, "h2", time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		start = time.Now()
-		st, _, err := m.RunOnce(ctx)
-		if err != nil || st.Endpoints != 1 {
-			t.Fatalf("one endpoint: %+v %v", st, err)
-		}
-		times = append(times, time.Since(start))
-	}
-	slicesSort(times)
-	t.Logf("one endpoint's recompute after an inventory change (%d samples): p50 %v, p99 %v, max %v", len(times), times[len(times)/2].Round(time.Microsecond),
-		times[len(times)*99/100-1].Round(time.Microsecond), times[len(times)-1].Round(time.Microsecond))
+		return ids[k], sim.Generate(1, indexes[k]), "windows"
+	})
 }

@@ -77,15 +77,7 @@ func emailOutcome(t *testing.T, s *store.Store, orgID, ruleID, eventID string, d
 
 func mailRule(t *testing.T, s *store.Store, org store.Org) store.AlertRule {
 	t.Helper()
-	in := alerts.Rule{Name: "mail", Trigger: alerts.NewEndpoint, EmailTo: "ops@example.com, oncall@example.com"}
-	if err := in.Check(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.CreateAlertRule(context.Background(), &store.AuditEntry{OrgID: org.ID, Actor: "test", Action: "alert.create", TargetType: "alert"}, org.ID, in, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return createRule(t, s, org, alerts.Rule{Name: "mail", Trigger: alerts.NewEndpoint, EmailTo: "ops@example.com, oncall@example.com"})
 }
 
 // mailDeliverer delivers through addr with fast back-offs.

@@ -81,15 +81,8 @@ func (c *counter) count(channel, result string) {
 func (c *counter) get(key string) int { c.mu.Lock(); defer c.mu.Unlock(); return c.n[key] }
 
 func retryRule(t *testing.T, s *store.Store, org store.Org, url string, minutes int) store.AlertRule {
-	in := alerts.Rule{Name: "hook", Trigger: alerts.NewEndpoint, WebhookURL: url, WebhookRetryMinutes: minutes}
-	if err := in.Check(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.CreateAlertRule(context.Background(), &store.AuditEntry{OrgID: org.ID, Actor: "test", Action: "alert.create", TargetType: "alert"}, org.ID, in, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	t.Helper()
+	return createRule(t, s, org, alerts.Rule{Name: "hook", Trigger: alerts.NewEndpoint, WebhookURL: url, WebhookRetryMinutes: minutes})
 }
 
 func fastRetries(s *store.Store, holder string, roots *x509.CertPool, c *counter) *worker.AlertDeliverer {
@@ -104,8 +97,7 @@ func TestAlertWebhookRetriedUntilReceived(t *testing.T) {
 	s, org := storeOnly(t)
 	const down, events = 7, 3
 	recv := newDownReceiver(t, down)
-	roots := x509.NewCertPool()
-	roots.AddCert(recv.srv.Certificate())
+	roots := trusting(recv.srv)
 	ctx := context.Background()
 	r := retryRule(t, s, org, recv.srv.URL, 10)
 	if r.WebhookRetryMinutes != 10 {
@@ -170,8 +162,7 @@ func TestAlertWebhookRetryWaitsForBackoff(t *testing.T) {
 	t.Parallel()
 	s, org := storeOnly(t)
 	recv := newDownReceiver(t, 1)
-	roots := x509.NewCertPool()
-	roots.AddCert(recv.srv.Certificate())
+	roots := trusting(recv.srv)
 	ctx := context.Background()
 	r := retryRule(t, s, org, recv.srv.URL, 60)
 	if _, err := s.TestAlertRule(ctx, org.ID, r.ID, time.Now()); err != nil {
@@ -220,8 +211,7 @@ func TestAlertDefaultRuleDoesNotRetryAndSendAgain(t *testing.T) {
 	t.Parallel()
 	s, org := storeOnly(t)
 	recv := newDownReceiver(t, 1)
-	roots := x509.NewCertPool()
-	roots.AddCert(recv.srv.Certificate())
+	roots := trusting(recv.srv)
 	ctx := context.Background()
 	r := retryRule(t, s, org, recv.srv.URL, 0)
 	ev, err := s.TestAlertRule(ctx, org.ID, r.ID, time.Now())

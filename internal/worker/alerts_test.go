@@ -91,8 +91,7 @@ type alertEnv struct {
 
 func newAlertEnv(t *testing.T, extra ...*receiver) *alertEnv {
 	hook := newReceiver(t, 0)
-	roots := x509.NewCertPool()
-	roots.AddCert(hook.srv.Certificate())
+	roots := trusting(hook.srv)
 	for _, r := range extra {
 		roots.AddCert(r.srv.Certificate())
 	}
@@ -503,8 +502,16 @@ func storeOnly(t *testing.T) (*store.Store, store.Org) {
 	return s, org
 }
 
-func webhookRule(t *testing.T, s *store.Store, org store.Org, url string) store.AlertRule {
-	in := alerts.Rule{Name: "hook", Trigger: alerts.NewEndpoint, WebhookURL: url, WebhookSecret: hookSecret}
+// trusting answers a pool of roots that trusts srv's certificate.
+func trusting(srv *httptest.Server) *x509.CertPool {
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	return roots
+}
+
+// createRule checks in and creates it as the organization's rule.
+func createRule(t *testing.T, s *store.Store, org store.Org, in alerts.Rule) store.AlertRule {
+	t.Helper()
 	if err := in.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -515,12 +522,16 @@ func webhookRule(t *testing.T, s *store.Store, org store.Org, url string) store.
 	return r
 }
 
+func webhookRule(t *testing.T, s *store.Store, org store.Org, url string) store.AlertRule {
+	t.Helper()
+	return createRule(t, s, org, alerts.Rule{Name: "hook", Trigger: alerts.NewEndpoint, WebhookURL: url, WebhookSecret: hookSecret})
+}
+
 func TestAlertWebhookRefusesPrivateTargets(t *testing.T) {
 	t.Parallel()
 	s, org := storeOnly(t)
 	recv := newReceiver(t, 0)
-	roots := x509.NewCertPool()
-	roots.AddCert(recv.srv.Certificate())
+	roots := trusting(recv.srv)
 	port := recv.srv.URL[strings.LastIndexByte(recv.srv.URL, ':'):]
 	ctx := context.Background()
 	// A literal loopback address, and a name that resolves to one.
@@ -566,8 +577,7 @@ func TestAlertOutboxClaimedOnce(t *testing.T) {
 	t.Parallel()
 	s, org := storeOnly(t)
 	recv := newReceiver(t, 0)
-	roots := x509.NewCertPool()
-	roots.AddCert(recv.srv.Certificate())
+	roots := trusting(recv.srv)
 	ctx := context.Background()
 	r := webhookRule(t, s, org, recv.srv.URL)
 	const n = 30
@@ -616,8 +626,7 @@ func TestMailerTLSModes(t *testing.T) {
 	t.Parallel()
 	certSrv := httptest.NewTLSServer(http.NotFoundHandler())
 	defer certSrv.Close()
-	roots := x509.NewCertPool()
-	roots.AddCert(certSrv.Certificate())
+	roots := trusting(certSrv)
 	serverTLS := &tls.Config{Certificates: certSrv.TLS.Certificates}
 	for _, mode := range []string{worker.SMTPStartTLS, worker.SMTPTLS} {
 		srv := apitest.NewSMTPServer(t, serverTLS, mode == worker.SMTPTLS)
@@ -651,8 +660,7 @@ func TestAlertOutcomeSavedOnceSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv := newReceiver(t, 0)
-	roots := x509.NewCertPool()
-	roots.AddCert(recv.srv.Certificate())
+	roots := trusting(recv.srv)
 	ctx := context.Background()
 	r := webhookRule(t, s, org, recv.srv.URL)
 	ev, err := s.TestAlertRule(ctx, org.ID, r.ID, time.Now())
