@@ -378,10 +378,10 @@ func (tx *Tx) copyTemplate(ctx context.Context, t, o Org, actor string, now time
 			ring.GroupID = groupIDs[ring.GroupID]
 			n.Rings = append(n.Rings, ring)
 		}
-		if n.Enabled {
-			if next := n.FirstRun(now, loc); next != nil && !next.Before(now) {
-				n.NextRunAt = next
-			}
+		// The schedule goes on in the new organization's time zone; a
+		// one-time run already past is not run again there.
+		if n.Enabled && (n.ScheduleKind != "ONCE" || (n.RunAt != nil && n.RunAt.After(now))) {
+			n.NextRunAt = n.FirstRun(now, loc)
 		}
 		if err := tx.CreateAutomation(ctx, &n, now); err != nil {
 			return nil, err
