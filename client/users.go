@@ -118,3 +118,11 @@ func (c *Client) SetSignInPolicy(ctx context.Context, requireSecondFactor bool) 
 	err := c.Do(ctx, http.MethodPut, "/api/v1/sign-in-policy", nil, apiv1.SignInPolicy{RequireSecondFactor: &requireSecondFactor}, &out)
 	return out, err
 }
+
+// CreateOrganization creates an organization, optionally from a template
+// (the caller's person needs the create-organizations permission).
+func (c *Client) CreateOrganization(ctx context.Context, body apiv1.OrganizationBody) (apiv1.Organization, error) {
+	var out apiv1.Organization
+	err := c.Do(ctx, http.MethodPost, "/api/v1/organizations", nil, body, &out)
+	return out, err
+}

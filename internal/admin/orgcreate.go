@@ -111,7 +111,7 @@ func CheckOrgName(errs *valid.Errors, name string) string {
 		errs.Add("name", "is required")
 	case utf8.RuneCountInString(name) > MaxOrgName:
 		errs.Add("name", "must have at most %d characters", MaxOrgName)
-	case strings.IndexFunc(name, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0:
+	case strings.IndexFunc(name, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0 || !utf8.ValidString(name):
 		errs.Add("name", "must not hold control characters")
 	}
 	return name
@@ -140,10 +140,14 @@ func CreateOrgAs(ctx context.Context, s *store.Store, req OrgRequest) (NewOrgOut
 	if _, err := time.LoadLocation(tz); err != nil || len(tz) > 100 || strings.ContainsRune(tz, 0) {
 		errs.Add("timezone", "%q is not a known IANA time zone", tz)
 	}
+	template := strings.TrimSpace(req.Template)
+	if len(template) > 200 || strings.IndexFunc(template, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0 || !utf8.ValidString(template) {
+		errs.Add("template", "is no organization you administer (id or name)")
+	}
 	if err := errs.Err(); err != nil {
 		return NewOrgOut{}, err
 	}
-	in := store.NewOrg{Name: name, TimeZone: tz, TemplateRef: strings.TrimSpace(req.Template), Checked: req.Checked,
+	in := store.NewOrg{Name: name, TimeZone: tz, TemplateRef: template, Checked: req.Checked,
 		Entry:    &store.AuditEntry{Actor: req.By.Actor, Address: req.By.Address, Action: "org.create"},
 		Instance: &store.InstanceEvent{Actor: req.By.Actor, Address: req.By.Address, Action: "org.create"}}
 	if req.Instance != "" {

@@ -428,7 +428,7 @@ func userAdminCommands() []adminCommand {
 		}},
 		{"user operator list", func(c adminContext, fs *flag.FlagSet) adminRun {
 			return func(s *store.Store) (any, error) { return listed(admin.ListOperators(c.ctx, s)) }
-		}},		{"user create-orgs list", func(c adminContext, fs *flag.FlagSet) adminRun {
+		}}, {"user create-orgs list", func(c adminContext, fs *flag.FlagSet) adminRun {
 			return func(s *store.Store) (any, error) { return listed(admin.ListOrgCreators(c.ctx, s)) }
 		}},
 	}

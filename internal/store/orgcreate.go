@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/patchd/patchd/internal/dberr"
@@ -49,16 +50,16 @@ type NewOrg struct {
 
 // OrgCopy says what a template gave the new organization.
 type OrgCopy struct {
-	TemplateID       string `json:"templateId"`
-	Template         string `json:"template"`
-	ApprovalPolicies int    `json:"approvalPolicies"`
-	ApprovalSettings bool   `json:"approvalSettings"`
-	RemediationDays  bool   `json:"remediationPolicy"`
-	CompliancePolicy bool   `json:"compliancePolicy"`
-	Groups           int    `json:"groups"`
-	Scripts          int    `json:"scripts"`
-	Automations      int    `json:"automations"`
-	AlertRules       int    `json:"alertRules"`
+	TemplateID        string `json:"templateId"`
+	Template          string `json:"template"`
+	ApprovalPolicies  int    `json:"approvalPolicies"`
+	ApprovalSettings  bool   `json:"approvalSettings"`
+	RemediationPolicy bool   `json:"remediationPolicy"`
+	CompliancePolicy  bool   `json:"compliancePolicy"`
+	Groups            int    `json:"groups"`
+	Scripts           int    `json:"scripts"`
+	Automations       int    `json:"automations"`
+	AlertRules        int    `json:"alertRules"`
 	// SkippedAutomations target endpoints by id: endpoints belong to the
 	// template organization, so these are not copied.
 	SkippedAutomations []string `json:"skippedAutomations"`
@@ -289,7 +290,7 @@ func (tx *Tx) copyTemplate(ctx context.Context, t, o Org, actor string, now time
 		sql  string
 	}{
 		{&c.ApprovalSettings, `INSERT INTO approval_settings (org_id, decline_older) SELECT ?, decline_older FROM approval_settings WHERE org_id = ?`},
-		{&c.RemediationDays, `INSERT INTO vuln_policies (org_id, critical_days, high_days, medium_days, low_days)
+		{&c.RemediationPolicy, `INSERT INTO vuln_policies (org_id, critical_days, high_days, medium_days, low_days)
 			SELECT ?, critical_days, high_days, medium_days, low_days FROM vuln_policies WHERE org_id = ?`},
 		{&c.CompliancePolicy, `INSERT INTO compliance_policies (org_id, critical_days, important_days, moderate_days, low_days, unspecified_days)
 			SELECT ?, critical_days, important_days, moderate_days, low_days, unspecified_days FROM compliance_policies WHERE org_id = ?`},
@@ -457,4 +458,37 @@ func (tx *Tx) remapScript(ctx context.Context, payload json.RawMessage, fromOrg,
 	raw, _ := json.Marshal(newID)
 	m["scriptId"] = raw
 	return json.Marshal(m)
+}
+
+// MemberByEmail finds the member of the organization with the e-mail
+// address (dberr.ErrNotFound: none).
+func (s *Store) MemberByEmail(ctx context.Context, orgID, email string) (ConsoleUser, error) {
+	users, err := s.listConsoleUsers(ctx, "member by e-mail", `m.org_id = ? AND u.email = ?`, orgID, email)
+	if err != nil {
+		return ConsoleUser{}, err
+	}
+	if len(users) == 0 {
+		return ConsoleUser{}, fmt.Errorf("store: member: %w", dberr.ErrNotFound)
+	}
+	return users[0], nil
+}
+
+// CredentialPerson finds the person an API credential acts for: the member
+// of the credential's organization who created it (the credential's
+// created_by is user:<e-mail>). dberr.ErrNotFound when it was made by the
+// command line or the person has left the organization.
+func (s *Store) CredentialPerson(ctx context.Context, orgID, credentialID string) (ConsoleUser, error) {
+	var by sql.NullString
+	err := s.queryRow(ctx, `SELECT created_by FROM credentials WHERE org_id = ? AND id = ?`, orgID, credentialID).Scan(&by)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ConsoleUser{}, fmt.Errorf("store: credential: %w", dberr.ErrNotFound)
+	}
+	if err != nil {
+		return ConsoleUser{}, fmt.Errorf("store: read credential: %w", err)
+	}
+	email, ok := strings.CutPrefix(by.String, "user:")
+	if !ok || email == "" {
+		return ConsoleUser{}, fmt.Errorf("store: the credential was not made by a person: %w", dberr.ErrNotFound)
+	}
+	return s.MemberByEmail(ctx, orgID, email)
 }

@@ -143,7 +143,7 @@ func TestCreateOrgFromTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c == nil || c.ApprovalPolicies != 1 || !c.ApprovalSettings || !c.RemediationDays || c.Groups != 1 || c.Scripts != 1 || c.Automations != 2 ||
+	if c == nil || c.ApprovalPolicies != 1 || !c.ApprovalSettings || !c.RemediationPolicy || c.Groups != 1 || c.Scripts != 1 || c.Automations != 2 ||
 		c.AlertRules != 2 || len(c.SkippedAutomations) != 1 || len(c.DisabledAlertRules) != 1 {
 		t.Fatalf("copied: %+v", c)
 	}
