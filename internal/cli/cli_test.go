@@ -21,7 +21,7 @@ func patchd(t *testing.T, db, stdin string, args ...string) (int, string, string
 	// --data/--db go after the subcommand words, before positional arguments.
 	words := 1
 	switch {
-	case len(args) > 2 && args[0] == "admin" && args[1] == "user" && args[2] == "operator":
+	case len(args) > 2 && args[0] == "admin" && args[1] == "user" && (args[2] == "operator" || args[2] == "create-orgs"):
 		words = 4
 	case len(args) > 0 && args[0] == "admin":
 		words = 3
