@@ -215,8 +215,8 @@ func orgSummary(m map[string]any, o Org, email string, c *OrgCopy) map[string]an
 	}
 	if c != nil {
 		m["template"], m["templateId"] = c.Template, c.TemplateID
-		m["copied"] = map[string]any{"approvalPolicies": c.ApprovalPolicies, "groups": c.Groups, "scripts": c.Scripts,
-			"automations": c.Automations, "alertRules": c.AlertRules}
+		m["copied"] = fmt.Sprintf("%d approval policy rules, %d groups, %d scripts, %d automations, %d alert rules",
+			c.ApprovalPolicies, c.Groups, c.Scripts, c.Automations, c.AlertRules)
 	}
 	return m
 }
@@ -319,8 +319,6 @@ func (tx *Tx) copyTemplate(ctx context.Context, t, o Org, actor string, now time
 		return nil, fmt.Errorf("store: read template groups: %w", err)
 	}
 	for _, g := range tgroups {
-		rules, _ := json.Marshal(nonNilSlice(g.Rules))
-		exclude, _ := json.Marshal(nonNilSlice(g.ExcludeRules))
 		if g.Builtin != "" {
 			var id string
 			if err := tx.queryRow(ctx, `SELECT id FROM endpoint_groups WHERE org_id = ? AND builtin = ?`, o.ID, g.Builtin).Scan(&id); err != nil {
@@ -333,11 +331,12 @@ func (tx *Tx) copyTemplate(ctx context.Context, t, o Org, actor string, now time
 			groupIDs[g.ID] = id
 			continue
 		}
+		// The criteria as stored, never the members.
 		id := NewID()
 		if _, err := tx.exec(ctx, `INSERT INTO endpoint_groups (id, org_id, name, description, kind, is_system, match_all, rules, exclude_rules,
-			offline_alert_minutes, online_alert, members, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
-			id, o.ID, g.Name, g.Description, g.Kind, g.System, g.MatchAll, string(rules), string(exclude), intOrNil(g.OfflineAlertMinutes),
-			g.OnlineAlert, millis(now), millis(now)); err != nil {
+			offline_alert_minutes, online_alert, members, created_at, updated_at)
+			SELECT ?, ?, name, description, kind, is_system, match_all, rules, exclude_rules, offline_alert_minutes, online_alert, 0, ?, ?
+			FROM endpoint_groups WHERE id = ? AND org_id = ?`, id, o.ID, millis(now), millis(now), g.ID, t.ID); err != nil {
 			return nil, fmt.Errorf("store: copy group %q: %w", g.Name, err)
 		}
 		groupIDs[g.ID] = id
