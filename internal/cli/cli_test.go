@@ -167,7 +167,7 @@ func TestAdminCommands(t *testing.T) {
 		}
 		actions = append(actions, e["action"].(string))
 	}
-	want := "user.create enroll_token.revoke enroll_token.create enroll_token.create credential.delete credential.enable credential.disable credential.create"
+	want := "user.create enroll_token.revoke enroll_token.create enroll_token.create credential.delete credential.enable credential.disable credential.create org.create"
 	if strings.Join(actions, " ") != want {
 		t.Fatalf("audit actions:\n got %s\nwant %s", strings.Join(actions, " "), want)
 	}
