@@ -137,7 +137,7 @@ func CreateOrgAs(ctx context.Context, s *store.Store, req OrgRequest) (NewOrgOut
 	if tz == "" {
 		tz = "UTC"
 	}
-	if _, err := time.LoadLocation(tz); err != nil || len(tz) > 100 || strings.ContainsRune(tz, 0) {
+	if _, err := time.LoadLocation(tz); err != nil || tz == "Local" || len(tz) > 100 || strings.ContainsRune(tz, 0) {
 		errs.Add("timezone", "%q is not a known IANA time zone", tz)
 	}
 	template := strings.TrimSpace(req.Template)

@@ -114,6 +114,7 @@ func TestCreateOrganization(t *testing.T) {
 		{apiv1.OrganizationBody{Name: "Bad\tname"}, []string{"name"}},
 		{apiv1.OrganizationBody{Name: strings.Repeat("x", 101)}, []string{"name"}},
 		{apiv1.OrganizationBody{Name: "Client B", TimeZone: "Mars/Olympus"}, []string{"timezone"}},
+		{apiv1.OrganizationBody{Name: "Client B", TimeZone: "Local"}, []string{"timezone"}},
 		{apiv1.OrganizationBody{Name: other.Name}, []string{"name"}},
 		{apiv1.OrganizationBody{Name: "Client B", Template: "No such org"}, []string{"template"}},
 		{apiv1.OrganizationBody{Name: "Client B", Template: other.ID}, []string{"template"}},
