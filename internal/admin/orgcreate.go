@@ -118,7 +118,7 @@ func CheckOrgName(errs *valid.Errors, name string) string {
 }
 
 // ErrOrgNameTaken answers a name another organization has.
-var ErrOrgNameTaken = valid.One("name", "is taken by another organization")
+var ErrOrgNameTaken = valid.One("name", "is taken: an organization with this name exists")
 
 // ErrNoTemplate answers a template that does not exist or that the
 // creator does not administer (the two are not told apart).

@@ -24,7 +24,7 @@ func (c *Console) orgRoutes() {
 	c.page("POST /console/account/join", 0, c.accountJoin)
 	c.page("GET /console/organizations", 0, c.orgsPage)
 	c.page("GET /console/organizations.csv", 0, c.orgsCSV)
-	c.page("POST /console/organizations", 0, c.orgCreate)
+	c.page("POST /console/organizations", adminOnly, c.orgCreate)
 }
 
 // orgCreate creates an organization through the REST API's operation (a
