@@ -92,3 +92,11 @@ func (c *Client) SignInPolicy(ctx context.Context) (apiv1.SignInPolicy, error) {
 func (c *Client) SetSignInPolicy(ctx context.Context, requireSecondFactor bool) (apiv1.SignInPolicy, error) {
 	return call[apiv1.SignInPolicy](ctx, c, http.MethodPut, "/api/v1/sign-in-policy", nil, apiv1.SignInPolicy{RequireSecondFactor: &requireSecondFactor})
 }
+
+// CreateOrganization creates an organization, optionally from a template
+// (the caller's person needs the create-organizations permission).
+func (c *Client) CreateOrganization(ctx context.Context, body apiv1.OrganizationBody) (apiv1.Organization, error) {
+	var out apiv1.Organization
+	err := c.Do(ctx, http.MethodPost, "/api/v1/organizations", nil, body, &out)
+	return out, err
+}

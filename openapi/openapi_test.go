@@ -104,6 +104,9 @@ var additions = []struct {
 	{"DELETE", "/api/v1/credentials/{id}", "api.access"},
 	{"GET", "/api/v1/sign-in-policy", "api.access"},
 	{"PUT", "/api/v1/sign-in-policy", "api.access"},
+	// New organizations, for a person holding the create-organizations
+	// permission (checked by the server).
+	{"POST", "/api/v1/organizations", "api.access"},
 	// Decisions about CVEs and the remediation periods, for the same roles.
 	{"POST", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},
 	{"DELETE", "/api/v1/vulnerabilities/{cve}/exception", "api.access"},

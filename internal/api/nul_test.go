@@ -141,6 +141,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		"PUT /api/v1/remediation-policy":                               `{"criticalDays":1,"highDays":2,"mediumDays":3,"lowDays":4,"x":` + nulJSON + `}`,
 		"PUT /api/v1/compliance-policy":                                `{"criticalDays":1,"importantDays":2,"moderateDays":3,"lowDays":4,"unspecifiedDays":5,"x":` + nulJSON + `}`,
 		"PUT /api/v1/sso":                                              `{"providerName":` + nulJSON + `,"issuer":"https://id.example.com","clientId":"patchd"}`,
+		"POST /api/v1/organizations":                                   `{"name":"Nul client","template":` + nulJSON + `}`,
 	}
 	// A query filter for each list.
 	queries := map[string]string{

@@ -105,6 +105,9 @@ func (a *API) routes() {
 	a.route("DELETE /api/v1/credentials/{id}", perm.APIAccess, a.deleteCredential)
 	a.route("GET /api/v1/sign-in-policy", perm.APIAccess, a.getSignInPolicy)
 	a.route("PUT /api/v1/sign-in-policy", perm.APIAccess, a.putSignInPolicy)
+	// New organizations, for a person holding the create-organizations
+	// permission through a role holding every permission.
+	a.route("POST /api/v1/organizations", perm.APIAccess, a.createOrganization)
 	// Vulnerability decisions and remediation periods, for the same roles.
 	a.route("POST /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.acceptVulnRisk)
 	a.route("DELETE /api/v1/vulnerabilities/{cve}/exception", perm.APIAccess, a.revokeVulnRisk)

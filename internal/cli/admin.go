@@ -104,6 +104,12 @@ func runAdmin(ctx context.Context, args []string, stdio IO) error {
 		}
 		verb, rest = "operator "+rest[0], rest[1:]
 	}
+	if object == "user" && verb == "create-orgs" {
+		if len(rest) == 0 {
+			return usagef("patchd admin user create-orgs needs a verb: grant, revoke or list")
+		}
+		verb, rest = "create-orgs "+rest[0], rest[1:]
+	}
 	if object == "agent" {
 		return runAgentAdmin(ctx, verb, rest, stdio)
 	}
@@ -213,7 +219,23 @@ func orgAdminCommands() []adminCommand {
 		{"org create", func(c adminContext, fs *flag.FlagSet) adminRun {
 			name := fs.String("name", "", "organization name")
 			tz := fs.String("timezone", "UTC", "IANA time zone for schedules")
-			return func(s *store.Store) (any, error) { return admin.CreateOrg(c.ctx, s, *name, *tz) }
+			template := fs.String("template", "", "copy this organization's (id or name) approval and remediation policies, groups, automations and alert rules")
+			adminEmail := fs.String("admin-email", "", "make this person the new organization's Administrator")
+			adminOrg := fs.String("admin-org", "", "with --admin-email: one of the person's organizations (when the address has accounts in several)")
+			return func(s *store.Store) (any, error) {
+				if strings.TrimSpace(*name) == "" {
+					return nil, errors.New("--name is required")
+				}
+				req := admin.OrgRequest{Name: *name, TimeZone: *tz, Template: *template, By: admin.By{Actor: admin.ActorCLI}, Instance: cliActor()}
+				if *adminEmail != "" {
+					u, err := admin.FindUser(c.ctx, s, *adminOrg, *adminEmail)
+					if err != nil {
+						return nil, err
+					}
+					req.Creator = &u
+				}
+				return admin.CreateOrgAs(c.ctx, s, req)
+			}
 		}},
 		{"org list", func(c adminContext, fs *flag.FlagSet) adminRun {
 			return func(s *store.Store) (any, error) { return listed(s.ListOrgs(c.ctx)) }
@@ -406,7 +428,17 @@ func userAdminCommands() []adminCommand {
 		}},
 		{"user operator list", func(c adminContext, fs *flag.FlagSet) adminRun {
 			return func(s *store.Store) (any, error) { return listed(admin.ListOperators(c.ctx, s)) }
+		}}, {"user create-orgs list", func(c adminContext, fs *flag.FlagSet) adminRun {
+			return func(s *store.Store) (any, error) { return listed(admin.ListOrgCreators(c.ctx, s)) }
 		}},
+	}
+	for _, verb := range []string{"grant", "revoke"} {
+		cmds = append(cmds, adminCommand{"user create-orgs " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {
+			email, org := emailAndOrg(fs, "the person's e-mail address")
+			return func(s *store.Store) (any, error) {
+				return admin.SetCreateOrgs(c.ctx, s, admin.InstanceActor{Actor: cliActor()}, *org, *email, verb == "grant")
+			}
+		}})
 	}
 	for _, verb := range []string{"grant", "revoke"} {
 		cmds = append(cmds, adminCommand{"user operator " + verb, func(c adminContext, fs *flag.FlagSet) adminRun {

@@ -43,7 +43,8 @@ const usage = `patchd — self-hosted patch management
 Usage:
   patchd serve [--addr 127.0.0.1:8080] [--base-url URL] [--tls-cert F --tls-key F | --acme-domain D | --tls-self | --tls-proxy] [flags]
   patchd migrate
-  patchd admin org create --name NAME [--timezone Europe/Berlin]
+  patchd admin org create --name NAME [--timezone Europe/Berlin] [--template ORG] [--admin-email E [--admin-org ORG]]
+        (--template copies ORG's approval and remediation policies, groups, automations and alert rules; --admin-email: its Administrator)
   patchd admin org list
   patchd admin role create --org ORG --name NAME --permissions api.access,endpoints.view,…
   patchd admin credential create --org ORG --name NAME --role ROLE
@@ -63,6 +64,8 @@ Usage:
   patchd admin user member-add --email E [--org ORG] --to-org ORG --role ROLE   (the person joins another organization)
   patchd admin org second-factor --org ORG --require=true|false   (password users must set up a second factor)
   patchd admin user operator list
+  patchd admin user create-orgs grant|revoke --email E [--org ORG]   (the person may create organizations from the console and API)
+  patchd admin user create-orgs list
   patchd admin sso set --org ORG [--provider-name N] [--issuer URL] [--client-id ID] [--client-secret-stdin] [--allowed-domains D,…]
         [--scopes S,…] [--role-claim C] [--role-map VALUE=ROLE]… [--default-role R] [--just-in-time true|false] [--provider-verifies-email true|false] [--enabled true|false]
   patchd admin sso show|delete --org ORG   (OpenID Connect sign-in: docs/sso.md)

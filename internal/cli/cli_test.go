@@ -21,7 +21,7 @@ func patchd(t *testing.T, db, stdin string, args ...string) (int, string, string
 	// --data/--db go after the subcommand words, before positional arguments.
 	words := 1
 	switch {
-	case len(args) > 2 && args[0] == "admin" && args[1] == "user" && args[2] == "operator":
+	case len(args) > 2 && args[0] == "admin" && args[1] == "user" && (args[2] == "operator" || args[2] == "create-orgs"):
 		words = 4
 	case len(args) > 0 && args[0] == "admin":
 		words = 3
@@ -167,7 +167,7 @@ func TestAdminCommands(t *testing.T) {
 		}
 		actions = append(actions, e["action"].(string))
 	}
-	want := "user.create enroll_token.revoke enroll_token.create enroll_token.create credential.delete credential.enable credential.disable credential.create"
+	want := "user.create enroll_token.revoke enroll_token.create enroll_token.create credential.delete credential.enable credential.disable credential.create org.create"
 	if strings.Join(actions, " ") != want {
 		t.Fatalf("audit actions:\n got %s\nwant %s", strings.Join(actions, " "), want)
 	}

@@ -89,7 +89,7 @@ func TestInstanceOperatorCommands(t *testing.T) {
 			imp = e
 		}
 	}
-	want := "vulndb.import instance_operator.sso_deny instance_operator.sso_allow instance_operator.revoke instance_operator.grant instance_operator.grant"
+	want := "vulndb.import instance_operator.sso_deny instance_operator.sso_allow instance_operator.revoke instance_operator.grant instance_operator.grant org.create org.create"
 	if strings.Join(actions, " ") != want {
 		t.Fatalf("instance events:\n got %s\nwant %s", strings.Join(actions, " "), want)
 	}

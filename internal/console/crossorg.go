@@ -46,6 +46,11 @@ type orgsData struct {
 	Rows          []orgRow
 	NotSeenDays   int
 	FailedRunDays int
+	// Create: the person may create organizations (an instance-level
+	// permission); CreateHere: its role here holds every permission, which
+	// the creation takes; Templates: the organizations it administers.
+	Create, CreateHere bool
+	Templates          []store.Membership
 }
 
 // compliancePercent is the organization's compliance figure: the share of
@@ -116,8 +121,16 @@ func (c *Console) orgsPage(w http.ResponseWriter, r *http.Request, s *session) e
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, s, http.StatusOK, "organizations", "", "Your organizations", "organizations",
-		orgsData{Rows: rows, NotSeenDays: notSeenDays, FailedRunDays: failedRunDays})
+	d := orgsData{Rows: rows, NotSeenDays: notSeenDays, FailedRunDays: failedRunDays, Create: s.User.CreateOrgs,
+		CreateHere: s.User.Permissions&perm.All == perm.All}
+	if d.Create {
+		for _, row := range rows {
+			if row.Permissions&perm.All == perm.All {
+				d.Templates = append(d.Templates, row.Membership)
+			}
+		}
+	}
+	return c.render(w, r, s, http.StatusOK, "organizations", "", "Your organizations", "organizations", d)
 }
 
 // orgsCSV is the report across organizations: one line per organization,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/store"
 )
@@ -90,6 +91,42 @@ func TestBrowserOrgSwitcher(t *testing.T) {
 		}
 		if body := tb.text("main"); !strings.Contains(body, "acme-secret-pc") {
 			t.Fatalf("%s: Acme's number opened:\n%s", size, body)
+		}
+	}
+}
+
+// TestBrowserOrgCreate: in Chromium, at 1440 and 390 px, Ann, who may
+// create organizations, fills in the organizations page's New organization
+// form with Acme as the template; the page passes axe-core and fits a
+// phone, and the new organization is then in the header's switcher with
+// Ann as its Administrator.
+func TestBrowserOrgCreate(t *testing.T) {
+	tb := newTab(t)
+	e := apitest.New(t)
+	addUser(t, e, e.Org, "ann@example.com", store.RoleAdministrator)
+	if _, err := admin.SetCreateOrgs(context.Background(), e.Store, admin.InstanceActor{Actor: "test"}, e.Org.ID, "ann@example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	tb.signInWithPassword(e.URL, "ann@example.com", "/console/organizations", "#new-org-form")
+	for i, size := range []string{"desktop", "phone"} {
+		if size == "phone" {
+			tb.onPhone()
+		}
+		name := []string{"Client Desk", "Client Phone"}[i]
+		tb.visit(e.URL, "/console/organizations", "new-org-"+size)
+		tb.fitsWidth("the organizations page with its form (" + size + ")")
+		tb.do("create "+name,
+			chromedp.SendKeys(chromedp.CSS("#new-org-name"), name),
+			chromedp.SetValue(chromedp.CSS("#new-org-template"), e.Org.ID),
+			chromedp.Click(chromedp.CSS(`#new-org-form button[type="submit"]`)),
+			chromedp.WaitVisible(chromedp.CSS("main .flash")))
+		tb.accessible("the organizations page after a creation (" + size + ")")
+		tb.screenshot("org-created-" + size)
+		if got := tb.text("main .flash"); !strings.Contains(got, "Organization "+name+" created from Acme") {
+			t.Fatalf("%s: the message says %q", size, got)
+		}
+		if got := tb.text("#orgs tbody"); !strings.Contains(got, name) || !strings.Contains(got, "Administrator") {
+			t.Fatalf("%s: the organizations table:\n%s", size, got)
 		}
 	}
 }

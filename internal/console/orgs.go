@@ -3,9 +3,11 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/auth"
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
@@ -22,6 +24,29 @@ func (c *Console) orgRoutes() {
 	c.page("POST /console/account/join", 0, c.accountJoin)
 	c.page("GET /console/organizations", 0, c.orgsPage)
 	c.page("GET /console/organizations.csv", 0, c.orgsCSV)
+	c.page("POST /console/organizations", adminOnly, c.orgCreate)
+}
+
+// orgCreate creates an organization through the REST API's operation (a
+// person holding the create-organizations permission, docs/identity.md):
+// the person becomes its Administrator; a template it administers gives
+// it its policies, groups, automations and alert rules.
+func (c *Console) orgCreate(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	body := apiv1.OrganizationBody{Name: r.PostForm.Get("name"), TimeZone: r.PostForm.Get("timezone"), Template: r.PostForm.Get("template")}
+	var out apiv1.Organization
+	err := c.callAPI(r, s, http.MethodPost, "/api/v1/organizations", body, &out)
+	ok := "Organization " + out.Name + " created: you are its Administrator (switch to it in the menu at the top)."
+	if err == nil && out.Copied != nil {
+		ok = fmt.Sprintf("Organization %s created from %s (%d groups, %d automations, %d alert rules copied): you are its Administrator (switch to it in the menu at the top).",
+			out.Name, out.Copied.Template, out.Copied.Groups, out.Copied.Automations, out.Copied.AlertRules)
+		if n := len(out.Copied.DisabledAlertRules); n > 0 {
+			ok += fmt.Sprintf(" %d alert rules are disabled until you give them a webhook secret.", n)
+		}
+	}
+	return c.done(w, r, "/console/organizations", err, ok)
 }
 
 // orgSwitch moves the session to another organization of its person,

@@ -54,6 +54,7 @@ var consoleForms = map[string]string{
 	"POST /console/alerts/{id}/deliveries/{delivery}/resend": "POST /api/v1/alerts/{id}/failed-deliveries/{delivery}/resend",
 	"POST /console/settings/sso":                             "PUT /api/v1/sso",
 	"POST /console/settings/sso/delete":                      "DELETE /api/v1/sso",
+	"POST /console/organizations":                            "POST /api/v1/organizations",
 }
 
 // consoleOwn are the console's forms that are not an operation on the

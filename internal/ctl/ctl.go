@@ -83,6 +83,7 @@ func init() {
 	commands = append(commands, policyCommands()...)
 	commands = append(commands, userCommands()...)
 	commands = append(commands, roleCommands()...)
+	commands = append(commands, orgCommands()...)
 	commands = append(commands, credentialCommands()...)
 	commands = append(commands, completionCommands()...)
 }

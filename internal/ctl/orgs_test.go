@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/ctl"
@@ -59,4 +60,37 @@ func TestOrgProfiles(t *testing.T) {
 	}
 	h.ok("logout", "--org", "Globex")
 	h.fail(ctl.ExitUsage, "no profile of organization", "--org", "Globex", "endpoints", "list")
+}
+
+// TestOrgCreate: patchctl org create creates an organization for the
+// person behind the credential when it may (the API's 403 otherwise), with
+// --template copying a template it administers.
+func TestOrgCreate(t *testing.T) {
+	e := apitest.New(t)
+	ctx := context.Background()
+	h := newHarness(t, e, e.URL)
+	if _, err := admin.CreateUser(ctx, e.Store, "test", e.Org.ID, "msp@example.com", "Administrator", "correct horse battery staple"); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := admin.CreateCredentialBy(ctx, e.Store, admin.By{Actor: "user:msp@example.com"}, e.Org.ID, "msp-cli", "Administrator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run(cred.ClientSecret+"\n", "login", "--server", e.URL, "--client-id", cred.ClientID, "--client-secret-stdin"); r.code != 0 {
+		t.Fatalf("login: %s", r.stderr)
+	}
+	h.fail(ctl.ExitUsage, "--name is required", "org", "create")
+	h.fail(ctl.ExitAPI, "create_organizations", "org", "create", "--name", "Client A")
+	if _, err := admin.SetCreateOrgs(ctx, e.Store, admin.InstanceActor{Actor: "test"}, e.Org.ID, "msp@example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	h.fail(ctl.ExitAPI, "template", "org", "create", "--name", "Client A", "--template", "Nowhere")
+	var o apiv1.Organization
+	h.okJSON(&o, "org", "create", "--name", "Client A", "--timezone", "Europe/Berlin", "--template", e.Org.Name)
+	if o.Name != "Client A" || o.Administrator != "msp@example.com" || o.Copied == nil || o.Copied.TemplateID != e.Org.ID {
+		t.Fatalf("created %+v", o)
+	}
+	if out := h.ok("org", "create", "--name", "Client B"); !strings.Contains(out, "Organization Client B created") {
+		t.Fatalf("text: %s", out)
+	}
 }

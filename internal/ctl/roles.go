@@ -80,3 +80,33 @@ func roleCommands() []command {
 		deleteCommand("roles delete", "ID|NAME", "delete a custom role that no user, credential or single sign-on setting holds", "Role %s deleted.", (*client.Client).DeleteRole),
 	}
 }
+
+// orgCommands: patchd's addition POST /api/v1/organizations (a person
+// holding the create-organizations permission).
+func orgCommands() []command {
+	return []command{
+		{name: "org create", args: "--name NAME [--timezone TZ] [--template ORG]",
+			summary: "create an organization you become Administrator of, optionally copying a template organization you administer",
+			setup: func(fs *flag.FlagSet) func(*session, []string) error {
+				name := fs.String("name", "", "the organization's name (required, unique on the server)")
+				tz := fs.String("timezone", "", "the IANA time zone of its schedules (default UTC)")
+				template := fs.String("template", "", "an organization (id or name) you administer: its approval and remediation policies, groups, automations and alert rules are copied")
+				return withChecked("", func(*session, []string) (apiv1.OrganizationBody, error) {
+					if strings.TrimSpace(*name) == "" {
+						return apiv1.OrganizationBody{}, usagef("--name is required")
+					}
+					return apiv1.OrganizationBody{Name: *name, TimeZone: *tz, Template: *template}, nil
+				}, func(s *session, c *client.Client, _ []string, body apiv1.OrganizationBody) error {
+					o, err := c.CreateOrganization(s.ctx, body)
+					if err != nil {
+						return err
+					}
+					if o.Copied != nil {
+						return s.done(o, "Organization %s created (%s), copied from %s: %d groups, %d automations, %d alert rules.",
+							o.Name, o.ID, o.Copied.Template, o.Copied.Groups, o.Copied.Automations, o.Copied.AlertRules)
+					}
+					return s.done(o, "Organization %s created (%s).", o.Name, o.ID)
+				})
+			}},
+	}
+}

@@ -28,7 +28,7 @@ type ConsoleUser struct {
 // ConsoleUser is of that organization.
 const consoleUserColumns = `u.id, m.org_id, u.email, m.role_id, u.disabled, u.instance_operator, u.created_at, u.password_hash, r.name, r.permissions,
 	u.totp_secret <> '', u.must_change_password, (SELECT COUNT(*) FROM user_passkeys pk WHERE pk.user_id = u.id),
-	COALESCE((SELECT i.expires_at FROM user_invitations i WHERE i.user_id = u.id), 0), u.operator_sso`
+	COALESCE((SELECT i.expires_at FROM user_invitations i WHERE i.user_id = u.id), 0), u.operator_sso, u.create_orgs`
 
 // consoleUserFrom joins a person to its memberships and their roles.
 const consoleUserFrom = ` users u JOIN memberships m ON m.user_id = u.id JOIN roles r ON r.id = m.role_id AND r.org_id = m.org_id `
@@ -39,7 +39,7 @@ func scanConsoleUser(row interface{ Scan(...any) error }) (ConsoleUser, error) {
 	var permText string
 	var invitationExpires int64
 	if err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.RoleID, &u.Disabled, &u.InstanceOperator, &created, &u.PasswordHash, &u.RoleName, &permText,
-		&u.TOTP, &u.MustChangePassword, &u.Passkeys, &invitationExpires, &u.OperatorSSO); err != nil {
+		&u.TOTP, &u.MustChangePassword, &u.Passkeys, &invitationExpires, &u.OperatorSSO, &u.CreateOrgs); err != nil {
 		return u, err
 	}
 	if invitationExpires != 0 {

@@ -214,7 +214,8 @@ func (s *Store) SwitchSessionOrg(ctx context.Context, idHash, newIDHash, csrf, o
 // proved by the person, one person: keepID becomes a member of every
 // organization otherID belongs to (with otherID's role there; where both
 // belong, keepID's role stays), takes otherID's single sign-on links and
-// the instance-operator attribute when otherID had it, and otherID is
+// the instance-operator attribute and the create-organizations
+// permission when otherID had them, and otherID is
 // deleted with its sessions, passwords and second factors. entry makes
 // the Audit Trail entry (user.join) of each organization the joined
 // account belonged to. It answers the organizations joined.
@@ -229,8 +230,8 @@ func (s *Store) JoinAccounts(ctx context.Context, keepID, otherID string, entry 
 				return fmt.Errorf("store: lock users: %w", err)
 			}
 		}
-		var otherOp, otherSSO, otherDisabled bool
-		err := tx.queryRow(ctx, `SELECT instance_operator, operator_sso, disabled FROM users WHERE id = ?`, otherID).Scan(&otherOp, &otherSSO, &otherDisabled)
+		var otherOp, otherSSO, otherDisabled, otherCreate bool
+		err := tx.queryRow(ctx, `SELECT instance_operator, operator_sso, disabled, create_orgs FROM users WHERE id = ?`, otherID).Scan(&otherOp, &otherSSO, &otherDisabled, &otherCreate)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
@@ -272,6 +273,11 @@ func (s *Store) JoinAccounts(ctx context.Context, keepID, otherID string, entry 
 		if otherOp {
 			if _, err := tx.exec(ctx, `UPDATE users SET instance_operator = TRUE, operator_sso = operator_sso OR ? WHERE id = ?`, otherSSO, keepID); err != nil {
 				return fmt.Errorf("store: keep instance operator: %w", err)
+			}
+		}
+		if otherCreate {
+			if _, err := tx.exec(ctx, `UPDATE users SET create_orgs = TRUE WHERE id = ?`, keepID); err != nil {
+				return fmt.Errorf("store: keep create organizations: %w", err)
 			}
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM users WHERE id = ?`, otherID); err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/dberr"
-	"github.com/patchd/patchd/internal/perm"
 )
 
 // Org is an organization; every row of organization data belongs to one.
@@ -28,24 +27,7 @@ const (
 // CreateOrg creates an organization with its built-in roles.
 func (s *Store) CreateOrg(ctx context.Context, name, timeZone string) (Org, error) {
 	o := Org{ID: NewID(), Name: name, TimeZone: timeZone, CreatedAt: time.Now().UTC()}
-	err := s.InTx(ctx, func(tx *Tx) error {
-		if _, err := tx.exec(ctx, `INSERT INTO orgs (id, name, timezone, created_at) VALUES (?, ?, ?, ?)`,
-			o.ID, o.Name, o.TimeZone, millis(o.CreatedAt)); err != nil {
-			if isUniqueViolation(err) {
-				return fmt.Errorf("store: organization %q exists: %w", name, dberr.ErrConflict)
-			}
-			return fmt.Errorf("store: create organization: %w", err)
-		}
-		for _, r := range []struct {
-			name  string
-			perms perm.Set
-		}{{RoleAdministrator, perm.All}, {RoleReadOnly, perm.ReadOnly}} {
-			if _, err := tx.insertRole(ctx, o.ID, r.name, r.perms, true); err != nil {
-				return err
-			}
-		}
-		return tx.afterCreateOrg(ctx, o)
-	})
+	err := s.InTx(ctx, func(tx *Tx) error { return tx.createOrg(ctx, o) })
 	return o, err
 }
 

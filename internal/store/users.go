@@ -23,6 +23,9 @@ type User struct {
 	// OperatorSSO says an instance-level action let the instance operator
 	// sign in through its organization's single sign-on (docs/sso.md).
 	OperatorSSO bool `json:"-"`
+	// CreateOrgs says the person may create organizations (an
+	// instance-level permission whoever runs the server grants).
+	CreateOrgs bool `json:"createOrgs"`
 	// SecondFactor says the user has a second factor: a confirmed TOTP
 	// app (TOTP) or at least one passkey (Passkeys counts them).
 	SecondFactor bool `json:"secondFactor"`
