@@ -56,8 +56,13 @@ func TestCompliancePage(t *testing.T) {
 	if _, list := b.get("/console/endpoints?compliance=overdue"); !strings.Contains(list, `<strong>0</strong> endpoint(s) match`) {
 		t.Errorf("overdue endpoints:\n%s", between(list, "<main", "</form>"))
 	}
-	if _, csv := b.get("/console/endpoints.csv"); !strings.Contains(csv, "Missing critical,Missing updates,Overdue") {
+	if _, csv := b.get("/console/endpoints.csv"); !strings.Contains(csv, "Missing critical,Missing updates,Overdue,Risk") {
 		t.Errorf("csv: %s", csv)
+	}
+	// The risk column (the endpoint's riskScore) sorts as the API does.
+	if _, list := b.get("/console/endpoints?sort=risk&order=desc"); !strings.Contains(list, `aria-sort="descending"><a href="/console/endpoints?sort=risk">Risk</a>`) ||
+		!strings.Contains(list, `<td class="num opt">0.0</td>`) {
+		t.Errorf("risk column:\n%s", between(list, `<table class="list" id="endpoints">`, "</table>"))
 	}
 	form := url.Values{"criticalDays": {"7"}, "importantDays": {"14"}, "moderateDays": {"30"}, "lowDays": {"60"}, "unspecifiedDays": {"120"}, "kevDays": {"10"}}
 	if _, page := b.get("/console/compliance"); !strings.Contains(page, `name="kevDays"`) || !strings.Contains(page, "Fixes a KEV CVE (days)") {

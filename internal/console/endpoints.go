@@ -35,6 +35,7 @@ var endpointColumns = []endpointColumn{
 	{"missingCritical", "Missing critical", "missingCritical"},
 	{"missingTotal", "Missing updates", "missingTotal"},
 	{"overdue", "Overdue", "overdue"},
+	{"risk", "Risk", "risk"},
 	{"status", "Status", "status"},
 	{"platform", "Platform", "platform"},
 	{"os", "Operating system", "os"},
@@ -45,7 +46,7 @@ var endpointColumns = []endpointColumn{
 	{"reboot", "Reboot", ""},
 }
 
-var defaultEndpointColumns = []string{"missingCritical", "missingTotal", "overdue", "status", "platform", "os", "agent", "lastSeen", "reboot"}
+var defaultEndpointColumns = []string{"missingCritical", "missingTotal", "overdue", "risk", "status", "platform", "os", "agent", "lastSeen", "reboot"}
 
 // patchColumns are the columns of an endpoint's patch state.
 var patchColumns = []string{"missingCritical", "missingTotal", "overdue"}
@@ -264,6 +265,8 @@ func endpointCell(e apiv1.Endpoint, col string) string {
 		return *p
 	}
 	switch col {
+	case "risk":
+		return strconv.FormatFloat(e.RiskScore, 'f', 1, 64)
 	case "status":
 		return e.Status
 	case "platform":
