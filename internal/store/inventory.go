@@ -393,11 +393,6 @@ func higherSeverity(a, b string) string {
 	return a
 }
 
-// sevRankSQL is vulns.SeverityRank of a severity column in SQL.
-func sevRankSQL(col string) string {
-	return `(CASE ` + col + ` WHEN 'Critical' THEN 4 WHEN 'Important' THEN 3 WHEN 'Moderate' THEN 2 WHEN 'Low' THEN 1 ELSE 0 END)`
-}
-
 // missingCounts counts an endpoint's missing updates by severity, in the
 // order of updates.Severities (endpoints.missing_critical …
 // missing_unspecified).
