@@ -72,26 +72,7 @@ type OrgCopy struct {
 // of a person and records ie in the instance's Audit Trail; a person that
 // has the asked state already answers changed=false (nothing recorded).
 func (s *Store) SetCreateOrgs(ctx context.Context, ie *InstanceEvent, userID string, on bool) (changed bool, err error) {
-	err = s.InTx(ctx, func(tx *Tx) error {
-		var current bool
-		err := tx.queryRow(ctx, `SELECT create_orgs FROM users WHERE id = ?`, userID).Scan(&current)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("store: read user: %w", err)
-		}
-		if current == on {
-			return nil
-		}
-		if _, err := tx.exec(ctx, `UPDATE users SET create_orgs = ? WHERE id = ?`, on, userID); err != nil {
-			return fmt.Errorf("store: set create organizations: %w", err)
-		}
-		changed = true
-		ie.TargetType, ie.TargetID = "user", userID
-		return tx.insertInstanceEvent(ctx, ie)
-	})
-	return changed, err
+	return s.setUserFlag(ctx, ie, userID, "create_orgs", "create organizations", on, "TRUE")
 }
 
 // ListOrgCreators lists the people holding the create-organizations

@@ -239,23 +239,32 @@ var ErrNotOperator = errors.New("the user is not an instance operator")
 // A user that has the asked state already is left alone (changed=false,
 // nothing recorded).
 func (s *Store) SetOperatorSSO(ctx context.Context, ie *InstanceEvent, userID string, on bool) (changed bool, err error) {
+	return s.setUserFlag(ctx, ie, userID, "operator_sso", "operator single sign-on", on, `instance_operator`)
+}
+
+// setUserFlag sets the boolean column of user userID to on and records ie
+// in the instance's Audit Trail, in one transaction; a user whose column
+// holds on already is left alone (changed=false, nothing recorded). A user
+// for whom the boolean SQL expression required is false is ErrNotOperator
+// ("TRUE": anyone).
+func (s *Store) setUserFlag(ctx context.Context, ie *InstanceEvent, userID, column, what string, on bool, required string) (changed bool, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
-		var operator, current bool
-		err := tx.queryRow(ctx, `SELECT instance_operator, operator_sso FROM users WHERE id = ?`, userID).Scan(&operator, &current)
+		var ok, current bool
+		err := tx.queryRow(ctx, `SELECT `+required+`, `+column+` FROM users WHERE id = ?`, userID).Scan(&ok, &current)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("store: read user: %w", err)
 		}
-		if !operator {
+		if !ok {
 			return fmt.Errorf("store: %w", ErrNotOperator)
 		}
 		if current == on {
 			return nil
 		}
-		if _, err := tx.exec(ctx, `UPDATE users SET operator_sso = ? WHERE id = ?`, on, userID); err != nil {
-			return fmt.Errorf("store: set operator single sign-on: %w", err)
+		if _, err := tx.exec(ctx, `UPDATE users SET `+column+` = ? WHERE id = ?`, on, userID); err != nil {
+			return fmt.Errorf("store: set %s: %w", what, err)
 		}
 		changed = true
 		ie.TargetType, ie.TargetID = "user", userID
