@@ -23,6 +23,7 @@ import (
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
 // startSquid runs Squid (squid -N) on a free loopback port with
@@ -89,7 +90,7 @@ shutdown_lifetime 0 seconds
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-N", "-f", conf)
-	out := &syncLog{}
+	out := &lockedbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestLongPollThroughSquid(t *testing.T) {
 	}
 	hc.Transport.(*http.Transport).Proxy = http.ProxyURL(proxy)
 
-	logs := &syncLog{}
+	logs := &lockedbuf.Buffer{}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {

@@ -20,6 +20,7 @@ import (
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
+	"github.com/patchd/patchd/internal/lockedbuf"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -235,12 +236,12 @@ func goBuildAgent(t *testing.T, dir, out, version, releaseKey string, env ...str
 // runAgent runs `bin run --state state` with env until the test ends;
 // then it is stopped and, when the test failed, its output logged. It
 // answers that output as it comes.
-func runAgent(t *testing.T, bin, state string, env []string) *syncLog {
+func runAgent(t *testing.T, bin, state string, env []string) *lockedbuf.Buffer {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "run", "--state", state)
 	cmd.Env = env
-	logs := &syncLog{}
+	logs := &lockedbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		stop()

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,24 +38,6 @@ func fakeAptGet(t *testing.T, dir string) (env []string, calls string) {
 func aptCalls(path string) []string {
 	b, _ := os.ReadFile(path)
 	return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(b)), " ", "_"))
-}
-
-// syncLog is the agent's output, read while it runs.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestRealAgentScans runs patchd-agent on this machine: it takes the

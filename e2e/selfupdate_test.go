@@ -13,6 +13,7 @@ import (
 	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/agentdist"
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
 // buildVersion compiles patchd-agent as version with the release key
@@ -47,7 +48,7 @@ func TestRealAgentSelfUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.enroll()
-	logs := &syncLog{}
+	logs := &lockedbuf.Buffer{}
 	var run *exec.Cmd
 	var exited chan error
 	var agentPID int

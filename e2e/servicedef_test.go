@@ -11,6 +11,7 @@ import (
 
 	"github.com/patchd/patchd/agent"
 	"github.com/patchd/patchd/agentsvc"
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
 // beforeServiceRefresh is the last commit whose agent left its service
@@ -65,7 +66,7 @@ func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
 	r.env = append(r.env, "PATCHD_AGENT_SERVICE_ROOT="+root)
 	r.enroll()
 
-	logs := &syncLog{}
+	logs := &lockedbuf.Buffer{}
 	var run *exec.Cmd
 	var exited chan error
 	startAgent := func() {

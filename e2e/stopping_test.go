@@ -12,6 +12,7 @@ import (
 
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
 // TestStoppedAgentShowsDisconnected runs the real patchd-agent: stopped
@@ -43,7 +44,7 @@ func TestStoppedAgentShowsDisconnected(t *testing.T) {
 
 	// start runs the agent and waits until the server has written a
 	// check-in of it later than any before.
-	start := func() (*exec.Cmd, chan error, *syncLog) {
+	start := func() (*exec.Cmd, chan error, *lockedbuf.Buffer) {
 		t.Helper()
 		before, err := e.Admin.GetEndpoint(ctx, id)
 		if err != nil {
@@ -51,7 +52,7 @@ func TestStoppedAgentShowsDisconnected(t *testing.T) {
 		}
 		cmd := exec.Command(bin, "run", "--state", state)
 		cmd.Env = env
-		logs := &syncLog{}
+		logs := &lockedbuf.Buffer{}
 		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
