@@ -106,7 +106,7 @@ func TestRealAgentBringsItsServiceUpToDate(t *testing.T) {
 	if strings.Count(l, "service definition brought up to date") != 2 {
 		t.Errorf("want one line per file:\n%s", l)
 	}
-	for _, want := range []string{`removed="command_background=true"`, "supervisor=supervise-daemon", "EnvironmentFile=-/etc/default/patchd-agent", "ran cmd=\"systemctl daemon-reload\""} {
+	for _, want := range []string{`removed="command_background=true\n\tneed net"`, `\tuse net"`, "supervisor=supervise-daemon", "EnvironmentFile=-/etc/default/patchd-agent", "ran cmd=\"systemctl daemon-reload\""} {
 		if !strings.Contains(l, want) {
 			t.Errorf("the log lacks %q", want)
 		}

@@ -353,7 +353,7 @@ func TestResponseShapes(t *testing.T) {
 		"osVersion":null,"osBuild":null,"type":"workstation","domain":null,"adOu":null,"user":null,"manufacturer":null,
 		"model":null,"serialNumber":null,"cpu":null,"cores":null,"ramGB":null,"ipAddresses":[],"macAddresses":[],
 		"antivirus":null,"pendingReboot":false,"agentVersion":null,"attributes":{"attr1":"x"},"lastBootAt":null,
-		"lastSeenAt":null,"enrolledAt":null,"comment":null,"insecureChannel":false}`
+		"lastSeenAt":null,"enrolledAt":null,"comment":null,"insecureChannel":false,"riskScore":0,"riskCve":null}`
 	tests := []struct {
 		name, path, contentType, body string
 		valid                         bool
