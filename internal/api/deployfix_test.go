@@ -13,8 +13,6 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/config"
-	"github.com/patchd/patchd/internal/vulndb"
 )
 
 // TestDeployUpdatesByCVE: DEPLOY_UPDATES filters select the missing updates
@@ -25,10 +23,7 @@ import (
 func TestDeployUpdatesByCVE(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
-	if _, err := vulndb.ImportFiles(ctx, e.Store, vulnFixtures, vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	e := newVulnEnv(t)
 	str := func(s string) *string { return &s }
 	debian := func(host, opensslLatest string) *apitest.Agent {
 		ag := e.Enroll("m-"+host, host, "linux")

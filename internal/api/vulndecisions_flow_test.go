@@ -9,8 +9,6 @@ import (
 	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/config"
-	"github.com/patchd/patchd/internal/vulndb"
 	"github.com/patchd/patchd/internal/vulns"
 )
 
@@ -22,10 +20,7 @@ import (
 func TestVulnDecisionsThroughTheAPIChangeTheList(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
-	if _, err := vulndb.ImportFiles(ctx, env.Store, vulnFixtures, vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	env := newVulnEnv(t)
 	a := env.Enroll("vd-1", "pc-vd", "windows")
 	doc := apitest.Sample("pc-vd", "windows")
 	doc.Software = []agentproto.Software{winApp("VLC media player", "VideoLAN", "3.0.18")} // CVE-2023-47359 (9.8, not KEV)

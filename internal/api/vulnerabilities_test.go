@@ -22,6 +22,17 @@ import (
 
 var vulnFixtures = []string{"../vulns/testdata/nvd-subset.json", "../vulns/testdata/kev-subset.json", "../vulns/testdata/osv-debian12.json"}
 
+// newVulnEnv starts a server that matches vulnerabilities every 50ms, with
+// vulnFixtures imported.
+func newVulnEnv(t *testing.T) *apitest.Env {
+	t.Helper()
+	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
+	if _, err := vulndb.ImportFiles(context.Background(), env.Store, vulnFixtures, vulndb.By{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
 func winApp(name, publisher, version string) agentproto.Software {
 	return agentproto.Software{Name: name, Publisher: sp(publisher), Version: sp(version), InstallType: sp("msi")}
 }
@@ -44,10 +55,7 @@ func byCVE(items []apiv1.Vulnerability) map[string]apiv1.Vulnerability {
 
 func TestVulnerabilitiesList(t *testing.T) {
 	ctx := context.Background()
-	env := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = 50 * time.Millisecond })
-	if _, err := vulndb.ImportFiles(ctx, env.Store, vulnFixtures, vulndb.By{Actor: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	env := newVulnEnv(t)
 	a := env.Enroll("v-1", "pc-a", "windows")
 	doc := apitest.Sample("pc-a", "windows")
 	doc.Software = []agentproto.Software{
