@@ -25,9 +25,7 @@ import (
 )
 
 func TestEnroll(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("uid-1", "web-01", "linux")
 	page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
 	if err != nil {
@@ -81,9 +79,7 @@ func TestEnroll(t *testing.T) {
 }
 
 func TestCheckinAndInventory(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("uid-1", "ws-01", "windows")
 	resp, ans := ag.Checkin(0, agentproto.CheckinRequest{AgentVersion: "1.0.1", PendingReboot: true, IPAddresses: []string{"10.0.0.5"}})
 	if ans.Status != 200 || !resp.InventoryWanted || resp.CheckinSeconds != 60 || resp.Uninstall || resp.Commands == nil {
@@ -265,9 +261,7 @@ func TestLongPollAndCommandStatus(t *testing.T) {
 }
 
 func TestRemovedEndpointUninstallsOnce(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("uid-1", "ws-01", "windows")
 	ag.MustInventory(apitest.Sample("ws-01", "windows"))
 	queued := e.Queue(e.Org, agentproto.TypeReboot, agentproto.RebootPayload{Message: "bye", TimeoutSeconds: 60}, ag)
@@ -304,9 +298,7 @@ func TestRemovedEndpointUninstallsOnce(t *testing.T) {
 // it is told, for an endpoint not removed, and a second time, the report
 // is refused and changes nothing.
 func TestRemovedEndpointReportsUninstall(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	kept := e.Enroll("uid-2", "ws-02", "linux")
 	ag := e.Enroll("uid-1", "ws-01", "linux")
 	report := agentproto.UninstalledReport{Complete: false, Manager: "sysv", Problems: []string{"/etc/rc2.d/S01patchd-agent: permission denied"}}
@@ -344,9 +336,7 @@ func TestRemovedEndpointReportsUninstall(t *testing.T) {
 }
 
 func TestStatusFollowsCheckins(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t, func(c *config.Config) { c.CheckinInterval = time.Second })
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t, func(c *config.Config) { c.CheckinInterval = time.Second })
 	ag := e.Enroll("uid-1", "ws-01", "windows")
 	ep, err := e.Admin.GetEndpoint(ctx, ag.ID)
 	if err != nil || ep.Status != "connected" {

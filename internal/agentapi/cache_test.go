@@ -1,7 +1,6 @@
 package agentapi_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -19,9 +18,7 @@ import (
 // told to uninstall within agentTTL, never before half of it, and a fleet
 // read together is not read again together.
 func TestAgentsReadAgainSpread(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	const n = 24
 	start := time.Now()
 	at := func(d time.Duration) { e.Server.Agents().SetClock(func() time.Time { return start.Add(d) }) }
@@ -84,9 +81,7 @@ func TestAgentsReadAgainSpread(t *testing.T) {
 // uninstall within it. An endpoint removed through the API is forgotten at
 // once on both.
 func TestAgentTTLByEngine(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	start := time.Now()
 	e.Server.Agents().SetClock(func() time.Time { return start })
 	direct := e.Enroll("uid-direct", "ws-direct", "linux")

@@ -34,9 +34,7 @@ func tokenUses(t *testing.T, e *apitest.Env, orgID, id string) int {
 // also many at once (the count is an increment in the database), and a
 // refused one does not.
 func TestEnrollTokenUses(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	tok, err := admin.CreateEnrollToken(ctx, e.Store, "test", e.Org.ID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +68,7 @@ func TestEnrollTokenUses(t *testing.T) {
 // records who did it from where in the Audit Trail, and raises
 // ENDPOINT_REENROLLED, which a first enrollment does not.
 func TestReenrollIsAuditedAndRaised(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	rule, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "Take-overs", Trigger: "ENDPOINT_REENROLLED", EmailTo: ptrS("sec@example.com")})
 	if err != nil {
 		t.Fatal(err)

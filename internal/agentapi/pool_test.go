@@ -1,7 +1,6 @@
 package agentapi_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -19,9 +18,7 @@ import (
 // stored (nothing of another body, or of an earlier one read into the
 // same buffer, is left in it).
 func TestPooledBodiesKeepNothing(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	const agents, rounds = 8, 6
 	ags := make([]*apitest.Agent, agents)
 	for i := range ags {

@@ -1,7 +1,6 @@
 package agentapi_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -36,9 +35,7 @@ func (c *stepClock) Now() time.Time {
 // agent secret is heard; bad input is 400 in the Error shape and changes
 // nothing; a removed or re-enrolled endpoint's secret is 401.
 func TestStoppingDisconnectsAtOnce(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	clock := &stepClock{t: time.Now()}
 	e.Server.Agents().SetClock(clock.Now)
 	ag := e.Enroll("uid-1", "web-01", "linux")

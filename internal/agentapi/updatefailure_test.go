@@ -1,7 +1,6 @@
 package agentapi_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,9 +16,7 @@ import (
 // AGENT_UPDATE_FAILED; a malformed one is refused (400) and changes
 // nothing; another organization sees neither.
 func TestUpdateFailureStoredAndRaised(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	rule, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "Agent updates", Trigger: "AGENT_UPDATE_FAILED", EmailTo: ptrS("ops@example.com")})
 	if err != nil {
 		t.Fatal(err)

@@ -71,9 +71,7 @@ func problemFields(err error) string {
 func intp(n int) *int { return &n }
 
 func TestActionRunScriptStatuses(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	w1 := e.Enroll("w1", "win-01", "windows")
 	l1 := e.Enroll("l1", "lin-01", "linux")
 	other := e.NewOrg("Other")
@@ -213,9 +211,7 @@ func TestActionRunScriptStatuses(t *testing.T) {
 }
 
 func TestActionStoredScriptAndStop(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	w1 := e.Enroll("w1", "win-01", "windows")
 	w2 := e.Enroll("w2", "win-02", "windows")
 	admin := &store.AuditEntry{OrgID: e.Org.ID, Actor: "test", Action: "script.create", TargetType: "script"}
@@ -274,9 +270,7 @@ func TestActionStoredScriptAndStop(t *testing.T) {
 func isNotFoundErr(err error) bool { return err != nil && strings.Contains(err.Error(), "not found") }
 
 func TestActionDeployUpdates(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	w1 := e.Enroll("w1", "win-01", "windows")
 	w1.MustInventory(apitest.Sample("win-01", "windows"))
 	l1 := e.Enroll("l1", "lin-01", "linux")

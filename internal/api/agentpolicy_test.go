@@ -18,11 +18,9 @@ import (
 // the replica's short cache; another organization's policy is its own; a
 // malformed policy is refused and changes nothing.
 func TestAgentTargetFollowsPolicy(t *testing.T) {
-	t.Parallel()
 	// A release newer than the agent's 1.0.0: "latest" has somewhere to go
 	// (an agent as new as every release is not told latest).
-	e, now := withRelease(t, "1.1.0")
-	ctx := context.Background()
+	e, ctx, now := withRelease(t, "1.1.0")
 	ag := e.Enroll("uid-pol", "WS-POL", "linux")
 	req := agentproto.CheckinRequest{AgentVersion: "1.0.0", IPAddresses: []string{}}
 	target := func() string { t.Helper(); return checkinAs(t, ag, req).AgentTarget }
@@ -68,14 +66,14 @@ func TestAgentTargetFollowsPolicy(t *testing.T) {
 	}
 }
 
-// withRelease starts a server whose agent folder has /bin/true (any
-// linux/amd64 program passes for the agent here) as the linux/amd64
-// release version, its signature unchecked (no keys given); the agent
-// API's clock stands at *now, which the test moves.
-func withRelease(t *testing.T, version string) (*apitest.Env, *time.Time) {
+// withRelease starts a server for t (parallel) whose agent folder has
+// /bin/true (any linux/amd64 program passes for the agent here) as the
+// linux/amd64 release version, its signature unchecked (no keys given);
+// the agent API's clock stands at *now, which the test moves.
+func withRelease(t *testing.T, version string) (*apitest.Env, context.Context, *time.Time) {
 	t.Helper()
 	dir := t.TempDir()
-	e := apitest.New(t, func(c *config.Config) { c.AgentDir = dir })
+	e, ctx := apitest.NewParallel(t, func(c *config.Config) { c.AgentDir = dir })
 	now := time.Now()
 	e.Server.Agents().SetClock(func() time.Time { return now })
 	dist, err := agentdist.NewStore(dir)
@@ -89,7 +87,7 @@ func withRelease(t *testing.T, version string) (*apitest.Env, *time.Time) {
 	if _, err := dist.SetRelease(p, version, "c2ln", nil); err != nil {
 		t.Fatal(err)
 	}
-	return e, &now
+	return e, ctx, &now
 }
 
 // checkinAs checks a in with req and answers the check-in's answer.

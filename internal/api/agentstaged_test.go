@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,9 +23,7 @@ import (
 // organization's group is no ring; the policy is audited and needs
 // endpoints.manage.
 func TestAgentPolicyStaged(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	now := time.Now()
 	clock := func() time.Time { return now }
 	e.Server.Agents().SetClock(clock)

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -21,10 +20,8 @@ import (
 // answer (audited), refuses a malformed body (400) or policy (422) without
 // changing anything, and needs endpoints.manage (403).
 func TestAgentVersions(t *testing.T) {
-	t.Parallel()
 	// A signed release 2.0.0 for linux/amd64.
-	e, now := withRelease(t, "2.0.0")
-	ctx := context.Background()
+	e, ctx, now := withRelease(t, "2.0.0")
 
 	old := e.Enroll("uid-v1", "web-1", "linux")
 	cur := e.Enroll("uid-v2", "web-2", "linux")
@@ -156,9 +153,7 @@ func TestAgentVersions(t *testing.T) {
 // counted. A pinned version is followed down: a newer agent is told it
 // and is behind.
 func TestAgentNewerThanRelease(t *testing.T) {
-	t.Parallel()
-	e, now := withRelease(t, "1.9.0")
-	ctx := context.Background()
+	e, ctx, now := withRelease(t, "1.9.0")
 	if _, err := e.Admin.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "latest"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -16,9 +15,7 @@ import (
 // the credential, refused to a role without the permission (403), unseen
 // from another organization (404), bad input changing nothing.
 func TestAlertRuleOperations(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	cred := e.Credential(e.Org, perm.All)
 	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
 	viewer := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.ReportsView))

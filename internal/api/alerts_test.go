@@ -17,9 +17,7 @@ import (
 )
 
 func TestAlertRulesCreateAndList(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	const secret = "very-secret-signing-key"
 	res, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "  Servers offline ", Trigger: "ENDPOINT_OFFLINE", Threshold: ptr(15),
 		EmailTo: ptr("ops@example.com,  oncall@example.com"), WebhookURL: ptr("https://hooks.example.com/services/T1"), WebhookSecret: ptr(secret)})
@@ -68,9 +66,7 @@ func TestAlertRulesCreateAndList(t *testing.T) {
 // TestAlertRuleIgnoredThreshold: NEW_ENDPOINT and GROUP_UPTIME ignore
 // threshold; any non-negative value is accepted and answered back as given.
 func TestAlertRuleIgnoredThreshold(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	want := map[string]int{}
 	for trigger, threshold := range map[string]int{"NEW_ENDPOINT": 1, "GROUP_UPTIME": 45} {
 		res, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: trigger, Trigger: trigger, Threshold: ptr(threshold), EmailTo: ptr("ops@example.com")})
@@ -103,9 +99,7 @@ func rawGet(t *testing.T, e *apitest.Env, path string) string {
 // webhookRetryMinutes (a patchd addition) is stored and answered; absent
 // it is 0, the specification's single try.
 func TestAlertRuleWebhookRetryMinutes(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	for _, body := range []apiv1.AlertRuleBody{
 		{Name: "retried", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/a"), WebhookRetryMinutes: ptr(1440)},
 		{Name: "once", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://hooks.example.com/b")},
@@ -121,9 +115,7 @@ func TestAlertRuleWebhookRetryMinutes(t *testing.T) {
 }
 
 func TestAlertRuleValidation(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	mail := ptr("ops@example.com")
 	for _, tc := range []struct {
 		name   string
@@ -182,9 +174,7 @@ func TestAlertRuleValidation(t *testing.T) {
 }
 
 func TestAlertRulePermissionsAndIsolation(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	body := apiv1.AlertRuleBody{Name: "new", Trigger: "NEW_ENDPOINT", EmailTo: ptr("ops@example.com")}
 	if _, err := e.Admin.CreateAlertRule(ctx, body); err != nil {
 		t.Fatal(err)
@@ -214,9 +204,7 @@ func TestAlertRulePermissionsAndIsolation(t *testing.T) {
 // A failed delivery is listed with its error and sent again once, audited
 // (patchd additions); another organization sees neither.
 func TestAlertFailedDeliveriesAndResend(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	// Nothing listens on port 1: the delivery fails; the rule does not retry.
 	res, err := e.Admin.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: "down", Trigger: "NEW_ENDPOINT", WebhookURL: ptr("https://127.0.0.1:1/hook")})
 	if err != nil {

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -13,9 +12,7 @@ import (
 )
 
 func TestAuditTrail(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	other := e.NewOrg("Other")
 	// 7 entries of two actors an hour apart, and one of another organization.

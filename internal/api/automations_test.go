@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -14,9 +13,7 @@ import (
 )
 
 func TestAutomationsCRUD(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	w1 := e.Enroll("w1", "win-01", "windows")
 	w2 := e.Enroll("w2", "win-02", "windows")
 	other := e.NewOrg("Other")

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -21,9 +20,7 @@ import (
 // (endpoints.view reads); another organization keeps its own. The report
 // by group and the endpoint filter use it.
 func TestCompliancePolicyAPI(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 
 	defaults := apiv1.CompliancePolicy{CriticalDays: 15, ImportantDays: 30, ModerateDays: 60, LowDays: 90, UnspecifiedDays: 90, KEVDays: 14}
 	p, err := e.Admin.CompliancePolicy(ctx)

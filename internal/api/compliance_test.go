@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -16,9 +15,7 @@ import (
 // for the caller's organization only; the report compliance-history has
 // the same days; a bad days is 400; endpoints.view is needed.
 func TestComplianceHistory(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	e.Enroll("m1", "host-1", "linux")
 	now := time.Now()
 	for _, at := range []time.Time{now.AddDate(0, 0, -40), now.AddDate(0, 0, -1), now} {

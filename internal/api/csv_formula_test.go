@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/csv"
 	"testing"
 
@@ -30,9 +29,7 @@ func formulaInventory() agentproto.Inventory {
 // =, +, - or @ reaches the CSV download with a single quote in front, and
 // the JSON report unchanged.
 func TestReportCSVNeutralisesFormulas(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	e.Enroll("csv-1", "ws-formula", "windows").MustInventory(formulaInventory())
 
 	for key, want := range map[string][]string{

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -27,9 +26,7 @@ import (
 // with the demo feeds (real NVD, KEV, MSRC and EPSS records). minEpss and
 // minCvss select the same way; out-of-range values name their field.
 func TestAutomationDeploysKEVFixes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	e := apitest.New(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
+	e, ctx := apitest.NewParallel(t, func(c *config.Config) { c.VulnMatchInterval = time.Hour })
 	apitest.ImportDemoFeeds(t, e.Store)
 	kevList := map[string]bool{}
 	if _, err := feeds.ParseFile("../vulns/testdata/kev-subset.json", feeds.Handler{KEV: func(k feeds.KEV) error { kevList[k.CVEID] = true; return nil }}); err != nil {

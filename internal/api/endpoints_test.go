@@ -17,9 +17,7 @@ import (
 func str(s string) *string { return &s }
 
 func TestListEndpointsPagingAndSearch(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	for i := 0; i < 12; i++ {
 		e.Enroll(fmt.Sprintf("uid-%d", i), fmt.Sprintf("HOST-%02d", i), "windows")
 	}
@@ -79,9 +77,7 @@ func token(t *testing.T, c *client.Client) string {
 }
 
 func TestGetPatchDeleteEndpoint(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("uid-1", "ws-01", "windows")
 	ag.MustInventory(apitest.Sample("ws-01", "windows"))
 	other := e.NewOrg("Other")
@@ -182,9 +178,7 @@ func TestGetPatchDeleteEndpoint(t *testing.T) {
 }
 
 func TestSoftwareList(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	var agents []*apitest.Agent
 	for i := 0; i < 7; i++ {
 		ag := e.Enroll(fmt.Sprintf("uid-%d", i), fmt.Sprintf("ws-%02d", i), "windows")
@@ -256,9 +250,7 @@ func TestSoftwareList(t *testing.T) {
 // outside those listed answers 400 in the Error shape, and another
 // organization's endpoints never match.
 func TestListEndpointsFilters(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	w1 := e.Enroll("uid-w1", "WS-01", "windows")
 	w1.MustInventory(apitest.Sample("WS-01", "windows"))
 	w2 := e.Enroll("uid-w2", "WS-02", "windows")

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,9 +14,7 @@ import (
 )
 
 func TestEnrollmentTokens(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t, apitest.WithOwnCA())
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t, apitest.WithOwnCA())
 	cred := e.Credential(e.Org, perm.All)
 	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
 	before, err := admin.ListEnrollTokens(ctx)

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -15,9 +14,7 @@ import (
 // as listed, built-in ones included; 403 without endpoints.view; 404 for
 // another organization's group and an unknown id.
 func TestGetGroup(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	e.Enroll("gg-1", "web-01", "linux")
 	e.Enroll("gg-2", "db-01", "linux")
 	id := createGroup(t, e.Admin, apiv1.GroupBody{Name: ptr("Web"), Description: ptr("front ends"),

@@ -99,9 +99,7 @@ func rule(field, op, value string) apiv1.GroupRule {
 func ptr[T any](v T) *T { return &v }
 
 func TestGroupBuiltins(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	f := newGrpFleet(t, e)
 	list, err := e.Admin.ListGroups(ctx)
 	if err != nil || list.Total != 2 {
@@ -165,9 +163,7 @@ func asClientError(err error, target **client.Error) bool {
 }
 
 func TestGroupRuleOps(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	f := newGrpFleet(t, e)
 	if err := e.Admin.PatchEndpoint(ctx, f.berlin.ID, apiv1.EndpointPatch{Attributes: map[string]string{"attr3": "Finance", "attr30": "yes"}}); err != nil {
 		t.Fatal(err)
@@ -212,9 +208,7 @@ func TestGroupRuleOps(t *testing.T) {
 }
 
 func TestGroupMembershipFollowsChanges(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	f := newGrpFleet(t, e)
 	finance := createGroup(t, e.Admin, apiv1.GroupBody{Name: ptr("Finance"), Rules: &[]apiv1.GroupRule{rule("attr5", "equals", "finance")}})
 	lyon := createGroup(t, e.Admin, apiv1.GroupBody{Name: ptr("Lyon"), Rules: &[]apiv1.GroupRule{rule("hostname", "contains", "lyon")}})
@@ -279,9 +273,7 @@ func TestGroupMembershipFollowsChanges(t *testing.T) {
 }
 
 func TestGroupStaticAndPatch(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	f := newGrpFleet(t, e)
 	id := createGroup(t, e.Admin, apiv1.GroupBody{Name: ptr("Pilot"), Description: ptr("first ring"), MachineIDs: &[]string{f.berlin.ID, f.db.ID, f.db.ID},
 		OfflineAlertMinutes: ptr(15)})
@@ -339,9 +331,7 @@ func TestGroupStaticAndPatch(t *testing.T) {
 }
 
 func TestGroupValidation(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	f := newGrpFleet(t, e)
 	createGroup(t, e.Admin, apiv1.GroupBody{Name: ptr("Taken")})
 	for _, c := range []struct {
@@ -381,9 +371,7 @@ func TestGroupValidation(t *testing.T) {
 }
 
 func TestGroupPermissionsAndIsolation(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	f := newGrpFleet(t, e)
 	id := createGroup(t, e.Admin, apiv1.GroupBody{Name: ptr("Mine"), MachineIDs: &[]string{f.berlin.ID}})
 

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,9 +22,7 @@ import (
 // in a path id (%00), in a query filter, in a form. Each answers 400 in the
 // Error shape and changes nothing, on SQLite and on PostgreSQL alike.
 func TestNULIsRefusedEverywhere(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("uid-nul", "web-nul", "linux")
 	ag.MustInventory(apitest.Sample("web-nul", "linux"))
 	grp, err := e.Admin.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Nul group"), MachineIDs: &[]string{ag.ID}})

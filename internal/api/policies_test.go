@@ -57,9 +57,7 @@ func checkAPIEntry(t *testing.T, x store.AuditEntry) {
 // field problem (422) without changing anything, needs updates.manage
 // (updates.view reads), and another organization's policy is its own.
 func TestApprovalPolicyAPI(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 
 	p, err := e.Admin.ApprovalPolicy(ctx)
 	if err != nil || p.DeclineOlder || p.Rules == nil || len(p.Rules) != 0 {
@@ -154,9 +152,7 @@ func TestApprovalPolicyAPI(t *testing.T) {
 // none; a role lacking any permission may read but not decide; another
 // organization sees and revokes nothing of ours.
 func TestVulnExceptionsAPI(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 
 	list, err := e.Admin.VulnExceptions(ctx, "")
 	if err != nil || list.Total != 0 || len(list.Items) != 0 {
@@ -297,9 +293,7 @@ func TestVulnExceptionsAPI(t *testing.T) {
 // roles holding every permission (vulnerabilities.view reads); another
 // organization keeps its own.
 func TestRemediationPolicyAPI(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 
 	defaults := apiv1.RemediationPolicy{CriticalDays: 15, HighDays: 30, MediumDays: 90, LowDays: 180}
 	if p, err := e.Admin.RemediationPolicy(ctx); err != nil || p != defaults {

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -17,9 +16,7 @@ import (
 )
 
 func TestRunGetStopRetry(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	cred := e.Credential(e.Org, perm.All)
 	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
 	a1, a2, a3 := e.Enroll("m1", "host-1", "linux"), e.Enroll("m2", "host-2", "linux"), e.Enroll("m3", "host-3", "linux")
@@ -143,9 +140,7 @@ func TestRunGetStopRetry(t *testing.T) {
 // search select a run's results; a status the spec does not know, failed
 // other than 1/0, or status/search without runId are 400 (patchd additions).
 func TestRunFilters(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	admin := e.Client(e.Org, perm.All)
 	a1, a2, a3 := e.Enroll("m1", "web-1", "linux"), e.Enroll("m2", "web-2", "linux"), e.Enroll("m3", "db-1", "linux")
 	bad, err := admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID, a2.ID, a3.ID}, Label: "Mixed",

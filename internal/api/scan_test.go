@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -17,9 +16,7 @@ import (
 // poll with scanNow, which is handed out once; another organization's
 // endpoint is 404 and gets nothing; a viewer may not ask.
 func TestScanEndpoint(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("uid-scan", "WS-SCAN", "linux")
 	if ans := ag.Inventory(apitest.Sample("WS-SCAN", "linux"), "scan-hash"); ans.Status != http.StatusOK {
 		t.Fatalf("inventory: %d %s", ans.Status, ans.Body)

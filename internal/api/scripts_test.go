@@ -29,9 +29,7 @@ func auditedAs(t *testing.T, e *apitest.Env, org store.Org, action, credential, 
 }
 
 func TestScriptsLibrary(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	cred := e.Credential(e.Org, perm.All)
 	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
 	viewer := e.Client(e.Org, perm.ReadOnly)

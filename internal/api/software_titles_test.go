@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -16,9 +15,7 @@ import (
 // answer), refuses a bad sort or page with a 400, needs endpoints.view, and
 // shows another organization nothing of them.
 func TestListSoftwareTitles(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	for _, h := range []string{"ws-01", "ws-02"} {
 		e.Enroll("uid-"+h, h, "windows").MustInventory(apitest.Sample(h, "windows"))
 	}

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,9 +19,7 @@ import (
 // removed; audited as the credential; for roles holding every permission;
 // another organization's provider is not seen.
 func TestSSOSettings(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	admin := e.Client(e.Org, perm.All)
 	if _, err := admin.SSO(ctx); !client.IsStatus(err, http.StatusNotFound) {
 		t.Fatalf("before any: %v", err)

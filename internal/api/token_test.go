@@ -115,9 +115,7 @@ func TestTokenGrantForms(t *testing.T) {
 }
 
 func TestTokenErrors(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	cred := e.Credential(e.Org, perm.All)
 	disabled := e.Credential(e.Org, perm.All)
 	if _, err := admin.SetCredentialDisabled(ctx, e.Store, "test", e.Org.ID, disabled.ClientID, true); err != nil {
@@ -263,9 +261,7 @@ func TestTokenRateLimitParallel(t *testing.T) {
 }
 
 func TestBearerAuthentication(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	// RFC 6750 section 3.1: a request without a token is challenged without
 	// an error code; a bad token gets error="invalid_token".
 	const noToken, badToken = `Bearer realm="patchd"`, `Bearer realm="patchd", error="invalid_token"`
@@ -327,9 +323,7 @@ func TestClientRenewsTokenOn401(t *testing.T) {
 }
 
 func TestDisabledCredentialTokenStopsWorking(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	for _, verb := range []string{"disable", "delete"} {
 		cred := e.Credential(e.Org, perm.All)
 		c := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
@@ -365,9 +359,7 @@ func TestDisabledCredentialTokenStopsWorking(t *testing.T) {
 }
 
 func TestPermissions(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	noAccess := e.Client(e.Org, perm.All&^perm.Set(perm.APIAccess))
 	_, err := noAccess.ListEndpoints(ctx, client.EndpointQuery{})
 	var apiErr *client.Error

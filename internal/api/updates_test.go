@@ -80,9 +80,7 @@ func allUpdates(t *testing.T, c *client.Client, q client.UpdateQuery) []apiv1.Up
 }
 
 func TestUpdatesListFilters(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	f := newUpdFleet(t, e)
 
 	all := allUpdates(t, e.Admin, client.UpdateQuery{})
@@ -177,9 +175,7 @@ func TestUpdatesListFilters(t *testing.T) {
 }
 
 func TestUpdatesDetectedAtAndFields(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("d-1", "det1", "windows")
 	rel := time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
 	kb := kbUpdate("KB5048685", "Critical", updates.SourceOSMandatory)
@@ -250,9 +246,7 @@ func wantValidation(t *testing.T, err error, fields ...string) {
 }
 
 func TestApprovalKeySpellings(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	newUpdFleet(t, e)
 
 	for _, c := range []struct {
@@ -368,9 +362,7 @@ func TestApprovalExactVersionAndUnseenKeys(t *testing.T) {
 }
 
 func TestUpdatesPermissionsAndIsolation(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t)
-	ctx := context.Background()
+	e, ctx := apitest.NewParallel(t)
 	newUpdFleet(t, e)
 	viewer := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.UpdatesView))
 	if _, err := viewer.ListUpdates(ctx, client.UpdateQuery{}); err != nil {

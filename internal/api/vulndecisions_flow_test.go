@@ -76,9 +76,7 @@ func TestVulnDecisionsThroughTheAPIChangeTheList(t *testing.T) {
 // /api/v1/approval-policy approves the matching updates an inventory
 // brings (Critical OS at once), and leaves the others NEW.
 func TestApprovalPolicyThroughTheAPIApprovesAtIngestion(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	env := apitest.New(t)
+	env, ctx := apitest.NewParallel(t)
 	if _, err := env.Admin.SetApprovalPolicy(ctx, apiv1.ApprovalPolicy{Rules: []apiv1.ApprovalPolicyRule{{Severity: "Critical", Source: "OS", DelayDays: 0}}}); err != nil {
 		t.Fatal(err)
 	}
