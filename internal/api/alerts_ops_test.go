@@ -16,8 +16,7 @@ import (
 // from another organization (404), bad input changing nothing.
 func TestAlertRuleOperations(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	cred := e.Credential(e.Org, perm.All)
-	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	cred, admin := e.CredentialClient(e.Org, perm.All)
 	viewer := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.ReportsView))
 	blind := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.EndpointsView))
 	other := e.Client(e.NewOrg("Other "+apitest.NewName()), perm.All)

@@ -72,8 +72,7 @@ func TestAuditTrail(t *testing.T) {
 		t.Errorf("date bounds: %d %s", a.status, a.body)
 	}
 	// API writes show up as api:<credential name>.
-	cred := e.Credential(e.Org, perm.All)
-	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	cred, admin := e.CredentialClient(e.Org, perm.All)
 	if _, err := admin.CreateScript(ctx, scriptBody("audited")); err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,7 @@ import (
 
 func TestEnrollmentTokens(t *testing.T) {
 	e, ctx := apitest.NewParallel(t, apitest.WithOwnCA())
-	cred := e.Credential(e.Org, perm.All)
-	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	cred, admin := e.CredentialClient(e.Org, perm.All)
 	before, err := admin.ListEnrollTokens(ctx)
 	if err != nil || before.Total != 1 {
 		t.Fatalf("list: %+v %v", before, err)

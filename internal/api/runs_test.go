@@ -17,8 +17,7 @@ import (
 
 func TestRunGetStopRetry(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	cred := e.Credential(e.Org, perm.All)
-	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	cred, admin := e.CredentialClient(e.Org, perm.All)
 	a1, a2, a3 := e.Enroll("m1", "host-1", "linux"), e.Enroll("m2", "host-2", "linux"), e.Enroll("m3", "host-3", "linux")
 	started, err := admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID, a2.ID, a3.ID}, Label: "Fix it",
 		Payload: json.RawMessage(`{"script":"fix","language":"bash"}`)})

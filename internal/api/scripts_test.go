@@ -30,8 +30,7 @@ func auditedAs(t *testing.T, e *apitest.Env, org store.Org, action, credential, 
 
 func TestScriptsLibrary(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	cred := e.Credential(e.Org, perm.All)
-	admin := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	cred, admin := e.CredentialClient(e.Org, perm.All)
 	viewer := e.Client(e.Org, perm.ReadOnly)
 	other := e.Client(e.NewOrg("Other"), perm.All)
 

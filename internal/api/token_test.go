@@ -261,7 +261,8 @@ func TestTokenRateLimitParallel(t *testing.T) {
 }
 
 func TestBearerAuthentication(t *testing.T) {
-	e, ctx := apitest.NewParallel(t)
+	t.Parallel()
+	e := apitest.New(t)
 	// RFC 6750 section 3.1: a request without a token is challenged without
 	// an error code; a bad token gets error="invalid_token".
 	const noToken, badToken = `Bearer realm="patchd"`, `Bearer realm="patchd", error="invalid_token"`
@@ -290,15 +291,7 @@ func TestBearerAuthentication(t *testing.T) {
 	}
 
 	// An expired token answers 401.
-	cred := e.Credential(e.Org, perm.All)
-	c := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
-	token, _, err := c.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, _ := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode == 401 {
-		t.Fatal("fresh token refused")
-	}
+	_, token := freshToken(t, e)
 	e.Server.Auth().SetClock(func() time.Time { return time.Now().Add(time.Hour + time.Second) })
 	if r, out := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode != 401 || out["error"] != "invalid_token" ||
 		r.Header.Get("WWW-Authenticate") != badToken {
@@ -307,12 +300,26 @@ func TestBearerAuthentication(t *testing.T) {
 	e.Server.Auth().SetClock(time.Now)
 }
 
+// freshToken makes a credential of e's organization with every
+// permission and answers it with a token it was given, which the API
+// takes.
+func freshToken(t *testing.T, e *apitest.Env) (admin.NewCredential, string) {
+	t.Helper()
+	cred, c := e.CredentialClient(e.Org, perm.All)
+	token, _, err := c.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode == 401 {
+		t.Fatal("fresh token refused")
+	}
+	return cred, token
+}
+
 func TestClientRenewsTokenOn401(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
-	cred := e.Credential(e.Org, perm.All)
-	c := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient),
-		client.WithToken("pdt_stale", time.Now().Add(time.Hour)))
+	_, c := e.CredentialClient(e.Org, perm.All, client.WithToken("pdt_stale", time.Now().Add(time.Hour)))
 	if _, err := c.ListEndpoints(context.Background(), client.EndpointQuery{}); client.IsStatus(err, 401) {
 		t.Fatalf("client did not renew its token: %v", err)
 	}
@@ -325,17 +332,10 @@ func TestClientRenewsTokenOn401(t *testing.T) {
 func TestDisabledCredentialTokenStopsWorking(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
 	for _, verb := range []string{"disable", "delete"} {
-		cred := e.Credential(e.Org, perm.All)
-		c := client.New(e.URL, cred.ClientID, cred.ClientSecret, client.WithHTTPClient(e.HTTPClient))
-		token, _, err := c.Token(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r, _ := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode == 401 {
-			t.Fatal("token refused before revocation")
-		}
+		cred, token := freshToken(t, e)
 		// The change is made as the admin command line does: straight in the
 		// database, so the server learns it only through the store.
+		var err error
 		if verb == "disable" {
 			_, err = admin.SetCredentialDisabled(ctx, e.Store, "test", e.Org.ID, cred.ClientID, true)
 		} else {

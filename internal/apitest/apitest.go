@@ -178,8 +178,17 @@ func (e *Env) Credential(org store.Org, perms perm.Set) admin.NewCredential {
 // Client makes an API client of org with exactly perms.
 func (e *Env) Client(org store.Org, perms perm.Set) *client.Client {
 	e.T.Helper()
+	_, c := e.CredentialClient(org, perms)
+	return c
+}
+
+// CredentialClient makes an API credential in org whose role holds exactly
+// perms, and a client that signs in with it: for a test that looks for
+// the credential's name (the Audit Trail's actor) or its secret.
+func (e *Env) CredentialClient(org store.Org, perms perm.Set, opts ...client.Option) (admin.NewCredential, *client.Client) {
+	e.T.Helper()
 	c := e.Credential(org, perms)
-	return client.New(e.URL, c.ClientID, c.ClientSecret, client.WithHTTPClient(e.HTTPClient))
+	return c, client.New(e.URL, c.ClientID, c.ClientSecret, append([]client.Option{client.WithHTTPClient(e.HTTPClient)}, opts...)...)
 }
 
 var nameSeq struct {
