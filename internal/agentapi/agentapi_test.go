@@ -262,8 +262,7 @@ func TestLongPollAndCommandStatus(t *testing.T) {
 
 func TestRemovedEndpointUninstallsOnce(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	ag := e.Enroll("uid-1", "ws-01", "windows")
-	ag.MustInventory(apitest.Sample("ws-01", "windows"))
+	ag := e.EnrollSample("uid-1", "ws-01", "windows")
 	queued := e.Queue(e.Org, agentproto.TypeReboot, agentproto.RebootPayload{Message: "bye", TimeoutSeconds: 60}, ag)
 	if err := e.Admin.DeleteEndpoint(ctx, ag.ID); err != nil {
 		t.Fatal(err)

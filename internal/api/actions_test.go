@@ -271,10 +271,8 @@ func isNotFoundErr(err error) bool { return err != nil && strings.Contains(err.E
 
 func TestActionDeployUpdates(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	w1 := e.Enroll("w1", "win-01", "windows")
-	w1.MustInventory(apitest.Sample("win-01", "windows"))
-	l1 := e.Enroll("l1", "lin-01", "linux")
-	l1.MustInventory(apitest.Sample("lin-01", "linux"))
+	w1 := e.EnrollSample("w1", "win-01", "windows")
+	l1 := e.EnrollSample("l1", "lin-01", "linux")
 	w2 := e.Enroll("w2", "win-02", "windows")
 	clean := apitest.Sample("win-02", "windows")
 	clean.Updates = nil

@@ -78,8 +78,7 @@ func token(t *testing.T, c *client.Client) string {
 
 func TestGetPatchDeleteEndpoint(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	ag := e.Enroll("uid-1", "ws-01", "windows")
-	ag.MustInventory(apitest.Sample("ws-01", "windows"))
+	ag := e.EnrollSample("uid-1", "ws-01", "windows")
 	other := e.NewOrg("Other")
 	otherAdmin := e.Client(other, perm.All)
 	readOnly := e.Client(e.Org, perm.ReadOnly)
@@ -251,10 +250,8 @@ func TestSoftwareList(t *testing.T) {
 // organization's endpoints never match.
 func TestListEndpointsFilters(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	w1 := e.Enroll("uid-w1", "WS-01", "windows")
-	w1.MustInventory(apitest.Sample("WS-01", "windows"))
-	w2 := e.Enroll("uid-w2", "WS-02", "windows")
-	w2.MustInventory(apitest.Sample("WS-02", "windows"))
+	e.EnrollSample("uid-w1", "WS-01", "windows")
+	e.EnrollSample("uid-w2", "WS-02", "windows")
 	e.Enroll("uid-l1", "db-01", "linux")
 	other := e.NewOrg("Other")
 	oc := e.Client(other, perm.All)

@@ -23,8 +23,7 @@ import (
 // Error shape and changes nothing, on SQLite and on PostgreSQL alike.
 func TestNULIsRefusedEverywhere(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
-	ag := e.Enroll("uid-nul", "web-nul", "linux")
-	ag.MustInventory(apitest.Sample("web-nul", "linux"))
+	ag := e.EnrollSample("uid-nul", "web-nul", "linux")
 	grp, err := e.Admin.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Nul group"), MachineIDs: &[]string{ag.ID}})
 	if err != nil {
 		t.Fatal(err)

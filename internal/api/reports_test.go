@@ -17,7 +17,7 @@ import (
 func TestReportStatuses(t *testing.T) {
 	e := apitest.New(t)
 	ctx := context.Background()
-	e.Enroll("r-1", "ws-report", "windows").MustInventory(apitest.Sample("ws-report", "windows"))
+	e.EnrollSample("r-1", "ws-report", "windows")
 
 	// 404 for a key that is not in the catalog, in JSON and in CSV.
 	if _, err := e.Admin.Report(ctx, "no-such-report"); !client.IsStatus(err, http.StatusNotFound) {

@@ -17,7 +17,7 @@ import (
 func TestListSoftwareTitles(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
 	for _, h := range []string{"ws-01", "ws-02"} {
-		e.Enroll("uid-"+h, h, "windows").MustInventory(apitest.Sample(h, "windows"))
+		e.EnrollSample("uid-"+h, h, "windows")
 	}
 	page, err := e.Admin.ListSoftwareTitles(ctx, client.SoftwareTitleQuery{Sort: "name"})
 	if err != nil || page.Total != 3 || len(page.Items) != 3 {

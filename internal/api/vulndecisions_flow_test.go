@@ -80,8 +80,7 @@ func TestApprovalPolicyThroughTheAPIApprovesAtIngestion(t *testing.T) {
 	if _, err := env.Admin.SetApprovalPolicy(ctx, apiv1.ApprovalPolicy{Rules: []apiv1.ApprovalPolicyRule{{Severity: "Critical", Source: "OS", DelayDays: 0}}}); err != nil {
 		t.Fatal(err)
 	}
-	a := env.Enroll("ap-1", "pc-ap", "windows")
-	a.MustInventory(apitest.Sample("pc-ap", "windows"))
+	a := env.EnrollSample("ap-1", "pc-ap", "windows")
 	page, err := env.Admin.ListUpdates(ctx, client.UpdateQuery{EndpointID: a.ID})
 	if err != nil || len(page.Items) < 2 {
 		t.Fatalf("updates: %+v %v", page, err)

@@ -107,6 +107,15 @@ func (e *Env) Enroll(machineUID, hostname, platform string) *Agent {
 	return &Agent{env: e, T: e.T, ID: r.EndpointID, Secret: r.AgentSecret, Platform: platform}
 }
 
+// EnrollSample enrolls an agent as Enroll does and stores Sample(hostname,
+// platform) as its inventory.
+func (e *Env) EnrollSample(machineUID, hostname, platform string) *Agent {
+	e.T.Helper()
+	a := e.Enroll(machineUID, hostname, platform)
+	a.MustInventory(Sample(hostname, platform))
+	return a
+}
+
 // Checkin checks in with the given long-poll wait.
 func (a *Agent) Checkin(wait int, req agentproto.CheckinRequest) (agentproto.CheckinResponse, Answer) {
 	a.T.Helper()
