@@ -182,10 +182,7 @@ func TestActionRunScriptStatuses(t *testing.T) {
 	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.AutomationsManage)).RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{w1.ID}}); !client.IsStatus(err, 403) {
 		t.Fatalf("automations.manage is not automations.run: %v", err)
 	}
-	tok, _, err := e.Admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, e.Admin)
 	if ans := e.Call("POST", "/api/v1/actions", tok, []byte(`{"type":`), false); ans.Status != 400 || ans.Error() != "invalid_json" {
 		t.Fatalf("malformed JSON: %d %s", ans.Status, ans.Body)
 	}

@@ -105,10 +105,7 @@ func TestAgentPolicyStaged(t *testing.T) {
 	}
 
 	// Malformed bodies name their field and change nothing.
-	token, _, err := e.Admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := tokenOf(t, e.Admin)
 	other := e.NewOrg("Other")
 	oc := e.Client(other, perm.All)
 	og, err := oc.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Theirs")})

@@ -88,10 +88,7 @@ func TestAgentVersions(t *testing.T) {
 	}
 
 	// Malformed: nothing changes.
-	token, _, err := e.Admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := tokenOf(t, e.Admin)
 	for _, c := range []struct {
 		body   string
 		status int

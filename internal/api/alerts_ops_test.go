@@ -48,10 +48,7 @@ func TestAlertRuleOperations(t *testing.T) {
 	if _, err := admin.UpdateAlertRule(ctx, id, apiv1.AlertRulePatch{EmailTo: ptr(""), WebhookURL: ptr("")}); !client.IsStatus(err, http.StatusUnprocessableEntity) {
 		t.Errorf("patch leaving no channel: %v", err)
 	}
-	tok, _, err := admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, admin)
 	expectCalls(t, e, tok,
 		rawCase{http.MethodPatch, "/api/v1/alerts/" + id, `{"name":`, http.StatusBadRequest, "invalid_json"},
 		rawCase{http.MethodPatch, "/api/v1/alerts/" + id, `{"threshold":"ten"}`, http.StatusUnprocessableEntity, ""},

@@ -63,10 +63,7 @@ func TestAuditTrail(t *testing.T) {
 		}
 	}
 	// A date alone is midnight UTC.
-	tok, _, err := viewer.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, viewer)
 	if a := rawCall(t, e, http.MethodGet, "/api/v1/audit?since=2026-03-01&until=2026-03-02&action=group.create", tok, nil); a.status != 200 ||
 		!contains(a.body, `"total":4`) {
 		t.Errorf("date bounds: %d %s", a.status, a.body)

@@ -44,10 +44,7 @@ func TestComplianceHistory(t *testing.T) {
 			t.Errorf("days=%d: %v", days, err)
 		}
 	}
-	tok, _, err := admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, admin)
 	if a := rawCall(t, e, http.MethodGet, "/api/v1/compliance/history?days=week", tok, nil); a.status != http.StatusBadRequest || a.code != "invalid_request" {
 		t.Errorf("days=week: %d %s", a.status, a.body)
 	}

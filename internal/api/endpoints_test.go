@@ -49,13 +49,13 @@ func TestListEndpointsPagingAndSearch(t *testing.T) {
 		t.Fatalf("q=%% matched %d: LIKE wildcards must be literal", page.Total)
 	}
 	for q, want := range map[string]int{"limit=1000": 500, "limit=0": 1, "limit=-5": 1} {
-		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, token(t, e.Admin))
+		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, tokenOf(t, e.Admin))
 		if r.StatusCode != 200 || out["limit"] != float64(want) {
 			t.Errorf("%s: %d limit %v, want %d", q, r.StatusCode, out["limit"], want)
 		}
 	}
 	for _, q := range []string{"limit=ten", "offset=-1", "offset=x"} {
-		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, token(t, e.Admin))
+		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, tokenOf(t, e.Admin))
 		if r.StatusCode != 400 || out["error"] != "invalid_request" {
 			t.Errorf("%s: %d %v", q, r.StatusCode, out)
 		}
@@ -67,7 +67,8 @@ func TestListEndpointsPagingAndSearch(t *testing.T) {
 	}
 }
 
-func token(t *testing.T, c *client.Client) string {
+// tokenOf answers a token c was given.
+func tokenOf(t *testing.T, c *client.Client) string {
 	t.Helper()
 	tok, _, err := c.Token(context.Background())
 	if err != nil {
@@ -139,17 +140,10 @@ func TestGetPatchDeleteEndpoint(t *testing.T) {
 	if d2, _ := e.Admin.GetEndpoint(ctx, ag.ID); d2.Name != "ws-01" || d2.Attributes["attr2"] != "x" {
 		t.Fatalf("refused patch changed something: %+v", d2.Endpoint)
 	}
+	tok := tokenOf(t, e.Admin)
 	for body, code := range map[string]int{`{"name":`: 400, `[1,2]`: 400, ``: 400, `{"name":5}`: 422, `{"attributes":"x"}`: 422} {
-		req, _ := http.NewRequest(http.MethodPatch, e.URL+"/api/v1/endpoints/"+ag.ID, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token(t, e.Admin))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := e.HTTPClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != code {
-			t.Errorf("body %q: %d, want %d", body, resp.StatusCode, code)
+		if a := rawCall(t, e, http.MethodPatch, "/api/v1/endpoints/"+ag.ID, tok, []byte(body)); a.status != code {
+			t.Errorf("body %q: %d, want %d", body, a.status, code)
 		}
 	}
 
@@ -296,7 +290,7 @@ func TestListEndpointsFilters(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"status=asleep", "platform=plan9", "missing=some", "sort=secret", "order=up", "pendingReboot=yes", "notSeenDays=0", "softwareVersion=1.0"} {
-		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, token(t, e.Admin))
+		r, out := call(t, e, http.MethodGet, "/api/v1/endpoints?"+q, tokenOf(t, e.Admin))
 		if desc, _ := out["error_description"].(string); r.StatusCode != 400 || out["error"] != "invalid_request" || desc == "" {
 			t.Errorf("%s: %d %v", q, r.StatusCode, out)
 		}

@@ -60,10 +60,7 @@ func TestEnrollmentTokens(t *testing.T) {
 	if _, err := admin.CreateEnrollToken(ctx, apiv1.EnrollTokenBody{ExpiresInHours: -1}); problemFields(err) != "validation_failed:expiresInHours" {
 		t.Errorf("negative expiry: %v", err)
 	}
-	tok, _, err := admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, admin)
 	expectCalls(t, e, tok,
 		rawCase{http.MethodPost, "/api/v1/enrollment-tokens", `{"expiresInHours":`, http.StatusBadRequest, "invalid_json"},
 		rawCase{http.MethodPost, "/api/v1/enrollment-tokens", `{"expiresInHours":"a week"}`, http.StatusUnprocessableEntity, ""})

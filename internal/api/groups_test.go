@@ -133,7 +133,7 @@ func TestGroupBuiltins(t *testing.T) {
 		for _, id := range []string{all.ID, recent.ID} {
 			_, err := e.Admin.PatchGroup(ctx, id, body)
 			var ce *client.Error
-			if !client.IsStatus(err, http.StatusConflict) || !asClientError(err, &ce) || ce.Code != "builtin_group" {
+			if !client.IsStatus(err, http.StatusConflict) || !asErr(err, &ce) || ce.Code != "builtin_group" {
 				t.Fatalf("patch built-in with %+v: %v", body, err)
 			}
 		}
@@ -152,14 +152,6 @@ func TestGroupBuiltins(t *testing.T) {
 		g.Description == nil || *g.Description != "every computer" || g.Members != 4 {
 		t.Fatalf("built-in after patch: %+v", g)
 	}
-}
-
-func asClientError(err error, target **client.Error) bool {
-	ce, ok := err.(*client.Error)
-	if ok {
-		*target = ce
-	}
-	return ok
 }
 
 func TestGroupRuleOps(t *testing.T) {

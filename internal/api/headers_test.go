@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,10 +16,7 @@ import (
 func TestSecretAnswersAreNotStored(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
-	token, _, err := e.Admin.Token(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := tokenOf(t, e.Admin)
 	do := func(method, path, body string, auth bool) *http.Response {
 		t.Helper()
 		req, err := http.NewRequest(method, e.URL+path, bytes.NewReader([]byte(body)))

@@ -52,10 +52,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		t.Fatalf("commands: %+v", resp.Commands)
 	}
 	cmdID := resp.Commands[0].ID
-	token, _, err := e.Admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := tokenOf(t, e.Admin)
 	if err := e.Server.FlushCheckins(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -105,10 +105,7 @@ func TestRunGetStopRetry(t *testing.T) {
 		t.Errorf("other retry: %v", err)
 	}
 	// Malformed ids are 400; a retry whose stored script was deleted is 422.
-	tok, _, err := admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, admin)
 	for _, path := range []string{"/api/v1/runs/%00/stop", "/api/v1/runs/%00/retry"} {
 		if a := rawCall(t, e, http.MethodPost, path, tok, nil); a.status != http.StatusBadRequest {
 			t.Errorf("%s: %d %s", path, a.status, a.body)
@@ -204,10 +201,7 @@ func TestRunFilters(t *testing.T) {
 			t.Errorf("%+v: %v, want %v", tc.q, got, tc.want)
 		}
 	}
-	tok, _, err := admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, admin)
 	for _, path := range []string{"/api/v1/runs?failed=yes", "/api/v1/runs?since=last+week", "/api/v1/runs?status=FAILED", "/api/v1/runs?search=web",
 		"/api/v1/runs?runId=" + good.RunID + "&status=failed", "/api/v1/runs?runId=" + good.RunID + "&status=DONE"} {
 		if a := rawCall(t, e, http.MethodGet, path, tok, nil); a.status != http.StatusBadRequest || a.code != "invalid_request" {

@@ -100,10 +100,7 @@ func TestScriptsLibrary(t *testing.T) {
 			t.Errorf("%s: %s (%v)", c.name, got, err)
 		}
 	}
-	tok, _, err := admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenOf(t, admin)
 	for _, m := range []string{http.MethodPost, http.MethodPatch} {
 		path := "/api/v1/scripts"
 		if m == http.MethodPatch {

@@ -43,7 +43,7 @@ func TestListSoftwareTitles(t *testing.T) {
 		t.Fatalf("walk by publisher: %v", names)
 	}
 	for _, q := range []string{"sort=installs", "sort=HOSTS", "limit=x", "offset=-1"} {
-		r, out := call(t, e, http.MethodGet, "/api/v1/software/titles?"+q, token(t, e.Admin))
+		r, out := call(t, e, http.MethodGet, "/api/v1/software/titles?"+q, tokenOf(t, e.Admin))
 		if r.StatusCode != 400 || out["error"] != "invalid_request" {
 			t.Errorf("%s: %d %v", q, r.StatusCode, out)
 		}

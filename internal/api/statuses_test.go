@@ -70,10 +70,7 @@ func TestEveryAnsweredStatusIsDeclared(t *testing.T) {
 	e := apitest.NewOn(t, cut.Store)
 	ctx := context.Background()
 	doc := servedDocument(t, e)
-	admin, _, err := e.Admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := tokenOf(t, e.Admin)
 	weak, _, err := e.Client(e.Org, perm.Set(perm.APIAccess)).Token(ctx)
 	if err != nil {
 		t.Fatal(err)

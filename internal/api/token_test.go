@@ -306,10 +306,7 @@ func TestBearerAuthentication(t *testing.T) {
 func freshToken(t *testing.T, e *apitest.Env) (admin.NewCredential, string) {
 	t.Helper()
 	cred, c := e.CredentialClient(e.Org, perm.All)
-	token, _, err := c.Token(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := tokenOf(t, c)
 	if r, _ := call(t, e, http.MethodGet, "/api/v1/endpoints", token); r.StatusCode == 401 {
 		t.Fatal("fresh token refused")
 	}

@@ -45,10 +45,7 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 	if _, err := e.Admin.ListAutomations(ctx); err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := e.Admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := tokenOf(t, e.Admin)
 	// An agent whose secret the server has not checked yet.
 	w2 := e.Enroll("w2", "win-02", "windows")
 
@@ -165,10 +162,7 @@ func TestRefusedConnectionsAnswer503(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	e := apitest.NewOn(t, s)
-	token, _, err := e.Admin.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := tokenOf(t, e.Admin)
 	if _, err := e.Admin.ListAutomations(ctx); err != nil {
 		t.Fatal(err)
 	}

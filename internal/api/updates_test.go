@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -228,19 +227,14 @@ func approvals(t *testing.T, c *client.Client) map[string]string {
 	return out
 }
 
+// wantValidation fails unless err is a 422 validation_failed whose
+// details name every one of fields.
 func wantValidation(t *testing.T, err error, fields ...string) {
 	t.Helper()
-	var ce *client.Error
-	if !errors.As(err, &ce) || ce.Status != http.StatusUnprocessableEntity || ce.Code != "validation_failed" {
-		t.Fatalf("%v, want 422 validation_failed", err)
-	}
-	var got []string
-	for _, d := range ce.Details {
-		got = append(got, d.Field)
-	}
+	got := sortedProblems(t, err)
 	for _, f := range fields {
 		if !slices.Contains(got, f) {
-			t.Fatalf("details %v lack %s", ce.Details, f)
+			t.Fatalf("details %v lack %s", got, f)
 		}
 	}
 }
