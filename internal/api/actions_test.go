@@ -147,12 +147,8 @@ func TestActionRunScriptStatuses(t *testing.T) {
 	}
 
 	// Statuses: 404 with no valid endpoint (another organization's too), 422 with details, 403, 400.
-	if _, err := e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{"nope"}}); !client.IsStatus(err, 404) {
-		t.Fatalf("no valid endpoints: %v", err)
-	}
-	if _, err := otherAdmin.RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{w1.ID}}); !client.IsStatus(err, 404) {
-		t.Fatalf("other org: %v", err)
-	}
+	mustStatus(t, errOf(e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{"nope"}})), 404, "no valid endpoints")
+	mustStatus(t, errOf(otherAdmin.RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{w1.ID}})), 404, "other org")
 	_, err = e.Admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{w1.ID}, Payload: json.RawMessage(`{"script":"x","language":"cobol"}`)})
 	if got := problemFields(err); got != "validation_failed:payload.language" {
 		t.Fatalf("bad language: %v", err)
@@ -176,12 +172,8 @@ func TestActionRunScriptStatuses(t *testing.T) {
 	if got := problemFields(err); got != "validation_failed:payload.filters.severities[0]" {
 		t.Fatalf("bad severity: %v", err)
 	}
-	if _, err := e.Client(e.Org, perm.ReadOnly).RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{w1.ID}}); !client.IsStatus(err, 403) {
-		t.Fatalf("read-only: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.AutomationsManage)).RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{w1.ID}}); !client.IsStatus(err, 403) {
-		t.Fatalf("automations.manage is not automations.run: %v", err)
-	}
+	mustStatus(t, errOf(e.Client(e.Org, perm.ReadOnly).RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{w1.ID}})), 403, "read-only")
+	mustStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.AutomationsManage)).RunAction(ctx, apiv1.ActionBody{Type: "REBOOT", EndpointIDs: []string{w1.ID}})), 403, "automations.manage is not automations.run")
 	tok := tokenOf(t, e.Admin)
 	if ans := e.Call("POST", "/api/v1/actions", tok, []byte(`{"type":`), false); ans.Status != 400 || ans.Error() != "invalid_json" {
 		t.Fatalf("malformed JSON: %d %s", ans.Status, ans.Body)
@@ -196,12 +188,8 @@ func TestActionRunScriptStatuses(t *testing.T) {
 	if err != nil || len(list.Items) != 2 || list.Total != 5 || list.Items[0].ActionType != "UNINSTALL_SOFTWARE" {
 		t.Fatalf("limited runs: %+v %v", list, err)
 	}
-	if _, err := e.Admin.RunCommands(ctx, "nope", client.RunQuery{}); !client.IsStatus(err, 404) {
-		t.Fatalf("unknown run: %v", err)
-	}
-	if _, err := otherAdmin.RunCommands(ctx, started.RunID, client.RunQuery{}); !client.IsStatus(err, 404) {
-		t.Fatalf("foreign run: %v", err)
-	}
+	mustStatus(t, errOf(e.Admin.RunCommands(ctx, "nope", client.RunQuery{})), 404, "unknown run")
+	mustStatus(t, errOf(otherAdmin.RunCommands(ctx, started.RunID, client.RunQuery{})), 404, "foreign run")
 	if l, err := otherAdmin.ListRuns(ctx, client.RunQuery{}); err != nil || l.Total != 0 {
 		t.Fatalf("other org runs: %+v %v", l, err)
 	}
@@ -324,13 +312,9 @@ func TestActionDeployUpdates(t *testing.T) {
 	if _, err := deploy(`{"mode":"all"}`, w2); !asErr(err, &apiErr) || apiErr.Status != 422 || apiErr.Code != "nothing_to_install" {
 		t.Fatalf("nothing anywhere: %v", err)
 	}
-	if _, err := deploy(`{"mode":"selected","keys":["KB0000001"]}`, w1, w2); !client.IsStatus(err, 422) {
-		t.Fatalf("unknown key: %v", err)
-	}
+	mustStatus(t, errOf(deploy(`{"mode":"selected","keys":["KB0000001"]}`, w1, w2)), 422, "unknown key")
 	// Filters with both label sets.
-	if _, err := deploy(`{"mode":"filters","filters":{"types":["Regular Updates"],"sources":["Applications"]}}`, w1); !client.IsStatus(err, 422) {
-		t.Fatalf("v1 labels: apps are not Regular Updates: %v", err)
-	}
+	mustStatus(t, errOf(deploy(`{"mode":"filters","filters":{"types":["Regular Updates"],"sources":["Applications"]}}`, w1)), 422, "v1 labels: apps are not Regular Updates")
 	if _, err := deploy(`{"mode":"filters","filterVersion":2,"filters":{"types":["Regular Updates"],"sources":["THIRD_PARTY"]}}`, w1); err != nil {
 		t.Fatalf("v2 labels: %v", err)
 	}
@@ -357,9 +341,7 @@ func TestActionDeployUpdates(t *testing.T) {
 	if got := finish(w1); got != "KB5048685" {
 		t.Fatalf("approved only: %q", got)
 	}
-	if _, err := deploy(`{"mode":"all"}`, l1); !client.IsStatus(err, 422) {
-		t.Fatalf("declined is not deployed: %v", err)
-	}
+	mustStatus(t, errOf(deploy(`{"mode":"all"}`, l1)), 422, "declined is not deployed")
 	// An update without a package source does not count as installable.
 	nosrc := apitest.Sample("win-02", "windows")
 	str := func(s string) *string { return &s }

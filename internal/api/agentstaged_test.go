@@ -9,7 +9,6 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
-	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -136,9 +135,7 @@ func TestAgentPolicyStaged(t *testing.T) {
 		t.Fatalf("after malformed bodies: %v %+v", err, v)
 	}
 	viewer := e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView))
-	if _, err := viewer.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "none"}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("viewer set: %v", err)
-	}
+	mustStatus(t, errOf(viewer.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "none"})), http.StatusForbidden, "viewer set")
 	if ov, err := oc.AgentVersions(ctx); err != nil || ov.Policy != "none" || ov.Rollout != nil {
 		t.Fatalf("another organization: %+v %v", ov, err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/apiv1"
-	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
@@ -115,12 +114,8 @@ func TestAgentVersions(t *testing.T) {
 	if _, err := viewer.AgentVersions(ctx); err != nil {
 		t.Fatalf("viewer read: %v", err)
 	}
-	if _, err := viewer.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "none"}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("viewer set: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess)).AgentVersions(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("read without endpoints.view: %v", err)
-	}
+	mustStatus(t, errOf(viewer.SetAgentPolicy(ctx, apiv1.AgentPolicyBody{Policy: "none"})), http.StatusForbidden, "viewer set")
+	mustStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess)).AgentVersions(ctx)), http.StatusForbidden, "read without endpoints.view")
 	oc := e.Client(other, perm.All)
 	ov, err := oc.AgentVersions(ctx)
 	if err != nil || ov.Policy != "none" || ov.Endpoints != 0 || len(ov.Versions) != 0 || len(ov.Failures) != 0 {

@@ -45,9 +45,7 @@ func TestAlertRuleOperations(t *testing.T) {
 		!client.IsStatus(err, http.StatusUnprocessableEntity) {
 		t.Errorf("invalid patch: %v", err)
 	}
-	if _, err := admin.UpdateAlertRule(ctx, id, apiv1.AlertRulePatch{EmailTo: ptr(""), WebhookURL: ptr("")}); !client.IsStatus(err, http.StatusUnprocessableEntity) {
-		t.Errorf("patch leaving no channel: %v", err)
-	}
+	wantStatus(t, errOf(admin.UpdateAlertRule(ctx, id, apiv1.AlertRulePatch{EmailTo: ptr(""), WebhookURL: ptr("")})), http.StatusUnprocessableEntity, "patch leaving no channel")
 	tok := tokenOf(t, admin)
 	expectCalls(t, e, tok,
 		rawCase{http.MethodPatch, "/api/v1/alerts/" + id, `{"name":`, http.StatusBadRequest, "invalid_json"},
@@ -96,42 +94,18 @@ func TestAlertRuleOperations(t *testing.T) {
 	}
 
 	// A role without the permission: 403; another organization: 404.
-	if _, err := blind.GetAlertRule(ctx, id); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("get without reports.view: %v", err)
-	}
-	if _, err := blind.ListAlertEvents(ctx, id, client.PageQuery{}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("events without reports.view: %v", err)
-	}
-	if _, err := viewer.UpdateAlertRule(ctx, id, apiv1.AlertRulePatch{Name: ptr("v")}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer patch: %v", err)
-	}
-	if _, err := viewer.SetAlertRuleEnabled(ctx, id, false); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer disable: %v", err)
-	}
-	if _, err := viewer.TestAlertRule(ctx, id); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer test: %v", err)
-	}
-	if err := viewer.DeleteAlertRule(ctx, id); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer delete: %v", err)
-	}
-	if _, err := other.GetAlertRule(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org get: %v", err)
-	}
-	if _, err := other.UpdateAlertRule(ctx, id, apiv1.AlertRulePatch{Name: ptr("x")}); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org patch: %v", err)
-	}
-	if _, err := other.SetAlertRuleEnabled(ctx, id, false); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org disable: %v", err)
-	}
-	if _, err := other.TestAlertRule(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org test: %v", err)
-	}
-	if _, err := other.ListAlertEvents(ctx, id, client.PageQuery{}); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org events: %v", err)
-	}
-	if err := other.DeleteAlertRule(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org delete: %v", err)
-	}
+	wantStatus(t, errOf(blind.GetAlertRule(ctx, id)), http.StatusForbidden, "get without reports.view")
+	wantStatus(t, errOf(blind.ListAlertEvents(ctx, id, client.PageQuery{})), http.StatusForbidden, "events without reports.view")
+	wantStatus(t, errOf(viewer.UpdateAlertRule(ctx, id, apiv1.AlertRulePatch{Name: ptr("v")})), http.StatusForbidden, "viewer patch")
+	wantStatus(t, errOf(viewer.SetAlertRuleEnabled(ctx, id, false)), http.StatusForbidden, "viewer disable")
+	wantStatus(t, errOf(viewer.TestAlertRule(ctx, id)), http.StatusForbidden, "viewer test")
+	wantStatus(t, viewer.DeleteAlertRule(ctx, id), http.StatusForbidden, "viewer delete")
+	wantStatus(t, errOf(other.GetAlertRule(ctx, id)), http.StatusNotFound, "other org get")
+	wantStatus(t, errOf(other.UpdateAlertRule(ctx, id, apiv1.AlertRulePatch{Name: ptr("x")})), http.StatusNotFound, "other org patch")
+	wantStatus(t, errOf(other.SetAlertRuleEnabled(ctx, id, false)), http.StatusNotFound, "other org disable")
+	wantStatus(t, errOf(other.TestAlertRule(ctx, id)), http.StatusNotFound, "other org test")
+	wantStatus(t, errOf(other.ListAlertEvents(ctx, id, client.PageQuery{})), http.StatusNotFound, "other org events")
+	wantStatus(t, other.DeleteAlertRule(ctx, id), http.StatusNotFound, "other org delete")
 	if r, err := admin.GetAlertRule(ctx, id); err != nil || !r.Enabled || r.Name != "offline 2" || r.Events != 3 {
 		t.Fatalf("refused calls changed the rule: %+v %v", r, err)
 	}
@@ -141,10 +115,6 @@ func TestAlertRuleOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditedAs(t, e, e.Org, "alert.delete", cred.Name, id)
-	if _, err := admin.GetAlertRule(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("get after delete: %v", err)
-	}
-	if err := admin.DeleteAlertRule(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("delete twice: %v", err)
-	}
+	mustStatus(t, errOf(admin.GetAlertRule(ctx, id)), http.StatusNotFound, "get after delete")
+	mustStatus(t, admin.DeleteAlertRule(ctx, id), http.StatusNotFound, "delete twice")
 }

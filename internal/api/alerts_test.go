@@ -160,17 +160,11 @@ func TestAlertRulePermissionsAndIsolation(t *testing.T) {
 	if list, err := viewer.ListAlertRules(ctx); err != nil || list.Total != 1 {
 		t.Fatalf("viewer list: %+v, %v", list, err)
 	}
-	if _, err := viewer.CreateAlertRule(ctx, body); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("viewer create: %v", err)
-	}
+	mustStatus(t, errOf(viewer.CreateAlertRule(ctx, body)), http.StatusForbidden, "viewer create")
 	blind := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.EndpointsView))
-	if _, err := blind.ListAlertRules(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("list without reports.view: %v", err)
-	}
+	mustStatus(t, errOf(blind.ListAlertRules(ctx)), http.StatusForbidden, "list without reports.view")
 	anon := client.New(e.URL, "nobody", "wrong", client.WithHTTPClient(e.HTTPClient))
-	if _, err := anon.ListAlertRules(ctx); !client.IsStatus(err, http.StatusUnauthorized) {
-		t.Fatalf("anonymous list: %v", err)
-	}
+	mustStatus(t, errOf(anon.ListAlertRules(ctx)), http.StatusUnauthorized, "anonymous list")
 	other := e.NewOrg("Other " + apitest.NewName())
 	oc := e.Client(other, perm.All)
 	if list, err := oc.ListAlertRules(ctx); err != nil || list.Total != 0 || len(list.Items) != 0 {
@@ -204,22 +198,14 @@ func TestAlertFailedDeliveriesAndResend(t *testing.T) {
 		t.Fatalf("failed %+v", f)
 	}
 	other := e.Client(e.NewOrg("Other "+apitest.NewName()), perm.All)
-	if _, err := other.FailedDeliveries(ctx, res.Rule.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("another organization: %v", err)
-	}
-	if _, err := other.ResendDelivery(ctx, res.Rule.ID, f.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("another organization resends: %v", err)
-	}
+	mustStatus(t, errOf(other.FailedDeliveries(ctx, res.Rule.ID)), http.StatusNotFound, "another organization")
+	mustStatus(t, errOf(other.ResendDelivery(ctx, res.Rule.ID, f.ID)), http.StatusNotFound, "another organization resends")
 	q, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, f.ID)
 	if err != nil || !q.OK || q.Delivery == "" {
 		t.Fatalf("resend %+v %v", q, err)
 	}
-	if _, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, f.ID); !client.IsStatus(err, http.StatusConflict) {
-		t.Fatalf("second resend: %v", err)
-	}
-	if _, err := e.Admin.ResendDelivery(ctx, res.Rule.ID, "no-such-delivery"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("unknown delivery: %v", err)
-	}
+	mustStatus(t, errOf(e.Admin.ResendDelivery(ctx, res.Rule.ID, f.ID)), http.StatusConflict, "second resend")
+	mustStatus(t, errOf(e.Admin.ResendDelivery(ctx, res.Rule.ID, "no-such-delivery")), http.StatusNotFound, "unknown delivery")
 	audit, err := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "alert.resend"})
 	if err != nil || len(audit) != 1 || audit[0].TargetID != res.Rule.ID {
 		t.Fatalf("audit %+v %v", audit, err)

@@ -141,33 +141,17 @@ func TestAutomationsCRUD(t *testing.T) {
 	}
 
 	// Permissions and isolation.
-	if _, err := viewer.CreateAutomation(ctx, apiv1.AutomationBody{Name: "x", ActionType: "REBOOT"}); !client.IsStatus(err, 403) {
-		t.Fatalf("viewer create: %v", err)
-	}
-	if _, err := viewer.RunAutomation(ctx, id); !client.IsStatus(err, 403) {
-		t.Fatalf("viewer run: %v", err)
-	}
-	if _, err := runner.PatchAutomation(ctx, id, apiv1.AutomationPatch{Enabled: boolp(false)}); !client.IsStatus(err, 403) {
-		t.Fatalf("runner patch: %v", err)
-	}
-	if err := viewer.DeleteAutomation(ctx, id); !client.IsStatus(err, 403) {
-		t.Fatalf("viewer delete: %v", err)
-	}
+	mustStatus(t, errOf(viewer.CreateAutomation(ctx, apiv1.AutomationBody{Name: "x", ActionType: "REBOOT"})), 403, "viewer create")
+	mustStatus(t, errOf(viewer.RunAutomation(ctx, id)), 403, "viewer run")
+	mustStatus(t, errOf(runner.PatchAutomation(ctx, id, apiv1.AutomationPatch{Enabled: boolp(false)})), 403, "runner patch")
+	mustStatus(t, viewer.DeleteAutomation(ctx, id), 403, "viewer delete")
 	if l, err := viewer.ListAutomations(ctx); err != nil || l.Total != 2 {
 		t.Fatalf("viewer list: %+v %v", l, err)
 	}
-	if _, err := otherAdmin.GetAutomation(ctx, id); !client.IsStatus(err, 404) {
-		t.Fatalf("other get: %v", err)
-	}
-	if _, err := otherAdmin.PatchAutomation(ctx, id, apiv1.AutomationPatch{Enabled: boolp(false)}); !client.IsStatus(err, 404) {
-		t.Fatalf("other patch: %v", err)
-	}
-	if _, err := otherAdmin.RunAutomation(ctx, id); !client.IsStatus(err, 404) {
-		t.Fatalf("other run: %v", err)
-	}
-	if err := otherAdmin.DeleteAutomation(ctx, id); !client.IsStatus(err, 404) {
-		t.Fatalf("other delete: %v", err)
-	}
+	mustStatus(t, errOf(otherAdmin.GetAutomation(ctx, id)), 404, "other get")
+	mustStatus(t, errOf(otherAdmin.PatchAutomation(ctx, id, apiv1.AutomationPatch{Enabled: boolp(false)})), 404, "other patch")
+	mustStatus(t, errOf(otherAdmin.RunAutomation(ctx, id)), 404, "other run")
+	mustStatus(t, otherAdmin.DeleteAutomation(ctx, id), 404, "other delete")
 	if l, err := otherAdmin.ListAutomations(ctx); err != nil || l.Total != 0 {
 		t.Fatalf("other list: %+v %v", l, err)
 	}
@@ -190,15 +174,9 @@ func TestAutomationsCRUD(t *testing.T) {
 	if err := e.Admin.DeleteAutomation(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Admin.GetAutomation(ctx, id); !client.IsStatus(err, 404) {
-		t.Fatalf("deleted: %v", err)
-	}
-	if err := e.Admin.DeleteAutomation(ctx, id); !client.IsStatus(err, 404) {
-		t.Fatalf("delete twice: %v", err)
-	}
-	if _, err := e.Admin.RunAutomation(ctx, "nope"); !client.IsStatus(err, 404) {
-		t.Fatalf("run unknown: %v", err)
-	}
+	mustStatus(t, errOf(e.Admin.GetAutomation(ctx, id)), 404, "deleted")
+	mustStatus(t, e.Admin.DeleteAutomation(ctx, id), 404, "delete twice")
+	mustStatus(t, errOf(e.Admin.RunAutomation(ctx, "nope")), 404, "run unknown")
 	if l, _ := e.Admin.ListRuns(ctx, client.RunQuery{AutomationID: id}); l.Total != 2 {
 		t.Fatalf("runs of a deleted automation: %+v", l)
 	}

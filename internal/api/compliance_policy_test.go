@@ -79,15 +79,9 @@ func TestCompliancePolicyAPI(t *testing.T) {
 	if p := read(viewer); p != want {
 		t.Fatalf("viewer read: %+v", p)
 	}
-	if _, err := viewer.SetCompliancePolicy(ctx, defaults); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("viewer set: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.UpdatesView)).CompliancePolicy(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("read without endpoints.view: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.All&^perm.Set(perm.AutomationsRun)).SetCompliancePolicy(ctx, defaults); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("set without every permission: %v", err)
-	}
+	mustStatus(t, errOf(viewer.SetCompliancePolicy(ctx, defaults)), http.StatusForbidden, "viewer set")
+	mustStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.UpdatesView)).CompliancePolicy(ctx)), http.StatusForbidden, "read without endpoints.view")
+	mustStatus(t, errOf(e.Client(e.Org, perm.All&^perm.Set(perm.AutomationsRun)).SetCompliancePolicy(ctx, defaults)), http.StatusForbidden, "set without every permission")
 
 	other := e.NewOrg("Other")
 	if p := read(e.Client(other, perm.All)); p != defaults {
@@ -98,9 +92,7 @@ func TestCompliancePolicyAPI(t *testing.T) {
 	if err != nil || byGroup.Policy.CriticalDays != 7 || byGroup.Total != len(byGroup.Items) || byGroup.Total < 2 || byGroup.Items[0].Name != "All endpoints" {
 		t.Fatalf("by group: %+v %v", byGroup, err)
 	}
-	if err := viewer.Do(ctx, http.MethodGet, "/api/v1/endpoints?compliance=late", nil, nil, nil); !client.IsStatus(err, http.StatusBadRequest) {
-		t.Errorf("compliance=late: %v", err)
-	}
+	wantStatus(t, viewer.Do(ctx, http.MethodGet, "/api/v1/endpoints?compliance=late", nil, nil, nil), http.StatusBadRequest, "compliance=late")
 	for _, q := range []string{"compliance=overdue", "compliance=compliant&sort=overdue&order=desc", "sort=missingTotal"} {
 		if err := viewer.Do(ctx, http.MethodGet, "/api/v1/endpoints?"+q, nil, nil, nil); err != nil {
 			t.Errorf("%s: %v", q, err)

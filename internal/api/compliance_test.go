@@ -62,7 +62,5 @@ func TestComplianceHistory(t *testing.T) {
 			t.Errorf("other organization has another's day: %+v", d)
 		}
 	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.ReportsView)).ComplianceHistory(ctx, 30); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("without endpoints.view: %v", err)
-	}
+	wantStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.ReportsView)).ComplianceHistory(ctx, 30)), http.StatusForbidden, "without endpoints.view")
 }

@@ -52,12 +52,8 @@ func TestCredentialOperations(t *testing.T) {
 		t.Fatal("a refused credential was created")
 	}
 	almost := e.Client(e.Org, perm.All&^perm.Set(perm.ReportsManage))
-	if _, err := almost.ListCredentials(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("list without every permission: %v", err)
-	}
-	if _, err := almost.CreateCredential(ctx, apiv1.CredentialBody{Name: "x", Role: store.RoleAdministrator}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("create without every permission: %v", err)
-	}
+	wantStatus(t, errOf(almost.ListCredentials(ctx)), http.StatusForbidden, "list without every permission")
+	wantStatus(t, errOf(almost.CreateCredential(ctx, apiv1.CredentialBody{Name: "x", Role: store.RoleAdministrator})), http.StatusForbidden, "create without every permission")
 
 	nc, err := e.Admin.CreateCredential(ctx, apiv1.CredentialBody{Name: "nightly-report", Role: store.RoleReadOnly})
 	if err != nil || nc.ClientSecret == "" || nc.ClientID == "" || nc.Role != store.RoleReadOnly || nc.Disabled {
@@ -106,15 +102,9 @@ func TestCredentialOperations(t *testing.T) {
 	// Another organization's credential is 404.
 	other := e.NewOrg("Globex")
 	gc := e.Credential(other, perm.ReadOnly)
-	if err := e.Admin.DeleteCredential(ctx, gc.ClientID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("deleting another organization's credential: %v", err)
-	}
-	if _, err := e.Admin.SetCredentialDisabled(ctx, gc.ClientID, true); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("disabling another organization's credential: %v", err)
-	}
-	if err := almost.DeleteCredential(ctx, nc.ID); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("delete without every permission: %v", err)
-	}
+	wantStatus(t, e.Admin.DeleteCredential(ctx, gc.ClientID), http.StatusNotFound, "deleting another organization's credential")
+	wantStatus(t, errOf(e.Admin.SetCredentialDisabled(ctx, gc.ClientID, true)), http.StatusNotFound, "disabling another organization's credential")
+	wantStatus(t, almost.DeleteCredential(ctx, nc.ID), http.StatusForbidden, "delete without every permission")
 	if err := e.Admin.DeleteCredential(ctx, nc.ID); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
@@ -136,9 +126,7 @@ func TestSignInPolicy(t *testing.T) {
 		t.Fatalf("the default policy: %+v %v", p, err)
 	}
 	almost := e.Client(e.Org, perm.All&^perm.Set(perm.ReportsManage))
-	if _, err := almost.SetSignInPolicy(ctx, true); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("set without every permission: %v", err)
-	}
+	wantStatus(t, errOf(almost.SetSignInPolicy(ctx, true)), http.StatusForbidden, "set without every permission")
 	if err := e.Admin.Do(ctx, http.MethodPut, "/api/v1/sign-in-policy", nil, map[string]any{}, nil); !slices.Equal(fieldsOf422(t, err), []string{"requireSecondFactor"}) {
 		t.Errorf("no field: %v", err)
 	}

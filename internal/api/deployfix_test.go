@@ -124,9 +124,7 @@ func TestDeployUpdatesByCVE(t *testing.T) {
 		t.Errorf("deb-01 by KEV: %v", got)
 	}
 	// Filters together: a CVE nobody has fixes nothing: 422.
-	if _, err := deploy(`{"cves":["CVE-2099-0001"]}`); !client.IsStatus(err, http.StatusUnprocessableEntity) {
-		t.Errorf("a CVE nobody has: %v", err)
-	}
+	wantStatus(t, errOf(deploy(`{"cves":["CVE-2099-0001"]}`)), http.StatusUnprocessableEntity, "a CVE nobody has")
 	if _, err := deploy(`{"cves":["heartbleed"]}`); problemFields(err) != "validation_failed:payload.filters.cves[0]" {
 		t.Errorf("a malformed CVE id: %v", err)
 	}

@@ -89,25 +89,13 @@ func TestGetPatchDeleteEndpoint(t *testing.T) {
 		t.Fatalf("detail: %+v %v", d, err)
 	}
 	for _, c := range []*client.Client{otherAdmin} {
-		if _, err := c.GetEndpoint(ctx, ag.ID); !client.IsStatus(err, 404) {
-			t.Fatalf("other org get: %v", err)
-		}
-		if err := c.PatchEndpoint(ctx, ag.ID, apiv1.EndpointPatch{Name: str("x")}); !client.IsStatus(err, 404) {
-			t.Fatalf("other org patch: %v", err)
-		}
-		if err := c.DeleteEndpoint(ctx, ag.ID); !client.IsStatus(err, 404) {
-			t.Fatalf("other org delete: %v", err)
-		}
+		mustStatus(t, errOf(c.GetEndpoint(ctx, ag.ID)), 404, "other org get")
+		mustStatus(t, c.PatchEndpoint(ctx, ag.ID, apiv1.EndpointPatch{Name: str("x")}), 404, "other org patch")
+		mustStatus(t, c.DeleteEndpoint(ctx, ag.ID), 404, "other org delete")
 	}
-	if _, err := e.Admin.GetEndpoint(ctx, "nope"); !client.IsStatus(err, 404) {
-		t.Fatalf("unknown id: %v", err)
-	}
-	if err := readOnly.PatchEndpoint(ctx, ag.ID, apiv1.EndpointPatch{Name: str("x")}); !client.IsStatus(err, 403) {
-		t.Fatalf("read-only patch: %v", err)
-	}
-	if err := readOnly.DeleteEndpoint(ctx, ag.ID); !client.IsStatus(err, 403) {
-		t.Fatalf("read-only delete: %v", err)
-	}
+	mustStatus(t, errOf(e.Admin.GetEndpoint(ctx, "nope")), 404, "unknown id")
+	mustStatus(t, readOnly.PatchEndpoint(ctx, ag.ID, apiv1.EndpointPatch{Name: str("x")}), 403, "read-only patch")
+	mustStatus(t, readOnly.DeleteEndpoint(ctx, ag.ID), 403, "read-only delete")
 
 	err = e.Admin.PatchEndpoint(ctx, ag.ID, apiv1.EndpointPatch{Name: str("Front desk"), Comment: str("by the door"),
 		Attributes: map[string]string{"attr1": "Berlin", "attr30": "rack 4"}})
@@ -156,12 +144,8 @@ func TestGetPatchDeleteEndpoint(t *testing.T) {
 	if err := e.Admin.DeleteEndpoint(ctx, ag.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Admin.GetEndpoint(ctx, ag.ID); !client.IsStatus(err, 404) {
-		t.Fatalf("after delete: %v", err)
-	}
-	if err := e.Admin.DeleteEndpoint(ctx, ag.ID); !client.IsStatus(err, 404) {
-		t.Fatalf("second delete: %v", err)
-	}
+	mustStatus(t, errOf(e.Admin.GetEndpoint(ctx, ag.ID)), 404, "after delete")
+	mustStatus(t, e.Admin.DeleteEndpoint(ctx, ag.ID), 404, "second delete")
 	if sw, _ := e.Admin.ListSoftware(ctx, client.SoftwareQuery{}); sw.Total != 0 {
 		t.Fatalf("software of a removed endpoint still listed: %d", sw.Total)
 	}
@@ -233,9 +217,7 @@ func TestSoftwareList(t *testing.T) {
 	if page, _ := other.ListSoftware(ctx, client.SoftwareQuery{EndpointID: agents[0].ID}); page.Total != 0 {
 		t.Fatalf("other org sees an endpoint's software: %d", page.Total)
 	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.UpdatesView)).ListSoftware(ctx, client.SoftwareQuery{}); !client.IsStatus(err, 403) {
-		t.Fatalf("without endpoints.view: %v", err)
-	}
+	mustStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.UpdatesView)).ListSoftware(ctx, client.SoftwareQuery{})), 403, "without endpoints.view")
 }
 
 // TestListEndpointsFilters: the patchd-addition filters and order of GET

@@ -82,9 +82,7 @@ func TestEnrollmentTokens(t *testing.T) {
 		}
 	}
 	other := e.Client(e.NewOrg("Other"), perm.All)
-	if err := other.RevokeEnrollToken(ctx, created.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org revoke: %v", err)
-	}
+	wantStatus(t, other.RevokeEnrollToken(ctx, created.ID), http.StatusNotFound, "other org revoke")
 	if l, err := other.ListEnrollTokens(ctx); err != nil || l.Total != 0 {
 		t.Errorf("other org list: %+v %v", l, err)
 	}
@@ -99,9 +97,7 @@ func TestEnrollmentTokens(t *testing.T) {
 	if ans.Status != http.StatusUnauthorized {
 		t.Fatalf("enroll with a revoked token: %d %s", ans.Status, ans.Body)
 	}
-	if err := admin.RevokeEnrollToken(ctx, "nope"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("revoke unknown: %v", err)
-	}
+	wantStatus(t, admin.RevokeEnrollToken(ctx, "nope"), http.StatusNotFound, "revoke unknown")
 	eps, err := admin.ListEndpoints(ctx, client.EndpointQuery{})
 	if err != nil || eps.Total != 2 {
 		t.Fatalf("endpoints after revoke: %+v %v", eps, err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/apiv1"
-	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/perm"
 )
@@ -39,14 +38,8 @@ func TestGetGroup(t *testing.T) {
 	}
 
 	blind := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.ReportsView))
-	if _, err := blind.GetGroup(ctx, id); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("get without endpoints.view: %v", err)
-	}
+	wantStatus(t, errOf(blind.GetGroup(ctx, id)), http.StatusForbidden, "get without endpoints.view")
 	other := e.Client(e.NewOrg("Other "+apitest.NewName()), perm.All)
-	if _, err := other.GetGroup(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other organization: %v", err)
-	}
-	if _, err := viewer.GetGroup(ctx, "no-such-group"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("unknown id: %v", err)
-	}
+	wantStatus(t, errOf(other.GetGroup(ctx, id)), http.StatusNotFound, "other organization")
+	wantStatus(t, errOf(viewer.GetGroup(ctx, "no-such-group")), http.StatusNotFound, "unknown id")
 }

@@ -139,9 +139,7 @@ func TestGroupBuiltins(t *testing.T) {
 		}
 	}
 	for _, id := range []string{all.ID, recent.ID} {
-		if err := e.Admin.DeleteGroup(ctx, id); !client.IsStatus(err, http.StatusConflict) {
-			t.Fatalf("delete built-in: %v", err)
-		}
+		mustStatus(t, e.Admin.DeleteGroup(ctx, id), http.StatusConflict, "delete built-in")
 	}
 	// Alert settings, a description and the same name are accepted.
 	if _, err := e.Admin.PatchGroup(ctx, all.ID, apiv1.GroupBody{Name: ptr("All endpoints"), Description: ptr("every computer"),
@@ -310,9 +308,7 @@ func TestGroupStaticAndPatch(t *testing.T) {
 	if err := e.Admin.DeleteGroup(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Admin.DeleteGroup(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("second delete: %v", err)
-	}
+	mustStatus(t, e.Admin.DeleteGroup(ctx, id), http.StatusNotFound, "second delete")
 	if _, err := e.Store.GroupMemberIDs(ctx, e.Org.ID, id); err == nil {
 		t.Fatal("members of a deleted group")
 	}
@@ -371,19 +367,11 @@ func TestGroupPermissionsAndIsolation(t *testing.T) {
 	if list, err := viewer.ListGroups(ctx); err != nil || list.Total != 3 {
 		t.Fatalf("viewer list: %+v %v", list, err)
 	}
-	if _, err := viewer.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("No")}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("create without endpoints.manage: %v", err)
-	}
-	if _, err := viewer.PatchGroup(ctx, id, apiv1.GroupBody{Name: ptr("No")}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("patch without endpoints.manage: %v", err)
-	}
-	if err := viewer.DeleteGroup(ctx, id); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("delete without endpoints.manage: %v", err)
-	}
+	mustStatus(t, errOf(viewer.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("No")})), http.StatusForbidden, "create without endpoints.manage")
+	mustStatus(t, errOf(viewer.PatchGroup(ctx, id, apiv1.GroupBody{Name: ptr("No")})), http.StatusForbidden, "patch without endpoints.manage")
+	mustStatus(t, viewer.DeleteGroup(ctx, id), http.StatusForbidden, "delete without endpoints.manage")
 	blind := e.Client(e.Org, perm.Set(perm.APIAccess)|perm.Set(perm.UpdatesView))
-	if _, err := blind.ListGroups(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("list without endpoints.view: %v", err)
-	}
+	mustStatus(t, errOf(blind.ListGroups(ctx)), http.StatusForbidden, "list without endpoints.view")
 
 	other := e.NewOrg("Other")
 	oc := e.Client(other, perm.All)
@@ -391,15 +379,9 @@ func TestGroupPermissionsAndIsolation(t *testing.T) {
 	if err != nil || list.Total != 2 || list.Items[0].Members != 0 {
 		t.Fatalf("other organization's groups: %+v %v", list, err)
 	}
-	if _, err := oc.PatchGroup(ctx, id, apiv1.GroupBody{Name: ptr("Stolen")}); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("patch across organizations: %v", err)
-	}
-	if err := oc.DeleteGroup(ctx, id); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("delete across organizations: %v", err)
-	}
-	if _, err := oc.PatchGroup(ctx, "no-such-group", apiv1.GroupBody{Name: ptr("x")}); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("patch unknown: %v", err)
-	}
+	mustStatus(t, errOf(oc.PatchGroup(ctx, id, apiv1.GroupBody{Name: ptr("Stolen")})), http.StatusNotFound, "patch across organizations")
+	mustStatus(t, oc.DeleteGroup(ctx, id), http.StatusNotFound, "delete across organizations")
+	mustStatus(t, errOf(oc.PatchGroup(ctx, "no-such-group", apiv1.GroupBody{Name: ptr("x")})), http.StatusNotFound, "patch unknown")
 	// Another organization's endpoints are unknown machine ids there.
 	_, err = oc.CreateGroup(ctx, apiv1.GroupBody{Name: ptr("Theirs"), MachineIDs: &[]string{f.berlin.ID}})
 	wantValidation(t, err, "machineIds[0]")

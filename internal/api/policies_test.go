@@ -118,12 +118,8 @@ func TestApprovalPolicyAPI(t *testing.T) {
 	if _, err := viewer.ApprovalPolicy(ctx); err != nil {
 		t.Fatalf("viewer read: %v", err)
 	}
-	if _, err := viewer.SetApprovalPolicy(ctx, apiv1.ApprovalPolicy{}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("viewer set: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView)).ApprovalPolicy(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("read without updates.view: %v", err)
-	}
+	mustStatus(t, errOf(viewer.SetApprovalPolicy(ctx, apiv1.ApprovalPolicy{})), http.StatusForbidden, "viewer set")
+	mustStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView)).ApprovalPolicy(ctx)), http.StatusForbidden, "read without updates.view")
 
 	// Another organization: its own, empty policy; its change leaves ours.
 	other := e.NewOrg("Other")
@@ -199,9 +195,7 @@ func TestVulnExceptionsAPI(t *testing.T) {
 	if cc, err := e.Admin.VulnExceptions(ctx, "compensating_control"); err != nil || cc.Total != 1 || cc.Items[0].CVEID != "CVE-2024-0001" {
 		t.Fatalf("kind filter: %+v %v", cc, err)
 	}
-	if err := e.Admin.Do(ctx, http.MethodGet, "/api/v1/vulnerability-exceptions?kind=maybe", nil, nil, nil); !client.IsStatus(err, http.StatusBadRequest) {
-		t.Fatalf("bad kind filter: %v", err)
-	}
+	mustStatus(t, e.Admin.Do(ctx, http.MethodGet, "/api/v1/vulnerability-exceptions?kind=maybe", nil, nil, nil), http.StatusBadRequest, "bad kind filter")
 	for action, n := range map[string]int{"vulnerability.accept": 3, "vulnerability.compensating_control": 1} {
 		entries := auditOf(t, e, e.Org.ID, action)
 		if len(entries) != n {
@@ -245,16 +239,10 @@ func TestVulnExceptionsAPI(t *testing.T) {
 	if _, err := viewer.VulnExceptions(ctx, ""); err != nil {
 		t.Fatalf("viewer list: %v", err)
 	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.UpdatesView)).VulnExceptions(ctx, ""); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("list without vulnerabilities.view: %v", err)
-	}
+	mustStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.UpdatesView)).VulnExceptions(ctx, "")), http.StatusForbidden, "list without vulnerabilities.view")
 	almost := e.Client(e.Org, perm.All&^perm.Set(perm.ReportsManage))
-	if _, err := almost.AcceptVulnRisk(ctx, "CVE-2024-0002", apiv1.VulnExceptionBody{Kind: "accepted", Reason: "r"}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("accept without every permission: %v", err)
-	}
-	if err := almost.RevokeVulnRisk(ctx, "CVE-2023-4863"); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("revoke without every permission: %v", err)
-	}
+	mustStatus(t, errOf(almost.AcceptVulnRisk(ctx, "CVE-2024-0002", apiv1.VulnExceptionBody{Kind: "accepted", Reason: "r"})), http.StatusForbidden, "accept without every permission")
+	mustStatus(t, almost.RevokeVulnRisk(ctx, "CVE-2023-4863"), http.StatusForbidden, "revoke without every permission")
 
 	// Another organization sees none of ours and cannot revoke them.
 	other := e.NewOrg("Other")
@@ -262,9 +250,7 @@ func TestVulnExceptionsAPI(t *testing.T) {
 	if ol, err := oc.VulnExceptions(ctx, ""); err != nil || ol.Total != 0 {
 		t.Fatalf("other organization's list: %+v %v", ol, err)
 	}
-	if err := oc.RevokeVulnRisk(ctx, "CVE-2023-4863"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("other organization's revoke: %v", err)
-	}
+	mustStatus(t, oc.RevokeVulnRisk(ctx, "CVE-2023-4863"), http.StatusNotFound, "other organization's revoke")
 
 	// Revoke: gone from the list, audited; again is 404; a malformed id 422.
 	if err := e.Admin.RevokeVulnRisk(ctx, "cve-2023-4863"); err != nil {
@@ -278,9 +264,7 @@ func TestVulnExceptionsAPI(t *testing.T) {
 		t.Fatalf("revoke audit: %+v", entries)
 	}
 	checkAPIEntry(t, entries[0])
-	if err := e.Admin.RevokeVulnRisk(ctx, "CVE-2023-4863"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("revoke again: %v", err)
-	}
+	mustStatus(t, e.Admin.RevokeVulnRisk(ctx, "CVE-2023-4863"), http.StatusNotFound, "revoke again")
 	if got := sortedProblems(t, e.Admin.RevokeVulnRisk(ctx, "4863")); !slices.Equal(got, []string{"cve"}) {
 		t.Fatalf("revoke a malformed id: %q", got)
 	}
@@ -333,15 +317,9 @@ func TestRemediationPolicyAPI(t *testing.T) {
 	if p, err := viewer.RemediationPolicy(ctx); err != nil || p != want {
 		t.Fatalf("viewer read: %+v %v", p, err)
 	}
-	if _, err := viewer.SetRemediationPolicy(ctx, defaults); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("viewer set: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView)).RemediationPolicy(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("read without vulnerabilities.view: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.All&^perm.Set(perm.AutomationsRun)).SetRemediationPolicy(ctx, defaults); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("set without every permission: %v", err)
-	}
+	mustStatus(t, errOf(viewer.SetRemediationPolicy(ctx, defaults)), http.StatusForbidden, "viewer set")
+	mustStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView)).RemediationPolicy(ctx)), http.StatusForbidden, "read without vulnerabilities.view")
+	mustStatus(t, errOf(e.Client(e.Org, perm.All&^perm.Set(perm.AutomationsRun)).SetRemediationPolicy(ctx, defaults)), http.StatusForbidden, "set without every permission")
 
 	other := e.NewOrg("Other")
 	oc := e.Client(other, perm.All)

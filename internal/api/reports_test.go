@@ -20,12 +20,8 @@ func TestReportStatuses(t *testing.T) {
 	e.EnrollSample("r-1", "ws-report", "windows")
 
 	// 404 for a key that is not in the catalog, in JSON and in CSV.
-	if _, err := e.Admin.Report(ctx, "no-such-report"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("unknown key: %v", err)
-	}
-	if _, err := e.Admin.ReportCSV(ctx, "no-such-report"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("unknown key as CSV: %v", err)
-	}
+	mustStatus(t, errOf(e.Admin.Report(ctx, "no-such-report")), http.StatusNotFound, "unknown key")
+	mustStatus(t, errOf(e.Admin.ReportCSV(ctx, "no-such-report")), http.StatusNotFound, "unknown key as CSV")
 
 	// 403 without reports.view (even with every other permission), and
 	// without api.access; reports.view alone is enough.

@@ -33,12 +33,8 @@ func TestRoles(t *testing.T) {
 	almost := e.Client(e.Org, perm.All&^perm.Set(perm.ReportsManage))
 	before := countRoles()
 
-	if _, err := almost.ListRoles(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("list without every permission: %v", err)
-	}
-	if _, err := almost.CreateRole(ctx, apiv1.RoleBody{Name: "Ops", Permissions: []string{"api.access"}}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("create without every permission: %v", err)
-	}
+	wantStatus(t, errOf(almost.ListRoles(ctx)), http.StatusForbidden, "list without every permission")
+	wantStatus(t, errOf(almost.CreateRole(ctx, apiv1.RoleBody{Name: "Ops", Permissions: []string{"api.access"}})), http.StatusForbidden, "create without every permission")
 	for _, tc := range []struct {
 		body apiv1.RoleBody
 		want []string
@@ -96,12 +92,8 @@ func TestRoles(t *testing.T) {
 
 	// Built-in roles are read-only.
 	name := "Readers"
-	if _, err := e.Admin.PatchRole(ctx, builtin.ID, apiv1.RolePatch{Name: &name}); !client.IsStatus(err, http.StatusConflict) {
-		t.Errorf("renaming a built-in role: %v", err)
-	}
-	if err := e.Admin.DeleteRole(ctx, store.RoleReadOnly); !client.IsStatus(err, http.StatusConflict) {
-		t.Errorf("deleting a built-in role: %v", err)
-	}
+	wantStatus(t, errOf(e.Admin.PatchRole(ctx, builtin.ID, apiv1.RolePatch{Name: &name})), http.StatusConflict, "renaming a built-in role")
+	wantStatus(t, e.Admin.DeleteRole(ctx, store.RoleReadOnly), http.StatusConflict, "deleting a built-in role")
 
 	// Change: bad permissions are 422 and change nothing; then the
 	// credential loses updates.view.
@@ -109,9 +101,7 @@ func TestRoles(t *testing.T) {
 	if _, err := e.Admin.PatchRole(ctx, ops.ID, apiv1.RolePatch{Name: &name, Permissions: &bad}); !slices.Equal(fieldsOf422(t, err), []string{"permissions[0]"}) {
 		t.Errorf("a bad permission: %v", err)
 	}
-	if _, err := e.Admin.PatchRole(ctx, ops.ID, apiv1.RolePatch{}); !client.IsStatus(err, http.StatusUnprocessableEntity) {
-		t.Errorf("an empty change: %v", err)
-	}
+	wantStatus(t, errOf(e.Admin.PatchRole(ctx, ops.ID, apiv1.RolePatch{})), http.StatusUnprocessableEntity, "an empty change")
 	if r, _ := e.Store.FindRole(ctx, e.Org.ID, ops.ID); r.Name != "Patch operators" {
 		t.Errorf("a refused change renamed the role: %+v", r)
 	}
@@ -121,9 +111,7 @@ func TestRoles(t *testing.T) {
 	if err != nil || got.Name != newName || !slices.Equal(got.Permissions, fewer) || got.Users != 1 {
 		t.Fatalf("patch: %+v %v", got, err)
 	}
-	if _, err := patcher.ListUpdates(ctx, client.UpdateQuery{}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("after the change the credential still reads updates: %v", err)
-	}
+	wantStatus(t, errOf(patcher.ListUpdates(ctx, client.UpdateQuery{})), http.StatusForbidden, "after the change the credential still reads updates")
 	if u := audit1(t, e, "role.update"); u.Summary["from"] != "Patch operators" || u.Summary["name"] != newName {
 		t.Errorf("update audit: %+v", u)
 	}
@@ -141,28 +129,20 @@ func TestRoles(t *testing.T) {
 	// Another organization's role is 404.
 	other := e.NewOrg("Globex")
 	groles, _ := e.Store.ListRoles(ctx, other.ID)
-	if err := e.Admin.DeleteRole(ctx, groles[0].ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("deleting another organization's role: %v", err)
-	}
-	if _, err := e.Admin.PatchRole(ctx, groles[0].ID, apiv1.RolePatch{Name: &name}); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("changing another organization's role: %v", err)
-	}
+	wantStatus(t, e.Admin.DeleteRole(ctx, groles[0].ID), http.StatusNotFound, "deleting another organization's role")
+	wantStatus(t, errOf(e.Admin.PatchRole(ctx, groles[0].ID, apiv1.RolePatch{Name: &name})), http.StatusNotFound, "changing another organization's role")
 
 	// Unused, it goes.
 	spare, err := e.Admin.CreateRole(ctx, apiv1.RoleBody{Name: "Spare", Permissions: []string{"api.access"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := almost.DeleteRole(ctx, spare.ID); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("delete without every permission: %v", err)
-	}
+	wantStatus(t, almost.DeleteRole(ctx, spare.ID), http.StatusForbidden, "delete without every permission")
 	if err := e.Admin.DeleteRole(ctx, spare.ID); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	if d := audit1(t, e, "role.delete"); d.TargetID != spare.ID || d.Summary["name"] != "Spare" {
 		t.Errorf("delete audit: %+v", d)
 	}
-	if err := e.Admin.DeleteRole(ctx, spare.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("deleting again: %v", err)
-	}
+	wantStatus(t, e.Admin.DeleteRole(ctx, spare.ID), http.StatusNotFound, "deleting again")
 }

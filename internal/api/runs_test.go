@@ -71,9 +71,7 @@ func TestRunGetStopRetry(t *testing.T) {
 	if _, cmds := runOf(t, admin, retry.RunID); cmds[a3.ID].Status != "CANCELLED" || cmds[a2.ID].Status != "RUNNING" {
 		t.Fatalf("after stop: %+v", cmds)
 	}
-	if _, err := admin.StopRun(ctx, retry.RunID); !client.IsStatus(err, http.StatusConflict) {
-		t.Fatalf("stop twice: %v", err)
-	}
+	mustStatus(t, errOf(admin.StopRun(ctx, retry.RunID)), http.StatusConflict, "stop twice")
 	// A run none of whose commands failed has nothing to retry.
 	if _, err := admin.RetryRun(ctx, retry.RunID); !client.IsStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "no_failed_endpoints") {
 		t.Fatalf("retry without failures: %v", err)
@@ -85,25 +83,13 @@ func TestRunGetStopRetry(t *testing.T) {
 	if _, err := viewer.GetRun(ctx, run.ID); err != nil {
 		t.Errorf("viewer get: %v", err)
 	}
-	if _, err := viewer.RetryRun(ctx, run.ID); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer retry: %v", err)
-	}
-	if _, err := viewer.StopRun(ctx, run.ID); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer stop: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView)).GetRun(ctx, run.ID); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("get without automations.view: %v", err)
-	}
+	wantStatus(t, errOf(viewer.RetryRun(ctx, run.ID)), http.StatusForbidden, "viewer retry")
+	wantStatus(t, errOf(viewer.StopRun(ctx, run.ID)), http.StatusForbidden, "viewer stop")
+	wantStatus(t, errOf(e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView)).GetRun(ctx, run.ID)), http.StatusForbidden, "get without automations.view")
 	other := e.Client(e.NewOrg("Other"), perm.All)
-	if _, err := other.GetRun(ctx, run.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other get: %v", err)
-	}
-	if _, err := other.StopRun(ctx, run.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other stop: %v", err)
-	}
-	if _, err := other.RetryRun(ctx, run.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other retry: %v", err)
-	}
+	wantStatus(t, errOf(other.GetRun(ctx, run.ID)), http.StatusNotFound, "other get")
+	wantStatus(t, errOf(other.StopRun(ctx, run.ID)), http.StatusNotFound, "other stop")
+	wantStatus(t, errOf(other.RetryRun(ctx, run.ID)), http.StatusNotFound, "other retry")
 	// Malformed ids are 400; a retry whose stored script was deleted is 422.
 	tok := tokenOf(t, admin)
 	for _, path := range []string{"/api/v1/runs/%00/stop", "/api/v1/runs/%00/retry"} {

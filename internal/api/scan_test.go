@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/agentproto"
-	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/agentapi"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/perm"
@@ -63,19 +62,13 @@ func TestScanEndpoint(t *testing.T) {
 
 	// Another organization cannot ask; its agent's request is its own.
 	other := e.Client(e.NewOrg("Other"), perm.All)
-	if err := other.ScanEndpoint(ctx, ag.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("other org: %v", err)
-	}
+	mustStatus(t, other.ScanEndpoint(ctx, ag.ID), http.StatusNotFound, "other org")
 	if r, _ := ag.Checkin(0, idle); r.ScanNow {
 		t.Fatal("another organization's request reached the agent")
 	}
 	viewer := e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView))
-	if err := viewer.ScanEndpoint(ctx, ag.ID); !client.IsStatus(err, http.StatusForbidden) {
-		t.Fatalf("viewer: %v", err)
-	}
-	if err := e.Admin.ScanEndpoint(ctx, "no-such-endpoint"); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("unknown endpoint: %v", err)
-	}
+	mustStatus(t, viewer.ScanEndpoint(ctx, ag.ID), http.StatusForbidden, "viewer")
+	mustStatus(t, e.Admin.ScanEndpoint(ctx, "no-such-endpoint"), http.StatusNotFound, "unknown endpoint")
 
 	// Asked while the agent is away: the next check-in gets it.
 	if err := e.Admin.ScanEndpoint(ctx, ag.ID); err != nil {

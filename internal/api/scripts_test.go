@@ -115,28 +115,14 @@ func TestScriptsLibrary(t *testing.T) {
 	}
 
 	// The read-only role may not write (403); another organization sees nothing (404).
-	if _, err := viewer.CreateScript(ctx, apiv1.ScriptBody{Name: str("v"), Language: str("sh"), Code: str("true")}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer create: %v", err)
-	}
-	if _, err := viewer.UpdateScript(ctx, created.ID, apiv1.ScriptBody{TimeoutSeconds: intp(1)}); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer update: %v", err)
-	}
-	if err := viewer.DeleteScript(ctx, created.ID); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("viewer delete: %v", err)
-	}
+	wantStatus(t, errOf(viewer.CreateScript(ctx, apiv1.ScriptBody{Name: str("v"), Language: str("sh"), Code: str("true")})), http.StatusForbidden, "viewer create")
+	wantStatus(t, errOf(viewer.UpdateScript(ctx, created.ID, apiv1.ScriptBody{TimeoutSeconds: intp(1)})), http.StatusForbidden, "viewer update")
+	wantStatus(t, viewer.DeleteScript(ctx, created.ID), http.StatusForbidden, "viewer delete")
 	noAutomations := e.Client(e.Org, perm.Set(perm.APIAccess|perm.EndpointsView))
-	if _, err := noAutomations.ListScripts(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("list without automations.view: %v", err)
-	}
-	if _, err := other.GetScript(ctx, created.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org get: %v", err)
-	}
-	if _, err := other.UpdateScript(ctx, "spooler", apiv1.ScriptBody{TimeoutSeconds: intp(1)}); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org update: %v", err)
-	}
-	if err := other.DeleteScript(ctx, created.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other org delete: %v", err)
-	}
+	wantStatus(t, errOf(noAutomations.ListScripts(ctx)), http.StatusForbidden, "list without automations.view")
+	wantStatus(t, errOf(other.GetScript(ctx, created.ID)), http.StatusNotFound, "other org get")
+	wantStatus(t, errOf(other.UpdateScript(ctx, "spooler", apiv1.ScriptBody{TimeoutSeconds: intp(1)})), http.StatusNotFound, "other org update")
+	wantStatus(t, other.DeleteScript(ctx, created.ID), http.StatusNotFound, "other org delete")
 	if l, err := other.ListScripts(ctx); err != nil || l.Total != 0 {
 		t.Errorf("other org list: %+v %v", l, err)
 	}
@@ -146,9 +132,7 @@ func TestScriptsLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditedAs(t, e, e.Org, "script.delete", cred.Name, created.ID)
-	if _, err := admin.GetScript(ctx, created.ID); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("get after delete: %v", err)
-	}
+	mustStatus(t, errOf(admin.GetScript(ctx, created.ID)), http.StatusNotFound, "get after delete")
 	if err := admin.DeleteScript(ctx, created.ID); !client.IsStatus(err, http.StatusNotFound) || !strings.Contains(err.Error(), "not_found") {
 		t.Fatalf("delete twice: %v", err)
 	}

@@ -53,7 +53,5 @@ func TestListSoftwareTitles(t *testing.T) {
 		t.Fatalf("other org: %+v %v", page, err)
 	}
 	noView := e.Client(e.Org, perm.Set(perm.APIAccess|perm.ReportsView))
-	if _, err := noView.ListSoftwareTitles(ctx, client.SoftwareTitleQuery{}); !client.IsStatus(err, 403) {
-		t.Fatalf("without endpoints.view: %v", err)
-	}
+	mustStatus(t, errOf(noView.ListSoftwareTitles(ctx, client.SoftwareTitleQuery{})), 403, "without endpoints.view")
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/apiv1"
-	"github.com/patchd/patchd/client"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/sso/ssotest"
@@ -21,9 +20,7 @@ import (
 func TestSSOSettings(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
 	admin := e.Client(e.Org, perm.All)
-	if _, err := admin.SSO(ctx); !client.IsStatus(err, http.StatusNotFound) {
-		t.Fatalf("before any: %v", err)
-	}
+	mustStatus(t, errOf(admin.SSO(ctx)), http.StatusNotFound, "before any")
 	secret := "s3cret-keycloak"
 	body := apiv1.SSOBody{ProviderName: "Keycloak", Issuer: "http://id.example.com/realms/acme", ClientID: "patchd", ClientSecret: &secret,
 		AllowedDomains: []string{"example.com"}, RoleClaim: "realm_access.roles",
@@ -57,19 +54,11 @@ func TestSSOSettings(t *testing.T) {
 		t.Errorf("audit: %+v", entries)
 	}
 	// Roles without every permission, and another organization.
-	if _, err := e.Client(e.Org, perm.ReadOnly).SSO(ctx); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("read-only get: %v", err)
-	}
-	if _, err := e.Client(e.Org, perm.ReadOnly).SetSSO(ctx, body); !client.IsStatus(err, http.StatusForbidden) {
-		t.Errorf("read-only set: %v", err)
-	}
-	if _, err := e.Client(e.NewOrg("Other"), perm.All).SSO(ctx); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("other organization: %v", err)
-	}
+	wantStatus(t, errOf(e.Client(e.Org, perm.ReadOnly).SSO(ctx)), http.StatusForbidden, "read-only get")
+	wantStatus(t, errOf(e.Client(e.Org, perm.ReadOnly).SetSSO(ctx, body)), http.StatusForbidden, "read-only set")
+	wantStatus(t, errOf(e.Client(e.NewOrg("Other"), perm.All).SSO(ctx)), http.StatusNotFound, "other organization")
 	if err := admin.DeleteSSO(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.DeleteSSO(ctx); !client.IsStatus(err, http.StatusNotFound) {
-		t.Errorf("delete twice: %v", err)
-	}
+	wantStatus(t, admin.DeleteSSO(ctx), http.StatusNotFound, "delete twice")
 }

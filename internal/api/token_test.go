@@ -364,9 +364,7 @@ func TestPermissions(t *testing.T) {
 		t.Fatalf("role without api.access: %v", err)
 	}
 	viewOnly := e.Client(e.Org, perm.Set(perm.APIAccess|perm.UpdatesView))
-	if _, err := viewOnly.ListEndpoints(ctx, client.EndpointQuery{}); !client.IsStatus(err, 403) {
-		t.Fatalf("role without endpoints.view: %v", err)
-	}
+	mustStatus(t, errOf(viewOnly.ListEndpoints(ctx, client.EndpointQuery{})), 403, "role without endpoints.view")
 }
 
 func asErr(err error, target **client.Error) bool {
