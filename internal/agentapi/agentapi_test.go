@@ -86,9 +86,7 @@ func TestCheckinAndInventory(t *testing.T) {
 		t.Fatalf("first check-in: %d %s", ans.Status, ans.Body)
 	}
 	doc := apitest.Sample("ws-01", "windows")
-	if ans := ag.Inventory(doc, "hash-1"); ans.Status != 200 {
-		t.Fatalf("inventory: %d %s", ans.Status, ans.Body)
-	}
+	ag.Inventory(doc, "hash-1").Must(t, 200, "inventory")
 	if resp, _ := ag.Checkin(0, agentproto.CheckinRequest{InventoryHash: "hash-1", PendingReboot: true}); resp.InventoryWanted {
 		t.Fatal("inventory wanted although the hash matches")
 	}
@@ -116,9 +114,7 @@ func TestCheckinAndInventory(t *testing.T) {
 	doc.Updates = doc.Updates[:1]
 	doc.Software = doc.Software[1:]
 	time.Sleep(10 * time.Millisecond)
-	if ans := ag.Inventory(doc, "hash-2"); ans.Status != 200 {
-		t.Fatalf("second inventory: %d %s", ans.Status, ans.Body)
-	}
+	ag.Inventory(doc, "hash-2").Must(t, 200, "second inventory")
 	d, _ = e.Admin.GetEndpoint(ctx, ag.ID)
 	if len(d.Software) != 2 || len(d.MissingUpdates) != 1 || d.MissingUpdates[0].ID != first[d.MissingUpdates[0].ID] {
 		t.Fatalf("after second inventory: %d software, updates %+v (first ids %v)", len(d.Software), d.MissingUpdates, first)
@@ -157,25 +153,17 @@ func TestCheckinAndInventory(t *testing.T) {
 			t.Errorf("%s: %d %s", c.name, ans.Status, ans.Body)
 		}
 	}
-	if ans := e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, []byte(`{"system":`), false); ans.Status != 400 {
-		t.Fatalf("malformed inventory: %d", ans.Status)
-	}
-	if ans := e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, []byte("not gzip"), false, "Content-Encoding", "gzip"); ans.Status != 400 {
-		t.Fatalf("broken gzip: %d %s", ans.Status, ans.Body)
-	}
+	e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, []byte(`{"system":`), false).Must(t, 400, "malformed inventory")
+	e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, []byte("not gzip"), false, "Content-Encoding", "gzip").Must(t, 400, "broken gzip")
 	huge := make([]byte, agentproto.MaxInventoryBytes+10)
 	for i := range huge {
 		huge[i] = ' '
 	}
-	if ans := e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, huge, true); ans.Status != 413 {
-		t.Fatalf("oversized inventory: %d %s", ans.Status, ans.Body)
-	}
+	e.Call(http.MethodPut, agentproto.PathInventory, ag.Secret, huge, true).Must(t, 413, "oversized inventory")
 	if ans := e.Call(http.MethodPost, agentproto.PathCheckin, "pda_unknown", agentproto.CheckinRequest{}, false); ans.Status != 401 || ans.Error() != "invalid_agent" {
 		t.Fatalf("unknown secret: %d %s", ans.Status, ans.Body)
 	}
-	if ans := e.Call(http.MethodPost, agentproto.PathCheckin+"?wait=abc", ag.Secret, agentproto.CheckinRequest{}, false); ans.Status != 400 {
-		t.Fatalf("bad wait: %d", ans.Status)
-	}
+	e.Call(http.MethodPost, agentproto.PathCheckin+"?wait=abc", ag.Secret, agentproto.CheckinRequest{}, false).Must(t, 400, "bad wait")
 }
 
 func TestLongPollAndCommandStatus(t *testing.T) {
@@ -274,9 +262,7 @@ func TestRemovedEndpointUninstallsOnce(t *testing.T) {
 	if _, ans := ag.Checkin(0, agentproto.CheckinRequest{}); ans.Status != 401 {
 		t.Fatalf("second check-in after removal: %d", ans.Status)
 	}
-	if ans := ag.Inventory(apitest.Sample("ws-01", "windows"), "h"); ans.Status != 401 {
-		t.Fatalf("inventory after removal: %d", ans.Status)
-	}
+	ag.Inventory(apitest.Sample("ws-01", "windows"), "h").Must(t, 401, "inventory after removal")
 	cmds, err := e.Admin.RunCommands(ctx, queued.RunID, client.RunQuery{})
 	if err != nil || len(cmds.Items) != 1 || cmds.Items[0].Status != "CANCELLED" {
 		t.Fatalf("command of removed endpoint: %+v %v", cmds, err)
@@ -301,28 +287,18 @@ func TestRemovedEndpointReportsUninstall(t *testing.T) {
 	kept := e.Enroll("uid-2", "ws-02", "linux")
 	ag := e.Enroll("uid-1", "ws-01", "linux")
 	report := agentproto.UninstalledReport{Complete: false, Manager: "sysv", Problems: []string{"/etc/rc2.d/S01patchd-agent: permission denied"}}
-	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, kept.Secret, report, false); ans.Status != http.StatusConflict {
-		t.Errorf("report of an endpoint not removed: %d %s", ans.Status, ans.Body)
-	}
+	e.Call(http.MethodPost, agentproto.PathUninstalled, kept.Secret, report, false).Want(t, http.StatusConflict, "report of an endpoint not removed")
 	if err := e.Admin.DeleteEndpoint(ctx, ag.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false); ans.Status != http.StatusUnauthorized {
-		t.Errorf("report before the agent was told: %d %s", ans.Status, ans.Body)
-	}
+	e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false).Want(t, http.StatusUnauthorized, "report before the agent was told")
 	if resp, _ := ag.Checkin(0, agentproto.CheckinRequest{}); !resp.Uninstall {
 		t.Fatal("not told to uninstall")
 	}
 	bad := agentproto.UninstalledReport{Manager: strings.Repeat("x", 65)}
-	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, bad, false); ans.Status != http.StatusBadRequest {
-		t.Errorf("report with a long manager: %d %s", ans.Status, ans.Body)
-	}
-	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false); ans.Status != http.StatusNoContent {
-		t.Fatalf("report: %d %s", ans.Status, ans.Body)
-	}
-	if ans := e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false); ans.Status != http.StatusUnauthorized {
-		t.Errorf("second report: %d %s", ans.Status, ans.Body)
-	}
+	e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, bad, false).Want(t, http.StatusBadRequest, "report with a long manager")
+	e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false).Must(t, http.StatusNoContent, "report")
+	e.Call(http.MethodPost, agentproto.PathUninstalled, ag.Secret, report, false).Want(t, http.StatusUnauthorized, "second report")
 	page, err := e.Admin.ListAudit(ctx, client.AuditQuery{Action: "endpoint.uninstalled"})
 	if err != nil || page.Total != 1 {
 		t.Fatalf("audit: %+v %v", page, err)

@@ -39,9 +39,7 @@ func TestCommandResultIsCapped(t *testing.T) {
 		sent += len(chunk)
 	}
 	last := "the end\n"
-	if ans := ag.Status(id, "SUCCESS", last, nil); ans.Status != http.StatusOK {
-		t.Fatalf("final: %d %s", ans.Status, ans.Body)
-	}
+	ag.Status(id, "SUCCESS", last, nil).Must(t, http.StatusOK, "final")
 	sent += len(last)
 	cmds, err := e.Admin.RunCommands(context.Background(), run.RunID, client.RunQuery{})
 	if err != nil || len(cmds.Items) != 1 || cmds.Items[0].Result == nil {

@@ -107,9 +107,7 @@ func TestStoppingDisconnectsAtOnce(t *testing.T) {
 	// A check-in accepted before the call, written after it (the batch of
 	// a flush, or another replica's).
 	ag.Checkin(0, agentproto.CheckinRequest{})
-	if ans := ag.Stopping(agentproto.StopSignal); ans.Status != http.StatusNoContent {
-		t.Fatalf("stopping: %d %s", ans.Status, ans.Body)
-	}
+	ag.Stopping(agentproto.StopSignal).Must(t, http.StatusNoContent, "stopping")
 	flush()
 	if got := status(ag); got != "disconnected" {
 		t.Fatalf("after the stopping call: %s", got)

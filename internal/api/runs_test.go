@@ -27,9 +27,7 @@ func TestRunGetStopRetry(t *testing.T) {
 	// host-1 succeeds, host-2 and host-3 fail.
 	for ag, status := range map[*apitest.Agent]string{a1: "SUCCESS", a2: "FAILED", a3: "FAILED"} {
 		c := commandOf(t, ag)
-		if ans := ag.Status(c.ID, status, "done", intp(map[string]int{"SUCCESS": 0, "FAILED": 1}[status])); ans.Status != 200 {
-			t.Fatalf("status: %d %s", ans.Status, ans.Body)
-		}
+		ag.Status(c.ID, status, "done", intp(map[string]int{"SUCCESS": 0, "FAILED": 1}[status])).Must(t, 200, "status")
 	}
 	run, err := admin.GetRun(ctx, started.RunID)
 	if err != nil || run.ID != started.RunID || run.Name != "Fix it" || run.Total != 3 || run.Succeeded != 1 || run.Failed != 2 || run.Status != "FAILED" {
@@ -131,9 +129,7 @@ func TestRunFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for ag, res := range map[*apitest.Agent][2]string{a1: {"SUCCESS", "all good"}, a2: {"FAILED", "disk FULL on /var"}, a3: {"FAILED", "timeout"}} {
-		if ans := ag.Status(commandOf(t, ag).ID, res[0], res[1], intp(map[string]int{"SUCCESS": 0, "FAILED": 1}[res[0]])); ans.Status != 200 {
-			t.Fatalf("status: %d %s", ans.Status, ans.Body)
-		}
+		ag.Status(commandOf(t, ag).ID, res[0], res[1], intp(map[string]int{"SUCCESS": 0, "FAILED": 1}[res[0]])).Must(t, 200, "status")
 	}
 	good, err := admin.RunAction(ctx, apiv1.ActionBody{Type: "RUN_SCRIPT", EndpointIDs: []string{a1.ID}, Label: "Fine",
 		Payload: json.RawMessage(`{"script":"y","language":"bash"}`)})

@@ -17,9 +17,7 @@ import (
 func TestScanEndpoint(t *testing.T) {
 	e, ctx := apitest.NewParallel(t)
 	ag := e.Enroll("uid-scan", "WS-SCAN", "linux")
-	if ans := ag.Inventory(apitest.Sample("WS-SCAN", "linux"), "scan-hash"); ans.Status != http.StatusOK {
-		t.Fatalf("inventory: %d %s", ans.Status, ans.Body)
-	}
+	ag.Inventory(apitest.Sample("WS-SCAN", "linux"), "scan-hash").Must(t, http.StatusOK, "inventory")
 	idle := agentproto.CheckinRequest{AgentVersion: "1.0.0", IPAddresses: []string{}, InventoryHash: "scan-hash"}
 
 	first, ans := ag.Checkin(0, idle)

@@ -42,6 +42,22 @@ func (a Answer) Error() string {
 	return e.Error
 }
 
+// Want marks t failed unless the answer's status is status.
+func (a Answer) Want(t testing.TB, status int, what string) {
+	t.Helper()
+	if a.Status != status {
+		t.Errorf("%s: %d %s", what, a.Status, a.Body)
+	}
+}
+
+// Must stops t unless the answer's status is status.
+func (a Answer) Must(t testing.TB, status int, what string) {
+	t.Helper()
+	if a.Status != status {
+		t.Fatalf("%s: %d %s", what, a.Status, a.Body)
+	}
+}
+
 // Decode decodes the answer into v.
 func (a Answer) Decode(t testing.TB, v any) {
 	t.Helper()
@@ -136,9 +152,7 @@ func (a *Agent) Inventory(doc agentproto.Inventory, hash string) Answer {
 // MustInventory sends an inventory and fails the test unless it is stored.
 func (a *Agent) MustInventory(doc agentproto.Inventory) {
 	a.T.Helper()
-	if ans := a.Inventory(doc, fmt.Sprintf("h%d", time.Now().UnixNano())); ans.Status != http.StatusOK {
-		a.T.Fatalf("apitest: inventory: %d %s", ans.Status, ans.Body)
-	}
+	a.Inventory(doc, fmt.Sprintf("h%d", time.Now().UnixNano())).Must(a.T, http.StatusOK, "apitest: inventory")
 }
 
 // Stopping says the agent stops (POST /agent/v1/stopping).
