@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -278,7 +279,7 @@ func TestApprovalKeySpellings(t *testing.T) {
 			wantValidation(t, err, "keys[1].key")
 		}
 	}
-	if after := approvals(t, e.Admin); !mapsEqual(before, after) {
+	if after := approvals(t, e.Admin); !maps.Equal(before, after) {
 		t.Fatalf("a refused request stored decisions: %v, then %v", before, after)
 	}
 
@@ -321,18 +322,6 @@ func TestApprovalKeySpellings(t *testing.T) {
 	if entries, _ := e.Store.ListAudit(ctx, e.Org.ID, store.AuditFilter{Action: "update.reset"}); len(entries) == 0 {
 		t.Fatal("NEW not audited")
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestApprovalExactVersionAndUnseenKeys(t *testing.T) {
