@@ -28,16 +28,20 @@ type Organization struct {
 
 // OrganizationCopy counts what a template gave a new organization.
 type OrganizationCopy struct {
-	TemplateID         string   `json:"templateId"`
-	Template           string   `json:"template"`
-	ApprovalPolicies   int      `json:"approvalPolicies"`
-	ApprovalSettings   bool     `json:"approvalSettings"`
-	RemediationPolicy  bool     `json:"remediationPolicy"`
-	CompliancePolicy   bool     `json:"compliancePolicy"`
-	Groups             int      `json:"groups"`
-	Scripts            int      `json:"scripts"`
-	Automations        int      `json:"automations"`
-	AlertRules         int      `json:"alertRules"`
+	TemplateID        string `json:"templateId"`
+	Template          string `json:"template"`
+	ApprovalPolicies  int    `json:"approvalPolicies"`
+	ApprovalSettings  bool   `json:"approvalSettings"`
+	RemediationPolicy bool   `json:"remediationPolicy"`
+	CompliancePolicy  bool   `json:"compliancePolicy"`
+	Groups            int    `json:"groups"`
+	Scripts           int    `json:"scripts"`
+	Automations       int    `json:"automations"`
+	AlertRules        int    `json:"alertRules"`
+	// SkippedAutomations target endpoints by id: endpoints belong to the
+	// template organization, so these are not copied.
 	SkippedAutomations []string `json:"skippedAutomations"`
+	// DisabledAlertRules had a webhook secret, which is not copied: they
+	// are copied disabled until the new organization sets its own.
 	DisabledAlertRules []string `json:"disabledAlertRules"`
 }

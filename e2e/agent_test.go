@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -35,25 +34,10 @@ func build(t *testing.T, dir, pkg string) string {
 // TestRealAgentOnThisMachine enrolls patchd-agent, running on the test
 // machine itself, and checks its real inventory and a script round trip.
 func TestRealAgentOnThisMachine(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the real-machine check runs on Linux, where CI runs")
-	}
-	e := apitest.New(t)
+	a := newEnrolledAgent(t)
+	e := a.e
 	ctx := context.Background()
-	dir := t.TempDir()
-	bin := build(t, dir, "cmd/patchd-agent")
-	state := filepath.Join(dir, "state")
-
-	// The agent refreshes "the package lists" through a stand-in: this
-	// machine's own lists stay as they are.
-	env, _ := fakeAptGet(t, dir)
-	enroll := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
-	enroll.Env = env
-	out, err := enroll.CombinedOutput()
-	if err != nil {
-		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
-	}
-	runAgent(t, bin, state, env)
+	runAgent(t, a.bin, a.state, a.env)
 
 	// The inventory arrives: the machine's real packages and disks.
 	var id string

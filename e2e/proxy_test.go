@@ -90,21 +90,10 @@ shutdown_lifetime 0 seconds
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-N", "-f", conf)
-	out := &lockedbuf.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "cache.log"))
-			a, _ := os.ReadFile(filepath.Join(dir, "access.log"))
-			t.Logf("squid output:\n%s\ncache.log:\n%s\naccess.log:\n%s", out.String(), b, a)
-		}
+	exited, out := startLogged(t, cmd, func(output string) {
+		b, _ := os.ReadFile(filepath.Join(dir, "cache.log"))
+		a, _ := os.ReadFile(filepath.Join(dir, "access.log"))
+		t.Logf("squid output:\n%s\ncache.log:\n%s\naccess.log:\n%s", output, b, a)
 	})
 	for {
 		select {

@@ -129,11 +129,7 @@ func (r *updateRig) releaseScript(version, body string) string {
 // to "latest".
 func (r *updateRig) enroll() {
 	r.t.Helper()
-	enroll := exec.Command(r.exe, "enroll", "--state", r.state, "--server", r.e.URL, "--token", r.e.EnrollToken)
-	enroll.Env = r.env
-	if out, err := enroll.CombinedOutput(); err != nil {
-		r.t.Fatalf("enroll: %v\n%s", err, out)
-	}
+	enrollAgent(r.t, r.e, r.exe, r.state, r.env)
 	st, err := agent.LoadState(r.state)
 	if err != nil {
 		r.t.Fatal(err)
@@ -233,28 +229,83 @@ func goBuildAgent(t *testing.T, dir, out, version, releaseKey string, env ...str
 	}
 }
 
+// enrolledAgent is patchd-agent of this checkout, built and enrolled
+// with a server that the test started.
+type enrolledAgent struct {
+	e     *apitest.Env
+	bin   string
+	state string
+	// env puts the apt-get stand-in of fakeAptGet first on the PATH, and
+	// aptCalls is the file it records its calls in.
+	env      []string
+	aptCalls string
+}
+
+// newEnrolledAgent starts a server with opts, and builds and enrolls
+// patchd-agent with it; the test is skipped off Linux, where the
+// real-machine checks do not run.
+func newEnrolledAgent(t *testing.T, opts ...apitest.Option) *enrolledAgent {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the real-machine check runs on Linux, where CI runs")
+	}
+	a := &enrolledAgent{e: apitest.New(t, opts...)}
+	dir := t.TempDir()
+	a.bin = build(t, dir, "cmd/patchd-agent")
+	a.state = filepath.Join(dir, "state")
+	a.env, a.aptCalls = fakeAptGet(t, dir)
+	enrollAgent(t, a.e, a.bin, a.state, a.env)
+	return a
+}
+
+// enrollAgent enrolls `bin` with state in e's organization, with env (the
+// test's own environment when nil).
+func enrollAgent(t *testing.T, e *apitest.Env, bin, state string, env []string) {
+	t.Helper()
+	enroll := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
+	enroll.Env = env
+	if out, err := enroll.CombinedOutput(); err != nil {
+		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
+	}
+}
+
 // runAgent runs `bin run --state state` with env until the test ends;
 // then it is stopped and, when the test failed, its output logged. It
-// answers that output as it comes.
-func runAgent(t *testing.T, bin, state string, env []string) *lockedbuf.Buffer {
+// answers the command, a channel that gets its end, and its output as it
+// comes.
+func runAgent(t *testing.T, bin, state string, env []string) (*exec.Cmd, <-chan error, *lockedbuf.Buffer) {
 	t.Helper()
-	ctx, stop := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "run", "--state", state)
+	cmd := exec.Command(bin, "run", "--state", state)
 	cmd.Env = env
-	logs := &lockedbuf.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
+	exited, logs := startLogged(t, cmd, func(out string) { t.Logf("agent log:\n%s", out) })
+	return cmd, exited, logs
+}
+
+// startLogged starts cmd with its output going to the buffer it answers,
+// and answers a channel that gets cmd's end. When the test ends, cmd is
+// killed and waited for, and when the test failed, report is given the
+// output.
+func startLogged(t *testing.T, cmd *exec.Cmd, report func(output string)) (<-chan error, *lockedbuf.Buffer) {
+	t.Helper()
+	out := &lockedbuf.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		stop()
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	waited := make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(waited)
+	}()
 	t.Cleanup(func() {
-		stop()
-		cmd.Wait()
+		cmd.Process.Kill()
+		<-waited
 		if t.Failed() {
-			t.Logf("agent log:\n%s", logs.String())
+			report(out.String())
 		}
 	})
-	return logs
+	return exited, out
 }
 
 // exportCommit writes the tree of an earlier commit of this repository

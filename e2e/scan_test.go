@@ -5,13 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/agent"
-	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
 )
 
@@ -45,25 +43,13 @@ func aptCalls(path string) []string {
 // recording stand-in) before its first inventory, and again at once on a
 // "scan now" from the API, each time followed by the inventory.
 func TestRealAgentScans(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the real-machine check runs on Linux, where CI runs")
-	}
 	if _, err := exec.LookPath("dpkg-query"); err != nil {
 		t.Skip("a Debian-family machine (dpkg, apt) is needed")
 	}
-	e := apitest.New(t, func(c *config.Config) { c.ScanInterval = 3 * time.Hour })
+	a := newEnrolledAgent(t, func(c *config.Config) { c.ScanInterval = 3 * time.Hour })
+	e, state, calls := a.e, a.state, a.aptCalls
 	ctx := context.Background()
-	dir := t.TempDir()
-	bin := build(t, dir, "cmd/patchd-agent")
-	state := filepath.Join(dir, "state")
-	env, calls := fakeAptGet(t, dir)
-
-	enroll := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
-	enroll.Env = env
-	if out, err := enroll.CombinedOutput(); err != nil {
-		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
-	}
-	logs := runAgent(t, bin, state, env)
+	_, _, logs := runAgent(t, a.bin, state, a.env)
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {

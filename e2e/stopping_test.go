@@ -3,15 +3,12 @@ package e2e
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/patchd/patchd/client"
-	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/lockedbuf"
 )
 
@@ -22,20 +19,9 @@ import (
 // connected. Killed (a crash: no stopping call) it stays connected, the
 // interval rule's to decide: a dropped connection is no stop.
 func TestStoppedAgentShowsDisconnected(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the real-machine check runs on Linux, where CI runs")
-	}
-	e := apitest.New(t)
+	a := newEnrolledAgent(t)
+	e := a.e
 	ctx := context.Background()
-	dir := t.TempDir()
-	bin := build(t, dir, "cmd/patchd-agent")
-	state := filepath.Join(dir, "state")
-	env, _ := fakeAptGet(t, dir)
-	enroll := exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken)
-	enroll.Env = env
-	if out, err := enroll.CombinedOutput(); err != nil {
-		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
-	}
 	page, err := e.Admin.ListEndpoints(ctx, client.EndpointQuery{})
 	if err != nil || page.Total != 1 {
 		t.Fatalf("endpoints after enroll: %+v %v", page, err)
@@ -44,27 +30,13 @@ func TestStoppedAgentShowsDisconnected(t *testing.T) {
 
 	// start runs the agent and waits until the server has written a
 	// check-in of it later than any before.
-	start := func() (*exec.Cmd, chan error, *lockedbuf.Buffer) {
+	start := func() (*exec.Cmd, <-chan error, *lockedbuf.Buffer) {
 		t.Helper()
 		before, err := e.Admin.GetEndpoint(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, "run", "--state", state)
-		cmd.Env = env
-		logs := &lockedbuf.Buffer{}
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			if t.Failed() {
-				t.Logf("agent log:\n%s", logs.String())
-			}
-		})
+		cmd, exited, logs := runAgent(t, a.bin, a.state, a.env)
 		waitFor(t, "a check-in of the started agent", exited, func() bool {
 			d, err := e.Admin.GetEndpoint(ctx, id)
 			return err == nil && d.Status == "connected" && d.LastSeenAt != nil &&
@@ -88,7 +60,7 @@ func TestStoppedAgentShowsDisconnected(t *testing.T) {
 		}
 		return p.Total
 	}
-	wait := func(exited chan error) {
+	wait := func(exited <-chan error) {
 		t.Helper()
 		select {
 		case <-exited:

@@ -74,10 +74,7 @@ func TestRealAgentPinnedCA(t *testing.T) {
 		t.Fatalf("the other server got an endpoint: %+v %v", page, err)
 	}
 
-	out, err = exec.Command(bin, "enroll", "--state", state, "--server", e.URL, "--token", e.EnrollToken).CombinedOutput()
-	if err != nil {
-		t.Fatalf("patchd-agent enroll: %v\n%s", err, out)
-	}
+	enrollAgent(t, e, bin, state, nil)
 	st, err := agent.LoadState(state)
 	if err != nil || st.CASHA256 != pin || st.CAPEM == "" || st.InsecureHTTP {
 		t.Fatalf("state: %+v %v", st, err)

@@ -45,15 +45,7 @@ func processorRows(b []byte, maxMHz int, arch string) []map[string]any {
 		}
 		pkg, coreID, threads = "0", "", 0
 	}
-	for _, l := range lines(b) {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			if strings.TrimSpace(l) == "" {
-				flush()
-			}
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	eachCPUInfoField(b, func(k, v string) {
 		switch k {
 		case "processor":
 			flush()
@@ -71,8 +63,7 @@ func processorRows(b []byte, maxMHz int, arch string) []map[string]any {
 				mhz, _ = strconv.ParseFloat(v, 64)
 			}
 		}
-	}
-	flush()
+	}, flush)
 	if maxMHz == 0 {
 		maxMHz = int(mhz + 0.5)
 	}

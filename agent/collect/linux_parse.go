@@ -82,15 +82,7 @@ func parseCPUInfo(b []byte) cpuInfo {
 		}
 		pkg, id = "", ""
 	}
-	for _, l := range lines(b) {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			if strings.TrimSpace(l) == "" {
-				flush()
-			}
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	eachCPUInfoField(b, func(k, v string) {
 		switch k {
 		case "processor":
 			if _, err := strconv.Atoi(v); err == nil {
@@ -109,14 +101,30 @@ func parseCPUInfo(b []byte) cpuInfo {
 		case "core id":
 			id = v
 		}
-	}
-	flush()
+	}, flush)
 	ci.Cores = len(cores)
 	if ci.Cores == 0 {
 		ci.Cores = ci.Threads
 	}
 	ci.Model = strings.Join(strings.Fields(ci.Model), " ")
 	return ci
+}
+
+// eachCPUInfoField calls field with the key and value of each "key: value"
+// line of /proc/cpuinfo, and end after each processor's block (a blank
+// line) and at the end.
+func eachCPUInfoField(b []byte, field func(k, v string), end func()) {
+	for _, l := range lines(b) {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			if strings.TrimSpace(l) == "" {
+				end()
+			}
+			continue
+		}
+		field(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	end()
 }
 
 // parseMemTotal returns MemTotal of /proc/meminfo in bytes.

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,16 +21,11 @@ import (
 	"time"
 
 	"github.com/patchd/patchd/internal/load"
+	"github.com/patchd/patchd/internal/toolmain"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "patchd-load:", err)
-		os.Exit(1)
-	}
+	toolmain.Run("patchd-load", run)
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -51,9 +45,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	return toolmain.PrintJSON(stdout, rep)
 }
 
 // lightGC has the simulated fleet's collector run a quarter as often as

@@ -11,8 +11,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,17 +20,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/patchd/patchd/internal/toolmain"
 	"github.com/patchd/patchd/sim"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "patchd-sim:", err)
-		os.Exit(1)
-	}
+	toolmain.Run("patchd-sim", run)
 }
 
 type options struct {
@@ -99,9 +92,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	} else {
 		err = fleet.Run(ctx)
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if encErr := enc.Encode(fleet.Stats()); encErr != nil && err == nil {
+	if encErr := toolmain.PrintJSON(stdout, fleet.Stats()); encErr != nil && err == nil {
 		err = encErr
 	}
 	return err

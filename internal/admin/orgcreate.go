@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/valid"
@@ -98,8 +99,8 @@ type NewOrgOut struct {
 	store.Org
 	// Administrator is the e-mail address of the creator, now the
 	// organization's Administrator ("" when nobody).
-	Administrator string         `json:"administrator,omitempty"`
-	Copied        *store.OrgCopy `json:"copied,omitempty"`
+	Administrator string                  `json:"administrator,omitempty"`
+	Copied        *apiv1.OrganizationCopy `json:"copied,omitempty"`
 }
 
 // CheckOrgName adds the problems of an organization's name to errs and

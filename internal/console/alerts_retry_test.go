@@ -18,9 +18,7 @@ import (
 func TestAlertRetryMinutesAndSendAgain(t *testing.T) {
 	e := apitest.New(t)
 	ctx := context.Background()
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 
 	b.get("/console/alerts")
 	code, loc, _ := b.post("/console/alerts", url.Values{"name": {"Retried"}, "trigger": {"NEW_ENDPOINT"},

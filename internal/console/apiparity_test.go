@@ -22,9 +22,7 @@ func TestScriptFormsCallTheAPI(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
 	ctx := context.Background()
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	b.get("/console/scripts")
 
 	code, loc, _ := b.post("/console/scripts", url.Values{"name": {"cleanup"}, "language": {"bash"}, "code": {"rm -rf \"$DIR\""},
@@ -77,9 +75,7 @@ func TestEnrollmentPageCallsTheAPI(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
 	ctx := context.Background()
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	b.get("/console/enrollment")
 	code, _, page := b.post("/console/enrollment", url.Values{"expires": {"1d"}})
 	if code != http.StatusOK || !strings.Contains(page, `id="enroll-token">pde_`) {

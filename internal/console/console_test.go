@@ -98,6 +98,16 @@ func addUser(t *testing.T, e *apitest.Env, org store.Org, email, role string) {
 	}
 }
 
+// adminBrowser adds alice@example.com as an Administrator of e's
+// organization and answers a browser signed in as her.
+func adminBrowser(t *testing.T, e *apitest.Env) *browser {
+	t.Helper()
+	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
+	b := newBrowser(t, e.URL)
+	b.signIn("alice@example.com")
+	return b
+}
+
 func TestSignInSessionAndPages(t *testing.T) {
 	e := apitest.New(t)
 	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)

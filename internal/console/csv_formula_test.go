@@ -8,7 +8,6 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/store"
 )
 
 // TestReportDownloadNeutralisesFormulas: the console's CSV download writes
@@ -20,9 +19,7 @@ func TestReportDownloadNeutralisesFormulas(t *testing.T) {
 	v := version
 	doc.Software = append(doc.Software, agentproto.Software{Name: name, Version: &v})
 	e.Enroll("console-csv", "ws-formula", "windows").MustInventory(doc)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 
 	resp, err := b.c.Get(e.URL + "/console/reports/installed-software.csv")
 	if err != nil {

@@ -22,10 +22,8 @@ import (
 // loaded.
 func TestEmptySerialSignedIn404AndNoFeed(t *testing.T) {
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
 	ag := e.Enroll("m-1", "one", "linux")
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 
 	code, body := b.get("/console/endpoints/" + ag.ID)
 	if code != http.StatusOK || strings.Contains(body, "serial") {
@@ -63,9 +61,7 @@ func between(s, start, end string) string {
 // past date as a next run; it says the date is past, as the server will.
 func TestSchedulePreviewRefusesPastDates(t *testing.T) {
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	code, body := b.get("/console/automations/preview?kind=SCHEDULED&scheduleKind=ONCE&runAt=2020-01-01T10:00&atTime=22:00")
 	if code != http.StatusOK || strings.Contains(body, "<li>") || !strings.Contains(body, "in the past") {
 		t.Errorf("preview of a past date: %d %s", code, body)
@@ -189,9 +185,7 @@ func TestStoppedRunRefreshesUntilCommandsFinish(t *testing.T) {
 // field names.
 func TestRefusedAutomationFormKeepsInput(t *testing.T) {
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	b.get("/console/automations/new")
 	form := url.Values{"name": {"Nightly reboot of the lab"}, "description": {"typed with care"}, "actionType": {"REBOOT"},
 		"message": {"Going down for patches"}, "timeoutSeconds": {"120"}, "kind": {"SCHEDULED"}, "targetMode": {"endpoints"},
@@ -219,9 +213,7 @@ func TestRefusedAutomationFormKeepsInput(t *testing.T) {
 // API's own replace (validated and audited alike).
 func TestEditAutomation(t *testing.T) {
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	b.get("/console/automations/new")
 	form := newAutomationForm("Patch Tuesday deploy")
 	code, loc, body := b.post("/console/automations", form)
@@ -289,9 +281,7 @@ func TestEditAutomation(t *testing.T) {
 func TestAutomationPageInPlainWords(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	b.get("/console/automations/new")
 	form := newAutomationForm("KEV within a day")
 	form.Set("kev", "true")
@@ -320,9 +310,7 @@ func newAutomationForm(name string) url.Values {
 // forms come back as typed, the problems in the forms' labels.
 func TestRefusedAlertAndScriptFormsKeepInput(t *testing.T) {
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	b.get("/console/alerts")
 	code, loc, body := b.post("/console/alerts", url.Values{"name": {"Critical CVEs to the SOC"}, "trigger": {"CRITICAL_VULN"}, "threshold": {"9"},
 		"emailTo": {"soc@example.com"}, "webhookUrl": {"http://hooks.example.com/x"}, "webhookSecret": {"s3cret-value"}})
@@ -377,9 +365,7 @@ func TestEnrollmentWarnsOfLoopbackAddress(t *testing.T) {
 		warn bool
 	}{{"", true}, {"http://localhost:8080", true}, {"https://patch.example.com", false}, {"http://10.0.0.5:8080", false}} {
 		e := apitest.New(t, func(c *config.Config) { c.BaseURL = tc.base })
-		addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-		b := newBrowser(t, e.URL)
-		b.signIn("alice@example.com")
+		b := adminBrowser(t, e)
 		code, body := b.get("/console/enrollment")
 		if code != http.StatusOK || strings.Contains(body, `id="loopback-warning"`) != tc.warn {
 			t.Errorf("base URL %q (the test server is on 127.0.0.1): %d, warning shown %v, want %v", tc.base, code, !tc.warn, tc.warn)

@@ -180,10 +180,8 @@ func TestDrillDownsEndInAnAction(t *testing.T) {
 func TestUpdatesListSorts(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
 	e.Enroll("m1", "pc-1", "windows").MustInventory(apitest.Sample("pc-1", "windows")) // KB5048685 (Critical), Mozilla Firefox
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	first := func(q string) string {
 		t.Helper()
 		code, page := b.get("/console/updates?" + q)

@@ -12,7 +12,6 @@ import (
 	"github.com/patchd/patchd/internal/agentdist"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/config"
-	"github.com/patchd/patchd/internal/store"
 )
 
 // TestEnrollmentInstallers: a new token is shown with the one-line
@@ -26,9 +25,7 @@ func TestEnrollmentInstallers(t *testing.T) {
 	if _, err := e.Server.AgentDist().Store.Publish(f, agentdist.Platform{OS: "linux", Arch: "amd64"}); err != nil {
 		t.Fatal(err)
 	}
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	code, page := b.get("/console/enrollment")
 	if code != 200 || !strings.Contains(page, `href="`+e.URL+`/agent/v1/download/linux/amd64"`) || !strings.Contains(page, "/agent/v1/package/deb/amd64") ||
 		!strings.Contains(page, `id="loopback-warning"`) || strings.Contains(page, "/agent/v1/download/windows/amd64\"") {

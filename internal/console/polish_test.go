@@ -33,11 +33,9 @@ func rowOf(t *testing.T, body, want string) string {
 func TestKBOncePerRow(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
 	ag := e.Enroll("m1", "win-a", "windows")
 	ag.MustInventory(apitest.Sample("win-a", "windows"))
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	for _, path := range []string{"/console/updates", "/console/endpoints/" + ag.ID} {
 		code, body := b.get(path)
 		if code != http.StatusOK {
@@ -127,10 +125,8 @@ func TestTrendSaysItFills(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
 	ctx := context.Background()
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
 	e.Enroll("m1", "win-a", "windows").MustInventory(apitest.Sample("win-a", "windows"))
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	for back := 0; back < 8; back++ {
 		if _, err := e.Store.RecordCompliance(ctx, time.Now().AddDate(0, 0, -back)); err != nil {
 			t.Fatal(err)
@@ -153,10 +149,8 @@ func TestTrendSaysItFills(t *testing.T) {
 func TestSoftwareTitleOffersTheUpdate(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
 	e.Enroll("m1", "win-a", "windows").MustInventory(apitest.Sample("win-a", "windows"))
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	code, body := b.get("/console/updates?source=THIRD_PARTY")
 	if code != http.StatusOK || !strings.Contains(body, "Mozilla.Firefox@133.0.3") {
 		t.Fatalf("updates: %d, no Firefox update", code)
@@ -196,11 +190,9 @@ func TestSoftwareTitleOffersTheUpdate(t *testing.T) {
 func TestBulkBarWorksOnAFreshInstall(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
 	ag := e.Enroll("m1", "win-a", "windows")
 	ag.MustInventory(apitest.Sample("win-a", "windows"))
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	_, body := b.get("/console/endpoints")
 	if !strings.Contains(body, `<option value="DEPLOY_UPDATES/notDeclined" selected>`) || !strings.Contains(body, `id="none-approved"`) {
 		t.Fatalf("a fresh install's bulk bar: %s", between(body, `id="bulk"`, "</select>"))

@@ -42,9 +42,7 @@ func TestConsoleShowsSeverityReasonAndDeploysByRisk(t *testing.T) {
 	if _, _, err := (&vulndb.Matcher{Store: e.Store, Holder: "test"}).RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 
 	code, page := b.get("/console/updates?sort=risk")
 	if code != http.StatusOK {

@@ -216,18 +216,30 @@ func (c *Console) ssoOrgConfig(ctx context.Context, ref string) (store.Org, stor
 	return o, cfg, err
 }
 
-// ssoOrgPage is an organization's own sign-in link.
-func (c *Console) ssoOrgPage(w http.ResponseWriter, r *http.Request) {
-	next := safeNext(r.URL.Query().Get("next"))
-	d := ssoPageData{Next: next, FormToken: c.formToken(w, r)}
+// ssoPathOrg answers the organization the path names and its single
+// sign-on settings; when there is none, or it cannot be read, it has
+// answered the request (the sign-in page d with the reason) and ok is
+// false.
+func (c *Console) ssoPathOrg(w http.ResponseWriter, r *http.Request, d ssoPageData) (o store.Org, cfg store.SSOConfig, ok bool) {
 	o, cfg, err := c.ssoOrgConfig(r.Context(), r.PathValue("org"))
 	if errors.Is(err, dberr.ErrNotFound) {
 		d.Error = "There is no organization " + r.PathValue("org") + " with single sign-on on this server."
 		c.renderSSO(w, r, http.StatusNotFound, d)
-		return
+		return o, cfg, false
 	}
 	if err != nil {
 		c.fail(w, r, nil, err)
+		return o, cfg, false
+	}
+	return o, cfg, true
+}
+
+// ssoOrgPage is an organization's own sign-in link.
+func (c *Console) ssoOrgPage(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
+	d := ssoPageData{Next: next, FormToken: c.formToken(w, r)}
+	o, cfg, ok := c.ssoPathOrg(w, r, d)
+	if !ok {
 		return
 	}
 	d.Choices = []ssoChoice{{OrgName: o.Name, ProviderName: cfg.ProviderName, StartURL: startURL(o.ID, r.URL.Query().Get("login_hint"), next)}}
@@ -256,14 +268,8 @@ func (c *Console) oauth2Config(r *http.Request, p *oidc.Provider, cfg store.SSOC
 // ssoStart sends the browser to the organization's provider.
 func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 	d := ssoPageData{FormToken: c.formToken(w, r)}
-	o, cfg, err := c.ssoOrgConfig(r.Context(), r.PathValue("org"))
-	if errors.Is(err, dberr.ErrNotFound) {
-		d.Error = "There is no organization " + r.PathValue("org") + " with single sign-on on this server."
-		c.renderSSO(w, r, http.StatusNotFound, d)
-		return
-	}
-	if err != nil {
-		c.fail(w, r, nil, err)
+	o, cfg, ok := c.ssoPathOrg(w, r, d)
+	if !ok {
 		return
 	}
 	c.beginSSO(w, r, o.ID, cfg, "", safeNext(r.URL.Query().Get("next")), r.URL.Query().Get("login_hint"), d)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/patchd/patchd/agentproto"
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/store"
 )
 
 // TestStoppedAgentShownDisconnected: the console shows an endpoint whose
@@ -17,9 +16,7 @@ import (
 // next check-in.
 func TestStoppedAgentShownDisconnected(t *testing.T) {
 	e := apitest.New(t)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	ag := e.Enroll("stop-01", "stop-01", "linux")
 	e.Enroll("run-01", "run-01", "linux")
 	flush := func() {

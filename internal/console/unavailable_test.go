@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/patchd/patchd/internal/apitest"
-	"github.com/patchd/patchd/internal/store"
 	"github.com/patchd/patchd/internal/store/storetest"
 )
 
@@ -18,9 +17,7 @@ func TestDatabaseOutagePages(t *testing.T) {
 	t.Parallel()
 	cut := storetest.OpenCut(t)
 	e := apitest.NewOn(t, cut.Store)
-	addUser(t, e, e.Org, "alice@example.com", store.RoleAdministrator)
-	b := newBrowser(t, e.URL)
-	b.signIn("alice@example.com")
+	b := adminBrowser(t, e)
 	other := newBrowser(t, e.URL)
 	other.get("/console/login")
 

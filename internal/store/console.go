@@ -142,14 +142,7 @@ func (s *Store) CreateFirstUser(ctx context.Context, e *AuditEntry, ie *Instance
 			return fmt.Errorf("store: read the proof's credential: %w", err)
 		}
 		u.InstanceOperator = operators == 0 && firstStart == 1
-		if err := tx.insertUser(ctx, u); err != nil {
-			return err
-		}
-		if u.InstanceOperator {
-			ie.TargetType, ie.TargetID = "user", u.ID
-			return tx.insertInstanceEvent(ctx, ie)
-		}
-		return nil
+		return tx.insertPerson(ctx, ie, u)
 	})
 	if err != nil {
 		return User{}, err

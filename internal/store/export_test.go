@@ -52,19 +52,42 @@ func (s *Store) BulkEndpointsForTest(ctx context.Context, orgID string, n int, e
 // BulkKey is a key of the catalog for BulkUpdatesForTest.
 type BulkKey struct{ Key, Severity, Source string }
 
+// batchInsert writes rows into a table in transactions of about batch
+// rows each.
+type batchInsert struct {
+	s       *Store
+	table   string
+	columns []string
+	batch   int
+	rows    [][]any
+}
+
+// flushFull writes the rows queued once they are batch or more.
+func (b *batchInsert) flushFull(ctx context.Context) error {
+	if len(b.rows) < b.batch {
+		return nil
+	}
+	return b.flush(ctx)
+}
+
+// flush writes the rows queued, if any.
+func (b *batchInsert) flush(ctx context.Context) error {
+	if len(b.rows) == 0 {
+		return nil
+	}
+	err := b.s.InTx(ctx, func(tx *Tx) error {
+		return tx.insertRows(ctx, b.table, b.columns, b.rows)
+	})
+	b.rows = b.rows[:0]
+	return err
+}
+
 // BulkUpdatesForTest makes each endpoint miss the keys keysOf answers, and
 // fills the key catalog with exact endpoint counts.
 func (s *Store) BulkUpdatesForTest(ctx context.Context, orgID string, endpoints []string, keys []BulkKey, keysOf func(i int) []int, now time.Time) error {
 	counts := make([]int, len(keys))
-	var rows [][]any
-	flush := func() error {
-		err := s.InTx(ctx, func(tx *Tx) error {
-			return tx.insertRows(ctx, "endpoint_updates", []string{"id", "org_id", "endpoint_id", "key", "title", "kb", "severity", "source",
-				"installed_version", "latest_version", "detected_at"}, rows)
-		})
-		rows = rows[:0]
-		return err
-	}
+	b := &batchInsert{s: s, table: "endpoint_updates", columns: []string{"id", "org_id", "endpoint_id", "key", "title", "kb", "severity", "source",
+		"installed_version", "latest_version", "detected_at"}, batch: 20000}
 	for i, ep := range endpoints {
 		for _, k := range keysOf(i) {
 			counts[k]++
@@ -73,18 +96,14 @@ func (s *Store) BulkUpdatesForTest(ctx context.Context, orgID string, endpoints 
 			if strings.HasPrefix(key.Key, "KB") {
 				kb = key.Key
 			}
-			rows = append(rows, []any{NewID(), orgID, ep, key.Key, "Update " + key.Key, kb, key.Severity, key.Source, "1.0", "2.0", millis(now)})
+			b.rows = append(b.rows, []any{NewID(), orgID, ep, key.Key, "Update " + key.Key, kb, key.Severity, key.Source, "1.0", "2.0", millis(now)})
 		}
-		if len(rows) >= 20000 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if len(rows) > 0 {
-		if err := flush(); err != nil {
+		if err := b.flushFull(ctx); err != nil {
 			return err
 		}
+	}
+	if err := b.flush(ctx); err != nil {
+		return err
 	}
 	// The endpoints' counters, as migration 030 computes them.
 	if _, err := s.exec(ctx, `UPDATE endpoints SET
@@ -202,29 +221,18 @@ func (s *Store) UndoMigration019ForTest(ctx context.Context) error {
 func (s *Store) BulkVulnsForTest(ctx context.Context, orgID string, endpoints []string, cves int, cvesOf func(i int) []int, now time.Time) error {
 	id := func(k int) string { return fmt.Sprintf("CVE-2026-%05d", 10000+k) }
 	counts := make([]int, cves)
-	var rows [][]any
-	flush := func() error {
-		err := s.InTx(ctx, func(tx *Tx) error {
-			return tx.insertRows(ctx, "endpoint_vulns", []string{"org_id", "endpoint_id", "cve_id", "software", "version", "fixed_in", "source", "first_seen_at"}, rows)
-		})
-		rows = rows[:0]
-		return err
-	}
+	b := &batchInsert{s: s, table: "endpoint_vulns", columns: []string{"org_id", "endpoint_id", "cve_id", "software", "version", "fixed_in", "source", "first_seen_at"}, batch: 20000}
 	for i, ep := range endpoints {
 		for _, k := range cvesOf(i) {
 			counts[k]++
-			rows = append(rows, []any{orgID, ep, id(k), fmt.Sprintf("App %d", k%50), "1.0", "2.0", "vendor:app", millis(now)})
+			b.rows = append(b.rows, []any{orgID, ep, id(k), fmt.Sprintf("App %d", k%50), "1.0", "2.0", "vendor:app", millis(now)})
 		}
-		if len(rows) >= 20000 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if len(rows) > 0 {
-		if err := flush(); err != nil {
+		if err := b.flushFull(ctx); err != nil {
 			return err
 		}
+	}
+	if err := b.flush(ctx); err != nil {
+		return err
 	}
 	return s.InTx(ctx, func(tx *Tx) error {
 		crows, orows := make([][]any, cves), make([][]any, cves)

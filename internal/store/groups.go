@@ -510,30 +510,9 @@ func (tx *Tx) saveGroup(ctx context.Context, g *Group, machines *[]string, recom
 // endpoint of the organization.
 func (tx *Tx) checkMachines(ctx context.Context, orgID string, ids []string) error {
 	var errs valid.Errors
-	const batch = 200
-	known := map[string]bool{}
-	for start := 0; start < len(ids); start += batch {
-		part := ids[start:min(start+batch, len(ids))]
-		args := []any{orgID}
-		marks := ""
-		for i, id := range part {
-			if i > 0 {
-				marks += ", "
-			}
-			marks += "?"
-			args = append(args, id)
-		}
-		rows, err := tx.query(ctx, `SELECT id FROM endpoints WHERE org_id = ? AND id IN (`+marks+`)`, args...)
-		if err := eachRow(rows, err, func(r *sql.Rows) error {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			known[id] = true
-			return nil
-		}); err != nil {
-			return fmt.Errorf("store: check machine ids: %w", err)
-		}
+	known, err := endpointsAmong(ctx, tx.query, orgID, ids)
+	if err != nil {
+		return fmt.Errorf("store: check machine ids: %w", err)
 	}
 	for i, id := range ids {
 		if !known[id] {

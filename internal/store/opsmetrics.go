@@ -60,14 +60,7 @@ func (s *Store) Backlogs(ctx context.Context, holder string, now time.Time) (Bac
 	b.MatchBacklogAge = age(oldest)
 	rows, err := s.query(ctx, `SELECT name FROM vuln_state WHERE name IN (?, ?) AND holder = ? AND lease_until > ?`,
 		LeaseMatch, LeaseSync, holder, millis(now))
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		var name string
-		if err := r.Scan(&name); err != nil {
-			return err
-		}
-		b.Leases[name] = true
-		return nil
-	}); err != nil {
+	if err := addToSet(b.Leases, rows, err); err != nil {
 		return b, fmt.Errorf("store: leases: %w", err)
 	}
 	return b, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/dberr"
 	"github.com/patchd/patchd/internal/perm"
 )
@@ -46,26 +47,6 @@ type NewOrg struct {
 	Entry    *AuditEntry
 	From     *AuditEntry
 	Instance *InstanceEvent
-}
-
-// OrgCopy says what a template gave the new organization.
-type OrgCopy struct {
-	TemplateID        string `json:"templateId"`
-	Template          string `json:"template"`
-	ApprovalPolicies  int    `json:"approvalPolicies"`
-	ApprovalSettings  bool   `json:"approvalSettings"`
-	RemediationPolicy bool   `json:"remediationPolicy"`
-	CompliancePolicy  bool   `json:"compliancePolicy"`
-	Groups            int    `json:"groups"`
-	Scripts           int    `json:"scripts"`
-	Automations       int    `json:"automations"`
-	AlertRules        int    `json:"alertRules"`
-	// SkippedAutomations target endpoints by id: endpoints belong to the
-	// template organization, so these are not copied.
-	SkippedAutomations []string `json:"skippedAutomations"`
-	// DisabledAlertRules had a webhook secret, which is not copied: they
-	// are copied disabled until the new organization sets its own.
-	DisabledAlertRules []string `json:"disabledAlertRules"`
 }
 
 // SetCreateOrgs grants (on) or revokes the create-organizations permission
@@ -106,10 +87,10 @@ func (tx *Tx) createOrg(ctx context.Context, o Org) error {
 // creator without create_orgs answers ErrNoCreateOrgs, a template it does
 // not administer ErrTemplate, a taken name dberr.ErrConflict; nothing is
 // created then.
-func (s *Store) CreateOrgFor(ctx context.Context, in NewOrg) (Org, *OrgCopy, error) {
+func (s *Store) CreateOrgFor(ctx context.Context, in NewOrg) (Org, *apiv1.OrganizationCopy, error) {
 	now := time.Now().UTC()
 	o := Org{ID: NewID(), Name: in.Name, TimeZone: in.TimeZone, CreatedAt: now}
-	var copied *OrgCopy
+	var copied *apiv1.OrganizationCopy
 	err := s.InTx(ctx, func(tx *Tx) error {
 		var email string
 		if in.CreatorID != "" {
@@ -186,7 +167,7 @@ func (s *Store) CreateOrgFor(ctx context.Context, in NewOrg) (Org, *OrgCopy, err
 	return o, copied, nil
 }
 
-func orgSummary(m map[string]any, o Org, email string, c *OrgCopy) map[string]any {
+func orgSummary(m map[string]any, o Org, email string, c *apiv1.OrganizationCopy) map[string]any {
 	if m == nil {
 		m = map[string]any{}
 	}
@@ -239,8 +220,8 @@ func (tx *Tx) templateOrg(ctx context.Context, in NewOrg) (Org, error) {
 // settings, never members), the scripts its automations run, its
 // automations (new ids, groups and scripts remapped to the copies, run
 // state reset) and its alert rules (without webhook secrets).
-func (tx *Tx) copyTemplate(ctx context.Context, t, o Org, actor string, now time.Time) (*OrgCopy, error) {
-	c := &OrgCopy{TemplateID: t.ID, Template: t.Name, SkippedAutomations: []string{}, DisabledAlertRules: []string{}}
+func (tx *Tx) copyTemplate(ctx context.Context, t, o Org, actor string, now time.Time) (*apiv1.OrganizationCopy, error) {
+	c := &apiv1.OrganizationCopy{TemplateID: t.ID, Template: t.Name, SkippedAutomations: []string{}, DisabledAlertRules: []string{}}
 	// Approval policy rows and settings.
 	type policy struct {
 		severity, source, action string

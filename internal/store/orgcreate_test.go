@@ -105,7 +105,7 @@ func TestCreateOrgFromTemplate(t *testing.T) {
 		return len(orgs)
 	}
 	before := orgCount()
-	create := func(name, tmplRef, userID string) (store.Org, *store.OrgCopy, error) {
+	create := func(name, tmplRef, userID string) (store.Org, *apiv1.OrganizationCopy, error) {
 		return s.CreateOrgFor(ctx, store.NewOrg{Name: name, TimeZone: "Europe/Berlin", CreatorID: userID, Checked: true, TemplateRef: tmplRef,
 			Entry: &store.AuditEntry{Actor: "user:msp@example.com", Action: "org.create"}})
 	}

@@ -28,30 +28,19 @@ func (s *Store) BulkSoftwareForTest(ctx context.Context, orgID string, endpoints
 	if err != nil {
 		return err
 	}
-	var rows [][]any
-	flush := func() error {
-		err := s.InTx(ctx, func(tx *Tx) error {
-			return tx.insertRows(ctx, "endpoint_software", []string{"endpoint_id", "title_id", "version_key", "publisher", "install_date", "install_type"}, rows)
-		})
-		rows = rows[:0]
-		return err
-	}
+	b := &batchInsert{s: s, table: "endpoint_software", columns: []string{"endpoint_id", "title_id", "version_key", "publisher", "install_date", "install_type"}, batch: 20000}
 	for i, ep := range endpoints {
 		for j := range perEndpoint {
 			t := (7*i + 13*j) % titles
 			installs[t]++
-			rows = append(rows, []any{ep, ids[t], fmt.Sprintf("%d.%d.%d", t%30, j%10, i%100), fmt.Sprintf("Publisher %03d", t%200), "2026-03-01", "MSI"})
+			b.rows = append(b.rows, []any{ep, ids[t], fmt.Sprintf("%d.%d.%d", t%30, j%10, i%100), fmt.Sprintf("Publisher %03d", t%200), "2026-03-01", "MSI"})
 		}
-		if len(rows) >= 20000 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if len(rows) > 0 {
-		if err := flush(); err != nil {
+		if err := b.flushFull(ctx); err != nil {
 			return err
 		}
+	}
+	if err := b.flush(ctx); err != nil {
+		return err
 	}
 	return s.InTx(ctx, func(tx *Tx) error {
 		for i, id := range ids {
@@ -105,28 +94,16 @@ func (s *Store) BulkDatasetsForTest(ctx context.Context, orgID string, endpoints
 			return err
 		}
 	}
-	var rows [][]any
-	flush := func() error {
-		err := s.InTx(ctx, func(tx *Tx) error {
-			return tx.insertRows(ctx, "endpoint_datasets", []string{"endpoint_id", "org_id", "name", "rows_gz", "row_count", "collected_at"}, rows)
-		})
-		rows = rows[:0]
-		return err
-	}
+	b := &batchInsert{s: s, table: "endpoint_datasets", columns: []string{"endpoint_id", "org_id", "name", "rows_gz", "row_count", "collected_at"}, batch: 5000}
 	for i, ep := range endpoints {
 		for _, d := range compressed[i%len(compressed)] {
-			rows = append(rows, []any{ep, orgID, d.name, d.blob, d.count, millis(at)})
+			b.rows = append(b.rows, []any{ep, orgID, d.name, d.blob, d.count, millis(at)})
 		}
-		if len(rows) >= 5000 {
-			if err := flush(); err != nil {
-				return err
-			}
+		if err := b.flushFull(ctx); err != nil {
+			return err
 		}
 	}
-	if len(rows) > 0 {
-		return flush()
-	}
-	return nil
+	return b.flush(ctx)
 }
 
 // SoftwareTestRow is one application of an endpoint for SoftwareForTest;

@@ -135,18 +135,10 @@ func (s *Store) CreateRoleAudited(ctx context.Context, e *AuditEntry, orgID, nam
 // taken name dberr.ErrConflict.
 func (s *Store) UpdateRole(ctx context.Context, e *AuditEntry, orgID, id, name string, perms perm.Set) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		var builtin bool
-		err := tx.queryRow(ctx, `SELECT builtin FROM roles WHERE org_id = ? AND id = ?`, orgID, id).Scan(&builtin)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: role: %w", dberr.ErrNotFound)
+		if err := tx.customRole(ctx, orgID, id); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("store: read role: %w", err)
-		}
-		if builtin {
-			return fmt.Errorf("store: %w", ErrBuiltinRole)
-		}
-		_, err = tx.exec(ctx, `UPDATE roles SET name = ?, permissions = ? WHERE org_id = ? AND id = ?`, name, perms.String(), orgID, id)
+		_, err := tx.exec(ctx, `UPDATE roles SET name = ?, permissions = ? WHERE org_id = ? AND id = ?`, name, perms.String(), orgID, id)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("store: role %q exists: %w", name, dberr.ErrConflict)
 		}
@@ -158,6 +150,23 @@ func (s *Store) UpdateRole(ctx context.Context, e *AuditEntry, orgID, id, name s
 		}
 		return nil
 	})
+}
+
+// customRole answers dberr.ErrNotFound for a role the organization does
+// not have, and ErrBuiltinRole for a built-in one, which cannot be changed.
+func (tx *Tx) customRole(ctx context.Context, orgID, id string) error {
+	var builtin bool
+	err := tx.queryRow(ctx, `SELECT builtin FROM roles WHERE org_id = ? AND id = ?`, orgID, id).Scan(&builtin)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: role: %w", dberr.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("store: read role: %w", err)
+	}
+	if builtin {
+		return fmt.Errorf("store: %w", ErrBuiltinRole)
+	}
+	return nil
 }
 
 // DeleteRole deletes a custom role nothing holds and records e. A
@@ -173,17 +182,10 @@ func (s *Store) DeleteRole(ctx context.Context, e *AuditEntry, orgID, id string)
 				return fmt.Errorf("store: lock role: %w", err)
 			}
 		}
-		var builtin bool
-		err := tx.queryRow(ctx, `SELECT builtin FROM roles WHERE org_id = ? AND id = ?`, orgID, id).Scan(&builtin)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: role: %w", dberr.ErrNotFound)
+		if err := tx.customRole(ctx, orgID, id); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("store: read role: %w", err)
-		}
-		if builtin {
-			return fmt.Errorf("store: %w", ErrBuiltinRole)
-		}
+		var err error
 		if use, err = roleUse(ctx, tx, orgID, id); err != nil {
 			return err
 		}

@@ -70,6 +70,18 @@ func scanString(r rowScanner) (string, error) {
 	return v, err
 }
 
+// addToSet adds to set the value of every row of rows, of one text column
+// (err the query's, as for eachRow).
+func addToSet(set map[string]bool, rows *sql.Rows, err error) error {
+	return eachRow(rows, err, func(r *sql.Rows) error {
+		id, err := scanString(r)
+		if err == nil {
+			set[id] = true
+		}
+		return err
+	})
+}
+
 // scanStringArg scans a row of one text column as an argument of a later
 // query.
 func scanStringArg(r rowScanner) (any, error) {

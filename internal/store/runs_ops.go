@@ -403,19 +403,23 @@ func humanDuration(d time.Duration) string {
 
 // ExistingEndpoints answers which of ids are endpoints of the organization.
 func (s *Store) ExistingEndpoints(ctx context.Context, orgID string, ids []string) (map[string]bool, error) {
+	out, err := endpointsAmong(ctx, s.query, orgID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: existing endpoints: %w", err)
+	}
+	return out, nil
+}
+
+// endpointsAmong answers which of ids are endpoints of the organization,
+// read through query (of the store or of a transaction).
+func endpointsAmong(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error),
+	orgID string, ids []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for start := 0; start < len(ids); start += inChunk {
 		part := ids[start:min(start+inChunk, len(ids))]
-		rows, err := s.query(ctx, `SELECT id FROM endpoints WHERE org_id = ? AND id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, anySlice(part)...)...)
-		if err := eachRow(rows, err, func(r *sql.Rows) error {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			out[id] = true
-			return nil
-		}); err != nil {
-			return nil, fmt.Errorf("store: existing endpoints: %w", err)
+		rows, err := query(ctx, `SELECT id FROM endpoints WHERE org_id = ? AND id IN (`+placeholders(len(part))+`)`, append([]any{orgID}, anySlice(part)...)...)
+		if err := addToSet(out, rows, err); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

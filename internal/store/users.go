@@ -57,19 +57,25 @@ func (s *Store) CreateUser(ctx context.Context, e *AuditEntry, ie *InstanceEvent
 	u.CreatedAt = time.Now().UTC()
 	e.TargetID = u.ID
 	err := s.Audited(ctx, e, func(tx *Tx) error {
-		if err := tx.insertUser(ctx, u); err != nil {
-			return err
-		}
-		if u.InstanceOperator {
-			ie.TargetType, ie.TargetID = "user", u.ID
-			return tx.insertInstanceEvent(ctx, ie)
-		}
-		return nil
+		return tx.insertPerson(ctx, ie, u)
 	})
 	if err != nil {
 		return User{}, err
 	}
 	return u, nil
+}
+
+// insertPerson stores u as insertUser does and, for an instance operator,
+// ie, the instance event of the grant.
+func (tx *Tx) insertPerson(ctx context.Context, ie *InstanceEvent, u User) error {
+	if err := tx.insertUser(ctx, u); err != nil {
+		return err
+	}
+	if u.InstanceOperator {
+		ie.TargetType, ie.TargetID = "user", u.ID
+		return tx.insertInstanceEvent(ctx, ie)
+	}
+	return nil
 }
 
 // insertUser stores a person with its membership of u.OrgID (role

@@ -75,14 +75,7 @@ func (tx *Tx) lockEndpoints(ctx context.Context, ids []string) (map[string]bool,
 		q += ` FOR UPDATE`
 	}
 	rows, err := tx.query(ctx, q, anySlice(sorted)...)
-	if err := eachRow(rows, err, func(r *sql.Rows) error {
-		var id string
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		exists[id] = true
-		return nil
-	}); err != nil {
+	if err := addToSet(exists, rows, err); err != nil {
 		return nil, fmt.Errorf("store: lock endpoints: %w", err)
 	}
 	return exists, nil

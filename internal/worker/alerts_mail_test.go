@@ -80,6 +80,21 @@ func mailRule(t *testing.T, s *store.Store, org store.Org) store.AlertRule {
 	return createRule(t, s, org, alerts.Rule{Name: "mail", Trigger: alerts.NewEndpoint, EmailTo: "ops@example.com, oncall@example.com"})
 }
 
+// mailTestEvent starts Mailpit and a store whose organization has an
+// e-mail alert rule (mailRule), and raises a TEST event of the rule, to be
+// delivered.
+func mailTestEvent(t *testing.T) (*apitest.Mailpit, *store.Store, store.Org, store.AlertRule, store.AlertEvent) {
+	t.Helper()
+	mp := apitest.StartMailpit(t)
+	s, org := storeOnly(t)
+	r := mailRule(t, s, org)
+	ev, err := s.TestAlertRule(context.Background(), org.ID, r.ID, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mp, s, org, r, ev
+}
+
 // mailDeliverer delivers through addr with fast back-offs.
 func mailDeliverer(s *store.Store, addr string, c *counter) *worker.AlertDeliverer {
 	return &worker.AlertDeliverer{Store: s, Holder: "mail", Counted: c.count, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond,
@@ -108,14 +123,8 @@ func deliverUntil(t *testing.T, d *worker.AlertDeliverer, done func() bool) {
 // passing SMTP outage lost every alert sent meanwhile.
 func TestAlertEmailRetriedUntilAccepted(t *testing.T) {
 	t.Parallel()
-	mp := apitest.StartMailpit(t)
-	s, org := storeOnly(t)
+	mp, s, org, r, ev := mailTestEvent(t)
 	ctx := context.Background()
-	r := mailRule(t, s, org)
-	ev, err := s.TestAlertRule(ctx, org.ID, r.ID, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var c counter
 	// Nothing listens: refused for now.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -163,14 +172,8 @@ func TestAlertEmailRetriedUntilAccepted(t *testing.T) {
 // server takes it.
 func TestAlertEmailRefusedForGood(t *testing.T) {
 	t.Parallel()
-	mp := apitest.StartMailpit(t)
-	s, org := storeOnly(t)
+	mp, s, org, r, ev := mailTestEvent(t)
 	ctx := context.Background()
-	r := mailRule(t, s, org)
-	ev, err := s.TestAlertRule(ctx, org.ID, r.ID, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	mp.Chaos(apitest.MailpitTrigger{}, apitest.MailpitTrigger{ErrorCode: 550, Probability: 100})
 	var c counter
 	d := mailDeliverer(s, mp.SMTP, &c)
