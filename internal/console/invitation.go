@@ -149,16 +149,21 @@ func (c *Console) invitationJoin(w http.ResponseWriter, r *http.Request, s *sess
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	d := invitationData{Token: r.PostFormValue("token"), MinPassword: admin.MinPasswordLength}
 	show := func(status int, msg string) error {
-		d.Error = msg
 		if d.Token != "" {
 			u, err := c.store.InvitedUser(r.Context(), auth.HashSecret(d.Token), c.now())
-			if err != nil {
+			switch {
+			case errors.Is(err, dberr.ErrNotFound):
+				// Taken meanwhile.
+				d.Token, status, msg = "", http.StatusNotFound, invalidInvitation
+			case err != nil:
 				return err
+			default:
+				d.Email = u.Email
+				d.FormToken = c.formToken(w, r)
+				d.signedIn(s)
 			}
-			d.Email = u.Email
-			d.FormToken = c.formToken(w, r)
-			d.signedIn(s)
 		}
+		d.Error = msg
 		return c.render(w, r, nil, status, "invitation", "", invitationTitle, "", d)
 	}
 	e := &store.AuditEntry{Actor: s.actor(), Address: s.addr, Action: "user.invitation_accept", Summary: map[string]any{"email": s.User.Email}}
