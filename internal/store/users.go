@@ -139,14 +139,9 @@ func (s *Store) InvitedUser(ctx context.Context, tokenHash string, now time.Time
 func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, passwordHash string, now time.Time) (ConsoleUser, error) {
 	var u ConsoleUser
 	err := s.InTx(ctx, func(tx *Tx) error {
-		var userID string
-		err := tx.queryRow(ctx, `DELETE FROM user_invitations WHERE token_hash = ? AND expires_at > ?
-			AND user_id IN (SELECT id FROM users WHERE disabled = FALSE) RETURNING user_id`, tokenHash, millis(now)).Scan(&userID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: invitation: %w", dberr.ErrNotFound)
-		}
+		userID, _, err := tx.takeInvitation(ctx, tokenHash, now)
 		if err != nil {
-			return fmt.Errorf("store: take invitation: %w", err)
+			return err
 		}
 		if _, err := tx.exec(ctx, `UPDATE users SET password_hash = ?, must_change_password = FALSE WHERE id = ?`, passwordHash, userID); err != nil {
 			return fmt.Errorf("store: set password: %w", err)
@@ -159,6 +154,21 @@ func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, 
 		return tx.insertAudit(ctx, e)
 	})
 	return u, err
+}
+
+// takeInvitation deletes the invitation of tokenHash valid at now whose
+// user is enabled, and answers its user and organization
+// (dberr.ErrNotFound: none; of two transactions at once, one takes it).
+func (tx *Tx) takeInvitation(ctx context.Context, tokenHash string, now time.Time) (userID, orgID string, err error) {
+	err = tx.queryRow(ctx, `DELETE FROM user_invitations WHERE token_hash = ? AND expires_at > ?
+		AND user_id IN (SELECT id FROM users WHERE disabled = FALSE) RETURNING user_id, org_id`, tokenHash, millis(now)).Scan(&userID, &orgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("store: invitation: %w", dberr.ErrNotFound)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("store: take invitation: %w", err)
+	}
+	return userID, orgID, nil
 }
 
 // lockOperators answers the enabled instance operators (id and
@@ -303,15 +313,11 @@ var ErrAlreadyMember = fmt.Errorf("store: the person is a member of the organiza
 func (s *Store) AcceptInvitationAs(ctx context.Context, e *AuditEntry, tokenHash, personID string, now time.Time) (Membership, error) {
 	var m Membership
 	err := s.InTx(ctx, func(tx *Tx) error {
-		var invitedID string
-		err := tx.queryRow(ctx, `DELETE FROM user_invitations WHERE token_hash = ? AND expires_at > ?
-			AND user_id IN (SELECT id FROM users WHERE disabled = FALSE) RETURNING user_id, org_id`, tokenHash, millis(now)).Scan(&invitedID, &m.OrgID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: invitation: %w", dberr.ErrNotFound)
-		}
+		invitedID, orgID, err := tx.takeInvitation(ctx, tokenHash, now)
 		if err != nil {
-			return fmt.Errorf("store: take invitation: %w", err)
+			return err
 		}
+		m.OrgID = orgID
 		if tx.s.engine == Postgres {
 			// A change of the person's memberships meanwhile (a join,
 			// onlyMember's checks) waits for this one.
