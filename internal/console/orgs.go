@@ -73,17 +73,26 @@ func (c *Console) orgSwitch(w http.ResponseWriter, r *http.Request, s *session) 
 	if to == nil {
 		return c.done(w, r, "/console/", badRequest("You do not belong to that organization."), "")
 	}
+	return c.enterOrg(w, r, s, *to, next, "")
+}
+
+// enterOrg moves the session to the person's membership to and opens
+// next, with prefix before the flash that says so; an organization that
+// requires a second factor the person lacks sends it to the Account page
+// instead.
+func (c *Console) enterOrg(w http.ResponseWriter, r *http.Request, s *session, to store.Membership, next, prefix string) error {
+	orgID := to.OrgID
 	if !s.User.SecondFactor && s.User.PasswordHash != "" {
 		required, err := c.store.OrgRequiresMFA(r.Context(), orgID)
 		if err != nil {
 			return err
 		}
 		if required {
-			return c.done(w, r, "/console/account", badRequest(to.OrgName+" requires a second factor: set up an authenticator app or a passkey here first."), "")
+			return c.done(w, r, "/console/account", badRequest(prefix+to.OrgName+" requires a second factor: set up an authenticator app or a passkey here first."), "")
 		}
 	}
 	id := randomToken()
-	err = c.store.SwitchSessionOrg(r.Context(), s.idHash, auth.HashSecret(id), randomToken(), orgID)
+	err := c.store.SwitchSessionOrg(r.Context(), s.idHash, auth.HashSecret(id), randomToken(), orgID)
 	if errors.Is(err, dberr.ErrNotFound) {
 		return c.done(w, r, "/console/", badRequest("You do not belong to that organization."), "")
 	}
@@ -94,7 +103,7 @@ func (c *Console) orgSwitch(w http.ResponseWriter, r *http.Request, s *session) 
 	e := &store.AuditEntry{OrgID: orgID, Actor: s.actor(), Address: s.addr, Action: "user.org_switch", TargetType: "user", TargetID: s.User.ID,
 		Summary: map[string]any{"role": to.RoleName}}
 	c.record(r, e)
-	setFlash(w, c, "ok", "You are working in "+to.OrgName+" ("+to.RoleName+").")
+	setFlash(w, c, "ok", prefix+"You are working in "+to.OrgName+" ("+to.RoleName+").")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }

@@ -62,6 +62,8 @@ var consoleForms = map[string]string{
 // which a session has and an API credential has not.
 var consoleOwn = []string{
 	"POST /console/login", "POST /console/setup", "POST /console/invitation", "POST /console/logout", "POST /console/sso",
+	// Accepting an invitation as the signed-in person.
+	"POST /console/invitation/accept",
 	"POST /console/signin/code", "POST /console/signin/password", "POST /console/signin/enroll",
 	"POST /console/signin/enroll/passkey/options", "POST /console/signin/enroll/passkey",
 	"POST /console/signin/passkey/options", "POST /console/signin/passkey",

@@ -114,3 +114,103 @@ func TestDeleteRoleInUse(t *testing.T) {
 		t.Errorf("delete audit: %+v (refusals must not be recorded)", entries)
 	}
 }
+
+// TestInvitationAcceptedByAPerson: a person of Globex accepts Acme's
+// invitation of its address signed in as itself: it becomes a member of
+// Acme with the invited role, the pending account and its invitation go,
+// and Acme's Audit Trail names the person only. Of many acceptances at
+// once one wins; another address, a person of the organization already,
+// an expired, used or disabled invitation change nothing.
+func TestInvitationAcceptedByAPerson(t *testing.T) {
+	s, acme := acmeStore(t)
+	ctx := context.Background()
+	globex := newOrg(t, s, "Globex")
+	now := time.Now()
+	ann := newUser(t, s, store.User{OrgID: globex.ID, Email: "ann@example.com", RoleID: builtinRole(t, s, globex.ID, store.RoleAdministrator).ID})
+	bob := newUser(t, s, store.User{OrgID: globex.ID, Email: "bob@example.com", RoleID: builtinRole(t, s, globex.ID, store.RoleAdministrator).ID})
+	acmeBob := newUser(t, s, store.User{OrgID: acme.ID, Email: "bob@example.com", RoleID: builtinRole(t, s, acme.ID, store.RoleReadOnly).ID})
+	readOnly := builtinRole(t, s, acme.ID, store.RoleReadOnly)
+	invite := func(email, hash string, expires time.Time) store.User {
+		t.Helper()
+		u, err := s.CreateInvitedUser(ctx, &store.AuditEntry{OrgID: acme.ID, Actor: "test", Action: "user.invite", TargetType: "user"},
+			store.User{OrgID: acme.ID, Email: email, RoleID: readOnly.ID}, hash, expires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	accept := func(hash, personID string) (store.Membership, error) {
+		return s.AcceptInvitationAs(ctx, &store.AuditEntry{Actor: "user:x", Action: "user.invitation_accept"}, hash, personID, now)
+	}
+	unchanged := func(what string, users int) {
+		t.Helper()
+		if got, _ := s.ListUsers(ctx, acme.ID); len(got) != users {
+			t.Errorf("%s: Acme has %d members, want %d", what, len(got), users)
+		}
+		if en, _ := s.ListAudit(ctx, acme.ID, store.AuditFilter{Action: "user.invitation_accept"}); len(en) != 0 {
+			t.Errorf("%s: recorded %+v", what, en)
+		}
+	}
+
+	pending := invite("ann@example.com", "hash-ann", now.Add(time.Hour))
+	if _, err := accept("hash-ann", bob.ID); !errors.Is(err, store.ErrInvitationEmail) {
+		t.Errorf("another address: %v", err)
+	}
+	unchanged("another address", 2)
+	if _, err := accept("hash-none", acmeBob.ID); !errors.Is(err, dberr.ErrNotFound) {
+		t.Errorf("no such invitation: %v", err)
+	}
+	invite("old@example.com", "hash-old", now.Add(-time.Second))
+	if _, err := accept("hash-old", ann.ID); !errors.Is(err, dberr.ErrNotFound) {
+		t.Errorf("an expired invitation: %v", err)
+	}
+	unchanged("refusals", 3)
+
+	if n := race(func(int) bool {
+		m, err := accept("hash-ann", ann.ID)
+		if err != nil && !errors.Is(err, dberr.ErrNotFound) && !dberr.IsUnavailable(err) {
+			t.Errorf("accept: %v", err)
+		}
+		return err == nil && m.OrgID == acme.ID && m.RoleID == readOnly.ID && m.OrgName == "Acme" && m.RoleName == store.RoleReadOnly
+	}); n != 1 {
+		t.Fatalf("the invitation was taken %d times", n)
+	}
+	mems, _ := s.Memberships(ctx, ann.ID)
+	if len(mems) != 2 || mems[0].OrgID != acme.ID || mems[0].RoleName != store.RoleReadOnly || mems[1].OrgID != globex.ID {
+		t.Errorf("ann's memberships: %+v", mems)
+	}
+	if got, _ := s.UsersByEmail(ctx, "ann@example.com"); len(got) != 1 || got[0].ID != ann.ID {
+		t.Errorf("accounts of ann@example.com: %+v, want her one", got)
+	}
+	if _, err := s.InvitedUser(ctx, "hash-ann", now); !errors.Is(err, dberr.ErrNotFound) {
+		t.Errorf("the invitation after its acceptance: %v", err)
+	}
+	en, _ := s.ListAudit(ctx, acme.ID, store.AuditFilter{Action: "user.invitation_accept"})
+	if len(en) != 1 || en[0].TargetID != ann.ID || en[0].Summary["invitedUserId"] != pending.ID {
+		t.Errorf("Acme's acceptance entry: %+v", en)
+	}
+	if en, _ := s.ListAudit(ctx, globex.ID, store.AuditFilter{Action: "user.invitation_accept"}); len(en) != 0 {
+		t.Errorf("Globex recorded the acceptance: %+v", en)
+	}
+
+	// An address is a member of an organization at most once, so only
+	// the pending account itself (signed in through single sign-on) is a
+	// member already.
+	carl := invite("carl@example.com", "hash-carl", now.Add(time.Hour))
+	if _, err := accept("hash-carl", carl.ID); !errors.Is(err, store.ErrAlreadyMember) {
+		t.Errorf("the pending account itself: %v", err)
+	}
+	if _, err := s.InvitedUser(ctx, "hash-carl", now); err != nil {
+		t.Errorf("a refusal took the invitation: %v", err)
+	}
+	// A disabled pending account's invitation opens nothing.
+	if err := s.SetUserDisabled(ctx, &store.AuditEntry{OrgID: acme.ID, Actor: "test", Action: "user.disable", TargetType: "user"}, acme.ID, carl.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := accept("hash-carl", ann.ID); !errors.Is(err, dberr.ErrNotFound) {
+		t.Errorf("a disabled invited account: %v", err)
+	}
+	if en, _ := s.ListAudit(ctx, acme.ID, store.AuditFilter{Action: "user.invitation_accept"}); len(en) != 1 {
+		t.Errorf("Acme's acceptances after the refusals: %d", len(en))
+	}
+}

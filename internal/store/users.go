@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/patchd/patchd/internal/dberr"
+	"strings"
 	"time"
+
+	"github.com/patchd/patchd/internal/dberr"
 )
 
 // User is a console user.
@@ -143,14 +145,9 @@ func (s *Store) InvitedUser(ctx context.Context, tokenHash string, now time.Time
 func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, passwordHash string, now time.Time) (ConsoleUser, error) {
 	var u ConsoleUser
 	err := s.InTx(ctx, func(tx *Tx) error {
-		var userID string
-		err := tx.queryRow(ctx, `DELETE FROM user_invitations WHERE token_hash = ? AND expires_at > ?
-			AND user_id IN (SELECT id FROM users WHERE disabled = FALSE) RETURNING user_id`, tokenHash, millis(now)).Scan(&userID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: invitation: %w", dberr.ErrNotFound)
-		}
+		userID, _, err := tx.takeInvitation(ctx, tokenHash, now)
 		if err != nil {
-			return fmt.Errorf("store: take invitation: %w", err)
+			return err
 		}
 		if _, err := tx.exec(ctx, `UPDATE users SET password_hash = ?, must_change_password = FALSE WHERE id = ?`, passwordHash, userID); err != nil {
 			return fmt.Errorf("store: set password: %w", err)
@@ -163,6 +160,21 @@ func (s *Store) AcceptInvitation(ctx context.Context, e *AuditEntry, tokenHash, 
 		return tx.insertAudit(ctx, e)
 	})
 	return u, err
+}
+
+// takeInvitation deletes the invitation of tokenHash valid at now whose
+// user is enabled, and answers its user and organization
+// (dberr.ErrNotFound: none; of two transactions at once, one takes it).
+func (tx *Tx) takeInvitation(ctx context.Context, tokenHash string, now time.Time) (userID, orgID string, err error) {
+	err = tx.queryRow(ctx, `DELETE FROM user_invitations WHERE token_hash = ? AND expires_at > ?
+		AND user_id IN (SELECT id FROM users WHERE disabled = FALSE) RETURNING user_id, org_id`, tokenHash, millis(now)).Scan(&userID, &orgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("store: invitation: %w", dberr.ErrNotFound)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("store: take invitation: %w", err)
+	}
+	return userID, orgID, nil
 }
 
 // lockOperators answers the enabled instance operators (id and
@@ -283,4 +295,88 @@ func (s *Store) setUserFlag(ctx context.Context, ie *InstanceEvent, userID, colu
 // organization (disabled ones too), oldest first.
 func (s *Store) ListInstanceOperators(ctx context.Context) ([]ConsoleUser, error) {
 	return s.listConsoleUsers(ctx, "list instance operators", `u.instance_operator = TRUE`)
+}
+
+// ErrInvitationEmail refuses an invitation to a person whose e-mail
+// address is not the invited one.
+var ErrInvitationEmail = errors.New("store: the invitation is for another e-mail address")
+
+// ErrAlreadyMember refuses an invitation to a person who is a member of
+// the organization already.
+var ErrAlreadyMember = fmt.Errorf("store: the person is a member of the organization already: %w", dberr.ErrConflict)
+
+// AcceptInvitationAs accepts the invitation (tokenHash valid at now) as
+// personID, an existing person proved by its own sign-in with the
+// invited e-mail address: the person becomes a member of the
+// invitation's organization with the invited role, and the pending
+// invited account goes with its invitation (a link works once); e, the
+// Audit Trail entry, is recorded there with the person as its target
+// (invitedUserId in its summary). It answers the new membership. An
+// invitation that is used, expired or whose user is disabled or deleted
+// answers dberr.ErrNotFound; another address ErrInvitationEmail; a
+// person of the organization already ErrAlreadyMember; each changes
+// nothing.
+func (s *Store) AcceptInvitationAs(ctx context.Context, e *AuditEntry, tokenHash, personID string, now time.Time) (Membership, error) {
+	var m Membership
+	err := s.InTx(ctx, func(tx *Tx) error {
+		invitedID, orgID, err := tx.takeInvitation(ctx, tokenHash, now)
+		if err != nil {
+			return err
+		}
+		m.OrgID = orgID
+		if tx.s.engine == Postgres {
+			// A change of the person's memberships meanwhile (a join,
+			// onlyMember's checks) waits for this one.
+			if _, err := tx.exec(ctx, `SELECT id FROM users WHERE id IN (?, ?) ORDER BY id FOR UPDATE`, personID, invitedID); err != nil {
+				return fmt.Errorf("store: lock users: %w", err)
+			}
+		}
+		var personEmail, invitedEmail string
+		err = tx.queryRow(ctx, `SELECT p.email, i.email, m.role_id FROM users p, users i JOIN memberships m ON m.user_id = i.id AND m.org_id = ?
+			WHERE p.id = ? AND p.disabled = FALSE AND i.id = ?`, m.OrgID, personID, invitedID).Scan(&personEmail, &invitedEmail, &m.RoleID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: user: %w", dberr.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("store: read users: %w", err)
+		}
+		if !strings.EqualFold(personEmail, invitedEmail) {
+			return ErrInvitationEmail
+		}
+		var member int
+		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM memberships WHERE user_id = ? AND org_id = ?`, personID, m.OrgID).Scan(&member); err != nil {
+			return fmt.Errorf("store: read membership: %w", err)
+		}
+		if member > 0 {
+			return ErrAlreadyMember
+		}
+		// The invited account never signed in: it goes, unless whoever
+		// runs the server gave it another organization meanwhile.
+		others, err := tx.otherOrgs(ctx, m.OrgID, invitedID)
+		if err != nil {
+			return err
+		}
+		if others > 0 {
+			err = tx.removeMembership(ctx, m.OrgID, invitedID)
+		} else {
+			_, err = tx.exec(ctx, `DELETE FROM users WHERE id = ?`, invitedID)
+		}
+		if err != nil {
+			return fmt.Errorf("store: remove invited account: %w", err)
+		}
+		if err := tx.insertMembership(ctx, personID, m.OrgID, m.RoleID, now); err != nil {
+			return err
+		}
+		if err := tx.queryRow(ctx, `SELECT o.name, r.name FROM orgs o JOIN roles r ON r.org_id = o.id AND r.id = ? WHERE o.id = ?`,
+			m.RoleID, m.OrgID).Scan(&m.OrgName, &m.RoleName); err != nil {
+			return fmt.Errorf("store: read membership: %w", err)
+		}
+		e.OrgID, e.TargetType, e.TargetID = m.OrgID, "user", personID
+		if e.Summary == nil {
+			e.Summary = map[string]any{}
+		}
+		e.Summary["invitedUserId"] = invitedID
+		return tx.insertAudit(ctx, e)
+	})
+	return m, err
 }
