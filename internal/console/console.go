@@ -74,8 +74,8 @@ type Console struct {
 	patterns []string
 	// needs is the permission of each route that checks one (Allows).
 	needs map[string]perm.Permission
-	pages    map[string]*template.Template
-	now      func() time.Time
+	pages map[string]*template.Template
+	now   func() time.Time
 	// throttle counts failed sign-ins (shared with every replica).
 	throttle *auth.Throttle
 	// sso holds the OpenID providers' discovery documents (sso.go).
