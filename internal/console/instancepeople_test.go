@@ -197,6 +197,22 @@ func TestInstancePeopleOperatorsOnly(t *testing.T) {
 	if got := memberships(t, e, "alice@example.com"); strings.Join(got, " ") != strings.Join(before, " ") {
 		t.Errorf("memberships at the end: %v, want %v", got, before)
 	}
+	// The operator does not take itself out of the organization it works in.
+	self, err := admin.FindUser(ctx, e.Store, acme.ID, "op@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AddMembership(ctx, e.Store, admin.By{Actor: "test"}, self, globex.ID, store.RoleReadOnly); err != nil {
+		t.Fatal(err)
+	}
+	op.get("/console/")
+	op.post("/console/instance/people/"+self.ID+"/memberships/"+acme.ID+"/remove", url.Values{})
+	if kind, text := op.takeFlash(); kind != "error" || !strings.Contains(text, "switch to another of yours first") {
+		t.Errorf("the operator leaving the organization it works in: %s %q", kind, text)
+	}
+	if code, _ := op.get("/console/instance/people"); code != http.StatusOK {
+		t.Errorf("the operator's session after the refusal: %d", code)
+	}
 	if code, _ := a.get("/console/users"); code != http.StatusOK {
 		t.Errorf("alice's session in Acme after the refused removal: %d", code)
 	}

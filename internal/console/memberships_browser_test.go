@@ -177,6 +177,7 @@ func TestBrowserInstancePeople(t *testing.T) {
 		if got := tb.text("#person-memberships"); !strings.Contains(got, client.Name) || !strings.Contains(got, "Endpoints watcher") {
 			t.Fatalf("%s: the memberships:\n%s", size, got)
 		}
+		tb.visit(e.URL, "/console/instance/people/"+ann.ID, "person-member-"+size)
 		tb.do("remove Ann from "+client.Name, acceptConfirms(),
 			chromedp.Click(chromedp.CSS(`form[action$="/memberships/`+client.ID+`/remove"] button`)),
 			chromedp.WaitVisible(chromedp.CSS("main .flash")))
