@@ -76,6 +76,18 @@ func AddMembership(ctx context.Context, s *store.Store, by By, u store.ConsoleUs
 	return ListedUser(ctx, s, o.ID, u.ID)
 }
 
+// RemoveMembership takes the person u out of its organization u.OrgID
+// (its sessions there end), recorded there as user.delete with
+// membershipOnly; the person's only organization is refused: the account
+// goes only with its last membership (DeletePerson).
+func RemoveMembership(ctx context.Context, s *store.Store, by By, u store.ConsoleUser) error {
+	err := s.RemoveMembership(ctx, by.entry(u, "user.delete", nil), u.OrgID, u.ID)
+	if errors.Is(err, store.ErrLastMembership) {
+		return fmt.Errorf("%s belongs to no other organization: delete the account on that organization's Users page instead: %w", u.Email, err)
+	}
+	return err
+}
+
 // DefaultInvitationTTL is how long an invitation's link works unless told.
 const DefaultInvitationTTL = 72 * time.Hour
 

@@ -489,6 +489,22 @@ func userAdminCommands() []adminCommand {
 			return admin.AddMembership(c.ctx, s, admin.By{Actor: admin.ActorCLI}, u, *toOrg, *role)
 		}
 	}})
+	cmds = append(cmds, adminCommand{"user member-remove", func(c adminContext, fs *flag.FlagSet) adminRun {
+		email, org := emailAndOrg(fs, "the person's e-mail address")
+		return func(s *store.Store) (any, error) {
+			if *org == "" {
+				return nil, usagef("--org (the organization the person leaves) is required")
+			}
+			u, err := admin.FindUser(c.ctx, s, *org, *email)
+			if err != nil {
+				return nil, err
+			}
+			if err := admin.RemoveMembership(c.ctx, s, admin.By{Actor: admin.ActorCLI}, u); err != nil {
+				return nil, err
+			}
+			return map[string]any{"email": u.Email, "leftOrgId": u.OrgID}, nil
+		}
+	}})
 	cmds = append(cmds,
 		userChange("role", func(c adminContext, fs *flag.FlagSet) func(*store.Store, admin.By, store.ConsoleUser) error {
 			role := fs.String("role", "", "role id or name")

@@ -62,6 +62,7 @@ Usage:
   patchd admin user reset-password --email E --password-stdin [--must-change=false] [--org ORG]   (one-time by default)
   patchd admin user reset-mfa --email E [--org ORG]   (removes the authenticator app, recovery codes and passkeys)
   patchd admin user member-add --email E [--org ORG] --to-org ORG --role ROLE   (the person joins another organization)
+  patchd admin user member-remove --email E --org ORG   (the person leaves ORG; never its only organization)
   patchd admin org second-factor --org ORG --require=true|false   (password users must set up a second factor)
   patchd admin user operator list
   patchd admin user create-orgs grant|revoke --email E [--org ORG]   (the person may create organizations from the console and API)

@@ -60,6 +60,16 @@ func TestPeopleCommands(t *testing.T) {
 	if l := ok("", "admin", "user", "list", "--org", "Acme"); l["total"].(float64) != 2 {
 		t.Errorf("list: %v", l)
 	}
+	// Leaving Globex keeps the account; its only organization is refused.
+	fail("--org", "admin", "user", "member-remove", "--email", "alice@example.com")
+	ok("", "admin", "user", "member-remove", "--email", "alice@example.com", "--org", "Globex")
+	if l := ok("", "admin", "user", "list", "--org", "Globex"); l["total"].(float64) != 0 {
+		t.Errorf("Globex's members after member-remove: %v", l)
+	}
+	fail("no other organization", "admin", "user", "member-remove", "--email", "alice@example.com", "--org", "Acme")
+	if l := ok("", "admin", "user", "list", "--org", "Acme"); l["total"].(float64) != 2 {
+		t.Errorf("Acme's members after a refused member-remove: %v", l)
+	}
 
 	// A console write with its address.
 	ctx := context.Background()

@@ -72,8 +72,10 @@ type Console struct {
 	mux   *http.ServeMux
 	// patterns are the routes registered on mux (Routes).
 	patterns []string
-	pages    map[string]*template.Template
-	now      func() time.Time
+	// needs is the permission of each route that checks one (Allows).
+	needs map[string]perm.Permission
+	pages map[string]*template.Template
+	now   func() time.Time
 	// throttle counts failed sign-ins (shared with every replica).
 	throttle *auth.Throttle
 	// sso holds the OpenID providers' discovery documents (sso.go).
@@ -241,6 +243,7 @@ func (c *Console) routes() {
 	c.page("GET /console/feeds", feedsView, c.feedsPage)
 	c.upload("POST /console/feeds", operatorOnly, MaxFeedUpload, c.feedUpload)
 	c.page("GET /console/instance/audit", operatorOnly, c.instanceAuditPage)
+	c.instancePeopleRoutes()
 	c.ssoRoutes()
 
 	c.handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -268,26 +271,41 @@ const (
 	feedsView = perm.Permission(1 << 13)
 )
 
-// can tells whether the session's user holds p (adminOnly: every
-// permission; operatorOnly: an instance operator).
+// can tells whether the session's user holds p.
 func (s *session) can(p perm.Permission) bool {
+	return permits(p, s.User.Permissions, s.User.InstanceOperator)
+}
+
+// permits tells whether a role's permissions (and being an instance
+// operator) hold p (adminOnly: every permission; operatorOnly: an
+// instance operator).
+func permits(p perm.Permission, role perm.Set, operator bool) bool {
 	switch p {
 	case 0:
 		return true
 	case adminOnly:
-		return s.User.Permissions&perm.All == perm.All
+		return role&perm.All == perm.All
 	case operatorOnly:
-		return s.User.InstanceOperator
+		return operator
 	case feedsView:
-		return s.User.InstanceOperator || s.User.Permissions.Has(perm.VulnerabilitiesView)
+		return operator || role.Has(perm.VulnerabilitiesView)
 	}
-	return s.User.Permissions.Has(p)
+	return role.Has(p)
+}
+
+// Allows tells whether a person whose role in the session's organization
+// holds role (and who is an instance operator, or not) passes the
+// permission check of the route pattern, as Routes names it; checked is
+// false for a route that checks none (sign-in steps, static files).
+func (c *Console) Allows(pattern string, role perm.Set, operator bool) (allowed, checked bool) {
+	p, checked := c.needs[pattern]
+	return checked && permits(p, role, operator), checked
 }
 
 // denied is the message of a page the session's user may not open or use.
 func (s *session) denied(p perm.Permission) string {
 	if p == operatorOnly {
-		return "Only an instance operator may do this: the vulnerability feeds and the instance's Audit Trail are shared by every organization of this server, so no organization role reaches them. An operator grants it with patchd admin user operator grant."
+		return "Only an instance operator may do this: the vulnerability feeds, the instance's Audit Trail and people's memberships across organizations belong to every organization of this server, so no organization role reaches them. An operator grants it with patchd admin user operator grant."
 	}
 	return "Your role (" + s.User.RoleName + ") does not allow this."
 }
@@ -331,6 +349,10 @@ func (c *Console) upload(pattern string, p perm.Permission, maxBody int64, h han
 }
 
 func (c *Console) pageLimit(pattern string, p perm.Permission, maxBody int64, h handler) {
+	if c.needs == nil {
+		c.needs = map[string]perm.Permission{}
+	}
+	c.needs[pattern] = p
 	c.handleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.session(w, r)
 		if err != nil {

@@ -141,7 +141,7 @@ func TestDashboardNumbersLeadToTheirLists(t *testing.T) {
 	}
 }
 
-func ptr(s string) *string { return &s }
+func ptr[T any](v T) *T { return &v }
 
 // withFeeds is a server whose vulnerability feeds are the project's
 // fixtures, matched every 50 ms, with the administrator alice@example.com.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
+	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
 )
 
@@ -127,6 +128,64 @@ func TestBrowserOrgCreate(t *testing.T) {
 		}
 		if got := tb.text("#orgs tbody"); !strings.Contains(got, name) || !strings.Contains(got, "Administrator") {
 			t.Fatalf("%s: the organizations table:\n%s", size, got)
+		}
+	}
+}
+
+// TestBrowserInstancePeople: in Chromium, at 1440 and 390 px, an instance
+// operator finds Ann on the people page, adds her to an organization with
+// a custom role and takes her out again; both pages pass axe-core and fit
+// a phone.
+func TestBrowserInstancePeople(t *testing.T) {
+	tb := newTab(t)
+	e := apitest.New(t)
+	ctx := context.Background()
+	if _, err := admin.CreateOperator(ctx, e.Store, "test", admin.InstanceActor{Actor: "test"}, e.Org.ID, "op@example.com", store.RoleAdministrator, password); err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, e, e.Org, "ann@example.com", store.RoleAdministrator)
+	ann, err := admin.FindUser(ctx, e.Store, e.Org.ID, "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.signInWithPassword(e.URL, "op@example.com", "/console/instance/people", "#instance-people")
+	for _, size := range []string{"desktop", "phone"} {
+		if size == "phone" {
+			tb.onPhone()
+		}
+		client := e.NewOrg("Client " + size)
+		watcher, err := e.Store.CreateRole(ctx, client.ID, "Endpoints watcher", perm.Set(perm.EndpointsView))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.visit(e.URL, "/console/instance/people?q=ann", "people-"+size)
+		tb.fitsWidth("the people page (" + size + ")")
+		tb.do("open Ann", chromedp.Click(chromedp.CSS(`#instance-people a[href="/console/instance/people/`+ann.ID+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS("#membership-add")))
+		tb.visit(e.URL, "/console/instance/people/"+ann.ID, "person-"+size)
+		tb.fitsWidth("the person's page (" + size + ")")
+		tb.do("add Ann to "+client.Name,
+			chromedp.SetValue(chromedp.CSS("#mto"), client.ID+"/"+watcher.ID),
+			chromedp.Click(chromedp.CSS(`#membership-add button[type="submit"]`)),
+			chromedp.WaitVisible(chromedp.CSS("main .flash")))
+		tb.accessible("the person's page after the add (" + size + ")")
+		tb.fitsWidth("the person's page after the add (" + size + ")")
+		tb.screenshot("person-added-" + size)
+		if got := tb.text("main .flash"); got != "ann@example.com is now a member of "+client.Name+" as Endpoints watcher." {
+			t.Fatalf("%s: the message says %q", size, got)
+		}
+		if got := tb.text("#person-memberships"); !strings.Contains(got, client.Name) || !strings.Contains(got, "Endpoints watcher") {
+			t.Fatalf("%s: the memberships:\n%s", size, got)
+		}
+		tb.visit(e.URL, "/console/instance/people/"+ann.ID, "person-member-"+size)
+		tb.do("remove Ann from "+client.Name, acceptConfirms(),
+			chromedp.Click(chromedp.CSS(`form[action$="/memberships/`+client.ID+`/remove"] button`)),
+			chromedp.WaitVisible(chromedp.CSS("main .flash")))
+		if got := tb.text("main .flash"); got != "ann@example.com is no longer a member of "+client.Name+"." {
+			t.Fatalf("%s: the message says %q", size, got)
+		}
+		if got := tb.text("#person-memberships"); strings.Contains(got, client.Name) {
+			t.Fatalf("%s: the memberships after the removal:\n%s", size, got)
 		}
 	}
 }

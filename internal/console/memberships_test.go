@@ -2,21 +2,32 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/patchd/patchd/agentproto"
+	"github.com/patchd/patchd/apiv1"
 	"github.com/patchd/patchd/internal/admin"
 	"github.com/patchd/patchd/internal/apitest"
 	"github.com/patchd/patchd/internal/perm"
 	"github.com/patchd/patchd/internal/store"
+	"github.com/patchd/patchd/internal/store/storetest"
 )
 
 // enrollIn enrolls an endpoint in org (through an enrollment token of it).
 func enrollIn(t *testing.T, e *apitest.Env, org store.Org, uid, hostname string) string {
+	t.Helper()
+	return enrollAgent(t, e, org, uid, hostname).ID
+}
+
+// enrollAgent is enrollIn answering the agent.
+func enrollAgent(t *testing.T, e *apitest.Env, org store.Org, uid, hostname string) *apitest.Agent {
 	t.Helper()
 	tok, err := admin.CreateEnrollToken(context.Background(), e.Store, "test", org.ID, 0)
 	if err != nil {
@@ -25,7 +36,7 @@ func enrollIn(t *testing.T, e *apitest.Env, org store.Org, uid, hostname string)
 	keep := e.EnrollToken
 	e.EnrollToken = tok.Token
 	defer func() { e.EnrollToken = keep }()
-	return e.Enroll(uid, hostname, "windows").ID
+	return e.Enroll(uid, hostname, "windows")
 }
 
 var consoleLink = regexp.MustCompile(`href="(/console/[^"#]*)"`)
@@ -186,6 +197,9 @@ func TestMembershipsSwitchAndIsolationWalk(t *testing.T) {
 	if _, ok := acmePages["/console/endpoints/"+acmePC]; !ok {
 		t.Error("the walk missed the endpoint's detail page")
 	}
+	if reports := reportsOf(acmePages); len(reports) < 4 || len(reports) != 2*len(slices.DeleteFunc(slices.Clone(reports), func(p string) bool { return strings.HasSuffix(p, ".csv") })) {
+		t.Errorf("the walk opened the reports %v, want each with its CSV", reports)
+	}
 
 	// Switching to Initech (not hers) is refused; to Globex works.
 	if code, _, _ := b.post("/console/org", url.Values{"org": {initech.ID}}); code != http.StatusSeeOther {
@@ -197,24 +211,14 @@ func TestMembershipsSwitchAndIsolationWalk(t *testing.T) {
 	if code, loc, _ := b.post("/console/org", url.Values{"org": {globex.ID}}); code != http.StatusSeeOther || loc != "/console/" {
 		t.Fatalf("switch to Globex: %d %s", code, loc)
 	}
-	check(globex, acme, false)
+	if reports := reportsOf(check(globex, acme, false)); len(reports) < 4 {
+		t.Errorf("the walk in Globex (Read-only) opened the reports %v", reports)
+	}
 	if code, _ := b.get("/console/endpoints/" + acmePC); code != http.StatusNotFound {
 		t.Errorf("Globex: Acme's endpoint answered %d, want 404", code)
 	}
 	// Every write of the route table beyond Read-only is refused in Globex.
-	b.get("/console/")
-	for _, route := range e.Server.Console().Routes() {
-		method, path, _ := strings.Cut(route, " ")
-		if method != "POST" || strings.HasPrefix(path, "/console/account") || strings.HasPrefix(path, "/console/signin") ||
-			strings.HasPrefix(path, "/console/login") || strings.HasPrefix(path, "/console/invitation") ||
-			slicesContains([]string{"/console/org", "/console/logout", "/console/setup", "/console/sso"}, path) {
-			continue
-		}
-		p := strings.NewReplacer("{id}", acmePC, "{op}", "delete", "{cve}", "CVE-2023-4863", "{delivery}", "x", "{key...}", "k").Replace(path)
-		if code, _, _ := b.post(p, url.Values{"name": {"x"}}); code != http.StatusForbidden {
-			t.Errorf("Globex (Read-only): POST %s answered %d, want 403", p, code)
-		}
-	}
+	writesBeyond(t, e, b, "Globex (Read-only)", perm.ReadOnly, acmePC)
 	// The view across organizations: one line per organization of Ann,
 	// each figure read under her role there; a number opens that
 	// organization's list.
@@ -239,11 +243,13 @@ func TestMembershipsSwitchAndIsolationWalk(t *testing.T) {
 	if want := "Acme,Administrator,1,100,0,0,0\nGlobex,Endpoints watcher,1,,,,0\n"; !strings.HasSuffix(csvBody, want) {
 		t.Errorf("the report after Globex's role change:\n%s\nwant its end\n%s", csvBody, want)
 	}
-	for _, p := range []string{"/console/updates", "/console/vulnerabilities", "/console/runs", "/console/reports"} {
+	for _, p := range append([]string{"/console/updates", "/console/vulnerabilities", "/console/runs", "/console/reports"}, reportsOf(acmePages)...) {
 		if code, _ := b.get(p); code != http.StatusForbidden {
 			t.Errorf("Globex (Endpoints watcher): GET %s answered %d, want 403", p, code)
 		}
 	}
+	check(globex, acme, false)
+	writesBeyond(t, e, b, "Globex (Endpoints watcher)", watcher.Permissions, acmePC)
 	b.get("/console/organizations")
 	if code, loc, _ := b.post("/console/org", url.Values{"org": {acme.ID}, "next": {"/console/endpoints"}}); code != http.StatusSeeOther || loc != "/console/endpoints" {
 		t.Fatalf("a number of Acme's line: %d %s", code, loc)
@@ -279,6 +285,65 @@ func TestMembershipsSwitchAndIsolationWalk(t *testing.T) {
 	}
 }
 
+// consoleWrites are the POST routes of the console's route table that
+// change an organization (the sign-in steps, the person's own account,
+// the switch and the sign-out left out).
+func consoleWrites(e *apitest.Env) []string {
+	var out []string
+	for _, route := range e.Server.Console().Routes() {
+		method, path, _ := strings.Cut(route, " ")
+		if method != "POST" || strings.HasPrefix(path, "/console/account") || strings.HasPrefix(path, "/console/signin") ||
+			strings.HasPrefix(path, "/console/login") || strings.HasPrefix(path, "/console/invitation") ||
+			slicesContains([]string{"/console/org", "/console/logout", "/console/setup", "/console/sso"}, path) {
+			continue
+		}
+		out = append(out, route)
+	}
+	return out
+}
+
+// writesBeyond posts every write of the route table that the role (of a
+// person who is no instance operator) does not allow, as the console
+// itself decides it (Console.Allows), aimed at the endpoint id; each must
+// answer 403.
+func writesBeyond(t *testing.T, e *apitest.Env, b *browser, who string, role perm.Set, endpointID string) {
+	t.Helper()
+	b.get("/console/")
+	refused := 0
+	for _, route := range consoleWrites(e) {
+		allowed, checked := e.Server.Console().Allows(route, role, false)
+		if !checked {
+			t.Errorf("%s: the console route %s checks no permission", who, route)
+		}
+		if allowed {
+			continue
+		}
+		_, path, _ := strings.Cut(route, " ")
+		p := strings.NewReplacer("{id}", endpointID, "{op}", "delete", "{org}", "x", "{cve}", "CVE-2023-4863", "{delivery}", "x", "{key...}", "k").Replace(path)
+		if code, _, _ := b.post(p, url.Values{"name": {"x"}}); code != http.StatusForbidden {
+			t.Errorf("%s: POST %s answered %d, want 403", who, p, code)
+		}
+		refused++
+	}
+	if refused < 20 {
+		t.Errorf("%s: %d writes beyond the role, want the route table's", who, refused)
+	}
+}
+
+// reportsOf are the report pages and CSV downloads a walk opened.
+func reportsOf(pages map[string]struct {
+	code int
+	body string
+}) []string {
+	var out []string
+	for _, p := range slicesOfKeys(pages) {
+		if strings.HasPrefix(p, "/console/reports/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func slicesContains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -286,4 +351,169 @@ func slicesContains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// orgObjects makes one of each object of the organization that a console
+// write names by its id, through the REST API as the organization's
+// administrator would, and answers their ids by the part of the console
+// path they stand for ("endpoints", "groups", …).
+func orgObjects(t *testing.T, e *apitest.Env, org store.Org, member string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Client(org, perm.All)
+	ag := enrollAgent(t, e, org, "m-"+org.Name, strings.ToLower(org.Name)+"-secret-pc")
+	grp, err := c.CreateGroup(ctx, apiv1.GroupBody{Name: ptr(org.Name + " group"), MachineIDs: &[]string{ag.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	au, err := c.CreateAutomation(ctx, apiv1.AutomationBody{Name: org.Name + " reboot", ActionType: "REBOOT",
+		Payload: json.RawMessage(`{"message":"bye","timeoutSeconds":60}`), TargetMode: ptr("all"), ScheduleKind: ptr("RECURRING"),
+		Kind: ptr("SCHEDULED"), Freq: ptr("DAILY"), AtTime: ptr("23:30"), WindowMinutes: ptr(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := c.CreateScript(ctx, apiv1.ScriptBody{Name: ptr(org.Name + "-script"), Language: ptr("sh"), Code: ptr("true")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := c.CreateRole(ctx, apiv1.RoleBody{Name: org.Name + " watcher", Permissions: []string{"endpoints.view"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, err := c.CreateAlertRule(ctx, apiv1.AlertRuleBody{Name: org.Name + " rule", Trigger: "NEW_ENDPOINT", EmailTo: ptr("ops@example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.CreateEnrollToken(ctx, e.Store, "test", org.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := admin.FindUser(ctx, e.Store, org.ID, member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := e.Queue(org, agentproto.TypeReboot, agentproto.RebootPayload{Message: "m", TimeoutSeconds: 60}, ag)
+	return map[string]string{
+		"endpoints": ag.ID, "groups": grp.Group.ID, "automations": au.Automation.ID, "scripts": sc.ID, "runs": run.RunID,
+		"users": u.ID, "instance/people": u.ID, "roles": role.ID, "credentials": e.Credential(org, perm.ReadOnly).ID,
+		"enrollment": tok.ID, "alerts": rule.Rule.ID,
+	}
+}
+
+// orgParam matches a path parameter that names an organization's object
+// (a CVE, an update key or a report file are everyone's names).
+var orgParam = regexp.MustCompile(`\{(id|org|delivery|op)\}`)
+
+// aimedAt fills the parameters of a console write with the objects of
+// another organization: each path of the route (one per operation for
+// {op}), or none when the route names no object of an organization. The
+// object is found by the path's part after /console/, so a new route
+// names an object of orgObjects or fails the test.
+func aimedAt(t *testing.T, pattern string, objects map[string]string, orgID string) []string {
+	t.Helper()
+	if !orgParam.MatchString(pattern) {
+		return nil
+	}
+	kind, _, _ := strings.Cut(strings.TrimPrefix(pattern, "/console/"), "/{")
+	id, ok := objects[kind]
+	if !ok {
+		t.Errorf("POST %s: no object of the other organization for %q (add one to orgObjects)", pattern, kind)
+		return nil
+	}
+	ops := []string{""}
+	if strings.Contains(pattern, "{op}") {
+		ops = []string{"delete", "disable", "enable", "role", "password", "reset-mfa", "update", "revoke"}
+	}
+	var out []string
+	for _, op := range ops {
+		out = append(out, strings.NewReplacer("{id}", id, "{org}", orgID, "{delivery}", "x", "{op}", op).Replace(pattern))
+	}
+	return out
+}
+
+// TestMembershipsWritesStayInTheirOrganization: Ann, Administrator of
+// Acme and Read-only in Globex, posts every write of the console's route
+// table from Acme aimed at Initech's objects (its endpoint, group,
+// automation, script, run, user, role, credential, enrollment token and
+// alert rule in the path; its ids in the forms of the others). Each aimed
+// write is refused (4xx, or back to the page with an error), none answers
+// 5xx, and Initech's and Globex's rows are the same afterwards.
+func TestMembershipsWritesStayInTheirOrganization(t *testing.T) {
+	s, dbURL := storetest.OpenURL(t)
+	e := apitest.NewOn(t, s)
+	ctx := context.Background()
+	acme := e.Org
+	globex, initech := e.NewOrg("Globex"), e.NewOrg("Initech")
+	addUser(t, e, acme, "ann@example.com", store.RoleAdministrator)
+	ann, err := admin.FindUser(ctx, e.Store, acme.ID, "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AddMembership(ctx, e.Store, admin.By{Actor: "test"}, ann, globex.ID, store.RoleReadOnly); err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, e, initech, "carol@initech.example", store.RoleAdministrator)
+	addUser(t, e, globex, "erin@globex.example", store.RoleAdministrator)
+	initechObjects := orgObjects(t, e, initech, "carol@initech.example")
+	orgObjects(t, e, globex, "erin@globex.example")
+	orgObjects(t, e, acme, "ann@example.com")
+
+	b := newBrowser(t, e.URL)
+	b.signIn("ann@example.com")
+	if _, body := b.get("/console/users"); !strings.Contains(body, "Acme watcher") {
+		t.Fatal("Ann does not work in Acme")
+	}
+	// The server's vulnerability matching works through the endpoints
+	// enrolled on its own: the rows are compared once it is done.
+	for _, o := range []store.Org{initech, globex} {
+		waitFor(t, o.Name+"'s vulnerability matching", func() bool {
+			return strings.HasPrefix(storetest.OrgRows(t, dbURL, o.ID)["vuln_dirty"], "0 rows")
+		})
+	}
+	before := map[string]map[string]string{initech.Name: storetest.OrgRows(t, dbURL, initech.ID), globex.Name: storetest.OrgRows(t, dbURL, globex.ID)}
+	form := func() url.Values {
+		id := initechObjects
+		return url.Values{"name": {"x"}, "endpointIds": {id["endpoints"]}, "machineIds": {id["endpoints"]}, "groupId": {id["groups"]},
+			"scriptId": {id["scripts"]}, "script": {id["scripts"]}, "role": {id["roles"]}, "org": {initech.ID}, "to": {initech.ID + "/" + id["roles"]},
+			"targetMode": {"group"}, "actionType": {"REBOOT"}}
+	}
+	aimed := 0
+	for _, route := range consoleWrites(e) {
+		_, pattern, _ := strings.Cut(route, " ")
+		paths := aimedAt(t, pattern, initechObjects, initech.ID)
+		for _, p := range paths {
+			b.get("/console/")
+			code, loc, _ := b.post(p, form())
+			kind, text := b.takeFlash()
+			switch {
+			case code >= 400 && code < 500:
+			case code == http.StatusSeeOther && kind == "error":
+			default:
+				t.Errorf("Acme: POST %s (Initech's) answered %d %s %s %q, want a refusal", p, code, loc, kind, text)
+			}
+			aimed++
+		}
+		if paths == nil {
+			b.get("/console/")
+			if code, _, _ := b.post(pattern, form()); code >= 500 {
+				t.Errorf("Acme: POST %s with Initech's ids answered %d", pattern, code)
+			}
+			b.takeFlash()
+		}
+	}
+	if aimed < 30 {
+		t.Errorf("%d writes aimed at Initech's objects, want every one of the route table", aimed)
+	}
+	for name, rows := range before {
+		id := map[string]string{initech.Name: initech.ID, globex.Name: globex.ID}[name]
+		after := storetest.OrgRows(t, dbURL, id)
+		for _, table := range slicesOfKeys(after) {
+			if after[table] != rows[table] {
+				t.Errorf("Acme's writes changed %s's %s: %s, were %s", name, table, after[table], rows[table])
+			}
+		}
+	}
+	if a, _ := e.Store.ListAudit(ctx, acme.ID, store.AuditFilter{Actor: "user:ann@example.com"}); len(a) == 0 {
+		t.Error("none of Acme's writes reached Acme: the walk posted nothing that works")
+	}
 }

@@ -50,6 +50,7 @@ var menu = []navSection{
 		{Key: "users", Label: "Users & API Credentials", Href: "/console/users", Need: "admin"},
 		{Key: "sso", Label: "Single sign-on", Href: "/console/settings/sso", Need: "admin"},
 		{Key: "feeds", Label: "Vulnerability feeds", Href: "/console/feeds", Need: "feeds"},
+		{Key: "instance-people", Label: "People & organizations", Href: "/console/instance/people", Need: "operator"},
 		{Key: "instance-audit", Label: "Instance audit", Href: "/console/instance/audit", Need: "operator"},
 	}},
 }

@@ -79,6 +79,10 @@ var consoleOwn = []string{
 	// organization's (patchd admin feeds import; the feeds sync by
 	// themselves).
 	"POST /console/feeds",
+	// The instance operator's memberships across organizations are
+	// server-wide too (patchd admin user member-add and member-remove; an
+	// API credential belongs to one organization).
+	"POST /console/instance/people/{id}/memberships", "POST /console/instance/people/{id}/memberships/{org}/remove",
 }
 
 // consoleGaps are forms without an API operation yet, each with what is

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/patchd/patchd/internal/dberr"
@@ -297,4 +298,96 @@ func (s *Store) JoinAccounts(ctx context.Context, keepID, otherID string, entry 
 		return nil
 	})
 	return joined, err
+}
+
+// ErrLastMembership refuses to take a person out of its only
+// organization: the account goes only with its last membership, deleted
+// on that organization's Users page.
+var ErrLastMembership = fmt.Errorf("the person's only organization: delete the account on that organization's Users page instead: %w", dberr.ErrConflict)
+
+// RemoveMembership takes the person out of the organization orgID (its
+// sessions there end) and records e there (user.delete with
+// membershipOnly), refusing (ErrLastMembership) when it is the person's
+// only organization.
+func (s *Store) RemoveMembership(ctx context.Context, e *AuditEntry, orgID, userID string) error {
+	return s.Audited(ctx, e, func(tx *Tx) error {
+		if tx.s.engine == Postgres {
+			// Another removal committing meanwhile would leave none.
+			if _, err := tx.exec(ctx, `SELECT id FROM users WHERE id = ? FOR UPDATE`, userID); err != nil {
+				return fmt.Errorf("store: lock user: %w", err)
+			}
+		}
+		others, err := tx.otherOrgs(ctx, orgID, userID)
+		if err != nil {
+			return err
+		}
+		if others == 0 {
+			return fmt.Errorf("store: %w", ErrLastMembership)
+		}
+		if e.Summary == nil {
+			e.Summary = map[string]any{}
+		}
+		e.Summary["membershipOnly"] = true
+		e.OrgID, e.TargetType, e.TargetID = orgID, "user", userID
+		return tx.removeMembership(ctx, orgID, userID)
+	})
+}
+
+// Person is an account with every organization it belongs to.
+type Person struct {
+	ID               string
+	Email            string
+	Disabled         bool
+	InstanceOperator bool
+	Memberships      []Membership
+}
+
+// ListPeople lists the people of the instance whose e-mail address holds
+// match (every one for ""), by address, at most limit of them, each with
+// its memberships by organization name.
+func (s *Store) ListPeople(ctx context.Context, match string, limit int) ([]Person, error) {
+	pattern := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(match)) + "%"
+	return s.people(ctx, "list people", `u.id IN (SELECT pu.id FROM users pu WHERE LOWER(pu.email) LIKE ? ESCAPE '\' AND
+		EXISTS (SELECT 1 FROM memberships pm WHERE pm.user_id = pu.id) ORDER BY pu.email, pu.id LIMIT ?)`, pattern, limit)
+}
+
+// PersonByID reads one person with its memberships.
+func (s *Store) PersonByID(ctx context.Context, id string) (Person, error) {
+	out, err := s.people(ctx, "read person", `u.id = ?`, id)
+	if err != nil {
+		return Person{}, err
+	}
+	if len(out) == 0 {
+		return Person{}, fmt.Errorf("store: person: %w", dberr.ErrNotFound)
+	}
+	return out[0], nil
+}
+
+func (s *Store) people(ctx context.Context, what, where string, args ...any) ([]Person, error) {
+	rows, err := s.query(ctx, `SELECT u.id, u.email, u.disabled, u.instance_operator, m.org_id, o.name, m.role_id, r.name, r.permissions
+		FROM users u JOIN memberships m ON m.user_id = u.id JOIN orgs o ON o.id = m.org_id JOIN roles r ON r.id = m.role_id
+		WHERE `+where+` ORDER BY u.email, u.id, o.name, o.id`, args...)
+	var out []Person
+	if err := eachRow(rows, err, func(r *sql.Rows) error {
+		var p Person
+		var m Membership
+		var permText string
+		if err := r.Scan(&p.ID, &p.Email, &p.Disabled, &p.InstanceOperator, &m.OrgID, &m.OrgName, &m.RoleID, &m.RoleName, &permText); err != nil {
+			return err
+		}
+		var err error
+		if m.Permissions, err = perm.Parse(permText); err != nil {
+			return err
+		}
+		if n := len(out); n > 0 && out[n-1].ID == p.ID {
+			out[n-1].Memberships = append(out[n-1].Memberships, m)
+			return nil
+		}
+		p.Memberships = []Membership{m}
+		out = append(out, p)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
 }
