@@ -241,25 +241,10 @@ func (c *Console) joinPasskeyOptions(w http.ResponseWriter, r *http.Request, s *
 	if err != nil {
 		return err
 	}
-	rp, err := c.relyingParty(r)
-	if err != nil {
-		return passkeyUnavailable(err)
-	}
-	keys, err := c.store.ListPasskeys(r.Context(), other.OrgID, other.ID)
-	if err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		return badRequest("The other account has no passkey any more: join it with its password and a code of its authenticator app.")
-	}
-	opts, cer, err := rp.BeginJoin(other, keys, pending)
-	if err != nil {
-		return err
-	}
-	if err := c.keepCeremony(r.Context(), s, cer); err != nil {
-		return err
-	}
-	return writeJSON(w, opts)
+	return c.askPasskey(w, r, s, other, "The other account has no passkey any more: join it with its password and a code of its authenticator app.",
+		func(rp *passkey.RelyingParty, keys []store.Passkey) (any, passkey.Ceremony, error) {
+			return rp.BeginJoin(other, keys, pending)
+		})
 }
 
 // joinPasskey checks the browser's assertion for the session's pending
