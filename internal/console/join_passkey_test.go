@@ -109,6 +109,15 @@ func TestJoinPasskeyOnlyAccount(t *testing.T) {
 	if annGlobex.Passkeys != 1 || annGlobex.TOTP || annAcme.ID == "" {
 		t.Fatalf("ann's accounts: %+v", accounts())
 	}
+	// At an IP address, where browsers refuse passkeys: the password step
+	// says so.
+	ip := newBrowser(t, e.URL)
+	ip.signInAs("ann@example.com", acmePassword)
+	if code, body := ip.joinPassword(password, ""); code != http.StatusConflict || !strings.Contains(body, "refuse passkeys at an IP address") ||
+		strings.Contains(body, `id="join-passkey"`) {
+		t.Errorf("the password step at an IP address: %d\n%.2000s", code, body)
+	}
+
 	a := newBrowser(t, base)
 	a.from = "203.0.113.30"
 	a.signInAs("ann@example.com", acmePassword)

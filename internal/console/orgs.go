@@ -175,8 +175,12 @@ func (c *Console) accountJoin(w http.ResponseWriter, r *http.Request, s *session
 		// answer to which counts on its own.
 		attempt.Release(context.WithoutCancel(r.Context()))
 		if !passkey.Possible(c.cfg.BaseURL, r.Host) {
-			return show(http.StatusConflict, "The other account's second factor is a passkey, and browsers refuse passkeys at an IP address: "+
-				"open the console at localhost or at the name given with --base-url to join it.")
+			msg := "The other account's second factor is a passkey, and browsers refuse passkeys at an IP address: " +
+				"open the console at localhost or at the name given with --base-url to join it"
+			if other.TOTP {
+				msg += ", or enter a code of its authenticator app with the password"
+			}
+			return show(http.StatusConflict, msg+".")
 		}
 		if err := c.keepCeremony(r.Context(), s, passkey.PendingJoin(other.ID, c.now().Add(passkey.CeremonyTimeout))); err != nil {
 			return err
