@@ -460,6 +460,9 @@ type accountData struct {
 	PasswordError string
 	// JoinError is the refusal of the form that joins another account.
 	JoinError string
+	// JoinPasskey: the other account's password is proved, and one of its
+	// passkeys is asked for next.
+	JoinPasskey bool
 	// SSO is the organization's enabled single sign-on, if any: its
 	// provider, and whether the user is linked to an account of it.
 	SSO *accountSSO

@@ -74,7 +74,7 @@ var consoleOwn = []string{
 	"POST /console/account/passkeys/{id}/rename", "POST /console/account/passkeys/{id}/remove",
 	// The person's own organizations: switching the session, joining an
 	// account (an API credential belongs to one organization).
-	"POST /console/org", "POST /console/account/join",
+	"POST /console/org", "POST /console/account/join", "POST /console/account/join/passkey/options", "POST /console/account/join/passkey",
 	// The instance operator's feed upload is server-wide, not an
 	// organization's (patchd admin feeds import; the feeds sync by
 	// themselves).

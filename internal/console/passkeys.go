@@ -353,18 +353,29 @@ func (c *Console) reprovePassword(w http.ResponseWriter, r *http.Request, s *ses
 // passkeySignInOptions starts the second-factor step with a passkey: the
 // options of navigator.credentials.get, listing the user's passkeys.
 func (c *Console) passkeySignInOptions(w http.ResponseWriter, r *http.Request, s *session) error {
+	return c.askPasskey(w, r, s, s.User, "You have no passkey: enter the code of your authenticator app.",
+		func(rp *passkey.RelyingParty, keys []store.Passkey) (any, passkey.Ceremony, error) {
+			return rp.BeginSignIn(s.User, keys)
+		})
+}
+
+// askPasskey answers the options of navigator.credentials.get that begin
+// makes for the passkeys of u, and keeps the ceremony on the session; u
+// without a passkey is refused with none.
+func (c *Console) askPasskey(w http.ResponseWriter, r *http.Request, s *session, u store.ConsoleUser, none string,
+	begin func(*passkey.RelyingParty, []store.Passkey) (any, passkey.Ceremony, error)) error {
 	rp, err := c.relyingParty(r)
 	if err != nil {
 		return passkeyUnavailable(err)
 	}
-	keys, err := c.store.ListPasskeys(r.Context(), s.User.OrgID, s.User.ID)
+	keys, err := c.store.ListPasskeys(r.Context(), u.OrgID, u.ID)
 	if err != nil {
 		return err
 	}
 	if len(keys) == 0 {
-		return badRequest("You have no passkey: enter the code of your authenticator app.")
+		return badRequest(none)
 	}
-	opts, cer, err := rp.BeginSignIn(s.User, keys)
+	opts, cer, err := begin(rp, keys)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,8 @@
   // posting: it asks its action for the options (JSON), hands them to
   // navigator.credentials, and posts the authenticator's answer as JSON to
   // the address without "/options". The server answers {"next": address},
-  // or an error page whose message is shown beside the form.
+  // or an error page whose message is shown beside the form (in the
+  // element its data-error names, else #passkey-error).
   function fromB64u(s) {
     var b = window.atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));
     var out = new Uint8Array(b.length);
@@ -157,7 +158,7 @@
     var form = ev.target, kind = form.getAttribute && form.getAttribute("data-passkey");
     if (!kind || ev.defaultPrevented) { return; }
     ev.preventDefault();
-    var shown = document.getElementById("passkey-error");
+    var shown = document.getElementById(form.getAttribute("data-error") || "passkey-error");
     var button = form.querySelector("button[type=submit]");
     if (!window.PublicKeyCredential || !navigator.credentials) {
       shown.textContent = "This browser has no passkey support.";

@@ -1,7 +1,8 @@
 // Package passkey runs the WebAuthn ceremonies of the console's passkeys:
 // registering one (a second factor after the password), the second-factor
-// step with one, and the passwordless sign-in with a discoverable passkey
-// that verifies its user. It makes the go-webauthn calls and applies the
+// step with one, the passwordless sign-in with a discoverable passkey
+// that verifies its user, and proving another account of the person with
+// one of its passkeys to join it. It makes the go-webauthn calls and applies the
 // rules (the origin and RP ID of the server, user verification, the
 // signature counter, the account's state); the console reads the
 // browser's JSON, keeps the ceremony on the session, throttles, records
@@ -33,14 +34,17 @@ const (
 	KindRegister = "register" // registering a passkey
 	KindSignIn   = "signin"   // the second-factor step
 	KindLogin    = "login"    // a passwordless sign-in
+	KindJoin     = "join"     // proving another account to join it
 )
 
 // Ceremony is what the server keeps of a ceremony under way, between its
 // options and the browser's answer.
 type Ceremony struct {
-	// Kind is KindRegister, KindSignIn or KindLogin.
-	Kind    string               `json:"kind"`
-	Name    string               `json:"name,omitempty"`
+	// Kind is KindRegister, KindSignIn, KindLogin or KindJoin.
+	Kind string `json:"kind"`
+	Name string `json:"name,omitempty"`
+	// Account is the id of the account a KindJoin ceremony proves.
+	Account string               `json:"account,omitempty"`
 	Session webauthn.SessionData `json:"session"`
 	// ThrottleKey and ThrottleStart name a passwordless start's
 	// reservation, given back when it signs in.
@@ -238,6 +242,33 @@ func (rp *RelyingParty) BeginSignIn(u store.ConsoleUser, keys []store.Passkey) (
 	return opts, Ceremony{Kind: KindSignIn, Session: *sd}, nil
 }
 
+// PendingJoin is the ceremony kept once the password of the account
+// account is proved, before its passkey is asked for: no challenge yet,
+// and the deadline until of the whole join.
+func PendingJoin(account string, until time.Time) Ceremony {
+	return Ceremony{Kind: KindJoin, Account: account, Session: webauthn.SessionData{Expires: until}}
+}
+
+// Asked tells whether the ceremony has a challenge (its options were
+// given to the browser).
+func (c Ceremony) Asked() bool { return c.Session.Challenge != "" }
+
+// BeginJoin asks for a passkey of u, whose passkeys are keys (at least
+// one), after pending (PendingJoin of u): the second-factor step's
+// options and rules, kept as a KindJoin ceremony that ends by pending's
+// deadline.
+func (rp *RelyingParty) BeginJoin(u store.ConsoleUser, keys []store.Passkey, pending Ceremony) (any, Ceremony, error) {
+	opts, cer, err := rp.BeginSignIn(u, keys)
+	if err != nil {
+		return nil, Ceremony{}, err
+	}
+	cer.Kind, cer.Account = KindJoin, u.ID
+	if !pending.Session.Expires.IsZero() && pending.Session.Expires.Before(cer.Session.Expires) {
+		cer.Session.Expires = pending.Session.Expires
+	}
+	return opts, cer, nil
+}
+
 // ParseAssertion reads the browser's answer to a sign-in (ErrUnreadable).
 func ParseAssertion(b []byte) (*protocol.ParsedCredentialAssertionData, error) {
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(b)
@@ -247,10 +278,10 @@ func ParseAssertion(b []byte) (*protocol.ParsedCredentialAssertionData, error) {
 	return parsed, nil
 }
 
-// FinishSignIn checks the assertion of the second-factor step cer of u: a
-// passkey of u, signed for this server's origin over the ceremony's
-// challenge, with a signature counter that moved on (the store keeps the
-// new counter). It answers the passkey, or a *Refused.
+// FinishSignIn checks the assertion of the second-factor step (or of a
+// join, BeginJoin) cer of u: a passkey of u, signed for this server's
+// origin over the ceremony's challenge, with a signature counter that
+// moved on (the store keeps the new counter). It answers the passkey, or a *Refused.
 func (rp *RelyingParty) FinishSignIn(ctx context.Context, st *store.Store, u store.ConsoleUser, cer Ceremony,
 	parsed *protocol.ParsedCredentialAssertionData, now time.Time) (store.Passkey, error) {
 	keys, err := st.ListPasskeys(ctx, u.OrgID, u.ID)
