@@ -98,9 +98,7 @@ func (a *API) launch(ctx context.Context, e *store.AuditEntry, l store.Launch) (
 
 func (a *API) queued(ctx context.Context, endpoints []string) {
 	if a.cfg.Queued != nil && len(endpoints) > 0 {
-		// The answer does not wait for the other replicas to be told (one
-		// notification per few hundred endpoints on PostgreSQL).
-		go a.cfg.Queued(context.WithoutCancel(ctx), endpoints)
+		a.cfg.Queued(ctx, endpoints)
 	}
 }
 

@@ -34,7 +34,9 @@ type Config struct {
 	// cached secret).
 	EndpointRemoved func(endpointID string)
 	// Queued is told, after the commit, which endpoints got new commands
-	// (presence.Hub.Queued: it wakes their long polls on every replica).
+	// (presence.Hub.QueuedSoon: it wakes their long polls on every replica,
+	// this one's before it returns, so that a check-in after the answer
+	// finds the commands).
 	Queued func(ctx context.Context, endpointIDs []string)
 	// Releases answers the signed agent releases the server publishes
 	// (GET /api/v1/agent-versions); nil: none.

@@ -216,6 +216,20 @@ func (h *Hub) NoPending(endpointID string) {
 // wakes their long polls here and tells the other replicas.
 func (h *Hub) Queued(ctx context.Context, endpointIDs []string) {
 	h.wake(endpointIDs)
+	h.notify(ctx, endpointIDs)
+}
+
+// QueuedSoon is Queued for an answer that should not wait for the other
+// replicas to be told (one notification per few hundred endpoints on
+// PostgreSQL): this replica's long polls are woken, and its next check-ins
+// see the commands, before it returns; the other replicas are told in the
+// background.
+func (h *Hub) QueuedSoon(ctx context.Context, endpointIDs []string) {
+	h.wake(endpointIDs)
+	go h.notify(context.WithoutCancel(ctx), endpointIDs)
+}
+
+func (h *Hub) notify(ctx context.Context, endpointIDs []string) {
 	if err := h.store.NotifyCommands(ctx, endpointIDs); err != nil {
 		slog.Warn("presence: notify other replicas", "err", err)
 	}

@@ -175,3 +175,25 @@ func TestLongPollsEndOnTheGrid(t *testing.T) {
 		t.Errorf("%d long polls still counted", held)
 	}
 }
+
+// TestQueuedSoonBeforeItReturns: an action's answer does not wait for the
+// other replicas to be told, but a check-in after it finds the commands
+// (the API answered, then the agent checked in: its commands must be
+// there) and a long poll held is woken.
+func TestQueuedSoonBeforeItReturns(t *testing.T) {
+	t.Parallel()
+	h := New(storetest.Open(t), 2)
+	h.seeded = true
+	if h.MayHavePending("a") {
+		t.Fatal("an endpoint without commands may have some")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.QueuedSoon(ctx, []string{"a"})
+	cancel() // the request's context ends with its answer
+	if !h.MayHavePending("a") {
+		t.Fatal("after QueuedSoon returned, the endpoint's commands are not seen")
+	}
+	if ok, err := h.Wait(context.Background(), "a", 10*time.Second); !ok || err != nil {
+		t.Fatalf("a long poll after QueuedSoon: woken %v, %v", ok, err)
+	}
+}

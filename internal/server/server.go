@@ -121,7 +121,7 @@ func New(cfg config.Config, s *store.Store) *Server {
 		MaxInventories: cfg.MaxInventories, Crowded: srv.conns.Crowded, Releases: releases,
 		ClientIP: func(r *http.Request) string { return srv.api.ClientIP(r) }})
 	srv.api = api.New(api.Config{Store: s, Auth: srv.auth, TrustedProxies: cfg.TrustedProxies, OpenAPI: openapi.JSON,
-		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.Queued, BaseURL: cfg.BaseURL,
+		CheckinInterval: cfg.CheckinInterval, EndpointRemoved: srv.agents.Forget, Queued: srv.hub.QueuedSoon, BaseURL: cfg.BaseURL,
 		Releases: releases})
 
 	mux := http.NewServeMux()
