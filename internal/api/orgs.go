@@ -41,12 +41,7 @@ func (a *API) callerPerson(r *http.Request) (store.ConsoleUser, error) {
 }
 
 func organizationOut(o admin.NewOrgOut) apiv1.Organization {
-	out := apiv1.Organization{ID: o.ID, Name: o.Name, TimeZone: o.TimeZone, CreatedAt: o.CreatedAt, Administrator: o.Administrator}
-	if o.Copied != nil {
-		c := apiv1.OrganizationCopy(*o.Copied)
-		out.Copied = &c
-	}
-	return out
+	return apiv1.Organization{ID: o.ID, Name: o.Name, TimeZone: o.TimeZone, CreatedAt: o.CreatedAt, Administrator: o.Administrator, Copied: o.Copied}
 }
 
 func (a *API) createOrganization(w http.ResponseWriter, r *http.Request) error {
