@@ -47,11 +47,9 @@ func (tx *Tx) onlyMember(ctx context.Context, e *AuditEntry, orgID, userID strin
 	if e.Actor == ActorCLI {
 		return nil
 	}
-	if tx.s.engine == Postgres {
-		// A join committing meanwhile would add a membership.
-		if _, err := tx.exec(ctx, `SELECT id FROM users WHERE id = ? FOR UPDATE`, userID); err != nil {
-			return fmt.Errorf("store: lock user: %w", err)
-		}
+	// A join committing meanwhile would add a membership.
+	if err := tx.lockUsers(ctx, userID); err != nil {
+		return err
 	}
 	var member, others int
 	if err := tx.queryRow(ctx, `SELECT COUNT(CASE WHEN org_id = ? THEN 1 END), COUNT(CASE WHEN org_id <> ? THEN 1 END) FROM memberships WHERE user_id = ?`,
@@ -63,6 +61,24 @@ func (tx *Tx) onlyMember(ctx context.Context, e *AuditEntry, orgID, userID strin
 	}
 	if others > 0 {
 		return fmt.Errorf("store: %w", ErrOtherOrgs)
+	}
+	return nil
+}
+
+// lockUsers locks the users' rows, in id order, until the transaction
+// ends (PostgreSQL; SQLite has one writer): changes of one person's
+// memberships wait for each other.
+func (tx *Tx) lockUsers(ctx context.Context, ids ...string) error {
+	if tx.s.engine != Postgres {
+		return nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	q := `SELECT id FROM users WHERE id IN (?` + strings.Repeat(", ?", len(ids)-1) + `) ORDER BY id FOR UPDATE`
+	if _, err := tx.exec(ctx, q, args...); err != nil {
+		return fmt.Errorf("store: lock users: %w", err)
 	}
 	return nil
 }
@@ -226,10 +242,8 @@ func (s *Store) JoinAccounts(ctx context.Context, keepID, otherID string, entry 
 	}
 	var joined []string
 	err := s.InTx(ctx, func(tx *Tx) error {
-		if tx.s.engine == Postgres {
-			if _, err := tx.exec(ctx, `SELECT id FROM users WHERE id IN (?, ?) ORDER BY id FOR UPDATE`, keepID, otherID); err != nil {
-				return fmt.Errorf("store: lock users: %w", err)
-			}
+		if err := tx.lockUsers(ctx, keepID, otherID); err != nil {
+			return err
 		}
 		var otherOp, otherSSO, otherDisabled, otherCreate bool
 		err := tx.queryRow(ctx, `SELECT instance_operator, operator_sso, disabled, create_orgs FROM users WHERE id = ?`, otherID).Scan(&otherOp, &otherSSO, &otherDisabled, &otherCreate)
@@ -311,11 +325,9 @@ var ErrLastMembership = fmt.Errorf("the person's only organization: delete the a
 // only organization.
 func (s *Store) RemoveMembership(ctx context.Context, e *AuditEntry, orgID, userID string) error {
 	return s.Audited(ctx, e, func(tx *Tx) error {
-		if tx.s.engine == Postgres {
-			// Another removal committing meanwhile would leave none.
-			if _, err := tx.exec(ctx, `SELECT id FROM users WHERE id = ? FOR UPDATE`, userID); err != nil {
-				return fmt.Errorf("store: lock user: %w", err)
-			}
+		// Another removal committing meanwhile would leave none.
+		if err := tx.lockUsers(ctx, userID); err != nil {
+			return err
 		}
 		others, err := tx.otherOrgs(ctx, orgID, userID)
 		if err != nil {

@@ -324,12 +324,10 @@ func (s *Store) AcceptInvitationAs(ctx context.Context, e *AuditEntry, tokenHash
 			return err
 		}
 		m.OrgID = orgID
-		if tx.s.engine == Postgres {
-			// A change of the person's memberships meanwhile (a join,
-			// onlyMember's checks) waits for this one.
-			if _, err := tx.exec(ctx, `SELECT id FROM users WHERE id IN (?, ?) ORDER BY id FOR UPDATE`, personID, invitedID); err != nil {
-				return fmt.Errorf("store: lock users: %w", err)
-			}
+		// A change of the person's memberships meanwhile (a join,
+		// onlyMember's checks) waits for this one.
+		if err := tx.lockUsers(ctx, personID, invitedID); err != nil {
+			return err
 		}
 		var personEmail, invitedEmail string
 		err = tx.queryRow(ctx, `SELECT p.email, i.email, m.role_id FROM users p, users i JOIN memberships m ON m.user_id = i.id AND m.org_id = ?
